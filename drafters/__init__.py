@@ -1,0 +1,1 @@
+"""tracedraft ML library: traces, rendering, the DSpark drafter, training, speculative decoding, evaluation."""

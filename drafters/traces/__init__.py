@@ -1,0 +1,1 @@
+"""Trace formats -> canonical conversations (torch-free)."""

@@ -1,0 +1,1 @@
+"""One module per trace format; each defines FORMAT (see base.py)."""

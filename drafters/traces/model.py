@@ -1,0 +1,308 @@
+"""The canonical conversation model every trace format is normalized into.
+
+A trace format module turns raw records into `Conversation`s; everything downstream (scrubbing, the
+validation report, rendering through a chat template) only ever sees this model. It is plain
+dataclasses and the standard library: the API imports it, so it must stay torch-free and cheap.
+
+The unit of training is one LLM call (`LLMCall`): the exact context the agent sent and the assistant
+message that came back. A conversation either derives its calls from one growing transcript
+(append-only) or carries them explicitly, when the source recorded each request (API cassettes,
+OpenTelemetry spans, Langfuse generations) and the agent rewrote its history between calls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterator, Literal, Union
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a conversation (or a problem) came from: format name, file, and line or record path."""
+
+    format: str
+    file: str
+    line: int | None = None  # 1-based line number for line-oriented files
+    record: str | None = None  # a path inside a structured file, e.g. "$[3].traj" or "interactions[2]"
+
+    def where(self) -> str:
+        """A human-readable location such as ``traces.jsonl:12`` or ``run.json#$[3]``."""
+        if self.line is not None:
+            return f"{self.file}:{self.line}"
+        if self.record:
+            return f"{self.file}#{self.record}"
+        return self.file
+
+
+@dataclass
+class TextPart:
+    """Plain text: what a human typed, a system prompt, or the assistant's free text."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass
+class ReasoningPart:
+    """Model reasoning. ``signature`` (Anthropic, Gemini) or ``encrypted`` (OpenAI) blobs are kept verbatim."""
+
+    text: str
+    signature: str | None = None
+    redacted: bool = False
+    type: Literal["reasoning"] = "reasoning"
+
+
+@dataclass
+class ToolCallPart:
+    """One tool call. ``arguments`` is the parsed JSON object when the source held valid JSON
+    (an object), else None; ``raw_arguments`` is the string exactly as logged (for object-typed
+    sources: its compact JSON serialization, key order preserved)."""
+
+    id: str | None
+    name: str
+    arguments: dict[str, Any] | None
+    raw_arguments: str
+    type: Literal["tool_call"] = "tool_call"
+
+    @classmethod
+    def from_raw(cls, id: str | None, name: str, arguments: Any) -> "ToolCallPart":
+        """Build from a source value that is either a JSON string or an already-parsed object.
+
+        A JSON string that itself encodes a string holding JSON (double encoding, seen in some logs)
+        is unwrapped once. Invalid JSON keeps ``arguments=None`` and the raw text.
+        """
+        if isinstance(arguments, str):
+            raw = arguments
+            parsed = _loads_object(arguments)
+            if parsed is None:
+                try:
+                    inner = json.loads(arguments)
+                except ValueError:
+                    inner = None
+                if isinstance(inner, str):
+                    parsed = _loads_object(inner)
+            return cls(id=id, name=name, arguments=parsed, raw_arguments=raw)
+        if arguments is None:
+            return cls(id=id, name=name, arguments={}, raw_arguments="{}")
+        if isinstance(arguments, dict):
+            return cls(id=id, name=name, arguments=arguments, raw_arguments=compact_json(arguments))
+        # A list or scalar is valid JSON but not an arguments object: keep it raw only.
+        return cls(id=id, name=name, arguments=None, raw_arguments=compact_json(arguments))
+
+    @property
+    def arguments_valid(self) -> bool:
+        """True when the arguments parsed as a JSON object."""
+        return self.arguments is not None
+
+
+@dataclass
+class ToolResultPart:
+    """The result of a tool call, paired by ``call_id`` (None where the format has no ids)."""
+
+    call_id: str | None
+    content: str
+    is_error: bool = False
+    name: str | None = None
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass
+class UnsupportedPart:
+    """A counted placeholder for content we do not train on (images, audio, files)."""
+
+    kind: str  # "image", "audio", "file", ...
+    count: int = 1
+    type: Literal["unsupported"] = "unsupported"
+
+
+Part = Union[TextPart, ReasoningPart, ToolCallPart, ToolResultPart, UnsupportedPart]
+PART_TYPES: dict[str, type] = {
+    "text": TextPart,
+    "reasoning": ReasoningPart,
+    "tool_call": ToolCallPart,
+    "tool_result": ToolResultPart,
+    "unsupported": UnsupportedPart,
+}
+
+
+@dataclass
+class Message:
+    """One message of a conversation. ``model`` is the model that wrote an assistant message, if known."""
+
+    role: Role
+    parts: list[Part] = field(default_factory=list)
+    model: str | None = None
+
+    @property
+    def text(self) -> str:
+        """All text parts joined (reasoning and tool parts excluded)."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, ReasoningPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        return [p for p in self.parts if isinstance(p, ToolCallPart)]
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+
+@dataclass
+class ToolDef:
+    """A tool the agent offered the model: name, description and JSON schema of its parameters."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass
+class LLMCall:
+    """The unit of training and evaluation: the context sent to the model and the message it returned.
+
+    ``index`` is the call's position in its conversation (0-based); ``context`` ends with the message
+    the model answered (usually user or tool).
+    """
+
+    conversation_id: str
+    index: int
+    tools: list[ToolDef]
+    context: list[Message]
+    completion: Message
+
+    @property
+    def id(self) -> str:
+        return f"{self.conversation_id}/{self.index}"
+
+
+@dataclass
+class Conversation:
+    """A normalized agent conversation.
+
+    ``messages`` is the transcript in order. ``explicit_calls``, when set, lists the calls exactly as
+    the source recorded them (each with its own context); otherwise every assistant message is one
+    call whose context is every message before it.
+    """
+
+    id: str
+    source: Source
+    tools: list[ToolDef] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    explicit_calls: list[LLMCall] | None = None
+
+    def calls(self) -> Iterator[LLMCall]:
+        """Yield the conversation's LLM calls in order."""
+        if self.explicit_calls is not None:
+            yield from self.explicit_calls
+            return
+        index = 0
+        for i, message in enumerate(self.messages):
+            if message.role == "assistant" and i > 0:
+                yield LLMCall(self.id, index, self.tools, self.messages[:i], message)
+                index += 1
+
+    @property
+    def append_only(self) -> bool:
+        """True when every call's context extends the previous call's context plus its completion."""
+        if self.explicit_calls is None:
+            return True
+        previous: list[Message] | None = None
+        for call in self.explicit_calls:
+            if previous is not None and call.context[: len(previous)] != previous:
+                return False
+            previous = call.context + [call.completion]
+        return True
+
+    @property
+    def models(self) -> set[str]:
+        """Names of the models that wrote the assistant messages."""
+        msgs = [c.completion for c in self.calls()] if self.explicit_calls is not None else self.messages
+        return {m.model for m in msgs if m.role == "assistant" and m.model}
+
+    def content_hash(self) -> str:
+        """sha256 of the conversation's content (not its id or source): equal for exact duplicates."""
+        payload = {
+            "tools": [asdict(t) for t in self.tools],
+            "messages": [message_to_dict(m) for m in self.messages],
+            "calls": None
+            if self.explicit_calls is None
+            else [[message_to_dict(m) for m in c.context + [c.completion]] for c in self.explicit_calls],
+        }
+        return hashlib.sha256(compact_json(payload, sort_keys=True).encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------------------- (de)serialization
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    return {"role": message.role, "model": message.model, "parts": [asdict(p) for p in message.parts]}
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    parts = [PART_TYPES[p["type"]](**p) for p in data["parts"]]
+    return Message(role=data["role"], parts=parts, model=data.get("model"))
+
+
+def conversation_to_dict(conv: Conversation) -> dict[str, Any]:
+    """A JSON-able dict; ``conversation_from_dict`` inverts it exactly (the canonical on-disk form)."""
+    return {
+        "id": conv.id,
+        "source": asdict(conv.source),
+        "tools": [asdict(t) for t in conv.tools],
+        "messages": [message_to_dict(m) for m in conv.messages],
+        "explicit_calls": None
+        if conv.explicit_calls is None
+        else [
+            {
+                "index": c.index,
+                "tools": [asdict(t) for t in c.tools],
+                "context": [message_to_dict(m) for m in c.context],
+                "completion": message_to_dict(c.completion),
+            }
+            for c in conv.explicit_calls
+        ],
+    }
+
+
+def conversation_from_dict(data: dict[str, Any]) -> Conversation:
+    calls = None
+    if data.get("explicit_calls") is not None:
+        calls = [
+            LLMCall(
+                conversation_id=data["id"],
+                index=c["index"],
+                tools=[ToolDef(**t) for t in c["tools"]],
+                context=[message_from_dict(m) for m in c["context"]],
+                completion=message_from_dict(c["completion"]),
+            )
+            for c in data["explicit_calls"]
+        ]
+    return Conversation(
+        id=data["id"],
+        source=Source(**data["source"]),
+        tools=[ToolDef(**t) for t in data["tools"]],
+        messages=[message_from_dict(m) for m in data["messages"]],
+        explicit_calls=calls,
+    )
+
+
+def compact_json(value: Any, sort_keys: bool = False) -> str:
+    """JSON with no spaces and non-ASCII kept, key order preserved unless ``sort_keys``."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys)
+
+
+def _loads_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
