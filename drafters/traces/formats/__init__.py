@@ -1,1 +1,30 @@
-"""One module per trace format; each defines FORMAT (see base.py)."""
+"""One module per trace format; each defines ``FORMAT`` (see base.py).
+
+``FORMAT_MODULES`` is the registry, in detection order: more specific sniffers first, so that a
+format whose files also look like a more general one (tau-bench results are OpenAI messages) wins.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+
+from drafters.traces.formats.base import TraceFormat
+
+FORMAT_MODULES: list[str] = [
+    # add "drafters.traces.formats.<module>" entries here, most specific first
+]
+
+
+@cache
+def all_formats() -> tuple[TraceFormat, ...]:
+    """Every registered format, in detection order."""
+    return tuple(importlib.import_module(name).FORMAT for name in FORMAT_MODULES)
+
+
+def get_format(name: str) -> TraceFormat:
+    """The format called ``name``; KeyError lists the known names."""
+    for fmt in all_formats():
+        if fmt.name == name:
+            return fmt
+    raise KeyError(f"unknown trace format {name!r}; known: {', '.join(f.name for f in all_formats())}")
