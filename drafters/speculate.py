@@ -1,14 +1,21 @@
 """Speculative decoding for any proposer (greedy and exact rejection sampling).
 
-The proposer interface below is what the loop drives; the loop itself is built in issue 7.
+One readable file: the Proposer interface, the decoding loop (DSPARK.md 5.1) that drives a frozen target
+and any proposer (a DSpark drafter, the n-gram baseline, or none), and pure what-if functions for
+confidence-based truncation (DSPARK.md 5.3) and the hardware-aware prefix scheduler (DSPARK.md 6).
+Accepted length (tau) is NOT computed here: drafters/evaluate.py is the one place that does it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+import bisect
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Protocol, Sequence
 
 import torch
+
+from drafters.errors import TracedraftError
 
 
 @dataclass
@@ -41,3 +48,484 @@ class Proposer(Protocol):
     def commit(self, tokens: torch.Tensor, features: torch.Tensor | None) -> None:
         """Append committed context. tokens: LongTensor [a+1] = anchor then the accepted drafts;
         features: FloatTensor [a+1, m*d] (the target's features at those positions) or None."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The loop (DSPARK.md 5.1). One function for every proposer; proposer=None is plain decoding through the
+# same code path (a round with zero drafts), so speculative-vs-plain timings compare like for like.
+# ---------------------------------------------------------------------------------------------------------
+
+#: The residual max(0, p_t - p_d) is renormalised unless its mass is at most this; then p_t is used
+#: (DSPARK.md 5.1 step 4: "falls back to p_t if the residual mass <= 1e-8").
+RESIDUAL_EPS = 1e-8
+#: Below this temperature sampling is greedy (DSPARK.md 5.1 step 3: "< 1e-5 ... one-hot argmax").
+GREEDY_TEMPERATURE = 1e-5
+
+
+@dataclass
+class Round:
+    """One verification round.
+
+    proposed: n, drafts verified by the target this round (after any truncation), 0 for plain decoding.
+    accepted: a, leading drafts the target accepted (0 <= a <= n).
+    confidences: the proposer's per-slot confidences for the n verified drafts (conditional sigmoid scores,
+        DSPARK.md 1.6), or None.
+    positions: for each token this round committed, its position in the block: accepted draft i -> i
+        (1-based), the target's corrected/bonus token -> a + 1. Normally [1..a+1]; [1..a] when an accepted
+        stop token ended generation (no bonus, DSPARK.md 5.1 step 6); shorter when a stop string or the
+        token budget cut the round.
+    eos: an accepted draft or the round's own token was a stop token (generation ended in this round).
+    drafted: drafts the proposer offered before confidence truncation (>= proposed).
+    """
+
+    proposed: int
+    accepted: int
+    confidences: list[float] | None = None
+    positions: list[int] = field(default_factory=list)
+    eos: bool = False
+    drafted: int = 0
+
+    @property
+    def committed(self) -> int:
+        """Tokens this round added to the output (its acceptance length, DSPARK.md 5.2)."""
+        return len(self.positions)
+
+    def to_dict(self) -> dict:
+        return {"n": self.proposed, "a": self.accepted, "len": self.committed, "eos": self.eos,
+                "drafted": self.drafted, "conf": self.confidences}
+
+
+@dataclass
+class Generation:
+    """The result of one speculative (or plain) generation.
+
+    tokens: generated token ids (stop token included when generation ended on one; no prompt).
+    rounds: the verification rounds, in order. The first token comes from the prefill, outside any round,
+        so len(tokens) == 1 + sum(r.committed for r in rounds) (or 0 when max_new_tokens == 0).
+    positions: per generated token, its position in its round's block (0 for the prefill token).
+    round_index: per generated token, the index into ``rounds`` of the round that committed it (-1: prefill).
+    margins: per generated token, target logit top-1 minus top-2 at the row that produced it (fp32); a tiny
+        margin marks a numerical near-tie where fp32 reduction order may flip the argmax.
+    finish_reason: "stop" (stop token), "stop_string", "length" (max_new_tokens reached).
+    target_s / drafter_s / overhead_s / total_s: wall-clock seconds in target forwards (prefill included),
+        in proposer calls (start/propose/commit), and the rest of the loop (acceptance, sampling, cache
+        cropping, bookkeeping); total_s = their sum.
+    """
+
+    tokens: list[int]
+    rounds: list[Round]
+    positions: list[int]
+    round_index: list[int]
+    margins: list[float]
+    prompt_len: int
+    finish_reason: str
+    target_s: float = 0.0
+    drafter_s: float = 0.0
+    overhead_s: float = 0.0
+    total_s: float = 0.0
+    stop_string: str | None = None
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Generated tokens per wall-clock second of the whole call (prefill included)."""
+        return len(self.tokens) / self.total_s if self.total_s > 0 else 0.0
+
+
+class _Clock:
+    """Splits wall-clock time into target / drafter / loop buckets. On CUDA each stamp synchronises so a
+    kernel's time lands in the bucket that launched it (otherwise the next .item() would absorb it)."""
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.target = 0.0
+        self.drafter = 0.0
+        self.t0 = self._now()
+
+    def _now(self) -> float:
+        if self.cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def start(self) -> float:
+        return self._now()
+
+    def add_target(self, t: float) -> None:
+        self.target += self._now() - t
+
+    def add_drafter(self, t: float) -> None:
+        self.drafter += self._now() - t
+
+    def total(self) -> float:
+        return self._now() - self.t0
+
+
+def crop_cache(cache, keep: int) -> None:
+    """Crop a transformers cache in place to its first ``keep`` positions.
+
+    transformers >= 5 takes ``crop(-tokens_to_remove)``; 4.x took ``crop(max_length)``. Both are handled.
+    Raises TracedraftError(code="cache_crop") if the cache is shorter than ``keep``.
+    """
+    length = int(cache.get_seq_length())
+    if keep > length:
+        raise TracedraftError("cache_crop", f"cannot crop a cache of {length} positions to {keep}", "cache")
+    if keep == length:
+        return
+    try:
+        cache.crop(keep - length)  # negative: remove that many tokens (transformers >= 5)
+    except ValueError:
+        cache.crop(keep)  # legacy absolute length
+    if int(cache.get_seq_length()) != keep:  # a legacy cache read the negative value as a length
+        raise TracedraftError("cache_crop", f"cache crop left {cache.get_seq_length()} != {keep}", "cache")
+
+
+def _probs(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """softmax(logits / T) in fp32. logits [..., V] -> probs [..., V]."""
+    return torch.softmax(logits.float() / temperature, dim=-1)
+
+
+def _margins(logits: torch.Tensor) -> list[float]:
+    """Top-1 minus top-2 logit per row. logits [r, V] fp32 -> r floats."""
+    if logits.shape[-1] < 2:
+        return [float("inf")] * logits.shape[0]
+    top = torch.topk(logits.float(), 2, dim=-1).values
+    return (top[:, 0] - top[:, 1]).tolist()
+
+
+def verify_greedy(drafts: torch.Tensor, logits: torch.Tensor) -> tuple[int, int]:
+    """Greedy verification: accept while the draft equals the target's argmax (DSPARK.md 5.1 step 4).
+
+    drafts: LongTensor [n]; logits: [n+1, V] target logits for [anchor, d1..dn] (row i predicts the token
+    after input i). Returns (a, next_token): a = leading matches, next_token = target argmax at row a
+    (the corrected token, or the bonus token when a == n).
+    """
+    target_tok = logits.argmax(dim=-1)  # [n+1]
+    n = drafts.shape[0]
+    if n == 0:
+        return 0, int(target_tok[0])
+    match = (drafts == target_tok[:n]).to(torch.int64)
+    a = int(match.cumprod(0).sum())
+    return a, int(target_tok[a])
+
+
+def verify_sampling(drafts: torch.Tensor, draft_probs: torch.Tensor | None, logits: torch.Tensor,
+                    temperature: float, generator: torch.Generator | None) -> tuple[int, int]:
+    """Exact speculative sampling (Leviathan et al. 2023; Chen et al. 2023; DSPARK.md 5.1 step 4).
+
+    drafts: LongTensor [n]; draft_probs: FloatTensor [n, V] (the distribution each draft was sampled from)
+    or None for a deterministic proposer (one-hot on the draft); logits: [n+1, V] target logits.
+    Position i is accepted with probability min(1, p_t(d_i) / p_d(d_i)) using one uniform per position;
+    a = leading accepts. On a rejection the next token is sampled from norm(max(0, p_t - p_d)) at row a
+    (p_t itself when that mass <= 1e-8); when all n are accepted, the bonus token is sampled from p_t at
+    row n. All probabilities fp32. Returns (a, next_token). The output is distributed exactly as p_t.
+    """
+    p_t = _probs(logits, temperature)  # [n+1, V]
+    n = drafts.shape[0]
+    a = n
+    if n > 0:
+        idx = torch.arange(n, device=p_t.device)
+        pt_d = p_t[idx, drafts]
+        pd_d = draft_probs[idx, drafts].float() if draft_probs is not None else torch.ones_like(pt_d)
+        u = torch.rand(n, generator=generator, device=p_t.device)
+        # u < p_t/p_d written without division: p_d == 0 for a drafted token cannot happen for a sound
+        # proposer, and if it does the draft is rejected (u * 0 < p_t only if p_t > 0, which is correct).
+        accept = (u * pd_d < pt_d).to(torch.int64)
+        a = int(accept.cumprod(0).sum())
+    if a < n:
+        if draft_probs is not None:
+            residual = (p_t[a] - draft_probs[a].float()).clamp_min(0.0)
+        else:
+            residual = p_t[a].clone()
+            residual[drafts[a]] = 0.0  # max(0, p_t - onehot(d)) for a deterministic draft
+        mass = float(residual.sum())
+        dist = residual / mass if mass > RESIDUAL_EPS else p_t[a]
+    else:
+        dist = p_t[n]
+    return a, int(torch.multinomial(dist, 1, generator=generator))
+
+
+def _stop_string_cut(tokenizer, tokens: list[int], stop_strings: Sequence[str], start: int) -> tuple[int, str] | None:
+    """If a stop string is completed by a token at index >= start, return (length of the shortest prefix
+    of ``tokens`` whose text contains it, the stop string); else None. Only a tail window is decoded (stop
+    strings are short; one completed earlier would have ended generation already)."""
+    w = max(start - 16, 0)
+    text = tokenizer.decode(tokens[w:], skip_special_tokens=False)
+    if not any(s in text for s in stop_strings):
+        return None
+    for cut in range(max(start, 0) + 1, len(tokens) + 1):
+        prefix = tokenizer.decode(tokens[w:cut], skip_special_tokens=False)
+        for s in stop_strings:
+            if s in prefix:
+                return cut, s
+    return None
+
+
+def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_tokens: int,
+                         temperature: float = 0.0, seed: int = 0, stop_token_ids: Sequence[int] = (),
+                         stop_strings: Sequence[str] = (), tokenizer=None,
+                         confidence_threshold: float = 0.0) -> Generation:
+    """Generate up to ``max_new_tokens`` tokens with speculative decoding (DSPARK.md 5.1), batch size 1.
+
+    target: drafters.target.Target (uses ``step(input_ids [1,t], past_key_values, layer_ids) ->
+        TargetStep(logits [1,t,V] fp32, aux [1,t,m*d] | None, past_key_values)`` and ``device``).
+    proposer: any Proposer, or None for plain decoding (one target forward per token, same loop).
+    prompt_ids: LongTensor [T] or list[int], the exactly rendered prompt (T >= 1).
+    temperature: 0 (or < 1e-5) greedy, else exact rejection sampling at that temperature.
+    seed: seeds the verification sampler (and, offset, the proposer's sampler).
+    stop_token_ids: an accepted or sampled stop token ends generation and is kept in ``tokens``.
+    stop_strings: generation ends at the first token whose decoded text completes one (needs tokenizer,
+        taken from ``target.tokenizer`` when not given); the tokens after it are dropped.
+    confidence_threshold: static truncation (DSPARK.md 5.3): the proposal is cut at the first slot whose
+        confidence < threshold (0 verifies everything; proposals without confidences are never cut).
+
+    Loop: prefill (with the proposer's feature layers) -> first token from the target -> rounds of
+    propose -> verify [anchor, d1..dn] in one target forward -> accept -> crop the target cache to the
+    committed prefix -> commit anchor + accepted drafts (and their target features) to the proposer.
+    Raises TracedraftError(code="bad_input") for an empty prompt or a negative budget.
+    """
+    ids = torch.as_tensor(prompt_ids, dtype=torch.long).reshape(-1)
+    if ids.numel() == 0:
+        raise TracedraftError("bad_input", "empty prompt", "prompt_ids")
+    if max_new_tokens < 0:
+        raise TracedraftError("bad_input", f"max_new_tokens must be >= 0, got {max_new_tokens}", "max_new_tokens")
+    if stop_strings and tokenizer is None:
+        tokenizer = getattr(target, "tokenizer", None)
+        if tokenizer is None:
+            raise TracedraftError("bad_input", "stop_strings need a tokenizer", "tokenizer")
+    device = torch.device(getattr(target, "device", "cpu"))
+    greedy = temperature < GREEDY_TEMPERATURE
+    gen = torch.Generator(device=device).manual_seed(seed)
+    draft_gen = torch.Generator(device=device).manual_seed(seed + 0x5EED)  # independent draft stream
+    stops = set(int(s) for s in stop_token_ids)
+    layer_ids = list(proposer.layer_ids) if proposer is not None and proposer.layer_ids else None
+    block_size = int(proposer.block_size) if proposer is not None else 0
+
+    clock = _Clock(device)
+    out = Generation([], [], [], [], [], prompt_len=int(ids.numel()), finish_reason="length")
+    if max_new_tokens == 0:
+        return out
+
+    with torch.inference_mode():
+        t = clock.start()
+        step = target.step(ids.to(device).unsqueeze(0), None, layer_ids)
+        clock.add_target(t)
+        cache = step.past_key_values
+        cache_len = int(ids.numel())
+        last = step.logits[0, -1:].float()  # [1, V]
+        if greedy:
+            anchor = int(last[0].argmax())
+        else:
+            anchor = int(torch.multinomial(_probs(last[0], temperature), 1, generator=gen))
+        out.tokens.append(anchor)
+        out.positions.append(0)
+        out.round_index.append(-1)
+        out.margins.extend(_margins(last))
+        if proposer is not None:
+            t = clock.start()
+            proposer.start(ids.to(device), step.aux[0] if step.aux is not None else None)
+            clock.add_drafter(t)
+        finished = anchor in stops
+        if finished:
+            out.finish_reason = "stop"
+
+        while not finished and len(out.tokens) < max_new_tokens:
+            remaining = max_new_tokens - len(out.tokens)
+            drafts = ids.new_empty(0).to(device)
+            dprobs = conf = None
+            drafted = 0
+            if proposer is not None and block_size > 0:
+                t = clock.start()
+                prop = proposer.propose(anchor, temperature, draft_gen)
+                clock.add_drafter(t)
+                drafted = int(prop.tokens.numel())
+                # Never verify more drafts than the budget can commit (a + 1 <= remaining): an end effect.
+                n = min(drafted, block_size, remaining - 1)
+                if confidence_threshold > 0 and prop.confidences is not None and n > 0:
+                    low = (prop.confidences[:n] < confidence_threshold).nonzero()
+                    if low.numel():
+                        n = int(low[0, 0])
+                drafts = prop.tokens[:n].to(device=device, dtype=torch.long)
+                if prop.probs is not None and not greedy:
+                    dprobs = prop.probs[:n]
+                if prop.confidences is not None:
+                    conf = prop.confidences[:n].float().tolist()
+            n = int(drafts.numel())
+            verify_in = torch.cat([torch.tensor([anchor], device=device), drafts]).unsqueeze(0)
+            t = clock.start()
+            step = target.step(verify_in, cache, layer_ids)
+            clock.add_target(t)
+            cache = step.past_key_values
+            logits = step.logits[0].float()  # [n+1, V]
+            if greedy:
+                a, nxt = verify_greedy(drafts, logits)
+            else:
+                a, nxt = verify_sampling(drafts, dprobs, logits, temperature, gen)
+            accepted = drafts[:a].tolist()
+            new = accepted + [nxt]
+            # An accepted stop token ends generation: that round counts a, no bonus (DSPARK.md 5.1 step 6).
+            eos = False
+            for i, tok in enumerate(new):
+                if tok in stops:
+                    new = new[: i + 1]
+                    eos = True
+                    break
+            rnd = Round(proposed=n, accepted=a, confidences=conf, positions=list(range(1, len(new) + 1)),
+                        eos=eos, drafted=drafted)
+            margins = _margins(logits[: len(new)])
+            start = len(out.tokens)
+            out.tokens.extend(new)
+            out.positions.extend(rnd.positions)
+            out.round_index.extend([len(out.rounds)] * len(new))
+            out.margins.extend(margins)
+            out.rounds.append(rnd)
+            if eos:
+                out.finish_reason = "stop"
+                finished = True
+            if stop_strings:
+                cut = _stop_string_cut(tokenizer, out.tokens, stop_strings, start)
+                if cut is not None:
+                    keep, s = cut
+                    drop = len(out.tokens) - keep
+                    if drop:
+                        del out.tokens[keep:], out.positions[keep:], out.round_index[keep:], out.margins[keep:]
+                        rnd.positions = rnd.positions[: len(rnd.positions) - drop]
+                    out.finish_reason, out.stop_string, finished = "stop_string", s, True
+            if finished:
+                break
+            # Keep anchor + accepted drafts in the target cache; the next anchor (nxt) is not in it yet.
+            cache_len += a + 1
+            crop_cache(cache, cache_len)
+            anchor = nxt
+            if proposer is not None:
+                feats = step.aux[0, : a + 1] if step.aux is not None else None
+                t = clock.start()
+                proposer.commit(verify_in[0, : a + 1], feats)
+                clock.add_drafter(t)
+
+    out.total_s = clock.total()
+    out.target_s, out.drafter_s = clock.target, clock.drafter
+    out.overhead_s = max(out.total_s - out.target_s - out.drafter_s, 0.0)
+    return out
+
+
+def plain_generate(target, prompt_ids, max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
+                   stop_token_ids: Sequence[int] = (), stop_strings: Sequence[str] = (),
+                   tokenizer=None) -> Generation:
+    """Plain autoregressive decoding: ``speculative_generate`` with no proposer (one token per round), so
+    speculative-vs-plain speed compares the same loop, cache handling and sampler."""
+    return speculative_generate(target, None, prompt_ids, max_new_tokens, temperature=temperature, seed=seed,
+                                stop_token_ids=stop_token_ids, stop_strings=stop_strings, tokenizer=tokenizer)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Offline what-if analysis: confidence truncation (DSPARK.md 5.3) and the prefix scheduler (DSPARK.md 6).
+# Pure functions over recorded confidences; nothing here touches a model.
+# ---------------------------------------------------------------------------------------------------------
+
+
+def threshold_length(confidences: Sequence[float], threshold: float) -> int:
+    """Static confidence truncation (DSPARK.md 5.3): the number of leading slots whose per-slot (conditional)
+    confidence is >= threshold; the proposal is cut at the first slot below it. threshold 0 keeps all."""
+    for k, c in enumerate(confidences):
+        if c < threshold:
+            return k
+    return len(confidences)
+
+
+def survival(confidences: Sequence[float]) -> list[float]:
+    """Prefix survival a_j = prod_{i<=j} c_i (DSPARK.md 6): the predicted probability that drafts 1..j are
+    all accepted, from per-slot conditional confidences c_1..c_n."""
+    out, acc = [], 1.0
+    for c in confidences:
+        acc *= float(c)
+        out.append(acc)
+    return out
+
+
+def sps_lookup(table: Mapping[int, float] | Sequence[tuple[int, float]]) -> Callable[[int], float]:
+    """A steps-per-second curve SPS(B) from a profiled table {tokens in the forward batch: target
+    verification steps per second}. Piecewise-linear between measured B, clamped outside the range.
+    Raises TracedraftError(code="bad_sps_table") for an empty table or a non-positive rate."""
+    items = sorted((int(b), float(s)) for b, s in (table.items() if isinstance(table, Mapping) else table))
+    if not items or any(s <= 0 for _, s in items):
+        raise TracedraftError("bad_sps_table", "the steps-per-second table must be non-empty and positive",
+                              "sps_table")
+    xs = [b for b, _ in items]
+    ys = [s for _, s in items]
+
+    def sps(b: int) -> float:
+        if b <= xs[0]:
+            return ys[0]
+        if b >= xs[-1]:
+            return ys[-1]
+        i = bisect.bisect_left(xs, b)
+        if xs[i] == b:
+            return ys[i]
+        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+        return y0 + (y1 - y0) * (b - x0) / (x1 - x0)
+
+    return sps
+
+
+def schedule_prefix_lengths(confidences: Sequence[Sequence[float]],
+                            sps: Mapping[int, float] | Sequence[tuple[int, float]] | Callable[[int], float]
+                            ) -> list[int]:
+    """Hardware-aware prefix scheduler, DSPARK.md 6 (paper Algorithm 1 with early stop).
+
+    confidences: per active request r, calibrated conditional confidences c_{r,1..gamma_r}.
+    sps: SPS(B), target verification steps/s for B tokens in the forward batch (table or callable).
+    Returns lengths l_r in {0..gamma_r} maximising Theta = tau * SPS(B), B = sum_r (1 + l_r),
+    tau = sum_r (1 + sum_{j<=l_r} a_{r,j}), a_{r,j} = prod_{i<=j} c_{r,i}: survivals are admitted in
+    descending order (ties: smaller j first) and the walk stops at the first admission that does not
+    improve Theta, which keeps admission non-anticipating and therefore lossless (Appendix A).
+    """
+    f = sps if callable(sps) else sps_lookup(sps)
+    R = len(confidences)
+    lengths = [0] * R
+    if R == 0:
+        return lengths
+    pairs = [(a, j, r) for r, cs in enumerate(confidences) for j, a in enumerate(survival(cs), start=1) if a > 0]
+    pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
+    B, tau = R, float(R)
+    best = tau * f(B)
+    for a, j, r in pairs:
+        B += 1
+        tau += a
+        theta = tau * f(B)
+        if theta <= best:
+            break
+        best = theta
+        lengths[r] = j
+    return lengths
+
+
+def what_if_truncation(rounds: Sequence[Round], threshold: float | None = None,
+                       sps: Mapping[int, float] | Sequence[tuple[int, float]] | None = None) -> dict:
+    """Per-round counterfactual of verifying only a prefix of each recorded round (threshold 0 runs).
+
+    For each round with confidences, the verified length l is threshold_length(c, threshold) or the
+    scheduler's choice for a single request (schedule_prefix_lengths([c], sps)); the round would then
+    commit min(a, l) + 1 tokens while verifying l + 1. Rounds without confidences keep l = n. This ignores
+    that a different cut changes later rounds' anchors, so it is an estimate; rerun the loop with
+    ``confidence_threshold`` for the exact figure. Returns {"rounds", "tokens", "verified_tokens",
+    "accepted_draft_rate", "rejected_drafts"} (tau from these counts is evaluate.py's job).
+    """
+    if (threshold is None) == (sps is None):
+        raise TracedraftError("bad_input", "give exactly one of threshold or sps", "what_if_truncation")
+    f = None if sps is None else sps_lookup(sps) if not callable(sps) else sps
+    tokens = verified = acc_drafts = ver_drafts = 0
+    for r in rounds:
+        n = r.proposed
+        if r.confidences is not None and n > 0:
+            c = r.confidences[:n]
+            ell = threshold_length(c, threshold) if f is None else schedule_prefix_lengths([c], f)[0]
+        else:
+            ell = n
+        a = min(r.accepted, ell)
+        tokens += a + (0 if (r.eos and a == r.accepted and r.committed == r.accepted) else 1)
+        verified += ell + 1
+        acc_drafts += a
+        ver_drafts += ell
+    nr = len(rounds)
+    return {"rounds": nr, "tokens": tokens, "verified_tokens": verified,
+            "accepted_draft_rate": acc_drafts / ver_drafts if ver_drafts else 0.0,
+            "rejected_drafts": ver_drafts - acc_drafts}
