@@ -1,0 +1,209 @@
+"""The one settings object of tracedraft (ARCHITECTURE.md section 1: "one settings object").
+
+Every field is read from an environment variable named ``TRACEDRAFT_<FIELD>`` (upper case), e.g.
+``TRACEDRAFT_DATABASE_URL``. Defaults give the embedded mode (SQLite file, local artifact directory,
+in-process pipeline) under ``~/.tracedraft``; the stack (docker-compose, a cluster) sets the URLs.
+
+``Settings.env_vars()`` lists every variable name with its description, so the README and
+docker-compose.yml can be checked against it (issue 11).
+
+Tests override settings with ``override_settings(...)`` (a context manager) or, for FastAPI,
+``app.dependency_overrides[get_settings]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ENV_PREFIX = "TRACEDRAFT_"
+
+
+def _default_home() -> Path:
+    return Path("~/.tracedraft").expanduser()
+
+
+class Settings(BaseSettings):
+    """tracedraft configuration; one instance per process (see ``get_settings``).
+
+    Derived defaults (filled in after validation when left unset): ``database_url`` =
+    ``sqlite:///<home>/tracedraft.db``, ``artifact_uri`` = ``file://<home>/artifacts``, ``cache_dir`` =
+    ``<home>/cache``, ``result_backend`` = ``broker_url`` with database 1 for Redis URLs.
+    """
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
+
+    # --- where things live -------------------------------------------------------------------------
+    home: Path = Field(
+        default_factory=_default_home,
+        description="Base directory of the embedded mode; the default database, artifacts and cache "
+        "live under it. Default ~/.tracedraft.",
+    )
+    database_url: str = Field(
+        default="",
+        description="SQLAlchemy URL of the database, e.g. "
+        "postgresql+psycopg://user:pass@host:5432/tracedraft. Default sqlite:///<home>/tracedraft.db.",
+    )
+    auto_migrate: bool | None = Field(
+        default=None,
+        description="Run the Alembic migrations to head when the process first opens the database. "
+        "Default: on for SQLite (embedded mode), off otherwise (the stack runs `tracedraft db upgrade`).",
+    )
+    artifact_uri: str = Field(
+        default="",
+        description="Root of the artifact store: a local directory or any fsspec URI (s3://bucket/prefix, "
+        "memory://...). Default file://<home>/artifacts.",
+    )
+    artifact_storage_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description="JSON object of fsspec storage options for the artifact store (e.g. "
+        '{"endpoint_url": "http://minio:9000", "key": "...", "secret": "..."} for S3-compatible stores).',
+    )
+    cache_dir: Path | None = Field(
+        default=None,
+        description="Local cache for downloaded artifacts, converted targets and feature caches. "
+        "Default <home>/cache.",
+    )
+
+    # --- queue -----------------------------------------------------------------------------------------
+    pipeline: Literal["inline", "celery"] = Field(
+        default="inline",
+        description='How job stages run: "inline" (in-process, embedded mode) or "celery" '
+        "(dispatched to workers through the broker).",
+    )
+    broker_url: str = Field(
+        default="redis://127.0.0.1:6379/0",
+        description="Celery broker URL (Redis) used when pipeline=celery.",
+    )
+    result_backend: str = Field(
+        default="",
+        description="Celery result backend URL. Default: the broker URL with Redis database 1.",
+    )
+    visibility_timeout_s: int = Field(
+        default=12 * 3600, ge=60,
+        description="Broker visibility timeout in seconds; must exceed the longest stage (training).",
+    )
+    job_max_attempts: int = Field(
+        default=3, ge=1,
+        description="How many times a job's stage may be (re)delivered before it fails with worker_lost.",
+    )
+
+    # --- API -------------------------------------------------------------------------------------------
+    max_upload_bytes: int = Field(
+        default=2 * 1024**3, ge=1,
+        description="Largest dataset upload accepted, in bytes (compressed size on the wire and "
+        "decompressed size are both bounded by it). Default 2 GiB.",
+    )
+    job_rate_limit_per_minute: int = Field(
+        default=30, ge=0,
+        description="Job creations allowed per API key per minute (0 disables the limit).",
+    )
+    api_key_pepper: str = Field(
+        default="",
+        description="Server-side secret mixed into API key hashes (HMAC-SHA256). Changing it invalidates "
+        "every key. Empty means plain SHA-256 of the (high-entropy) key.",
+    )
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description='JSON list of origins allowed by CORS, e.g. ["https://console.example.com"].',
+    )
+
+    # --- jobs and registry -------------------------------------------------------------------------------
+    default_heldout_fraction: float = Field(
+        default=0.1, gt=0.0, lt=1.0,
+        description="Fraction of conversations held out for evaluation when a job does not say "
+        "(split by a stable hash of the conversation id).",
+    )
+    gc_retention_hours: float = Field(
+        default=24 * 7, ge=0,
+        description="`tracedraft gc` deletes unreferenced artifacts older than this many hours.",
+    )
+
+    # --- operations ------------------------------------------------------------------------------------
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = Field(
+        default="INFO", description="Log level of the API, CLI and workers."
+    )
+    log_json: bool = Field(default=False, description="Log one JSON object per line instead of text.")
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, v: Any) -> Any:
+        return v.upper() if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _derive_defaults(self) -> Settings:
+        # Derived defaults depend on `home`, so they are filled after the fields are read.
+        self.home = Path(self.home).expanduser()
+        if not self.database_url:
+            self.database_url = f"sqlite:///{self.home / 'tracedraft.db'}"
+        if not self.artifact_uri:
+            self.artifact_uri = f"file://{self.home / 'artifacts'}"
+        if self.cache_dir is None:
+            self.cache_dir = self.home / "cache"
+        self.cache_dir = Path(self.cache_dir).expanduser()
+        if not self.result_backend:
+            if self.broker_url.startswith(("redis://", "rediss://")):
+                base, _, db = self.broker_url.rpartition("/")
+                self.result_backend = f"{base}/1" if db.isdigit() and "//" in base else self.broker_url
+            else:
+                self.result_backend = self.broker_url
+        if self.auto_migrate is None:
+            self.auto_migrate = self.is_sqlite
+        return self
+
+    @property
+    def is_sqlite(self) -> bool:
+        """True when the database is SQLite (the embedded mode)."""
+        return self.database_url.startswith("sqlite")
+
+    @classmethod
+    def env_vars(cls) -> dict[str, str]:
+        """Every environment variable the settings read -> its description (for docs checks)."""
+        return {
+            f"{ENV_PREFIX}{name.upper()}": (field.description or "")
+            for name, field in cls.model_fields.items()
+        }
+
+
+_override: Settings | None = None
+
+
+@functools.lru_cache(maxsize=1)
+def _cached_settings() -> Settings:
+    return Settings()
+
+
+def get_settings() -> Settings:
+    """The process-wide settings (read from the environment once, then cached).
+
+    Use as a FastAPI dependency too. ``override_settings`` replaces it for a block; ``reload_settings``
+    re-reads the environment.
+    """
+    if _override is not None:
+        return _override
+    return _cached_settings()
+
+
+def reload_settings() -> Settings:
+    """Forget the cached settings and read the environment again."""
+    _cached_settings.cache_clear()
+    return get_settings()
+
+
+@contextlib.contextmanager
+def override_settings(settings: Settings | None = None, **fields: Any) -> Iterator[Settings]:
+    """Make ``get_settings()`` return ``settings`` (or ``Settings(**fields)``) inside the block (tests)."""
+    global _override
+    previous = _override
+    new = settings if settings is not None else Settings(**fields)
+    _override = new
+    try:
+        yield new
+    finally:
+        _override = previous
