@@ -1,0 +1,317 @@
+"""DSpark checkpoints: the DeepSpec-native layout that SGLang, vLLM and llama.cpp load (SERVING.md 2),
+its validator, and importers for the vLLM speculators and SGLang SpecForge layouts (DSPARK.md 7).
+
+Layout: a directory with ``config.json`` (flat Qwen3-style, ``architectures: ["Qwen3DSparkModel"]``) and
+``model.safetensors`` (no ``model.`` prefix; ``embed_tokens.weight`` / ``lm_head.weight`` optional).
+Never pickle: weights are safetensors only; the validator rejects any pickle-format file in the directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+from torch import Tensor
+
+from drafters.dspark.config import (ARCHITECTURE, MARKOV_HEAD_TYPES, ConfigError, DSparkConfig,
+                                    default_target_layer_ids)
+from drafters.dspark.model import DSparkDrafter
+from drafters.errors import TracedraftError
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+OPTIONAL_TENSORS = ("embed_tokens.weight", "lm_head.weight")
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".npy", ".joblib")
+ALLOWED_DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
+REQUIRED_CONFIG_KEYS = (
+    "architectures", "model_type", "hidden_size", "intermediate_size", "num_attention_heads",
+    "num_key_value_heads", "head_dim", "rms_norm_eps", "max_position_embeddings", "vocab_size",
+    "num_hidden_layers", "num_target_layers", "block_size", "layer_types", "tie_word_embeddings",
+    "mask_token_id", "target_layer_ids", "enable_confidence_head", "confidence_head_with_markov",
+    "markov_rank", "markov_head_type", "hidden_act",
+)
+
+
+class CheckpointError(TracedraftError):
+    """A checkpoint that engines would misload or that we cannot map; ``where`` names the tensor, config
+    field or file at fault."""
+
+
+@dataclass
+class CheckpointInfo:
+    """What `validate_checkpoint` found.
+
+    path: the directory; config: the parsed DSparkConfig; files: {file name: sha256 hex} of every file in
+    the directory; tensors: {name: (shape tuple, safetensors dtype str)}; has_embeddings: whether
+    embed_tokens/lm_head are included; num_parameters: total elements of the trainable tensors.
+    """
+
+    path: Path
+    config: DSparkConfig
+    files: dict[str, str]
+    tensors: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)
+    has_embeddings: bool = False
+    num_parameters: int = 0
+
+
+def sha256_file(path: str | Path, bufsize: int = 1 << 20) -> str:
+    """Hex sha256 of a file, streamed."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(bufsize):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def expected_tensor_shapes(cfg: DSparkConfig) -> dict[str, tuple[int, ...]]:
+    """Required tensor names -> shapes of SERVING.md 2 for a config (embed/lm_head excluded)."""
+    H, V, r, hd = cfg.hidden_size, cfg.vocab_size, cfg.markov_rank, cfg.head_dim
+    nh, nkv, I = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.intermediate_size
+    out: dict[str, tuple[int, ...]] = {
+        "fc.weight": (H, cfg.num_aux_layers * H),
+        "hidden_norm.weight": (H,),
+        "norm.weight": (H,),
+        "markov_head.markov_w1.weight": (V, r),
+        "markov_head.markov_w2.weight": (V, r),
+    }
+    for i in range(cfg.num_hidden_layers):
+        p = f"layers.{i}."
+        out.update({
+            p + "self_attn.q_proj.weight": (nh * hd, H),
+            p + "self_attn.k_proj.weight": (nkv * hd, H),
+            p + "self_attn.v_proj.weight": (nkv * hd, H),
+            p + "self_attn.o_proj.weight": (H, nh * hd),
+            p + "self_attn.q_norm.weight": (hd,),
+            p + "self_attn.k_norm.weight": (hd,),
+            p + "mlp.gate_proj.weight": (I, H),
+            p + "mlp.up_proj.weight": (I, H),
+            p + "mlp.down_proj.weight": (H, I),
+            p + "input_layernorm.weight": (H,),
+            p + "post_attention_layernorm.weight": (H,),
+        })
+    if cfg.markov_head_type == "gated":
+        out["markov_head.gate_proj.weight"] = (r, H + r)
+        out["markov_head.gate_proj.bias"] = (r,)
+    elif cfg.markov_head_type == "rnn":
+        out["markov_head.joint_proj.weight"] = (3 * r, 2 * r + H)
+        out["markov_head.joint_proj.bias"] = (3 * r,)
+    if cfg.enable_confidence_head:
+        out["confidence_head.proj.weight"] = (1, H + (r if cfg.confidence_head_with_markov else 0))
+        out["confidence_head.proj.bias"] = (1,)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- save
+
+
+def _write_dir(out_dir: Path, config_dict: dict[str, Any], tensors: dict[str, Tensor]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp_w = out_dir / (WEIGHTS_NAME + ".tmp")
+    tmp_c = out_dir / (CONFIG_NAME + ".tmp")
+    # clone: safetensors refuses tensors that share storage (tied target embed/head)
+    save_file({k: v.detach().to("cpu").contiguous().clone() for k, v in tensors.items()}, str(tmp_w),
+              metadata={"format": "pt"})
+    tmp_c.write_text(json.dumps(config_dict, indent=2) + "\n")
+    os.replace(tmp_w, out_dir / WEIGHTS_NAME)
+    os.replace(tmp_c, out_dir / CONFIG_NAME)
+
+
+def save_checkpoint(drafter: DSparkDrafter, out_dir: str | Path, include_embeddings: bool = False
+                    ) -> dict[str, str]:
+    """Export the drafter in the DeepSpec-native layout (SERVING.md 2) and validate the result.
+
+    Writes ``config.json`` and ``model.safetensors`` (tensor names = state_dict names, no prefix; frozen
+    ``embed_tokens``/``lm_head`` only when ``include_embeddings``), nothing else. A LoRA-wrapped drafter
+    must be merged first (`drafters.dspark.lora.merge_lora`).
+    Returns {file name: sha256} of every file in ``out_dir``. Raises CheckpointError if the export does
+    not validate (a bug: it would be served wrong).
+    """
+    out_dir = Path(out_dir)
+    sd = drafter.state_dict()
+    bad = [k for k in sd if "lora_" in k or "base_layer" in k]
+    if bad:
+        raise CheckpointError("unmerged_lora", "merge the LoRA adapters before export", bad[0])
+    tensors = {k: v for k, v in sd.items() if include_embeddings or k not in OPTIONAL_TENSORS}
+    _write_dir(out_dir, drafter.config.to_deepspec_dict(), tensors)
+    return validate_checkpoint(out_dir).files
+
+
+# ----------------------------------------------------------------------------------------------- validate
+
+
+def _fail(code: str, msg: str, where: str) -> CheckpointError:
+    return CheckpointError(code, msg, where)
+
+
+def _check_config_dict(d: dict[str, Any], target_config: Any = None) -> DSparkConfig:
+    arch = d.get("architectures")
+    if arch != [ARCHITECTURE]:
+        raise _fail("bad_architecture", f"architectures must be [{ARCHITECTURE!r}], got {arch!r}",
+                    "architectures")
+    if d.get("model_type") != "qwen3":
+        raise _fail("bad_model_type", f"model_type must be 'qwen3', got {d.get('model_type')!r}", "model_type")
+    if "speculators_model_type" in d:
+        raise _fail("speculators_key", "speculators_model_type must not be set in a DeepSpec-native "
+                    "config (SGLang would switch slot conventions)", "speculators_model_type")
+    for k in REQUIRED_CONFIG_KEYS:
+        if k not in d:
+            raise _fail("missing_field", f"config.json lacks required key {k!r}", k)
+    if "rope_theta" not in d and "rope_parameters" not in d:
+        raise _fail("missing_field", "config.json lacks 'rope_theta'", "rope_theta")
+    if d["tie_word_embeddings"] is not False:
+        raise _fail("bad_value", "tie_word_embeddings must be false", "tie_word_embeddings")
+    if not isinstance(d["markov_rank"], int) or d["markov_rank"] <= 0:
+        raise _fail("bad_value", f"markov_rank must be > 0, got {d['markov_rank']!r}", "markov_rank")
+    if d["markov_head_type"] not in MARKOV_HEAD_TYPES:
+        raise _fail("bad_value", f"markov_head_type must be one of {MARKOV_HEAD_TYPES}", "markov_head_type")
+    mt, V = d["mask_token_id"], d["vocab_size"]
+    if not isinstance(mt, int) or not 0 <= mt < V:
+        raise _fail("bad_value", f"mask_token_id {mt!r} must be in [0, vocab_size={V})", "mask_token_id")
+    lt = d["layer_types"]
+    if not isinstance(lt, list) or len(lt) != d["num_hidden_layers"]:
+        raise _fail("bad_value", f"layer_types must list num_hidden_layers={d['num_hidden_layers']} entries",
+                    "layer_types")
+    if any(t not in ("full_attention", "sliding_attention") for t in lt) or len(set(lt)) > 1:
+        raise _fail("bad_value", f"layer_types must be all full_attention or all sliding_attention, got {lt}",
+                    "layer_types")
+    if d.get("hidden_act") != "silu":
+        raise _fail("bad_value", f"hidden_act must be 'silu', got {d.get('hidden_act')!r}", "hidden_act")
+    try:
+        cfg = DSparkConfig.from_deepspec_dict(d)
+    except ConfigError as e:
+        raise _fail(e.code, e.message, e.where or "config.json") from None
+    if target_config is not None:
+        tc = target_config.get_text_config() if hasattr(target_config, "get_text_config") else target_config
+        for ours, theirs in (("num_target_layers", "num_hidden_layers"), ("hidden_size", "hidden_size"),
+                             ("vocab_size", "vocab_size")):
+            tv = getattr(tc, theirs, None)
+            if tv is not None and getattr(cfg, ours) != tv:
+                raise _fail("target_mismatch", f"{ours}={getattr(cfg, ours)} but the target has "
+                            f"{theirs}={tv}", ours)
+    return cfg
+
+
+def validate_checkpoint(path: str | Path, target_config: Any = None, check_finite: bool = True
+                        ) -> CheckpointInfo:
+    """Check a DeepSpec-native checkpoint directory the way an engine would read it (SERVING.md 2).
+
+    Checks: no pickle files; config.json keys and values (architectures, model_type, no
+    speculators_model_type, required keys, mask_token_id < vocab_size, markov_rank > 0, target_layer_ids
+    strictly increasing in [-1, L-2] of an L-layer target, tie_word_embeddings false, layer_types); with
+    ``target_config`` (HF config) also layer count, hidden size and vocab against the target; every tensor
+    name (missing and unknown ones: SGLang silently skips unknown names), shape, dtype (F32/BF16/F16, one
+    dtype for all) and, if ``check_finite``, no NaN/inf.
+    Returns CheckpointInfo with the sha256 of every file. Raises CheckpointError(code, message, where=
+    tensor, field or file name).
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise _fail("not_found", f"checkpoint directory {path} does not exist", str(path))
+    for f in sorted(path.iterdir()):
+        if f.is_file() and (f.suffix.lower() in PICKLE_SUFFIXES):
+            raise _fail("pickle_file", f"{f.name} is a pickle-format file; checkpoints hold safetensors only",
+                        f.name)
+    cpath, wpath = path / CONFIG_NAME, path / WEIGHTS_NAME
+    if not cpath.is_file():
+        raise _fail("missing_file", "config.json is missing", CONFIG_NAME)
+    if not wpath.is_file():
+        raise _fail("missing_file", "model.safetensors is missing", WEIGHTS_NAME)
+    try:
+        d = json.loads(cpath.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise _fail("bad_config", f"config.json is not valid JSON: {e}", CONFIG_NAME) from None
+    if not isinstance(d, dict):
+        raise _fail("bad_config", "config.json must hold an object", CONFIG_NAME)
+    cfg = _check_config_dict(d, target_config)
+    expected = expected_tensor_shapes(cfg)
+    optional = {"embed_tokens.weight": (cfg.vocab_size, cfg.hidden_size),
+                "lm_head.weight": (cfg.vocab_size, cfg.hidden_size)}
+    tensors: dict[str, tuple[tuple[int, ...], str]] = {}
+    try:
+        with safe_open(str(wpath), framework="pt") as f:
+            names = list(f.keys())
+            for n in names:
+                sl = f.get_slice(n)
+                tensors[n] = (tuple(sl.get_shape()), sl.get_dtype())
+            for n in sorted(names):
+                if n.startswith("model."):
+                    raise _fail("prefixed_name", f"tensor {n!r} has a 'model.' prefix engines do not expect", n)
+                if n not in expected and n not in optional:
+                    raise _fail("unknown_tensor", f"unknown tensor {n!r} (an engine would silently skip it)", n)
+            for n, shape in expected.items():
+                if n not in tensors:
+                    raise _fail("missing_tensor", f"required tensor {n!r} is missing", n)
+            dtypes = set()
+            for n, (shape, dt) in tensors.items():
+                want = expected.get(n) or optional[n]
+                if shape != tuple(want):
+                    raise _fail("bad_shape", f"tensor {n!r} has shape {list(shape)}, expected {list(want)}", n)
+                if dt not in ALLOWED_DTYPES:
+                    raise _fail("bad_dtype", f"tensor {n!r} has dtype {dt}, expected one of "
+                                f"{sorted(ALLOWED_DTYPES)}", n)
+                if n in expected:
+                    dtypes.add(dt)
+            if len(dtypes) > 1:
+                first = {dt: n for n, (_, dt) in tensors.items() if n in expected}
+                raise _fail("mixed_dtype", f"tensors mix dtypes {sorted(dtypes)}", sorted(first.values())[0])
+            if check_finite:
+                for n in names:
+                    t = f.get_tensor(n)
+                    if not torch.isfinite(t).all():
+                        raise _fail("non_finite", f"tensor {n!r} holds NaN or inf", n)
+    except CheckpointError:
+        raise
+    except Exception as e:  # corrupt header, truncated file
+        raise _fail("bad_weights", f"cannot read model.safetensors: {e}", WEIGHTS_NAME) from None
+    files = {f.name: sha256_file(f) for f in sorted(path.iterdir()) if f.is_file()}
+    return CheckpointInfo(
+        path=path, config=cfg, files=files, tensors=tensors,
+        has_embeddings=all(n in tensors for n in OPTIONAL_TENSORS),
+        num_parameters=sum(int(torch.Size(s).numel()) for n, (s, _) in tensors.items() if n in expected),
+    )
+
+
+# ----------------------------------------------------------------------------------------------- load
+
+
+def load_checkpoint(path: str | Path, embed_weight: Tensor | None = None, lm_head_weight: Tensor | None = None,
+                    *, target_config: Any = None, device: str | torch.device = "cpu",
+                    dtype: torch.dtype | None = None) -> DSparkDrafter:
+    """Validate and load a DeepSpec-native checkpoint (warm start: weights only).
+
+    embed_weight / lm_head_weight: [V, d] from the target (preferred; DSPARK.md 8.1). When None, the
+    checkpoint's copies are used, and CheckpointError(code="missing_embeddings") is raised if it has none.
+    When both exist and differ, the target's are used with a warning. Parameters keep the checkpoint's dtype
+    unless ``dtype`` is given; tensors are loaded bit-exactly.
+    """
+    info = validate_checkpoint(path, target_config)
+    sd = load_file(str(Path(path) / WEIGHTS_NAME), device="cpu")
+    ck_dtype = next(sd[n].dtype for n in expected_tensor_shapes(info.config))
+    dtype = dtype or ck_dtype
+    weights = {}
+    for name, given in (("embed_tokens.weight", embed_weight), ("lm_head.weight", lm_head_weight)):
+        ck = sd.pop(name, None)
+        if given is None:
+            if ck is None:
+                raise CheckpointError("missing_embeddings", f"the checkpoint has no {name}; pass the target's",
+                                      name)
+            given = ck
+        elif ck is not None and (ck.shape != given.shape or not torch.equal(ck.to(given.dtype), given.cpu())):
+            warnings.warn(f"{name} of the checkpoint differs from the target's; using the target's", stacklevel=2)
+        weights[name] = given
+    drafter = DSparkDrafter(info.config, weights["embed_tokens.weight"], weights["lm_head.weight"])
+    drafter.to(dtype=dtype)
+    missing, unexpected = drafter.load_state_dict(sd, strict=False)
+    missing = [m for m in missing if m not in OPTIONAL_TENSORS]
+    if missing or unexpected:  # the validator should have caught this
+        raise CheckpointError("state_dict_mismatch", f"missing {missing}, unexpected {unexpected}",
+                              (missing or unexpected)[0])
+    return drafter.to(device)

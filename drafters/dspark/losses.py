@@ -1,0 +1,161 @@
+"""DSpark training losses (DSPARK.md 2.1-2.3; paper Eq. 10).
+
+L = ce_loss_alpha * L_ce + l1_loss_alpha * L_l1 + confidence_head_alpha * L_conf with, for block n with
+anchor p and slot j (label position q = p + j + 1) and weight W[n, j] = M[n, j] * exp(-j / beta):
+  L_ce   = sum W * CE(Z, input_ids[q]) / sum W                 (hard target: the transcript token)
+  L_l1   = sum W * ||p_d - p_t||_1 / sum W                     (full L1, range 0..2)
+  L_conf = sum W * BCE_logits(c, c*) / sum W,  c* = clamp(1 - 0.5 ||p_d - p_t||_1, 0, 1) detached
+where Z = lm_head(h) + Markov bias (teacher-forced), p_d = softmax(Z), p_t = softmax(lm_head(last[q - 1]))
+with the drafter's frozen LM head, all in fp32.
+
+Memory: the [B, N, g, V] tensors are built CHUNK BY CHUNK over anchors (``anchor_chunk`` anchors at a time)
+and each chunk runs under activation checkpointing when gradients are on, so the peak is a few
+[B, anchor_chunk, g, V] fp32 tensors (not N of them) at the cost of recomputing the chunk's heads in
+backward. Example: Qwen3-4B, N = 512, chunk 64: ~4 x 64*7*151936*4 B = 1.1 GB instead of 8.7 GB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.utils.checkpoint import checkpoint
+
+from drafters.dspark.model import DSparkDrafter
+
+
+@dataclass
+class LossOutput:
+    """Result of `dspark_loss`.
+
+    total: scalar with grad (the weighted sum of the three terms); ce, l1, conf: detached scalars (each
+    already normalised by sum W); accept_rate_per_slot: [g] mean analytic acceptance c* over valid slots
+    (NaN where a slot has none); expected_tau: mean over valid blocks of 1 + sum_k prod_{i<=k} c*_i
+    (DSPARK.md 2.2 ``tau_probabilistic``; NaN when no block is valid); n_valid: number of valid slots;
+    weight_sum: sum W (the denominator; all-reduce it across ranks for the global mean); n_blocks: valid blocks.
+    """
+
+    total: Tensor
+    ce: Tensor
+    l1: Tensor
+    conf: Tensor
+    accept_rate_per_slot: Tensor
+    expected_tau: Tensor
+    n_valid: int
+    weight_sum: Tensor
+    n_blocks: int = 0
+
+
+def position_weights(block_size: int, beta: float = 4.0) -> Tensor:
+    """w_k = exp(-(k-1)/beta), k = 1..block_size (DSPARK.md 1.7). -> fp32 [block_size]."""
+    return torch.exp(-torch.arange(block_size, dtype=torch.float32) / beta)
+
+
+def slot_validity(loss_mask: Tensor, anchors: Tensor, keep: Tensor, block_size: int) -> Tensor:
+    """M [B, N, g] bool = keep & (q < T) & loss_mask[q], q = p + j + 1, made prefix-contiguous by a
+    cumulative AND over j (DSPARK.md 2.1)."""
+    B, T = loss_mask.shape
+    q = anchors.long().unsqueeze(-1) + torch.arange(1, block_size + 1, device=anchors.device)
+    ok = torch.gather(loss_mask.bool(), 1, q.clamp(max=T - 1).reshape(B, -1)).reshape(q.shape)
+    ok = ok & (q < T) & keep.bool().unsqueeze(-1)
+    return torch.cumprod(ok.to(torch.int32), dim=-1).bool()
+
+
+def _chunk_terms(drafter: DSparkDrafter, lm_w: Tensor, h: Tensor, prev: Tensor, labels: Tensor,
+                 last: Tensor, W: Tensor, M: Tensor):
+    """Numerators and diagnostics of one anchor chunk. h [B,C,g,d]; prev/labels [B,C,g]; last [B,C,g,d]."""
+    Z = F.linear(h.float(), lm_w) + drafter.markov_bias(prev, h)
+    logp = torch.log_softmax(Z, dim=-1)
+    ce = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+    with torch.no_grad():
+        p_t = torch.softmax(F.linear(last.float(), lm_w), dim=-1)
+    l1 = (logp.exp() - p_t).abs().sum(-1)
+    cstar = (1 - 0.5 * l1.detach()).clamp(0, 1)
+    ce_num = (W * ce).sum()
+    l1_num = (W * l1).sum()
+    if drafter.confidence_head is not None:
+        cl = drafter.confidence_logits(h, prev)
+        conf_num = (W * F.binary_cross_entropy_with_logits(cl, cstar, reduction="none")).sum()
+    else:
+        conf_num = ce_num.new_zeros(())
+    with torch.no_grad():
+        Mf = M.float()
+        slot_sum = (cstar * Mf).sum(dim=(0, 1))
+        surv = torch.cumprod(cstar, dim=-1) * Mf
+        blocks = M[..., 0]
+        tau_sum = ((1 + surv.sum(-1)) * blocks.float()).sum()
+    return ce_num, l1_num, conf_num, slot_sum, tau_sum
+
+
+def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, target_aux: Tensor,
+                target_last_hidden: Tensor, anchors: Tensor, keep: Tensor, anchor_chunk: int = 64,
+                weight_sum: Tensor | None = None) -> LossOutput:
+    """The DSpark loss of DSPARK.md 2.2 for a batch of sequences.
+
+    Args:
+        drafter: the DSparkDrafter (its config holds alphas, beta = loss_decay_gamma, block size).
+        input_ids: LongTensor [B, T]; loss_mask: [B, T] 0/1.
+        target_aux: [B, T, m*d] target features; target_last_hidden: [B, T, d] the target's post-final-norm
+            last hidden states (p_t at label q is recomputed from position q - 1 with the frozen lm_head).
+        anchors: LongTensor [B, N]; keep: BoolTensor [B, N] (see anchors.sample_anchors).
+        anchor_chunk: anchors per chunk of the V-sized computations (bounds peak memory, see module doc).
+        weight_sum: optional denominator to use instead of the local sum W (pass the all-reduced value in
+            data-parallel training; DSPARK.md 2.2 "distributed normalisation").
+    Returns: LossOutput. With no valid slot, total is 0 (still attached to the graph) and diagnostics NaN.
+    """
+    cfg = drafter.config
+    g = cfg.block_size
+    B, T = input_ids.shape
+    N = anchors.shape[1]
+    dev = input_ids.device
+    anchors = anchors.long()
+    h = drafter(input_ids, target_aux, anchors, keep)  # [B,N,g,d]
+    idx = anchors.unsqueeze(-1) + torch.arange(g, device=dev)  # p + j: Markov input & p_t position
+    prev = torch.gather(input_ids, 1, idx.clamp(max=T - 1).reshape(B, -1)).reshape(B, N, g)
+    labels = torch.gather(input_ids, 1, (idx + 1).clamp(max=T - 1).reshape(B, -1)).reshape(B, N, g)
+    M = slot_validity(loss_mask.to(dev), anchors, keep, g)
+    W = M.float() * position_weights(g, cfg.loss_decay_gamma).to(dev)
+    lm_w = drafter.lm_head.weight.detach().float()
+    last_flat = target_last_hidden
+    use_ckpt = torch.is_grad_enabled() and h.requires_grad
+    C = max(1, anchor_chunk)
+    ce_num = l1_num = conf_num = h.new_zeros((), dtype=torch.float32)
+    slot_sum = torch.zeros(g, device=dev)
+    tau_sum = torch.zeros((), device=dev)
+    for s in range(0, N, C):
+        e = min(N, s + C)
+        if not bool(M[:, s:e].any()):
+            continue
+        idx_c = idx[:, s:e].clamp(max=T - 1)
+        last_c = torch.gather(last_flat, 1, idx_c.reshape(B, -1, 1).expand(-1, -1, last_flat.shape[-1]))
+        last_c = last_c.reshape(B, e - s, g, -1)
+        args = (drafter, lm_w, h[:, s:e], prev[:, s:e], labels[:, s:e], last_c, W[:, s:e], M[:, s:e])
+        out = checkpoint(_chunk_terms, *args, use_reentrant=False) if use_ckpt else _chunk_terms(*args)
+        ce_num = ce_num + out[0]
+        l1_num = l1_num + out[1]
+        conf_num = conf_num + out[2]
+        slot_sum += out[3]
+        tau_sum += out[4]
+    denom = W.sum() if weight_sum is None else weight_sum.to(dev)
+    denom_c = denom.clamp_min(1e-12)
+    ce_l, l1_l, conf_l = ce_num / denom_c, l1_num / denom_c, conf_num / denom_c
+    total = cfg.ce_loss_alpha * ce_l + cfg.l1_loss_alpha * l1_l
+    if drafter.confidence_head is not None:
+        total = total + cfg.confidence_head_alpha * conf_l
+    if not bool(M.any()):
+        total = total + 0.0 * h.sum()  # keep a graph so backward() works on empty batches
+    n_blocks = int(M[..., 0].sum())
+    slot_count = M.float().sum(dim=(0, 1))
+    return LossOutput(
+        total=total,
+        ce=ce_l.detach(),
+        l1=l1_l.detach(),
+        conf=conf_l.detach(),
+        accept_rate_per_slot=slot_sum / slot_count,
+        expected_tau=tau_sum / n_blocks if n_blocks else torch.tensor(float("nan"), device=dev),
+        n_valid=int(M.sum()),
+        weight_sum=denom.detach(),
+        n_blocks=n_blocks,
+    )
