@@ -1,0 +1,337 @@
+"""The Celery application and the job dispatcher (ARCHITECTURE.md section 3; issue 9).
+
+The database is the source of truth for a job; Celery only dispatches. This module holds no task code:
+the API and CLI enqueue by task *name* (``dispatch``), and only a worker (or the embedded inline
+pipeline) imports ``workers.tasks``, through the app's ``include`` list.
+
+Stages and queues (task name -> queue):
+
+=============  ==============  ==========================  =====
+task stage     job ``stage``   task name                   queue
+=============  ==============  ==========================  =====
+validate       validating      tracedraft.stage.validate   cpu
+prepare        preparing       tracedraft.stage.prepare    cpu
+train          training        tracedraft.stage.train      gpu
+evaluate       evaluating      tracedraft.stage.evaluate   gpu
+register       registering     tracedraft.stage.register   cpu
+=============  ==============  ==========================  =====
+
+Delivery guarantees, and how a lost message is recovered:
+
+- ``task_acks_late`` + ``task_reject_on_worker_lost``: a message is acknowledged only after its task
+  returns, and re-queued when the pool process running it dies; the job's ``attempts`` column caps how
+  often a stage may be lost that way (``workers.tasks``, error code ``worker_lost``).
+- The Redis broker keeps un-acknowledged messages for ``visibility_timeout_s`` (above the longest stage)
+  and on this deployment's Redis nothing survives a restart. So the broker may lose or duplicate a
+  message; ``requeue_stale_jobs`` (run by every worker at start and periodically) re-dispatches any
+  queued/running job that no live worker holds and whose heartbeat (``updated_at``) is stale, and the
+  tasks make duplicates harmless: a stage runs under a per-job lock (``StageLock``: a PostgreSQL
+  session advisory lock, released by the server when the worker's connection dies), and a finished
+  stage is a no-op.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+from celery import Celery
+from kombu import Queue
+
+from service.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
+
+#: Task stages in pipeline order (the names of the stage functions in ``workers.stages``).
+TASK_STAGES: tuple[str, ...] = ("validate", "prepare", "train", "evaluate", "register")
+#: task stage -> the job's ``stage`` column value (``service.db.Stage``).
+JOB_STAGE: dict[str, str] = {
+    "validate": "validating",
+    "prepare": "preparing",
+    "train": "training",
+    "evaluate": "evaluating",
+    "register": "registering",
+}
+#: job ``stage`` value -> task stage.
+TASK_STAGE: dict[str, str] = {v: k for k, v in JOB_STAGE.items()}
+#: task stage -> queue. Training and evaluation need the target model on a GPU.
+STAGE_QUEUE: dict[str, str] = {
+    "validate": "cpu",
+    "prepare": "cpu",
+    "train": "gpu",
+    "evaluate": "gpu",
+    "register": "cpu",
+}
+QUEUES: tuple[str, ...] = ("cpu", "gpu")
+TASK_PREFIX = "tracedraft.stage."
+
+
+def task_stage(stage: str) -> str:
+    """Normalize ``stage`` ("train" or "training") to the task stage name ("train").
+
+    Raises ValueError for an unknown stage.
+    """
+    if stage in JOB_STAGE:
+        return stage
+    if stage in TASK_STAGE:
+        return TASK_STAGE[stage]
+    raise ValueError(f"unknown stage {stage!r}; expected one of {', '.join(TASK_STAGES)}")
+
+
+def task_name(stage: str) -> str:
+    """The Celery task name of a stage: ``tracedraft.stage.<task stage>``."""
+    return TASK_PREFIX + task_stage(stage)
+
+
+def task_id(job_id: str, stage: str) -> str:
+    """The Celery task id used for a job's stage: deterministic, so ``revoke`` needs no bookkeeping."""
+    return f"{job_id}.{task_stage(stage)}"
+
+
+def next_stage(stage: str) -> str | None:
+    """The task stage after ``stage``, or None after the last one."""
+    i = TASK_STAGES.index(task_stage(stage))
+    return TASK_STAGES[i + 1] if i + 1 < len(TASK_STAGES) else None
+
+
+def make_app(settings: Settings | None = None) -> Celery:
+    """Build the Celery app from the settings (broker, result backend, queues, long-task rules).
+
+    Results are not stored by default: a stage writes its result to ``jobs.result`` (the database is the
+    source of truth), so the result backend is only there for ad-hoc tasks that ask for it.
+    """
+    s = settings or get_settings()
+    app = Celery("tracedraft", broker=s.broker_url, backend=s.result_backend or None,
+                 include=["workers.tasks"])
+    transport = {
+        # Must exceed the longest stage, else Redis re-delivers a training task that is still running.
+        "visibility_timeout": s.visibility_timeout_s,
+        "socket_keepalive": True,
+    }
+    app.conf.update(
+        task_queues=[Queue(q, routing_key=q) for q in QUEUES],
+        task_default_queue="cpu",
+        task_routes={task_name(st): {"queue": q, "routing_key": q} for st, q in STAGE_QUEUE.items()},
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_ignore_result=True,
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        result_expires=dt.timedelta(days=1),
+        broker_transport_options=transport,
+        result_backend_transport_options=dict(transport),
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,  # a worker outlives a broker restart
+        # A training stage keeps running across a broker restart; the database, not the ack, says
+        # whether it finished (duplicates are no-ops).
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        task_publish_retry=True,
+        task_publish_retry_policy={"max_retries": 20, "interval_start": 0.2, "interval_step": 0.5,
+                                   "interval_max": 3.0},
+        worker_send_task_events=False,
+        worker_hijack_root_logger=False,
+        enable_utc=True,
+    )
+    return app
+
+
+#: The process-wide app (``celery -A service.queue worker``), built from the settings at import.
+app = make_app()
+
+
+def reload_app(settings: Settings | None = None) -> Celery:
+    """Rebuild the module app from (new) settings, e.g. after ``override_settings`` in tests."""
+    global app
+    app = make_app(settings)
+    return app
+
+
+def dispatch(stage: str, job_id: str, *, settings: Settings | None = None) -> str:
+    """Enqueue (pipeline="celery") or run right away in-process (pipeline="inline") a job's stage.
+
+    Celery: ``send_task`` by name to the stage's queue, with the deterministic ``task_id(job_id, stage)``;
+    kombu retries the publish while the broker is briefly down, then raises (kombu/redis connection
+    errors): the caller has already committed the job's state, so the reconciler re-dispatches it.
+    Inline: the same task code runs synchronously through ``Task.apply`` (the embedded ``tracedraft
+    run``); it returns when the whole rest of the pipeline has run, since each stage dispatches the next.
+    Returns the task id.
+    """
+    s = settings or get_settings()
+    st = task_stage(stage)
+    tid = task_id(job_id, st)
+    if s.pipeline == "inline":
+        app.loader.import_default_modules()
+        task = app.tasks[task_name(st)]
+        task.apply(args=[job_id], task_id=tid, throw=False)
+        return tid
+    app.send_task(task_name(st), args=[job_id], task_id=tid, queue=STAGE_QUEUE[st],
+                  routing_key=STAGE_QUEUE[st])
+    return tid
+
+
+def revoke(job: Any, *, settings: Settings | None = None) -> list[str]:
+    """Revoke a job's queued Celery messages (service side of cancel); returns the task ids revoked.
+
+    ``job`` is a ``Job`` row or a job id. Call it after ``service.jobs.request_cancel`` (which marks a
+    queued job cancelled at once and flags a running one). Workers drop a revoked message unrun; a
+    worker that was not up when the revoke was broadcast still finds the job cancelled (or
+    ``cancel_requested``) in the database when the message arrives and never runs the stage, so the
+    database, not the broadcast, is what guarantees a cancelled queued job never starts. A running stage
+    is not terminated: cancel is cooperative (checkpoint, then stop). No-op in inline mode; a broker
+    that is down is logged, not raised (the database flag still stops the job).
+    """
+    s = settings or get_settings()
+    job_id = job if isinstance(job, str) else job.id
+    ids = [task_id(job_id, st) for st in TASK_STAGES]
+    if s.pipeline != "celery":
+        return []
+    try:
+        app.control.revoke(ids)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("revoke of job %s not broadcast: %s", job_id, exc)
+        return []
+    return ids
+
+
+# --- stage locks and the reconciler ------------------------------------------------------------------
+
+
+def lock_key(job_id: str) -> int:
+    """The 64-bit signed PostgreSQL advisory-lock key of a job (first 8 bytes of sha256(job id))."""
+    return int.from_bytes(hashlib.sha256(f"tracedraft.job:{job_id}".encode()).digest()[:8], "big",
+                          signed=True)
+
+
+class StageLock:
+    """Exclusive right to run a job's current stage, held on a dedicated database connection.
+
+    PostgreSQL: a session-level advisory lock (``pg_try_advisory_lock``) on its own connection, held for
+    the whole stage. When the worker dies (even kill -9) the server drops the connection and the lock
+    with it, so ``is_held`` tells the reconciler whether any live worker is on the job. SQLite (embedded,
+    one process): always acquired; liveness then falls back to the heartbeat alone.
+    """
+
+    def __init__(self, engine: sa.Engine, job_id: str):
+        self.engine = engine
+        self.job_id = job_id
+        self.key = lock_key(job_id)
+        self._conn: sa.Connection | None = None
+
+    def acquire(self) -> bool:
+        """Try once to take the lock; True when this process now holds it."""
+        if self.engine.dialect.name != "postgresql":
+            return True
+        conn = self.engine.connect()
+        got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": self.key}).scalar()
+        conn.commit()
+        if got:
+            self._conn = conn
+            return True
+        conn.close()
+        return False
+
+    def release(self) -> None:
+        """Release the lock (idempotent)."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        try:
+            conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
+            conn.commit()
+        finally:
+            conn.close()
+
+    def __enter__(self) -> StageLock:  # noqa: PYI034
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    @staticmethod
+    def is_held(conn: sa.Connection, job_id: str) -> bool:
+        """Whether some session holds the job's advisory lock (read from pg_locks; takes no lock).
+
+        A bigint advisory key shows in pg_locks as classid = high 32 bits, objid = low 32 bits,
+        objsubid = 1 (PostgreSQL docs, "pg_locks"). Always False on SQLite.
+        """
+        if conn.dialect.name != "postgresql":
+            return False
+        key = lock_key(job_id) & 0xFFFFFFFFFFFFFFFF
+        row = conn.execute(
+            sa.text(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
+                "AND classid::bigint = :hi AND objid::bigint = :lo "
+                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+            ),
+            {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
+        ).first()
+        return row is not None
+
+
+def requeue_stale_jobs(
+    sessions: Callable[[], Any] | None = None,
+    *,
+    stale_after_s: float = 600.0,
+    settings: Settings | None = None,
+    dispatcher: Callable[[str, str], Any] | None = None,
+) -> list[str]:
+    """Re-dispatch jobs the broker may have lost; returns the ids of the jobs re-dispatched.
+
+    A job is re-dispatched (its current stage) when its status is ``queued`` or ``running``, its
+    ``updated_at`` heartbeat is older than ``stale_after_s`` seconds, and no live worker holds its
+    ``StageLock``. That covers a message lost with a Redis restart (queued or between stages), a worker
+    killed outright (its un-acked message waits out the visibility timeout), and a dispatch that failed
+    after the stage's result was committed. A duplicate message this may create is harmless: the task
+    re-checks the stage under the lock and a finished stage is a no-op. The heartbeat is touched, so a job
+    still waiting its turn in a long queue is re-dispatched at most once per ``stale_after_s``.
+    A ``queued`` job whose cancel was requested is marked cancelled here instead (it never started).
+    """
+    from service import jobs as jobs_mod
+    from service.db import Job
+    from service.db.base import utcnow
+    from service.db.session import get_sessionmaker, lock_row
+
+    s = settings or get_settings()
+    make_session = sessions or get_sessionmaker(s.database_url)
+    send = dispatcher or (lambda stage, job_id: dispatch(stage, job_id, settings=s))
+    cutoff = utcnow() - dt.timedelta(seconds=stale_after_s)
+    requeued: list[str] = []
+    with make_session() as session:
+        candidates = session.scalars(
+            sa.select(Job.id).where(Job.status.in_(("queued", "running")), Job.updated_at < cutoff)
+            .order_by(Job.created_at)
+        ).all()
+    for job_id in candidates:
+        with make_session() as session:
+            if StageLock.is_held(session.connection(), job_id):
+                continue  # a live worker is on it (a long step without progress events)
+            job = lock_row(session, Job, job_id)
+            if job is None or job.status not in ("queued", "running") or job.updated_at >= cutoff:
+                session.rollback()
+                continue
+            if job.cancel_requested and job.status == "queued":
+                jobs_mod.cancel_job(session, job_id, "cancelled while queued; it never started")
+                session.commit()
+                continue
+            stage = job.stage or JOB_STAGE[TASK_STAGES[0]]
+            jobs_mod.add_event(
+                session, job_id, "warning", "stage",
+                f"re-dispatching stage {stage}: no worker holds the job and its heartbeat is older "
+                f"than {stale_after_s:.0f} s (message lost by the broker or worker killed)",
+                {"stage": stage, "run": "requeued"},
+            )
+            job.updated_at = utcnow()
+            session.commit()
+        try:
+            send(task_stage(stage), job_id)
+        except Exception as exc:  # noqa: BLE001 - broker still down: try again on the next pass
+            log.warning("re-dispatch of job %s failed: %s", job_id, exc)
+            continue
+        requeued.append(job_id)
+    return requeued

@@ -1,0 +1,356 @@
+"""The stage tasks: one Celery task per stage, thin glue between the job database and a stage function.
+
+Each task (``tracedraft.stage.<stage>``, routed by ``service.queue``) does, for one job:
+
+1. load the job; a terminal job, a stage already done (its result stored) or a job at another stage is a
+   no-op, so duplicate and late messages are harmless (idempotent);
+2. a job whose cancel was requested is marked ``cancelled`` without running anything;
+3. take the job's ``StageLock`` (a duplicate delivery while another worker runs the stage gives up);
+4. count the delivery: the Nth start of a stage sets ``job.attempts`` to at least N; when the stage was
+   already started ``job.max_attempts`` times by workers that died (started, never finished nor retried),
+   the job fails with ``worker_lost`` instead of looping;
+5. call the stage function (``STAGE_FUNCTIONS``) with a ``StageContext``;
+6. store its result as ``job.result[<job stage>]`` and move to the next stage, then release the lock and
+   dispatch the next stage (``service.queue.dispatch``); after the last stage the job ``succeeded``.
+
+Failures: a ``TransientError`` (or anything with ``transient = True``, a connection error, a 5xx) is
+retried with exponential backoff (``RETRY_BASE_S`` * 2^n, capped, ``MAX_RETRIES`` times); a
+``TracedraftError`` fails the job at once with its code, message and ``where`` as ``param``; any other
+exception is a bug and fails the job with ``internal_error``. A stage function that returns
+``{"cancelled": True}`` (after checkpointing) ends the job ``cancelled``.
+
+Stage functions: ``STAGE_FUNCTIONS`` (task stage -> callable). Unfilled entries are looked up, on first
+use and inside the pool process (so torch is imported there, never in the worker's parent), in the module
+named by ``$TRACEDRAFT_TEST_STAGES`` (``module:attr``, a dict; for tests and benchmarks) or else in
+``workers.stages`` (functions named after the stages).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import random
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+from celery import shared_task
+
+from drafters.errors import TracedraftError
+from service.queue import JOB_STAGE, TASK_STAGES, StageLock, dispatch, next_stage, task_name
+from service.settings import Settings, get_settings
+from workers.context import StageContext, StageResults, overall_progress, workdir_for
+
+log = logging.getLogger(__name__)
+
+#: task stage -> stage function ``fn(ctx) -> dict``; filled lazily (see module docstring), tests patch it.
+STAGE_FUNCTIONS: dict[str, Callable[[StageContext], dict[str, Any]]] = {}
+TEST_STAGES_ENV = "TRACEDRAFT_TEST_STAGES"
+
+RETRY_BASE_S = 5.0
+RETRY_MAX_S = 300.0
+MAX_RETRIES = 6
+
+
+def stage_function(stage: str) -> Callable[[StageContext], dict[str, Any]]:
+    """The stage function for a task stage (see the module docstring for where it is looked up).
+
+    Raises LookupError when none is defined.
+    """
+    fn = STAGE_FUNCTIONS.get(stage)
+    if fn is not None:
+        return fn
+    ref = os.environ.get(TEST_STAGES_ENV)
+    if ref:
+        module, _, attr = ref.partition(":")
+        table = getattr(importlib.import_module(module), attr or "STAGES")
+        for name, f in table.items():
+            STAGE_FUNCTIONS.setdefault(name, f)
+    else:
+        stages = importlib.import_module("workers.stages")
+        for name in TASK_STAGES:
+            f = getattr(stages, name, None)
+            if f is not None:
+                STAGE_FUNCTIONS.setdefault(name, f)
+    if stage not in STAGE_FUNCTIONS:
+        raise LookupError(f"no stage function for {stage!r}")
+    return STAGE_FUNCTIONS[stage]
+
+
+# --- database access (one engine per process; a forked pool process builds its own) ----------------------
+
+_engines: dict[tuple[int, str], sa.Engine] = {}
+
+
+def sessions(settings: Settings | None = None) -> Any:
+    """A ``sessionmaker`` on the job database for this process.
+
+    Engines are per process id: a pool process forked from a parent that already had connections never
+    reuses the parent's sockets (SQLAlchemy's fork rule).
+    """
+    from service.db.session import get_engine, session_factory
+
+    s = settings or get_settings()
+    key = (os.getpid(), s.database_url)
+    engine = _engines.get(key)
+    if engine is None:
+        # SQLite (embedded, one process) shares the process-wide engine that auto-migrates the database.
+        engine = get_engine(s.database_url) if s.is_sqlite else _new_engine(s.database_url)
+        _engines[key] = engine
+    return session_factory(engine)
+
+
+def _new_engine(url: str) -> sa.Engine:
+    from service.db.session import make_engine
+
+    return make_engine(url, pool_size=2, max_overflow=4)
+
+
+def _after_fork_in_child() -> None:
+    for (pid, _), engine in list(_engines.items()):
+        if pid != os.getpid():
+            engine.dispose(close=False)  # drop the parent's pooled connections without closing them
+    _engines.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+# --- failure classification --------------------------------------------------------------------------------
+
+_TRANSIENT_NAMES = {
+    # by class name, so no optional client library has to be imported here
+    "ConnectionError", "TimeoutError", "OperationalError", "InterfaceError", "TransportError",
+    "ConnectTimeout", "ReadTimeout", "RemoteProtocolError", "EndpointConnectionError",
+    "ConnectionClosedError", "BusyLoadingError",
+}
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` may pass on retry: ``transient = True`` (``TransientError``), a connection or
+    timeout error (builtin, redis, kombu, SQLAlchemy/psycopg operational, httpx, botocore), or an
+    HTTP status error with a 5xx response. A ``TracedraftError`` is transient only when it says so."""
+    if getattr(exc, "transient", False):
+        return True
+    if isinstance(exc, TracedraftError):
+        return False
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    if isinstance(status, int) and status >= 500:
+        return True
+    return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+def retry_countdown(retries: int, base: float = RETRY_BASE_S, cap: float = RETRY_MAX_S) -> float:
+    """Backoff before retry number ``retries + 1``: ``base * 2**retries`` capped at ``cap``, with +-20%
+    jitter so jobs that failed together do not retry together (seconds)."""
+    delay = min(cap, base * (2 ** retries))
+    return delay * random.uniform(0.8, 1.2)
+
+
+# --- the tasks ---------------------------------------------------------------------------------------------
+
+
+def _make_task(stage: str) -> Any:
+    @shared_task(name=task_name(stage), bind=True, acks_late=True, reject_on_worker_lost=True,
+                 max_retries=None, ignore_result=True)
+    def stage_task(self: Any, job_id: str) -> dict[str, Any]:
+        return run_stage(self, stage, job_id)
+
+    stage_task.__doc__ = f"Run stage {stage!r} of job ``job_id`` (see ``workers.tasks.run_stage``)."
+    return stage_task
+
+
+validate = _make_task("validate")
+prepare = _make_task("prepare")
+train = _make_task("train")
+evaluate = _make_task("evaluate")
+register = _make_task("register")
+TASKS = {"validate": validate, "prepare": prepare, "train": train, "evaluate": evaluate, "register": register}
+
+
+def _stage_runs(session: Any, job_id: str, job_stage: str) -> tuple[int, int]:
+    """(starts, retried) of a stage, read from the job's ``stage`` events: each delivery that started
+    the stage wrote ``data.status == "running"`` (``jobs.start_job``), each one that ended in a retry
+    wrote ``data.run == "retrying"``. ``starts - retried`` runs were lost with their worker."""
+    from service.db import JobEvent
+
+    rows = session.scalars(
+        sa.select(JobEvent.data).where(JobEvent.job_id == job_id, JobEvent.type == "stage")
+    ).all()
+    starts = retried = 0
+    for data in rows:
+        if not data or data.get("stage") != job_stage:
+            continue
+        if data.get("status") == "running" and "attempt" in data:
+            starts += 1
+        elif data.get("run") == "retrying":
+            retried += 1
+    return starts, retried
+
+
+def _skip_reason(job: Any, job_stage: str) -> str | None:
+    """Why this delivery must not run the stage (None: run it)."""
+    if job is None:
+        return "no such job"
+    if job.terminal:
+        return f"job is {job.status}"
+    if job_stage in (job.result or {}):
+        return f"stage {job_stage} already done"
+    if (job.stage or JOB_STAGE[TASK_STAGES[0]]) != job_stage:
+        return f"job is at stage {job.stage}"
+    return None
+
+
+def run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
+    """Run one stage of one job with the delivery rules of the module docstring.
+
+    Returns a small summary (``{"job_id", "stage", "outcome"}``; outcome: skipped, cancelled, failed,
+    done, retry). Raises ``celery.exceptions.Retry`` to retry a transient failure.
+    """
+    from service import jobs
+    from service.db import Job
+    from service.db.session import lock_row
+
+    settings = get_settings()
+    make_session = sessions(settings)
+    job_stage = JOB_STAGE[stage]
+    summary = {"job_id": job_id, "stage": stage}
+
+    with make_session() as session:
+        job = session.get(Job, job_id)
+        reason = _skip_reason(job, job_stage)
+        if reason:
+            log.info("job %s stage %s: skipped (%s)", job_id, stage, reason)
+            return {**summary, "outcome": "skipped", "reason": reason}
+
+    lock = StageLock(make_session.kw["bind"], job_id)
+    if not lock.acquire():
+        log.info("job %s stage %s: another worker holds the job; duplicate delivery dropped", job_id, stage)
+        return {**summary, "outcome": "skipped", "reason": "held by another worker"}
+    try:
+        with make_session() as session:
+            job = lock_row(session, Job, job_id)
+            reason = _skip_reason(job, job_stage)
+            if reason:
+                session.rollback()
+                return {**summary, "outcome": "skipped", "reason": reason}
+            if job.cancel_requested:
+                jobs.cancel_job(session, job_id, f"job cancelled before stage {job_stage} started")
+                return {**summary, "outcome": "cancelled"}
+            starts, retried = _stage_runs(session, job_id, job_stage)
+            lost = starts - retried
+            if lost >= job.max_attempts:
+                jobs.add_event(session, job_id, "error", "stage",
+                               f"stage {job_stage} was started {starts} times and its worker died "
+                               f"{lost} times; giving up", {"stage": job_stage, "run": "lost"}, commit=False)
+                jobs.fail_job(session, job_id, "worker_lost",
+                              f"the worker running stage {job_stage} died {lost} times "
+                              f"(max_attempts={job.max_attempts})", param=job_stage)
+                return {**summary, "outcome": "failed", "code": "worker_lost"}
+            attempt = starts + 1
+            job.attempts = max(job.attempts or 0, attempt)
+            jobs.start_job(session, job_id, stage=job_stage, worker_task_id=_task_id(task),
+                           count_attempt=False, commit=False)
+            if attempt > 1:
+                jobs.add_event(session, job_id, "warning", "message",
+                               f"stage {job_stage} restarted (attempt {attempt}); resuming from its "
+                               f"last checkpoint", {"stage": job_stage, "attempt": attempt,
+                                                   "worker": _worker_name()}, commit=False)
+            session.commit()
+            ctx = StageContext(
+                job_id=job_id, org_id=job.org_id, stage=stage, spec=dict(job.spec or {}),
+                workdir=workdir_for(settings, job_id), settings=settings, sessions=make_session,
+                results=StageResults(job.result or {}), attempt=attempt, dataset_id=job.dataset_id,
+            )
+
+        try:
+            result = stage_function(stage)(ctx)
+        except Exception as exc:  # noqa: BLE001 - classified below; BaseException counts as lost
+            return _on_failure(task, ctx, exc, make_session)
+
+        with make_session() as session:
+            job = lock_row(session, Job, job_id)
+            if job is None or job.terminal:
+                session.rollback()
+                return {**summary, "outcome": "skipped", "reason": "job finished meanwhile"}
+            result = dict(result or {})
+            jobs.set_result(session, job_id, job_stage, result, commit=False)
+            if result.get("cancelled"):
+                jobs.cancel_job(session, job_id, f"job cancelled during stage {job_stage}")
+                return {**summary, "outcome": "cancelled"}
+            jobs.add_event(session, job_id, "info", "stage", f"stage {job_stage} done",
+                           {"stage": job_stage, "run": "finished", "attempt": ctx.attempt}, commit=False)
+            following = next_stage(stage)
+            if following is None:
+                jobs.succeed_job(session, job_id)
+            else:
+                jobs.set_progress(session, job_id, overall_progress(JOB_STAGE[following], 0.0), None,
+                                  event=False, commit=False)
+                jobs.set_stage(session, job_id, JOB_STAGE[following], f"stage {JOB_STAGE[following]} queued")
+    finally:
+        lock.release()
+
+    if following is not None:
+        try:
+            dispatch(following, job_id, settings=settings)
+        except Exception as exc:  # noqa: BLE001 - state committed; the reconciler re-dispatches
+            log.warning("job %s: dispatch of %s failed (%s); the reconciler will re-dispatch it",
+                        job_id, following, exc)
+    return {**summary, "outcome": "done"}
+
+
+def _on_failure(task: Any, ctx: StageContext, exc: Exception, make_session: Any) -> dict[str, Any]:
+    from service import jobs
+
+    job_id, job_stage = ctx.job_id, ctx.job_stage
+    summary = {"job_id": job_id, "stage": ctx.stage}
+    retries = int(getattr(task.request, "retries", 0) or 0)
+    if is_transient(exc) and retries < MAX_RETRIES:
+        countdown = retry_countdown(retries)
+        log.warning("job %s stage %s: transient failure (%s); retry %d in %.1f s",
+                    job_id, ctx.stage, exc, retries + 1, countdown)
+        with make_session() as session:
+            jobs.add_event(session, job_id, "warning", "stage",
+                           f"stage {job_stage} failed transiently ({_describe(exc)}); retry {retries + 1} "
+                           f"of {MAX_RETRIES} in {countdown:.0f} s",
+                           {"stage": job_stage, "run": "retrying", "retry": retries + 1,
+                            "countdown_s": round(countdown, 2), "error": _error_dict(exc)})
+        if task.request.is_eager:
+            time.sleep(countdown)  # Task.apply re-runs a retry at once, ignoring the countdown
+        raise task.retry(exc=exc, countdown=countdown, max_retries=None)
+    err = _error_dict(exc)
+    if is_transient(exc):
+        err["message"] = f"{err['message']} (gave up after {retries} retries)"
+    elif not isinstance(exc, TracedraftError):
+        log.exception("job %s stage %s: unexpected error", job_id, ctx.stage)
+    with make_session() as session:
+        jobs.fail_job(session, job_id, err["code"], err["message"], err["param"])
+    return {**summary, "outcome": "failed", "code": err["code"]}
+
+
+def _error_dict(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, TracedraftError):
+        return {"code": exc.code, "message": exc.message, "param": exc.where}
+    if type(exc).__name__ == "OutOfMemoryError" or isinstance(exc, MemoryError):
+        return {"code": "out_of_memory", "message": _describe(exc), "param": None}
+    code = "transient_error" if is_transient(exc) else "internal_error"
+    return {"code": code, "message": _describe(exc), "param": None}
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if isinstance(exc, TracedraftError) else f"{type(exc).__name__}: {text}"
+
+
+def _task_id(task: Any) -> str | None:
+    return getattr(getattr(task, "request", None), "id", None)
+
+
+def _worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
