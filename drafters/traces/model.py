@@ -137,6 +137,9 @@ class Message:
     role: Role
     parts: list[Part] = field(default_factory=list)
     model: str | None = None
+    # True for text the agent injected in this role that nobody typed (Claude Code meta/hook/command/caveat
+    # lines, compaction summaries, injected environment context): context, never "the human".
+    meta: bool = False
 
     @property
     def text(self) -> str:
@@ -244,12 +247,15 @@ class Conversation:
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
-    return {"role": message.role, "model": message.model, "parts": [asdict(p) for p in message.parts]}
+    data = {"role": message.role, "model": message.model, "parts": [asdict(p) for p in message.parts]}
+    if message.meta:  # only when set, so hashes of ordinary messages do not change
+        data["meta"] = True
+    return data
 
 
 def message_from_dict(data: dict[str, Any]) -> Message:
     parts = [PART_TYPES[p["type"]](**p) for p in data["parts"]]
-    return Message(role=data["role"], parts=parts, model=data.get("model"))
+    return Message(role=data["role"], parts=parts, model=data.get("model"), meta=bool(data.get("meta", False)))
 
 
 def conversation_to_dict(conv: Conversation) -> dict[str, Any]:

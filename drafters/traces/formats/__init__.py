@@ -12,7 +12,13 @@ from functools import cache
 from drafters.traces.formats.base import TraceFormat
 
 FORMAT_MODULES: list[str] = [
-    # add "drafters.traces.formats.<module>" entries here, most specific first
+    # Order matters: specific sniffers first, the generic OpenAI chat records last (its files are also
+    # what tau-bench, SWE-agent and others embed). Other engineers' formats go in the middle block.
+    "drafters.traces.formats.claude_code",
+    # -- formats of the other engineer (appended here) --
+    # -- provider API formats (records and cassettes) --
+    "drafters.traces.formats.anthropic_messages",
+    "drafters.traces.formats.openai_chat",
 ]
 
 

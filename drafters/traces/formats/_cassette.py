@@ -1,0 +1,142 @@
+"""VCR / pydantic-ai YAML cassettes of provider HTTP traffic (``interactions[{request, response}]``).
+
+Every request re-sends the whole history, so each interaction is one explicit ``LLMCall`` (context =
+the request's messages, completion = the response's message): that is exactly what the model saw and
+wrote, even when the agent rewrote its history between calls. Calls are grouped into conversations by
+their first user message (a cassette can hold several agent runs, and one run can move between
+providers: README "Some cassettes mix providers"); each conversation's ``messages`` is its last call's
+context plus completion.
+
+Providers are told apart by the request URI (and body shape): each provider module offers
+``request_to_messages(body) -> (tools, messages)`` and ``response_to_message(body) -> Message | None``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from typing import IO, Any, Iterator
+
+from drafters.traces.formats import _common
+from drafters.traces.formats.base import ProblemSink
+from drafters.traces.model import Conversation, LLMCall, Message, Source, TextPart
+
+_PROVIDERS = {  # format name -> module implementing the converters
+    "openai_chat": "drafters.traces.formats.openai_chat",
+    "openai_responses": "drafters.traces.formats.openai_responses",
+    "anthropic_messages": "drafters.traces.formats.anthropic_messages",
+    "bedrock_converse": "drafters.traces.formats.bedrock_converse",
+    "gemini_api": "drafters.traces.formats.gemini_api",
+}
+_URI_RE = re.compile(r"^\s*uri:\s*(\S+)", re.M)
+
+
+def provider_of(uri: str) -> str | None:
+    """The provider format a request URI belongs to, or None for non-LLM traffic."""
+    u = uri.lower()
+    if "/chat/completions" in u:
+        return "openai_chat"
+    if u.rstrip("/").endswith("/responses") or "/responses?" in u:
+        return "openai_responses"
+    if "bedrock-runtime" in u and ("/converse" in u):
+        return "bedrock_converse"
+    if ":generatecontent" in u or ":streamgeneratecontent" in u:
+        return "gemini_api"
+    if "/v1/messages" in u and "count_tokens" not in u:
+        return "anthropic_messages"
+    return None
+
+
+def sniff_provider(head: str) -> str | None:
+    """The provider of the last LLM request URI in ``head`` (the conversation a mixed cassette ends in)."""
+    found = None
+    for uri in _URI_RE.findall(head):
+        found = provider_of(uri) or found
+    return found
+
+
+def _body(part: dict[str, Any]) -> Any:
+    body = part.get("parsed_body")
+    if body is None:
+        body = part.get("body")
+        if isinstance(body, dict) and "string" in body:  # vcrpy's {"string": "..."} form
+            body = body["string"]
+        if isinstance(body, (bytes, str)):
+            try:
+                body = json.loads(body)
+            except ValueError:
+                return None
+    return body
+
+
+def _first_user_text(messages: list[Message]) -> str:
+    for m in messages:
+        if m.role == "user" and m.text:
+            return m.text
+    return ""
+
+
+def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Iterator[Conversation]:
+    """Yield the conversations of one cassette (see module doc). Bad interactions are reported."""
+    data = _common.load_yaml(stream, filename, problems, fmt)
+    if data is None:
+        return
+    interactions = data.get("interactions") if isinstance(data, dict) else None
+    if not isinstance(interactions, list):
+        problems.error("missing_field", "cassette has no 'interactions' list", Source(fmt, filename, record="$"))
+        return
+    stem = filename.rsplit("/", 1)[-1]
+    groups: dict[str, list[LLMCall]] = {}
+    group_src: dict[str, Source] = {}
+    for i, inter in enumerate(interactions):
+        src = Source(fmt, filename, record=f"interactions[{i}]")
+        _common.count(problems, "records")
+        if not isinstance(inter, dict) or not isinstance(inter.get("request"), dict):
+            problems.error("not_an_object", "interaction has no request", src)
+            continue
+        req, resp = inter["request"], inter.get("response") or {}
+        provider = provider_of(str(req.get("uri", "")))
+        if provider is None:
+            continue  # auth, model listing, file uploads: not an LLM call
+        status = (resp.get("status") or {}).get("code") if isinstance(resp.get("status"), dict) else None
+        if status is not None and status != 200:
+            problems.warning("error_response", f"HTTP {status} response skipped", src)
+            continue
+        req_body, resp_body = _body(req), _body(resp)
+        if not isinstance(req_body, dict) or not isinstance(resp_body, dict):
+            problems.error("invalid_json", "request or response body is not a JSON object", src, field="body")
+            continue
+        try:
+            module = importlib.import_module(_PROVIDERS[provider])
+        except ImportError:
+            problems.warning("unsupported_provider", f"no converter for {provider} recordings yet", src)
+            continue
+        try:
+            tools, context = module.request_to_messages(req_body)
+            completion = module.response_to_message(resp_body)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            problems.error("not_an_object", f"{provider} body not understood: {exc}", src, field="body")
+            continue
+        if completion is None:
+            problems.error("missing_field", "response holds no assistant message", src, field="response")
+            continue
+        key = _first_user_text(context)
+        calls = groups.setdefault(key, [])
+        group_src.setdefault(key, src)
+        calls.append(LLMCall("", len(calls), tools, context, completion))
+    for n, (key, calls) in enumerate(groups.items()):
+        conv_id = f"cassette:{stem}" + (f":{n}" if n else "")
+        for c in calls:
+            c.conversation_id = conv_id
+        last = calls[-1]
+        yield Conversation(
+            id=conv_id,
+            source=group_src[key],
+            tools=last.tools,
+            messages=list(last.context) + [last.completion],
+            explicit_calls=calls,
+        )
+
+
+__all__ = ["parse", "provider_of", "sniff_provider", "TextPart"]

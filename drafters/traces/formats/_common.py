@@ -1,0 +1,215 @@
+"""Helpers shared by the format modules: JSONL/JSON/YAML reading with per-record problem reports.
+
+Not a format (no ``FORMAT``); format modules of any engineer may use these.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any, Iterator
+
+from drafters.traces.formats.base import ProblemSink
+from drafters.traces.model import Source
+
+
+def count(problems: ProblemSink, key: str, n: int = 1) -> None:
+    """Bump a report counter (e.g. "records") when the sink keeps counts (``ValidationReport`` does)."""
+    fn = getattr(problems, "count", None)
+    if fn is not None:
+        fn(key, n)
+
+
+def first_json_line(head: str) -> Any:
+    """The first non-blank line of ``head`` parsed as JSON, or None when it is cut or invalid."""
+    for line in head.splitlines(keepends=True):
+        if not line.strip():
+            continue
+        if not line.endswith("\n") and len(head) >= 60000:
+            return None  # cut by the 64 KiB head
+        try:
+            return json.loads(line)
+        except ValueError:
+            return None
+    return None
+
+
+def json_lines(head: str, limit: int = 20) -> list[Any]:
+    """Up to ``limit`` complete, valid JSON lines of ``head`` (invalid ones skipped)."""
+    out = []
+    lines = head.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if len(out) >= limit:
+            break
+        if not line.strip() or (i == len(lines) - 1 and not line.endswith("\n") and len(head) >= 60000):
+            continue
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def iter_json_lines(
+    stream: IO[str], filename: str, problems: ProblemSink, fmt: str
+) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, value)`` for each non-blank line; invalid JSON is reported as ``invalid_json``
+    with its 1-based line and skipped. Counts every non-blank line as a record."""
+    for lineno, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        count(problems, "records")
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            problems.error("invalid_json", f"line is not valid JSON: {exc.msg} at column {exc.colno}",
+                           Source(fmt, filename, line=lineno))
+            continue
+        yield lineno, value
+
+
+def load_json(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Any:
+    """The whole stream parsed as one JSON document, or None (reported as ``invalid_json``)."""
+    text = stream.read()
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        problems.error("invalid_json", f"file is not valid JSON: {exc.msg}",
+                       Source(fmt, filename, line=getattr(exc, "lineno", None)))
+        return None
+
+
+def load_json_or_lines(
+    stream: IO[str], filename: str, problems: ProblemSink, fmt: str
+) -> Iterator[tuple[Source, Any]]:
+    """A file that is either JSONL or one JSON document (object or array): yield ``(source, value)``
+    per record. Arrays yield their items (record ``$[i]``); a single object yields itself."""
+    first = ""
+    while True:
+        ch = stream.read(1)
+        if not ch:
+            return
+        if not ch.isspace():
+            first = ch
+            break
+    rest_first_line = stream.readline()
+    line1 = first + rest_first_line
+    if first == "[":
+        text = line1 + stream.read()
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            problems.error("invalid_json", f"file is not valid JSON: {exc.msg}",
+                           Source(fmt, filename, line=exc.lineno))
+            return
+        for i, item in enumerate(value):
+            count(problems, "records")
+            yield Source(fmt, filename, record=f"$[{i}]"), item
+        return
+    # An object: one-per-line JSONL, or a pretty-printed single document.
+    try:
+        value = json.loads(line1)
+        is_jsonl = True
+    except ValueError:
+        is_jsonl = False
+    if not is_jsonl:
+        text = line1 + stream.read()
+        try:
+            value = json.loads(text)
+        except ValueError:
+            # Not one document either: treat as JSONL whose first line is bad.
+            lines = text.splitlines()
+            for lineno, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                count(problems, "records")
+                try:
+                    yield Source(fmt, filename, line=lineno), json.loads(line)
+                except ValueError as exc:
+                    problems.error("invalid_json", f"line is not valid JSON: {exc.msg}",
+                                   Source(fmt, filename, line=lineno))
+            return
+        count(problems, "records")
+        yield Source(fmt, filename, record="$"), value
+        return
+    count(problems, "records")
+    yield Source(fmt, filename, line=1), value
+    for lineno, line in enumerate(stream, 2):
+        if not line.strip():
+            continue
+        count(problems, "records")
+        try:
+            value = json.loads(line)
+        except ValueError as exc:
+            problems.error("invalid_json", f"line is not valid JSON: {exc.msg} at column {exc.colno}",
+                           Source(fmt, filename, line=lineno))
+            continue
+        yield Source(fmt, filename, line=lineno), value
+
+
+def load_yaml(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Any:
+    """The stream parsed as YAML (C loader when available), or None (reported as ``invalid_json``)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(stream, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problems.error("invalid_json", f"file is not valid YAML: {getattr(exc, 'problem', exc)}",
+                       Source(fmt, filename, line=mark.line + 1 if mark else None))
+        return None
+
+
+def text_of(content: Any) -> str:
+    """Flatten a content value (string, list of {type:text,text} blocks, or other JSON) to text."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        pieces = []
+        for block in content:
+            if isinstance(block, str):
+                pieces.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                pieces.append(block["text"])
+        return "\n".join(pieces)
+    return json.dumps(content, ensure_ascii=False)
+
+
+class Prefixed:
+    """A text stream with some already-read text put back in front (for sniffing inside ``parse``)."""
+
+    def __init__(self, prefix: str, stream: IO[str]):
+        self._prefix = prefix
+        self._stream = stream
+
+    def read(self, n: int = -1) -> str:
+        if not self._prefix:
+            return self._stream.read(n)
+        if n is None or n < 0:
+            out, self._prefix = self._prefix + self._stream.read(), ""
+            return out
+        out, self._prefix = self._prefix[:n], self._prefix[n:]
+        if len(out) < n:
+            out += self._stream.read(n - len(out))
+        return out
+
+    def readline(self, limit: int = -1) -> str:
+        if not self._prefix:
+            return self._stream.readline()
+        if "\n" in self._prefix:
+            i = self._prefix.index("\n") + 1
+            out, self._prefix = self._prefix[:i], self._prefix[i:]
+            return out
+        out, self._prefix = self._prefix + self._stream.readline(), ""
+        return out
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line

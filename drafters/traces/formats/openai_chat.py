@@ -1,0 +1,326 @@
+"""OpenAI Chat Completions messages: ``tools``/``tool_calls`` and the legacy ``function_call``/``function``.
+
+Accepted files:
+- JSONL, one record per line: ``{"messages": [...], "tools": [...]}`` (also ``"conversations"`` holding
+  role/content messages, legacy ``"functions"``), or a bare list of messages per line;
+- a JSON array of such records, or one such object;
+- VCR/pydantic-ai YAML cassettes of ``/chat/completions`` recordings (see ``_cassette.py``): every
+  request re-sends the history, so each request + response is one explicit ``LLMCall``.
+
+``arguments`` may be a JSON string (the wire format) or an object (many logs); both keep the raw string
+and the parsed object (``ToolCallPart.from_raw``). ``to_openai_messages`` is the exact inverse of
+``messages_from_openai`` for what the wire format can express (property-tested).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any, Iterator
+
+from drafters.traces.formats import _common
+from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.model import (
+    Conversation,
+    Message,
+    ReasoningPart,
+    Source,
+    TextPart,
+    ToolCallPart,
+    ToolDef,
+    ToolResultPart,
+    UnsupportedPart,
+    compact_json,
+)
+
+NAME = "openai_chat"
+_ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
+             "tool": "tool", "function": "tool"}
+_UNSUPPORTED_PART_KINDS = {"image_url": "image", "input_image": "image", "input_audio": "audio",
+                           "audio": "audio", "file": "file", "input_file": "file"}
+
+
+# ------------------------------------------------------------------------------------------- converters
+
+
+def tools_from_openai(tools: Any) -> list[ToolDef]:
+    """``[{"type":"function","function":{name, description, parameters}}]`` or legacy ``functions``
+    (``[{name, description, parameters}]``) -> ToolDefs. Non-function tools are skipped."""
+    out: list[ToolDef] = []
+    if not isinstance(tools, list):
+        return out
+    for tool in tools:
+        if not isinstance(tool, dict):
+            continue
+        fn = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+        name = fn.get("name")
+        if not isinstance(name, str):
+            continue
+        params = fn.get("parameters")
+        out.append(ToolDef(
+            name=name,
+            description=fn.get("description") or "",
+            parameters=params if isinstance(params, dict) else {"type": "object", "properties": {}},
+        ))
+    return out
+
+
+def _content_parts(content: Any) -> list:
+    """Message ``content`` (string, null or list of typed parts) -> canonical parts."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [TextPart(content)] if content else []
+    parts: list = []
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, str):
+                parts.append(TextPart(block))
+            elif isinstance(block, dict):
+                kind = block.get("type")
+                if kind in ("text", "input_text", "output_text") and isinstance(block.get("text"), str):
+                    parts.append(TextPart(block["text"]))
+                elif kind == "refusal" and isinstance(block.get("refusal"), str):
+                    parts.append(TextPart(block["refusal"]))
+                else:
+                    _add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(kind, str(kind)))
+        return parts
+    return [TextPart(json.dumps(content, ensure_ascii=False))]
+
+
+def _add_unsupported(parts: list, kind: str) -> None:
+    if parts and isinstance(parts[-1], UnsupportedPart) and parts[-1].kind == kind:
+        parts[-1].count += 1
+    else:
+        parts.append(UnsupportedPart(kind))
+
+
+def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Message:
+    """One OpenAI chat message -> a canonical Message. Raises ValueError on an unknown role.
+
+    Assistant ``reasoning_content`` / ``reasoning`` (a string, as vLLM, DeepSeek and OpenRouter log it)
+    becomes a leading ReasoningPart; legacy ``function_call`` becomes a ToolCallPart with id None.
+    Tool (and legacy ``function``) messages become one ToolResultPart.
+    """
+    role = _ROLE_MAP.get(msg.get("role"))  # type: ignore[arg-type]
+    if role is None:
+        raise ValueError(f"unknown role {msg.get('role')!r}")
+    if role == "tool":
+        content = msg.get("content")
+        parts: list = [ToolResultPart(
+            call_id=msg.get("tool_call_id"),
+            content=content if isinstance(content, str) else _common.text_of(content),
+            is_error=bool(msg.get("is_error", False)),
+            name=msg.get("name"),
+        )]
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") not in ("text", None):
+                    _add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(block["type"], str(block["type"])))
+        return Message("tool", parts)
+    parts = []
+    if role == "assistant":
+        for key in ("reasoning_content", "reasoning"):
+            if isinstance(msg.get(key), str) and msg[key]:
+                parts.append(ReasoningPart(msg[key]))
+                break
+    parts.extend(_content_parts(msg.get("content")))
+    if role == "assistant":
+        for call in msg.get("tool_calls") or []:
+            if not isinstance(call, dict):
+                continue
+            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+            parts.append(ToolCallPart.from_raw(call.get("id"), str(fn.get("name", "")), fn.get("arguments")))
+        fc = msg.get("function_call")
+        if isinstance(fc, dict):
+            parts.append(ToolCallPart.from_raw(None, str(fc.get("name", "")), fc.get("arguments")))
+    msg_model = msg.get("model") if isinstance(msg.get("model"), str) else None
+    return Message(role, parts, model=(msg_model or model) if role == "assistant" else None)  # type: ignore[arg-type]
+
+
+def messages_from_openai(
+    msgs: list[Any], problems: ProblemSink | None = None, source: Source | None = None, model: str | None = None
+) -> list[Message]:
+    """A list of OpenAI chat messages -> canonical Messages; bad items are reported (``not_an_object``)
+    and skipped when a sink is given, else raise ValueError."""
+    out = []
+    for i, msg in enumerate(msgs):
+        try:
+            if not isinstance(msg, dict):
+                raise ValueError(f"message is a {type(msg).__name__}, not an object")
+            out.append(message_from_openai(msg, model))
+        except ValueError as exc:
+            if problems is None or source is None:
+                raise
+            problems.error("not_an_object", f"message {i}: {exc}", source, field=f"messages[{i}]")
+    return out
+
+
+def response_to_message(body: dict[str, Any]) -> Message | None:
+    """A chat.completion response body -> the assistant Message of its first choice (model filled)."""
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return None
+    msg = choices[0].get("message")
+    if not isinstance(msg, dict):
+        return None
+    msg = {**msg, "role": "assistant"}
+    return message_from_openai(msg, model=body.get("model"))
+
+
+def request_to_messages(body: dict[str, Any]) -> tuple[list[ToolDef], list[Message]]:
+    """A /chat/completions request body -> (tools, context messages)."""
+    tools = tools_from_openai(body.get("tools") or body.get("functions"))
+    return tools, [message_from_openai(m) for m in body.get("messages") or [] if isinstance(m, dict)]
+
+
+def to_openai_messages(conv: Conversation) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The conversation as OpenAI chat ``(messages, tools)``: the inverse of this module's parser.
+
+    Arguments are sent as the raw string exactly as logged (so invalid JSON survives); reasoning as
+    ``reasoning_content``; a legacy call (id None) as ``function_call``. Only the first ToolResultPart
+    of a tool message is expressible; unsupported parts are dropped (the wire format cannot carry a
+    placeholder). Used by the renderer to feed chat templates (which then see string ``arguments``;
+    templates wanting a mapping get ``ToolCallPart.arguments`` from the renderer instead).
+    """
+    messages: list[dict[str, Any]] = []
+    for m in conv.messages:
+        if m.role == "tool":
+            result = next((p for p in m.parts if isinstance(p, ToolResultPart)), None)
+            if result is None:
+                continue
+            out: dict[str, Any] = {"role": "tool", "content": result.content}
+            if result.call_id is not None:
+                out["tool_call_id"] = result.call_id
+            if result.name is not None:
+                out["name"] = result.name
+            if result.is_error:
+                out["is_error"] = True
+            messages.append(out)
+            continue
+        out = {"role": m.role}
+        reasoning = [p for p in m.parts if isinstance(p, ReasoningPart)]
+        if reasoning:
+            out["reasoning_content"] = "".join(p.text for p in reasoning)
+        texts = [p.text for p in m.parts if isinstance(p, TextPart)]
+        if len(texts) == 1:
+            out["content"] = texts[0]
+        elif texts:
+            out["content"] = [{"type": "text", "text": t} for t in texts]
+        else:
+            out["content"] = None if m.role == "assistant" else ""
+        calls = [p for p in m.parts if isinstance(p, ToolCallPart)]
+        if calls:
+            out["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
+                for c in calls if c.id is not None
+            ] or None
+            legacy = [c for c in calls if c.id is None]
+            if legacy:
+                out["function_call"] = {"name": legacy[0].name, "arguments": legacy[0].raw_arguments}
+            if out["tool_calls"] is None:
+                del out["tool_calls"]
+        if m.model and m.role == "assistant":
+            out["model"] = m.model
+        messages.append(out)
+    tools = [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                               "parameters": t.parameters}} for t in conv.tools]
+    return messages, tools
+
+
+# ----------------------------------------------------------------------------------------------- files
+
+
+def _record_messages(value: Any) -> tuple[list[Any], Any, str | None, str | None] | None:
+    """(messages, tools, model, id) of a record, or None when it is not an OpenAI chat record."""
+    if isinstance(value, list):
+        return (value, None, None, None) if _looks_like_messages(value) else None
+    if not isinstance(value, dict):
+        return None
+    for key in ("messages", "conversations", "conversation"):
+        msgs = value.get(key)
+        if isinstance(msgs, list) and _looks_like_messages(msgs):
+            tools = value.get("tools") if value.get("tools") is not None else value.get("functions")
+            if isinstance(tools, str):  # some exports stringify the tool list
+                try:
+                    tools = json.loads(tools)
+                except ValueError:
+                    tools = None
+            model = value.get("model") if isinstance(value.get("model"), str) else None
+            rid = value.get("id")
+            return msgs, tools, model, str(rid) if rid is not None else None
+    return None
+
+
+def _looks_like_messages(msgs: list[Any]) -> bool:
+    dicts = [m for m in msgs if isinstance(m, dict)]
+    if not dicts:
+        return not msgs  # an empty list is an (empty) conversation
+    return all("role" in m for m in dicts[:3]) and not any("from" in m for m in dicts[:3])
+
+
+def sniff(head: str, filename: str) -> bool:
+    """JSONL/JSON of chat records (messages with ``role``), or a cassette of /chat/completions calls."""
+    if head.lstrip().startswith("interactions:"):
+        from drafters.traces.formats import _cassette
+
+        return _cassette.sniff_provider(head) == NAME
+    stripped = head.lstrip()
+    if stripped.startswith("{") or stripped.startswith("["):
+        first = _common.first_json_line(head)
+        if first is not None:
+            return _record_messages(first) is not None or (
+                isinstance(first, list) and bool(first) and _record_messages(first[0]) is not None)
+        # A pretty-printed or cut document: look for chat message keys near the start.
+        window = stripped[:4000]
+        return ('"messages"' in window or window.startswith("[")) and '"role"' in window and (
+            '"content"' in window or '"tool_calls"' in window) and '"from"' not in window and \
+            '"traj"' not in window and '"task_id"' not in window
+    return False
+
+
+def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+    """Yield one Conversation per record (or one per cassette). Bad records are reported and skipped."""
+    head = stream.read(64)
+    if head.lstrip().startswith("interactions:"):
+        from drafters.traces.formats import _cassette
+
+        yield from _cassette.parse(_common.Prefixed(head, stream), filename, problems, NAME)
+        return
+    yield from _parse_records(_common.Prefixed(head, stream), filename, problems)
+
+
+def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+    stem = filename.rsplit("/", 1)[-1]
+    for source, value in _common.load_json_or_lines(stream, filename, problems, NAME):
+        if source.record == "$" and isinstance(value, dict) and _record_messages(value) is None:
+            for key in ("data", "records", "items"):  # {"data": [records]}
+                if isinstance(value.get(key), list):
+                    value = value[key]
+                    break
+        if source.record == "$" and isinstance(value, list) and value and _record_messages(value) is None:
+            items = [(Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(value)]
+        else:
+            items = [(source, value)]
+        for src, item in items:
+            rec = _record_messages(item)
+            if rec is None:
+                problems.error("not_an_object", "record is not an OpenAI chat record (no 'messages' list of "
+                               "role/content objects)", src)
+                continue
+            msgs, tools, model, rid = rec
+            messages = messages_from_openai(msgs, problems, src, model)
+            loc = f"{src.line}" if src.line is not None else (src.record or "$")
+            yield Conversation(
+                id=f"{NAME}:{stem}:{rid or loc}",
+                source=src,
+                tools=tools_from_openai(tools),
+                messages=messages,
+            )
+
+
+FORMAT = TraceFormat(
+    name=NAME,
+    description="OpenAI Chat Completions messages with tools/tool_calls (JSONL/JSON records, cassettes)",
+    sniff=sniff,
+    parse=parse,
+)

@@ -1,0 +1,244 @@
+"""Ingest trace files: detect, parse, validate, scrub, deduplicate, split (issue 3).
+
+``iter_conversations`` streams (one conversation in memory at a time, plus the set of content hashes
+for deduplication, 32 bytes each); ``ingest`` collects the result. Nothing raises for bad input with
+``on_error="skip"``: unreadable files, unknown formats and bad records all go to the report with their
+location. With ``on_error="fail"`` the first error raises ``TraceError`` (file and line in ``where``).
+
+The canonical stored form is JSONL of ``conversation_to_dict`` (``write_canonical``/``read_canonical``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Literal
+
+from drafters.traces import io as tio
+from drafters.traces.detect import detect_format
+from drafters.traces.formats import get_format
+from drafters.traces.formats.base import TraceFormat
+from drafters.traces.model import (
+    Conversation,
+    Source,
+    ToolCallPart,
+    ToolResultPart,
+    UnsupportedPart,
+    conversation_from_dict,
+    conversation_to_dict,
+    compact_json,
+)
+from drafters.traces.report import TraceError, ValidationReport
+from drafters.traces.scrub import ScrubConfig, Scrubber
+
+OnError = Literal["skip", "fail"]
+
+
+def split_of(conv_id: str, heldout_fraction: float = 0.1) -> Literal["train", "heldout"]:
+    """"heldout" for a stable ``heldout_fraction`` of conversation ids (sha256 of the id, first 8 bytes
+    as a fraction of 2**64), else "train". Re-ingesting the same data gives the same split."""
+    h = int.from_bytes(hashlib.sha256(conv_id.encode("utf-8")).digest()[:8], "big")
+    return "heldout" if h / 2**64 < heldout_fraction else "train"
+
+
+@dataclass
+class IngestResult:
+    """Scrubbed, deduplicated conversations and the report of the run."""
+
+    conversations: list[Conversation]
+    report: ValidationReport
+    heldout_fraction: float = 0.1
+
+    def split(self, conv_id: str) -> Literal["train", "heldout"]:
+        """The split of a conversation id (see ``split_of``)."""
+        return split_of(conv_id, self.heldout_fraction)
+
+    def train(self) -> list[Conversation]:
+        return [c for c in self.conversations if self.split(c.id) == "train"]
+
+    def heldout(self) -> list[Conversation]:
+        return [c for c in self.conversations if self.split(c.id) == "heldout"]
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Files as given, directories expanded recursively (sorted, hidden files skipped)."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and not any(
+                part.startswith(".") for part in f.relative_to(p).parts)))
+        else:
+            out.append(p)
+    return out
+
+
+def iter_conversations(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    format: str | None = None,
+    on_error: OnError = "skip",
+    scrub: bool | ScrubConfig | Scrubber = True,
+    report: ValidationReport | None = None,
+    dedup: bool = True,
+) -> Iterator[Conversation]:
+    """Stream validated, scrubbed, deduplicated conversations from ``paths`` (files or directories).
+
+    Args:
+        format: a registered format name, or None to detect per file.
+        on_error: "skip" reports bad input and goes on; "fail" raises ``TraceError`` at the first error.
+        scrub: True (defaults), False, a ``ScrubConfig`` or a ``Scrubber`` (shared placeholders).
+        report: the report to fill (a new one is made when None; pass one to read it afterwards).
+    Raises:
+        TraceError only with on_error="fail"; KeyError for an unknown ``format`` name.
+    """
+    report = report if report is not None else ValidationReport(on_error)
+    scrubber: Scrubber | None
+    if isinstance(scrub, Scrubber):
+        scrubber = scrub
+    elif isinstance(scrub, ScrubConfig):
+        scrubber = Scrubber(scrub)
+    else:
+        scrubber = Scrubber() if scrub else None
+    forced: TraceFormat | None = get_format(format) if format else None
+    seen: set[bytes] = set()
+    try:
+        for path in expand_paths(paths):
+            name = str(path)
+            report.counts["files"] += 1
+            try:
+                fmt = forced
+                if fmt is None:
+                    head = tio.read_head(path)
+                    try:
+                        fmt = detect_format(head, path.name)
+                    except TraceError as exc:
+                        report.error("unknown_format", exc.message, Source("", name))
+                        continue
+                report.formats[fmt.name] += 1
+                with tio.open_text(path) as stream:
+                    for conv in fmt.parse(stream, name, report):
+                        kept = _check(conv, report)
+                        if kept is None:
+                            report.counts["conversations_dropped"] += 1
+                            continue
+                        if dedup:
+                            digest = bytes.fromhex(conv.content_hash())
+                            if digest in seen:
+                                report.counts["duplicates_dropped"] += 1
+                                continue
+                            seen.add(digest)
+                        if scrubber is not None:
+                            before = scrubber.counts.copy()
+                            conv = scrubber.scrub_conversation(conv)
+                            report.add_scrub_counts(scrubber.counts - before)
+                        report.observe(conv)
+                        yield conv
+            except TraceError:
+                raise
+            except (OSError, EOFError, UnicodeError) as exc:
+                report.counts["files_unreadable"] += 1
+                report.error("unreadable_file", f"cannot read file: {type(exc).__name__}: {exc}", Source("", name))
+            except Exception as exc:  # noqa: BLE001 - a zstd/gzip error or a parser bug: report, keep going
+                if type(exc).__module__.startswith("zstandard") or "zstd" in type(exc).__name__.lower():
+                    report.counts["files_unreadable"] += 1
+                    report.error("unreadable_file", f"cannot decompress file: {exc}", Source("", name))
+                else:
+                    report.error("parser_error", f"parser failed: {type(exc).__name__}: {exc}", Source("", name))
+    finally:
+        report.close()
+
+
+def _check(conv: Conversation, report: ValidationReport) -> Conversation | None:
+    """Validate one conversation; report problems; None when it must be dropped (nothing to train on)."""
+    src = conv.source
+    messages = conv.messages
+    if not messages and not conv.explicit_calls:
+        report.error("empty_conversation", "conversation has no messages", src)
+        return None
+    if not any(m.role == "assistant" for m in messages) and not conv.explicit_calls:
+        report.error("no_assistant_message", "conversation has no assistant message (no LLM call)", src)
+        return None
+    call_ids: dict[str, int] = {}
+    answered: set[str] = set()
+    unsupported = 0
+    for i, m in enumerate(messages):
+        for p in m.parts:
+            if isinstance(p, ToolCallPart):
+                if p.arguments is None:
+                    report.warning("arguments_not_json",
+                                   f"tool call {p.name!r} arguments are not a JSON object (kept raw)", src,
+                                   field=f"messages[{i}]")
+                if p.id is not None:
+                    call_ids[p.id] = i
+            elif isinstance(p, ToolResultPart):
+                if p.call_id is not None:
+                    if p.call_id not in call_ids:
+                        report.warning("tool_result_without_call",
+                                       "tool result answers no earlier tool call", src, field=f"messages[{i}]")
+                    answered.add(p.call_id)
+            elif isinstance(p, UnsupportedPart):
+                unsupported += p.count
+    last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    for cid, i in call_ids.items():
+        # A call in the final assistant message may be unanswered because the log ends there.
+        if cid not in answered and i != last_assistant:
+            report.warning("unpaired_tool_call", "tool call has no result", src, field=f"messages[{i}]")
+    if unsupported:
+        report.warning("unsupported_content",
+                       f"{unsupported} unsupported part(s) (images, audio, files, server-side tools) "
+                       "replaced by counted placeholders", src)
+    return conv
+
+
+def ingest(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    format: str | None = None,
+    on_error: OnError = "skip",
+    scrub: bool | ScrubConfig | Scrubber = True,
+    heldout_fraction: float = 0.1,
+    problems_path: str | os.PathLike[str] | None = None,
+    target_model: str | None = None,
+) -> IngestResult:
+    """Ingest every file into memory: ``IngestResult(conversations, report, split)``.
+
+    ``target_model``, when given, adds the "traces were produced by a different model than the target"
+    warning (code ``model_mismatch``). See ``iter_conversations`` for the other arguments and errors.
+    """
+    report = ValidationReport(on_error, problems_path=problems_path)
+    convs = list(iter_conversations(paths, format=format, on_error=on_error, scrub=scrub, report=report))
+    if target_model:
+        report.check_target(target_model)
+    return IngestResult(convs, report, heldout_fraction)
+
+
+def write_canonical(conversations: Iterable[Conversation], path: str | os.PathLike[str]) -> int:
+    """Write conversations as JSONL of ``conversation_to_dict`` (the canonical stored form); returns the
+    number written. Written to a temporary name and renamed, so a reader never sees half a file."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    n = 0
+    with open(tmp, "w", encoding="utf-8") as f:
+        for conv in conversations:
+            f.write(compact_json(conversation_to_dict(conv)) + "\n")
+            n += 1
+    os.replace(tmp, path)
+    return n
+
+
+def read_canonical(path: str | os.PathLike[str]) -> Iterator[Conversation]:
+    """Stream conversations back from ``write_canonical``'s file (gzip/zstd-compressed copies too).
+
+    Raises TraceError("invalid_json") with the line when the file is corrupt."""
+    with tio.open_text(path) as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                yield conversation_from_dict(json.loads(line))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise TraceError("invalid_json", f"corrupt canonical record: {exc}", f"{path}:{lineno}") from exc

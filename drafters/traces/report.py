@@ -1,0 +1,285 @@
+"""The validation report of a trace ingestion: every problem with its location, plus counts.
+
+``ValidationReport`` implements the ``ProblemSink`` of ``formats/base.py``: parsers report bad records
+to it instead of raising. With ``on_error="fail"`` the first error raises ``TraceError`` (with file and
+line); with ``on_error="skip"`` every error is recorded and the run goes on.
+
+Memory is bounded whatever the input size: the first ``max_problems`` problems are kept in detail, the
+rest only as counts per code; with ``problems_path`` every problem is also streamed as one JSON line to
+a file as it happens (the "report is written as it goes" of issue 3). Original secret values never reach
+the report: parsers put locations and codes in problems, not content, and scrub counts are per type.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from drafters.errors import TracedraftError
+from drafters.traces.model import (
+    Conversation,
+    ReasoningPart,
+    Source,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    UnsupportedPart,
+)
+
+Severity = Literal["error", "warning"]
+
+# Stable problem codes (tests, API bodies and the CLI key on them). Parsers may use others; these are
+# the ones the core emits.
+CODES: dict[str, str] = {
+    "invalid_json": "a line or document is not valid JSON (or YAML)",
+    "not_an_object": "a record is valid JSON but not an object of the expected shape",
+    "unknown_format": "no registered format recognizes the file",
+    "unreadable_file": "the file cannot be opened or decompressed",
+    "unpaired_tool_call": "a tool call has no result in the conversation",
+    "tool_result_without_call": "a tool result answers no earlier tool call",
+    "empty_conversation": "a record holds no messages",
+    "no_assistant_message": "a conversation has no assistant message, so no LLM call to train on",
+    "arguments_not_json": "tool-call arguments are not a JSON object (kept raw)",
+    "unsupported_content": "images, audio or files were replaced by counted placeholders",
+    "not_a_transcript": "the file is a log of another kind (e.g. a hook-event log), not a conversation",
+    "missing_field": "a record lacks a field the format requires",
+    "model_mismatch": "traces were produced by a different model than the target",
+    "duplicate_conversation": "an exact duplicate conversation was dropped",
+}
+
+
+class TraceError(TracedraftError):
+    """A trace-ingestion error with a stable ``code`` and a location (``where`` = ``file:line`` or
+    ``file#record``, plus ``/field`` when known). Raised by ``detect_format`` for unknown formats and by
+    ``ValidationReport.error`` when the run uses ``on_error="fail"``."""
+
+    def __init__(self, code: str, message: str, where: str | None = None, problem: "Problem | None" = None):
+        super().__init__(code, message, where)
+        self.problem = problem
+
+
+@dataclass
+class Problem:
+    """One reported problem. ``line`` is 1-based; ``record`` is a path inside a structured file."""
+
+    code: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    record: str | None = None
+    field: str | None = None
+    severity: Severity = "error"
+    format: str | None = None
+
+    def where(self) -> str | None:
+        if self.file is None:
+            return self.field
+        loc = self.file
+        if self.line is not None:
+            loc += f":{self.line}"
+        elif self.record:
+            loc += f"#{self.record}"
+        if self.field:
+            loc += f" ({self.field})"
+        return loc
+
+
+_COUNT_KEYS = (
+    "files",
+    "files_unreadable",
+    "records",
+    "conversations",
+    "calls",
+    "tool_calls",
+    "parallel_calls",  # assistant messages holding more than one tool call
+    "duplicates_dropped",
+    "conversations_dropped",
+    "unsupported_parts",
+    "meta_messages",
+)
+_CHAR_KEYS = ("tool_args", "text", "reasoning", "tool_results")
+
+
+class ValidationReport:
+    """Problems, counts, models seen and scrub counts of one ingestion run (a ``ProblemSink``).
+
+    Args:
+        on_error: "skip" records errors and goes on; "fail" raises ``TraceError`` at the first error.
+        max_problems: how many problems are kept in detail (``errors``/``warnings``); every problem is
+            always counted per code in ``problem_counts``.
+        problems_path: when given, every problem is appended to this file as one JSON line as it is
+            reported (call ``close()`` at the end, or use the report as a context manager).
+    """
+
+    def __init__(
+        self,
+        on_error: Literal["skip", "fail"] = "skip",
+        *,
+        max_problems: int = 1000,
+        problems_path: str | Path | None = None,
+    ):
+        if on_error not in ("skip", "fail"):
+            raise ValueError(f"on_error must be 'skip' or 'fail', not {on_error!r}")
+        self.on_error = on_error
+        self.max_problems = max_problems
+        self.errors: list[Problem] = []
+        self.warnings: list[Problem] = []
+        self.problem_counts: Counter[str] = Counter()  # "error:code" / "warning:code" -> count
+        self.counts: dict[str, int] = {k: 0 for k in _COUNT_KEYS}
+        self.chars: dict[str, int] = {k: 0 for k in _CHAR_KEYS}
+        self.formats: Counter[str] = Counter()  # format name -> files
+        self.models: Counter[str] = Counter()  # model name -> assistant messages (or explicit calls)
+        self.unsupported: Counter[str] = Counter()  # part kind -> count
+        self.scrub_counts: Counter[str] = Counter()  # placeholder type -> replacements
+        self._stream: IO[str] | None = None
+        if problems_path is not None:
+            self._stream = open(problems_path, "w", encoding="utf-8")
+
+    # ------------------------------------------------------------------------------------ ProblemSink
+
+    def error(self, code: str, message: str, source: Source, field: str | None = None) -> None:
+        """Record an error; raises ``TraceError`` when ``on_error="fail"``."""
+        problem = self._add(code, message, source, field, "error")
+        if self.on_error == "fail":
+            self.close()
+            raise TraceError(code, message, problem.where(), problem)
+
+    def warning(self, code: str, message: str, source: Source, field: str | None = None) -> None:
+        """Record a warning (never raises)."""
+        self._add(code, message, source, field, "warning")
+
+    def count(self, key: str, n: int = 1) -> None:
+        """Add ``n`` to a counter such as "records" (parsers call it through ``formats._common.count``)."""
+        self.counts[key] = self.counts.get(key, 0) + n
+
+    def _add(self, code: str, message: str, source: Source | None, field: str | None, severity: Severity):
+        problem = Problem(
+            code=code,
+            message=message,
+            file=source.file if source else None,
+            line=source.line if source else None,
+            record=source.record if source else None,
+            field=field,
+            severity=severity,
+            format=source.format if source else None,
+        )
+        self.problem_counts[f"{severity}:{code}"] += 1
+        bucket = self.errors if severity == "error" else self.warnings
+        if len(bucket) < self.max_problems:
+            bucket.append(problem)
+        if self._stream is not None:
+            self._stream.write(json.dumps(asdict(problem), ensure_ascii=False) + "\n")
+            self._stream.flush()
+        return problem
+
+    # ----------------------------------------------------------------------------------------- counts
+
+    def observe(self, conv: Conversation) -> None:
+        """Count a kept conversation: calls, tool calls, parallel calls, characters per segment, models."""
+        self.counts["conversations"] += 1
+        calls = list(conv.calls())
+        self.counts["calls"] += len(calls)
+        completions = [c.completion for c in calls] if conv.explicit_calls is not None else None
+        # Characters per segment over the transcript (explicit-call sources: over the completions plus
+        # the last context, which is the transcript they carry in ``messages``).
+        for message in conv.messages:
+            if message.meta:
+                self.counts["meta_messages"] += 1
+            self._count_parts(message.parts)
+        for message in completions if completions is not None else conv.messages:
+            if message.role != "assistant":
+                continue
+            n_calls = sum(1 for p in message.parts if isinstance(p, ToolCallPart))
+            self.counts["tool_calls"] += n_calls
+            if n_calls > 1:
+                self.counts["parallel_calls"] += 1
+            if message.model:
+                self.models[message.model] += 1
+
+    def _count_parts(self, parts) -> None:
+        for p in parts:
+            if isinstance(p, TextPart):
+                self.chars["text"] += len(p.text)
+            elif isinstance(p, ToolCallPart):
+                self.chars["tool_args"] += len(p.raw_arguments) + len(p.name)
+            elif isinstance(p, ReasoningPart):
+                self.chars["reasoning"] += len(p.text)
+            elif isinstance(p, ToolResultPart):
+                self.chars["tool_results"] += len(p.content)
+            elif isinstance(p, UnsupportedPart):
+                self.counts["unsupported_parts"] += p.count
+                self.unsupported[p.kind] += p.count
+
+    def add_scrub_counts(self, counts: dict[str, int]) -> None:
+        self.scrub_counts.update({k: v for k, v in counts.items() if v})
+
+    def check_target(self, target_name: str | None) -> bool:
+        """Warn when the traces were written by models other than ``target_name``.
+
+        Closed-model traces are contexts, not targets (TRACES.md): the drafter must learn the target's
+        own continuations, so the user should regenerate the completions with the target. Returns True
+        when a mismatch was found. Names match case-insensitively, ignoring an org prefix
+        ("HuggingFaceTB/SmolLM2-135M-Instruct" matches "smollm2-135m-instruct").
+        """
+        if not target_name or not self.models:
+            return False
+        want = _norm_model(target_name)
+        others = sorted(m for m in self.models if _norm_model(m) != want)
+        if not others:
+            return False
+        self._add(
+            "model_mismatch",
+            f"traces were produced by a different model than the target ({target_name}): "
+            f"{', '.join(others[:10])}{' ...' if len(others) > 10 else ''}; regenerate before training",
+            None,
+            None,
+            "warning",
+        )
+        return True
+
+    # ----------------------------------------------------------------------------------------- output
+
+    @property
+    def ok(self) -> bool:
+        return not any(k.startswith("error:") for k in self.problem_counts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able summary: problems (first ``max_problems`` of each severity), counts per code, counts,
+        characters per segment, formats, models seen, unsupported kinds, scrub counts per type."""
+        return {
+            "ok": self.ok,
+            "on_error": self.on_error,
+            "errors": [asdict(p) for p in self.errors],
+            "warnings": [asdict(p) for p in self.warnings],
+            "problem_counts": dict(sorted(self.problem_counts.items())),
+            "problems_truncated": sum(self.problem_counts.values()) > len(self.errors) + len(self.warnings),
+            "counts": dict(self.counts),
+            "chars": dict(self.chars),
+            "formats": dict(self.formats),
+            "models": dict(self.models),
+            "unsupported": dict(self.unsupported),
+            "scrub_counts": dict(sorted(self.scrub_counts.items())),
+        }
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def __enter__(self) -> "ValidationReport":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _norm_model(name: str) -> str:
+    name = name.strip().lower()
+    if "/" in name:
+        name = name.rsplit("/", 1)[1]
+    for suffix in (".gguf",):
+        name = name.removesuffix(suffix)
+    return name
