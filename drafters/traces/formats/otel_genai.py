@@ -1,0 +1,311 @@
+"""OpenTelemetry GenAI spans: Jaeger JSON, OTLP JSON, and console-exporter dumps.
+
+Exporter shapes (each normalised to one span record: trace id, span id, start time, end time,
+attributes):
+
+- Jaeger UI export: ``{data[{traceID, spans[{spanID, operationName, references, startTime (us),
+  duration, tags[{key, type, value}]}]}]}``;
+- OTLP JSON (file exporter, collector): ``{resourceSpans[{scopeSpans[{spans[{traceId, spanId,
+  parentSpanId, name, startTimeUnixNano, endTimeUnixNano, attributes[{key, value{stringValue|
+  intValue|...}}]}]}]}]}``, one object per file or per line;
+- console exporter (``ConsoleSpanExporter``): pretty-printed span objects one after another (not
+  JSONL) with ``context{trace_id, span_id}``, ``parent_id``, ``start_time``, ``end_time`` and an
+  ``attributes`` mapping. It prints spans more than once, including in-progress copies with
+  ``end_time: null``: spans are deduplicated on (trace id, span id), the finished copy wins and
+  in-progress copies are dropped (``in_progress_span`` warning when no finished copy exists).
+
+An LLM call is a span whose ``gen_ai.operation.name`` is ``chat`` / ``text_completion`` /
+``generate_content``. Its messages are JSON *strings* in attributes (GenAI semantic conventions):
+``gen_ai.system_instructions``, ``gen_ai.input.messages`` and ``gen_ai.output.messages`` =
+``[{role, parts[{type: text|reasoning|tool_call{id, name, arguments}|tool_call_response{id,
+response}}], finish_reason}]``, tools in ``gen_ai.tool.definitions``; the older OpenLLMetry flat form
+(``gen_ai.prompt.N.role/content``, ``gen_ai.completion.N.*``) is read too. Message content exists only
+when the instrumentation's content capture was on: a call span without it yields a
+``content_not_captured`` warning and no call. The same call described by two spans (nested
+instrumentations) is counted once (``duplicate_llm_call``).
+
+Each call records its own context, so calls are explicit ``LLMCall``s. Calls of one trace are
+chained into one conversation when a call's context extends the previous call's context plus its
+completion (an agent loop); otherwise they start a new conversation (another agent, a rewritten
+history).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import IO, Any, Iterator
+
+from drafters.traces.formats._common_b import as_text, iter_values, src, tool_defs
+from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.model import (
+    Conversation, LLMCall, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnsupportedPart,
+)
+
+NAME = "otel_genai"
+CALL_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}
+
+
+def sniff(head: str, filename: str) -> bool:
+    """Jaeger (``"traceID"`` + ``"spans"`` + ``"operationName"``), OTLP (``"resourceSpans"``), or console
+    dumps (``"context"`` with ``"trace_id"``/``"span_id"`` and ``"attributes"``)."""
+    if '"resourceSpans"' in head:
+        return True
+    if '"traceID"' in head and '"spans"' in head and '"operationName"' in head:
+        return True
+    return '"context"' in head and '"trace_id"' in head and '"span_id"' in head and '"attributes"' in head
+
+
+# ------------------------------------------------------------------------------------- span readers
+
+
+def _otlp_value(v: Any) -> Any:
+    if not isinstance(v, dict):
+        return v
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        if key in v:
+            return v[key]
+    if "intValue" in v:
+        try:
+            return int(v["intValue"])
+        except (TypeError, ValueError):
+            return v["intValue"]
+    if "arrayValue" in v:
+        return [_otlp_value(x) for x in (v["arrayValue"] or {}).get("values", [])]
+    if "kvlistValue" in v:
+        return {kv.get("key"): _otlp_value(kv.get("value")) for kv in (v["kvlistValue"] or {}).get("values", [])}
+    return None
+
+
+def _iso_seconds(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _spans_of(value: Any, line: int) -> Iterator[dict]:
+    """Normalised spans ``{trace, span, name, start, end, attrs, line}`` in one decoded JSON value."""
+    if isinstance(value, list):
+        for v in value:
+            yield from _spans_of(v, line)
+        return
+    if not isinstance(value, dict):
+        return
+    if isinstance(value.get("data"), list):  # Jaeger
+        for trace in value["data"]:
+            for s in (trace or {}).get("spans") or []:
+                if not isinstance(s, dict):
+                    continue
+                attrs = {t.get("key"): t.get("value") for t in s.get("tags") or [] if isinstance(t, dict)}
+                start = s.get("startTime")
+                start = start / 1e6 if isinstance(start, (int, float)) else None
+                dur = s.get("duration")
+                yield {"trace": s.get("traceID"), "span": s.get("spanID"), "name": s.get("operationName"),
+                       "start": start, "end": (start + dur / 1e6) if start is not None and isinstance(dur, (int, float)) else start,
+                       "attrs": attrs, "line": line}
+        return
+    if isinstance(value.get("resourceSpans"), list):  # OTLP JSON
+        for rs in value["resourceSpans"]:
+            for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("instrumentationLibrarySpans") or []:
+                for s in (ss or {}).get("spans") or []:
+                    if not isinstance(s, dict):
+                        continue
+                    attrs = {a.get("key"): _otlp_value(a.get("value")) for a in s.get("attributes") or []
+                             if isinstance(a, dict)}
+                    st, en = s.get("startTimeUnixNano"), s.get("endTimeUnixNano")
+                    yield {"trace": s.get("traceId"), "span": s.get("spanId"), "name": s.get("name"),
+                           "start": int(st) / 1e9 if st not in (None, "") else None,
+                           "end": int(en) / 1e9 if en not in (None, "", "0", 0) else None,
+                           "attrs": attrs, "line": line}
+        return
+    ctx = value.get("context")
+    if isinstance(ctx, dict) and "span_id" in ctx:  # console exporter
+        attrs = value.get("attributes") if isinstance(value.get("attributes"), dict) else {}
+        yield {"trace": ctx.get("trace_id"), "span": ctx.get("span_id"), "name": value.get("name"),
+               "start": _iso_seconds(value.get("start_time")), "end": _iso_seconds(value.get("end_time")),
+               "attrs": attrs, "line": line}
+
+
+# -------------------------------------------------------------------------------- message readers
+
+
+def _json_attr(attrs: dict, key: str) -> Any:
+    v = attrs.get(key)
+    if isinstance(v, str):
+        try:
+            return json.loads(v)
+        except ValueError:
+            return None
+    return v
+
+
+def _part_list(parts: Any, role: str) -> list:
+    out: list = []
+    for p in parts if isinstance(parts, list) else []:
+        if not isinstance(p, dict):
+            continue
+        kind = p.get("type")
+        if kind == "text":
+            out.append(TextPart(as_text(p.get("content", p.get("text")))))
+        elif kind in ("reasoning", "thinking"):
+            out.append(ReasoningPart(as_text(p.get("content")), signature=p.get("signature")))
+        elif kind == "tool_call":
+            out.append(ToolCallPart.from_raw(p.get("id"), str(p.get("name")), p.get("arguments")))
+        elif kind == "tool_call_response":
+            out.append(ToolResultPart(call_id=p.get("id"), content=as_text(p.get("response", p.get("result")))))
+        elif kind in ("blob", "uri", "file", "image", "audio", "video"):
+            out.append(UnsupportedPart(kind=str(p.get("modality") or kind)))
+        else:
+            out.append(TextPart(as_text(p.get("content", p))))
+    return out
+
+
+def _semconv_messages(raw: Any) -> list[Message]:
+    out: list[Message] = []
+    for m in raw if isinstance(raw, list) else []:
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role") if m.get("role") in ("system", "user", "assistant", "tool") else "user"
+        if "parts" in m:
+            parts = _part_list(m.get("parts"), role)
+        else:  # some instrumentations log OpenAI-style {role, content}
+            parts = [TextPart(as_text(m.get("content")))] if m.get("content") else []
+        if role != "tool" and parts and all(isinstance(p, ToolResultPart) for p in parts):
+            role = "tool"
+        out.append(Message(role, parts))
+    return out
+
+
+def _flat_messages(attrs: dict, prefix: str) -> list[Message]:
+    """OpenLLMetry's indexed attributes, e.g. ``gen_ai.prompt.0.role`` / ``.content`` / ``.tool_calls.0.name``."""
+    out: list[Message] = []
+    i = 0
+    while f"{prefix}.{i}.role" in attrs or f"{prefix}.{i}.content" in attrs:
+        role = attrs.get(f"{prefix}.{i}.role") or ("assistant" if prefix.endswith("completion") else "user")
+        role = role if role in ("system", "user", "assistant", "tool") else "user"
+        content = attrs.get(f"{prefix}.{i}.content")
+        if role == "tool":
+            parts: list = [ToolResultPart(call_id=attrs.get(f"{prefix}.{i}.tool_call_id"), content=as_text(content))]
+        else:
+            parts = [TextPart(as_text(content))] if content else []
+        k = 0
+        while f"{prefix}.{i}.tool_calls.{k}.name" in attrs:
+            parts.append(ToolCallPart.from_raw(attrs.get(f"{prefix}.{i}.tool_calls.{k}.id"),
+                                               str(attrs[f"{prefix}.{i}.tool_calls.{k}.name"]),
+                                               attrs.get(f"{prefix}.{i}.tool_calls.{k}.arguments")))
+            k += 1
+        out.append(Message(role, parts))
+        i += 1
+    return out
+
+
+def _call_of(span: dict, filename: str, problems: ProblemSink) -> tuple[list, list[Message], Message] | None:
+    """(tools, context, completion) of an LLM-call span, or None (content not captured)."""
+    attrs = span["attrs"]
+    source = src(NAME, filename, line=span["line"], record=f"span {span['span']}")
+    model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
+    model = model if isinstance(model, str) and model and model != "unknown" else None
+    if "gen_ai.input.messages" in attrs or "gen_ai.output.messages" in attrs:
+        context = _semconv_messages(_json_attr(attrs, "gen_ai.input.messages"))
+        outputs = _semconv_messages(_json_attr(attrs, "gen_ai.output.messages"))
+        system = _json_attr(attrs, "gen_ai.system_instructions")
+        if system:
+            parts = _part_list(system, "system") if isinstance(system, list) else [TextPart(as_text(system))]
+            context.insert(0, Message("system", parts))
+    elif "gen_ai.prompt.0.content" in attrs or "gen_ai.completion.0.content" in attrs \
+            or "gen_ai.completion.0.tool_calls.0.name" in attrs:
+        context = _flat_messages(attrs, "gen_ai.prompt")
+        outputs = _flat_messages(attrs, "gen_ai.completion")
+    else:
+        problems.warning("content_not_captured", "LLM call span without message content (content capture off)",
+                         source)
+        return None
+    if not outputs:
+        problems.warning("no_assistant_message", "LLM call span without output messages", source)
+        return None
+    completion = Message("assistant", [p for m in outputs for p in m.parts], model=model)
+    tools = tool_defs(_json_attr(attrs, "gen_ai.tool.definitions") or [])
+    if not tools:
+        k, flat = 0, []
+        while f"llm.request.functions.{k}.name" in attrs:
+            flat.append({"name": attrs[f"llm.request.functions.{k}.name"],
+                         "description": attrs.get(f"llm.request.functions.{k}.description", ""),
+                         "parameters": _json_attr(attrs, f"llm.request.functions.{k}.parameters")})
+            k += 1
+        tools = tool_defs(flat)
+    return tools, context, completion
+
+
+# ------------------------------------------------------------------------------------------ parse
+
+
+def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+    """Read every span, deduplicate, rebuild LLM calls, chain them into conversations per trace."""
+    spans: dict[tuple, dict] = {}
+    in_progress: dict[tuple, dict] = {}
+    duplicates = 0
+    for line, _, value in iter_values(stream, filename, NAME, problems):
+        found = False
+        for s in _spans_of(value, line):
+            found = True
+            attrs = s["attrs"]
+            op = attrs.get("gen_ai.operation.name")
+            if op not in CALL_OPERATIONS and not any(str(k).startswith("gen_ai.prompt.") for k in attrs):
+                continue  # only LLM-call spans are kept, so memory follows the number of calls
+            key = (s["trace"], s["span"])
+            if s["end"] is None:
+                in_progress[key] = s
+                continue
+            if key in spans:
+                duplicates += 1
+            spans[key] = s  # the last finished copy wins
+        if not found:
+            problems.warning("unknown_record", "JSON value holds no spans", src(NAME, filename, line=line))
+    if duplicates:
+        problems.warning("duplicate_span", f"{duplicates} span copies deduplicated on span id",
+                         src(NAME, filename))
+    for key, s in in_progress.items():
+        if key not in spans:
+            problems.warning("in_progress_span", "span printed only in progress (end_time null); dropped",
+                             src(NAME, filename, line=s["line"], record=f"span {s['span']}"))
+    ordered = sorted(spans.values(), key=lambda s: (str(s["trace"]), s["start"] or 0.0, str(s["span"])))
+    chains: list[dict] = []  # {"trace", "id", "calls": [LLMCall], "tools"}
+    seen_calls: set[str] = set()
+    for s in ordered:
+        got = _call_of(s, filename, problems)
+        if got is None:
+            continue
+        tools, context, completion = got
+        fingerprint = json.dumps([s["trace"], repr(context), repr(completion)])
+        if fingerprint in seen_calls:
+            problems.warning("duplicate_llm_call", "two spans describe the same LLM call; counted once",
+                             src(NAME, filename, line=s["line"], record=f"span {s['span']}"))
+            continue
+        seen_calls.add(fingerprint)
+        chain = None
+        for c in reversed(chains):
+            last = c["calls"][-1]
+            prev = last.context + [last.completion]
+            if c["trace"] == s["trace"] and len(context) > len(prev) - 1 and context[: len(prev)] == prev:
+                chain = c
+                break
+        if chain is None:
+            chain = {"trace": s["trace"], "id": f"{s['trace']}/{s['span']}", "calls": [], "tools": tools,
+                     "line": s["line"]}
+            chains.append(chain)
+        chain["calls"].append(LLMCall(chain["id"], len(chain["calls"]), tools, context, completion))
+    for c in chains:
+        last = c["calls"][-1]
+        yield Conversation(id=c["id"], source=src(NAME, filename, line=c["line"], record=f"trace {c['trace']}"),
+                           tools=c["tools"], messages=last.context + [last.completion], explicit_calls=c["calls"])
+
+
+FORMAT = TraceFormat(
+    name=NAME,
+    description="OpenTelemetry GenAI spans (Jaeger/OTLP JSON, console dumps; deduplicated, content where captured)",
+    sniff=sniff,
+    parse=parse,
+)
