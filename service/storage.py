@@ -331,6 +331,12 @@ class ArtifactStore:
             files[rel] = self.put_file(f"{prefix}/{rel}", path).sha256
         return self.uri(prefix), files
 
+    def copy(self, src: str, dst: str, sha256: str) -> Stored:
+        """Copy ``src`` to ``dst`` inside the store, verifying ``src`` against ``sha256`` while streaming
+        (a corrupt source raises ``artifact_corrupt`` and leaves nothing at ``dst``)."""
+        with self.open_read(src, sha256) as r:
+            return self.put_stream(dst, r)  # type: ignore[arg-type]
+
     # --- reading (always verified) ----------------------------------------------------------------------
 
     def _open_existing(self, uri_or_key: str) -> tuple[IO[bytes], str]:

@@ -144,6 +144,7 @@ def upgrade() -> None:
     sa.Column('lineage', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
     sa.Column('report', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=True),
     sa.Column('report_uri', sa.Text(), nullable=True),
+    sa.Column('report_files', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=False),
     sa.Column('gate', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'), nullable=True),
     sa.Column('created_by', sa.String(length=200), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),

@@ -255,6 +255,7 @@ class DrafterVersion(Base):
     sha256s, base version, target model and revision, ``tokenizer_sha256``, ``chat_template_sha256``,
     target layer ids, block size and code version; ``gate`` is the promotion-gate decision
     (``{"passed": bool, "reasons": [...], ...}``). ``job_id`` is UNIQUE: a job registers at most once.
+    ``report_uri`` + ``report_files`` (name -> sha256) locate the rendered report (HTML, PNG plots).
     """
 
     __tablename__ = "drafter_versions"
@@ -270,6 +271,7 @@ class DrafterVersion(Base):
     lineage: Mapped[dict[str, Any]] = mapped_column(default=dict)
     report: Mapped[dict[str, Any] | None]
     report_uri: Mapped[str | None] = mapped_column(sa.Text)
+    report_files: Mapped[dict[str, Any]] = mapped_column(default=dict)
     gate: Mapped[dict[str, Any] | None]
     created_by: Mapped[str] = mapped_column(sa.String(200), default="system")
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
