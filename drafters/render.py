@@ -184,6 +184,7 @@ _PROBE_USER = "Probe user qz?"
 _PROBE_ANSWER = "Probe answer qz."
 _PROBE_FOLLOWUP = "Probe follow-up qz?"
 _PROBE_REASONING = "Probe reasoning qz."
+_MARKER = "\u2063Qz7marker"  # an answer text no real answer starts with
 _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
@@ -486,16 +487,32 @@ class Renderer:
         except RenderError as e:
             e.where = call.id
             raise
-        if not full.startswith(prompt):
-            raise RenderError(
-                "context_not_prefix",
-                "the template renders the context differently once the answer is appended, so the logged "
-                "answer cannot follow the served prompt",
-                where=call.id,
-            )
-        ctext = full[len(prompt):]
+        if full.startswith(prompt):
+            ctext = full[len(prompt):]
+        else:
+            ctext = self._answer_region(call, ctx, tools, prompt, full)
         spans, sup_start, end = self._label_completion(call.completion, comp, ctext)
         return _CallRender(call, ctx, comp, prompt, ctext[:end], spans, sup_start)
+
+    def _answer_region(self, call: LLMCall, ctx: list[dict], tools, prompt: str, full: str) -> str:
+        """The assistant's rendered text when the template rewrites the context once the answer follows it
+        (Mistral moves the system prompt to the last user turn, Hermes drops a newline after a final tool
+        turn): the region of ``full`` where it differs from the same context followed by a marker answer.
+        The served prompt is kept as is; this only works when that prompt ends with the same generation
+        header that precedes the answer in ``full``."""
+        base = self._apply(ctx, tools, False)
+        header = prompt[len(os.path.commonprefix([prompt, base])):]
+        marked = self._apply(ctx + [{"role": "assistant", "content": _MARKER}], tools, False)
+        k = len(os.path.commonprefix([full, marked]))
+        if _MARKER not in marked[k:k + len(_MARKER) + 64] or not full[:k].endswith(header):
+            raise RenderError(
+                "context_not_prefix",
+                "the template renders the context differently once the answer is appended, and the answer "
+                "cannot be separated from it, so the logged answer cannot follow the served prompt",
+                where=call.id,
+            )
+        self.report.warnings["context_rewritten_after_answer"] += 1
+        return full[k:]
 
     def _label_completion(self, message: Message, comp: dict, text: str) -> tuple[list, int, int]:
         """Locate the assistant's strings in its rendered completion ``text``.
@@ -866,29 +883,23 @@ class Renderer:
                 "the chat template silently drops tool " + ", ".join(missing)
                 + " (probe render); pass a tool-aware template (e.g. examples/chat_templates/chatml_tools.jinja)"
             )
-        # Tool-call markup, for segment_completion: render the call as the last message.
-        dicts = self._to_dicts(conv[:3], _IdMap(d.ids, "probe"), d)
-        prompt = self._try(dicts[:-1], tools, True)
-        full = self._try(dicts, tools, False)
-        if prompt and full and full.startswith(prompt):
-            c = full[len(prompt):]
-            if d.injected_reasoning and c.startswith(d.injected_reasoning):
-                c = c[len(d.injected_reasoning):]
-            n = c.find(_PROBE_TOOL.name)
-            if n >= 0:
-                ne = n + len(_PROBE_TOOL.name)
-                for cand in _arg_candidates(dicts[-1]["tool_calls"][0]["function"]["arguments"]):
-                    a = c.find(cand, ne)
-                    if a >= 0:
-                        end = self._eot_end(c, a + len(cand))
-                        eot_at = end
-                        for t in d.eot_tokens:
-                            if c[:end].endswith(t):
-                                eot_at = end - len(t)
-                        d.call_prefix = c[:n]
-                        d.call_mid = c[ne:a]
-                        d.call_suffix = c[a + len(cand):eot_at]
-                        break
+        # Tool-call markup, for segment_completion: render the probe call as the completion of a call.
+        try:
+            pr = self._render_call(LLMCall("probe", 0, [_PROBE_TOOL], conv[:2], conv[2]), _IdMap(d.ids, "probe"))
+        except RenderError:
+            return
+        c = pr.completion_text
+        name = next((sp for sp in pr.spans if sp[2] == Segment.TOOL_NAME), None)
+        args = next((sp for sp in pr.spans if sp[2] == Segment.TOOL_ARGS), None)
+        if name is None or args is None:
+            return
+        eot_at = len(c)
+        for t in d.eot_tokens:
+            if c.endswith(t):
+                eot_at = len(c) - len(t)
+        d.call_prefix = c[pr.sup_start:name[0]]
+        d.call_mid = c[name[1]:args[0]]
+        d.call_suffix = c[args[1]:eot_at]
 
     # ---------------------------------------------------------------------------------- generated text
 
