@@ -16,6 +16,18 @@ FORMAT_MODULES: list[str] = [
     # what tau-bench, SWE-agent and others embed). Other engineers' formats go in the middle block.
     "drafters.traces.formats.claude_code",
     # -- formats of the other engineer (appended here) --
+    "drafters.traces.formats.gemini_cli",
+    "drafters.traces.formats.copilot_cli",
+    "drafters.traces.formats.mini_swe_agent",
+    "drafters.traces.formats.swe_agent",
+    "drafters.traces.formats.openhands",
+    "drafters.traces.formats.tau_bench",
+    "drafters.traces.formats.toolbench",
+    "drafters.traces.formats.agentbench",
+    "drafters.traces.formats.otel_genai",
+    "drafters.traces.formats.langfuse",
+    "drafters.traces.formats.aider",
+    "drafters.traces.formats.sharegpt",
     # -- provider API formats (records and cassettes) --
     "drafters.traces.formats.anthropic_messages",
     "drafters.traces.formats.openai_chat",

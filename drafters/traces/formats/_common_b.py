@@ -225,3 +225,22 @@ def merge_adjacent_tool_messages(messages: list[Message]) -> list[Message]:
 def head_has(head: str, *patterns: str) -> bool:
     """True when every regex in ``patterns`` occurs in ``head``."""
     return all(re.search(p, head) for p in patterns)
+
+
+def link_models(calls: list) -> None:
+    """Give context copies of earlier completions their model back (in place).
+
+    Sources that log every request separately (Langfuse, OpenTelemetry, API recordings) repeat the
+    earlier assistant messages in later contexts without the model name; without it the copy would
+    not compare equal to the completion and ``Conversation.append_only`` would be False for a plain
+    agent loop.
+    """
+    seen: list = []
+    for call in calls:
+        for m in call.context:
+            if m.role == "assistant" and m.model is None:
+                for done in seen:
+                    if done.parts == m.parts:
+                        m.model = done.model
+                        break
+        seen.append(call.completion)

@@ -36,7 +36,7 @@ import json
 from datetime import datetime
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import as_text, iter_values, src, tool_defs
+from drafters.traces.formats._common_b import link_models, as_text, iter_values, src, tool_defs
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation, LLMCall, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnsupportedPart,
@@ -298,6 +298,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             chains.append(chain)
         chain["calls"].append(LLMCall(chain["id"], len(chain["calls"]), tools, context, completion))
     for c in chains:
+        link_models(c["calls"])
         last = c["calls"][-1]
         yield Conversation(id=c["id"], source=src(NAME, filename, line=c["line"], record=f"trace {c['trace']}"),
                            tools=c["tools"], messages=last.context + [last.completion], explicit_calls=c["calls"])
