@@ -9,7 +9,6 @@ Qwen3-style ``config.json`` that SGLang, vLLM, llama.cpp and DeepSpec load (SERV
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,8 +35,8 @@ def default_target_layer_ids(num_layers: int, k: int = 5) -> list[int]:
 
     k = 1 -> [L // 2]; otherwise ids_i = round(1 + i * (L - 4) / (k - 1)), i = 0..k-1, i.e. evenly spaced
     from layer 1 to layer L - 3 (layer-output convention: id l = HF ``hidden_states[l + 1]``).
-    Python's round() is banker's rounding; the rule is evaluated with round-half-up like SpecForge's
-    ``int(round(...))`` on the exact values we ship (L = 28/36/40/48/64 give no .5 ties at k = 5).
+    Rounding is Python's round() (half to even), as the reference DFlash/SpecForge helper: engines and
+    released drafters agree on ties, e.g. L = 30 (SmolLM2) -> [1, 8, 14, 20, 27].
 
     Raises ConfigError(code="bad_layer_count") when the target is too shallow for k distinct ids.
     """
@@ -55,7 +54,7 @@ def default_target_layer_ids(num_layers: int, k: int = 5) -> list[int]:
             "pass target_layer_ids explicitly",
             "target_layer_ids",
         )
-    return [int(math.floor(1 + i * (num_layers - 4) / (k - 1) + 0.5)) for i in range(k)]
+    return [int(round(1 + i * (num_layers - 4) / (k - 1))) for i in range(k)]
 
 
 def _tok_len(tokenizer: Any) -> int:
