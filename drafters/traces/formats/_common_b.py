@@ -70,6 +70,7 @@ def iter_values(
     eof = False
     in_array: bool | None = None
     ordinal = 0
+    indent = ""  # leading whitespace of the current record's first line
 
     def fill() -> bool:
         nonlocal buf, eof
@@ -89,6 +90,8 @@ def iter_values(
         while i < len(buf) and buf[i] in " \t\r\n,\ufeff":
             i += 1
         line += buf.count("\n", 0, i)
+        if "\n" in buf[:i]:
+            indent = buf[buf.rfind("\n", 0, i) + 1 : i].replace(",", "")
         buf = buf[i:]
         if not buf:
             if eof:
@@ -112,7 +115,9 @@ def iter_values(
             problems.error("invalid_json", f"not valid JSON: {exc.msg}", src(fmt, filename, line=line,
                            record=f"$[{ordinal}]" if in_array else None))
             ordinal += 1
-            m = re.search(r"\n[ \t]*(?=[\[{])", buf[1:])
+            # resynchronise at the next value indented like this record (a nested object of the
+            # broken record is indented deeper and is skipped)
+            m = re.search(r"\n" + re.escape(indent) + r"(?=[\[{])", buf[1:])
             if m is None:
                 return
             cut = m.end() + 1
