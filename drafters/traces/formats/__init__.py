@@ -30,6 +30,9 @@ FORMAT_MODULES: list[str] = [
     "drafters.traces.formats.sharegpt",
     # -- provider API formats (records and cassettes) --
     "drafters.traces.formats.anthropic_messages",
+    "drafters.traces.formats.openai_responses",
+    "drafters.traces.formats.bedrock_converse",
+    "drafters.traces.formats.gemini_api",
     "drafters.traces.formats.openai_chat",
 ]
 

@@ -48,6 +48,17 @@ def provider_of(uri: str) -> str | None:
     return None
 
 
+_MODEL_IN_URI = re.compile(r"/models?/([^/:?]+)")
+
+
+def model_from_uri(uri: str) -> str | None:
+    """The model id of Bedrock (``/model/<id>/converse``) and Gemini (``/models/<id>:generateContent``) URIs."""
+    from urllib.parse import unquote
+
+    m = _MODEL_IN_URI.search(uri)
+    return unquote(m.group(1)) if m else None
+
+
 def sniff_provider(head: str) -> str | None:
     """The provider of the last LLM request URI in ``head`` (the conversation a mixed cassette ends in)."""
     found = None
@@ -75,6 +86,23 @@ def _first_user_text(messages: list[Message]) -> str:
         if m.role == "user" and m.text:
             return m.text
     return ""
+
+
+def _same(a: Message, b: Message) -> bool:
+    """Equal up to the model name (requests do not say which model wrote a history message)."""
+    return a.role == b.role and a.parts == b.parts and a.meta == b.meta
+
+
+def _share_prefix(previous: list[Message], context: list[Message]) -> list[Message]:
+    """``context`` with its leading messages replaced by the previous call's objects when they are the
+    same messages: the re-sent history keeps the model names of the responses, the conversation is
+    recognized as append-only, and shared messages are stored and scrubbed once."""
+    n = 0
+    while n < min(len(previous), len(context)) and _same(previous[n], context[n]):
+        n += 1
+    if n == 0:
+        return context
+    return previous[:n] + context[n:]
 
 
 def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Iterator[Conversation]:
@@ -121,9 +149,13 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
         if completion is None:
             problems.error("missing_field", "response holds no assistant message", src, field="response")
             continue
+        if completion.model is None:
+            completion.model = model_from_uri(str(req.get("uri", ""))) or req_body.get("model")
         key = _first_user_text(context)
         calls = groups.setdefault(key, [])
         group_src.setdefault(key, src)
+        if calls:
+            context = _share_prefix(calls[-1].context + [calls[-1].completion], context)
         calls.append(LLMCall("", len(calls), tools, context, completion))
     for n, (key, calls) in enumerate(groups.items()):
         conv_id = f"cassette:{stem}" + (f":{n}" if n else "")

@@ -213,3 +213,32 @@ class Prefixed:
         if not line:
             raise StopIteration
         return line
+
+
+def parse_request_records(stream, filename: str, problems: ProblemSink, fmt: str, request_to_messages,
+                          response_to_message=None, is_record=None):
+    """Records that are provider request bodies (optionally with the response under "response"):
+    one Conversation per record whose messages are the request's plus the response's message."""
+    from drafters.traces.model import Conversation
+
+    stem = filename.rsplit("/", 1)[-1]
+    for src, value in load_json_or_lines(stream, filename, problems, fmt):
+        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
+        for i, item in items:
+            s = src if i is None else Source(fmt, filename, record=f"$[{i}]")
+            if not isinstance(item, dict) or (is_record is not None and not is_record(item)):
+                problems.error("not_an_object", f"record is not a {fmt} request body", s)
+                continue
+            body = item.get("request") if isinstance(item.get("request"), dict) else item
+            try:
+                tools, msgs = request_to_messages(body)
+                resp = item.get("response")
+                if response_to_message is not None and isinstance(resp, dict):
+                    m = response_to_message(resp)
+                    if m is not None:
+                        msgs.append(m)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                problems.error("not_an_object", f"record not understood: {exc}", s)
+                continue
+            loc = s.line if s.line is not None else s.record
+            yield Conversation(id=f"{fmt}:{stem}:{item.get('id') or loc}", source=s, tools=tools, messages=msgs)

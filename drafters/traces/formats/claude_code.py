@@ -177,7 +177,9 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
 def _finish(conv: _Conv) -> Conversation:
     conv_id = f"{NAME}:{conv.key}"
     messages = conv.messages
-    if not conv.boundaries:
+    last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    if not any(b <= last_assistant for b in conv.boundaries):
+        # No call was made after a compaction: the transcript is still one growing history.
         return Conversation(id=conv_id, source=conv.source, messages=messages)
     # Compaction: the model only saw the history from the last boundary before each call.
     calls: list[LLMCall] = []

@@ -1,0 +1,136 @@
+"""Gemini ``generateContent`` traffic: ``contents[{role: user|model, parts[...]}]``.
+
+Parts: ``{text}``, ``{text, thought: true}`` (a thought summary -> ReasoningPart), ``{functionCall{id?,
+name, args{}}}``, ``{functionResponse{id?, name, response}}`` (-> a ``tool`` message), inline data
+(images/audio -> counted placeholders). A ``thoughtSignature`` on any part is an opaque blob that must
+be replayed byte-exact to Gemini: it is kept as a ReasoningPart with empty text and that signature,
+placed just before the part it was attached to. Files: cassettes and JSON(L) request bodies.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any, Iterator
+
+from drafters.traces.formats import _common
+from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.model import (
+    Conversation,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolDef,
+    ToolResultPart,
+    UnsupportedPart,
+)
+
+NAME = "gemini_api"
+
+
+def _response_text(response: Any) -> str:
+    """A functionResponse.response -> the text the model saw (a lone output/result string unwrapped)."""
+    if isinstance(response, dict) and len(response) == 1:
+        (value,) = response.values()
+        if isinstance(value, str):
+            return value
+    return json.dumps(response, ensure_ascii=False)
+
+
+def content_to_messages(content: dict[str, Any], model: str | None = None) -> list[Message]:
+    """One ``{role, parts}`` content -> canonical messages (function responses become tool messages)."""
+    role = "assistant" if content.get("role") == "model" else "user"
+    out: list[Message] = []
+    parts: list = []
+    for part in content.get("parts") or []:
+        if not isinstance(part, dict):
+            continue
+        if part.get("thoughtSignature") and "functionResponse" not in part:
+            parts.append(ReasoningPart("", signature=part["thoughtSignature"]))
+        if "functionResponse" in part:
+            fr = part["functionResponse"] or {}
+            if parts:
+                out.append(Message(role, parts, model=model if role == "assistant" else None))  # type: ignore[arg-type]
+                parts = []
+            out.append(Message("tool", [ToolResultPart(fr.get("id"), _response_text(fr.get("response")),
+                                                       name=fr.get("name"))]))
+        elif "functionCall" in part:
+            fc = part["functionCall"] or {}
+            parts.append(ToolCallPart.from_raw(fc.get("id"), str(fc.get("name", "")), fc.get("args")))
+        elif "text" in part:
+            if part.get("thought"):
+                parts.append(ReasoningPart(part["text"] or ""))
+            elif part["text"]:
+                parts.append(TextPart(part["text"]))
+        elif "inlineData" in part or "fileData" in part:
+            mime = str((part.get("inlineData") or part.get("fileData") or {}).get("mimeType", ""))
+            parts.append(UnsupportedPart(mime.split("/")[0] or "file"))
+        elif "executableCode" in part or "codeExecutionResult" in part:
+            parts.append(UnsupportedPart("server_tool_use"))
+    if parts or not out:
+        out.append(Message(role, parts, model=model if role == "assistant" else None))  # type: ignore[arg-type]
+    return out
+
+
+def tools_from_gemini(tools: Any) -> list[ToolDef]:
+    out = []
+    if isinstance(tools, dict):  # some clients send one tool object instead of a list
+        tools = [tools]
+    for t in tools or []:
+        for fd in (t or {}).get("functionDeclarations") or (t or {}).get("function_declarations") or []:
+            params = fd.get("parameters") or fd.get("parameters_json_schema") or fd.get("parametersJsonSchema")
+            out.append(ToolDef(fd.get("name", ""), fd.get("description") or "",
+                               params if isinstance(params, dict) else {"type": "object", "properties": {}}))
+    return out
+
+
+def request_to_messages(body: dict[str, Any]) -> tuple[list[ToolDef], list[Message]]:
+    msgs: list[Message] = []
+    system = body.get("systemInstruction") or body.get("system_instruction")
+    if isinstance(system, dict):
+        text = "".join(p.get("text", "") for p in system.get("parts") or [] if isinstance(p, dict))
+        if text:
+            msgs.append(Message("system", [TextPart(text)]))
+    for c in body.get("contents") or []:
+        if isinstance(c, dict):
+            msgs.extend(content_to_messages(c))
+    return tools_from_gemini(body.get("tools")), msgs
+
+
+def response_to_message(body: dict[str, Any]) -> Message | None:
+    cands = body.get("candidates")
+    if not isinstance(cands, list) or not cands or not isinstance(cands[0], dict):
+        return None
+    content = cands[0].get("content") or {"role": "model", "parts": []}
+    msgs = content_to_messages({**content, "role": "model"}, model=body.get("modelVersion"))
+    return msgs[0]
+
+
+def _is_record(item: dict[str, Any]) -> bool:
+    return isinstance(item.get("contents"), list) or isinstance((item.get("request") or {}).get("contents"), list)
+
+
+def sniff(head: str, filename: str) -> bool:
+    if head.lstrip().startswith("interactions:"):
+        from drafters.traces.formats import _cassette
+
+        return _cassette.sniff_provider(head) == NAME
+    first = _common.first_json_line(head)
+    if isinstance(first, list) and first:
+        first = first[0]
+    return isinstance(first, dict) and _is_record(first)
+
+
+def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+    head = stream.read(64)
+    stream = _common.Prefixed(head, stream)  # type: ignore[assignment]
+    if head.lstrip().startswith("interactions:"):
+        from drafters.traces.formats import _cassette
+
+        yield from _cassette.parse(stream, filename, problems, NAME)
+        return
+    yield from _common.parse_request_records(stream, filename, problems, NAME, request_to_messages,
+                                             response_to_message, _is_record)
+
+
+FORMAT = TraceFormat(NAME, "Gemini generateContent contents/parts (functionCall, thoughtSignature)", sniff, parse)

@@ -1,0 +1,49 @@
+"""Shared fixtures for the trace-ingestion tests: the sample corpus and a parse helper."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from drafters.traces import io as tio
+from drafters.traces.formats import get_format
+from drafters.traces.model import Conversation
+from drafters.traces.report import ValidationReport
+
+DATA = Path("/work/shared/data/traces")
+
+
+def sample(rel: str) -> Path:
+    """A sample file under the shared corpus; the test is skipped when the corpus is absent."""
+    path = DATA / rel
+    if not path.exists():
+        pytest.skip(f"sample corpus not available: {path}")
+    return path
+
+
+def parse_file(fmt: str, path: str | Path, on_error: str = "skip") -> tuple[list[Conversation], ValidationReport]:
+    """Parse one file with the named format (no validation/scrub/dedup): (conversations, report)."""
+    report = ValidationReport(on_error)  # type: ignore[arg-type]
+    with tio.open_text(path) as stream:
+        convs = list(get_format(fmt).parse(stream, str(path), report))
+    return convs, report
+
+
+def totals(convs: list[Conversation]) -> tuple[int, int, int]:
+    """(conversations, LLM calls, tool calls). Tool calls are those of every assistant message of the
+    transcript (of the explicit calls' completions when the source recorded calls)."""
+    n_calls = n_tools = 0
+    for conv in convs:
+        calls = list(conv.calls())
+        n_calls += len(calls)
+        msgs = [c.completion for c in calls] if conv.explicit_calls is not None else conv.messages
+        n_tools += sum(len(m.tool_calls) for m in msgs if m.role == "assistant")
+    return len(convs), n_calls, n_tools
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    if not DATA.exists():
+        pytest.skip("sample corpus not available")
+    return DATA

@@ -1,0 +1,140 @@
+"""OpenAI Chat Completions records and cassettes."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from drafters.traces.formats.openai_chat import FORMAT, parse, to_openai_messages
+from drafters.traces.model import ToolCallPart
+from drafters.traces.report import ValidationReport
+
+from .conftest import parse_file, sample, totals
+
+
+def _parse_text(text: str, name: str = "x.jsonl"):
+    report = ValidationReport()
+    return list(parse(io.StringIO(text), name, report)), report
+
+
+RECORD = {
+    "id": "r1",
+    "model": "gpt-4o",
+    "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather",
+                                                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}],
+    "messages": [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "weather in Paris and Rome?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}},
+            {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Rome"}}},
+        ]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "call_2", "content": [{"type": "text", "text": "rain"}]},
+        {"role": "assistant", "content": "Paris sunny, Rome rain."},
+    ],
+}
+
+
+def test_jsonl_record_with_string_and_object_arguments():
+    """TRACES.md: arguments are a JSON string on the wire and an object in many logs; keep both the raw
+    string and the parsed object."""
+    convs, report = _parse_text(json.dumps(RECORD) + "\n")
+    (conv,) = convs
+    assert not report.errors
+    assert [t.name for t in conv.tools] == ["get_weather"]
+    a = conv.messages[2]
+    c1, c2 = a.tool_calls
+    assert c1.raw_arguments == '{"city": "Paris"}' and c1.arguments == {"city": "Paris"}  # raw kept as logged
+    assert c2.raw_arguments == '{"city":"Rome"}' and c2.arguments == {"city": "Rome"}
+    assert conv.messages[4].tool_results[0].content == "rain"
+    assert [m.model for m in conv.messages if m.role == "assistant"] == ["gpt-4o", "gpt-4o"]
+    assert totals(convs) == (1, 2, 2)
+
+
+def test_invalid_arguments_kept_raw():
+    rec = {"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{not json"}}]}]}
+    (conv,), _ = _parse_text(json.dumps(rec))
+    call = conv.messages[1].tool_calls[0]
+    assert call.arguments is None and call.raw_arguments == "{not json"
+
+
+def test_legacy_function_call_and_function_role():
+    rec = {"functions": [{"name": "f", "description": "d", "parameters": {"type": "object"}}], "messages": [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{\"a\": 1}"}},
+        {"role": "function", "name": "f", "content": "{\"ok\": true}"},
+        {"role": "assistant", "content": "done"}]}
+    (conv,), _ = _parse_text(json.dumps(rec))
+    assert conv.tools[0].name == "f"
+    assert conv.messages[1].tool_calls == [ToolCallPart(None, "f", {"a": 1}, '{"a": 1}')]
+    assert conv.messages[2].role == "tool" and conv.messages[2].tool_results[0].name == "f"
+
+
+def test_conversations_key_bare_list_and_json_array():
+    lines = [json.dumps({"conversations": RECORD["messages"]}), json.dumps(RECORD["messages"])]
+    convs, report = _parse_text("\n".join(lines))
+    assert len(convs) == 2 and not report.errors
+    convs, report = _parse_text(json.dumps([RECORD, RECORD], indent=2), "x.json")
+    assert len(convs) == 2 and [c.source.record for c in convs] == ["$[0]", "$[1]"]
+
+
+def test_bad_lines_reported_with_line_numbers():
+    text = json.dumps(RECORD) + "\n{broken\n" + json.dumps({"foo": 1}) + "\n\n" + json.dumps(RECORD) + "\n"
+    convs, report = _parse_text(text)
+    assert len(convs) == 2
+    assert [(p.code, p.line) for p in report.errors] == [("invalid_json", 2), ("not_an_object", 3)]
+
+
+def test_reasoning_content_and_images():
+    rec = {"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "what is this"},
+                                     {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA"}}]},
+        {"role": "assistant", "reasoning_content": "thinking...", "content": "a cat"}]}
+    (conv,), _ = _parse_text(json.dumps(rec))
+    assert [type(p).__name__ for p in conv.messages[0].parts] == ["TextPart", "UnsupportedPart"]
+    assert conv.messages[1].reasoning == "thinking..." and conv.messages[1].text == "a cat"
+
+
+def test_to_openai_messages_inverts_parse():
+    (conv,), _ = _parse_text(json.dumps(RECORD))
+    msgs, tools = to_openai_messages(conv)
+    (again,), _ = _parse_text(json.dumps({"messages": msgs, "tools": tools}))
+    assert again.messages == conv.messages and again.tools == conv.tools
+
+
+# Cassettes: counted with a python one-liner over yaml.safe_load(...)["interactions"]: every
+# interaction is one call; tool calls = entries of choices[0].message.tool_calls (OpenAI) or
+# functionCall parts (Gemini) in the responses. multiple_agent_tool_calls: 2 Gemini + 2 OpenAI
+# interactions of one conversation (the OpenAI run continues the Gemini run's history: its requests
+# start with the same "What is the capital of France?"), 1 + 1 tool calls.
+@pytest.mark.parametrize("rel,expected", [
+    ("openai_chat_tool_calls/pydantic-ai__test_openai_tool_output.yaml", (1, 2, 2)),
+    ("openai_chat_tool_calls/pydantic-ai__test_openai_multiple_agent_tool_calls.yaml", (1, 4, 2)),
+])
+def test_cassette_counts(rel, expected):
+    convs, report = parse_file("openai_chat", sample(rel))
+    assert totals(convs) == expected
+    assert not report.errors
+
+
+def test_cassette_calls_are_explicit_with_full_request_context():
+    """README: every request re-sends the full history: each request+response is one call."""
+    convs, _ = parse_file("openai_chat", sample("openai_chat_tool_calls/pydantic-ai__test_openai_tool_output.yaml"))
+    (conv,) = convs
+    c0, c1 = conv.explicit_calls
+    assert [m.role for m in c0.context] == ["user"]
+    assert [m.role for m in c1.context] == ["user", "assistant", "tool"]
+    assert c1.completion.tool_calls[0].arguments == {"city": "Mexico City", "country": "Mexico"}
+    assert c1.completion.model == "gpt-4o-2024-08-06"
+    assert [t.name for t in c1.tools] == ["get_user_country", "final_result"]
+    assert conv.append_only
+    assert conv.messages == c1.context + [c1.completion]
+
+
+def test_sniff():
+    assert FORMAT.sniff(json.dumps(RECORD) + "\n", "x.jsonl")
+    assert not FORMAT.sniff(json.dumps({"conversations": [{"from": "human", "value": "x"}]}), "x.json")
