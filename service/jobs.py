@@ -421,6 +421,26 @@ def requeue_job(session: Session, job_id: str, message: str, *, commit: bool = T
     return job
 
 
+def reopen_job(session: Session, job_id: str, message: str, *, commit: bool = True) -> Job:
+    """Put a cancelled or failed job back to ``queued`` at the stage where it stopped (a user's resume).
+
+    Clears the error, the cancel flag and the finish time; keeps stage, results and attempts (training
+    resumes from its checkpoints). Raises JobError ``job_finished`` for a succeeded job.
+    """
+    job = _locked(session, job_id)
+    if job.status == JobStatus.succeeded:
+        raise JobError("job_finished", f"cannot resume: job {job.id} already succeeded", "status")
+    was = job.status
+    job.status = JobStatus.queued
+    job.error = None
+    job.cancel_requested = False
+    job.finished_at = None
+    add_event(session, job.id, EventLevel.info, EventType.stage, message,
+              {"status": JobStatus.queued, "previous_status": was, "stage": job.stage}, commit=False)
+    _done(session, commit)
+    return job
+
+
 def elapsed_seconds(job: Job, now: dt.datetime | None = None) -> float | None:
     """Seconds since the job started (until it finished), or None if it never started."""
     if job.started_at is None:

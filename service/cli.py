@@ -1,0 +1,155 @@
+"""The `tracedraft` command line (Typer): the embedded main job, and the user, admin and operator verbs.
+
+Output is a table for people and ``--json`` for scripts; errors print one line with their stable code and
+exit non-zero (1 for a failed job or bad input, 2 for usage errors, 130 after Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from drafters.errors import TracedraftError
+
+app = typer.Typer(
+    name="tracedraft",
+    help="Fine-tune DSpark drafters on your agent traces, measure accepted length, publish to a registry.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+
+@app.callback()
+def _root() -> None:
+    """tracedraft: fine-tune DSpark drafters on your agent traces."""
+
+
+def fail(exc: TracedraftError, code: int = 1) -> None:
+    """Print one clear error line (with its stable code) and exit."""
+    where = f" (at {exc.where})" if exc.where else ""
+    err_console.print(f"[red]error[/red] [{exc.code}] {exc.message}{where}")
+    raise typer.Exit(code)
+
+
+@app.command()
+def run(
+    traces: list[Path] = typer.Argument(None, help="Trace files (any supported format, detected per file)."),
+    target: str = typer.Option(..., "--target", help="Target model: 'smollm2-135m-instruct', a .gguf file, "
+                               "a local HF directory, or a HF id in the local cache."),
+    chat_template: Optional[Path] = typer.Option(None, "--chat-template", help="Jinja chat template file "
+                                                 "(default: the tokenizer's own)."),
+    base_drafter: Optional[str] = typer.Option(None, "--base-drafter", help="Warm start from a registry "
+                                               "reference (name@champion, name@v3) or a checkpoint directory."),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Training steps (default: auto)."),
+    time_budget: Optional[float] = typer.Option(None, "--time-budget", min=0.1,
+                                                help="Training time budget in minutes."),
+    max_calls: Optional[int] = typer.Option(None, "--max-calls", min=1,
+                                            help="Held-out calls replayed in evaluation (default: auto)."),
+    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
+                                                 help="Tokens generated per held-out call (default: auto)."),
+    draft_layers: Optional[int] = typer.Option(None, "--draft-layers", min=1,
+                                               help="Drafter layers (default: 1 on CPU, 5 on GPU)."),
+    name: Optional[str] = typer.Option(None, "--name", help="Drafter name in the registry."),
+    trace_format: Optional[str] = typer.Option(None, "--format", help="Force a trace format (default: detect)."),
+    resume_job: Optional[str] = typer.Option(None, "--resume", help="Resume a cancelled or failed job by id."),
+    as_json: bool = typer.Option(False, "--json", help="Print the final report as JSON."),
+) -> None:
+    """Run the whole job on the embedded default: ingest, prepare, train, evaluate, register.
+
+    Example: tracedraft run examples/traces/* --target smollm2-135m-instruct
+    --chat-template examples/chat_templates/chatml_tools.jinja --time-budget 4
+    """
+    from service import embedded
+
+    try:
+        settings = embedded.default_settings()
+        if resume_job:
+            job_id, stage = resume_job, embedded.resume(settings, resume_job)
+        else:
+            if not traces:
+                raise TracedraftError("no_input", "give at least one trace file (or --resume JOB_ID)",
+                                      where="TRACES")
+            spec = embedded.build_spec(
+                target=target, chat_template=chat_template, base_drafter=base_drafter, max_steps=max_steps,
+                time_budget_min=time_budget, engine="hf", max_calls=max_calls, max_new_tokens=max_new_tokens,
+                num_draft_layers=draft_layers, drafter_name=name, trace_format=trace_format,
+            )
+            job_id, stage = embedded.submit(settings, traces, spec), "validate"
+        if not as_json:
+            console.print(f"job [bold]{job_id}[/bold]  (database {settings.database_url})")
+        job = embedded.run_job(settings, job_id, stage, err_console if as_json else console, quiet=as_json)
+    except TracedraftError as exc:
+        fail(exc)
+    except KeyboardInterrupt:
+        err_console.print("[red]aborted[/red]")
+        raise typer.Exit(130)
+    summary = embedded.report_summary(job)
+    if as_json:
+        print(json.dumps(summary, indent=1, default=str))
+    else:
+        print_summary(summary)
+    if job.status == "cancelled":
+        console.print(f"Stopped. Resume with: [bold]tracedraft run --resume {job.id} --target {target}[/bold]")
+        raise typer.Exit(130)
+    if job.status != "succeeded":
+        raise typer.Exit(1)
+
+
+def print_summary(s: dict) -> None:
+    """The run's report as tables: tau per proposer and per segment, speed, registry entry."""
+    if s.get("error"):
+        e = s["error"]
+        err_console.print(f"[red]job {s['status']}[/red] [{e.get('code')}] {e.get('message')}"
+                          + (f" (at {e['param']})" if e.get("param") else ""))
+        return
+    if not s.get("proposers"):
+        console.print(f"job {s['job_id']}: {s['status']}")
+        return
+    console.print(f"\nHeld-out calls: {s['heldout_calls']}   generated tokens: {s['generated_tokens']}")
+    if s.get("convention"):
+        console.print(f"[dim]{s['convention']}[/dim]")
+    segments = sorted({seg for p in s["proposers"].values() for seg in (p.get("tau_by_segment") or {})})
+    table = Table(title="Accepted length (tau) on held-out calls")
+    table.add_column("proposer")
+    table.add_column("tau", justify="right")
+    for seg in segments:
+        table.add_column(f"tau {seg}", justify="right")
+    table.add_column("tokens/s", justify="right")
+    table.add_column("speedup vs plain", justify="right")
+    for name, p in s["proposers"].items():
+        by_seg = p.get("tau_by_segment") or {}
+        table.add_row(name, _f(p.get("tau")), *[_f((by_seg.get(seg) or {}).get("tau")) for seg in segments],
+                      _f(p.get("tokens_per_s")), _f(p.get("speedup"), "x"))
+    plain = s.get("plain") or {}
+    table.add_row("plain (no drafter)", "1.00", *[""] * len(segments), _f(plain.get("tokens_per_s")), "1.00x")
+    console.print(table)
+    gate = s.get("gate") or {}
+    if gate:
+        console.print(f"gate: {'[green]passed' if gate.get('passed') else '[yellow]not passed'}[/] "
+                      + "; ".join(gate.get("reasons", [])))
+    reg = s.get("registry") or {}
+    console.print(f"registered: {reg.get('drafter')} v{reg.get('version')} ({reg.get('version_id')})")
+    console.print(f"checkpoint: {reg.get('checkpoint_uri')}")
+    if s.get("report_dir"):
+        console.print(f"report:     {s['report_dir']}/report.html")
+
+
+def _f(value, suffix: str = "") -> str:
+    return "" if not isinstance(value, (int, float)) else f"{value:.2f}{suffix}"
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,251 @@
+"""The embedded main job: ``tracedraft run`` does upload, validate, prepare, train, evaluate and register
+in one process, on the embedded default (SQLite file, local artifact directory, inline pipeline).
+
+It uses exactly the code paths of the stack: the dataset and job rows are created as the API would, the
+stages run as the same Celery tasks (``service.queue.dispatch`` in inline mode, on a worker thread), and the
+progress shown is read back from the job's event stream, as ``tracedraft jobs events --follow`` reads it.
+Ctrl-C requests a cancel (the training stage checkpoints and stops) and prints how to resume.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from drafters.errors import TracedraftError
+from service import auth, datasets, jobs
+from service.db import session as db
+from service.db.models import Job, JobStatus, Organization
+from service.settings import Settings, get_settings
+from service.storage import ArtifactStore
+
+LOCAL_ORG = "local"
+STAGES = ("validating", "preparing", "training", "evaluating", "registering")
+POLL_S = 0.3
+
+
+def local_org(session) -> Organization:
+    """The embedded mode's one organization (created on first use)."""
+    try:
+        return auth.get_org(session, LOCAL_ORG)
+    except TracedraftError:
+        return auth.create_org(session, LOCAL_ORG)
+
+
+def build_spec(
+    *,
+    target: str,
+    chat_template: Path | None,
+    base_drafter: str | None,
+    max_steps: int | None,
+    time_budget_min: float | None,
+    engine: str,
+    max_calls: int | None,
+    max_new_tokens: int | None,
+    num_draft_layers: int | None,
+    drafter_name: str | None,
+    trace_format: str | None,
+) -> dict[str, Any]:
+    """The job spec a `tracedraft run` invocation stands for (the same shape ``POST /v1/jobs`` takes)."""
+    template_text = None
+    if chat_template is not None:
+        path = Path(chat_template).expanduser()
+        if not path.is_file():
+            raise TracedraftError("chat_template_not_found", f"chat template file {path} does not exist",
+                                  where="--chat-template")
+        template_text = path.read_bytes().decode("utf-8")  # bytes exact: no newline translation
+    return {
+        "target": {"model": target, "chat_template": template_text,
+                   "chat_template_name": chat_template.name if chat_template else None},
+        "data": {"format": trace_format, "on_error": "skip", "scrub": True},
+        "base_drafter": base_drafter,
+        "drafter_name": drafter_name,
+        "recipe": {"max_steps": max_steps if max_steps else "auto",
+                   "time_budget_s": time_budget_min * 60 if time_budget_min else None,
+                   "num_draft_layers": num_draft_layers or "auto"},
+        "evaluation": {"engine": engine, "max_calls": max_calls or "auto",
+                       "max_new_tokens": max_new_tokens or "auto", "temperature": 0.0, "seed": 0},
+        "promotion": {"min_gain": 0.02, "max_segment_loss": 0.03, "auto_promote": False},
+    }
+
+
+def submit(settings: Settings, paths: list[Path], spec: dict[str, Any]) -> str:
+    """Store the raw files, create the dataset and the job; returns the job id."""
+    missing = [str(p) for p in paths if not Path(p).expanduser().is_file()]
+    if missing:
+        raise TracedraftError("file_not_found", f"no such trace file: {', '.join(missing)}", where=missing[0])
+    store = ArtifactStore.from_settings(settings)
+    with db.session_scope(settings.database_url) as session:
+        org = local_org(session)
+        dataset = datasets.create_dataset_from_paths(session, store, org.id, paths, commit=False)
+        job = jobs.create_job(session, org, dataset, spec, commit=False)
+        session.flush()
+        return job.id
+
+
+def resume(settings: Settings, job_id: str) -> str:
+    """Put a cancelled or failed job back in the queue at the stage where it stopped."""
+    with db.session_scope(settings.database_url) as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise TracedraftError("not_found", f"no job {job_id}", where="--resume")
+        if job.status == JobStatus.succeeded:
+            raise TracedraftError("job_finished", f"job {job_id} already succeeded", where="--resume")
+        jobs.reopen_job(session, job_id, f"resumed from the command line at stage {job.stage}", commit=False)
+        return job.stage
+
+
+class StageBars:
+    """One rich progress bar per stage, fed from the job's events (stage, progress, metrics)."""
+
+    def __init__(self, progress: Progress):
+        self.progress = progress
+        self.tasks: dict[str, TaskID] = {}
+
+    def _task(self, stage: str) -> TaskID:
+        if stage not in self.tasks:
+            self.tasks[stage] = self.progress.add_task(stage, total=1.0, info="", eta="")
+        return self.tasks[stage]
+
+    def update(self, event: Any) -> None:
+        data = event.data or {}
+        stage = data.get("stage")
+        if stage not in STAGES:
+            return
+        task = self._task(stage)
+        if "stage_progress" in data:
+            self.progress.update(task, completed=float(data["stage_progress"]))
+        eta = data.get("eta_seconds")
+        if eta is not None:
+            self.progress.update(task, eta=f"ETA {_fmt_s(float(eta))}")
+        if event.type == "metrics":
+            info = []
+            if "step" in data:
+                info.append(f"step {data['step']}")
+            for key, label in (("loss", "loss"), ("tokens_per_s", "tok/s"), ("val_expected_tau", "val tau")):
+                if isinstance(data.get(key), (int, float)):
+                    info.append(f"{label} {data[key]:.3g}")
+            if info:
+                self.progress.update(task, info=" ".join(info))
+        elif event.message and event.type in ("progress", "stage", "message"):
+            self.progress.update(task, info=event.message[:70])
+
+    def finish(self, stage: str) -> None:
+        if stage in self.tasks:
+            self.progress.update(self.tasks[stage], completed=1.0, eta="")
+
+
+def _fmt_s(s: float) -> str:
+    s = max(0, int(s))
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def run_job(
+    settings: Settings,
+    job_id: str,
+    stage: str,
+    console: Console,
+    *,
+    quiet: bool = False,
+    on_cancel: Callable[[], None] | None = None,
+) -> Job:
+    """Run the job's pipeline from ``stage`` on a worker thread and show its events until it ends.
+
+    Ctrl-C requests a cancel and waits for the stage to checkpoint and stop; a second Ctrl-C
+    re-raises KeyboardInterrupt. Returns the final job row.
+    """
+    from service import queue
+
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            queue.dispatch(stage, job_id, settings=settings)
+        except BaseException as exc:  # noqa: BLE001 - shown to the user below
+            failure.append(exc)
+
+    thread = threading.Thread(target=work, name=f"pipeline-{job_id}", daemon=True)
+    columns = [TextColumn("{task.description:<12}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+               TimeElapsedColumn(), TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[info]}")]
+    after = 0
+    cancelling = False
+    with Progress(*columns, console=console, disable=quiet, transient=False) as progress:
+        bars = StageBars(progress)
+        overall = progress.add_task("job", total=1.0, info="", eta="")
+        thread.start()
+        while True:
+            try:
+                alive = thread.is_alive()
+                with db.session_scope(settings.database_url) as session:
+                    row = session.get(Job, job_id)
+                    progress.update(overall, completed=row.progress, info=f"{row.status} / {row.stage}",
+                                    eta="" if row.eta_seconds is None else f"ETA {_fmt_s(row.eta_seconds)}")
+                    events = jobs.list_events(session, job_id, after_seq=after, limit=500)
+                    for ev in events:
+                        after = ev.seq
+                        bars.update(ev)
+                        if ev.type == "stage" and (ev.data or {}).get("previous_stage"):
+                            bars.finish(ev.data["previous_stage"])
+                        if ev.level in ("warning", "error") and not quiet:
+                            progress.console.print(f"[{'yellow' if ev.level == 'warning' else 'red'}]"
+                                                   f"{ev.level}: {ev.message}")
+                if not alive and not events:
+                    break
+                time.sleep(POLL_S)
+            except KeyboardInterrupt:
+                if cancelling:
+                    raise
+                cancelling = True
+                progress.console.print("[yellow]Cancelling: the current stage checkpoints and stops "
+                                       "(Ctrl-C again to abort at once)...")
+                with db.session_scope(settings.database_url) as session:
+                    jobs.request_cancel(session, job_id)
+                if on_cancel:
+                    on_cancel()
+    if failure:
+        raise failure[0]
+    with db.session_scope(settings.database_url) as session:
+        job = session.get(Job, job_id)
+        session.expunge(job)
+    return job
+
+
+def report_summary(job: Job) -> dict[str, Any]:
+    """The figures `tracedraft run` prints, taken from the job's stage results."""
+    result = job.result or {}
+    evaluated = result.get("evaluating") or {}
+    report = evaluated.get("report") or {}
+    registered = result.get("registering") or {}
+    trained = result.get("training") or {}
+    return {
+        "job_id": job.id,
+        "status": job.status,
+        "heldout_calls": report.get("num_calls"),
+        "generated_tokens": report.get("generated_tokens"),
+        "convention": report.get("convention"),
+        "proposers": report.get("proposers", {}),
+        "plain": report.get("plain", {}),
+        "gate": evaluated.get("gate"),
+        "training_steps": trained.get("steps"),
+        "registry": {"drafter": registered.get("drafter"), "version": registered.get("version"),
+                     "version_id": registered.get("version_id"),
+                     "checkpoint_uri": registered.get("checkpoint_uri")},
+        "report_dir": evaluated.get("report_dir"),
+        "error": job.error,
+    }
+
+
+def default_settings() -> Settings:
+    """The process settings, forced to the inline pipeline (``run`` is the embedded mode by definition)."""
+    settings = get_settings()
+    if settings.pipeline != "inline":
+        settings = settings.model_copy(update={"pipeline": "inline"})
+    Path(settings.home).mkdir(parents=True, exist_ok=True)
+    db.upgrade(settings.database_url)
+    return settings

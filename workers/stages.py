@@ -1,0 +1,365 @@
+"""The five stages of a job, as thin glue: read the job's inputs, call one ``drafters`` function, write back.
+
+Each function takes a ``StageContext`` (workers/context.py) and returns a JSON-able dict that the stage
+task stores as ``job.result[<stage>]``. Large outputs live in the job's work directory (local, persistent
+across re-deliveries) and, where other machines need them, in the artifact store. No ML logic lives here:
+it is all in ``drafters``; no SQL either: it is all in ``service``.
+
+The job spec (``job.spec``) this reads, with the defaults that "auto" resolves to:
+
+    target:      {"model": "smollm2-135m-instruct", "chat_template": null | "<jinja text>",
+                  "template_kwargs": {}, "max_seq_len": "auto"}
+    data:        {"format": null, "on_error": "skip", "scrub": true, "heldout_fraction": 0.1}
+    base_drafter: null | "name@alias" | "name@v3" | a checkpoint directory
+    drafter_name: "<target>-agent" by default
+    recipe:      {"num_draft_layers": "auto", "block_size": 7, "max_steps": "auto", "time_budget_s": null,
+                  "lr": "auto", "num_anchors": "auto", "seed": 0, "segment_weights": {"tool_args": 2.0}, ...}
+    evaluation:  {"engine": "hf", "max_calls": "auto", "max_new_tokens": "auto", "temperature": 0.0, "seed": 0}
+    promotion:   {"min_gain": 0.02, "max_segment_loss": 0.03, "min_support": 20, "auto_promote": false}
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from workers.context import StageContext
+
+CPU_DEFAULTS = {"num_draft_layers": 1, "max_seq_len": 1024, "max_calls": 24, "max_new_tokens": 64,
+                "max_steps": 300, "num_anchors": 64, "lr": 1e-3}
+GPU_DEFAULTS = {"num_draft_layers": 5, "max_seq_len": 4096, "max_calls": 500, "max_new_tokens": 512,
+                "max_steps": 3000, "num_anchors": 512, "lr": 2e-4}
+
+
+def _auto(value: Any, key: str) -> Any:
+    """Resolve an "auto" (or missing) setting for this machine (CPU demo vs GPU worker)."""
+    if value not in (None, "auto"):
+        return value
+    import torch
+
+    return (GPU_DEFAULTS if torch.cuda.is_available() else CPU_DEFAULTS)[key]
+
+
+def _device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _target_spec(ctx: StageContext) -> dict[str, Any]:
+    return dict(ctx.spec.get("target") or {})
+
+
+def _load_target(ctx: StageContext):
+    from drafters.target import load_target
+
+    return load_target(_target_spec(ctx)["model"], device=_device(), cache_dir=ctx.settings.cache_dir)
+
+
+def _dataset_files(ctx: StageContext) -> list[Path]:
+    """Fetch the dataset's raw files (hash-verified) into the work directory, named by sha256 only."""
+    from service import datasets
+    from service.db.models import Dataset
+
+    with ctx.sessions() as session:
+        dataset = session.get(Dataset, ctx.dataset_id)
+        files = datasets.raw_files(dataset)
+    out = []
+    for i, f in enumerate(files):
+        # The user's file name is never a path: keep only a sanitized suffix for format sniffing.
+        suffix = "".join(s for s in Path(f["name"]).suffixes[-2:] if s.replace(".", "").isalnum())
+        dest = ctx.workdir / "raw" / f"{i:03d}-{f['sha256'][:16]}{suffix}"
+        if not dest.exists():
+            ctx.store.get_file(f["uri"], dest, f["sha256"])
+        out.append(dest)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ validate
+
+
+def validate(ctx: StageContext) -> dict[str, Any]:
+    """Detect, parse, scrub, deduplicate and split the dataset; store the canonical JSONL and the report."""
+    from drafters.traces.ingest import ingest, write_canonical
+    from service import datasets
+
+    data = dict(ctx.spec.get("data") or {})
+    paths = _dataset_files(ctx)
+    heldout = float(data.get("heldout_fraction") or ctx.settings.default_heldout_fraction)
+    ctx.progress(0.0, message=f"parsing {len(paths)} file(s)")
+    result = ingest(
+        paths,
+        format=data.get("format"),
+        on_error=data.get("on_error", "skip"),
+        scrub=data.get("scrub", True),
+        heldout_fraction=heldout,
+        problems_path=ctx.workdir / "validation-problems.jsonl",
+        target_model=_target_spec(ctx).get("model"),
+    )
+    report = result.report.to_dict()
+    for w in report.get("warning_summary", [])[:20] if isinstance(report.get("warning_summary"), list) else []:
+        ctx.event("warning", "message", str(w))
+    train, held = result.train(), result.heldout()
+    canonical = ctx.workdir / "canonical"
+    canonical.mkdir(exist_ok=True)
+    write_canonical(train, canonical / "train.jsonl")
+    write_canonical(held, canonical / "heldout.jsonl")
+    counts = {"conversations": len(result.conversations), "train_conversations": len(train),
+              "heldout_conversations": len(held),
+              "heldout_calls": sum(1 for c in held for _ in c.calls())}
+    failed = not train or not held
+    stored = ctx.store.put_file(f"datasets/{ctx.dataset_id}/canonical-train.jsonl", canonical / "train.jsonl")
+    ctx.store.put_file(f"datasets/{ctx.dataset_id}/canonical-heldout.jsonl", canonical / "heldout.jsonl")
+    error = None
+    if failed:
+        error = {"code": "not_enough_data",
+                 "message": f"need at least one training and one held-out conversation, got {len(train)} "
+                            f"and {len(held)} (of {len(result.conversations)} valid conversations)",
+                 "param": "dataset"}
+    formats = sorted({c.source.format for c in result.conversations})
+    with ctx.sessions() as session:
+        datasets.record_validation(session, ctx.dataset_id, report=report, canonical=stored,
+                                   format=",".join(formats) or None, counts=counts, failed=failed, error=error)
+    if failed:
+        from drafters.errors import TracedraftError
+
+        raise TracedraftError(error["code"], error["message"], where=error["param"])
+    ctx.progress(1.0, message=f"{counts['conversations']} conversations "
+                              f"({len(train)} train / {len(held)} held out)")
+    return {"counts": counts, "formats": formats, "report": report}
+
+
+# ------------------------------------------------------------------------------------------------- prepare
+
+
+def prepare(ctx: StageContext) -> dict[str, Any]:
+    """Render every training conversation and every held-out call through the target's chat template."""
+    from drafters.render import Renderer
+    from drafters.shards import save_prompts, save_sequences
+    from drafters.target import load_tokenizer
+    from drafters.traces.ingest import read_canonical
+
+    tspec = _target_spec(ctx)
+    tokenizer = load_tokenizer(tspec["model"], cache_dir=ctx.settings.cache_dir)
+    renderer = Renderer(tokenizer, chat_template=tspec.get("chat_template"),
+                        template_kwargs=tspec.get("template_kwargs") or {},
+                        max_seq_len=_auto(tspec.get("max_seq_len"), "max_seq_len"))
+    canonical = ctx.workdir / "canonical"
+    train_convs = list(read_canonical(canonical / "train.jsonl"))
+    held_convs = list(read_canonical(canonical / "heldout.jsonl"))
+    seqs = []
+    for i, conv in enumerate(train_convs):
+        seqs.extend(renderer.render_conversation(conv))
+        if ctx.cancelled():
+            return {"cancelled": True}
+        ctx.progress(0.8 * (i + 1) / max(1, len(train_convs)))
+    # Held-out conversations give the replayed prompts and, rendered as rows, the validation set for
+    # the expected accepted length during training.
+    val_seqs = [s for conv in held_convs for s in renderer.render_conversation(conv)]
+    prompts = []
+    for conv in held_convs:
+        for call in conv.calls():
+            try:
+                prompts.append(renderer.render_prompt(call))
+            except Exception as exc:  # a call the template cannot render is reported, not fatal
+                renderer.report.drop(call.id, getattr(exc, "code", "render_failed"), str(exc))
+    if not seqs:
+        from drafters.errors import TracedraftError
+
+        raise TracedraftError("no_training_data", "no training sequence survived rendering", where="dataset")
+    out = ctx.workdir / "prepared"
+    save_sequences(seqs, out / "train.safetensors")
+    save_sequences(val_seqs, out / "val.safetensors")
+    save_prompts(prompts, out / "heldout_prompts.jsonl")
+    report = renderer.report.to_dict()
+    (out / "render_report.json").write_text(json.dumps(report, indent=1))
+    ctx.progress(1.0, message=f"{len(seqs)} training rows, {len(prompts)} held-out prompts")
+    return {"train_rows": len(seqs), "val_rows": len(val_seqs), "heldout_prompts": len(prompts),
+            "template_sha256": renderer.template_sha256, "render_report": report}
+
+
+# --------------------------------------------------------------------------------------------------- train
+
+
+def _drafter_config(ctx: StageContext, target):
+    from drafters.dspark.config import DSparkConfig
+
+    recipe = dict(ctx.spec.get("recipe") or {})
+    overrides = {"num_hidden_layers": int(_auto(recipe.get("num_draft_layers"), "num_draft_layers")),
+                 "block_size": int(recipe.get("block_size") or 7)}
+    for key in ("markov_rank", "markov_head_type", "target_layer_ids", "mask_token_id", "loss_decay_gamma"):
+        if recipe.get(key) not in (None, "auto"):
+            overrides[key] = recipe[key]
+    return DSparkConfig.from_target(target.model.config, tokenizer=target.tokenizer, **overrides)
+
+
+def _base_drafter_dir(ctx: StageContext) -> Path | None:
+    """Resolve the job's base drafter (registry reference or a local directory) to a local directory."""
+    ref = ctx.spec.get("base_drafter")
+    if not ref:
+        return None
+    if Path(str(ref)).expanduser().is_dir():
+        return Path(str(ref)).expanduser()
+    from service import registry
+
+    with ctx.sessions() as session:
+        version = registry.resolve_ref(session, ctx.org_id, str(ref))
+        uri, files = version.checkpoint_uri, dict(version.files)
+    dest = ctx.workdir / "base_drafter"
+    if not dest.exists():
+        ctx.store.get_dir(uri, dest, files)
+    return dest
+
+
+def train(ctx: StageContext) -> dict[str, Any]:
+    """Fine-tune a DSpark drafter against the frozen target (resumes from the work directory's checkpoints)."""
+    from drafters.dspark.checkpoint import load_checkpoint
+    from drafters.dspark.model import DSparkDrafter
+    from drafters.shards import load_sequences
+    from drafters.train import TrainConfig
+    from drafters.train import train as run_training
+
+    target = _load_target(ctx)
+    recipe = dict(ctx.spec.get("recipe") or {})
+    base = _base_drafter_dir(ctx)
+    if base is not None:
+        drafter = load_checkpoint(base, target.embed_weight, target.lm_head_weight, target_config=target.model.config)
+    else:
+        drafter = DSparkDrafter(_drafter_config(ctx, target), target.embed_weight, target.lm_head_weight)
+    drafter.to(target.device)
+    prepared = ctx.workdir / "prepared"
+    train_seqs = load_sequences(prepared / "train.safetensors")
+    val_seqs = load_sequences(prepared / "val.safetensors")
+    cfg = TrainConfig(
+        max_steps=int(_auto(recipe.get("max_steps"), "max_steps")),
+        time_budget_s=recipe.get("time_budget_s"),
+        lr=float(_auto(recipe.get("lr"), "lr")),
+        num_anchors=int(_auto(recipe.get("num_anchors"), "num_anchors")),
+        seed=int(recipe.get("seed") or 0),
+        **{k: recipe[k] for k in ("warmup_ratio", "weight_decay", "max_grad_norm", "grad_accum",
+                                  "tokens_per_batch", "checkpoint_every", "keep_last", "validate_every",
+                                  "segment_weights", "feature_cache") if recipe.get(k) not in (None, "auto")},
+    )
+
+    def progress(p) -> None:
+        ctx.progress(p.step / max(1, p.total_steps), getattr(p, "eta_s", None))
+        if getattr(p, "validated", False) or p.step % 25 == 0:
+            ctx.metrics(p.to_dict() if hasattr(p, "to_dict") else dict(p.__dict__), "training")
+
+    result = run_training(target, drafter, train_seqs, val_seqs, cfg, ctx.workdir / "checkpoints",
+                          progress=progress, should_stop=ctx.cancelled, resume=True)
+    out = {"steps": result.steps, "best_dir": str(result.best_dir), "last_dir": str(result.last_dir),
+           "cancelled": bool(result.cancelled), "drafter_config": drafter.config.to_deepspec_dict(),
+           "base_drafter": str(ctx.spec.get("base_drafter") or "") or None,
+           "history": (result.history or [])[-50:]}
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ evaluate
+
+
+def evaluate(ctx: StageContext) -> dict[str, Any]:
+    """Replay held-out calls with the candidate, the incumbent and the n-gram baseline; write the report."""
+    import torch
+
+    from drafters.baselines import NGramProposer
+    from drafters.dspark.checkpoint import load_checkpoint
+    from drafters.dspark.model import DSparkDrafter
+    from drafters.dspark.proposer import DSparkProposer
+    from drafters.evaluate import evaluate as run_evaluation
+    from drafters.evaluate import gate, write_report
+    from drafters.render import Renderer
+    from drafters.shards import load_prompts
+
+    tspec = _target_spec(ctx)
+    espec = dict(ctx.spec.get("evaluation") or {})
+    target = _load_target(ctx)
+    trained = ctx.results["training"]
+    candidate = load_checkpoint(trained["best_dir"], target.embed_weight, target.lm_head_weight,
+                                target_config=target.model.config).to(target.device).eval()
+    base = _base_drafter_dir(ctx)
+    if base is not None:
+        incumbent_name = "base"
+        incumbent = load_checkpoint(base, target.embed_weight, target.lm_head_weight,
+                                    target_config=target.model.config).to(target.device).eval()
+    else:
+        # No incumbent: compare with an untrained drafter of the same shape (what training bought).
+        incumbent_name = "untrained"
+        torch.manual_seed(int((ctx.spec.get("recipe") or {}).get("seed") or 0))
+        incumbent = DSparkDrafter(candidate.config, target.embed_weight, target.lm_head_weight).to(target.device).eval()
+    block = candidate.config.block_size
+    proposers = {"candidate": DSparkProposer(candidate), incumbent_name: DSparkProposer(incumbent),
+                 "ngram": NGramProposer(block_size=block)}
+    prompts = load_prompts(ctx.workdir / "prepared" / "heldout_prompts.jsonl")
+    max_calls = int(_auto(espec.get("max_calls"), "max_calls"))
+    prompts = prompts[:max_calls]
+    renderer = Renderer(target.tokenizer, chat_template=tspec.get("chat_template"),
+                        template_kwargs=tspec.get("template_kwargs") or {})
+
+    def progress(done: int, total: int, eta_s: float | None = None) -> None:
+        ctx.progress(done / max(1, total), eta_s)
+
+    report = run_evaluation(
+        target, proposers, prompts,
+        max_new_tokens=int(_auto(espec.get("max_new_tokens"), "max_new_tokens")),
+        temperature=float(espec.get("temperature") or 0.0),
+        seed=int(espec.get("seed") or 0),
+        segmenter=renderer.segment_completion,
+        candidate="candidate", incumbent=incumbent_name,
+        progress=progress, should_stop=ctx.cancelled,
+    )
+    policy = dict(ctx.spec.get("promotion") or {})
+    decision = gate(report, policy=policy)
+    out_dir = ctx.workdir / "report"
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    write_report(report, out_dir)
+    return {"report": report if isinstance(report, dict) else report.to_dict(),
+            "gate": decision.to_dict() if hasattr(decision, "to_dict") else dict(decision.__dict__),
+            "report_dir": str(out_dir), "incumbent": incumbent_name}
+
+
+# ------------------------------------------------------------------------------------------------ register
+
+
+def register(ctx: StageContext) -> dict[str, Any]:
+    """Publish the candidate checkpoint and report as an immutable drafter version (exactly once per job)."""
+    from service import registry
+    from service.db.models import Dataset
+
+    tspec = _target_spec(ctx)
+    trained, evaluated, prepared = ctx.results["training"], ctx.results["evaluating"], ctx.results["preparing"]
+    with ctx.sessions() as session:
+        dataset = session.get(Dataset, ctx.dataset_id)
+        dataset_sha = dataset.sha256 if dataset else None
+    cfg = trained["drafter_config"]
+    target_model = tspec["model"]
+    lineage = {
+        "job_id": ctx.job_id, "dataset_sha256": [dataset_sha] if dataset_sha else [],
+        "base_version": trained.get("base_drafter"), "target_model": target_model,
+        "target_revision": tspec.get("revision"), "chat_template_sha256": prepared.get("template_sha256"),
+        "tokenizer_sha256": tspec.get("tokenizer_sha256"),
+        "target_layer_ids": cfg.get("target_layer_ids"), "block_size": cfg.get("block_size"),
+        "code_version": _code_version(),
+    }
+    name = ctx.spec.get("drafter_name") or f"{Path(target_model).name.removesuffix('.gguf')}-agent"
+    with ctx.sessions() as session:
+        version = registry.register_version(
+            session, ctx.store, ctx.org_id, name, target_model, ctx.job_id, Path(trained["best_dir"]),
+            config=cfg, lineage=lineage, report=evaluated["report"], gate=evaluated["gate"],
+            report_dir=Path(evaluated["report_dir"]),
+        )
+        out = {"drafter": name, "version": version.version, "version_id": version.id,
+               "checkpoint_uri": version.checkpoint_uri, "files": dict(version.files)}
+    return out
+
+
+def _code_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tracedraft")
+    except PackageNotFoundError:
+        return "unknown"
