@@ -1,0 +1,111 @@
+"""The main job end to end: `tracedraft run` on real traces, as a user runs it (issue 2).
+
+The fast tests drive the real CLI in a subprocess with a tiny random target that uses SmolLM2's real
+tokenizer; the slow test runs the README's quick start with the real SmolLM2-135M-Instruct target and
+checks that training buys accepted length.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CHATML_TOOLS, EXAMPLES, REPO
+
+TRACES = EXAMPLES / "traces"
+CLAUDE_CODE = TRACES / "fasthooks__sample_main_transcript.jsonl"
+OPENAI = sorted(TRACES.glob("pydantic-ai__test_openai_*.yaml"))
+TRACEDRAFT = [sys.executable, "-m", "service.cli"]
+
+
+def tracedraft(home: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "TRACEDRAFT_HOME": str(home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("TRACEDRAFT_DATABASE_URL", None)
+    env.pop("TRACEDRAFT_ARTIFACT_URI", None)
+    return subprocess.run([*TRACEDRAFT, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def versions(home: Path) -> list[tuple]:
+    db = home / "tracedraft.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as con:
+        return con.execute("select version, checkpoint_uri from drafter_versions").fetchall()
+
+
+def test_run_end_to_end_on_tiny_target(tmp_path: Path, tiny_target_dir: Path) -> None:
+    """Ingest (Claude Code + OpenAI chat), render, train, evaluate, register: one version, a complete report."""
+    home = tmp_path / "home"
+    proc = tracedraft(home, "run", str(CLAUDE_CODE), *map(str, OPENAI), "--target", str(tiny_target_dir),
+                      "--chat-template", str(CHATML_TOOLS), "--max-steps", "12", "--max-calls", "3",
+                      "--max-new-tokens", "12", "--json")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    summary = json.loads(proc.stdout)
+    assert summary["status"] == "succeeded"
+    assert summary["training_steps"] == 12
+    assert set(summary["proposers"]) == {"candidate", "untrained", "ngram"}
+    assert 1 <= summary["heldout_calls"] <= 3
+    assert summary["generated_tokens"] > 0
+    for p in summary["proposers"].values():
+        assert 1.0 <= p["tau"] <= 8.0  # block size 7: at most 7 drafts + the bonus token
+    # Registered exactly once, with a DeepSpec-native checkpoint and no pickle anywhere.
+    rows = versions(home)
+    assert len(rows) == 1 and rows[0][0] == 1
+    ckpt = Path(rows[0][1].removeprefix("file://"))
+    names = {p.name for p in ckpt.iterdir()}
+    assert {"config.json", "model.safetensors"} <= names
+    assert not [n for n in names if n.endswith((".pt", ".pth", ".bin", ".pkl"))]
+    config = json.loads((ckpt / "config.json").read_text())
+    assert config["architectures"] == ["Qwen3DSparkModel"] and config["block_size"] == 7
+    assert "speculators_model_type" not in config
+    report = Path(summary["report_dir"]) / "report.json"
+    assert json.loads(report.read_text())["proposers"]["candidate"]["tau"] == summary["proposers"]["candidate"]["tau"]
+
+
+def test_unknown_format_names_the_formats_tried_and_registers_nothing(tmp_path: Path, tiny_target_dir: Path) -> None:
+    home = tmp_path / "home"
+    bad = tmp_path / "notes.txt"
+    bad.write_text("this is not an agent trace\njust some notes\n")
+    proc = tracedraft(home, "run", str(bad), "--target", str(tiny_target_dir), "--chat-template", str(CHATML_TOOLS))
+    assert proc.returncode == 1
+    out = proc.stdout + proc.stderr
+    assert "unknown_format" in out and "claude_code" in out and "openai_chat" in out
+    assert versions(home) == []
+    # Nothing the user sent is lost: the raw file is kept, content-addressed.
+    raw = list((home / "artifacts" / "raw").iterdir())
+    assert [p.read_bytes() for p in raw] == [bad.read_bytes()]
+
+
+def test_target_that_cannot_be_loaded_says_where_it_looked(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    proc = tracedraft(home, "run", str(CLAUDE_CODE), "--target", str(tmp_path / "no-such-model"))
+    assert proc.returncode == 1
+    err = proc.stdout + proc.stderr
+    assert "target_not_found" in err and str(tmp_path / "no-such-model") in err
+    assert versions(home) == []
+
+
+def test_missing_trace_file_is_a_clear_error(tmp_path: Path) -> None:
+    proc = tracedraft(tmp_path / "home", "run", str(tmp_path / "missing.jsonl"), "--target", "x")
+    assert proc.returncode == 1
+    assert "file_not_found" in proc.stderr and "missing.jsonl" in proc.stderr
+
+
+@pytest.mark.slow
+def test_quickstart_on_smollm2_training_beats_untrained(tmp_path: Path) -> None:
+    """The README's quick start, shortened: the trained drafter's tau is clearly above the untrained one's."""
+    home = tmp_path / "home"
+    proc = tracedraft(home, "run", *[str(p) for p in sorted(TRACES.iterdir()) if p.suffix != ".md"], "--target", "smollm2-135m-instruct",
+                      "--chat-template", str(CHATML_TOOLS), "--max-steps", "120", "--max-calls", "8",
+                      "--max-new-tokens", "48", "--json", timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    summary = json.loads(proc.stdout)
+    trained, untrained = summary["proposers"]["candidate"]["tau"], summary["proposers"]["untrained"]["tau"]
+    assert trained > untrained + 0.3, (trained, untrained)
+    assert len(versions(home)) == 1
