@@ -1,0 +1,169 @@
+"""ingest(): compression, on_error, dedup, split, canonical form, unreadable files, report."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from drafters.traces import io as tio
+from drafters.traces.ingest import ingest, iter_conversations, read_canonical, split_of, write_canonical
+from drafters.traces.report import TraceError, ValidationReport
+
+RECORD = {"messages": [
+    {"role": "user", "content": "email me at jane@corp.io"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "send", "arguments": "{\"to\": \"jane@corp.io\"}"}}]},
+    {"role": "tool", "tool_call_id": "c1", "content": "sent"},
+    {"role": "assistant", "content": "Sent.", "model": "gpt-4o"},
+]}
+
+
+def _record(i: int) -> dict:
+    r = json.loads(json.dumps(RECORD))
+    r["id"] = f"r{i}"
+    r["messages"][0]["content"] += f" #{i}"
+    return r
+
+
+def _write_jsonl(path: Path, records, opener=open) -> Path:
+    with opener(path, "wt") as f:
+        for r in records:
+            f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+    return path
+
+
+def test_gzip_and_zstd_are_sniffed_by_content(tmp_path):
+    plain = _write_jsonl(tmp_path / "a.jsonl", [_record(i) for i in range(3)])
+    gz = tmp_path / "b.data"  # misleading name: the magic bytes decide
+    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    zst = tmp_path / "c.jsonl"
+    zst.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    assert tio.compression_of(gz) == "gzip" and tio.compression_of(zst) == "zstd"
+    assert tio.compression_of(plain) is None
+    for path in (gz, zst):
+        result = ingest([path], scrub=False)
+        assert [c.id.rsplit(":", 1)[1] for c in result.conversations] == ["r0", "r1", "r2"]
+        assert result.report.formats == {"openai_chat": 1}
+
+
+def test_exact_duplicates_dropped_and_counted(tmp_path):
+    path = _write_jsonl(tmp_path / "d.jsonl", [_record(0), _record(1), _record(0)])
+    result = ingest([path, path])
+    assert len(result.conversations) == 2
+    assert result.report.counts["duplicates_dropped"] == 4
+
+
+def test_scrubbed_by_default_and_counts_reported(tmp_path):
+    path = _write_jsonl(tmp_path / "s.jsonl", [_record(0)])
+    result = ingest([path])
+    conv = result.conversations[0]
+    assert conv.messages[0].text == "email me at <EMAIL_1> #0"
+    assert conv.messages[1].tool_calls[0].arguments == {"to": "<EMAIL_1>"}
+    assert result.report.scrub_counts == {"EMAIL": 2}
+    assert "jane@corp.io" not in json.dumps(result.report.to_dict())
+    raw = ingest([path], scrub=False)
+    assert "jane@corp.io" in raw.conversations[0].messages[0].text
+
+
+def test_split_is_stable_and_near_the_fraction():
+    ids = [f"conv-{i}" for i in range(4000)]
+    first = [split_of(i, 0.1) for i in ids]
+    assert first == [split_of(i, 0.1) for i in ids]
+    share = first.count("heldout") / len(ids)
+    assert 0.08 < share < 0.12
+    assert all(split_of(i, 0.0) == "train" for i in ids[:50])
+
+
+def test_ingest_result_split_matches_split_of(tmp_path):
+    path = _write_jsonl(tmp_path / "x.jsonl", [_record(i) for i in range(40)])
+    result = ingest([path], heldout_fraction=0.25)
+    assert {c.id for c in result.heldout()} == {c.id for c in result.conversations if split_of(c.id, 0.25) == "heldout"}
+    assert len(result.train()) + len(result.heldout()) == 40
+
+
+def test_on_error_skip_reports_every_bad_record(tmp_path):
+    path = _write_jsonl(tmp_path / "bad.jsonl", [_record(0), "{oops", _record(1), json.dumps({"messages": []}),
+                                                 json.dumps({"messages": [{"role": "user", "content": "hi"}]})])
+    result = ingest([path])
+    assert len(result.conversations) == 2
+    got = sorted((p.code, p.line) for p in result.report.errors)
+    assert got == [("empty_conversation", 4), ("invalid_json", 2), ("no_assistant_message", 5)]
+    d = result.report.to_dict()
+    json.dumps(d)
+    assert d["counts"]["conversations"] == 2 and d["counts"]["calls"] == 4 and d["counts"]["tool_calls"] == 2
+
+
+def test_on_error_fail_stops_at_first_error_with_file_and_line(tmp_path):
+    path = _write_jsonl(tmp_path / "bad.jsonl", [_record(0), "{oops", "{also bad"])
+    with pytest.raises(TraceError) as exc:
+        list(iter_conversations([path], on_error="fail"))
+    assert exc.value.code == "invalid_json"
+    assert exc.value.where == f"{path}:2"
+
+
+def test_unreadable_and_unknown_files_are_reported_not_raised(tmp_path):
+    missing = tmp_path / "missing.jsonl"
+    broken = tmp_path / "broken.zst"
+    broken.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00garbage" * 10)
+    prose = tmp_path / "notes.txt"
+    prose.write_text("hello\n")
+    result = ingest([missing, broken, prose])
+    codes = sorted(p.code for p in result.report.errors)
+    assert codes == ["unknown_format", "unreadable_file", "unreadable_file"]
+    unknown = next(p for p in result.report.errors if p.code == "unknown_format")
+    assert "tried: claude_code" in unknown.message and "openai_chat" in unknown.message
+    with pytest.raises(TraceError) as exc:
+        ingest([missing], on_error="fail")
+    assert exc.value.code == "unreadable_file"
+
+
+def test_canonical_round_trip(tmp_path):
+    from .conftest import sample
+
+    result = ingest([sample("claude_code_jsonl/fasthooks__sample_main_transcript.jsonl"),
+                     sample("openai_chat_tool_calls/pydantic-ai__test_openai_tool_output.yaml")])
+    out = tmp_path / "canon.jsonl"
+    assert write_canonical(result.conversations, out) == 2
+    back = list(read_canonical(out))
+    assert back == result.conversations
+    assert [m.meta for m in back[0].messages] == [m.meta for m in result.conversations[0].messages]
+
+
+def test_problems_stream_to_file_and_detail_is_bounded(tmp_path):
+    path = _write_jsonl(tmp_path / "many.jsonl", ["{bad"] * 30)
+    report = ValidationReport(max_problems=5, problems_path=tmp_path / "problems.jsonl")
+    list(iter_conversations([path], format="openai_chat", report=report))
+    assert len(report.errors) == 5
+    assert report.problem_counts["error:invalid_json"] == 30
+    lines = (tmp_path / "problems.jsonl").read_text().splitlines()
+    assert len(lines) == 30 and json.loads(lines[29])["line"] == 30
+    assert report.to_dict()["problems_truncated"] is True
+
+
+def test_model_mismatch_warning(tmp_path):
+    path = _write_jsonl(tmp_path / "m.jsonl", [_record(0)])
+    result = ingest([path], target_model="HuggingFaceTB/SmolLM2-135M-Instruct")
+    (w,) = [p for p in result.report.warnings if p.code == "model_mismatch"]
+    assert "different model than the target" in w.message and "regenerate" in w.message and "gpt-4o" in w.message
+    same = ingest([path], target_model="openai/gpt-4o")
+    assert not [p for p in same.report.warnings if p.code == "model_mismatch"]
+
+
+def test_validation_warnings(tmp_path):
+    rec = {"messages": [
+        {"role": "user", "content": "x"},
+        {"role": "assistant", "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "not json"}},
+            {"id": "b", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "r"},
+        {"role": "tool", "tool_call_id": "zzz", "content": "orphan"},
+        {"role": "assistant", "content": "end"}]}
+    path = _write_jsonl(tmp_path / "w.jsonl", [rec])
+    result = ingest([path])
+    codes = sorted(p.code for p in result.report.warnings)
+    assert codes == ["arguments_not_json", "tool_result_without_call", "unpaired_tool_call"]
+    assert result.report.counts["parallel_calls"] == 1
