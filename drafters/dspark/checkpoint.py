@@ -250,7 +250,7 @@ def validate_checkpoint(path: str | Path, target_config: Any = None, check_finit
                 if n not in tensors:
                     raise _fail("missing_tensor", f"required tensor {n!r} is missing", n)
             dtypes = set()
-            for n, (shape, dt) in tensors.items():
+            for n, (shape, dt) in sorted(tensors.items()):
                 want = expected.get(n) or optional[n]
                 if shape != tuple(want):
                     raise _fail("bad_shape", f"tensor {n!r} has shape {list(shape)}, expected {list(want)}", n)
