@@ -242,6 +242,11 @@ def _call_of(span: dict, filename: str, problems: ProblemSink) -> tuple[list, li
 # ------------------------------------------------------------------------------------------ parse
 
 
+def _same(a: list[Message], b: list[Message]) -> bool:
+    """Message lists equal in role and parts (a context copy of a completion carries no model name)."""
+    return len(a) == len(b) and all(x.role == y.role and x.parts == y.parts for x, y in zip(a, b))
+
+
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """Read every span, deduplicate, rebuild LLM calls, chain them into conversations per trace."""
     spans: dict[tuple, dict] = {}
@@ -289,7 +294,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         for c in reversed(chains):
             last = c["calls"][-1]
             prev = last.context + [last.completion]
-            if c["trace"] == s["trace"] and len(context) > len(prev) - 1 and context[: len(prev)] == prev:
+            if c["trace"] == s["trace"] and len(context) >= len(prev) and _same(context[: len(prev)], prev):
                 chain = c
                 break
         if chain is None:
