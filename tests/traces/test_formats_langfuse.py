@@ -1,0 +1,83 @@
+"""Langfuse trace exports: GENERATION observations as explicit LLM calls."""
+
+from __future__ import annotations
+
+import json
+
+from ._helpers_b import codes, parse_text, read
+from .conftest import parse_file, sample, totals
+
+D = "langfuse_trace_export/"
+
+
+def test_sample_counts():
+    # Independent count (python json.load; observations with type == "GENERATION" and the tool calls in
+    # their output): google-adk 2 generations, 1 function_call; koog 2, output of the first lists 2
+    # function objects; langgraph 2, 1 additional_kwargs.tool_calls; microsoft-agent 2, 1 tool_call part;
+    # pydantic-ai 4, with 3 + 0 + 0 + 1 tool_call parts. One conversation per trace.
+    expected = {
+        "langfuse__google-adk-2025-08-28.json": (1, 2, 1),
+        "langfuse__koog-2025-08-26.json": (1, 2, 2),
+        "langfuse__langgraph-2025-08-22.json": (1, 2, 1),
+        "langfuse__microsoft-agent-2025-10-14.json": (1, 2, 1),
+        "langfuse__pydantic-ai-tools-2025-12-04.json": (1, 4, 4),
+    }
+    for name, want in expected.items():
+        convs, report = parse_file("langfuse", sample(D + name))
+        assert not report.errors and not report.warnings, name
+        assert totals(convs) == want, name
+
+
+def test_google_adk_contents_and_agent_loop():
+    (conv,), _ = parse_file("langfuse", sample(D + "langfuse__google-adk-2025-08-28.json"))
+    first, second = conv.explicit_calls
+    assert first.context[0].role == "system" and first.context[0].text.startswith("Always greet using the say_hello tool.")
+    assert [t.name for t in first.tools] == ["say_hello"]
+    assert first.completion.tool_calls[0].name == "say_hello" and first.completion.model == "gemini-2.0-flash"
+    assert second.context[3].role == "tool" and second.context[3].tool_results[0].content == '{"greeting": "Hello Langfuse \U0001f44b"}'
+    assert conv.append_only  # the second request extends the first plus its completion
+
+
+def test_langchain_tool_definitions_are_not_messages():
+    """LangChain's callback logs tool definitions as role "tool" messages: they are ToolDefs."""
+    (conv,), _ = parse_file("langfuse", sample(D + "langfuse__langgraph-2025-08-22.json"))
+    first = conv.explicit_calls[0]
+    assert [m.role for m in first.context] == ["user", "user"]
+    assert [t.name for t in first.tools] == ["Web-Search"] and first.tools[0].parameters["required"] == ["query"]
+    call = first.completion.tool_calls[0]
+    assert call.id == "call_1oGK863sxQHlPreFhDdEs3yl" and call.arguments == {"query": "example"}
+    assert conv.explicit_calls[1].context[3].tool_results[0].call_id == call.id
+
+
+def test_tool_call_id_arrays_and_koog_quirks():
+    """README: tool-call ids can be arrays (Microsoft Agent Framework on the Assistants API)."""
+    (ms,), _ = parse_file("langfuse", sample(D + "langfuse__microsoft-agent-2025-10-14.json"))
+    call = ms.explicit_calls[0].completion.tool_calls[0]
+    assert call.id == "call_Sz1QP8T7fuJkIECGDLFWOorq"
+    assert ms.explicit_calls[1].context[1].tool_results[0].call_id == call.id
+    assert [t.name for t in ms.explicit_calls[0].tools] == ["get_weather"]
+    (koog,), _ = parse_file("langfuse", sample(D + "langfuse__koog-2025-08-26.json"))
+    first, second = koog.explicit_calls
+    assert [c.name for c in first.completion.tool_calls] == ["HelloTool", "ByeTool"]  # two output entries, one turn
+    roles = [m.role for m in second.context]
+    assert roles == ["system", "user", "assistant", "tool", "assistant", "tool"]  # calls logged as role tool
+    assert [m.tool_results[0].call_id for m in second.context if m.role == "tool"] == [c.id for c in first.completion.tool_calls]
+
+
+def test_trace_input_in_a_string_and_scores_ignored():
+    """README: trace.input/output are JSON inside a string; evaluation scores are not conversation."""
+    (conv,), _ = parse_file("langfuse", sample(D + "langfuse__pydantic-ai-tools-2025-12-04.json"))
+    assert conv.explicit_calls[3].context[0].text.startswith("You are a joke critic.")
+    assert not conv.append_only  # a second agent (the critic) shares the trace
+    doc = {"trace": {"id": "t", "projectId": "p", "input": "{\"q\": 1}", "scores": [{"name": "s", "value": 1}]},
+           "observations": [{"id": "o", "type": "GENERATION", "startTime": "1", "model": "m",
+                             "input": "[{\"role\": \"user\", \"content\": \"hi\"}]", "output": "hello"}]}
+    (c,), report = parse_text("langfuse", json.dumps(doc), "t.json")
+    assert not report.errors and c.explicit_calls[0].completion.text == "hello"
+    assert c.explicit_calls[0].context[0].text == "hi"
+
+
+def test_truncated_export():
+    text = read(sample(D + "langfuse__koog-2025-08-26.json"))
+    convs, report = parse_text("langfuse", text[:3000], "cut.json")
+    assert convs == [] and codes(report) == ["invalid_json"]
