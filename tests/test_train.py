@@ -1,0 +1,344 @@
+"""drafters.train: learning signal, exact resume, warm start, cancel/SIGTERM, feature cache, data parallel.
+
+Target: a tiny Llama (d=64, 4 layers, V=256) first fitted for a few seconds to synthetic tool-call-like
+conversations, so that its next-token distributions are peaked and learnable (a random-init target is nearly
+uniform, which makes 1 - TV close to 1 before any training). Drafter: 1 layer, block size 4, Markov rank 16.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+from drafters.dspark.config import DSparkConfig
+from drafters.dspark.model import DSparkDrafter
+from drafters.errors import TracedraftError
+from drafters.target import Target, load_target
+from drafters.train import (
+    STATE_JSON, STATE_TENSORS, TrainConfig, TrainError, feature_bytes_per_token, load_drafter_weights, lr_factor,
+    train,
+)
+
+V = 256
+# Segment values (drafters.render.Segment)
+USER, TEXT, TOOL_NAME, TOOL_ARGS, TOOL_STRUCTURE, MARKUP = 2, 4, 6, 7, 8, 0
+
+
+@dataclass
+class Seq:  # RenderedSequence-shaped
+    conversation_id: str
+    call_ids: list
+    input_ids: list
+    loss_mask: list
+    segments: list
+
+
+def synth_sequences(n: int, seed: int) -> list[Seq]:
+    """Two-turn conversations: user words, then an assistant tool call that copies user words as arguments
+    (tool-call structure tokens, a tool name chosen by the first user word, argument key/value tokens)."""
+    rng = random.Random(seed)
+    out = []
+    for c in range(n):
+        ids, mask, seg = [1], [0], [MARKUP]
+        for _turn in range(2):
+            words = [rng.randrange(10, 60) for _ in range(rng.randrange(5, 10))]
+            ids += [2, *words, 3]
+            mask += [0] * (len(words) + 2)
+            seg += [MARKUP] + [USER] * len(words) + [MARKUP]
+            ids.append(4)
+            mask.append(0)
+            seg.append(MARKUP)
+            name = 100 + words[0] % 5
+            key = 110 + words[1] % 4
+            vals = words[2:5]
+            a_ids = [5, name, 6, key, *vals, 7, 8, 3]
+            a_seg = [TOOL_STRUCTURE, TOOL_NAME, TOOL_STRUCTURE, TOOL_ARGS, *[TOOL_ARGS] * len(vals),
+                     TOOL_STRUCTURE, TOOL_STRUCTURE, TOOL_STRUCTURE]
+            ids += a_ids
+            mask += [1] * len(a_ids)
+            seg += a_seg
+        out.append(Seq(f"c{seed}-{c}", [f"c{seed}-{c}"], ids, mask, seg))
+    return out
+
+
+TRAIN = synth_sequences(48, 1)
+VAL = synth_sequences(12, 2)
+
+
+def _fit_target() -> transformers.LlamaForCausalLM:
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=4,
+                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=V,
+                                   max_position_embeddings=256)
+    m = transformers.LlamaForCausalLM(cfg)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+    data = synth_sequences(64, 99)
+    T = max(len(s.input_ids) for s in data)
+    ids = torch.tensor([s.input_ids + [0] * (T - len(s.input_ids)) for s in data])
+    lab = torch.tensor([s.input_ids + [-100] * (T - len(s.input_ids)) for s in data])
+    for _ in range(60):
+        loss = m(ids, labels=lab).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return m.eval()
+
+
+@pytest.fixture(scope="module")
+def target_dir(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("tiny_target")
+    _fit_target().save_pretrained(d)
+    return d
+
+
+@pytest.fixture
+def target(target_dir) -> Target:
+    return load_target(str(target_dir))
+
+
+def make_drafter(target: Target, seed: int = 0) -> DSparkDrafter:
+    torch.manual_seed(seed)
+    cfg = DSparkConfig.from_target(target.config, None, num_hidden_layers=1, block_size=4, markov_rank=16,
+                                   target_layer_ids=[0, 2], mask_token_id=V - 1)
+    return DSparkDrafter(cfg, target.embed_weight, target.lm_head_weight)
+
+
+def cfg(**kw) -> TrainConfig:
+    base = dict(max_steps=10, lr=3e-3, warmup_ratio=0.1, tokens_per_batch=256, num_anchors=12, seed=7,
+                feature_cache="off", validate_every=0, checkpoint_every=0, keep_last=2)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def weights(d: DSparkDrafter) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in d.named_parameters() if p.requires_grad}
+
+
+def train_losses(res) -> list[float]:
+    return [h["loss"] for h in res.history if h["phase"] == "train"]
+
+
+# ------------------------------------------------------------------------------------------------ tests
+def test_lr_schedule():
+    f = [lr_factor(i, 100, 0.04) for i in range(100)]
+    assert f[:4] == [0.25, 0.5, 0.75, 1.0]
+    assert f[4] == 1.0 and abs(f[52] - 0.5) < 0.02 and f[99] < 0.001
+    assert all(a >= b for a, b in zip(f[4:], f[5:]))
+
+
+def test_learns_loss_down_tau_up(target, tmp_path):
+    d = make_drafter(target)
+    seen = []
+    res = train(target, d, TRAIN, VAL, cfg(max_steps=40, validate_every=10, feature_cache="auto"), tmp_path,
+                progress=seen.append)
+    losses = train_losses(res)
+    taus = [h["expected_tau"] for h in res.history if h["phase"] == "validate"]
+    assert len(taus) == 5  # steps 0, 10, 20, 30, 40
+    assert res.feature_cache["mode"] == "cache"
+    assert sum(losses[-5:]) / 5 < 0.6 * sum(losses[:3]) / 3, losses
+    assert taus[-1] > taus[0] + 0.6, taus  # block 4: tau in [1, 5]
+    assert taus[-1] >= max(taus[:-1]) - 0.05
+    assert res.best_expected_tau == max(taus)
+    best = json.loads((tmp_path / "best.json").read_text())
+    assert best["expected_tau"] == max(taus)
+    assert (tmp_path / "best" / "model.safetensors").is_file()
+    # progress: train reports with rates/ETA, validation reports with tau, and a final "done"
+    tr = [p for p in seen if p.phase == "train"]
+    assert len(tr) == 40 and tr[-1].step == 40 and tr[-1].total_steps == 40
+    assert tr[0].tokens_per_s > 0 and tr[-1].eta_s == 0 and tr[5].eta_s > 0
+    assert seen[-1].phase == "done"
+    # no pickle anywhere: every file is safetensors or JSON
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert files and all(p.suffix in (".safetensors", ".json") for p in files), files
+    # optimizer state loads with weights_only semantics (safetensors: no code execution possible)
+    st = json.loads((res.last_dir / STATE_JSON).read_text())
+    assert st["step"] == 40
+
+
+def test_online_and_cached_features_agree(target, tmp_path):
+    r1 = train(target, make_drafter(target), TRAIN, [], cfg(max_steps=2, feature_cache="off"), tmp_path / "a")
+    r2 = train(target, make_drafter(target), TRAIN, [], cfg(max_steps=2, feature_cache="on"), tmp_path / "b")
+    assert r1.feature_cache["mode"] == "online" and r2.feature_cache["mode"] == "cache"
+    man = json.loads((tmp_path / "b" / "feature_cache" / "manifest.json").read_text())
+    assert man["layer_ids"] == [0, 2] and man["num_sequences"] == len(TRAIN)
+    toks = sum(len(s.input_ids) for s in TRAIN)
+    assert r2.feature_cache["estimate_bytes"] == toks * feature_bytes_per_token(64, 2) == toks * 774
+    torch.testing.assert_close(torch.tensor(train_losses(r1)), torch.tensor(train_losses(r2)), rtol=1e-4, atol=1e-5)
+
+
+def test_feature_cache_refused_past_limit(target, tmp_path):
+    with pytest.raises(TrainError) as e:
+        train(target, make_drafter(target), TRAIN, VAL, cfg(feature_cache="on", feature_cache_max_bytes=10_000),
+              tmp_path)
+    assert e.value.code == "feature_cache_too_large" and e.value.where == "feature_cache_max_bytes"
+    assert "MiB" in e.value.message
+    # "auto" falls back to online features instead
+    r = train(target, make_drafter(target), TRAIN, [], cfg(max_steps=1, feature_cache="auto",
+                                                              feature_cache_max_bytes=10_000), tmp_path / "auto")
+    assert r.feature_cache["mode"] == "online"
+
+
+def test_resume_is_exact(target, tmp_path):
+    c = cfg(max_steps=12, checkpoint_every=5, feature_cache="auto", grad_accum=2)
+    full_d = make_drafter(target)
+    full = train(target, full_d, TRAIN, VAL, c, tmp_path / "full")
+    # interrupted after 7 steps (should_stop polled between steps), then resumed in a NEW process state
+    n = {"k": 0}
+
+    def stop_after_7():
+        return n["k"] >= 7
+
+    def count(p):
+        if p.phase == "train":
+            n["k"] = p.step
+
+    part = train(target, make_drafter(target), TRAIN, VAL, c, tmp_path / "run", progress=count,
+                 should_stop=stop_after_7)
+    assert part.cancelled and part.steps == 7 and part.stop_reason == "cancelled"
+    assert part.last_dir.name == "step_000007"
+    torch.manual_seed(12345)  # resume must not depend on the global RNG of the new process
+    resumed_d = make_drafter(target, seed=3)  # different init: everything must come from the checkpoint
+    resumed = train(target, resumed_d, TRAIN, VAL, c, tmp_path / "run")
+    assert not resumed.cancelled and resumed.steps == 12
+    assert train_losses(resumed) == train_losses(full)  # history carried over + identical continuation
+    wf, wr = weights(full_d), weights(resumed_d)
+    assert all(torch.equal(wf[k], wr[k]) for k in wf)
+    # keep_last=2: only the last two step checkpoints remain
+    assert sorted(p.name for p in (tmp_path / "run").glob("step_*")) == ["step_000010", "step_000012"]
+    # a different schedule refuses to resume from this run
+    with pytest.raises(TrainError) as e:
+        train(target, make_drafter(target), TRAIN, VAL, cfg(max_steps=12, lr=1e-3, grad_accum=2), tmp_path / "run")
+    assert e.value.code == "resume_mismatch"
+
+
+def test_warm_start_loads_weights_with_fresh_optimizer(target, tmp_path):
+    base_d = make_drafter(target)
+    base = train(target, base_d, TRAIN, VAL, cfg(max_steps=8), tmp_path / "base")
+    warm_d = make_drafter(target, seed=5)
+    seen = []
+    warm = train(target, warm_d, TRAIN, VAL, cfg(max_steps=3, init_from=str(base.last_dir), warmup_ratio=0.5),
+                 tmp_path / "warm", progress=seen.append)
+    # validation at step 0 of the warm run sees the base drafter's weights
+    assert warm.initial_expected_tau == pytest.approx(base.history[-1]["expected_tau"], abs=1e-6)
+    # fresh schedule (warmup from step 0) and fresh AdamW state (step count = this run's steps)
+    tr = [p for p in seen if p.phase == "train"]
+    assert tr[0].lr == pytest.approx(3e-3 * 1 / 1)  # int(0.5*3)=1 warmup step: (0+1)/1
+    from safetensors.torch import load_file
+
+    st = load_file(str(warm.last_dir / STATE_TENSORS))
+    assert float(st["opt.0.step"]) == 3.0
+    # a mismatched checkpoint is refused by name
+    other = DSparkDrafter(make_drafter(target).config.replace(markov_rank=8), target.embed_weight,
+                          target.lm_head_weight)
+    with pytest.raises(TrainError) as e:
+        load_drafter_weights(other, base.last_dir)
+    assert e.value.code == "checkpoint_mismatch" and "markov" in e.value.where
+
+
+def test_cancel_leaves_loadable_checkpoint(target, tmp_path):
+    calls = {"n": 0}
+
+    def stop():
+        calls["n"] += 1
+        return calls["n"] > 3
+
+    d = make_drafter(target)
+    res = train(target, d, TRAIN, VAL, cfg(max_steps=50), tmp_path, should_stop=stop)
+    assert res.cancelled and res.steps == 3 and res.stop_reason == "cancelled"
+    assert {p.name for p in res.last_dir.iterdir()} >= {"config.json", "model.safetensors", STATE_JSON,
+                                                          STATE_TENSORS}
+    fresh = make_drafter(target, seed=9)
+    load_drafter_weights(fresh, res.last_dir)
+    wd, wf = weights(d), weights(fresh)
+    assert all(torch.equal(wd[k], wf[k]) for k in wd)
+    cfgj = json.loads((res.last_dir / "config.json").read_text())
+    assert cfgj["architectures"] == ["Qwen3DSparkModel"] and cfgj["block_size"] == 4
+
+
+def test_sigterm_checkpoints_and_restores_handler(target, tmp_path):
+    prev = signal.getsignal(signal.SIGTERM)
+
+    def on_progress(p):
+        if p.phase == "train" and p.step == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    res = train(target, make_drafter(target), TRAIN, VAL, cfg(max_steps=50), tmp_path, progress=on_progress,
+                handle_sigterm=True)
+    assert res.cancelled and res.steps == 2
+    assert (res.last_dir / "model.safetensors").is_file()
+    assert signal.getsignal(signal.SIGTERM) == prev
+
+
+def test_bad_config_and_data(target, tmp_path):
+    with pytest.raises(TrainError) as e:
+        train(target, make_drafter(target), TRAIN, VAL, cfg(feature_cache="maybe"), tmp_path)
+    assert e.value.where == "feature_cache"
+    with pytest.raises(TrainError) as e:
+        train(target, make_drafter(target), TRAIN, VAL, cfg(segment_weights={"TOOLS": 2.0}), tmp_path)
+    assert e.value.where == "segment_weights"
+    no_sup = [Seq("x", [], s.input_ids, [0] * len(s.input_ids), s.segments) for s in TRAIN[:3]]
+    with pytest.raises(TrainError) as e:
+        train(target, make_drafter(target), no_sup, VAL, cfg(), tmp_path)
+    assert e.value.code == "no_training_data"
+    assert isinstance(e.value, TracedraftError)
+
+
+def test_segment_weights_oversample_tool_args():
+    from drafters.train import _anchors, _collate, _Seq
+
+    s = TRAIN[0]
+    item = _Seq(torch.tensor(s.input_ids), torch.tensor(s.loss_mask), torch.tensor(s.segments), "t0")
+    ids, mask, seg = _collate([item])
+    from drafters.train import _resolve_segment_weights
+
+    heavy = _resolve_segment_weights({"TOOL_ARGS": 50.0})
+    counts = {True: 0, False: 0}
+    for k in range(200):
+        a, keep = _anchors(mask, seg, 2, [k], heavy)
+        for p in a[0][keep[0]].tolist():
+            counts[int(seg[0, p + 1]) == TOOL_ARGS] += 1
+    assert counts[True] > 3 * counts[False]
+
+
+# ------------------------------------------------------------------------------------------------ data parallel
+def _dp_worker(rank: int, world: int, target_dir: str, out: str, port: int) -> None:
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.set_num_threads(1)
+    t = load_target(target_dir)
+    d = make_drafter(t)
+    res = train(t, d, TRAIN, VAL, cfg(max_steps=4, grad_accum=1), Path(out) / "dp")
+    if rank == 0:
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous() for k, v in weights(d).items()}, str(Path(out) / "w.safetensors"))
+        (Path(out) / "losses.json").write_text(json.dumps(train_losses(res)))
+    dist.destroy_process_group()
+
+
+def test_two_process_gloo_equals_one_process(target, target_dir, tmp_path):
+    import torch.multiprocessing as mp
+    from safetensors.torch import load_file
+
+    port = 29500 + os.getpid() % 1000
+    mp.spawn(_dp_worker, args=(2, str(target_dir), str(tmp_path), port), nprocs=2, join=True)
+    d = make_drafter(target)
+    res = train(target, d, TRAIN, VAL, cfg(max_steps=4, grad_accum=2), tmp_path / "single")
+    dp_losses = json.loads((tmp_path / "losses.json").read_text())
+    torch.testing.assert_close(torch.tensor(dp_losses), torch.tensor(train_losses(res)), rtol=1e-5, atol=1e-6)
+    w_dp, w_1 = load_file(str(tmp_path / "w.safetensors")), weights(d)
+    for k in w_1:
+        torch.testing.assert_close(w_dp[k], w_1[k], rtol=1e-4, atol=1e-5)
+    # the checkpoint records the global batch, written once by rank 0
+    st = json.loads(((tmp_path / "dp") / "step_000004" / STATE_JSON).read_text())
+    assert st["world_size"] == 2 and st["per_step"] == 2
