@@ -40,7 +40,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from celery import Celery
-from kombu import Queue
+from kombu import Exchange, Queue
 
 from service.settings import Settings, get_settings
 
@@ -113,9 +113,10 @@ def make_app(settings: Settings | None = None) -> Celery:
         "socket_keepalive": True,
     }
     app.conf.update(
-        task_queues=[Queue(q, routing_key=q) for q in QUEUES],
+        task_queues=[Queue(q, Exchange(q, type="direct"), routing_key=q) for q in QUEUES],
         task_default_queue="cpu",
-        task_routes={task_name(st): {"queue": q, "routing_key": q} for st, q in STAGE_QUEUE.items()},
+        task_routes={task_name(st): {"queue": q, "exchange": q, "routing_key": q}
+                     for st, q in STAGE_QUEUE.items()},
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
@@ -135,7 +136,6 @@ def make_app(settings: Settings | None = None) -> Celery:
         task_publish_retry_policy={"max_retries": 20, "interval_start": 0.2, "interval_step": 0.5,
                                    "interval_max": 3.0},
         worker_send_task_events=False,
-        worker_hijack_root_logger=False,
         enable_utc=True,
     )
     return app
@@ -170,8 +170,8 @@ def dispatch(stage: str, job_id: str, *, settings: Settings | None = None) -> st
         task = app.tasks[task_name(st)]
         task.apply(args=[job_id], task_id=tid, throw=False)
         return tid
-    app.send_task(task_name(st), args=[job_id], task_id=tid, queue=STAGE_QUEUE[st],
-                  routing_key=STAGE_QUEUE[st])
+    q = STAGE_QUEUE[st]
+    app.send_task(task_name(st), args=[job_id], task_id=tid, queue=q, exchange=q, routing_key=q)
     return tid
 
 

@@ -44,14 +44,17 @@ PROGRESS_EVENT_INTERVAL_S = 5.0
 class TransientError(TracedraftError):
     """A failure that may pass on retry (storage or broker unreachable, connection reset, SGLang 5xx).
 
-    The stage task retries it with exponential backoff (``workers.tasks``); after the last retry the job
-    fails with this error's code. Default code ``transient_error``.
+    The stage task retries it with exponential backoff (``workers.tasks``), or after ``retry_after``
+    seconds when given (e.g. an HTTP 503's Retry-After); after the last retry the job fails with this
+    error's code. Default code ``transient_error``.
     """
 
     transient = True
 
-    def __init__(self, message: str, code: str = "transient_error", where: str | None = None):
+    def __init__(self, message: str, code: str = "transient_error", where: str | None = None,
+                 retry_after: float | None = None):
         super().__init__(code, message, where)
+        self.retry_after = retry_after
 
 
 class StageResults(dict):

@@ -312,7 +312,9 @@ def _on_failure(task: Any, ctx: StageContext, exc: Exception, make_session: Any)
     summary = {"job_id": job_id, "stage": ctx.stage}
     retries = int(getattr(task.request, "retries", 0) or 0)
     if is_transient(exc) and retries < MAX_RETRIES:
-        countdown = retry_countdown(retries)
+        # An error may say when to come back (an HTTP 503's Retry-After); else exponential backoff.
+        retry_after = getattr(exc, "retry_after", None)
+        countdown = float(retry_after) if retry_after is not None else retry_countdown(retries)
         log.warning("job %s stage %s: transient failure (%s); retry %d in %.1f s",
                     job_id, ctx.stage, exc, retries + 1, countdown)
         with make_session() as session:
@@ -354,3 +356,7 @@ def _task_id(task: Any) -> str | None:
 
 def _worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# Connect the worker signal handlers (GPU pinning, reconciler) however the worker was started.
+import workers.worker  # noqa: F401

@@ -78,7 +78,8 @@ def train(ctx: StageContext) -> dict[str, Any]:
     _log(ctx, "start", resumed_from=start)
     _maybe_fail(ctx)
     if ctx.attempt <= int(fake.get("transient", 0)):
-        raise TransientError(f"fake SGLang 503 on attempt {ctx.attempt}", code="engine_unavailable")
+        raise TransientError(f"fake SGLang 503 on attempt {ctx.attempt}", code="engine_unavailable",
+                             retry_after=0.2)
     if start:
         ctx.event("info", "message", f"resuming from checkpoint step {start}", {"step": start})
     for step in range(start + 1, steps + 1):

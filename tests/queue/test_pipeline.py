@@ -1,0 +1,243 @@
+"""The job pipeline on the real Redis broker and PostgreSQL database, with real worker processes.
+
+Stage functions are the stand-ins of ``tests/queue/fake_stages.py`` (no ML): the queue machinery is
+tested on its own. Each test starts its own workers (``python -m workers.worker``) and stops them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.queue.fake_stages import read_calls
+
+pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.timeout(120)]
+
+ALL_STAGES = ["validating", "preparing", "training", "evaluating", "registering"]
+
+
+def _ends(calls, stage):
+    return [c for c in calls if c["stage"] == stage and c["event"] == "end"]
+
+
+def test_job_runs_through_all_stages_on_a_separate_worker(queue_env, workers):
+    w = workers.start("cpu,gpu")
+    job_id = queue_env.submit({"fake": {"train_steps": 3}})
+    job = queue_env.wait(job_id, timeout=30)
+
+    assert job.status == "succeeded", job.error
+    assert job.error is None and job.attempts == 1 and job.progress == pytest.approx(1.0)
+    assert list(job.result) == ALL_STAGES
+    assert job.result["registering"] == {"job_id": job_id, "version": 1}
+    assert job.result["training"]["steps"] == 3 and job.result["training"]["resumed_from"] == 0
+    # ran in the worker's pool process, not in this test process
+    assert job.result["validating"]["pid"] not in (w.pid, __import__("os").getpid())
+    calls = read_calls(queue_env.workdir(job_id))
+    for stage in ("validate", "prepare", "train", "evaluate", "register"):
+        assert len(_ends(calls, stage)) == 1, stage
+    # the event stream tells the story in order, with gapless sequence numbers
+    events = queue_env.events(job_id)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    started = [e.data["stage"] for e in events if e.type == "stage" and (e.data or {}).get("status") == "running"]
+    assert started == ALL_STAGES
+    assert events[-1].data["status"] == "succeeded"
+    assert any(e.type == "progress" and e.data["stage"] == "training" for e in events)
+    assert any(e.type == "metrics" and e.data.get("step") == 3 for e in events)
+
+
+def test_redelivered_finished_stage_is_a_noop(queue_env, workers):
+    from service.queue import dispatch
+
+    workers.start("cpu,gpu")
+    job_id = queue_env.submit({"fake": {"train_steps": 1}})
+    assert queue_env.wait(job_id, timeout=30).status == "succeeded"
+    n_events = len(queue_env.events(job_id))
+    for stage in ("validate", "train", "register"):
+        dispatch(stage, job_id)  # duplicates, as a broker or the reconciler may send
+    time.sleep(1.5)
+    job = queue_env.job(job_id)
+    assert job.status == "succeeded" and job.attempts == 1
+    assert len(queue_env.events(job_id)) == n_events
+    calls = read_calls(queue_env.workdir(job_id))
+    assert len([c for c in calls if c["event"] == "start"]) == 5
+
+
+def test_kill9_during_training_resumes_from_checkpoint(queue_env, workers):
+    w1 = workers.start("cpu,gpu")
+    job_id = queue_env.submit({"fake": {"train_steps": 30, "step_s": 0.1}})
+    ckpt = queue_env.workdir(job_id) / "ckpt.json"
+
+    def trained_some(_job):
+        return ckpt.exists() and json.loads(ckpt.read_text())["step"] >= 5
+
+    queue_env.wait(job_id, trained_some, timeout=30)
+    w1.kill9()
+    killed_at = json.loads(ckpt.read_text())["step"]
+    assert queue_env.job(job_id).status == "running"
+
+    workers.start("cpu,gpu")  # its reconciler finds the orphaned job (no lock holder, stale heartbeat)
+    job = queue_env.wait(job_id, timeout=60)
+
+    assert job.status == "succeeded", job.error
+    assert job.attempts == 2
+    assert job.result["training"]["steps"] == 30
+    resumed = job.result["training"]["resumed_from"]
+    assert killed_at <= resumed <= killed_at + 1  # the last checkpoint, not step 0
+    calls = read_calls(queue_env.workdir(job_id))
+    assert len([c for c in calls if c["stage"] == "train" and c["event"] == "start"]) == 2
+    assert len(_ends(calls, "train")) == 1
+    assert len(_ends(calls, "register")) == 1  # exactly one version registered
+    assert job.result["registering"] == {"job_id": job_id, "version": 1}
+    messages = [e.message for e in queue_env.events(job_id)]
+    assert any("re-dispatching stage training" in m for m in messages)
+    assert any("restarted (attempt 2)" in m for m in messages)
+
+
+def test_cancel_during_training_leaves_checkpoint_and_no_version(queue_env, workers):
+    from service import jobs
+    from service.queue import revoke
+
+    workers.start("cpu,gpu")
+    job_id = queue_env.submit({"fake": {"train_steps": 100, "step_s": 0.05}})
+    ckpt = queue_env.workdir(job_id) / "ckpt.json"
+    queue_env.wait(job_id, lambda j: ckpt.exists() and json.loads(ckpt.read_text())["step"] >= 3, timeout=30)
+    with queue_env.sessions() as s:
+        jobs.request_cancel(s, job_id)
+    revoke(job_id)
+    job = queue_env.wait(job_id, timeout=20)
+
+    assert job.status == "cancelled"
+    state = json.loads(ckpt.read_text())  # loadable
+    assert 3 <= state["step"] < 100 and state["weights"] == [state["step"] * 0.5] * 4
+    assert job.result["training"]["cancelled"] is True
+    assert job.result["training"]["step"] == state["step"]
+    assert "registering" not in job.result and "evaluating" not in job.result
+    assert not (queue_env.workdir(job_id) / "registered.json").exists()
+    calls = read_calls(queue_env.workdir(job_id))
+    assert not [c for c in calls if c["stage"] in ("evaluate", "register")]
+
+
+def test_cancel_while_queued_never_starts(queue_env, workers):
+    from service import jobs
+    from service.db import Job
+    from service.queue import revoke
+
+    # 1. the API path: request_cancel (marks a queued job cancelled) + revoke, before any worker is up
+    a = queue_env.submit({"fake": {}})
+    with queue_env.sessions() as s:
+        jobs.request_cancel(s, a)
+    revoke(a)
+    # 2. a cancel flag racing the dispatch: the job is still queued with cancel_requested set
+    b = queue_env.submit({"fake": {}})
+    with queue_env.sessions() as s:
+        s.get(Job, b).cancel_requested = True
+        s.commit()
+    c = queue_env.submit({"fake": {"train_steps": 1}})  # a normal job behind them
+
+    workers.start("cpu,gpu")
+    assert queue_env.wait(c, timeout=30).status == "succeeded"
+    for job_id in (a, b):
+        job = queue_env.wait(job_id, timeout=10)
+        assert job.status == "cancelled" and job.started_at is None and job.attempts == 0
+        assert job.result == {}
+        assert read_calls(queue_env.workdir(job_id)) == []
+        assert not any((e.data or {}).get("status") == "running" for e in queue_env.events(job_id))
+
+
+def test_worker_that_keeps_dying_fails_with_worker_lost(queue_env, workers):
+    workers.start("cpu,gpu")
+    job_id = queue_env.submit({"fake": {"die_always": True, "train_steps": 5}})
+    job = queue_env.wait(job_id, timeout=60)
+
+    assert job.status == "failed"
+    assert job.error["code"] == "worker_lost" and job.error["param"] == "training"
+    assert job.attempts == job.max_attempts == 3
+    calls = read_calls(queue_env.workdir(job_id))
+    assert len([c for c in calls if c["stage"] == "train" and c["event"] == "start"]) == 3
+    assert "evaluating" not in job.result
+
+
+def test_transient_failure_retries_then_succeeds(queue_env, workers):
+    workers.start("cpu,gpu")
+    job_id = queue_env.submit({"fake": {"transient": 2, "train_steps": 2}})
+    job = queue_env.wait(job_id, timeout=30)
+
+    assert job.status == "succeeded", job.error
+    retries = [e for e in queue_env.events(job_id) if (e.data or {}).get("run") == "retrying"]
+    assert [e.data["retry"] for e in retries] == [1, 2]
+    assert retries[0].data["error"]["code"] == "engine_unavailable"
+    assert job.attempts == 3  # three deliveries of the training stage, none lost
+    assert len(_ends(read_calls(queue_env.workdir(job_id)), "train")) == 1
+
+
+def test_deterministic_failure_fails_at_once_with_its_error(queue_env, workers):
+    workers.start("cpu,gpu")
+    fail = {"stage": "prepare", "code": "bad_data", "message": "line 3 is not JSON", "where": "a.jsonl:3"}
+    job_id = queue_env.submit({"fake": {"fail": fail}})
+    job = queue_env.wait(job_id, timeout=30)
+
+    assert job.status == "failed"
+    assert job.error == {"code": "bad_data", "message": "line 3 is not JSON", "param": "a.jsonl:3"}
+    assert job.attempts == 1 and job.stage == "preparing"
+    calls = read_calls(queue_env.workdir(job_id))
+    assert [c["stage"] for c in calls if c["event"] == "start"] == ["validate", "prepare"]
+    assert not any((e.data or {}).get("run") == "retrying" for e in queue_env.events(job_id))
+
+
+def test_stage_lock_reports_a_live_holder(queue_env):
+    import sqlalchemy as sa
+
+    from service.queue import StageLock
+
+    job_id = queue_env.submit({}, dispatch=False)
+    engine = queue_env.sessions.kw["bind"]
+    a, b = StageLock(engine, job_id), StageLock(engine, job_id)
+    with engine.connect() as conn:
+        assert not StageLock.is_held(conn, job_id)
+        assert a.acquire()
+        assert StageLock.is_held(conn, job_id)
+        assert not b.acquire()  # a duplicate delivery gives up
+        a.release()
+        assert not StageLock.is_held(conn, job_id)
+        assert b.acquire()
+        b.release()
+        conn.execute(sa.text("SELECT 1"))
+    with queue_env.sessions() as s:  # leave no queued job behind for the other tests' reconcilers
+        from service import jobs
+
+        jobs.request_cancel(s, job_id)
+
+
+def test_reconciler_requeues_only_stale_unheld_jobs(queue_env):
+    import datetime as dt
+
+    from service import jobs
+    from service.db import Job
+    from service.queue import StageLock, requeue_stale_jobs
+
+    fresh = queue_env.submit({}, dispatch=False)
+    stale = queue_env.submit({}, dispatch=False)
+    held = queue_env.submit({}, dispatch=False)
+    old = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=120)
+    with queue_env.sessions() as s:
+        for job_id in (stale, held):
+            s.get(Job, job_id).updated_at = old
+        s.commit()
+    lock = StageLock(queue_env.sessions.kw["bind"], held)
+    assert lock.acquire()
+    sent: list[tuple[str, str]] = []
+    try:
+        ids = requeue_stale_jobs(queue_env.sessions, stale_after_s=60,
+                                 dispatcher=lambda stage, job_id: sent.append((stage, job_id)))
+    finally:
+        lock.release()
+    assert stale in ids and fresh not in ids and held not in ids
+    assert ("validate", stale) in sent
+    assert queue_env.job(stale).updated_at > old  # heartbeat touched: not re-sent on every pass
+    again = requeue_stale_jobs(queue_env.sessions, stale_after_s=60, dispatcher=lambda *a: None)
+    assert stale not in again
+    with queue_env.sessions() as s:
+        for job_id in (fresh, stale, held):
+            jobs.request_cancel(s, job_id)

@@ -1,0 +1,203 @@
+"""Start a stage worker: ``tracedraft worker --queue cpu|gpu [--concurrency N]`` (issue 9).
+
+``run_worker(queue, concurrency)`` runs a Celery worker (prefork pool) on the ``cpu`` or ``gpu`` queue
+(or both, ``cpu,gpu``, for a single-machine setup) with the long-task rules of ``service.queue``:
+
+- gpu: one task at a time per GPU. The concurrency is forced to the number of GPUs visible
+  (``CUDA_VISIBLE_DEVICES``, else ``nvidia-smi -L``, else 1) and each pool process is pinned to one GPU
+  by setting ``CUDA_VISIBLE_DEVICES`` in the child before anything imports torch. On a gpu-only worker a
+  pool process serves one task and is replaced (``max_tasks_per_child=1``) so GPU memory is given back
+  between jobs.
+- CUDA is never touched in the parent: torch is imported only by the stage functions, inside the pool
+  processes (``workers.tasks`` loads them lazily); ``run_worker`` refuses to start when torch is
+  already imported.
+- Reconciler: the parent runs ``service.queue.requeue_stale_jobs`` at start and every
+  ``reconcile_every_s`` seconds in a daemon thread, so a job whose message the broker lost (a Redis
+  restart) or whose worker was killed outright is re-dispatched.
+
+Also ``python -m workers.worker --queue cpu``. With ``celery -A service.queue worker`` directly the
+reconciler and GPU pinning run too (the signal handlers below are connected when ``workers.tasks`` is
+imported), with the default intervals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+
+from celery import signals
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STALE_AFTER_S = 600.0
+DEFAULT_RECONCILE_EVERY_S = 60.0
+
+_config = {
+    "stale_after_s": DEFAULT_STALE_AFTER_S,
+    "reconcile_every_s": DEFAULT_RECONCILE_EVERY_S,
+    "gpus": None,  # list[str] of device ids to pin pool processes to, or None (cpu worker)
+}
+_reconciler_started = threading.Event()
+
+
+def visible_gpus() -> list[str]:
+    """GPU ids this machine offers, without importing torch or initializing CUDA.
+
+    ``CUDA_VISIBLE_DEVICES`` when set (an empty value means none), else one id per ``nvidia-smi -L``
+    line, else an empty list.
+    """
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run([exe, "-L"], capture_output=True, text=True, timeout=20, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(line for line in out.splitlines() if line.startswith("GPU "))]
+
+
+def parse_queues(queue: str | Sequence[str]) -> list[str]:
+    """``"cpu"``, ``"gpu"``, ``"cpu,gpu"`` (or a list) -> validated queue names. Raises ValueError."""
+    from service.queue import QUEUES
+
+    names = [q.strip() for q in (queue.split(",") if isinstance(queue, str) else queue) if q.strip()]
+    bad = [q for q in names if q not in QUEUES]
+    if not names or bad:
+        raise ValueError(f"unknown queue {', '.join(bad) or queue!r}; expected one of {', '.join(QUEUES)}")
+    return names
+
+
+def worker_argv(queues: list[str], concurrency: int, loglevel: str = "INFO",
+                max_tasks_per_child: int | None = None) -> list[str]:
+    """The ``celery worker`` arguments for these queues (prefork pool, fair scheduling, unique name).
+
+    ``max_tasks_per_child`` defaults to 1 for a gpu-only worker (a fresh process per stage gives the GPU
+    memory back) and unlimited otherwise: recycling costs seconds per task in billiard's pool, which a
+    mixed cpu,gpu worker running many short stages should not pay.
+    """
+    name = "-".join(queues)
+    argv = [
+        "worker", "-Q", ",".join(queues), "-c", str(concurrency), "-P", "prefork", "-O", "fair",
+        "-n", f"{name}-{os.getpid()}@{socket.gethostname()}", "--loglevel", loglevel,
+        "--without-gossip", "--without-mingle",
+    ]
+    if max_tasks_per_child is None and queues == ["gpu"]:
+        max_tasks_per_child = 1
+    if max_tasks_per_child:
+        argv += ["--max-tasks-per-child", str(max_tasks_per_child)]
+    return argv
+
+
+def run_worker(
+    queue: str | Sequence[str] = "cpu",
+    concurrency: int | None = None,
+    *,
+    stale_after_s: float | None = None,
+    reconcile_every_s: float | None = None,
+    loglevel: str | None = None,
+) -> None:
+    """Run a worker in the foreground until it is stopped (SIGTERM: warm shutdown, tasks finish).
+
+    ``concurrency``: pool processes for a cpu worker (default: the number of cores); ignored for a gpu
+    worker, which gets one process per visible GPU (at least one, for a CPU-only test machine).
+    Raises ValueError for an unknown queue and RuntimeError when torch is already imported (CUDA must
+    not be initialized in the parent of a prefork pool).
+    """
+    from service.queue import app
+    from service.settings import get_settings
+
+    queues = parse_queues(queue)
+    if "torch" in sys.modules:
+        raise RuntimeError("torch is imported in the worker's parent process; CUDA must only be touched "
+                           "inside the task processes")
+    settings = get_settings()
+    if "gpu" in queues:
+        gpus = visible_gpus()
+        n = max(1, len(gpus))
+        if concurrency not in (None, n):
+            log.warning("gpu worker: concurrency forced to %d (one task at a time per GPU), not %s",
+                        n, concurrency)
+        concurrency = n
+        _config["gpus"] = gpus or None
+    else:
+        concurrency = concurrency or os.cpu_count() or 1
+    if stale_after_s is not None:
+        _config["stale_after_s"] = stale_after_s
+    if reconcile_every_s is not None:
+        _config["reconcile_every_s"] = reconcile_every_s
+    app.worker_main(argv=worker_argv(queues, concurrency, loglevel or settings.log_level))
+
+
+# --- signal handlers (connected when this module is imported; workers.tasks imports it) ----------------
+
+
+def _pin_gpu(**_: object) -> None:
+    """In each pool process: see exactly one GPU (by pool process index), before torch is imported."""
+    gpus = _config["gpus"]
+    if not gpus:
+        return
+    from billiard.process import current_process
+
+    index = getattr(current_process(), "index", 0) or 0
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpus[index % len(gpus)]
+
+
+def _start_reconciler(**_: object) -> None:
+    """In the worker's parent process: reconcile now and then every ``reconcile_every_s`` seconds."""
+    if _reconciler_started.is_set():
+        return
+    _reconciler_started.set()
+    thread = threading.Thread(target=_reconcile_loop, name="tracedraft-reconciler", daemon=True)
+    thread.start()
+
+
+def _reconcile_loop() -> None:
+    from service.queue import requeue_stale_jobs
+    from workers.tasks import sessions
+
+    stop = threading.Event()
+    while True:
+        try:
+            ids = requeue_stale_jobs(sessions(), stale_after_s=float(_config["stale_after_s"]))
+            if ids:
+                log.warning("reconciler re-dispatched %d stale job(s): %s", len(ids), ", ".join(ids))
+        except Exception:
+            log.exception("reconciler pass failed")
+        if stop.wait(float(_config["reconcile_every_s"])):
+            return
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m workers.worker --queue cpu|gpu [--concurrency N]``."""
+    p = argparse.ArgumentParser(prog="tracedraft worker", description=__doc__.splitlines()[0])
+    p.add_argument("--queue", "-Q", default="cpu", help="cpu, gpu or cpu,gpu")
+    p.add_argument("--concurrency", "-c", type=int, default=None,
+                   help="pool processes (cpu; a gpu worker runs one per GPU)")
+    p.add_argument("--stale-after", type=float, default=None,
+                   help=f"re-dispatch a job silent this many seconds (default {DEFAULT_STALE_AFTER_S:.0f})")
+    p.add_argument("--reconcile-every", type=float, default=None,
+                   help=f"seconds between reconciler passes (default {DEFAULT_RECONCILE_EVERY_S:.0f})")
+    p.add_argument("--loglevel", default=None)
+    a = p.parse_args(argv)
+    run_worker(a.queue, a.concurrency, stale_after_s=a.stale_after, reconcile_every_s=a.reconcile_every,
+               loglevel=a.loglevel)
+
+
+if __name__ == "__main__":
+    # Run through the importable module, so its config and signal handlers are the ones in use.
+    from workers.worker import main as _main
+
+    _main()
+else:
+    signals.worker_process_init.connect(_pin_gpu, weak=False)
+    signals.worker_ready.connect(_start_reconciler, weak=False)
