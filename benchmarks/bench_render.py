@@ -18,10 +18,18 @@ from pathlib import Path
 from transformers import AutoTokenizer
 
 from drafters.render import Renderer, tools_to_openai
-from drafters.traces.model import Conversation, Message, Source, TextPart, ToolCallPart, ToolDef, ToolResultPart
+from drafters.traces.model import (
+    Conversation,
+    Message,
+    Source,
+    TextPart,
+    ToolCallPart,
+    ToolDef,
+    ToolResultPart,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-WORDS = "the file function returns value error path config test build module import class self data".split()
+WORDS = ["the", "file", "function", "returns", "value", "error", "path", "config", "test", "build", "module", "import", "class", "self", "data"]
 
 
 def synthetic(n: int, turns: int, seed: int = 0) -> list[Conversation]:

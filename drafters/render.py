@@ -34,8 +34,9 @@ import json
 import os
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from drafters.errors import TracedraftError
 from drafters.traces.model import (
@@ -47,17 +48,16 @@ from drafters.traces.model import (
     ToolCallPart,
     ToolDef,
     ToolResultPart,
-    UnsupportedPart,
 )
 
 __all__ = [
-    "Segment",
     "SUPERVISED",
     "RenderError",
-    "RenderedSequence",
-    "RenderedPrompt",
     "RenderReport",
+    "RenderedPrompt",
+    "RenderedSequence",
     "Renderer",
+    "Segment",
     "tools_to_openai",
 ]
 

@@ -47,7 +47,7 @@ EOT = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def setup(name: str, **kw):
     tok = tokenizer_with(**MARKERS[name])
     return tok, read_template(TEMPLATES / f"{name}.jinja")
