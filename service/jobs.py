@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -289,7 +290,7 @@ def set_progress(
 ) -> Job:
     """Set the job's overall progress (fraction 0..1, clamped) and ETA in seconds; write a ``progress``
     event unless ``event=False`` (callers throttle, e.g. one event per few seconds of training)."""
-    if progress != progress:  # NaN
+    if math.isnan(progress):
         raise JobError("invalid_value", "progress is NaN", "progress")
     progress = min(1.0, max(0.0, float(progress)))
     job = _locked(session, job_id)

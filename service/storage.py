@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, Self
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
@@ -102,7 +102,7 @@ def _mtime(info: Mapping[str, Any]) -> dt.datetime | None:
             return dt.datetime.fromtimestamp(float(value), dt.UTC)
         if isinstance(value, str):
             with contextlib.suppress(ValueError):
-                parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+                parsed = dt.datetime.fromisoformat(value)
                 return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.UTC)
     return None
 
@@ -185,7 +185,7 @@ class VerifyingReader:
     def close(self) -> None:
         self._fh.close()
 
-    def __enter__(self) -> VerifyingReader:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -392,8 +392,7 @@ class ArtifactStore:
         tmp = dest.with_name(f"{TMP_MARK}{uuid.uuid4().hex}-{dest.name}")
         try:
             with self.open_read(uri_or_key, sha256) as r, open(tmp, "wb") as out:
-                for chunk in r:
-                    out.write(chunk)
+                out.writelines(r)
             os.replace(tmp, dest)
         finally:
             tmp.unlink(missing_ok=True)

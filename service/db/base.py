@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -79,7 +79,7 @@ class Base(DeclarativeBase):
     """Declarative base of every tracedraft table (metadata with the naming convention)."""
 
     metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
-    type_annotation_map: dict[Any, Any] = {
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
         dict[str, Any]: JSONType,
         list[Any]: JSONType,
         dt.datetime: UTCDateTime(),

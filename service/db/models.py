@@ -332,6 +332,8 @@ class AliasEvent(Base):
 
 
 __all__ = [
+    "STAGE_ORDER",
+    "TERMINAL_STATUSES",
     "Alias",
     "AliasEvent",
     "ApiKey",
@@ -347,7 +349,5 @@ __all__ = [
     "JobStatus",
     "Organization",
     "Role",
-    "STAGE_ORDER",
     "Stage",
-    "TERMINAL_STATUSES",
 ]

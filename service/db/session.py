@@ -90,9 +90,19 @@ def get_engine(url: str | None = None) -> sa.Engine:
         if engine is None:
             engine = make_engine(url)
             if settings.auto_migrate:
-                upgrade(engine)
+                _upgrade_tolerating_races(engine)
             _engines[url] = engine
     return engine
+
+
+def _upgrade_tolerating_races(engine: sa.Engine) -> None:
+    """Upgrade to head; when another process migrated at the same moment (table already exists),
+    accept the result if the database ended at head."""
+    try:
+        upgrade(engine)
+    except sa.exc.SQLAlchemyError:
+        if current(engine) != head():
+            raise
 
 
 def get_sessionmaker(url: str | None = None) -> sessionmaker[Session]:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session as OrmSession
+from sqlalchemy.orm import sessionmaker
 
 from service.db.models import Organization
 from service.db.session import make_engine, upgrade
@@ -78,18 +79,18 @@ def engine(db_url: str) -> Iterator[sa.Engine]:
 
 
 @pytest.fixture
-def Session(engine: sa.Engine) -> sessionmaker[Session]:  # noqa: N802  (a factory, named like one)
+def Session(engine: sa.Engine) -> sessionmaker[OrmSession]:
     return sessionmaker(bind=engine, expire_on_commit=False)
 
 
 @pytest.fixture
-def db(Session: sessionmaker[Session]) -> Iterator[Session]:  # noqa: N803
+def db(Session: sessionmaker[OrmSession]) -> Iterator[OrmSession]:
     with Session() as session:
         yield session
 
 
 @pytest.fixture
-def org(db: Session) -> Organization:
+def org(db: OrmSession) -> Organization:
     o = Organization(name="acme")
     db.add(o)
     db.commit()

@@ -17,7 +17,6 @@ from service import jobs, registry
 from service.db import Alias, AliasEvent, Dataset, Drafter, DrafterVersion, Organization
 from service.db.session import lock_row
 from service.registry import RegistryError
-from service.storage import ArtifactStore
 
 TARGET = "HuggingFaceTB/SmolLM2-135M-Instruct"
 LINEAGE = {"target_model": TARGET, "target_revision": "main", "tokenizer_sha256": "t" * 64,
@@ -169,6 +168,7 @@ def test_register_from_store_copy(db, org, store, tmp_path):
 
 def test_promote_and_history(db, org, store, reg):
     v1, v2 = reg(1), reg(2)
+    assert v1.drafter_id == v2.drafter_id
     m = registry.promote(db, store, org, "smol-agent", 1, actor="alice", reason="first champion")
     assert (m.alias, m.from_version, m.to_version, m.moved) == ("champion", None, 1, True)
     m = registry.promote(db, store, org, "smol-agent", 2, actor="bob", reason="v2 wins by 9%")
@@ -212,6 +212,7 @@ def test_promote_refuses_tampered_or_missing_checkpoint(db, org, store, reg):
     v1 = reg(1)
     registry.promote(db, store, org, "smol-agent", 1, actor="alice")
     v2 = reg(2)
+    assert v2.version == 2
     path = store._path(store.key(v2.checkpoint_uri) + "/model.safetensors")
     with store.fs.open(path, "rb") as f:
         data = bytearray(f.read())
@@ -343,7 +344,7 @@ def test_concurrent_promotions_serialize(Session, db, org, store, reg, rounds):
         barrier = threading.Barrier(2)
         errors = []
 
-        def promote(version):
+        def promote(version, barrier=barrier, errors=errors, r=r):
             try:
                 with Session() as s:
                     barrier.wait()

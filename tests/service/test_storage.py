@@ -65,9 +65,9 @@ def test_partially_written_file_is_detected(any_store):
     with pytest.raises(ArtifactError) as e:
         any_store.get_bytes(stored.uri, stored.sha256)
     assert e.value.code == "artifact_corrupt" and "20000 bytes" in e.value.message
-    with pytest.raises(ArtifactError) as e:  # streaming readers raise at the end too
-        with any_store.open_read(stored.uri, stored.sha256) as r:
-            b"".join(r)
+    # streaming readers raise at the end too
+    with pytest.raises(ArtifactError) as e, any_store.open_read(stored.uri, stored.sha256) as r:
+        b"".join(r)
     assert e.value.code == "artifact_corrupt"
 
 
@@ -78,10 +78,9 @@ def test_missing_file_is_detected(any_store):
 
 
 def test_interrupted_write_leaves_nothing_under_the_final_name(any_store):
-    with pytest.raises(RuntimeError):
-        with any_store.open_write("ck/big.bin") as w:
-            w.write(b"x" * 1000)
-            raise RuntimeError("worker died mid-upload")
+    with pytest.raises(RuntimeError), any_store.open_write("ck/big.bin") as w:
+        w.write(b"x" * 1000)
+        raise RuntimeError("worker died mid-upload")
     assert not any_store.exists("ck/big.bin")
     assert any_store.list() == []  # the temporary was removed too
 
@@ -99,10 +98,9 @@ def test_crash_leftover_temporary_is_listed_as_such(any_store):
 
 
 def test_upload_size_limit(any_store):
-    with pytest.raises(ArtifactError) as e:
-        with any_store.open_write(None, max_bytes=10_000) as w:
-            for _ in range(20):
-                w.write(b"y" * 1000)
+    with pytest.raises(ArtifactError) as e, any_store.open_write(None, max_bytes=10_000) as w:
+        for _ in range(20):
+            w.write(b"y" * 1000)
     assert e.value.code == "payload_too_large"
     assert any_store.list() == []
     ok = any_store.put_raw(io.BytesIO(b"y" * 10_000), max_bytes=10_000)  # exactly at the limit
