@@ -458,3 +458,30 @@ def _weights_digest(path: Path) -> str:
     for p in files:
         h.update(p.name.encode() + b"\0" + sha256_file(p).encode() + b"\n")
     return h.hexdigest()
+
+
+def load_tokenizer(spec: str, *, cache_dir: str | Path | None = None) -> Any:
+    """The target's tokenizer without loading its weights (the prepare stage runs on CPU workers).
+
+    Same ``spec`` forms as ``load_target``. A GGUF target is converted first (once, cached), since the
+    tokenizer saved beside the converted weights is the one training and serving use. Raises TargetLoadError.
+    """
+    from transformers import AutoTokenizer
+
+    if spec == SMOLLM2_SPEC or spec.lower().endswith(".gguf"):
+        gguf = smollm2_gguf_path() if spec == SMOLLM2_SPEC else Path(spec).expanduser()
+        if not gguf.is_file():
+            raise TargetLoadError("target_not_found", f"GGUF file {gguf} does not exist", str(gguf))
+        path, kw = convert_gguf(gguf, cache_dir), {}
+    elif Path(spec).expanduser().is_dir():
+        path, kw = Path(spec).expanduser(), {}
+    else:
+        path, kw = Path(spec), {"local_files_only": True}
+    try:
+        return AutoTokenizer.from_pretrained(str(path), **kw)
+    except Exception as e:
+        raise TargetLoadError(
+            "target_not_found" if kw else "target_load_failed",
+            f"loading the tokenizer of target '{spec}' failed; looked in {'the local HF cache (offline) and ' if kw else ''}"
+            f"{path}: {type(e).__name__}: {e}", str(path),
+        ) from e

@@ -215,7 +215,7 @@ def _base_drafter_dir(ctx: StageContext) -> Path | None:
 
 def train(ctx: StageContext) -> dict[str, Any]:
     """Fine-tune a DSpark drafter against the frozen target (resumes from the work directory's checkpoints)."""
-    from drafters.dspark.checkpoint import load_checkpoint
+    from drafters.dspark.checkpoint import validate_checkpoint
     from drafters.dspark.model import DSparkDrafter
     from drafters.shards import load_sequences
     from drafters.train import TrainConfig
@@ -224,37 +224,43 @@ def train(ctx: StageContext) -> dict[str, Any]:
     target = _load_target(ctx)
     recipe = dict(ctx.spec.get("recipe") or {})
     base = _base_drafter_dir(ctx)
-    if base is not None:
-        drafter = load_checkpoint(base, target.embed_weight, target.lm_head_weight, target_config=target.model.config)
-    else:
-        drafter = DSparkDrafter(_drafter_config(ctx, target), target.embed_weight, target.lm_head_weight)
-    drafter.to(target.device)
+    # A warm start keeps the base drafter's shape (its config) and takes its weights, with a fresh optimizer.
+    config = validate_checkpoint(base, target.model.config).config if base else _drafter_config(ctx, target)
+    drafter = DSparkDrafter(config, target.embed_weight, target.lm_head_weight).to(target.device)
     prepared = ctx.workdir / "prepared"
     train_seqs = load_sequences(prepared / "train.safetensors")
     val_seqs = load_sequences(prepared / "val.safetensors")
+    max_steps = int(_auto(recipe.get("max_steps"), "max_steps"))
+    tunables = ("warmup_ratio", "weight_decay", "max_grad_norm", "grad_accum", "tokens_per_batch", "keep_last",
+                "segment_weights", "feature_cache", "epochs")
     cfg = TrainConfig(
-        max_steps=int(_auto(recipe.get("max_steps"), "max_steps")),
+        max_steps=max_steps,
         time_budget_s=recipe.get("time_budget_s"),
         lr=float(_auto(recipe.get("lr"), "lr")),
         num_anchors=int(_auto(recipe.get("num_anchors"), "num_anchors")),
         seed=int(recipe.get("seed") or 0),
-        **{k: recipe[k] for k in ("warmup_ratio", "weight_decay", "max_grad_norm", "grad_accum",
-                                  "tokens_per_batch", "checkpoint_every", "keep_last", "validate_every",
-                                  "segment_weights", "feature_cache") if recipe.get(k) not in (None, "auto")},
+        checkpoint_every=int(recipe.get("checkpoint_every") or max(10, max_steps // 10)),
+        validate_every=int(recipe.get("validate_every") or max(10, max_steps // 4)),
+        init_from=str(base) if base else None,
+        **{k: recipe[k] for k in tunables if recipe.get(k) not in (None, "auto")},
     )
 
     def progress(p) -> None:
-        ctx.progress(p.step / max(1, p.total_steps), getattr(p, "eta_s", None))
-        if getattr(p, "validated", False) or p.step % 25 == 0:
-            ctx.metrics(p.to_dict() if hasattr(p, "to_dict") else dict(p.__dict__), "training")
+        ctx.progress(p.step / max(1, p.total_steps), p.eta_s,
+                     message=p.message if p.phase in ("cache", "validate") else None)
+        if p.phase == "validate" or p.step % 10 == 0:
+            ctx.metrics(p.to_dict(), f"{p.phase} step {p.step}/{p.total_steps}")
 
     result = run_training(target, drafter, train_seqs, val_seqs, cfg, ctx.workdir / "checkpoints",
                           progress=progress, should_stop=ctx.cancelled, resume=True)
-    out = {"steps": result.steps, "best_dir": str(result.best_dir), "last_dir": str(result.last_dir),
-           "cancelled": bool(result.cancelled), "drafter_config": drafter.config.to_deepspec_dict(),
-           "base_drafter": str(ctx.spec.get("base_drafter") or "") or None,
-           "history": (result.history or [])[-50:]}
-    return out
+    if result.cancelled:
+        return {"cancelled": True, "steps": result.steps, "last_dir": str(result.last_dir)}
+    return {"steps": result.steps, "best_dir": str(result.best_dir), "last_dir": str(result.last_dir),
+            "stop_reason": result.stop_reason, "best_expected_tau": result.best_expected_tau,
+            "initial_expected_tau": result.initial_expected_tau, "feature_cache": result.feature_cache,
+            "drafter_config": drafter.config.to_deepspec_dict(), "train_config": cfg.to_dict(),
+            "base_drafter": str(ctx.spec.get("base_drafter") or "") or None,
+            "history": result.history[-40:]}
 
 
 # ------------------------------------------------------------------------------------------------ evaluate
