@@ -56,7 +56,7 @@ from service.storage import ArtifactError, ArtifactStore
 CHAMPION = "champion"
 CHALLENGER = "challenger"
 COMPAT_KEYS = ("target_model", "tokenizer_sha256", "chat_template_sha256")
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 class RegistryError(TracedraftError):
@@ -277,8 +277,8 @@ def register_version(
     """
     org_id = _org_id(org)
     if not isinstance(drafter_name, str) or not NAME_RE.match(drafter_name):
-        raise RegistryError("invalid_value", f"invalid drafter name {drafter_name!r}: use lower-case letters, "
-                            "digits, '.', '_' and '-' (at most 100 characters)", where="drafter_name")
+        raise RegistryError("invalid_value", f"invalid drafter name {drafter_name!r}: use letters, digits, "
+                            "'.', '_' and '-' (at most 100 characters)", where="drafter_name")
     existing = _existing_for_job(session, job_id, org_id)
     if existing is not None:
         return existing

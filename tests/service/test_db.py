@@ -192,6 +192,22 @@ def test_fail_and_cancel(db, org):
     assert running.status == JobStatus.cancelled and running.finished_at is not None
 
 
+def test_reopen_resumes_at_the_same_stage(db, org):
+    job = jobs.create_job(db, org, None, {})
+    jobs.start_job(db, job.id, stage=Stage.training)
+    jobs.set_result(db, job.id, Stage.preparing, {"shards": 3})
+    jobs.fail_job(db, job.id, "transient_storage", "S3 timed out")
+    jobs.reopen_job(db, job.id, "resumed")
+    assert (job.status, job.stage, job.error, job.finished_at) == (JobStatus.queued, Stage.training, None, None)
+    assert job.result == {"preparing": {"shards": 3}} and job.attempts == 1
+    jobs.start_job(db, job.id)
+    jobs.succeed_job(db, job.id)
+    with pytest.raises(jobs.JobError) as e:
+        jobs.reopen_job(db, job.id, "again")
+    assert e.value.code == "job_finished"
+    db.rollback()
+
+
 def test_cancel_flag_is_seen_by_another_session(Session, org):
     with Session() as api, Session() as worker:
         job = jobs.create_job(api, org, None, {})

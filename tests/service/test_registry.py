@@ -127,7 +127,7 @@ def test_register_refuses_bad_input(db, org, store, tmp_path, reg):
                                   {}, LINEAGE)
     assert e.value.code == "incompatible_version"
     with pytest.raises(RegistryError) as e:
-        registry.register_version(db, store, org, "Bad Name!", TARGET, None, make_checkpoint(tmp_path, 9), {}, LINEAGE)
+        registry.register_version(db, store, org, "bad name!", TARGET, None, make_checkpoint(tmp_path, 9), {}, LINEAGE)
     assert e.value.code == "invalid_value"
     with pytest.raises(RegistryError) as e:
         registry.register_version(db, store, org, "x", TARGET, None, tmp_path / "missing", {}, LINEAGE)
