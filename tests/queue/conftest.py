@@ -167,10 +167,7 @@ def queue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueueEnv]:
             e.dispose()
         tasks._engines.clear()
         ensure_redis_up()
-        try:
-            redis_client(redis_db).flushdb()
-        except Exception:  # noqa: BLE001 - best effort
-            pass
+        redis_client(redis_db).flushdb()
         with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
