@@ -740,7 +740,7 @@ def train(
             if out.n_blocks:
                 acc[0] += float(out.expected_tau) * out.n_blocks
                 acc[1] += out.n_blocks
-                acc[2] += float(out.total) * float(out.weight_sum)
+                acc[2] += float(out.total.detach()) * float(out.weight_sum)
                 acc[3] += float(out.weight_sum)
                 M = slot_validity(mask, anchors, keep, gamma).double().sum(dim=(0, 1))
                 acc[4:] += torch.nan_to_num(out.accept_rate_per_slot.double().cpu()) * M
@@ -822,7 +822,7 @@ def train(
                     out = dspark_loss(drafter, ids.to(device), mask.to(device), aux, last, anchors.to(device),
                                       keep.to(device), anchor_chunk=cfg.anchor_chunk, weight_sum=denom)
                     out.total.backward()
-                    sums += torch.tensor([float(out.total), float(out.ce), float(out.l1), float(out.conf), 0.0],
+                    sums += torch.tensor([float(out.total.detach()), float(out.ce), float(out.l1), float(out.conf), 0.0],
                                          dtype=torch.float64, device=device)
             sums[4] = float(sum(len(s.ids) for m in micro for s in m[0]))  # real (unpadded) tokens
             sums = dd.sum_(sums)

@@ -79,12 +79,12 @@ def _fit_target() -> transformers.LlamaForCausalLM:
                                    num_attention_heads=4, num_key_value_heads=2, vocab_size=V,
                                    max_position_embeddings=256)
     m = transformers.LlamaForCausalLM(cfg)
-    opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-    data = synth_sequences(64, 99)
+    opt = torch.optim.AdamW(m.parameters(), lr=2e-2)
+    data = synth_sequences(32, 99)
     T = max(len(s.input_ids) for s in data)
     ids = torch.tensor([s.input_ids + [0] * (T - len(s.input_ids)) for s in data])
     lab = torch.tensor([s.input_ids + [-100] * (T - len(s.input_ids)) for s in data])
-    for _ in range(60):
+    for _ in range(30):
         loss = m(ids, labels=lab).loss
         opt.zero_grad()
         loss.backward()
@@ -92,10 +92,22 @@ def _fit_target() -> transformers.LlamaForCausalLM:
     return m.eval()
 
 
+@pytest.fixture(autouse=True)
+def _one_thread():
+    # The CI box has 2 shared cores: oversubscribed intra-op threads make tiny models ~10x slower.
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="module")
 def target_dir(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("tiny_target")
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
     _fit_target().save_pretrained(d)
+    torch.set_num_threads(n)
     return d
 
 
@@ -141,6 +153,7 @@ def test_learns_loss_down_tau_up(target, tmp_path):
                 progress=seen.append)
     losses = train_losses(res)
     taus = [h["expected_tau"] for h in res.history if h["phase"] == "validate"]
+    print("losses", [round(x, 3) for x in losses[:3]], [round(x, 3) for x in losses[-3:]], "taus", taus)
     assert len(taus) == 5  # steps 0, 10, 20, 30, 40
     assert res.feature_cache["mode"] == "cache"
     assert sum(losses[-5:]) / 5 < 0.6 * sum(losses[:3]) / 3, losses
@@ -326,6 +339,7 @@ def _dp_worker(rank: int, world: int, target_dir: str, out: str, port: int) -> N
     dist.destroy_process_group()
 
 
+@pytest.mark.slow  # ~18 s on the shared 2-core box (two interpreters importing torch/transformers)
 def test_two_process_gloo_equals_one_process(target, target_dir, tmp_path):
     import torch.multiprocessing as mp
     from safetensors.torch import load_file
