@@ -202,7 +202,7 @@ def tool_defs(raw: Any) -> list[ToolDef]:
     if isinstance(raw, dict):
         raw = [raw]
     out: list[ToolDef] = []
-    for item in raw or []:
+    for item in raw if isinstance(raw, list) else []:
         if not isinstance(item, dict):
             continue
         fn = item.get("function") if isinstance(item.get("function"), dict) else item
@@ -249,3 +249,37 @@ def link_models(calls: list) -> None:
                         m.model = done.model
                         break
         seen.append(call.completion)
+
+
+def as_list(value: Any) -> list:
+    """``value`` when it is a list, else [] (a field of the wrong type is treated as absent)."""
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: Any) -> str | None:
+    """``value`` when it is a string, else None (ids and roles of the wrong type)."""
+    return value if isinstance(value, str) else None
+
+
+# What a malformed-but-valid-JSON record can raise inside a converter: reported, never propagated.
+# TraceError (on_error="fail") is none of these, so it still stops the run.
+RECORD_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
+
+
+def guard_file(fmt: str):
+    """Decorator for a ``parse`` generator: a malformed record that slips past the converter's checks
+    is reported as ``bad_record`` for the file instead of crashing the ingestion."""
+
+    def wrap(parse_fn):
+        def parse(stream, filename, problems):
+            try:
+                yield from parse_fn(stream, filename, problems)
+            except RECORD_ERRORS as exc:
+                problems.error("bad_record", f"malformed record ({type(exc).__name__}: {exc})",
+                               src(fmt, filename))
+
+        parse.__doc__ = parse_fn.__doc__
+        parse.__name__ = parse_fn.__name__
+        return parse
+
+    return wrap

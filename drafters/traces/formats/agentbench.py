@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Iterator
 
-from drafters.traces.formats._common_b import content_parts, iter_jsonl, src
+from drafters.traces.formats._common_b import RECORD_ERRORS, as_str, content_parts, iter_jsonl, src
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message
 
@@ -41,13 +41,19 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         messages: list[Message] = []
         bad = False
         for i, m in enumerate(history):
-            role = ROLE_MAP.get(m.get("role")) if isinstance(m, dict) else None
+            role = ROLE_MAP.get(as_str(m.get("role"))) if isinstance(m, dict) else None
             if role is None:
                 problems.error("unknown_role", f"history entry with role {m.get('role') if isinstance(m, dict) else m!r}",
                                source, f"output.history[{i}].role")
                 bad = True
                 break
-            messages.append(Message(role, content_parts(m.get("content"))))
+            try:
+                messages.append(Message(role, content_parts(m.get("content"))))
+            except RECORD_ERRORS as exc:
+                problems.error("bad_record", f"malformed turn ({type(exc).__name__}: {exc})", source,
+                               f"output.history[{i}]")
+                bad = True
+                break
         if bad:
             continue
         index = rec.get("index", out.get("index"))

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import IO, Iterator
 
-from drafters.traces.formats._common_b import src
+from drafters.traces.formats._common_b import guard_file, src
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, LLMCall, Message, TextPart
 
@@ -42,6 +42,7 @@ def sniff(head: str, filename: str) -> bool:
         filename.endswith(".aider.chat.history.md") or filename.endswith(".aider.llm.history"))
 
 
+@guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """Dispatch on the first non-blank line."""
     first = ""

@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import as_text, content_parts, iter_values, src
+from drafters.traces.formats._common_b import guard_file, as_list, as_str, as_text, content_parts, iter_values, src
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart,
@@ -56,7 +56,7 @@ def _timeline(doc: dict, filename: str, problems: ProblemSink) -> Conversation |
                 out.append(Message("tool", results))
         current, results = None, []
 
-    for i, item in enumerate(doc.get("timeline") or []):
+    for i, item in enumerate(as_list(doc.get("timeline"))):
         if not isinstance(item, dict):
             problems.error("bad_record", "timeline item is not an object", source, f"timeline[{i}]")
             continue
@@ -73,7 +73,7 @@ def _timeline(doc: dict, filename: str, problems: ProblemSink) -> Conversation |
                 continue
             if current is None:
                 current = Message("assistant", [])
-            call_id = item.get("callId")
+            call_id = as_str(item.get("callId"))
             current.parts.append(ToolCallPart.from_raw(call_id, item["name"], item.get("arguments")))
             res = item.get("result") if isinstance(item.get("result"), dict) else {}
             results.append(ToolResultPart(call_id=call_id, content=as_text(res.get("log")),
@@ -135,17 +135,17 @@ def _events(first: list, rest: Iterator, filename: str, problems: ProblemSink) -
                 parts.append(ReasoningPart(data.get("reasoningText") or "", signature=data.get("reasoningOpaque"),
                                            redacted=not data.get("reasoningText")))
             parts.extend(content_parts(data.get("content")))
-            for k, req in enumerate(data.get("toolRequests") or []):
+            for k, req in enumerate(as_list(data.get("toolRequests"))):
                 if not isinstance(req, dict) or not isinstance(req.get("name"), str):
                     problems.error("bad_tool_call", "tool request without a name", source, f"data.toolRequests[{k}]")
                     continue
                 parts.append(ToolCallPart.from_raw(req.get("toolCallId"), req["name"], req.get("arguments")))
-                if req.get("toolCallId"):
+                if as_str(req.get("toolCallId")):
                     open_calls.append(req["toolCallId"])
                     call_names[req["toolCallId"]] = req["name"]
             out.append(Message("assistant", parts, model=data.get("model") or model))
         elif kind == "tool.execution_complete":
-            cid = data.get("toolCallId")
+            cid = as_str(data.get("toolCallId"))
             res = data.get("result") if isinstance(data.get("result"), dict) else {}
             content = res.get("content") if "content" in res else data.get("error")
             part = ToolResultPart(call_id=cid, content=as_text(content), is_error=data.get("success") is False,
@@ -161,6 +161,7 @@ def _events(first: list, rest: Iterator, filename: str, problems: ProblemSink) -
                         messages=out)
 
 
+@guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """Dispatch on the first value: an object with ``timeline`` (old) or an event (new stream)."""
     values = iter_values(stream, filename, NAME, problems)

@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import as_text, content_parts, iter_values, src
+from drafters.traces.formats._common_b import guard_file, as_list, as_text, content_parts, iter_values, src
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart,
@@ -43,7 +43,7 @@ def _tool_result(call: dict) -> ToolResultPart:
     """The function response the model got for ``call`` (its ``result`` list), as one ToolResultPart."""
     texts: list[str] = []
     is_error = call.get("status") in ("error", "cancelled")
-    for item in call.get("result") or []:
+    for item in as_list(call.get("result")):
         fr = item.get("functionResponse") if isinstance(item, dict) else None
         if isinstance(fr, dict):
             resp = fr.get("response")
@@ -76,12 +76,12 @@ def messages_to_conversation(session: dict, messages: list, filename: str, sourc
             out.append(Message("user", content_parts(m.get("content"))))
         elif kind in ("gemini", "model", "assistant"):
             parts: list = []
-            for t in m.get("thoughts") or []:
+            for t in as_list(m.get("thoughts")):
                 if isinstance(t, dict):
                     subject, desc = t.get("subject") or "", t.get("description") or ""
                     parts.append(ReasoningPart(f"{subject}: {desc}" if subject and desc else subject or desc))
             parts.extend(content_parts(m.get("content")))
-            calls = [c for c in (m.get("toolCalls") or []) if isinstance(c, dict)]
+            calls = [c for c in as_list(m.get("toolCalls")) if isinstance(c, dict)]
             for c in calls:
                 if not isinstance(c.get("name"), str):
                     problems.error("bad_tool_call", "tool call without a name", source, field + ".toolCalls")
@@ -98,6 +98,7 @@ def messages_to_conversation(session: dict, messages: list, filename: str, sourc
     return Conversation(id=conv_id, source=source, messages=out)
 
 
+@guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """Parse a .json session document or stream a .jsonl session (header, messages, ``$set`` lines)."""
     session: dict[str, Any] = {}

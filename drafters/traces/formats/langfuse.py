@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import link_models, as_text, content_parts, iter_values, src, tool_defs
+from drafters.traces.formats._common_b import RECORD_ERRORS, as_list, as_str, link_models, as_text, content_parts, iter_values, src, tool_defs
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation, LLMCall, Message, ReasoningPart, TextPart, ToolCallPart, ToolDef, ToolResultPart,
@@ -141,7 +141,7 @@ def _add_message(b: _Builder, m: Any) -> None:
         return
     if not isinstance(m, dict):
         return
-    role = m.get("role") or _LC_TYPES.get(str(m.get("type")), None) or "user"
+    role = as_str(m.get("role")) or _LC_TYPES.get(str(m.get("type")), None) or "user"
     role = {"model": "assistant", "developer": "system"}.get(role, role)
     if role not in ("system", "user", "assistant", "tool"):
         role = "user"
@@ -243,7 +243,7 @@ def _extra_tool_defs(obs: dict) -> list[ToolDef]:
     defs = tool_defs(_decode(attrs.get("gen_ai.tool.definitions")) or [])
     mrp = _decode(attrs.get("model_request_parameters"))
     if not defs and isinstance(mrp, dict):
-        defs = tool_defs((mrp.get("function_tools") or []) + (mrp.get("output_tools") or []))
+        defs = tool_defs(as_list(mrp.get("function_tools")) + as_list(mrp.get("output_tools")))
     return defs
 
 
@@ -265,16 +265,20 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         for o in gens:
             where = f"observations[id={o.get('id')}]"
             b = _Builder()
-            _context(o.get("input"), b)
             model = o.get("model") if isinstance(o.get("model"), str) else None
-            completion = _completion(o.get("output"), model)
+            try:
+                _context(o.get("input"), b)
+                completion = _completion(o.get("output"), model)
+                tools = b.tools or _extra_tool_defs(o)
+            except RECORD_ERRORS as exc:
+                problems.error("bad_record", f"malformed generation ({type(exc).__name__}: {exc})", source, where)
+                continue
             if completion is None or not completion.parts:
                 problems.warning("no_assistant_message", "generation without output", source, where)
                 continue
             if not b.messages:
                 problems.warning("empty_context", "generation without input messages", source, where)
                 continue
-            tools = b.tools or _extra_tool_defs(o)
             calls.append(LLMCall(trace_id, len(calls), tools, b.messages, completion))
         if not calls:
             problems.warning("no_assistant_message", "trace has no usable GENERATION observation", source)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import content_parts, load_document, src
+from drafters.traces.formats._common_b import guard_file, content_parts, load_document, src
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ReasoningPart
 
@@ -53,6 +53,7 @@ def _reasoning(response: Any) -> ReasoningPart | None:
     return ReasoningPart(str(text), signature=signature, redacted=not text)
 
 
+@guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """One conversation per file."""
     doc = load_document(stream, filename, NAME, problems)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import as_text, content_parts, load_document, src
+from drafters.traces.formats._common_b import as_str, as_text, guard_file, content_parts, load_document, src
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -37,6 +37,7 @@ def sniff(head: str, filename: str) -> bool:
         and ('"timestamp"' in start) and ('"cause"' in head or '"tool_call_metadata"' in head or '"args"' in start)
 
 
+@guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """One conversation per trajectory file."""
     doc = load_document(stream, filename, NAME, problems)
@@ -57,7 +58,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             continue
         tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
         if "action" in ev:
-            action = ev.get("action")
+            action = as_str(ev.get("action"))
             if action in _SKIP_ACTIONS:
                 continue
             args = ev.get("args") if isinstance(ev.get("args"), dict) else {}

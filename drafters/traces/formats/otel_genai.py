@@ -36,7 +36,7 @@ import json
 from datetime import datetime
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import link_models, as_text, iter_values, src, tool_defs
+from drafters.traces.formats._common_b import as_list, guard_file, link_models, as_text, iter_values, src, tool_defs
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation, LLMCall, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnsupportedPart,
@@ -99,7 +99,7 @@ def _spans_of(value: Any, line: int) -> Iterator[dict]:
             for s in (trace or {}).get("spans") or []:
                 if not isinstance(s, dict):
                     continue
-                attrs = {t.get("key"): t.get("value") for t in s.get("tags") or [] if isinstance(t, dict)}
+                attrs = {t["key"]: t.get("value") for t in as_list(s.get("tags")) if isinstance(t, dict) and isinstance(t.get("key"), str)}
                 start = s.get("startTime")
                 start = start / 1e6 if isinstance(start, (int, float)) else None
                 dur = s.get("duration")
@@ -113,8 +113,8 @@ def _spans_of(value: Any, line: int) -> Iterator[dict]:
                 for s in (ss or {}).get("spans") or []:
                     if not isinstance(s, dict):
                         continue
-                    attrs = {a.get("key"): _otlp_value(a.get("value")) for a in s.get("attributes") or []
-                             if isinstance(a, dict)}
+                    attrs = {a["key"]: _otlp_value(a.get("value")) for a in as_list(s.get("attributes"))
+                             if isinstance(a, dict) and isinstance(a.get("key"), str)}
                     st, en = s.get("startTimeUnixNano"), s.get("endTimeUnixNano")
                     yield {"trace": s.get("traceId"), "span": s.get("spanId"), "name": s.get("name"),
                            "start": int(st) / 1e9 if st not in (None, "") else None,
@@ -247,6 +247,7 @@ def _same(a: list[Message], b: list[Message]) -> bool:
     return len(a) == len(b) and all(x.role == y.role and x.parts == y.parts for x, y in zip(a, b))
 
 
+@guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """Read every span, deduplicate, rebuild LLM calls, chain them into conversations per trace."""
     spans: dict[tuple, dict] = {}

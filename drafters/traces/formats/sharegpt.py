@@ -26,7 +26,7 @@ import re
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import content_parts, iter_values, src, tool_defs
+from drafters.traces.formats._common_b import RECORD_ERRORS, content_parts, iter_values, src, tool_defs
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -141,7 +141,11 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     base = Path(filename).name
     for line, ordinal, record in iter_values(stream, filename, NAME, problems):
         source = src(NAME, filename, line=line, record=f"$[{ordinal}]")
-        conv = record_to_conversation(record, f"{base}#{ordinal}", source, problems)
+        try:
+            conv = record_to_conversation(record, f"{base}#{ordinal}", source, problems)
+        except RECORD_ERRORS as exc:
+            problems.error("bad_record", f"malformed record ({type(exc).__name__}: {exc})", source)
+            continue
         if conv is not None:
             yield conv
 

@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import content_parts, load_document, src
+from drafters.traces.formats._common_b import guard_file, content_parts, load_document, src
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -105,6 +105,7 @@ def trajectory_to_messages(traj: list, source, problems: ProblemSink, model: str
     return out
 
 
+@guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """One conversation per .traj file (see module docstring)."""
     doc = load_document(stream, filename, NAME, problems)

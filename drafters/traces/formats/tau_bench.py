@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import as_text, content_parts, iter_values, src
+from drafters.traces.formats._common_b import RECORD_ERRORS, as_list, as_str, as_text, content_parts, iter_values, src
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ReasoningPart, ToolCallPart, ToolResultPart
 
@@ -75,7 +75,7 @@ def convert(raw_messages: list, field: str, source, problems: ProblemSink, model
         if role == "assistant":
             parts: list = _thinking(m.get("raw_data")) if tau2 else []
             parts.extend(content_parts(m.get("content")))
-            for k, tc in enumerate(m.get("tool_calls") or []):
+            for k, tc in enumerate(as_list(m.get("tool_calls"))):
                 if not isinstance(tc, dict):
                     continue
                 fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
@@ -89,7 +89,7 @@ def convert(raw_messages: list, field: str, source, problems: ProblemSink, model
                 parts.append(call)
             out.append(Message("assistant", parts, model=model))
         elif role == "tool":
-            cid = m.get("tool_call_id") or m.get("id")
+            cid = as_str(m.get("tool_call_id")) or as_str(m.get("id"))
             if m.get("requestor") == "user" or cid in user_call_ids:
                 continue  # the simulated user's own tool result
             part = ToolResultPart(call_id=cid, content=as_text(m.get("content")), is_error=bool(m.get("error")),
@@ -99,8 +99,8 @@ def convert(raw_messages: list, field: str, source, problems: ProblemSink, model
             else:
                 out.append(Message("tool", [part]))
         elif role == "user":
-            for tc in m.get("tool_calls") or []:  # user-side tools (tau2 telecom): not agent context
-                if isinstance(tc, dict) and tc.get("id"):
+            for tc in as_list(m.get("tool_calls")):  # user-side tools (tau2 telecom): not agent context
+                if isinstance(tc, dict) and as_str(tc.get("id")):
                     user_call_ids.add(tc["id"])
             parts = content_parts(m.get("content"))
             if parts:
@@ -121,7 +121,11 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         if not isinstance(value, dict) or not isinstance(value.get("traj"), list):
             problems.error("bad_record", "record has no 'traj' message list", source, "traj")
             continue
-        messages = convert(value["traj"], "traj", source, problems, None, tau2=False)
+        try:
+            messages = convert(value["traj"], "traj", source, problems, None, tau2=False)
+        except RECORD_ERRORS as exc:
+            problems.error("bad_record", f"malformed record ({type(exc).__name__}: {exc})", source)
+            continue
         conv_id = f"{base}#task{value.get('task_id')}-trial{value.get('trial', 0)}-{ordinal}"
         yield Conversation(id=conv_id, source=source, messages=messages)
 
@@ -135,7 +139,11 @@ def _tau2(doc: dict, filename: str, base: str, problems: ProblemSink) -> Iterato
         if not isinstance(sim, dict) or not isinstance(sim.get("messages"), list):
             problems.error("bad_record", "simulation has no 'messages' list", source, "messages")
             continue
-        messages = convert(sim["messages"], "messages", source, problems, model, tau2=True)
+        try:
+            messages = convert(sim["messages"], "messages", source, problems, model, tau2=True)
+        except RECORD_ERRORS as exc:
+            problems.error("bad_record", f"malformed record ({type(exc).__name__}: {exc})", source)
+            continue
         yield Conversation(id=str(sim.get("id") or f"{base}#sim{s}"), source=source, messages=messages)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import content_parts, load_document, src, tool_defs
+from drafters.traces.formats._common_b import guard_file, content_parts, load_document, src, tool_defs
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ToolCallPart, ToolResultPart
 
@@ -79,6 +79,7 @@ def convert_messages(raw: list, field: str, source, problems: ProblemSink) -> li
     return out
 
 
+@guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """Yield one conversation per maximal DFS branch of ``answer_generation.train_messages``."""
     doc = load_document(stream, filename, NAME, problems)
