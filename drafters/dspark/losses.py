@@ -9,9 +9,9 @@ where Z = lm_head(h) + Markov bias (teacher-forced), p_d = softmax(Z), p_t = sof
 with the drafter's frozen LM head, all in fp32.
 
 Memory: the [B, N, g, V] tensors are built CHUNK BY CHUNK over anchors (``anchor_chunk`` anchors at a time)
-and each chunk runs under activation checkpointing when gradients are on, so the peak is a few
-[B, anchor_chunk, g, V] fp32 tensors (not N of them) at the cost of recomputing the chunk's heads in
-backward. Example: Qwen3-4B, N = 512, chunk 64: ~4 x 64*7*151936*4 B = 1.1 GB instead of 8.7 GB.
+and, when the full [B, N, g, V] tensor would be large (``recompute``), each chunk runs under activation
+checkpointing, so the peak is a few [B, anchor_chunk, g, V] fp32 tensors (not N of them) at the cost of
+recomputing the chunk's heads in backward. Example: Qwen3-4B, N = 512, chunk 64: ~4 x 64*7*151936*4 B = 1.1 GB instead of 8.7 GB.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
 from drafters.dspark.model import DSparkDrafter
+
+RECOMPUTE_BYTES = 256 * 2**20
 
 
 @dataclass
@@ -91,7 +93,7 @@ def _chunk_terms(drafter: DSparkDrafter, lm_w: Tensor, h: Tensor, prev: Tensor, 
 
 def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, target_aux: Tensor,
                 target_last_hidden: Tensor, anchors: Tensor, keep: Tensor, anchor_chunk: int = 64,
-                weight_sum: Tensor | None = None) -> LossOutput:
+                weight_sum: Tensor | None = None, recompute: bool | None = None) -> LossOutput:
     """The DSpark loss of DSPARK.md 2.2 for a batch of sequences.
 
     Args:
@@ -103,6 +105,9 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
         anchor_chunk: anchors per chunk of the V-sized computations (bounds peak memory, see module doc).
         weight_sum: optional denominator to use instead of the local sum W (pass the all-reduced value in
             data-parallel training; DSPARK.md 2.2 "distributed normalisation").
+        recompute: run each chunk under activation checkpointing (saved memory per chunk = its inputs; costs
+            one more forward of the heads in backward). None = only when a full [B, N, g, V] fp32 tensor
+            would exceed RECOMPUTE_BYTES (256 MiB), i.e. when chunking alone would not bound memory.
     Returns: LossOutput. With no valid slot, total is 0 (still attached to the graph) and diagnostics NaN.
     """
     cfg = drafter.config
@@ -119,7 +124,9 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
     W = M.float() * position_weights(g, cfg.loss_decay_gamma).to(dev)
     lm_w = drafter.lm_head.weight.detach().float()
     last_flat = target_last_hidden
-    use_ckpt = torch.is_grad_enabled() and h.requires_grad
+    if recompute is None:
+        recompute = B * N * g * cfg.vocab_size * 4 > RECOMPUTE_BYTES
+    use_ckpt = recompute and torch.is_grad_enabled() and h.requires_grad
     C = max(1, anchor_chunk)
     ce_num = l1_num = conf_num = h.new_zeros((), dtype=torch.float32)
     slot_sum = torch.zeros(g, device=dev)

@@ -95,9 +95,9 @@ def test_chunking_does_not_change_loss_or_grads():
     a1, k1 = sample_anchors(lm[1], 12, g)
     anchors, keep = torch.stack([a0, a1]), torch.stack([k0, k1])
     res = []
-    for chunk in (64, 5, 1):
+    for chunk, rec in ((64, False), (5, True), (1, True), (3, False)):
         d.zero_grad()
-        out = dspark_loss(d, ids, lm, aux, last, anchors, keep, anchor_chunk=chunk)
+        out = dspark_loss(d, ids, lm, aux, last, anchors, keep, anchor_chunk=chunk, recompute=rec)
         out.total.backward()
         res.append((out.total.detach(), d.fc.weight.grad.clone(), d.markov_head.joint_proj.weight.grad.clone()))
     for r in res[1:]:

@@ -1,0 +1,111 @@
+"""DSpark training cost relative to the target forward, at SmolLM2-135M dimensions on CPU.
+
+Measures, per training sequence (default 512 tokens, 64 anchors, block 7):
+  - target forward: the base model with hidden states (what feature extraction needs) and the full
+    CausalLM forward (base + LM head over all positions);
+  - drafter forward+backward of the whole DSpark loss (backbone + Markov/confidence heads + full-vocab
+    CE/L1/BCE, DSPARK.md 2.2), split into backbone-only and loss-head parts;
+for 1 and 5 draft layers. Goals (issue 5): drafter fwd+bwd / target forward <= 0.3 (1 layer), <= 0.6 (5).
+Random weights (built from a LlamaConfig): timing does not depend on the values.
+
+Usage: .venv/bin/python benchmarks/bench_dspark.py [--tokens 512] [--anchors 64] [--block 7] [--reps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import transformers
+
+from drafters.dspark.anchors import sample_anchors
+from drafters.dspark.config import DSparkConfig
+from drafters.dspark.losses import dspark_loss
+from drafters.dspark.model import DSparkDrafter
+
+
+def smollm2_135m_config() -> transformers.LlamaConfig:
+    """SmolLM2-135M dims: hidden 576, 30 layers, 9 heads / 3 KV heads, head_dim 64, MLP 1536, vocab 49152."""
+    return transformers.LlamaConfig(hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                                    num_attention_heads=9, num_key_value_heads=3, head_dim=64,
+                                    vocab_size=49152, max_position_embeddings=8192, rope_theta=100000.0,
+                                    rms_norm_eps=1e-5, tie_word_embeddings=True)
+
+
+def timeit(fn, reps: int) -> float:
+    fn()  # warm-up
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", type=int, default=512)
+    ap.add_argument("--anchors", type=int, default=64)
+    ap.add_argument("--block", type=int, default=7)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--layers", type=int, nargs="+", default=[1, 5])
+    ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    tcfg = smollm2_135m_config()
+    target = transformers.LlamaForCausalLM(tcfg).eval()
+    T = args.tokens
+    ids = torch.randint(0, tcfg.vocab_size, (1, T))
+    loss_mask = torch.zeros(1, T, dtype=torch.long)
+    loss_mask[0, T // 8:] = 1  # a prompt, then the supervised response
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, T={T}, anchors={args.anchors}, "
+          f"block={args.block}")
+
+    layer_ids = DSparkConfig.from_target(tcfg, mask_token_id=16).target_layer_ids
+    feats = {}
+
+    def target_base():
+        with torch.no_grad():
+            out = target.model(ids, output_hidden_states=True)
+            feats["aux"] = torch.cat([out.hidden_states[i + 1] for i in layer_ids], -1)
+            feats["last"] = out.last_hidden_state
+
+    def target_full():
+        with torch.no_grad():
+            target(ids, output_hidden_states=True)
+
+    t_base = timeit(target_base, args.reps)
+    t_full = timeit(target_full, args.reps)
+    print(f"target forward: base+hidden states {t_base * 1e3:.1f} ms, CausalLM (with LM head) "
+          f"{t_full * 1e3:.1f} ms")
+    anchors, keep = sample_anchors(loss_mask[0], args.anchors, torch.Generator().manual_seed(0))
+    anchors, keep = anchors[None], keep[None]
+    for n in args.layers:
+        cfg = DSparkConfig.from_target(tcfg, mask_token_id=16, num_hidden_layers=n, block_size=args.block)
+        d = DSparkDrafter(cfg, target.get_input_embeddings().weight, target.get_output_embeddings().weight)
+        d.train()
+
+        def backbone():
+            d.zero_grad(set_to_none=True)
+            h = d(ids, feats["aux"], anchors, keep)
+            h.float().square().mean().backward()
+
+        def full():
+            d.zero_grad(set_to_none=True)
+            out = dspark_loss(d, ids, loss_mask, feats["aux"], feats["last"], anchors, keep)
+            out.total.backward()
+
+        t_bb = timeit(backbone, args.reps)
+        t_all = timeit(full, args.reps)
+        print(f"{n} draft layer(s): drafter fwd+bwd {t_all * 1e3:.1f} ms (backbone {t_bb * 1e3:.1f} ms, "
+              f"loss heads ~{(t_all - t_bb) * 1e3:.1f} ms); ratio vs base target forward "
+              f"{t_all / t_base:.2f}, vs CausalLM forward {t_all / t_full:.2f}; backbone-only ratio "
+              f"{t_bb / t_base:.2f} (goal {0.3 if n == 1 else 0.6 if n == 5 else '-'})")
+
+
+if __name__ == "__main__":
+    main()
