@@ -367,6 +367,7 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
                 if tok in stops:
                     new = new[: i + 1]
                     eos = True
+                    a = min(a, i + 1)  # drafts past an accepted stop token are void, not accepted
                     break
             rnd = Round(proposed=n, accepted=a, confidences=conf, positions=list(range(1, len(new) + 1)),
                         eos=eos, drafted=drafted)
