@@ -46,7 +46,7 @@ def test_new_stream_parallel_requests_reasoning_and_pseudo_tools():
     assert [m.role for m in conv.messages].count("system") == 1  # identical re-sent system prompt kept once
     # the second user turn has empty content: the model saw transformedContent
     users = [m for m in conv.messages if m.role == "user"]
-    assert users[1].text.startswith("<current_datetime>")
+    assert users[1].text.startswith("<current_datetime>") and users[1].meta and not users[0].meta
 
 
 def test_corrupted_line_is_reported_and_rest_parses():

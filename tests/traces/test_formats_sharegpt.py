@@ -21,6 +21,9 @@ def test_glaive_sample_counts():
     convs, report = parse_file("sharegpt", sample(GLAIVE))
     assert not report.errors
     assert totals(convs) == (300, 957, 211)
+    # the demo set itself holds 35 exact duplicate records (json.dumps(sort_keys=True) Counter): the
+    # parser keeps them (dedup is ingest's job) and they hash equal
+    assert len({c.content_hash() for c in convs}) == 265
 
 
 def test_object_inside_string_and_positional_pairing():

@@ -45,7 +45,8 @@ def test_crlf_file_parses_identically():
     assert not report.errors and totals(convs) == (1, 3, 3)
     assert "\r" not in convs[0].messages[1].text
     (g2,), _ = parse_file("toolbench", sample(G2))
-    assert g2.messages[4].role == "user"  # the DFS "previous trials failed" injection stays context
+    assert g2.messages[4].role == "user" and g2.messages[4].meta  # the DFS re-prompt: context, not the human
+    assert not g2.messages[1].meta
 
 
 def test_diverging_branches_are_separate_conversations():

@@ -127,7 +127,9 @@ def _events(first: list, rest: Iterator, filename: str, problems: ProblemSink) -
         elif kind == "user.message":
             flush_results()
             seen = data.get("transformedContent") or data.get("content")
-            out.append(Message("user", content_parts(seen)))
+            # empty content + transformedContent: the CLI wrote this turn (autopilot nudge), not the human
+            injected = not data.get("content") and bool(data.get("transformedContent"))
+            out.append(Message("user", content_parts(seen), meta=injected))
         elif kind == "assistant.message":
             flush_results()
             parts: list = []

@@ -75,7 +75,10 @@ def convert_messages(raw: list, field: str, source, problems: ProblemSink) -> li
             else:
                 out.append(Message("tool", [part]))
         else:
-            out.append(Message(role, content_parts(m.get("content"))))
+            text = m.get("content") if isinstance(m.get("content"), str) else ""
+            # the DFS harness re-prompts with earlier failed actions: harness text, not the human's
+            injected = role == "user" and bool(out) and text.startswith("This is not the first time you try this task")
+            out.append(Message(role, content_parts(m.get("content")), meta=injected))
     return out
 
 
