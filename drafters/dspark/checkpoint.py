@@ -315,3 +315,195 @@ def load_checkpoint(path: str | Path, embed_weight: Tensor | None = None, lm_hea
         raise CheckpointError("state_dict_mismatch", f"missing {missing}, unexpected {unexpected}",
                               (missing or unexpected)[0])
     return drafter.to(device)
+
+
+# ----------------------------------------------------------------------------------------------- import
+
+_DROP_TENSORS = ("verifier_lm_head.weight", "verifier_norm.weight", "t2d", "d2t")
+_STRIP_PREFIXES = ("_orig_mod.", "module.", "model.")
+_DSPARK_CONFIG_KEYS = ("mask_token_id", "target_layer_ids", "markov_rank", "markov_head_type",
+                       "enable_confidence_head", "confidence_head_with_markov", "block_size", "num_target_layers",
+                       "num_anchors", "loss_decay_gamma", "ce_loss_alpha", "l1_loss_alpha",
+                       "confidence_head_alpha")
+_QWEN3_DIM_KEYS = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "head_dim",
+                   "rms_norm_eps", "rope_theta", "rope_scaling", "rope_parameters", "max_position_embeddings",
+                   "vocab_size", "hidden_act", "num_hidden_layers", "layer_types", "sliding_window",
+                   "use_sliding_window")
+
+
+def detect_layout(config: dict[str, Any]) -> str:
+    """Which DSpark checkpoint layout a config.json describes: "deepspec" (ours / DeepSpec releases),
+    "speculators" (vLLM speculators, ``speculators_model_type: dspark``) or "specforge" (SGLang SpecForge,
+    DSpark keys in ``dflash_config``). Raises CheckpointError(code="unsupported_layout") with the reason."""
+    arch = config.get("architectures") or []
+    smt = config.get("speculators_model_type")
+    if smt is not None:
+        if smt != "dspark":
+            raise CheckpointError("unsupported_layout", f"speculators model type {smt!r} is not a DSpark drafter "
+                                  "(only 'dspark' maps to the DeepSpec layout)", "speculators_model_type")
+        return "speculators"
+    if ARCHITECTURE in arch:
+        return "deepspec"
+    dfc = config.get("dflash_config")
+    if isinstance(dfc, dict) and ("DSparkDraftModel" in arch or dfc.get("projector_type") == "dspark"
+                                  or dfc.get("markov_rank")):
+        return "specforge"
+    if isinstance(dfc, dict):
+        raise CheckpointError("unsupported_layout", "a DFlash drafter without Markov head (markov_rank 0) is not "
+                              "a DSpark drafter; engines require markov_rank > 0", "dflash_config")
+    raise CheckpointError("unsupported_layout", f"unrecognised drafter layout (architectures={arch!r}); "
+                          "known: Qwen3DSparkModel, speculators 'dspark', SpecForge DSparkDraftModel",
+                          "architectures")
+
+
+def _read_src_tensors(src: Path) -> dict[str, Tensor]:
+    files = sorted(src.glob("*.safetensors"))
+    if not files:
+        pickles = [f.name for f in src.iterdir() if f.suffix.lower() in PICKLE_SUFFIXES]
+        raise CheckpointError("unsupported_layout", "no safetensors weights" + (
+            f"; pickle weights ({pickles[0]}) are never loaded, convert them to safetensors first" if pickles
+            else ""), pickles[0] if pickles else WEIGHTS_NAME)
+    out: dict[str, Tensor] = {}
+    for f in files:
+        out.update(load_file(str(f)))
+    return out
+
+
+def _strip(name: str) -> str:
+    changed = True
+    while changed:
+        changed = False
+        for p in _STRIP_PREFIXES:
+            if name.startswith(p):
+                name, changed = name[len(p):], True
+    return name
+
+
+def _num_target_layers(d: dict[str, Any], target_config: Any) -> int:
+    if target_config is not None:
+        tc = target_config.get_text_config() if hasattr(target_config, "get_text_config") else target_config
+        return int(tc.num_hidden_layers)
+    if d.get("num_target_layers"):
+        return int(d["num_target_layers"])
+    raise CheckpointError("missing_field", "the checkpoint does not say how many layers its target has; pass "
+                          "target_config", "num_target_layers")
+
+
+def _speculators_to_deepspec(d: dict[str, Any], target_config: Any) -> dict[str, Any]:
+    """speculators DSpark config -> DeepSpec-native dict (DSPARK.md 7)."""
+    if d.get("sample_from_anchor") is False:
+        raise CheckpointError("unsupported_layout", "sample_from_anchor is false: slot k predicts p+k (slot 0 "
+                              "untrained, block_size-1 drafts); the DeepSpec layout is anchor-first and engines "
+                              "would misalign every draft", "sample_from_anchor")
+    tlc = d.get("transformer_layer_config")
+    if not isinstance(tlc, dict):
+        raise CheckpointError("missing_field", "speculators config lacks transformer_layer_config",
+                              "transformer_layer_config")
+    # speculators serialises it with to_diff_dict(): keys equal to Qwen3Config defaults are absent
+    import transformers
+
+    tlc = transformers.Qwen3Config(**{k: v for k, v in tlc.items() if k != "model_type"}).to_dict()
+    V = tlc.get("vocab_size")
+    if d.get("draft_vocab_size") not in (None, V):
+        raise CheckpointError("unsupported_layout", f"pruned draft vocabulary ({d['draft_vocab_size']} of {V}): "
+                              "the DeepSpec layout needs full-vocabulary heads", "draft_vocab_size")
+    H = tlc.get("hidden_size")
+    if d.get("target_hidden_size") not in (None, H):
+        raise CheckpointError("unsupported_layout", f"target_hidden_size {d['target_hidden_size']} differs from "
+                              f"the draft hidden size {H}", "target_hidden_size")
+    L = _num_target_layers(d, target_config)
+    aux = d.get("aux_hidden_state_layer_ids")
+    if aux is None:  # speculators' default [2, L//2, L-3], in its hidden_states indexing
+        aux = [2, L // 2, L - 3]
+    out = {k: tlc[k] for k in _QWEN3_DIM_KEYS if k in tlc}
+    lt = tlc.get("layer_types") or []
+    if any(t == "sliding_attention" for t in lt):
+        if not all(t == "sliding_attention" for t in lt) or d.get("sliding_window_non_causal") is False:
+            raise CheckpointError("unsupported_layout", "mixed or causal-in-block sliding-window layers are not "
+                                  "supported", "layer_types")
+    out.update({
+        "architectures": [ARCHITECTURE], "model_type": "qwen3", "tie_word_embeddings": False,
+        "num_target_layers": L, "target_layer_ids": [int(i) - 1 for i in aux],  # speculators id = ours + 1
+        "block_size": d.get("block_size", 8), "mask_token_id": d.get("mask_token_id"),
+        "markov_rank": d.get("markov_rank", 0), "markov_head_type": d.get("markov_head_type", "vanilla"),
+        "enable_confidence_head": bool(d.get("enable_confidence_head", False)),
+        "confidence_head_with_markov": bool(d.get("confidence_head_with_markov", False)),
+    })
+    if d.get("num_anchors"):
+        out["num_anchors"] = d["num_anchors"]
+    out.setdefault("hidden_act", "silu")
+    out.setdefault("head_dim", H // tlc["num_attention_heads"])
+    out.setdefault("layer_types", ["full_attention"] * int(out["num_hidden_layers"]))
+    return out
+
+
+def _specforge_to_deepspec(d: dict[str, Any], target_config: Any) -> dict[str, Any]:
+    """SpecForge DSpark config (DSpark keys inside dflash_config) -> DeepSpec-native dict. SpecForge uses the
+    same layer-output convention for target_layer_ids as DeepSpec (DSPARK.md 1.3)."""
+    dfc = d["dflash_config"]
+    out = {k: d[k] for k in _QWEN3_DIM_KEYS if k in d}
+    for k in _DSPARK_CONFIG_KEYS:
+        if k in dfc:
+            out[k] = dfc[k]
+        elif k in d:
+            out[k] = d[k]
+    if not out.get("markov_rank"):
+        raise CheckpointError("unsupported_layout", "dflash_config has no markov_rank > 0: not a DSpark drafter",
+                              "markov_rank")
+    out["num_target_layers"] = out.get("num_target_layers") or _num_target_layers(d, target_config)
+    out.update({"architectures": [ARCHITECTURE], "model_type": "qwen3", "tie_word_embeddings": False})
+    out.setdefault("hidden_act", "silu")
+    out.setdefault("head_dim", out["hidden_size"] // out["num_attention_heads"])
+    out.setdefault("layer_types", ["full_attention"] * int(out["num_hidden_layers"]))
+    out.setdefault("markov_head_type", "vanilla")
+    out.setdefault("enable_confidence_head", True)
+    out.setdefault("confidence_head_with_markov", True)
+    return out
+
+
+def import_checkpoint(src: str | Path, out_dir: str | Path, *, target_config: Any = None,
+                      include_embeddings: bool = False) -> CheckpointInfo:
+    """Convert a DeepSpec, vLLM speculators or SpecForge DSpark checkpoint to our DeepSpec-native layout in
+    ``out_dir`` (weights only: a warm start, DSPARK.md 8) and validate it.
+
+    Tensor names lose ``model.`` / ``_orig_mod.`` / ``module.`` prefixes; speculators' frozen
+    ``verifier_lm_head``/``verifier_norm`` and its ``t2d``/``d2t`` vocabulary maps (identity for a full
+    vocabulary) are dropped; ``embed_tokens``/``lm_head`` are kept only with ``include_embeddings``.
+    speculators layer ids are shifted by one (their id = ours + 1). ``target_config`` (the target's HF
+    config) supplies the target layer count when the source does not record it and is checked against.
+    Raises CheckpointError: code "unsupported_layout" with the reason for layouts we cannot map (other
+    speculator types, sample_from_anchor false, pruned draft vocabularies, no Markov head, pickle-only
+    weights), or the validator's error naming the tensor/field that does not fit.
+    """
+    src, out_dir = Path(src), Path(out_dir)
+    try:
+        d = json.loads((src / CONFIG_NAME).read_text())
+    except FileNotFoundError:
+        raise CheckpointError("missing_file", f"{src} has no config.json", CONFIG_NAME) from None
+    layout = detect_layout(d)
+    if layout == "deepspec":
+        cfg = {k: v for k, v in d.items()}
+        if "num_target_layers" not in cfg:
+            cfg["num_target_layers"] = _num_target_layers(cfg, target_config)
+    elif layout == "speculators":
+        cfg = _speculators_to_deepspec(d, target_config)
+    else:
+        cfg = _specforge_to_deepspec(d, target_config)
+    tensors = {}
+    for name, t in _read_src_tensors(src).items():
+        n = _strip(name)
+        if n in _DROP_TENSORS or (n in OPTIONAL_TENSORS and not include_embeddings):
+            continue
+        tensors[n] = t
+    # normalise the config through our dataclass so the written config.json has every key engines read
+    try:
+        norm = DSparkConfig.from_deepspec_dict(cfg).to_deepspec_dict()
+    except ConfigError as e:
+        raise CheckpointError(e.code, f"{layout} checkpoint: {e.message}", e.where) from None
+    _write_dir(out_dir, norm, tensors)
+    try:
+        return validate_checkpoint(out_dir, target_config)
+    except CheckpointError as e:
+        for f in (CONFIG_NAME, WEIGHTS_NAME):
+            (out_dir / f).unlink(missing_ok=True)
+        raise CheckpointError(e.code, f"{layout} checkpoint does not map: {e.message}", e.where) from None
