@@ -1,0 +1,282 @@
+"""Evaluation (issue 7): tau conventions and known answers, losslessness assertion, metrics on constructed
+inputs (conditional acceptance, ECE/AUROC/Brier, temperature scaling, bootstrap), the gate, report files."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+import torch
+
+import drafters.speculate as spec
+from drafters.baselines import NGramProposer
+from drafters.errors import TracedraftError
+from drafters.evaluate import (CONVENTION, SCHEMA, EvalReport, GatePolicy, auroc, bootstrap_mean_ci, brier,
+                               calibration_samples, conditional_acceptance, context_bucket, ece, evaluate,
+                               fit_sequential_temperatures, gate, tau_from_counts, tau_from_completion, tau_of,
+                               turn_index, write_report)
+from drafters.speculate import Round
+from tests._speculate_helpers import AdversarialProposer, RandomProposer, SelfProposer, tiny_target
+
+warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny ops on a shared machine: threads only contend
+    yield
+    torch.set_num_threads(n)
+
+
+@dataclass
+class Prompt:  # the RenderedPrompt fields evaluate reads
+    call_id: str
+    prompt_ids: list[int]
+    conversation_id: str = "conv"
+    completion_ids: list[int] = field(default_factory=list)
+    completion_segments: list[int] = field(default_factory=list)
+
+
+def _prompts(n=4, seed=0, vocab=64):
+    g = torch.Generator().manual_seed(seed)
+    return [Prompt(f"conv{i % 2}/{i}", torch.randint(0, vocab, (6 + 2 * i,), generator=g).tolist()) for i in range(n)]
+
+
+def _parity_segments(tokens):
+    return [4 if t % 2 else 7 for t in tokens]  # TEXT for odd ids, TOOL_ARGS for even ids
+
+
+@pytest.fixture(scope="module")
+def target():
+    return tiny_target(0, scale=4.0)
+
+
+@pytest.fixture(scope="module")
+def report(target):
+    block = 4
+    return evaluate(target, {"self": SelfProposer(target, block), "ngram": NGramProposer(block),
+                             "adversarial": AdversarialProposer(target, block), "random": RandomProposer(block_size=block)},
+                    _prompts(), max_new_tokens=1 + 4 * (block + 1), segmenter=_parity_segments)
+
+
+def test_report_known_answers(report):
+    assert report["schema"] == SCHEMA and report["convention"] == CONVENTION
+    assert report["heldout"]["calls"] == 4 and report["heldout"]["plain_generated_tokens"] == 4 * 21
+    self_, adv = report["proposers"]["self"], report["proposers"]["adversarial"]
+    # The target as its own drafter: every round commits block + 1 (the budget is a multiple of it).
+    assert self_["tau"] == 5.0 and self_["max_tau"] == 5 and self_["rounds"] == 16
+    assert all(c["rate"] == 1.0 for c in self_["conditional_acceptance"])
+    assert self_["verify_rate"] == 1.0
+    # The adversary is never accepted: tau 1, conditional acceptance 0 at slot 1, nothing eligible after.
+    assert adv["tau"] == 1.0
+    ca = adv["conditional_acceptance"]
+    # Each call's last round has no budget for a draft (an end effect): 4 calls, 4 rounds not eligible.
+    assert ca[0]["rate"] == 0.0 and ca[0]["eligible"] == adv["rounds"] - 4
+    assert all(c["rate"] is None for c in ca[1:])
+    assert report["lossless"]["checked"] and report["lossless"]["calls_checked"] == 16
+    json.dumps(report, allow_nan=False)  # strict JSON
+
+
+def test_segments_turns_buckets_are_consistent(report, target):
+    for e in report["proposers"].values():
+        assert sum(v["rounds"] for v in e["by_segment"].values()) == e["rounds"]
+        assert sum(v["tokens"] for v in e["by_segment"].values()) == e["tokens"] - 4  # prefill tokens: no round
+        assert set(e["by_turn"]) == {"0", "1", "2", "3"}
+        assert set(e["by_context"]) == {"0-255"}
+    # Per-segment tau by hand: attribute each round to the segment of its first committed token.
+    g = spec.speculative_generate(target, NGramProposer(4), _prompts()[0].prompt_ids, 21)
+    segs = _parity_segments(g.tokens)
+    first = {}
+    for i, ri in enumerate(g.round_index):
+        first.setdefault(ri, i)
+    lens = {"text": [], "tool_args": []}
+    for ri, r in enumerate(g.rounds):
+        lens["text" if segs[first[ri]] == 4 else "tool_args"].append(r.committed)
+    one = evaluate(target, {"ngram": NGramProposer(4)}, _prompts()[:1], 21, segmenter=_parity_segments)
+    for s, v in lens.items():
+        if v:
+            assert one["proposers"]["ngram"]["by_segment"][s]["tau"] == pytest.approx(sum(v) / len(v))
+
+
+def test_lossless_violation_is_raised(target, monkeypatch):
+    real = spec.speculative_generate
+
+    def corrupt(*a, **kw):
+        g = real(*a, **kw)
+        if a[1] is not None:
+            j = 5
+            g.tokens[j] = (g.tokens[j] + 1) % 64
+            g.margins[j] = 10.0  # a clear decision, not a near-tie
+        return g
+
+    monkeypatch.setattr(spec, "speculative_generate", corrupt)
+    with pytest.raises(TracedraftError) as e:
+        evaluate(target, {"ngram": NGramProposer(4)}, _prompts()[:1], 12)
+    assert e.value.code == "lossless_violation" and "token 5" in e.value.where
+
+
+def test_near_tie_divergence_is_recorded_not_raised(target, monkeypatch):
+    real = spec.speculative_generate
+
+    def tie(*a, **kw):
+        g = real(*a, **kw)
+        if a[1] is not None:
+            g.tokens[3] = (g.tokens[3] + 1) % 64
+            g.margins[3] = 1e-6
+        return g
+
+    monkeypatch.setattr(spec, "speculative_generate", tie)
+    rep = evaluate(target, {"ngram": NGramProposer(4)}, _prompts()[:1], 12)
+    assert rep["lossless"]["near_ties"][0]["token"] == 3
+
+
+def test_bad_input(target):
+    with pytest.raises(TracedraftError) as e:
+        evaluate(target, {"ngram": NGramProposer(4)}, [], 5)
+    assert e.value.code == "bad_input"
+
+
+# ----------------------------------------------------------------------------- metric functions
+
+def test_tau_conventions():
+    rounds = [Round(3, 3, None, [1, 2, 3, 4]), Round(3, 0, None, [1]), Round(3, 2, None, [1, 2], eos=True)]
+    assert tau_of(rounds) == pytest.approx(7 / 3)
+    assert np.isnan(tau_of([]))
+    assert tau_from_counts(accepted_drafts=30, verify_rounds=10) == 4.0
+    assert tau_from_completion(41, 10) == 4.1
+    for f in (tau_from_counts, tau_from_completion):
+        with pytest.raises(TracedraftError) as e:
+            f(5, 0)
+        assert e.value.code == "speculation_off"
+
+
+def test_conditional_acceptance_constructed():
+    rounds = [Round(3, 3, None, [1, 2, 3, 4]), Round(3, 1, None, [1, 2]), Round(3, 0, None, [1]),
+              Round(2, 2, None, [1, 2, 3]),
+              Round(3, 1, None, [1], eos=True)]  # accepted stop token at slot 1: slots 2.. skipped
+    ca = conditional_acceptance(rounds, 3)
+    assert [c["eligible"] for c in ca] == [5, 3, 1]
+    assert [c["accepted"] for c in ca] == [4, 2, 1]
+    assert ca[0]["rate"] == pytest.approx(0.8) and ca[1]["rate"] == pytest.approx(2 / 3) and ca[2]["rate"] == 1.0
+    assert ca[2]["survival"] == pytest.approx(1 / 3)  # rounds with n >= 3 that passed slot 3 (eos one skipped)
+
+
+def test_ece_auroc_brier_constructed():
+    # Perfect calibration: prediction 0.25 with a quarter positive, 0.75 with three quarters.
+    p = [0.25] * 4 + [0.75] * 4
+    y = [1, 0, 0, 0, 1, 1, 1, 0]
+    assert ece(p, y) == pytest.approx(0.0)
+    assert ece([1.0, 1.0], [0, 0]) == pytest.approx(1.0)
+    assert ece([0.9] * 10, [1] * 6 + [0] * 4) == pytest.approx(0.3)
+    assert auroc([0.1, 0.4, 0.35, 0.8], [0, 0, 1, 1]) == pytest.approx(0.75)
+    assert auroc([0.1, 0.2], [0, 1]) == 1.0 and auroc([0.1, 0.2], [1, 0]) == 0.0
+    assert auroc([0.5, 0.5, 0.5], [0, 1, 1]) == 0.5
+    assert auroc([0.5, 0.6], [1, 1]) is None
+    assert brier([1.0, 0.0, 0.5], [1, 1, 0]) == pytest.approx((0 + 1 + 0.25) / 3)
+
+
+def _overconfident_rounds(n_rounds, seed):
+    """Rounds whose drafts are accepted with true probability 0.6 per slot, but the confidence says 0.9."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_rounds):
+        acc = rng.random(3) < 0.6
+        a = int(np.cumprod(acc).sum())
+        out.append(Round(3, a, [0.9, 0.9, 0.9], list(range(1, a + 2))))
+    return out
+
+
+def test_sequential_temperature_scaling_fixes_overconfidence():
+    fit, held = _overconfident_rounds(2000, 0), _overconfident_rounds(2000, 1)
+    temps = fit_sequential_temperatures(fit)
+    assert len(temps) == 3 and all(t > 1 for t in temps)  # overconfident logits get flattened
+    before, after = calibration_samples(held), calibration_samples(held, temps)
+    for k in (1, 2, 3):
+        assert ece(*after[k]) < ece(*before[k]) / 3
+    assert ece(*before[1]) == pytest.approx(0.3, abs=0.03)
+    # Slot 1 scaled confidence lands near the true 0.6 acceptance.
+    assert np.mean(after[1][0]) == pytest.approx(0.6, abs=0.05)
+
+
+def test_bootstrap_interval_covers_known_mean():
+    rng = np.random.default_rng(0)
+    mean, lo, hi = bootstrap_mean_ci(rng.normal(0.3, 1.0, 400), seed=0)
+    assert lo < 0.3 < hi and 0.15 < hi - lo < 0.25  # ~2 * 1.96 / sqrt(400) = 0.196
+    assert bootstrap_mean_ci([1.0, 2.0, 3.0], seed=5) == bootstrap_mean_ci([1.0, 2.0, 3.0], seed=5)
+    covered = 0
+    for i in range(100):
+        _, lo, hi = bootstrap_mean_ci(rng.normal(1.0, 2.0, 60), n_boot=1000, seed=i)
+        covered += lo < 1.0 < hi
+    assert 85 <= covered <= 100
+    assert bootstrap_mean_ci([2.0]) == (2.0, 2.0, 2.0)
+
+
+def test_helpers():
+    assert turn_index(Prompt("abc/7", [1])) == 7 and turn_index(Prompt("x", [1])) is None
+    assert context_bucket(100) == "0-255" and context_bucket(256) == "256-511" and context_bucket(10**6) == "32768+"
+
+
+# ----------------------------------------------------------------------------- the gate
+
+def _entry(per_call_taus, segs, rounds_per_call=20):
+    per_call = [{"call_id": f"c/{i}", "rounds": rounds_per_call, "sum_len": round(t * rounds_per_call)}
+                for i, t in enumerate(per_call_taus)]
+    return {"tau": float(np.mean(per_call_taus)), "per_call": per_call,
+            "by_segment": {s: {"tau": t, "rounds": r, "tokens": int(t * r)} for s, (t, r) in segs.items()}}
+
+
+def _report(entries, temperature=0.0, target="t"):
+    return {"schema": SCHEMA, "settings": {"target": target, "temperature": temperature, "max_new_tokens": 64,
+                                           "engine": "hf", "seed": 0},
+            "proposers": entries}
+
+
+def test_gate_verdicts_on_constructed_reports():
+    rng = np.random.default_rng(0)
+    base = rng.uniform(2.0, 3.0, 40)
+    inc = _entry(base, {"tool_args": (3.0, 400), "text": (2.0, 300)})
+    win = _entry(base + 0.3, {"tool_args": (3.4, 400), "text": (2.3, 300)})
+    # 1. Clear win: CI above 0, +12%, no segment loss.
+    d = gate(_report({"dspark": win}), _report({"dspark": inc}))
+    assert d.passed, d.reasons
+    # 2. Within noise: per-call differences straddle 0.
+    noisy = _entry(base + rng.normal(0, 0.5, 40), {"tool_args": (3.0, 400), "text": (2.0, 300)})
+    d = gate(_report({"dspark": noisy}), _report({"dspark": inc}))
+    assert not d.passed and any("lower end <= 0" in r for r in d.reasons)
+    # 3. Significant but tiny gain (+1% < min_gain 2%).
+    tiny = _entry(base * 1.01, {"tool_args": (3.03, 400), "text": (2.02, 300)})
+    d = gate(_report({"dspark": tiny}), _report({"dspark": inc}))
+    assert not d.passed and d.reasons[0].startswith("relative gain")
+    # 4. Overall win but a well-supported segment loses 10%.
+    seg_loss = _entry(base + 0.3, {"tool_args": (3.6, 400), "text": (1.8, 300)})
+    d = gate(_report({"dspark": seg_loss}), _report({"dspark": inc}))
+    assert not d.passed and d.reasons[0].startswith("segment text")
+    # 5. The same loss on a segment below min_support is not judged.
+    d = gate(_report({"dspark": seg_loss}), _report({"dspark": inc}), GatePolicy(min_support=301))
+    assert d.passed and any("not judged" in r for r in d.reasons)
+    # 6. Different conditions cannot be compared.
+    d = gate(_report({"dspark": win}, temperature=1.0), _report({"dspark": inc}))
+    assert not d.passed and any("temperature" in r for r in d.reasons)
+    # 7. Names inside one report; too few calls.
+    one = _report({"cand": win, "inc": inc})
+    assert gate(one, None, candidate_name="cand", incumbent_name="inc").passed
+    d = gate(_report({"a": _entry([3.0], {}), "b": _entry([2.0], {})}), None, {"min_calls": 2},
+             candidate_name="a", incumbent_name="b")
+    assert not d.passed and "paired calls" in d.reasons[0]
+    with pytest.raises(TracedraftError):
+        gate({"schema": "other/0"}, _report({"dspark": inc}))
+    with pytest.raises(TracedraftError):
+        gate(one, None, candidate_name="nope", incumbent_name="inc")
+
+
+def test_write_report_files(report, tmp_path):
+    paths = write_report(report, tmp_path)
+    for k in ("json", "html", "acceptance_by_position", "tau_by_segment", "reliability", "speedup"):
+        assert (tmp_path / paths[k].split("/")[-1]).stat().st_size > 0
+    assert EvalReport.from_dict(json.loads((tmp_path / "report.json").read_text()))["schema"] == SCHEMA
+    page = (tmp_path / "report.html").read_text()
+    assert page.count("data:image/png;base64,") == 4 and CONVENTION in page
