@@ -162,3 +162,24 @@ def test_invalid_json_arguments_scrubbed_raw_only():
     call = ToolCallPart.from_raw("c", "x", "{broken sk-abcdefghijklmnopqrstuvwxyz012345")
     out = Scrubber().scrub_tool_call(call)
     assert out.arguments is None and out.raw_arguments == "{broken <SECRET_OPENAI_KEY_1>"
+
+
+def test_secret_keys_in_parsed_objects_and_no_backtracking_on_long_keys():
+    import time
+
+    s = Scrubber()
+    out = s.scrub_value({"DB_PASSWORD": "hunter22", "apiKey": "abcd1234", "max_tokens": "4096",
+                         "monkey": "banana", "a" * 5000 + "!": "value1"})
+    assert out["DB_PASSWORD"] == "<SECRET_ASSIGNMENT_1>" and out["apiKey"] == "<SECRET_ASSIGNMENT_2>"
+    assert out["max_tokens"] == "4096" and out["monkey"] == "banana"
+    t0 = time.perf_counter()
+    s.scrub_value({"x" * 40 + "_" * 30 + "y" * 40: "v" * 10})  # once exponential with a nested-quantifier regex
+    assert time.perf_counter() - t0 < 0.5
+
+
+def test_whole_conversation_batch_matches_field_by_field():
+    batch = Scrubber().scrub_conversation(_conv())
+    single = Scrubber()
+    single._cache = None
+    one_by_one = single._scrub_conversation(_conv())
+    assert batch.messages == one_by_one.messages and batch.tools == one_by_one.tools
