@@ -159,7 +159,8 @@ def dispatch(stage: str, job_id: str, *, settings: Settings | None = None) -> st
     kombu retries the publish while the broker is briefly down, then raises (kombu/redis connection
     errors): the caller has already committed the job's state, so the reconciler re-dispatches it.
     Inline: the same task code runs synchronously through ``Task.apply`` (the embedded ``tracedraft
-    run``); it returns when the whole rest of the pipeline has run, since each stage dispatches the next.
+    run``); it returns when the whole rest of the pipeline has run, since each stage dispatches the next,
+    and re-raises an exception the task itself raised (not a stage failure: that fails the job).
     Returns the task id.
     """
     s = settings or get_settings()
@@ -168,7 +169,9 @@ def dispatch(stage: str, job_id: str, *, settings: Settings | None = None) -> st
     if s.pipeline == "inline":
         app.loader.import_default_modules()
         task = app.tasks[task_name(st)]
-        task.apply(args=[job_id], task_id=tid, throw=False)
+        res = task.apply(args=[job_id], task_id=tid, throw=False)
+        if res.failed():  # the task's own bookkeeping broke (a stage's failure is recorded on the job)
+            raise res.result
         return tid
     q = STAGE_QUEUE[st]
     app.send_task(task_name(st), args=[job_id], task_id=tid, queue=q, exchange=q, routing_key=q)
