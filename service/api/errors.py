@@ -1,0 +1,177 @@
+"""The API's one error shape and the exception handlers that produce it (issue 10).
+
+Every error response, whatever raised it, is ``{"error": {"code", "message", "param"}}``:
+
+- ``ApiError(status, code, message, param, headers)``: raised by routes and dependencies.
+- Project exceptions (``drafters.errors.TracedraftError`` and its subclasses ``JobError``,
+  ``DatasetError``, ``RegistryError``, ``ArtifactError``, ``AuthError``, ``TraceError``) map by their
+  stable ``code`` through ``STATUS_BY_CODE`` (``not_found`` -> 404, ``idempotency_conflict`` -> 409, ...);
+  ``where`` becomes ``param``.
+- Request validation errors (FastAPI/pydantic) -> 422 ``invalid_request`` (malformed JSON ->
+  ``invalid_json``, unknown field -> ``unknown_field``), ``param`` = the dotted field path
+  (``target.model``, ``recipe.lr``; the location prefix ``body``/``query`` is dropped, except for headers).
+- Starlette HTTP errors (unknown route 404, wrong method 405) keep their status.
+- Anything else -> 500 ``internal_error`` with a generic message (the traceback goes to the log, never to
+  the client: exception texts may quote trace content).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from drafters.errors import TracedraftError
+
+log = logging.getLogger("tracedraft.api")
+
+#: Stable project error code -> HTTP status. Codes not listed answer 400.
+STATUS_BY_CODE: dict[str, int] = {
+    "not_found": 404,
+    "dataset_not_found": 404,
+    "unauthorized": 401,
+    "forbidden": 403,
+    "admin_required": 403,
+    "idempotency_conflict": 409,
+    "job_finished": 409,
+    "invalid_transition": 409,
+    "dataset_in_use": 409,
+    "dataset_not_ready": 409,
+    "incompatible_version": 409,
+    "checksum_mismatch": 409,
+    "artifact_missing": 409,
+    "nothing_to_rollback": 409,
+    "already_exists": 409,
+    "artifact_corrupt": 409,
+    "payload_too_large": 413,
+    "decompressed_too_large": 413,
+    "unsupported_media_type": 415,
+    "rate_limited": 429,
+    "artifact_io": 503,
+    "unavailable": 503,
+}
+
+_STATUS_CODE_NAMES = {
+    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+    406: "not_acceptable", 409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type",
+    422: "invalid_request", 429: "rate_limited", 500: "internal_error", 503: "unavailable",
+}
+
+
+class ApiError(Exception):
+    """An error answered as ``{"error": {"code", "message", "param"}}`` with ``status`` and ``headers``."""
+
+    def __init__(self, status: int, code: str, message: str, param: str | None = None,
+                 headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.param = param
+        self.headers = headers or {}
+
+
+def not_found(what: str, ident: str, param: str | None = None) -> ApiError:
+    """The 404 for a missing resource, identical for another organization's (no existence oracle)."""
+    return ApiError(404, "not_found", f"no {what} {ident!r}", param)
+
+
+def error_body(code: str, message: str, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "param": param}}
+
+
+def error_response(status: int, code: str, message: str, param: str | None = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(error_body(code, message, param), status_code=status, headers=headers)
+
+
+def status_for(exc: TracedraftError) -> int:
+    """HTTP status of a project exception, from its stable code (400 when unknown)."""
+    return STATUS_BY_CODE.get(exc.code, 400)
+
+
+def _loc_to_param(loc: tuple[Any, ...] | list[Any]) -> str | None:
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path"):
+        parts = parts[1:]
+    return ".".join(str(p) for p in parts) or None
+
+
+def _validation_code(err: dict[str, Any]) -> str:
+    kind = err.get("type", "")
+    if kind == "json_invalid":
+        return "invalid_json"
+    if kind == "extra_forbidden":
+        return "unknown_field"
+    if kind == "missing":
+        return "missing_field"
+    return "invalid_value"
+
+
+async def _api_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return error_response(exc.status, exc.code, exc.message, exc.param, exc.headers)
+
+
+async def _project_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, TracedraftError)
+    status = status_for(exc)
+    headers = {"Retry-After": "5"} if status == 503 else None
+    from service.storage import ArtifactError
+
+    if isinstance(exc, ArtifactError):
+        # Store errors name internal URIs; the client gets the code and a URI-free message.
+        log.warning("artifact error %s on %s %s: %s", exc.code, request.method, request.url.path, exc.message)
+        text = {"artifact_missing": "a stored file of this resource is missing",
+                "artifact_corrupt": "a stored file of this resource failed its sha256 check",
+                "payload_too_large": "the upload exceeds the size limit",
+                "artifact_io": "the artifact store is unavailable; retry later"}.get(exc.code, "artifact error")
+        return error_response(status, exc.code, text, None, headers)
+    return error_response(status, exc.code, exc.message, exc.where, headers)
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    if not errors:
+        return error_response(422, "invalid_request", "invalid request")
+    first = errors[0]
+    param = _loc_to_param(first.get("loc", ()))
+    code = _validation_code(first)
+    msg = str(first.get("msg", "invalid value"))
+    if code == "invalid_json":
+        message = f"the request body is not valid JSON: {first.get('ctx', {}).get('error', msg)}"
+        param = None
+    elif code == "unknown_field":
+        message = f"unknown field {param!r}"
+    else:
+        message = f"{param}: {msg}" if param else msg
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more problem(s))"
+    return error_response(422, code, message, param)
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _STATUS_CODE_NAMES.get(exc.status_code, "error")
+    message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+    return error_response(exc.status_code, code, message, None, dict(exc.headers or {}))
+
+
+async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
+    # Only the type and route: exception texts may quote uploaded trace content.
+    log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path, exc_info=exc)
+    return error_response(500, "internal_error", "internal server error")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers above on ``app`` (the one exception handler set of the API)."""
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(TracedraftError, _project_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unhandled)

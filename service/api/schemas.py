@@ -1,0 +1,374 @@
+"""Request and response models of the REST API (pydantic v2).
+
+Requests forbid unknown fields (``extra="forbid"``: a typo is a 422 ``unknown_field``, never silently
+ignored). Every recipe and evaluation setting accepts ``"auto"`` (the default), which the worker resolves
+for its machine (workers/stages.py: CPU demo vs GPU defaults); the stored job spec omits ``auto``
+values so the worker's defaults apply. Responses are complete models, so ``/openapi.json`` documents
+every field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
+
+Auto = Literal["auto"]
+PositiveIntOrAuto = Annotated[int, Field(gt=0)] | Auto
+PositiveFloatOrAuto = Annotated[float, Field(gt=0)] | Auto
+
+NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
+MAX_METADATA_KEYS = 16
+
+
+class Request_(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Response_(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+# --- errors -------------------------------------------------------------------------------------------
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable machine-readable code, e.g. not_found, idempotency_conflict.")
+    message: str = Field(description="What went wrong, for people.")
+    param: str | None = Field(default=None, description="The field, header or parameter at fault.")
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+# --- pagination -----------------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a list, newest first. Pass ``next_cursor`` as ``after=`` to get the next page."""
+
+    data: list[T]
+    has_more: bool
+    next_cursor: str | None = None
+
+
+# --- datasets -------------------------------------------------------------------------------------------
+
+
+class DatasetFile(BaseModel):
+    name: str = Field(description="The uploaded file name (display only, never a path).")
+    sha256: str
+    size: int = Field(description="Bytes as uploaded (compressed size for gzip/zstd).")
+    compression: str | None = Field(default=None, description="gzip, zstd or null.")
+    decompressed_size: int | None = None
+
+
+class DatasetOut(Response_):
+    id: str
+    object: Literal["dataset"] = "dataset"
+    name: str
+    status: Literal["validating", "ready", "failed"]
+    sha256: str = Field(description="sha256 of the ordered file hashes: the dataset's identity.")
+    size_bytes: int
+    format: str | None = None
+    compression: str | None = None
+    files: list[DatasetFile] = Field(default_factory=list)
+    counts: dict[str, Any] = Field(default_factory=dict)
+    error: ErrorDetail | None = None
+    report: dict[str, Any] | None = Field(default=None, description="The validation report, once validated.")
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class DatasetReportOut(BaseModel):
+    id: str
+    status: Literal["validating", "ready", "failed"]
+    report: dict[str, Any] | None = None
+    counts: dict[str, Any] = Field(default_factory=dict)
+    error: ErrorDetail | None = None
+
+
+class DeletedOut(BaseModel):
+    id: str
+    object: str
+    deleted: bool = True
+
+
+# --- jobs -----------------------------------------------------------------------------------------------
+
+
+class SGLangSpec(Request_):
+    """Where the target is served for regeneration and the ``sglang`` engine."""
+
+    endpoint: HttpUrl | None = Field(default=None, description="Base URL of a running SGLang server.")
+    launch: dict[str, Any] | None = Field(
+        default=None, description="Arguments to launch SGLang (e.g. {\"tp_size\": 2, \"mem_fraction_static\": 0.8})."
+    )
+
+
+class TargetSpec(Request_):
+    model: str = Field(min_length=1, max_length=500, description="HF model id, local dir or .gguf of the target.")
+    revision: str | None = Field(default=None, max_length=200)
+    chat_template: str | None = Field(default=None, max_length=200_000, description="Jinja chat template text.")
+    template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    max_seq_len: PositiveIntOrAuto = "auto"
+    tokenizer_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    sglang: SGLangSpec | None = None
+
+
+class DataOptions(Request_):
+    format: str | None = Field(default=None, description="A trace format name; null detects per file.")
+    on_error: Literal["skip", "fail"] = "skip"
+    scrub: bool = True
+    heldout_fraction: Annotated[float, Field(gt=0, lt=1)] | Auto = "auto"
+
+
+class Recipe(Request_):
+    """Fine-tuning recipe; every field defaults to ``auto`` (DSPARK.md for the meaning of each)."""
+
+    mode: Literal["auto", "full", "lora"] = "auto"
+    epochs: PositiveFloatOrAuto = "auto"
+    max_steps: PositiveIntOrAuto = "auto"
+    time_budget_s: PositiveFloatOrAuto = "auto"
+    lr: PositiveFloatOrAuto = "auto"
+    warmup_ratio: Annotated[float, Field(ge=0, lt=1)] | Auto = "auto"
+    weight_decay: Annotated[float, Field(ge=0)] | Auto = "auto"
+    max_grad_norm: PositiveFloatOrAuto = "auto"
+    grad_accum: PositiveIntOrAuto = "auto"
+    tokens_per_batch: PositiveIntOrAuto = "auto"
+    num_anchors: PositiveIntOrAuto = "auto"
+    block_size: Annotated[int, Field(ge=1, le=64)] | Auto = "auto"
+    num_draft_layers: Annotated[int, Field(ge=1, le=64)] | Auto = "auto"
+    target_layer_ids: list[Annotated[int, Field(ge=0)]] | Auto = "auto"
+    markov_rank: PositiveIntOrAuto = "auto"
+    markov_head_type: str | Auto = "auto"
+    loss_decay_gamma: PositiveFloatOrAuto = "auto"
+    segment_weights: dict[str, Annotated[float, Field(ge=0)]] | Auto = "auto"
+    checkpoint_every: PositiveIntOrAuto = "auto"
+    validate_every: PositiveIntOrAuto = "auto"
+    keep_last: PositiveIntOrAuto = "auto"
+    seed: Annotated[int, Field(ge=0)] | Auto = "auto"
+
+
+class EvaluationSettings(Request_):
+    engine: Literal["auto", "hf", "sglang", "llamacpp"] = "auto"
+    max_calls: PositiveIntOrAuto = "auto"
+    max_new_tokens: PositiveIntOrAuto = "auto"
+    temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
+    seed: Annotated[int, Field(ge=0)] = 0
+    incumbent: str | None = Field(default=None, description="Registry reference to compare against.")
+
+
+class PromotionPolicy(Request_):
+    min_gain: Annotated[float, Field(ge=0)] = 0.02
+    max_segment_loss: Annotated[float, Field(ge=0)] = 0.03
+    min_support: Annotated[int, Field(ge=0)] = 20
+    auto_promote: bool = False
+
+
+class JobSpec(Request_):
+    """What a job does (stored as ``job.spec``)."""
+
+    target: TargetSpec
+    base_drafter: str | None = Field(
+        default=None, max_length=300,
+        description="Registry reference of the drafter to start from (name@champion, name@v3, name:3).",
+    )
+    drafter_name: str | None = Field(default=None, pattern=NAME_PATTERN,
+                                     description="Registry name to publish under (default <target>-agent).")
+    data: DataOptions = Field(default_factory=DataOptions)
+    recipe: Recipe = Field(default_factory=Recipe)
+    evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
+    promotion: PromotionPolicy = Field(default_factory=PromotionPolicy)
+
+
+class JobCreate(JobSpec):
+    dataset_id: str = Field(min_length=1, max_length=40)
+    metadata: dict[str, str] = Field(
+        default_factory=dict, description=f"Up to {MAX_METADATA_KEYS} string pairs; filter with metadata.KEY=VALUE."
+    )
+
+    @field_validator("metadata")
+    @classmethod
+    def _check_metadata(cls, v: dict[str, str]) -> dict[str, str]:
+        if len(v) > MAX_METADATA_KEYS:
+            raise ValueError(f"at most {MAX_METADATA_KEYS} metadata keys")
+        for k, val in v.items():
+            if not re.fullmatch(r"[A-Za-z0-9_.:-]{1,64}", k):
+                raise ValueError(f"metadata key {k[:70]!r} must be 1-64 of letters, digits, _ . : -")
+            if len(val) > 512:
+                raise ValueError(f"metadata value of {k!r} is longer than 512 characters")
+        return v
+
+
+def spec_to_stored(spec: JobSpec) -> dict[str, Any]:
+    """The job spec as stored: JSON, with ``auto`` and null values left out (the worker's defaults apply)."""
+
+    def strip(obj: Any) -> Any:
+        if isinstance(obj, dict):
+            return {k: strip(v) for k, v in obj.items() if v is not None and v != "auto"}
+        return obj
+
+    return strip(spec.model_dump(mode="json"))
+
+
+class JobError(BaseModel):
+    code: str
+    message: str
+    param: str | None = None
+
+
+class JobOut(Response_):
+    id: str
+    object: Literal["job"] = "job"
+    dataset_id: str | None
+    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
+    stage: str | None
+    progress: float
+    eta_seconds: float | None = None
+    attempts: int
+    cancel_requested: bool
+    error: JobError | None = None
+    spec: dict[str, Any] = Field(description="The job's spec as stored (auto values omitted).")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    result: dict[str, Any] = Field(default_factory=dict, description="Outputs per stage.")
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    started_at: dt.datetime | None = None
+    finished_at: dt.datetime | None = None
+
+
+class JobEventOut(Response_):
+    seq: int
+    ts: dt.datetime
+    level: str
+    type: str
+    message: str
+    data: dict[str, Any] | None = None
+
+
+class EventPage(BaseModel):
+    data: list[JobEventOut]
+    has_more: bool
+    next_after: int = Field(description="Pass as after= to get the following events.")
+
+
+class CheckpointOut(BaseModel):
+    name: str = Field(description="Checkpoint directory name (e.g. step_000300).")
+    step: int | None = None
+    kind: Literal["best", "last", "validation", "checkpoint"]
+    expected_tau: float | None = Field(default=None, description="Validation expected accepted length "
+                                       "(bonus token included) at that step, when known.")
+    ts: dt.datetime | None = None
+
+
+class CheckpointList(BaseModel):
+    job_id: str
+    data: list[CheckpointOut]
+
+
+# --- drafters -------------------------------------------------------------------------------------------
+
+
+class DrafterOut(Response_):
+    name: str
+    object: Literal["drafter"] = "drafter"
+    target_model: str
+    description: str = ""
+    aliases: dict[str, int] = Field(default_factory=dict, description="alias -> version number")
+    latest_version: int | None = None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+class DrafterVersionOut(BaseModel):
+    drafter: str
+    version: int
+    ref: str = Field(description="name@vN")
+    id: str
+    job_id: str | None = None
+    checkpoint_uri: str
+    files: dict[str, Any] = Field(default_factory=dict)
+    size_bytes: int
+    config: dict[str, Any] = Field(default_factory=dict)
+    lineage: dict[str, Any] = Field(default_factory=dict)
+    gate: dict[str, Any] | None = None
+    aliases: list[str] = Field(default_factory=list)
+    report: dict[str, Any] | None = None
+    created_by: str
+    created_at: dt.datetime
+
+
+class AliasEventOut(BaseModel):
+    alias: str
+    from_version: int | None = None
+    to_version: int
+    action: str
+    actor: str
+    reason: str
+    forced: bool
+    ts: dt.datetime
+
+
+class AliasOut(BaseModel):
+    alias: str
+    version: int
+    updated_at: dt.datetime
+    history: list[AliasEventOut] = Field(default_factory=list)
+
+
+class AliasList(BaseModel):
+    drafter: str
+    data: list[AliasOut]
+    history: list[AliasEventOut] = Field(default_factory=list, description="Every alias move, oldest first.")
+
+
+class PromoteRequest(Request_):
+    version: Annotated[int, Field(ge=1)]
+    reason: str = Field(default="", max_length=2000)
+    force: bool = False
+
+
+class PromoteOut(BaseModel):
+    drafter: str
+    alias: str
+    from_version: int | None = None
+    to_version: int
+    moved: bool
+    overridden: list[str] = Field(default_factory=list, description="Compatibility problems forced past.")
+
+
+# --- health ---------------------------------------------------------------------------------------------
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class ReadyOut(BaseModel):
+    status: Literal["ok", "unavailable"]
+    checks: dict[str, str]
+
+
+_ERROR_TEXT = {
+    400: "Bad request", 401: "Missing, invalid or revoked API key", 403: "Admin key required",
+    404: "Not found (also another organization's resource)", 409: "Conflict", 413: "Payload too large",
+    415: "Unsupported media type", 422: "Invalid request (param names the field)",
+    429: "Rate limited (see Retry-After)", 503: "Unavailable",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` entries for the given error statuses (all share ``ErrorResponse``)."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        entry: dict[str, Any] = {"model": ErrorResponse, "description": _ERROR_TEXT.get(status, "Error")}
+        if status == 429:
+            entry["headers"] = {"Retry-After": {"description": "Seconds to wait", "schema": {"type": "integer"}}}
+        out[status] = entry
+    return out
