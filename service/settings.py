@@ -100,6 +100,12 @@ class Settings(BaseSettings):
         description="Largest dataset upload accepted, in bytes (compressed size on the wire and "
         "decompressed size are both bounded by it). Default 2 GiB.",
     )
+    inline_validation_max_bytes: int = Field(
+        default=16 * 1024**2, ge=0,
+        description="Uploads up to this many (decompressed) bytes are validated by the API before it "
+        "answers; larger ones stay `validating` until a job's validate stage runs. 0 disables. "
+        "Default 16 MiB.",
+    )
     job_rate_limit_per_minute: int = Field(
         default=30, ge=0,
         description="Job creations allowed per API key per minute (0 disables the limit).",
