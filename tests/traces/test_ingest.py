@@ -167,3 +167,27 @@ def test_validation_warnings(tmp_path):
     codes = sorted(p.code for p in result.report.warnings)
     assert codes == ["arguments_not_json", "tool_result_without_call", "unpaired_tool_call"]
     assert result.report.counts["parallel_calls"] == 1
+
+
+def test_huge_tool_output_kept_whole(tmp_path):
+    """README: tool outputs of ~80K characters exist; they are kept whole (truncation is the renderer's job)."""
+    big = "x" * 80_000 + "\nend"
+    rec = {"messages": [{"role": "user", "content": "go"},
+                        {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "cat", "arguments": "{}"}}]},
+                        {"role": "tool", "tool_call_id": "c", "content": big},
+                        {"role": "assistant", "content": "ok"}]}
+    path = _write_jsonl(tmp_path / "big.jsonl", [rec])
+    result = ingest([path])
+    assert result.conversations[0].messages[2].tool_results[0].content == big
+    assert result.report.chars["tool_results"] == len(big)
+
+
+def test_traces_package_is_torch_free():
+    import subprocess
+    import sys
+
+    code = ("import sys, drafters.traces.ingest, drafters.traces.formats as f; f.all_formats(); "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers')]; print(bad); "
+            "sys.exit(1 if bad else 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
