@@ -805,3 +805,44 @@ plain tokens: {report['heldout'].get('plain_generated_tokens')}. Lossless check 
 
 def _f(x: Any, nd: int = 3) -> str:
     return "-" if x is None or _isnan(x) else f"{x:.{nd}f}"
+
+
+# ---------------------------------------------------------------------------------------------------------
+# engine runs (counters only, e.g. SGLang): the same tau, from sums over requests (SERVING.md 3)
+# ---------------------------------------------------------------------------------------------------------
+
+def engine_summary(run: Any) -> dict:
+    """Summarise an engines.base.EngineRun: tau = 1 + sum(accepted drafts) / sum(verify rounds) summed over
+    all requests (never a mean of per-request ratios). When any call lacks an accepted-drafts counter, tau
+    falls back to sum(completion_tokens) / sum(verify rounds) for the whole run and
+    "tau_source" says so (it runs high by about 1/rounds). Raises TracedraftError(code="speculation_off")
+    when the run has no verification rounds. Returns a dict with "tau", "tau_source", "rounds",
+    "accepted_drafts", "proposed_drafts", "completion_tokens", "calls", "seconds", "tokens_per_s", "flags",
+    "info" and "per_call" (the shape compare_entries reads: call_id, rounds, sum_len, tau)."""
+    calls = list(run.calls)
+    rounds = sum(c.verify_rounds for c in calls)
+    tokens = sum(c.completion_tokens for c in calls)
+    exact = all(c.accepted_drafts is not None for c in calls)
+    if exact:
+        acc = sum(c.accepted_drafts for c in calls)
+        tau = tau_from_counts(acc, rounds)
+        source = "1 + sum(accepted drafts) / sum(verify rounds)"
+    else:
+        acc = None
+        tau = tau_from_completion(tokens, rounds)
+        source = "FALLBACK sum(completion_tokens) / sum(verify rounds): no accepted-drafts field; runs high by ~1/rounds"
+    per_call = []
+    for c in calls:
+        # Per call the round convention: sum of round lengths = rounds + accepted drafts.
+        sl = c.verify_rounds + c.accepted_drafts if c.accepted_drafts is not None else c.completion_tokens
+        per_call.append({"call_id": c.call_id, "rounds": c.verify_rounds, "sum_len": sl,
+                         "tau": tau_from_sums(sl, c.verify_rounds), "tokens": c.completion_tokens,
+                         "seconds": c.seconds, "context_len": c.context_len})
+    secs = [c.seconds for c in calls if c.seconds is not None]
+    proposed = [c.proposed_drafts for c in calls]
+    return _clean({"engine": run.engine, "drafter": run.drafter, "tau": tau, "tau_source": source,
+                   "convention": CONVENTION, "rounds": rounds, "accepted_drafts": acc,
+                   "proposed_drafts": sum(proposed) if all(p is not None for p in proposed) else None,
+                   "completion_tokens": tokens, "calls": len(calls), "seconds": sum(secs) if secs else None,
+                   "tokens_per_s": tokens / sum(secs) if secs and sum(secs) > 0 else None,
+                   "flags": list(run.flags), "info": dict(run.info), "per_call": per_call})

@@ -280,3 +280,18 @@ def test_write_report_files(report, tmp_path):
     assert EvalReport.from_dict(json.loads((tmp_path / "report.json").read_text()))["schema"] == SCHEMA
     page = (tmp_path / "report.html").read_text()
     assert page.count("data:image/png;base64,") == 4 and CONVENTION in page
+
+
+def test_hf_engine_counters_agree_with_round_tau(target):
+    from drafters.engines.hf import HFEngine
+    from drafters.evaluate import engine_summary
+
+    prompts = _prompts()
+    run = HFEngine(target).measure(prompts, NGramProposer(4), max_new_tokens=21)
+    s = engine_summary(run)
+    rep = evaluate(target, {"ngram": NGramProposer(4)}, prompts, 21)
+    assert s["tau"] == pytest.approx(rep["proposers"]["ngram"]["tau"]) and s["rounds"] == rep["proposers"]["ngram"]["rounds"]
+    assert s["completion_tokens"] == 4 * 21 and run.calls[0].rounds is not None
+    with pytest.raises(TracedraftError) as e:
+        HFEngine(target).measure(prompts, "/nonexistent/drafter", max_new_tokens=5)
+    assert e.value.code == "bad_drafter"
