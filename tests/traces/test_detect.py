@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from drafters.traces import io as tio
@@ -62,3 +64,14 @@ def test_registry_order_puts_generic_openai_chat_last():
     names = [f.name for f in all_formats()]
     assert names[-1] == "openai_chat"
     assert names.index("claude_code") < names.index("anthropic_messages")
+
+
+def test_first_line_longer_than_the_head_still_detected():
+    from drafters.traces.formats import claude_code, codex_cli
+
+    cc = json.dumps({"parentUuid": None, "isSidechain": False, "sessionId": "s", "type": "user",
+                     "message": {"role": "user", "content": "x" * 70_000}})
+    assert claude_code.FORMAT.sniff(cc[: 64 * 1024], "s.jsonl")
+    cx = json.dumps({"timestamp": "t", "type": "response_item", "payload": {"type": "message", "role": "user",
+                     "content": [{"type": "input_text", "text": "x" * 70_000}]}}, separators=(",", ":"))
+    assert codex_cli.FORMAT.sniff(cx[: 64 * 1024], "r.jsonl")

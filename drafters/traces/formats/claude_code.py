@@ -58,6 +58,9 @@ def sniff(head: str, filename: str) -> bool:
     if stripped.startswith("{") and '"loglines"' in stripped[:200]:
         return True
     lines = _common.json_lines(head, limit=10)
+    if not lines:  # a first line longer than the 64 KiB head (a huge tool result): look at its keys
+        start = stripped[:3000]
+        return '"parentUuid"' in start and '"sessionId"' in start and '"type"' in stripped
     if lines and isinstance(lines[0], list):
         lines = lines[0][:10]
     if any(_is_line(d) for d in lines):

@@ -40,8 +40,9 @@ _INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<IN
 
 def sniff(head: str, filename: str) -> bool:
     lines = [d for d in _common.json_lines(head, limit=5) if isinstance(d, dict)]
-    if not lines:
-        return False
+    if not lines:  # a first line longer than the 64 KiB head
+        start = head.lstrip()[:300]
+        return start.startswith('{"timestamp"') and ('"type":"session_meta"' in start or '"type":"response_item"' in start)
     if all(d.get("type") in _ROLLOUT_TYPES and "payload" in d for d in lines):
         return True
     return lines[0].get("type") in _EXEC_TYPES and all(d.get("type") in _EXEC_TYPES for d in lines)
