@@ -1,66 +1,41 @@
-"""The `tracedraft` command line (Typer): the embedded main job, and the user, admin and operator verbs.
+"""``tracedraft run``: the whole main job on the embedded default (ARCHITECTURE.md section 2).
 
-Output is a table for people and ``--json`` for scripts; errors print one line with their stable code and
-exit non-zero (1 for a failed job or bad input, 2 for usage errors, 130 after Ctrl-C).
+Registered on the app by ``service.cli``; its options are part of the README and the tests.
 """
 
+# ruff: noqa: B008  (typer declares arguments in defaults)
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from drafters.errors import TracedraftError
-
-app = typer.Typer(
-    name="tracedraft",
-    help="Fine-tune DSpark drafters on your agent traces, measure accepted length, publish to a registry.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-console = Console()
-err_console = Console(stderr=True)
+from service.cli._common import console, err_console, fail
 
 
-@app.callback()
-def _root() -> None:
-    """tracedraft: fine-tune DSpark drafters on your agent traces."""
-
-
-def fail(exc: TracedraftError, code: int = 1) -> None:
-    """Print one clear error line (with its stable code) and exit."""
-    where = f" (at {exc.where})" if exc.where else ""
-    err_console.print(f"[red]error[/red] [{exc.code}] {exc.message}{where}")
-    raise typer.Exit(code)
-
-
-@app.command()
 def run(
     traces: list[Path] = typer.Argument(None, help="Trace files (any supported format, detected per file)."),
     target: str = typer.Option(..., "--target", help="Target model: 'smollm2-135m-instruct', a .gguf file, "
                                "a local HF directory, or a HF id in the local cache."),
-    chat_template: Optional[Path] = typer.Option(None, "--chat-template", help="Jinja chat template file "
+    chat_template: Path | None = typer.Option(None, "--chat-template", help="Jinja chat template file "
                                                  "(default: the tokenizer's own)."),
-    base_drafter: Optional[str] = typer.Option(None, "--base-drafter", help="Warm start from a registry "
+    base_drafter: str | None = typer.Option(None, "--base-drafter", help="Warm start from a registry "
                                                "reference (name@champion, name@v3) or a checkpoint directory."),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", min=1, help="Training steps (default: auto)."),
-    time_budget: Optional[float] = typer.Option(None, "--time-budget", min=0.1,
+    max_steps: int | None = typer.Option(None, "--max-steps", min=1, help="Training steps (default: auto)."),
+    time_budget: float | None = typer.Option(None, "--time-budget", min=0.1,
                                                 help="Training time budget in minutes."),
-    max_calls: Optional[int] = typer.Option(None, "--max-calls", min=1,
+    max_calls: int | None = typer.Option(None, "--max-calls", min=1,
                                             help="Held-out calls replayed in evaluation (default: auto)."),
-    max_new_tokens: Optional[int] = typer.Option(None, "--max-new-tokens", min=1,
+    max_new_tokens: int | None = typer.Option(None, "--max-new-tokens", min=1,
                                                  help="Tokens generated per held-out call (default: auto)."),
-    draft_layers: Optional[int] = typer.Option(None, "--draft-layers", min=1,
+    draft_layers: int | None = typer.Option(None, "--draft-layers", min=1,
                                                help="Drafter layers (default: 1 on CPU, 5 on GPU)."),
-    name: Optional[str] = typer.Option(None, "--name", help="Drafter name in the registry."),
-    trace_format: Optional[str] = typer.Option(None, "--format", help="Force a trace format (default: detect)."),
-    resume_job: Optional[str] = typer.Option(None, "--resume", help="Resume a cancelled or failed job by id."),
+    name: str | None = typer.Option(None, "--name", help="Drafter name in the registry."),
+    trace_format: str | None = typer.Option(None, "--format", help="Force a trace format (default: detect)."),
+    resume_job: str | None = typer.Option(None, "--resume", help="Resume a cancelled or failed job by id."),
     as_json: bool = typer.Option(False, "--json", help="Print the final report as JSON."),
 ) -> None:
     """Run the whole job on the embedded default: ingest, prepare, train, evaluate, register.
@@ -88,7 +63,7 @@ def run(
             console.print(f"job [bold]{job_id}[/bold]  (database {settings.database_url})")
         job = embedded.run_job(settings, job_id, stage, err_console if as_json else console, quiet=as_json)
     except TracedraftError as exc:
-        fail(exc)
+        fail(exc, 1)  # run keeps its documented codes: 1 for any failed job or bad input
     except KeyboardInterrupt:
         err_console.print("[red]aborted[/red]")
         raise typer.Exit(130)
@@ -117,21 +92,19 @@ def print_summary(s: dict) -> None:
     console.print(f"\nHeld-out calls: {s['heldout_calls']}   generated tokens: {s['generated_tokens']}")
     if s.get("convention"):
         console.print(f"[dim]{s['convention']}[/dim]")
-    segments = sorted({seg for p in s["proposers"].values() for seg in (p.get("tau_by_segment") or {})})
+    segments = sorted({seg for p in s["proposers"].values() for seg in p["tau_by_segment"]})
     table = Table(title="Accepted length (tau) on held-out calls")
-    table.add_column("proposer")
-    table.add_column("tau", justify="right")
-    for seg in segments:
-        table.add_column(f"tau {seg}", justify="right")
-    table.add_column("tokens/s", justify="right")
-    table.add_column("speedup vs plain", justify="right")
+    for col in ["proposer", "tau", *[f"tau {seg}" for seg in segments], "tokens/s", "vs plain"]:
+        table.add_column(col, justify="left" if col == "proposer" else "right")
     for name, p in s["proposers"].items():
-        by_seg = p.get("tau_by_segment") or {}
-        table.add_row(name, _f(p.get("tau")), *[_f((by_seg.get(seg) or {}).get("tau")) for seg in segments],
-                      _f(p.get("tokens_per_s")), _f(p.get("speedup"), "x"))
-    plain = s.get("plain") or {}
-    table.add_row("plain (no drafter)", "1.00", *[""] * len(segments), _f(plain.get("tokens_per_s")), "1.00x")
+        table.add_row(name, _f(p["tau"]), *[_f(p["tau_by_segment"].get(seg)) for seg in segments],
+                      _f(p["tokens_per_s"]), _f(p["speedup_vs_plain"], "x"))
+    table.add_row("plain decoding", "", *[""] * len(segments), _f(s.get("plain_tokens_per_s")), "1.00x")
     console.print(table)
+    t = s.get("training") or {}
+    if t.get("steps") is not None:
+        console.print(f"training: {t['steps']} steps ({t.get('stop_reason')}); validation expected tau "
+                      f"{_f(t.get('initial_expected_tau'))} -> {_f(t.get('best_expected_tau'))}")
     gate = s.get("gate") or {}
     if gate:
         console.print(f"gate: {'[green]passed' if gate.get('passed') else '[yellow]not passed'}[/] "
@@ -145,11 +118,3 @@ def print_summary(s: dict) -> None:
 
 def _f(value, suffix: str = "") -> str:
     return "" if not isinstance(value, (int, float)) else f"{value:.2f}{suffix}"
-
-
-def main() -> None:  # pragma: no cover - console entry point
-    app()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Operator verbs: ``serve`` (the API under uvicorn), ``worker`` (a stage worker), ``db upgrade|current``.
+
+``worker`` replaces this process with ``python -m workers.worker`` (exec): the service package never
+imports ``workers`` (ARCHITECTURE.md section 1), and signals (SIGTERM from docker stop) then reach the
+Celery worker directly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import typer
+
+from service.cli._common import EXIT_CONFLICT, CliError, JsonOpt, console, handled, print_json
+
+db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
+
+QUEUE_CHOICES = ("cpu", "gpu", "cpu,gpu")
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (0.0.0.0 in a container)."),
+    port: int = typer.Option(8000, "--port", help="TCP port."),
+    workers: int = typer.Option(1, "--workers", min=1, help="uvicorn worker processes."),
+    proxy_headers: bool = typer.Option(True, "--proxy-headers/--no-proxy-headers",
+                                       help="Trust X-Forwarded-* from the proxy in front."),
+) -> None:
+    """Serve the REST API (service.api.app) with uvicorn. Settings come from TRACEDRAFT_* variables.
+
+    Example: tracedraft serve --host 0.0.0.0 --port 8000 --workers 4
+    """
+    import uvicorn
+
+    from service.settings import get_settings
+
+    settings = get_settings()
+    uvicorn.run("service.api.app:create_app", factory=True, host=host, port=port, workers=workers,
+                proxy_headers=proxy_headers, log_level=settings.log_level.lower(), access_log=True)
+
+
+def worker_argv(queue: str, concurrency: int | None, loglevel: str | None) -> list[str]:
+    """The command ``tracedraft worker`` execs: ``python -m workers.worker --queue Q [...]``."""
+    argv = [sys.executable, "-m", "workers.worker", "--queue", queue]
+    if concurrency is not None:
+        argv += ["--concurrency", str(concurrency)]
+    if loglevel:
+        argv += ["--loglevel", loglevel]
+    return argv
+
+
+def worker(
+    queue: str = typer.Option("cpu", "--queue", "-Q", help="cpu, gpu, or cpu,gpu (one machine does both)."),
+    concurrency: int | None = typer.Option(None, "--concurrency", "-c", min=1,
+                                              help="Pool processes (gpu: forced to one per visible GPU)."),
+    loglevel: str | None = typer.Option(None, "--loglevel", help="Default TRACEDRAFT_LOG_LEVEL."),
+) -> None:
+    """Run a stage worker on a queue (Celery, long-task settings, one task per GPU, stale-job reconciler).
+
+    Example: tracedraft worker --queue gpu
+    """
+    if queue not in QUEUE_CHOICES:
+        raise typer.BadParameter(f"must be one of {', '.join(QUEUE_CHOICES)}", param_hint="--queue")
+    argv = worker_argv(queue, concurrency, loglevel)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvp(argv[0], argv)
+
+
+@db_app.command("upgrade")
+def db_upgrade(
+    db_url: str | None = typer.Option(None, "--db-url", help="Default: TRACEDRAFT_DATABASE_URL."),
+    revision: str = typer.Option("head", "--revision", help="Target revision."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Migrate the database to the latest schema (idempotent; the stack's `migrate` service runs it).
+
+    Example: tracedraft db upgrade --db-url postgresql+psycopg://tracedraft:secret@localhost/tracedraft
+    """
+    from service.db.session import current, upgrade
+    from service.settings import get_settings
+
+    url = db_url or get_settings().database_url
+    with handled():
+        try:
+            before = current(url)
+            upgrade(url, revision)
+            after = current(url)
+        except Exception as e:  # alembic/sqlalchemy: one line, not a traceback
+            raise CliError("migration_failed", f"{type(e).__name__}: {str(e).splitlines()[0][:300]}") from e
+    if as_json:
+        print_json({"from": before, "to": after})
+    else:
+        console.print(f"database at {after}" + ("" if before == after else f" (was {before or 'empty'})"))
+
+
+@db_app.command("current")
+def db_current(
+    db_url: str | None = typer.Option(None, "--db-url", help="Default: TRACEDRAFT_DATABASE_URL."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Print the database's schema revision and the code's head; exits 4 when they differ.
+
+    Example: tracedraft db current --json
+    """
+    from service.db.session import current, head
+    from service.settings import get_settings
+
+    url = db_url or get_settings().database_url
+    with handled():
+        try:
+            cur = current(url)
+        except Exception as e:
+            raise CliError("unavailable", f"cannot read the database: {type(e).__name__}: "
+                           f"{str(e).splitlines()[0][:300]}") from e
+        want = head()
+    if as_json:
+        print_json({"current": cur, "head": want, "up_to_date": cur == want})
+    else:
+        console.print(f"current: {cur or 'empty (never migrated)'}\nhead:    {want}")
+    if cur != want:
+        raise typer.Exit(EXIT_CONFLICT)

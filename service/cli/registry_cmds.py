@@ -1,0 +1,640 @@
+"""Registry verbs: ``drafters list|versions|show|diff|export`` (users, through the API) and the admin verbs
+``promote``, ``rollback``, ``alias history`` (through the API with an admin key, or directly on the
+database with ``--db-url`` for break-glass use).
+
+A VERSION argument is a number (``3``), ``v3``, ``latest`` or an alias name (``champion``).
+"""
+
+# ruff: noqa: B008  (typer declares arguments in defaults)
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import typer
+
+from service.cli._common import (
+    ApiKeyOpt,
+    ApiUrlOpt,
+    CliError,
+    JsonOpt,
+    artifact_store,
+    confirm,
+    console,
+    db_org,
+    db_session,
+    err_console,
+    handled,
+    local_actor,
+    make_client,
+    print_json,
+    short_ts,
+    table,
+)
+
+drafters_app = typer.Typer(help="Browse registered drafters, compare and export versions.", no_args_is_help=True)
+alias_app = typer.Typer(help="Alias audit trail (who moved which alias, when, why).", no_args_is_help=True)
+
+EXPORT_FORMATS = ("deepspec", "gguf-ready", "gguf")
+DbUrlOpt = typer.Option(None, "--db-url", help="Break-glass: act directly on this database (SQLAlchemy URL) "
+                        "instead of through the API; needs --org.")
+OrgOpt = typer.Option(None, "--org", help="Organization id or name (with --db-url).")
+
+
+# --- views of versions (API JSON or database rows, as one plain shape) -------------------------------------
+
+
+def version_view(v: Any, drafter_name: str | None = None, target_model: str | None = None) -> dict[str, Any]:
+    """A version as the API's DrafterVersionOut dict, from an API answer (returned as is) or a row."""
+    if isinstance(v, dict):
+        return v
+    return {
+        "drafter": drafter_name or v.drafter.name, "version": v.version, "ref": v.ref, "id": v.id,
+        "job_id": v.job_id, "checkpoint_uri": v.checkpoint_uri, "files": dict(v.files or {}),
+        "size_bytes": v.size_bytes, "config": dict(v.config or {}),
+        "lineage": {"target_model": target_model or v.drafter.target_model, **dict(v.lineage or {})},
+        "gate": v.gate, "report": v.report, "created_by": v.created_by, "created_at": v.created_at,
+    }
+
+
+def _ns(view: dict[str, Any]) -> SimpleNamespace:
+    """The attribute shape ``service.registry.diff_versions``/``compatibility`` read."""
+    lineage = dict(view.get("lineage") or {})
+    return SimpleNamespace(version=view["version"], config=view.get("config") or {}, lineage=lineage,
+                           report=view.get("report") or {}, gate=view.get("gate") or {},
+                           files=view.get("files") or {},
+                           drafter=SimpleNamespace(target_model=lineage.get("target_model")))
+
+
+def diff_views(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """``service.registry.diff_versions`` over two version views (from ``a`` to ``b``)."""
+    from service.registry import diff_versions
+
+    return diff_versions(_ns(a), _ns(b))
+
+
+def compat_problems(candidate: dict[str, Any], holder: dict[str, Any]) -> list[str]:
+    """``service.registry.compatibility`` over two version views (empty: compatible)."""
+    from service.registry import compatibility
+
+    return compatibility(_ns(candidate), _ns(holder))
+
+
+def print_diff(d: dict[str, Any], limit: int = 60) -> None:
+    """A version diff as a table (section, key, from, to) plus the changed files."""
+    rows = []
+    for section in ("config", "lineage", "gate", "report"):
+        for key, (x, y) in (d.get(section) or {}).items():
+            rows.append([section, key, _cell(x), _cell(y)])
+    shown = rows[:limit]
+    console.print(table(f"Differences v{d['from']} -> v{d['to']}", ["section", "key", f"v{d['from']}",
+                                                                    f"v{d['to']}"], shown))
+    if len(rows) > limit:
+        console.print(f"[dim]... and {len(rows) - limit} more (use --json for all)[/dim]")
+    files = d.get("files") or {}
+    for kind in ("added", "removed", "changed"):
+        if files.get(kind):
+            console.print(f"files {kind}: {', '.join(files[kind])}")
+
+
+def _cell(v: Any) -> str:
+    s = "" if v is None else str(v)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def print_gate(view: dict[str, Any]) -> None:
+    gate = view.get("gate")
+    if not gate:
+        console.print(f"gate of v{view['version']}: [dim]no gate decision recorded[/dim]")
+        return
+    verdict = "[green]passed[/green]" if gate.get("passed") else "[yellow]not passed[/yellow]"
+    console.print(f"gate of v{view['version']}: {verdict}")
+    for reason in gate.get("reasons") or []:
+        console.print(f"  - {reason}", highlight=False)
+
+
+def parse_version(text: str) -> int | None:
+    """``3`` or ``v3`` -> 3; anything else (an alias, ``latest``) -> None."""
+    t = text.strip().lower()
+    t = t.removeprefix("v")
+    return int(t) if t.isdigit() and int(t) > 0 else None
+
+
+# --- API helpers -------------------------------------------------------------------------------------------
+
+
+def api_aliases(client: Any, name: str) -> dict[str, Any]:
+    """GET /v1/drafters/{name}/aliases -> {"data": [{alias, version, ...}], "history": [...]}."""
+    return client.get(f"/v1/drafters/{name}/aliases")
+
+
+def api_resolve(client: Any, name: str, version: str) -> int:
+    """A VERSION argument to a number, asking the API for aliases and ``latest``."""
+    n = parse_version(version)
+    if n is not None:
+        return n
+    if version == "latest":
+        versions = client.paginate(f"/v1/drafters/{name}/versions")
+        if not versions:
+            raise CliError("not_found", f"drafter {name!r} has no versions", where="version")
+        return max(int(v["version"]) for v in versions)
+    for a in api_aliases(client, name).get("data", []):
+        if a.get("alias") == version:
+            return int(a["version"])
+    raise CliError("not_found", f"drafter {name!r} has no alias {version!r}", where="version")
+
+
+def api_version(client: Any, name: str, version: int) -> dict[str, Any]:
+    return client.get(f"/v1/drafters/{name}/versions/{version}")
+
+
+# --- drafters (user verbs) ---------------------------------------------------------------------------------
+
+
+@drafters_app.command("list")
+def drafters_list(
+    api_url: str | None = ApiUrlOpt,
+    api_key: str | None = ApiKeyOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """List your organization's drafters with their aliases and latest version.
+
+    Example: tracedraft drafters list
+    """
+    with handled(), make_client(api_url, api_key) as client:
+        items = client.paginate("/v1/drafters")
+    if as_json:
+        print_json(items)
+        return
+    console.print(table("Drafters", ["name", "target", "aliases", "latest", "updated"], [
+        [d.get("name"), d.get("target_model"),
+         ", ".join(f"{k}=v{v}" for k, v in (d.get("aliases") or {}).items()),
+         d.get("latest_version"), short_ts(d.get("updated_at"))] for d in items]))
+
+
+def _version_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
+    rows = []
+    for v in items:
+        gate = v.get("gate") or {}
+        rep = v.get("report") or {}
+        tau = rep.get("tau") if isinstance(rep.get("tau"), (int, float)) else (rep.get("candidate") or {}).get("tau") \
+            if isinstance(rep.get("candidate"), dict) else None
+        rows.append([v.get("version"), ", ".join(v.get("aliases") or []),
+                     "" if not gate else ("passed" if gate.get("passed") else "not passed"),
+                     "" if tau is None else f"{tau:.2f}", v.get("job_id"), v.get("size_bytes"),
+                     short_ts(v.get("created_at"))])
+    return rows
+
+
+VERSION_COLUMNS = ["version", "aliases", "gate", "tau", "job", "bytes", "created"]
+
+
+@drafters_app.command("versions")
+def drafters_versions(
+    name: str = typer.Argument(..., help="Drafter name."),
+    api_url: str | None = ApiUrlOpt,
+    api_key: str | None = ApiKeyOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """List the versions of a drafter (immutable), oldest first, with their aliases and gate decisions.
+
+    Example: tracedraft drafters versions qwen3-4b-agent
+    """
+    with handled(), make_client(api_url, api_key) as client:
+        items = client.paginate(f"/v1/drafters/{name}/versions")
+    items = sorted(items, key=lambda v: v.get("version", 0))
+    if as_json:
+        print_json(items)
+    else:
+        console.print(table(f"Versions of {name}", VERSION_COLUMNS, _version_rows(items)))
+
+
+@drafters_app.command("show")
+def drafters_show(
+    name: str = typer.Argument(..., help="Drafter name."),
+    version: str | None = typer.Argument(None, help="Version (3, v3, latest, or an alias); "
+                                            "default: the drafter's aliases and versions."),
+    api_url: str | None = ApiUrlOpt,
+    api_key: str | None = ApiKeyOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Show a drafter (aliases, versions) or one version (lineage, gate, files, report headline).
+
+    Example: tracedraft drafters show qwen3-4b-agent champion
+    """
+    with handled(), make_client(api_url, api_key) as client:
+        if version is None:
+            aliases = api_aliases(client, name)
+            versions = sorted(client.paginate(f"/v1/drafters/{name}/versions"), key=lambda v: v.get("version", 0))
+            out: dict[str, Any] = {"drafter": name, "aliases": aliases.get("data", []), "versions": versions}
+        else:
+            out = api_version(client, name, api_resolve(client, name, version))
+    if as_json:
+        print_json(out)
+        return
+    if version is None:
+        console.print(table(f"Aliases of {name}", ["alias", "version", "updated"],
+                            [[a.get("alias"), a.get("version"), short_ts(a.get("updated_at"))]
+                             for a in out["aliases"]]))
+        console.print(table(f"Versions of {name}", VERSION_COLUMNS, _version_rows(out["versions"])))
+        return
+    console.print(f"[bold]{out.get('ref') or name + '@v' + str(out['version'])}[/bold]  ({out.get('id')})")
+    console.print(f"checkpoint: {out.get('checkpoint_uri')}  ({out.get('size_bytes')} bytes)")
+    console.print(f"aliases: {', '.join(out.get('aliases') or []) or '-'}   job: {out.get('job_id')}   "
+                  f"created by {out.get('created_by')} at {short_ts(out.get('created_at'))}")
+    console.print(table("Lineage", ["key", "value"], [[k, _cell(v)] for k, v in (out.get("lineage") or {}).items()]))
+    print_gate(out)
+    console.print(table("Files", ["file", "sha256"], [[k, v] for k, v in (out.get("files") or {}).items()]))
+
+
+@drafters_app.command("diff")
+def drafters_diff(
+    name: str = typer.Argument(..., help="Drafter name."),
+    v1: str = typer.Argument(..., help="From version (3, v3, latest, or an alias)."),
+    v2: str = typer.Argument(..., help="To version."),
+    api_url: str | None = ApiUrlOpt,
+    api_key: str | None = ApiKeyOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """What changed between two versions: config, lineage, gate, report metrics, files.
+
+    Example: tracedraft drafters diff qwen3-4b-agent champion v7
+    """
+    with handled(), make_client(api_url, api_key) as client:
+        a = api_version(client, name, api_resolve(client, name, v1))
+        b = api_version(client, name, api_resolve(client, name, v2))
+        d = diff_views(a, b)
+    if as_json:
+        print_json(d)
+    else:
+        print_diff(d)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _safe_rel(name: str) -> Path:
+    """A checkpoint file name as a relative path that stays inside the export directory."""
+    p = Path(name)
+    if p.is_absolute() or ".." in p.parts or not p.parts:
+        raise CliError("invalid_value", f"refusing file name {name!r} from the registry", where=name)
+    return p
+
+
+def _download(client: Any, view: dict[str, Any], out_dir: Path) -> dict[str, str]:
+    """Fetch every checkpoint file of a version into ``out_dir``, each verified against its sha256.
+
+    Through the API route ``GET /v1/drafters/{name}/versions/{v}/files/{file}`` when the server has it,
+    else straight from the artifact store the settings name (TRACEDRAFT_ARTIFACT_URI; same machine or
+    shared S3). Each file is written to a temporary name and renamed only after its hash matched.
+    """
+    files: dict[str, str] = dict(view.get("files") or {})
+    if not files:
+        raise CliError("artifact_missing", f"version {view.get('version')} lists no files")
+    name, version = view["drafter"], view["version"]
+    use_api = True
+    for rel, digest in sorted(files.items()):
+        dest = out_dir / _safe_rel(rel)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.is_file() and _sha256(dest) == digest:
+            continue
+        tmp = dest.with_name(f".tmp-{uuid.uuid4().hex}-{dest.name}")
+        try:
+            if use_api:
+                try:
+                    h = hashlib.sha256()
+                    with client.stream("GET", f"/v1/drafters/{name}/versions/{version}/files/{rel}") as r, \
+                            open(tmp, "wb") as out:
+                        for chunk in r.iter_bytes():
+                            h.update(chunk)
+                            out.write(chunk)
+                    if h.hexdigest() != digest:
+                        raise CliError("checksum_mismatch", f"{rel}: downloaded sha256 {h.hexdigest()} != "
+                                       f"registered {digest}; nothing exported", where=rel)
+                except CliError as e:
+                    if e.status in (404, 405) and _route_missing(e):  # this server has no files route
+                        use_api = False
+                    else:
+                        raise
+            if not use_api:
+                store = artifact_store()
+                store.get_file(f"{view['checkpoint_uri']}/{rel}", tmp, digest)
+            if _sha256(tmp) != digest:
+                raise CliError("checksum_mismatch", f"{rel}: sha256 differs from the registry", where=rel)
+            os.replace(tmp, dest)
+        except Exception as e:
+            from service.storage import ArtifactError
+
+            if isinstance(e, ArtifactError):
+                code = "checksum_mismatch" if e.code == "artifact_corrupt" else e.code
+                raise CliError(code, f"{rel}: {e.message}", where=rel) from e
+            raise
+        finally:
+            tmp.unlink(missing_ok=True)
+    return files
+
+
+def _route_missing(e: CliError) -> bool:
+    """Starlette's own 404/405 (no such route) rather than the API's "no such file" answer."""
+    return e.message.strip().lower() in ("not found", "method not allowed") or e.code == "method_not_allowed"
+
+
+GGUF_README = """# {ref}: ready for llama.cpp
+
+This directory is the DeepSpec-native DSpark checkpoint (`config.json` + `model.safetensors`) of
+{ref}, verified file by file against the registry's sha256 (see `SHA256SUMS`).
+
+Convert it to GGUF with llama.cpp's converter (it reads this layout unchanged and shifts the target layer
+ids by one itself), giving it the target model's directory:
+
+    python convert_hf_to_gguf.py {dir} --target-model-dir <TARGET_MODEL_DIR> --outfile draft.gguf
+
+then serve the target with the drafter:
+
+    llama-server -m <TARGET>.gguf --spec-type draft-dspark -md draft.gguf --spec-draft-n-max {block_size}
+
+`--spec-draft-n-max` must equal the checkpoint's block size ({block_size}); measure with one slot (`-np 1`).
+"""
+
+
+@drafters_app.command("export")
+def drafters_export(
+    name: str = typer.Argument(..., help="Drafter name."),
+    version: str = typer.Argument(..., help="Version (3, v3, latest, or an alias such as champion)."),
+    out_dir: Path = typer.Argument(..., help="Directory to write the checkpoint into (created)."),
+    fmt: str = typer.Option("deepspec", "--format", help="deepspec (the checkpoint as SGLang loads it) or "
+                            "gguf-ready (the same plus the llama.cpp conversion command)."),
+    api_url: str | None = ApiUrlOpt,
+    api_key: str | None = ApiKeyOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Download a version's checkpoint, every file verified by sha256, into a directory.
+
+    Example: tracedraft drafters export qwen3-4b-agent champion ./draft --format deepspec
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise typer.BadParameter(f"must be one of {', '.join(EXPORT_FORMATS[:2])}", param_hint="--format")
+    with handled():
+        if fmt == "gguf":
+            raise CliError("unsupported_format", "--format gguf is not available yet (GGUF conversion is "
+                           "another issue); use --format gguf-ready and run llama.cpp's convert_hf_to_gguf.py",
+                           where="--format")
+        with make_client(api_url, api_key) as client:
+            view = api_version(client, name, api_resolve(client, name, version))
+            view.setdefault("drafter", name)
+            out_dir.mkdir(parents=True, exist_ok=True)
+            files = _download(client, view, out_dir)
+        (out_dir / "SHA256SUMS").write_text("".join(f"{d}  {f}\n" for f, d in sorted(files.items())))
+        if fmt == "gguf-ready":
+            block = (view.get("config") or {}).get("block_size") or (view.get("lineage") or {}).get("block_size")
+            (out_dir / "README.md").write_text(GGUF_README.format(
+                ref=view.get("ref") or f"{name}@v{view['version']}", dir=out_dir, block_size=block or 7))
+    result = {"drafter": name, "version": view["version"], "format": fmt, "dir": str(out_dir),
+              "files": files}
+    if as_json:
+        print_json(result)
+    else:
+        console.print(f"exported {name}@v{view['version']} ({len(files)} files, sha256 verified) to {out_dir}")
+        if fmt == "gguf-ready":
+            console.print(f"conversion command: see {out_dir / 'README.md'}")
+
+
+# --- admin: promote, rollback, alias history ---------------------------------------------------------------
+
+
+def _db_context(session: Any, org: Any, name: str, version: int, alias: str
+                ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    from service import registry
+
+    drafter = registry.get_drafter(session, org, name)
+    cand = registry.get_version(session, drafter, version)
+    cur = registry.get_alias(session, drafter, alias)
+    holder = version_view(cur.drafter_version) if cur is not None else None
+    return version_view(cand), holder
+
+
+def _show_promotion(name: str, alias: str, cand: dict[str, Any], holder: dict[str, Any] | None,
+                    as_json: bool) -> dict[str, Any]:
+    """Print (or collect, for --json) the gate decision, the compatibility check and the diff."""
+    info: dict[str, Any] = {"drafter": name, "alias": alias, "version": cand["version"],
+                            "gate": cand.get("gate"), "current": holder["version"] if holder else None}
+    if holder is not None and holder["version"] != cand["version"]:
+        info["diff"] = diff_views(holder, cand)
+        info["incompatible"] = compat_problems(cand, holder)
+    if not as_json:
+        console.print(f"promote [bold]{name} v{cand['version']}[/bold] to [bold]{alias}[/bold] "
+                      f"(now: {'v' + str(holder['version']) if holder else 'unset'})")
+        print_gate(cand)
+        if info.get("diff"):
+            print_diff(info["diff"], limit=30)
+        for p in info.get("incompatible") or []:
+            err_console.print(f"[yellow]incompatible:[/yellow] {p}", highlight=False)
+    return info
+
+
+@alias_app.callback()
+def _alias_root() -> None:
+    """Alias audit trail."""
+
+
+def promote(
+    name: str = typer.Argument(..., help="Drafter name."),
+    version: str = typer.Argument(..., help="Version to promote (3 or v3)."),
+    alias: str = typer.Option("champion", "--alias", help="Alias to move."),
+    reason: str = typer.Option(..., "--reason", help="Why (kept in the alias history)."),
+    force: bool = typer.Option(False, "--force", help="Override a target/tokenizer/chat-template mismatch "
+                               "(never the checksum check)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    db_url: str | None = DbUrlOpt,
+    org: str | None = OrgOpt,
+    api_url: str | None = ApiUrlOpt,
+    api_key: str | None = ApiKeyOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Point an alias (default champion) at a version: shows the gate decision and the diff against the
+    current holder, asks for confirmation, re-verifies every checksum, refuses incompatible versions.
+    Needs an admin API key (or --db-url). Refusals exit 4.
+
+    Example: tracedraft promote qwen3-4b-agent 7 --alias champion --reason "tau +12% on support traffic"
+    """
+    with handled():
+        n = parse_version(version)
+        if n is None:
+            raise CliError("invalid_value", f"VERSION must be a number such as 3 or v3, got {version!r}",
+                           where="VERSION")
+        if db_url is not None:
+            from service import registry
+
+            with db_session(db_url) as session:
+                o = db_org(session, org)
+                cand, holder = _db_context(session, o, name, n, alias)
+                info = _show_promotion(name, alias, cand, holder, as_json)
+                confirm(f"Move {alias} of {name} to v{n}?", yes or as_json)
+                move = registry.promote(session, artifact_store(), o, name, n, alias, actor=local_actor(),
+                                        reason=reason, force=force)
+                result = {"drafter": name, "alias": alias, "from_version": move.from_version,
+                          "to_version": move.to_version, "moved": move.moved, "overridden": move.overridden}
+        else:
+            with make_client(api_url, api_key) as client:
+                cand = api_version(client, name, n)
+                current = next((a for a in api_aliases(client, name).get("data", []) if a.get("alias") == alias),
+                               None)
+                holder = api_version(client, name, int(current["version"])) if current else None
+                info = _show_promotion(name, alias, cand, holder, as_json)
+                confirm(f"Move {alias} of {name} to v{n}?", yes or as_json)
+                result = client.post(f"/v1/drafters/{name}/aliases/{alias}",
+                                     json={"version": n, "reason": reason, "force": force})
+    if as_json:
+        print_json({**info, **result})
+        return
+    if result.get("moved"):
+        console.print(f"[green]{alias}[/green] of {name}: v{result.get('from_version') or '-'} -> "
+                      f"v{result['to_version']}")
+    else:
+        console.print(f"{alias} of {name} already points to v{result['to_version']}; nothing changed")
+    for p in result.get("overridden") or []:
+        console.print(f"[yellow]forced past:[/yellow] {p}", highlight=False)
+
+
+def rollback(
+    name: str = typer.Argument(..., help="Drafter name."),
+    alias: str = typer.Option("champion", "--alias", help="Alias to move back."),
+    to: str | None = typer.Option(None, "--to", help="Version to go back to (default: the previous holder)."),
+    reason: str = typer.Option("rollback from the CLI", "--reason", help="Why (kept in the alias history)."),
+    force: bool = typer.Option(False, "--force", help="Allow a --to version that never held the alias and "
+                               "is incompatible."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    db_url: str | None = DbUrlOpt,
+    org: str | None = OrgOpt,
+    api_url: str | None = ApiUrlOpt,
+    api_key: str | None = ApiKeyOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Move an alias back to its previous holder (repeated rollbacks walk further back) or to --to.
+    Checksums are re-verified. Needs an admin API key (or --db-url). Nothing to roll back exits 4.
+
+    Example: tracedraft rollback qwen3-4b-agent --alias champion --reason "p99 regression"
+    """
+    with handled():
+        to_n = None
+        if to is not None:
+            to_n = parse_version(to)
+            if to_n is None:
+                raise CliError("invalid_value", f"--to must be a number such as 3 or v3, got {to!r}", where="--to")
+        if db_url is not None:
+            from service import registry
+
+            with db_session(db_url) as session:
+                o = db_org(session, org)
+                drafter = registry.get_drafter(session, o, name)
+                cur = registry.get_alias(session, drafter, alias)
+                if cur is None:
+                    raise CliError("nothing_to_rollback", f"drafter {name!r} has no alias {alias!r}",
+                                   where="--alias")
+                label = f"v{to_n}" if to_n else "its previous holder"
+                if not as_json:
+                    console.print(f"rollback {alias} of {name} from v{cur.version} to {label}")
+                confirm(f"Move {alias} of {name} back to {label}?", yes or as_json)
+                session.rollback()  # release the read snapshot before the locked move
+                move = registry.rollback(session, artifact_store(), o, name, alias, to_n, actor=local_actor(),
+                                         reason=reason, force=force)
+                result = {"drafter": name, "alias": alias, "from_version": move.from_version,
+                          "to_version": move.to_version, "moved": move.moved, "overridden": move.overridden}
+        else:
+            with make_client(api_url, api_key) as client:
+                result = _api_rollback(client, name, alias, to_n, reason, force, yes or as_json, as_json)
+    if as_json:
+        print_json(result)
+        return
+    if result.get("moved"):
+        console.print(f"[green]{alias}[/green] of {name}: v{result.get('from_version')} -> v{result['to_version']}")
+    else:
+        console.print(f"{alias} of {name} already points to v{result['to_version']}; nothing changed")
+
+
+def _effective_stack(history: list[dict[str, Any]]) -> list[int]:
+    """The alias's holders as a stack, as ``service.registry._effective_stack`` computes it."""
+    stack: list[int] = []
+    for ev in history:
+        to_v = int(ev["to_version"])
+        if ev.get("action") == "rollback" and to_v in stack:
+            while stack and stack[-1] != to_v:
+                stack.pop()
+        else:
+            stack.append(to_v)
+    return stack
+
+
+def _api_rollback(client: Any, name: str, alias: str, to_n: int | None, reason: str, force: bool,
+                  yes: bool, quiet: bool) -> dict[str, Any]:
+    """Rollback through the API: ``POST /v1/drafters/{name}/aliases/{alias}/rollback``; when the server has
+    no such route, the previous holder is computed from the alias history and promoted back (the history
+    then records a promotion whose reason starts with "rollback")."""
+    info = api_aliases(client, name)
+    current = next((a for a in info.get("data", []) if a.get("alias") == alias), None)
+    if current is None:
+        raise CliError("nothing_to_rollback", f"drafter {name!r} has no alias {alias!r}", where="--alias")
+    label = f"v{to_n}" if to_n else "its previous holder"
+    if not quiet:
+        console.print(f"rollback {alias} of {name} from v{current['version']} to {label}")
+    confirm(f"Move {alias} of {name} back to {label}?", yes)
+    try:
+        return client.post(f"/v1/drafters/{name}/aliases/{alias}/rollback",
+                           json={"to_version": to_n, "reason": reason, "force": force})
+    except CliError as e:
+        if not (e.status in (404, 405) and _route_missing(e)):
+            raise
+    history = [ev for ev in info.get("history") or [] if ev.get("alias") == alias]
+    if to_n is None:
+        stack = _effective_stack(history)
+        if len(stack) < 2:
+            raise CliError("nothing_to_rollback", f"{alias} of {name!r} has no earlier holder", where="--alias")
+        to_n = stack[-2]
+    return client.post(f"/v1/drafters/{name}/aliases/{alias}",
+                       json={"version": to_n, "reason": f"rollback: {reason}", "force": force})
+
+
+@alias_app.command("history")
+def alias_history(
+    name: str = typer.Argument(..., help="Drafter name."),
+    alias: str | None = typer.Option(None, "--alias", help="Only this alias (default: all)."),
+    db_url: str | None = DbUrlOpt,
+    org: str | None = OrgOpt,
+    api_url: str | None = ApiUrlOpt,
+    api_key: str | None = ApiKeyOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Every alias move of a drafter, oldest first: who, when, from which version to which, why.
+
+    Example: tracedraft alias history qwen3-4b-agent --alias champion
+    """
+    with handled():
+        if db_url is not None:
+            from service import registry
+
+            with db_session(db_url) as session:
+                events = [{"alias": e.alias, "from_version": e.from_version, "to_version": e.to_version,
+                           "action": e.action, "actor": e.actor, "reason": e.reason, "forced": e.forced,
+                           "ts": e.ts}
+                          for e in registry.alias_history(session, db_org(session, org), name, alias)]
+        else:
+            with make_client(api_url, api_key) as client:
+                events = [e for e in api_aliases(client, name).get("history") or []
+                          if alias is None or e.get("alias") == alias]
+    if as_json:
+        print_json(events)
+        return
+    console.print(table(f"Alias history of {name}", ["when", "alias", "action", "from", "to", "actor", "forced",
+                                                     "reason"],
+                        [[short_ts(e.get("ts")), e.get("alias"), e.get("action"),
+                          "" if e.get("from_version") is None else f"v{e['from_version']}", f"v{e['to_version']}",
+                          e.get("actor"), "yes" if e.get("forced") else "", e.get("reason")] for e in events]))
