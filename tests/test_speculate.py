@@ -324,3 +324,27 @@ def test_what_if_truncation_counts():
     assert w0["tokens"] == 6 and w0["verified_tokens"] == 8 and w0["rejected_drafts"] == 2
     ws = what_if_truncation(rounds, sps={1: 100.0, 4: 100.0})
     assert ws["verified_tokens"] == 8
+
+
+# ----------------------------------------------------------------------------- DSpark proposer
+
+def test_untrained_dspark_proposer_is_lossless_and_feeds_features():
+    dsp = pytest.importorskip("drafters.dspark.proposer")
+    from drafters.dspark.config import DSparkConfig
+    from drafters.dspark.model import DSparkDrafter
+
+    t = tiny_target(3, layers=3, scale=3.0)
+    cfg = DSparkConfig.from_target(t.config, num_hidden_layers=1, block_size=4, markov_rank=8,
+                                   target_layer_ids=[0, 1], mask_token_id=t.vocab_size - 1)
+    torch.manual_seed(4)
+    drafter = DSparkDrafter(cfg, t.embed_weight, t.lm_head_weight)
+    for p in _prompts(n=2, seed=7):
+        ref = plain_generate(t, p, 25).tokens
+        prop = dsp.DSparkProposer(drafter)
+        g = speculative_generate(t, prop, p, 25)
+        assert g.tokens == ref
+        assert all(r.proposed <= 4 and r.confidences is not None for r in g.rounds[:-3])
+        assert prop.context_length == len(p) + len(g.tokens) - 1  # every committed token brought features
+        # Temperature 1 runs through the sampled-drafts path (probs from the drafter) without error.
+        g1 = speculative_generate(t, dsp.DSparkProposer(drafter), p, 25, temperature=1.0, seed=1)
+        assert len(g1.tokens) == 25 == 1 + sum(r.committed for r in g1.rounds)
