@@ -16,7 +16,9 @@ from typing import Any, NoReturn, Self
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from drafters.errors import TracedraftError
 
@@ -77,7 +79,7 @@ def fail(exc: TracedraftError, code: int | None = None) -> NoReturn:
     The exit code is ``code`` when given, else derived from the error (see ``exit_code_for``).
     """
     where = f" (at {exc.where})" if exc.where else ""
-    err_console.print(f"[red]error[/red] [{exc.code}] {exc.message}{where}", soft_wrap=True, markup=True,
+    err_console.print(f"[red]error[/red] {escape(f'[{exc.code}] {exc.message}{where}')}", soft_wrap=True,
                       highlight=False)
     if code is None:
         code = exit_code_for(exc.code, getattr(exc, "status", None))
@@ -107,7 +109,7 @@ def table(title: str | None, columns: list[str], rows: list[list[Any]]) -> Table
     for c in columns:
         t.add_column(c, overflow="fold")
     for r in rows:
-        t.add_row(*["" if v is None else str(v) for v in r])
+        t.add_row(*[Text("" if v is None else str(v)) for v in r])  # cells are data, never markup
     return t
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from service.cli._common import (
     EXIT_ERROR,
@@ -176,8 +177,8 @@ def datasets_upload(
             print_report(ds["report"])
     if ds.get("status") == "failed":
         err = ds.get("error") or {}
-        err_console.print(f"[red]error[/red] [{err.get('code', 'validation_failed')}] "
-                          f"{err.get('message', 'dataset validation failed')}")
+        err_console.print("[red]error[/red] " + escape(f"[{err.get('code', 'validation_failed')}] "
+                                                       f"{err.get('message', 'dataset validation failed')}"))
         raise typer.Exit(EXIT_ERROR)
 
 
@@ -228,7 +229,7 @@ def datasets_show(
                             [[f.get("name"), f.get("sha256"), f.get("size"), f.get("compression")] for f in files]))
     if ds.get("error"):
         e = ds["error"]
-        console.print(f"[red]error[/red] [{e.get('code')}] {e.get('message')}")
+        console.print("[red]error[/red] " + escape(f"[{e.get('code')}] {e.get('message')}"))
     if ds.get("report"):
         print_report(ds["report"])
 
@@ -369,10 +370,10 @@ def jobs_show(
         console.print(f"eta: {job['eta_seconds']:.0f} s")
     if job.get("error"):
         e = job["error"]
-        console.print(f"[red]error[/red] [{e.get('code')}] {e.get('message')}"
-                      + (f" (at {e['param']})" if e.get("param") else ""))
+        console.print("[red]error[/red] " + escape(f"[{e.get('code')}] {e.get('message')}"
+                                                   + (f" (at {e['param']})" if e.get("param") else "")))
     for stage, out in (job.get("result") or {}).items():
-        console.print(f"[bold]{stage}[/bold]: {json.dumps(out, default=str)[:500]}")
+        console.print(f"[bold]{escape(stage)}[/bold]: {escape(json.dumps(out, default=str)[:500])}")
 
 
 def _print_event(ev: dict[str, Any], as_json: bool) -> None:
@@ -381,7 +382,7 @@ def _print_event(ev: dict[str, Any], as_json: bool) -> None:
         return
     colour = {"error": "red", "warning": "yellow"}.get(ev.get("level", ""), "")
     line = f"{ev.get('seq'):>5} {short_ts(ev.get('ts'))} {ev.get('type', ''):<8} {ev.get('message', '')}"
-    console.print(f"[{colour}]{line}[/{colour}]" if colour else line, markup=bool(colour), highlight=False)
+    console.print(f"[{colour}]{escape(line)}[/{colour}]" if colour else line, markup=bool(colour), highlight=False)
 
 
 def _follow_sse(client: Any, job_id: str, after: int, as_json: bool) -> tuple[int, bool]:

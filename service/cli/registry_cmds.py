@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from service.cli._common import (
     ApiKeyOpt,
@@ -39,6 +40,7 @@ from service.cli._common import (
 drafters_app = typer.Typer(help="Browse registered drafters, compare and export versions.", no_args_is_help=True)
 alias_app = typer.Typer(help="Alias audit trail (who moved which alias, when, why).", no_args_is_help=True)
 
+ROLLBACK_MARK = "rollback:"
 EXPORT_FORMATS = ("deepspec", "gguf-ready", "gguf")
 DbUrlOpt = typer.Option(None, "--db-url", help="Break-glass: act directly on this database (SQLAlchemy URL) "
                         "instead of through the API; needs --org.")
@@ -114,7 +116,7 @@ def print_gate(view: dict[str, Any]) -> None:
     verdict = "[green]passed[/green]" if gate.get("passed") else "[yellow]not passed[/yellow]"
     console.print(f"gate of v{view['version']}: {verdict}")
     for reason in gate.get("reasons") or []:
-        console.print(f"  - {reason}", highlight=False)
+        console.print(f"  - {escape(str(reason))}", highlight=False)
 
 
 def parse_version(text: str) -> int | None:
@@ -437,7 +439,7 @@ def _show_promotion(name: str, alias: str, cand: dict[str, Any], holder: dict[st
         if info.get("diff"):
             print_diff(info["diff"], limit=30)
         for p in info.get("incompatible") or []:
-            err_console.print(f"[yellow]incompatible:[/yellow] {p}", highlight=False)
+            err_console.print(f"[yellow]incompatible:[/yellow] {escape(p)}", highlight=False)
     return info
 
 
@@ -502,7 +504,7 @@ def promote(
     else:
         console.print(f"{alias} of {name} already points to v{result['to_version']}; nothing changed")
     for p in result.get("overridden") or []:
-        console.print(f"[yellow]forced past:[/yellow] {p}", highlight=False)
+        console.print(f"[yellow]forced past:[/yellow] {escape(p)}", highlight=False)
 
 
 def rollback(
@@ -562,11 +564,14 @@ def rollback(
 
 
 def _effective_stack(history: list[dict[str, Any]]) -> list[int]:
-    """The alias's holders as a stack, as ``service.registry._effective_stack`` computes it."""
+    """The alias's holders as a stack, as ``service.registry._effective_stack`` computes it; a promotion
+    whose reason starts with ``rollback:`` (this CLI's fallback on servers without the rollback route)
+    counts as a rollback."""
     stack: list[int] = []
     for ev in history:
         to_v = int(ev["to_version"])
-        if ev.get("action") == "rollback" and to_v in stack:
+        is_rollback = ev.get("action") == "rollback" or str(ev.get("reason") or "").startswith(ROLLBACK_MARK)
+        if is_rollback and to_v in stack:
             while stack and stack[-1] != to_v:
                 stack.pop()
         else:
@@ -600,7 +605,7 @@ def _api_rollback(client: Any, name: str, alias: str, to_n: int | None, reason: 
             raise CliError("nothing_to_rollback", f"{alias} of {name!r} has no earlier holder", where="--alias")
         to_n = stack[-2]
     return client.post(f"/v1/drafters/{name}/aliases/{alias}",
-                       json={"version": to_n, "reason": f"rollback: {reason}", "force": force})
+                       json={"version": to_n, "reason": f"{ROLLBACK_MARK} {reason}", "force": force})
 
 
 @alias_app.command("history")
