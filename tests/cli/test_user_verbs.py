@@ -1,0 +1,203 @@
+"""User verbs through the running API: datasets, jobs (submit, list, show, events, follow, cancel) and
+drafters (list, versions, show, diff, export), on SQLite and PostgreSQL; output and exit codes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from pathlib import Path
+
+from tests.cli.conftest import EXAMPLE_TRACE
+
+
+def upload(cli) -> dict:
+    r = cli("datasets", "upload", EXAMPLE_TRACE, "--name", "glaive", "--wait", "--json")
+    assert r.code == 0, r.err
+    return r.json
+
+
+def test_datasets_upload_list_show(stack, cli):
+    ds = upload(cli)
+    assert ds["name"] == "glaive" and ds["status"] == "ready"
+    assert ds["files"][0]["sha256"] == hashlib.sha256(EXAMPLE_TRACE.read_bytes()).hexdigest()
+    assert ds["report"]["counts"]["conversations"] > 0
+
+    r = cli("datasets", "list", "--json")
+    assert r.code == 0 and [d["id"] for d in r.json] == [ds["id"]]
+    r = cli("datasets", "list")
+    assert r.code == 0 and ds["id"] in r.out and "ready" in r.out
+
+    r = cli("datasets", "show", ds["id"])
+    assert r.code == 0, r.err
+    assert "Validation report" in r.out and "conversations" in r.out and ds["files"][0]["sha256"] in r.out
+    assert cli("datasets", "show", ds["id"], "--json").json["id"] == ds["id"]
+
+    # another organization's key sees nothing: 404 -> exit 3, one error line with the code
+    from service import auth
+
+    with stack.Session() as s:
+        other = auth.create_org(s, "globex")
+        key, _ = auth.create_api_key(s, other, "x")
+    r = cli("datasets", "show", ds["id"], key=key)
+    assert r.code == 3 and r.err.startswith("error [not_found]")
+    assert cli("datasets", "list", "--json", key=key).json == []
+    # a bad key: 401 -> exit 4; an unreachable API: exit 1
+    assert cli("datasets", "list", key="td_" + "x" * 43).code == 4
+    r = cli("datasets", "list", "--api-url", "http://127.0.0.1:9")
+    assert r.code == 1 and "[unavailable]" in r.err
+    # a file that does not exist: exit 3 before any request
+    assert cli("datasets", "upload", stack.tmp / "nope.jsonl").code == 3
+
+
+def test_datasets_validate_offline(tmp_path: Path, cli):
+    r = cli("datasets", "validate", EXAMPLE_TRACE, "--json", api=False)
+    assert r.code == 0, r.err
+    rep = r.json
+    assert rep["counts"]["conversations"] > 0 and rep["formats"]
+    assert rep["split"]["train"] + rep["split"]["heldout"] == rep["counts"]["conversations"]
+
+    bad = tmp_path / "broken.jsonl"
+    good_line = json.dumps({"messages": [{"role": "user", "content": "hi"},
+                                         {"role": "assistant", "content": "hello, my key is sk-abcdefghijklmnopqrstuvwxyz0123456789"}]})
+    bad.write_text(good_line + "\n{not json\n" + good_line.replace("hi", "yo") + "\n")
+    r = cli("datasets", "validate", bad, "--format", "openai_chat", api=False)
+    assert r.code == 0, r.out + r.err
+    assert "Errors" in r.out and "broken.jsonl:2" in r.out  # the bad line, with file:line
+    assert "Scrubbed" in r.out
+    r = cli("datasets", "validate", bad, "--format", "openai_chat", "--json", api=False)
+    errors = r.json["errors"]
+    assert errors and errors[0]["line"] == 2 and errors[0]["file"].endswith("broken.jsonl")
+    assert sum(r.json["scrub_counts"].values()) >= 1
+    # --strict turns line errors into exit 1; a file with nothing usable is exit 1 too
+    assert cli("datasets", "validate", bad, "--format", "openai_chat", "--strict", api=False).code == 1
+    empty = tmp_path / "junk.txt"
+    empty.write_text("nothing to see\n")
+    assert cli("datasets", "validate", empty, api=False).code != 0
+    assert cli("datasets", "validate", tmp_path / "missing.jsonl", api=False).code == 3
+
+
+def test_jobs_submit_list_show_events_cancel(stack, cli):
+    ds = upload(cli)
+    r = cli("jobs", "submit", "--dataset", ds["id"], "--target", "HuggingFaceTB/SmolLM2-135M-Instruct",
+            "--recipe", "max_steps=20", "--recipe", "mode=lora", "--eval", "engine=hf",
+            "--metadata", "team=search", "--idempotency-key", "k-1", "--json")
+    assert r.code == 0, r.err
+    job = r.json
+    assert job["status"] == "queued" and job["spec"]["recipe"] == {"max_steps": 20, "mode": "lora"}
+    deadline = time.monotonic() + 5
+    while ("validate", job["id"]) not in stack.dispatched and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ("validate", job["id"]) in stack.dispatched
+
+    # the same idempotency key and body: the same job; a different body: 409 -> exit 4
+    again = cli("jobs", "submit", "--dataset", ds["id"], "--target", "HuggingFaceTB/SmolLM2-135M-Instruct",
+                "--recipe", "max_steps=20", "--recipe", "mode=lora", "--eval", "engine=hf",
+                "--metadata", "team=search", "--idempotency-key", "k-1", "--json")
+    assert again.code == 0 and again.json["id"] == job["id"]
+    r = cli("jobs", "submit", "--dataset", ds["id"], "--target", "other/model", "--idempotency-key", "k-1")
+    assert r.code == 4 and "[idempotency_conflict]" in r.err
+    # invalid input: 422 -> exit 2 with the field; unknown dataset -> 404 -> exit 3
+    r = cli("jobs", "submit", "--dataset", ds["id"], "--target", "m", "--recipe", "lr=-1")
+    assert r.code == 2 and "recipe.lr" in r.err
+    assert cli("jobs", "submit", "--dataset", "ds_missing", "--target", "m").code == 3
+
+    r = cli("jobs", "list", "--metadata", "team=search", "--json")
+    assert r.code == 0 and [j["id"] for j in r.json] == [job["id"]]
+    assert cli("jobs", "list", "--status", "succeeded", "--json").json == []
+    r = cli("jobs", "show", job["id"])
+    assert r.code == 0 and job["id"] in r.out and "queued" in r.out
+
+    r = cli("jobs", "events", job["id"], "--json")
+    assert r.code == 0
+    events = [json.loads(line) for line in r.out.splitlines()]
+    assert events[0]["seq"] == 1 and events[0]["message"] == "job queued"
+
+    # --follow streams until the job finishes; exit 0 for succeeded
+    from service import jobs
+
+    def worker() -> None:
+        time.sleep(0.3)
+        with stack.Session() as s:
+            jobs.start_job(s, job["id"], stage="training")
+            jobs.set_progress(s, job["id"], 0.5, 30.0, "training 50%")
+            jobs.succeed_job(s, job["id"])
+
+    t = threading.Thread(target=worker)
+    t.start()
+    r = cli("jobs", "events", job["id"], "--follow")
+    t.join()
+    assert r.code == 0, r.out + r.err
+    assert "training 50%" in r.out and "job succeeded" in r.out
+    assert r.out.count("job queued") == 1  # no event printed twice across page + stream
+
+    # cancelling a finished job is refused (409 job_finished -> exit 4); a queued one is cancelled
+    r = cli("jobs", "cancel", job["id"])
+    assert r.code == 4 and "[job_finished]" in r.err
+    second = cli("jobs", "submit", "--dataset", ds["id"], "--target", "m2", "--json").json
+    r = cli("jobs", "cancel", second["id"], "--json")
+    assert r.code == 0 and r.json["status"] == "cancelled"
+    r = cli("jobs", "events", second["id"], "--follow", "--json")
+    assert r.code == 1  # a cancelled job is not a success
+    assert cli("jobs", "show", "job_nope").code == 3
+
+
+def test_drafters_list_versions_show_diff_export(stack, cli, tmp_path: Path):
+    v1, v2 = stack.register(1), stack.register(2)
+    cli("promote", "smol-agent", str(v1), "--reason", "x", "--yes", key="admin")
+
+    r = cli("drafters", "list", "--json")
+    assert r.code == 0 and r.json[0]["name"] == "smol-agent" and r.json[0]["aliases"] == {"champion": 1,
+                                                                                          "challenger": 2}
+    r = cli("drafters", "list")
+    assert "champion=v1" in r.out
+    r = cli("drafters", "versions", "smol-agent", "--json")
+    assert [v["version"] for v in r.json] == [1, 2]
+    r = cli("drafters", "versions", "smol-agent")
+    assert r.code == 0 and "passed" in r.out
+    r = cli("drafters", "show", "smol-agent", "champion", "--json")
+    assert r.code == 0 and r.json["version"] == 1 and set(r.json["files"]) == {"config.json", "model.safetensors"}
+    r = cli("drafters", "show", "smol-agent", "latest")
+    assert r.code == 0 and "smol-agent@v2" in r.out and "tokenizer_sha256" in r.out
+    assert cli("drafters", "show", "smol-agent", "canary").code == 3
+
+    r = cli("drafters", "diff", "smol-agent", "champion", "v2", "--json")
+    assert r.code == 0, r.err
+    d = r.json
+    assert (d["from"], d["to"]) == (1, 2)
+    assert d["config"]["lr"][0] < d["config"]["lr"][1]
+    assert d["files"]["changed"] == ["config.json", "model.safetensors"]
+    r = cli("drafters", "diff", "smol-agent", "1", "2")
+    assert r.code == 0 and "Differences v1 -> v2" in r.out
+
+    out = tmp_path / "export"
+    r = cli("drafters", "export", "smol-agent", "champion", out, "--format", "deepspec", "--json")
+    assert r.code == 0, r.err
+    with stack.Session() as s:
+        from service import registry
+
+        files = registry.get_version(s, registry.get_drafter(s, stack.org, "smol-agent"), 1).files
+    for name, digest in files.items():
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
+    assert "model.safetensors" in (out / "SHA256SUMS").read_text()
+
+    ready = tmp_path / "ready"
+    r = cli("drafters", "export", "smol-agent", "2", ready, "--format", "gguf-ready")
+    assert r.code == 0, r.err
+    note = (ready / "README.md").read_text()
+    assert "convert_hf_to_gguf.py" in note and "--spec-draft-n-max 7" in note
+    r = cli("drafters", "export", "smol-agent", "2", tmp_path / "g", "--format", "gguf")
+    assert r.code == 4 and "[unsupported_format]" in r.err and "gguf-ready" in r.err
+    assert cli("drafters", "export", "smol-agent", "2", tmp_path / "g", "--format", "onnx").code == 2
+
+    # a tampered stored file: the export refuses (checksum_mismatch, exit 4) and leaves no partial file
+    ver_dir = Path(stack.store.root) / "drafters"
+    target = next(p for p in ver_dir.rglob("model.safetensors") if hashlib.sha256(p.read_bytes()).hexdigest()
+                  == files["model.safetensors"])
+    target.write_bytes(b"tampered")
+    bad = tmp_path / "bad"
+    r = cli("drafters", "export", "smol-agent", "champion", bad)
+    assert r.code == 4 and "[checksum_mismatch]" in r.err
+    assert not (bad / "model.safetensors").exists()
+    assert not [p for p in bad.iterdir() if p.name.startswith(".tmp-")]
