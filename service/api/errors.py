@@ -62,6 +62,16 @@ _STATUS_CODE_NAMES = {
 }
 
 
+_ARTIFACT_TEXT = {
+    "artifact_missing": "a stored file of this resource is missing",
+    "artifact_corrupt": "a stored file of this resource failed its sha256 check (altered or partially written)",
+    "checksum_mismatch": "a stored file of this version failed its sha256 check (altered or partially written)",
+    "payload_too_large": "the upload exceeds the size limit",
+    "artifact_io": "the artifact store is unavailable; retry later",
+    "invalid_path": "invalid artifact path",
+}
+
+
 class ApiError(Exception):
     """An error answered as ``{"error": {"code", "message", "param"}}`` with ``status`` and ``headers``."""
 
@@ -121,16 +131,11 @@ async def _project_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, TracedraftError)
     status = status_for(exc)
     headers = {"Retry-After": "5"} if status == 503 else None
-    from service.storage import ArtifactError
-
-    if isinstance(exc, ArtifactError):
-        # Store errors name internal URIs; the client gets the code and a URI-free message.
+    if exc.code in _ARTIFACT_TEXT:
+        # Store errors (also re-raised by the registry) name internal URIs: the client gets the code and a
+        # URI-free message; the log keeps the detail.
         log.warning("artifact error %s on %s %s: %s", exc.code, request.method, request.url.path, exc.message)
-        text = {"artifact_missing": "a stored file of this resource is missing",
-                "artifact_corrupt": "a stored file of this resource failed its sha256 check",
-                "payload_too_large": "the upload exceeds the size limit",
-                "artifact_io": "the artifact store is unavailable; retry later"}.get(exc.code, "artifact error")
-        return error_response(status, exc.code, text, None, headers)
+        return error_response(status, exc.code, _ARTIFACT_TEXT[exc.code], None, headers)
     return error_response(status, exc.code, exc.message, exc.where, headers)
 
 

@@ -148,7 +148,7 @@ def register_version(app: FastAPI, tenant: Tenant, tmp_path: Path, name: str = "
     (ckpt / "config.json").write_text(json.dumps({"block_size": 7, "tag": tag}))
     (ckpt / "model.safetensors").write_bytes(b"weights" + tag.encode())
     base_lineage = {"target_model": "smollm2-135m-instruct", "tokenizer_sha256": "t" * 64,
-                    "chat_template_sha256": "c" * 64}
+                    "chat_template_sha256": "c" * 64, "code_version": tag}
     with app.state.sessionmaker() as s:
         v = registry.register_version(
             s, app.state.store, tenant.org_id, name, "smollm2-135m-instruct", job_id, ckpt,
