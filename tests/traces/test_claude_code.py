@@ -191,3 +191,24 @@ def test_thinking_signature_kept_and_models_seen():
     reasoning = [p for c in result.conversations for m in c.messages for p in m.parts if isinstance(p, ReasoningPart)]
     for p in reasoning:
         assert p.signature is None or len(p.signature) > 20
+
+
+def test_rewound_branch_is_reported():
+    """A prompt edited after a response forks the parentUuid tree; reported, not silently merged."""
+    import io
+
+    def line(kind, uuid, parent, content, mid=None):
+        msg = {"role": kind, "content": content}
+        if mid:
+            msg.update(id=mid, model="claude-x")
+        return json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s", "message": msg})
+
+    text = "\n".join([line("user", "u1", None, "q"),
+                      line("assistant", "a1", "u1", [{"type": "text", "text": "first"}], "m1"),
+                      line("assistant", "a2", "u1", [{"type": "text", "text": "retry"}], "m2")])
+    report = ValidationReport()
+    list(parse(io.StringIO(text), "b.jsonl", report))
+    assert [(p.code, p.line) for p in report.warnings] == [("branched_transcript", 3)]
+    # Parallel tool results under one parent are not a fork (VibeCodingTracker has such a pair).
+    _, report = parse_file("claude_code", sample("claude_code_jsonl/VibeCodingTracker__test_conversation.jsonl"))
+    assert not report.warnings

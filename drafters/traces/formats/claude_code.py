@@ -106,6 +106,11 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     seen_uuids: set[str] = set()
     last_key: str | None = None
     hook_records = transcript_lines = 0
+    # parentUuid -> kinds of children that start a new turn (a human prompt or a new model response);
+    # two of them under one parent mean the user rewound or edited: a fork (tool results of parallel
+    # calls sharing a parent are not one).
+    turn_children: dict[str, set[str]] = {}
+    forks: list[Source] = []
     for src, line in _records(stream, filename, problems):
         if not isinstance(line, dict):
             problems.error("not_an_object", f"line is a JSON {type(line).__name__}, not an object", src)
@@ -123,6 +128,14 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             if uuid in seen_uuids:
                 continue  # the same line written twice (resume): one turn, not two
             seen_uuids.add(uuid)
+        parent = line.get("parentUuid")
+        if isinstance(parent, str) and kind in ("user", "assistant") and isinstance(line.get("message"), dict):
+            turn = _turn_key(kind, line["message"])
+            if turn is not None:
+                seen = turn_children.setdefault(parent, set())
+                if seen and turn not in seen:
+                    forks.append(src)
+                seen.add(turn)
         session = line.get("sessionId") if isinstance(line.get("sessionId"), str) else None
         if line.get("isSidechain"):
             key = f"{session or stem}:sidechain:{line.get('agentId') or 'agent'}"
@@ -173,8 +186,21 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             Source(NAME, filename),
         )
         return
+    for src in forks[:20]:
+        problems.warning("branched_transcript", "the session forks here (a rewind or an edited prompt): the "
+                         "branches are read in file order as one history, which the model never saw", src)
     for conv in convs.values():
         yield _finish(conv)
+
+
+def _turn_key(kind: str, msg: dict) -> str | None:
+    """What identifies a new turn under a parent: the response id, or a typed prompt (not tool results)."""
+    if kind == "assistant":
+        return f"a:{msg.get('id')}" if msg.get("id") else None
+    content = msg.get("content")
+    if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+        return None
+    return f"u:{hash(str(content))}"
 
 
 def _finish(conv: _Conv) -> Conversation:
