@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import subprocess
 import sys
@@ -71,8 +70,7 @@ def corpus_throughput(corpus: Path, repeat: int) -> dict:
 def make_synthetic(path: Path, size_mb: int, seed: int = 0) -> int:
     """Write agent-like OpenAI chat records until the file has ``size_mb`` MB; returns the record count."""
     rng = random.Random(seed)
-    words = ("the function returns a value when the test passes and the build is green so we ship it "
-             "def main(): import os print(x) for i in range(10): yield i").split()
+    words = ["the", "function", "returns", "a", "value", "when", "the", "test", "passes", "and", "the", "build", "is", "green", "so", "we", "ship", "it", "def", "main():", "import", "os", "print(x)", "for", "i", "in", "range(10):", "yield", "i"]
     target = size_mb * 1_000_000
     n = 0
     with open(path, "w", encoding="utf-8") as f:

@@ -56,7 +56,7 @@ class TraceError(TracedraftError):
     ``file#record``, plus ``/field`` when known). Raised by ``detect_format`` for unknown formats and by
     ``ValidationReport.error`` when the run uses ``on_error="fail"``."""
 
-    def __init__(self, code: str, message: str, where: str | None = None, problem: "Problem | None" = None):
+    def __init__(self, code: str, message: str, where: str | None = None, problem: Problem | None = None):
         super().__init__(code, message, where)
         self.problem = problem
 
@@ -269,7 +269,7 @@ class ValidationReport:
             self._stream.close()
             self._stream = None
 
-    def __enter__(self) -> "ValidationReport":
+    def __enter__(self) -> ValidationReport:
         return self
 
     def __exit__(self, *exc) -> None:

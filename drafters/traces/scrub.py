@@ -25,8 +25,9 @@ import ipaddress
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from drafters.traces.model import (
     Conversation,
@@ -133,7 +134,7 @@ _W = "word"  # no letter/digit/_ before the match
 _RULES: list[_Rule] = [
     # --- secrets: specific provider keys first (an Anthropic key also starts with "sk-")
     _Rule("SECRET_PRIVATE_KEY", "secrets",
-          re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----", re.S),
+          re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----", re.DOTALL),
           ("PRIVATE KEY-----",)),
     _Rule("SECRET_ANTHROPIC_KEY", "secrets", re.compile(r"sk-ant-[A-Za-z0-9_-]{20,}"), ("sk-ant-",), left=_W),
     _Rule("SECRET_STRIPE_KEY", "secrets", re.compile(r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),
@@ -193,7 +194,7 @@ def _ci(regex: re.Pattern[str]) -> re.Pattern[str]:
     """The case-insensitive twin of ``regex`` (for texts whose lower-casing changes their length)."""
     out = _CI_CACHE.get(regex.pattern)
     if out is None:
-        out = _CI_CACHE[regex.pattern] = re.compile(regex.pattern, re.I)
+        out = _CI_CACHE[regex.pattern] = re.compile(regex.pattern, re.IGNORECASE)
     return out
 
 

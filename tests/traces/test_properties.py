@@ -115,7 +115,8 @@ def test_corrupted_jsonl_never_crashes_and_reports_each_bad_record(seed, n_bad):
     bad = set(rng.sample(range(len(lines)), min(n_bad, len(lines))))
     for i in bad:
         lines[i] = _corrupt(lines[i], rng)
-    import tempfile, os
+    import os
+    import tempfile
 
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False, encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")

@@ -17,7 +17,7 @@ from drafters.traces.model import (
     ToolDef,
     ToolResultPart,
 )
-from drafters.traces.scrub import ScrubConfig, Scrubber
+from drafters.traces.scrub import Scrubber, ScrubConfig
 
 # Fake values shaped like the real ones (none is a live credential).
 SECRETS = {

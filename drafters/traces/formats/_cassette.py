@@ -16,7 +16,8 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from drafters.traces.formats import _common
 from drafters.traces.formats.base import ProblemSink
@@ -29,7 +30,7 @@ _PROVIDERS = {  # format name -> module implementing the converters
     "bedrock_converse": "drafters.traces.formats.bedrock_converse",
     "gemini_api": "drafters.traces.formats.gemini_api",
 }
-_URI_RE = re.compile(r"^\s*uri:\s*(\S+)", re.M)
+_URI_RE = re.compile(r"^\s*uri:\s*(\S+)", re.MULTILINE)
 
 
 def provider_of(uri: str) -> str | None:
@@ -171,4 +172,4 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
         )
 
 
-__all__ = ["parse", "provider_of", "sniff_provider", "TextPart"]
+__all__ = ["TextPart", "parse", "provider_of", "sniff_provider"]

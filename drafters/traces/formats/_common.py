@@ -6,7 +6,8 @@ Not a format (no ``FORMAT``); format modules of any engineer may use these.
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import Source
@@ -152,7 +153,7 @@ def load_yaml(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(stream, Loader=loader)  # noqa: S506 - a safe loader
+        return yaml.load(stream, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problems.error("invalid_json", f"file is not valid YAML: {getattr(exc, 'problem', exc)}",

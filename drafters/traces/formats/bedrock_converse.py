@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from drafters.traces.formats import _common
 from drafters.traces.formats.base import ProblemSink, TraceFormat

@@ -23,8 +23,9 @@ What this parser does about the format's traps (README claude_code_jsonl, TRACES
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from drafters.traces.formats import _common
 from drafters.traces.formats.anthropic_messages import blocks_to_messages

@@ -15,7 +15,8 @@ assistant/tool messages with a ``missing_context`` warning.
 
 from __future__ import annotations
 
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from drafters.traces.formats import _common
 from drafters.traces.formats.base import ProblemSink, TraceFormat

@@ -10,7 +10,8 @@ placed just before the part it was attached to. Files: cassettes and JSON(L) req
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from drafters.traces.formats import _common
 from drafters.traces.formats.base import ProblemSink, TraceFormat

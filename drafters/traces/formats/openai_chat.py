@@ -15,7 +15,8 @@ and the parsed object (``ToolCallPart.from_raw``). ``to_openai_messages`` is the
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from drafters.traces.formats import _common
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -29,7 +30,6 @@ from drafters.traces.model import (
     ToolDef,
     ToolResultPart,
     UnsupportedPart,
-    compact_json,
 )
 
 NAME = "openai_chat"

@@ -13,7 +13,8 @@ the readable summary as its text. Files: cassettes and JSON(L) request bodies (`
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from drafters.traces.formats import _common
 from drafters.traces.formats.base import ProblemSink, TraceFormat
