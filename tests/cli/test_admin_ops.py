@@ -101,7 +101,7 @@ def test_worker_execs_the_worker_module(monkeypatch, cli):
     assert calls == [[sys.executable, "-m", "workers.worker", "--queue", "gpu", "--concurrency", "2"]]
     assert cli("worker", "--queue", "tpu", api=False).code == 2
     # the module the worker verb execs accepts exactly these options
-    proc = subprocess.run([sys.executable, "-m", "workers.worker", "--help"], cwd=REPO, capture_output=True,
+    proc = subprocess.run(check=False, args=[sys.executable, "-m", "workers.worker", "--help"], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 0 and "--queue" in proc.stdout and "--concurrency" in proc.stdout
 
@@ -150,10 +150,10 @@ def test_every_verb_has_help_with_an_example():
 def test_python_m_service_cli(args):
     code = ("import runpy, sys; sys.argv = ['tracedraft', *sys.argv[1:]]; "
             "runpy.run_module('service.cli', run_name='__main__')")
-    proc = subprocess.run([sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True,
+    proc = subprocess.run(check=False, args=[sys.executable, "-c", code, *args], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "service.cli", *args], cwd=REPO, capture_output=True, text=True,
+    proc = subprocess.run(check=False, args=[sys.executable, "-m", "service.cli", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=60, env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
     assert "Usage: tracedraft" in proc.stdout
@@ -162,11 +162,11 @@ def test_python_m_service_cli(args):
 def test_cli_import_loads_no_torch_and_no_workers():
     code = ("import sys, service.cli; bad = [m for m in ('torch', 'transformers', 'workers', 'fastapi') "
             "if m in sys.modules]; print(bad); sys.exit(bool(bad))")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(check=False, args=[sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_usage_errors_exit_2():
-    proc = subprocess.run([sys.executable, "-m", "service.cli", "jobs", "submit"], cwd=REPO, capture_output=True,
+    proc = subprocess.run(check=False, args=[sys.executable, "-m", "service.cli", "jobs", "submit"], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2

@@ -18,7 +18,8 @@ def aliases(cli) -> dict[str, int]:
 
 
 def test_promote_through_api_shows_gate_and_diff_then_moves(stack, cli):
-    v1, v2 = stack.register(1), stack.register(2)
+    v1 = stack.register(1)
+    stack.register(2)
     assert aliases(cli) == {"challenger": 2}
 
     r = cli("promote", "smol-agent", str(v1), "--reason", "first champion", "--yes", key="admin")

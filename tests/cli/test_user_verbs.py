@@ -144,7 +144,8 @@ def test_jobs_submit_list_show_events_cancel(stack, cli):
 
 
 def test_drafters_list_versions_show_diff_export(stack, cli, tmp_path: Path):
-    v1, v2 = stack.register(1), stack.register(2)
+    v1 = stack.register(1)
+    stack.register(2)
     cli("promote", "smol-agent", str(v1), "--reason", "x", "--yes", key="admin")
 
     r = cli("drafters", "list", "--json")
