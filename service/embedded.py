@@ -217,22 +217,32 @@ def run_job(
 
 
 def report_summary(job: Job) -> dict[str, Any]:
-    """The figures `tracedraft run` prints, taken from the job's stage results."""
+    """The figures `tracedraft run` prints, taken from the job's stage results (the report's own numbers)."""
     result = job.result or {}
     evaluated = result.get("evaluating") or {}
     report = evaluated.get("report") or {}
     registered = result.get("registering") or {}
     trained = result.get("training") or {}
+    proposers = {
+        name: {"tau": p.get("tau"), "rounds": p.get("rounds"), "tokens": p.get("tokens"),
+               "tau_by_segment": {seg: v.get("tau") for seg, v in (p.get("by_segment") or {}).items()},
+               "tokens_per_s": (p.get("timing") or {}).get("tokens_per_s"),
+               "speedup_vs_plain": p.get("speedup_vs_plain")}
+        for name, p in (report.get("proposers") or {}).items()
+    }
+    heldout = report.get("heldout") or {}
     return {
         "job_id": job.id,
         "status": job.status,
-        "heldout_calls": report.get("num_calls"),
-        "generated_tokens": report.get("generated_tokens"),
+        "heldout_calls": heldout.get("calls"),
+        "generated_tokens": heldout.get("plain_generated_tokens"),
         "convention": report.get("convention"),
-        "proposers": report.get("proposers", {}),
-        "plain": report.get("plain", {}),
+        "proposers": proposers,
+        "plain_tokens_per_s": (report.get("plain") or {}).get("tokens_per_s"),
+        "lossless": report.get("lossless"),
         "gate": evaluated.get("gate"),
-        "training_steps": trained.get("steps"),
+        "training": {k: trained.get(k) for k in ("steps", "stop_reason", "initial_expected_tau",
+                                                 "best_expected_tau")},
         "registry": {"drafter": registered.get("drafter"), "version": registered.get("version"),
                      "version_id": registered.get("version_id"),
                      "checkpoint_uri": registered.get("checkpoint_uri")},

@@ -48,7 +48,7 @@ def test_run_end_to_end_on_tiny_target(tmp_path: Path, tiny_target_dir: Path) ->
     assert proc.returncode == 0, proc.stderr[-4000:]
     summary = json.loads(proc.stdout)
     assert summary["status"] == "succeeded"
-    assert summary["training_steps"] == 12
+    assert summary["training"]["steps"] == 12
     assert set(summary["proposers"]) == {"candidate", "untrained", "ngram"}
     assert 1 <= summary["heldout_calls"] <= 3
     assert summary["generated_tokens"] > 0

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,7 @@ def _dataset_files(ctx: StageContext) -> list[Path]:
 
 def validate(ctx: StageContext) -> dict[str, Any]:
     """Detect, parse, scrub, deduplicate and split the dataset; store the canonical JSONL and the report."""
-    from drafters.traces.ingest import ingest, write_canonical
+    from drafters.traces.ingest import ingest, split_conversations, write_canonical
     from service import datasets
 
     data = dict(ctx.spec.get("data") or {})
@@ -101,7 +102,7 @@ def validate(ctx: StageContext) -> dict[str, Any]:
     report = result.report.to_dict()
     for w in report.get("warning_summary", [])[:20] if isinstance(report.get("warning_summary"), list) else []:
         ctx.event("warning", "message", str(w))
-    train, held = result.train(), result.heldout()
+    train, held = split_conversations(result.conversations, heldout, min_heldout=1)
     canonical = ctx.workdir / "canonical"
     canonical.mkdir(exist_ok=True)
     write_canonical(train, canonical / "train.jsonl")
@@ -304,8 +305,11 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
     renderer = Renderer(target.tokenizer, chat_template=tspec.get("chat_template"),
                         template_kwargs=tspec.get("template_kwargs") or {})
 
-    def progress(done: int, total: int, eta_s: float | None = None) -> None:
-        ctx.progress(done / max(1, total), eta_s)
+    started = time.monotonic()
+
+    def progress(done: int, total: int) -> None:
+        elapsed = time.monotonic() - started
+        ctx.progress(done / max(1, total), elapsed / done * (total - done) if done else None)
 
     report = run_evaluation(
         target, proposers, prompts,
@@ -313,18 +317,19 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
         temperature=float(espec.get("temperature") or 0.0),
         seed=int(espec.get("seed") or 0),
         segmenter=renderer.segment_completion,
-        candidate="candidate", incumbent=incumbent_name,
-        progress=progress, should_stop=ctx.cancelled,
+        compare=[("candidate", incumbent_name), ("candidate", "ngram")],
+        engine="hf",
+        progress=progress,
     )
-    policy = dict(ctx.spec.get("promotion") or {})
-    decision = gate(report, policy=policy)
+    policy = {k: v for k, v in (ctx.spec.get("promotion") or {}).items()
+              if k in ("min_gain", "max_segment_loss", "min_support", "min_calls")}
+    decision = gate(report, None, policy, candidate_name="candidate", incumbent_name=incumbent_name)
     out_dir = ctx.workdir / "report"
     if out_dir.exists():
         shutil.rmtree(out_dir)
     write_report(report, out_dir)
-    return {"report": report if isinstance(report, dict) else report.to_dict(),
-            "gate": decision.to_dict() if hasattr(decision, "to_dict") else dict(decision.__dict__),
-            "report_dir": str(out_dir), "incumbent": incumbent_name}
+    return {"report": dict(report), "gate": decision.to_dict(), "report_dir": str(out_dir),
+            "incumbent": incumbent_name}
 
 
 # ------------------------------------------------------------------------------------------------ register
@@ -356,6 +361,7 @@ def register(ctx: StageContext) -> dict[str, Any]:
             session, ctx.store, ctx.org_id, name, target_model, ctx.job_id, Path(trained["best_dir"]),
             config=cfg, lineage=lineage, report=evaluated["report"], gate=evaluated["gate"],
             report_dir=Path(evaluated["report_dir"]),
+            auto_promote=bool((ctx.spec.get("promotion") or {}).get("auto_promote")),
         )
         out = {"drafter": name, "version": version.version, "version_id": version.id,
                "checkpoint_uri": version.checkpoint_uri, "files": dict(version.files)}

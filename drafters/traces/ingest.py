@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Literal
+from typing import Literal
 
 from drafters.traces import io as tio
 from drafters.traces.detect import detect_format
@@ -27,12 +28,12 @@ from drafters.traces.model import (
     ToolCallPart,
     ToolResultPart,
     UnsupportedPart,
+    compact_json,
     conversation_from_dict,
     conversation_to_dict,
-    compact_json,
 )
 from drafters.traces.report import TraceError, ValidationReport
-from drafters.traces.scrub import ScrubConfig, Scrubber
+from drafters.traces.scrub import Scrubber, ScrubConfig
 
 OnError = Literal["skip", "fail"]
 
@@ -242,3 +243,23 @@ def read_canonical(path: str | os.PathLike[str]) -> Iterator[Conversation]:
                 yield conversation_from_dict(json.loads(line))
             except (ValueError, KeyError, TypeError) as exc:
                 raise TraceError("invalid_json", f"corrupt canonical record: {exc}", f"{path}:{lineno}") from exc
+
+
+def split_conversations(
+    conversations: list[Conversation], heldout_fraction: float = 0.1, min_heldout: int = 1
+) -> tuple[list[Conversation], list[Conversation]]:
+    """(train, heldout) by the stable hash split of ``split_of``, with at least ``min_heldout`` held out.
+
+    Small datasets can hash every conversation into train; then the conversations whose id hashes are
+    closest to the held-out range are moved over (still a pure function of the ids, so re-ingesting the
+    same data gives the same split). At least one conversation always stays in train.
+    """
+    train = [c for c in conversations if split_of(c.id, heldout_fraction) == "train"]
+    held = [c for c in conversations if split_of(c.id, heldout_fraction) == "heldout"]
+    want = min(min_heldout, len(conversations) - 1)
+    if len(held) < want:
+        key = lambda c: hashlib.sha256(c.id.encode("utf-8")).digest()
+        moved = sorted(train, key=key)[: want - len(held)]
+        held += moved
+        train = [c for c in train if c not in moved]
+    return train, held
