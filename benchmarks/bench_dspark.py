@@ -34,16 +34,6 @@ def smollm2_135m_config() -> transformers.LlamaConfig:
                                     rms_norm_eps=1e-5, tie_word_embeddings=True)
 
 
-def timeit(fn, reps: int) -> float:
-    fn()  # warm-up
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, default=512)
@@ -78,31 +68,47 @@ def main() -> None:
         with torch.no_grad():
             target(ids, output_hidden_states=True)
 
-    t_base = timeit(target_base, args.reps)
-    t_full = timeit(target_full, args.reps)
-    print(f"target forward: base+hidden states {t_base * 1e3:.1f} ms, CausalLM (with LM head) "
-          f"{t_full * 1e3:.1f} ms")
     anchors, keep = sample_anchors(loss_mask[0], args.anchors, torch.Generator().manual_seed(0))
     anchors, keep = anchors[None], keep[None]
+    cases = {"target_base": target_base, "target_full": target_full}
     for n in args.layers:
         cfg = DSparkConfig.from_target(tcfg, mask_token_id=16, num_hidden_layers=n, block_size=args.block)
         d = DSparkDrafter(cfg, target.get_input_embeddings().weight, target.get_output_embeddings().weight)
         d.train()
 
-        def backbone():
+        def backbone(d=d):
             d.zero_grad(set_to_none=True)
             h = d(ids, feats["aux"], anchors, keep)
             h.float().square().mean().backward()
 
-        def full():
+        def full(d=d):
             d.zero_grad(set_to_none=True)
             out = dspark_loss(d, ids, loss_mask, feats["aux"], feats["last"], anchors, keep)
             out.total.backward()
 
-        t_bb = timeit(backbone, args.reps)
-        t_all = timeit(full, args.reps)
-        print(f"{n} draft layer(s): drafter fwd+bwd {t_all * 1e3:.1f} ms (backbone {t_bb * 1e3:.1f} ms, "
-              f"loss heads ~{(t_all - t_bb) * 1e3:.1f} ms); ratio vs base target forward "
+        cases[f"backbone_{n}"] = backbone
+        cases[f"full_{n}"] = full
+    # interleave the cases rep by rep so that load changes on a shared machine hit all of them alike
+    times = {k: [] for k in cases}
+    for fn in cases.values():
+        fn()  # warm-up (target_base first: it fills feats)
+    for _ in range(args.reps):
+        for k, fn in cases.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    t_base, t_full = med["target_base"], med["target_full"]
+    V, d_, S = tcfg.vocab_size, tcfg.hidden_size, args.anchors * args.block
+    per_tok = 30 * (2 * d_ * d_ + 2 * d_ * 192 + 3 * d_ * 1536)  # weights per layer: q,o; k,v; MLP
+    print(f"target forward: base+hidden states {t_base * 1e3:.0f} ms, CausalLM (with LM head) "
+          f"{t_full * 1e3:.0f} ms  (~{2 * per_tok * T / 1e9:.0f} / {2 * (per_tok + V * d_) * T / 1e9:.0f} GFLOP)")
+    heads = (3 * S * d_ * V + 3 * S * 256 * V) * 2  # lm_head fwd+bwd(input), p_t, W2 fwd+bwd(w,x)
+    print(f"loss heads need ~{heads / 1e9:.0f} GFLOP (full-vocab CE/L1/BCE on {S} slots, fp32)")
+    for n in args.layers:
+        t_bb, t_all = med[f"backbone_{n}"], med[f"full_{n}"]
+        print(f"{n} draft layer(s): drafter fwd+bwd {t_all * 1e3:.0f} ms (backbone {t_bb * 1e3:.0f} ms, "
+              f"loss heads ~{(t_all - t_bb) * 1e3:.0f} ms); ratio vs base target forward "
               f"{t_all / t_base:.2f}, vs CausalLM forward {t_all / t_full:.2f}; backbone-only ratio "
               f"{t_bb / t_base:.2f} (goal {0.3 if n == 1 else 0.6 if n == 5 else '-'})")
 

@@ -17,12 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
-from drafters.dspark.config import (ARCHITECTURE, MARKOV_HEAD_TYPES, ConfigError, DSparkConfig,
-                                    default_target_layer_ids)
+from drafters.dspark.config import (
+    ARCHITECTURE,
+    MARKOV_HEAD_TYPES,
+    ConfigError,
+    DSparkConfig,
+)
 from drafters.dspark.model import DSparkDrafter
 from drafters.errors import TracedraftError
 
@@ -140,7 +144,9 @@ def save_checkpoint(drafter: DSparkDrafter, out_dir: str | Path, include_embeddi
     if bad:
         raise CheckpointError("unmerged_lora", "merge the LoRA adapters before export", bad[0])
     tensors = {k: v for k, v in sd.items() if include_embeddings or k not in OPTIONAL_TENSORS}
-    _write_dir(out_dir, drafter.config.to_deepspec_dict(), tensors)
+    cfg = drafter.config.to_deepspec_dict()
+    cfg["torch_dtype"] = str(drafter.fc.weight.dtype).removeprefix("torch.")  # engines' "auto" dtype reads it
+    _write_dir(out_dir, cfg, tensors)
     return validate_checkpoint(out_dir).files
 
 
@@ -261,7 +267,7 @@ def validate_checkpoint(path: str | Path, target_config: Any = None, check_finit
                     dtypes.add(dt)
             if len(dtypes) > 1:
                 first = {dt: n for n, (_, dt) in tensors.items() if n in expected}
-                raise _fail("mixed_dtype", f"tensors mix dtypes {sorted(dtypes)}", sorted(first.values())[0])
+                raise _fail("mixed_dtype", f"tensors mix dtypes {sorted(dtypes)}", min(first.values()))
             if check_finite:
                 for n in names:
                     t = f.get_tensor(n)
@@ -269,7 +275,7 @@ def validate_checkpoint(path: str | Path, target_config: Any = None, check_finit
                         raise _fail("non_finite", f"tensor {n!r} holds NaN or inf", n)
     except CheckpointError:
         raise
-    except Exception as e:  # corrupt header, truncated file
+    except (OSError, ValueError, RuntimeError, SafetensorError) as e:  # corrupt header, truncated file
         raise _fail("bad_weights", f"cannot read model.safetensors: {e}", WEIGHTS_NAME) from None
     files = {f.name: sha256_file(f) for f in sorted(path.iterdir()) if f.is_file()}
     return CheckpointInfo(
@@ -417,9 +423,9 @@ def _speculators_to_deepspec(d: dict[str, Any], target_config: Any) -> dict[str,
         aux = [2, L // 2, L - 3]
     out = {k: tlc[k] for k in _QWEN3_DIM_KEYS if k in tlc}
     lt = tlc.get("layer_types") or []
-    if any(t == "sliding_attention" for t in lt):
-        if not all(t == "sliding_attention" for t in lt) or d.get("sliding_window_non_causal") is False:
-            raise CheckpointError("unsupported_layout", "mixed or causal-in-block sliding-window layers are not "
+    if any(t == "sliding_attention" for t in lt) and (
+            not all(t == "sliding_attention" for t in lt) or d.get("sliding_window_non_causal") is False):
+        raise CheckpointError("unsupported_layout", "mixed or causal-in-block sliding-window layers are not "
                                   "supported", "layer_types")
     out.update({
         "architectures": [ARCHITECTURE], "model_type": "qwen3", "tie_word_embeddings": False,

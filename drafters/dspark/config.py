@@ -9,6 +9,7 @@ Qwen3-style ``config.json`` that SGLang, vLLM, llama.cpp and DeepSpec load (SERV
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,7 +55,7 @@ def default_target_layer_ids(num_layers: int, k: int = 5) -> list[int]:
             "pass target_layer_ids explicitly",
             "target_layer_ids",
         )
-    return [int(round(1 + i * (num_layers - 4) / (k - 1))) for i in range(k)]
+    return [round(1 + i * (num_layers - 4) / (k - 1)) for i in range(k)]
 
 
 def _tok_len(tokenizer: Any) -> int:
@@ -203,7 +204,7 @@ class DSparkConfig:
         ids = self.target_layer_ids
         if not ids:
             bad("target_layer_ids", "target_layer_ids must not be empty")
-        if any(b <= a for a, b in zip(ids, ids[1:])):
+        if any(b <= a for a, b in itertools.pairwise(ids)):
             bad("target_layer_ids", f"target_layer_ids must be strictly increasing, got {ids}")
         L = self.num_target_layers
         for i in ids:
@@ -260,26 +261,26 @@ class DSparkConfig:
         unknown = set(overrides) - names
         if unknown:
             raise ConfigError("unknown_field", f"unknown DSparkConfig field(s): {sorted(unknown)}",
-                              sorted(unknown)[0])
+                              min(unknown))
         hidden = int(cfg.hidden_size)
         heads = int(cfg.num_attention_heads)
         head_dim = getattr(cfg, "head_dim", None) or hidden // heads
         theta, scaling = _rope_from_hf(cfg)
         act = getattr(cfg, "hidden_act", "silu")
-        kw: dict[str, Any] = dict(
-            hidden_size=hidden,
-            intermediate_size=int(cfg.intermediate_size),
-            num_attention_heads=heads,
-            num_key_value_heads=int(getattr(cfg, "num_key_value_heads", None) or heads),
-            head_dim=int(head_dim),
-            vocab_size=int(cfg.vocab_size),
-            num_target_layers=int(cfg.num_hidden_layers),
-            rms_norm_eps=float(getattr(cfg, "rms_norm_eps", 1e-6)),
-            rope_theta=theta,
-            rope_scaling=scaling,
-            max_position_embeddings=int(getattr(cfg, "max_position_embeddings", 32768)),
-            hidden_act="silu" if act in ("silu", "swish") else act,
-        )
+        kw: dict[str, Any] = {
+            "hidden_size": hidden,
+            "intermediate_size": int(cfg.intermediate_size),
+            "num_attention_heads": heads,
+            "num_key_value_heads": int(getattr(cfg, "num_key_value_heads", None) or heads),
+            "head_dim": int(head_dim),
+            "vocab_size": int(cfg.vocab_size),
+            "num_target_layers": int(cfg.num_hidden_layers),
+            "rms_norm_eps": float(getattr(cfg, "rms_norm_eps", 1e-6)),
+            "rope_theta": theta,
+            "rope_scaling": scaling,
+            "max_position_embeddings": int(getattr(cfg, "max_position_embeddings", 32768)),
+            "hidden_act": "silu" if act in ("silu", "swish") else act,
+        }
         kw.update(overrides)
         if kw.get("mask_token_id") is None:
             kw["mask_token_id"] = choose_mask_token_id(kw["vocab_size"], tokenizer)
@@ -364,6 +365,7 @@ class DSparkConfig:
             "sliding_window", "tie_word_embeddings", "mask_token_id", "target_layer_ids", "num_anchors",
             "enable_confidence_head", "confidence_head_with_markov", "markov_rank", "markov_head_type",
             "loss_decay_gamma", "ce_loss_alpha", "l1_loss_alpha", "confidence_head_alpha",
+            "torch_dtype", "dtype",  # a property of the saved tensors, not of the drafter's shape
         }
         return cls(
             hidden_size=int(d["hidden_size"]),

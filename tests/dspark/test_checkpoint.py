@@ -6,8 +6,14 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from drafters.dspark.checkpoint import (CheckpointError, expected_tensor_shapes, load_checkpoint, save_checkpoint,
-                                        sha256_file, validate_checkpoint)
+from drafters.dspark.checkpoint import (
+    CheckpointError,
+    expected_tensor_shapes,
+    load_checkpoint,
+    save_checkpoint,
+    sha256_file,
+    validate_checkpoint,
+)
 from tests.dspark._tiny import tiny_drafter
 
 

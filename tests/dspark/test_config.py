@@ -49,7 +49,7 @@ def test_mask_token_smollm2_like_empty_output():
 
 
 def test_mask_token_fallback_highest_unused_special():
-    A = lambda c: SimpleNamespace(content=c, special=True)  # noqa: E731
+    A = lambda c: SimpleNamespace(content=c, special=True)
     added = {0: A("<s>"), 1: A("<|im_start|>"), 2: A("<|im_end|>"), 5: A("<unused_a>"), 7: A("<unused_b>"),
              9: A("<pad>")}
     tok = FakeTok(100, {}, added, template="{{'<|im_start|>' + m + '<|im_end|>'}}", bos_token_id=0,
@@ -104,8 +104,8 @@ def test_llama3_rope_matches_transformers():
     ("rope_scaling", {"rope_type": "yarn", "factor": 4.0}),
 ])
 def test_validation_names_field(field, value):
-    base = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
-                head_dim=16, vocab_size=100, num_target_layers=8, mask_token_id=5)
+    base = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "head_dim": 16, "vocab_size": 100, "num_target_layers": 8, "mask_token_id": 5}
     base[field] = value
     with pytest.raises(ConfigError) as e:
         DSparkConfig(**base)

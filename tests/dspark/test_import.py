@@ -66,7 +66,7 @@ def test_import_speculators_shifts_layer_ids(tmp_path):
 
 
 def test_import_specforge(tmp_path):
-    d, t = tiny_drafter("qwen3", markov_head_type="rnn")
+    d, _ = tiny_drafter("qwen3", markov_head_type="rnn")
     c = d.config
     cfg = _qwen3_dims(c) | {"architectures": ["DSparkDraftModel"], "block_size": c.block_size,
                             "num_target_layers": 4, "tie_word_embeddings": False,

@@ -49,7 +49,7 @@ def test_lora_trainable_set_and_merge(tmp_path, head):
     assert not has_lora(merged) and has_lora(d)
     d.eval()
     merged.eval()
-    ids, lm, aux, last, a, k = batch
+    ids, _, aux, _, a, k = batch
     with torch.no_grad():
         torch.testing.assert_close(merged(ids, aux, a, k), d(ids, aux, a, k), atol=1e-5, rtol=1e-4)
         assert dspark_loss(merged, *batch).total.item() == pytest.approx(dspark_loss(d, *batch).total.item(),
