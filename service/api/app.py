@@ -81,7 +81,29 @@ def create_app(settings: Settings | None = None, *, sse_poll_s: float = 0.5, sse
                                                                "Last-Event-ID"])
     for module in (datasets, jobs, drafters, health, metrics):
         app.include_router(module.router)
+    _install_openapi(app)
     return app
+
+
+def _install_openapi(app: FastAPI) -> None:
+    """Generate the OpenAPI document once, with every error response documented as the JSON error shape
+    (FastAPI would list it under the route's media type, e.g. text/html for report.html)."""
+    from fastapi.openapi.utils import get_openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            doc = get_openapi(title=app.title, version=app.version, description=app.description,
+                              routes=app.routes, tags=app.openapi_tags)
+            error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}
+            for path_item in doc.get("paths", {}).values():
+                for operation in path_item.values():
+                    for status, response in operation.get("responses", {}).items():
+                        if str(status)[0] in "45":
+                            response["content"] = error
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 _app: FastAPI | None = None

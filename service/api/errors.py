@@ -9,7 +9,8 @@ Every error response, whatever raised it, is ``{"error": {"code", "message", "pa
   ``where`` becomes ``param``.
 - Request validation errors (FastAPI/pydantic) -> 422 ``invalid_request`` (malformed JSON ->
   ``invalid_json``, unknown field -> ``unknown_field``), ``param`` = the dotted field path
-  (``target.model``, ``recipe.lr``; the location prefix ``body``/``query`` is dropped, except for headers).
+  (``target.model``, ``recipe.lr``, ``Idempotency-Key``; the location prefix ``body``/``query``/``header``
+  is dropped).
 - Starlette HTTP errors (unknown route 404, wrong method 405) keep their status.
 - Anything else -> 500 ``internal_error`` with a generic message (the traceback goes to the log, never to
   the client: exception texts may quote trace content).
@@ -18,11 +19,13 @@ Every error response, whatever raised it, is ``{"error": {"code", "message", "pa
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from drafters.errors import TracedraftError
@@ -104,10 +107,17 @@ def status_for(exc: TracedraftError) -> int:
     return STATUS_BY_CODE.get(exc.code, 400)
 
 
+# pydantic names the union member that failed inside ``loc`` ("constrained-float", "literal['auto']",
+# "int", "function-after[...]"): not part of the field path the client sent.
+_UNION_TAG = re.compile(r"^(constrained-\w+|literal\[.*\]|function-\w+\[.*\]|"
+                        r"(int|float|str|bool|list|dict|url|none|json-or-python)(\[.*\])?)$")
+
+
 def _loc_to_param(loc: tuple[Any, ...] | list[Any]) -> str | None:
     parts = list(loc)
-    if parts and parts[0] in ("body", "query", "path"):
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
         parts = parts[1:]
+    parts = [p for i, p in enumerate(parts) if i == 0 or not (isinstance(p, str) and _UNION_TAG.match(p))]
     return ".".join(str(p) for p in parts) or None
 
 
@@ -167,6 +177,14 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, code, message, None, dict(exc.headers or {}))
 
 
+async def _data_error(request: Request, exc: Exception) -> JSONResponse:
+    # The database refused a value the schema let through (e.g. a NUL character in a PostgreSQL text
+    # parameter): the client's input, not a server fault.
+    log.info("database refused a value on %s %s: %s", request.method, request.url.path, type(exc.orig).__name__
+             if hasattr(exc, "orig") else type(exc).__name__)
+    return error_response(422, "invalid_value", "a parameter holds characters or a value the server cannot store")
+
+
 async def _unhandled(request: Request, exc: Exception) -> JSONResponse:
     # Only the type and route: exception texts may quote uploaded trace content.
     log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path, exc_info=exc)
@@ -179,4 +197,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(TracedraftError, _project_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(DataError, _data_error)
     app.add_exception_handler(Exception, _unhandled)

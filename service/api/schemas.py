@@ -329,7 +329,7 @@ class AliasList(BaseModel):
 
 
 class PromoteRequest(Request_):
-    version: Annotated[int, Field(ge=1)]
+    version: Annotated[int, Field(ge=1, le=2**31 - 1)]
     reason: str = Field(default="", max_length=2000)
     force: bool = False
 

@@ -44,6 +44,13 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 
 METADATA_PARAM = re.compile(r"^metadata\.([A-Za-z0-9_.:-]{1,64})$")
 SSE_HEARTBEAT_S = 15.0
+#: One server-sent event: ``id`` = the job event's seq, ``event`` = its type (or ``end``/``timeout``),
+#: ``data`` = the event as JSON (``JobEventOut``; for ``end``/``timeout``: ``{"status", "last_seq"}``).
+SSE_EVENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"id": {"type": "string"}, "event": {"type": "string"}, "data": {"type": "string"},
+                   "retry": {"type": "integer"}},
+}
 
 
 def job_out(job: Job) -> JobOut:
@@ -205,7 +212,7 @@ def _event_out(e: JobEvent) -> JobEventOut:
     "/{job_id}/events",
     response_model=EventPage,
     responses={200: {"description": "A page of events, or with follow=true a text/event-stream",
-                     "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                     "content": {"text/event-stream": {"schema": SSE_EVENT_SCHEMA}}},
                **error_responses(401, 404, 422)},
     summary="Job events (paged, or streamed with follow=true)",
 )
@@ -214,7 +221,7 @@ async def job_events(
     request: Request,
     caller: CurrentCaller,
     settings: AppSettings,
-    after: Annotated[int, Query(ge=0, le=2**62, description="Return events with seq > after")] = 0,
+    after: Annotated[int, Query(ge=0, le=2**31 - 1, description="Return events with seq > after")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     follow: Annotated[bool, Query(description="Server-sent events until the job is finished")] = False,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID", max_length=32)] = None,
@@ -241,8 +248,8 @@ async def job_events(
         events = events[:limit]
         return EventPage(data=events, has_more=has_more, next_after=events[-1].seq if events else after)
 
-    if last_event_id and last_event_id.strip().isdigit():
-        after = max(after, int(last_event_id.strip()))
+    if last_event_id and re.fullmatch(r"[0-9]{1,10}", last_event_id.strip()):
+        after = max(after, min(int(last_event_id.strip()), 2**31 - 1))
     cfg = request.app.state.sse
     return StreamingResponse(
         _sse(request, load, after, cfg["poll_s"], cfg["max_s"]), media_type="text/event-stream",
