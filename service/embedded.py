@@ -9,6 +9,7 @@ Ctrl-C requests a cancel (the training stage checkpoints and stops) and prints h
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from drafters.errors import TracedraftError
@@ -134,7 +136,7 @@ class StageBars:
             if info:
                 self.progress.update(task, info=" ".join(info))
         elif event.message and event.type in ("progress", "stage", "message"):
-            self.progress.update(task, info=event.message[:70])
+            self.progress.update(task, info=escape(event.message[:70]))
 
     def finish(self, stage: str) -> None:
         if stage in self.tasks:
@@ -171,7 +173,7 @@ def run_job(
             failure.append(exc)
 
     thread = threading.Thread(target=work, name=f"pipeline-{job_id}", daemon=True)
-    columns = [TextColumn("{task.description:<12}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
+    columns = [TextColumn("{task.description:<11}"), BarColumn(bar_width=24), TextColumn("{task.percentage:>3.0f}%"),
                TimeElapsedColumn(), TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[info]}")]
     after = 0
     cancelling = False
@@ -194,7 +196,7 @@ def run_job(
                             bars.finish(ev.data["previous_stage"])
                         if ev.level in ("warning", "error") and not quiet:
                             progress.console.print(f"[{'yellow' if ev.level == 'warning' else 'red'}]"
-                                                   f"{ev.level}: {ev.message}")
+                                                   f"{ev.level}:[/] {escape(ev.message)}")
                 if not alive and not events:
                     break
                 time.sleep(POLL_S)
@@ -245,7 +247,8 @@ def report_summary(job: Job) -> dict[str, Any]:
                                                  "best_expected_tau")},
         "registry": {"drafter": registered.get("drafter"), "version": registered.get("version"),
                      "version_id": registered.get("version_id"),
-                     "checkpoint_uri": registered.get("checkpoint_uri")},
+                     "checkpoint_uri": registered.get("checkpoint_uri"),
+                     "report_uri": registered.get("report_uri")},
         "report_dir": evaluated.get("report_dir"),
         "error": job.error,
     }
@@ -253,6 +256,10 @@ def report_summary(job: Job) -> dict[str, Any]:
 
 def default_settings() -> Settings:
     """The process settings, forced to the inline pipeline (``run`` is the embedded mode by definition)."""
+    # Our own progress bars replace the libraries' (weights loading, shard writing).
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     settings = get_settings()
     if settings.pipeline != "inline":
         settings = settings.model_copy(update={"pipeline": "inline"})

@@ -59,23 +59,36 @@ def _load_target(ctx: StageContext):
     return load_target(_target_spec(ctx)["model"], device=_device(), cache_dir=ctx.settings.cache_dir)
 
 
-def _dataset_files(ctx: StageContext) -> list[Path]:
-    """Fetch the dataset's raw files (hash-verified) into the work directory, named by sha256 only."""
+def _dataset_files(ctx: StageContext) -> dict[Path, str]:
+    """Fetch the dataset's raw files (hash-verified) into the work directory, named by sha256 only.
+
+    Returns {local path: the user's display name}; the user's file name is never used as a path (only a
+    sanitized suffix is kept, for format sniffing).
+    """
     from service import datasets
     from service.db.models import Dataset
 
     with ctx.sessions() as session:
         dataset = session.get(Dataset, ctx.dataset_id)
         files = datasets.raw_files(dataset)
-    out = []
+    out = {}
     for i, f in enumerate(files):
-        # The user's file name is never a path: keep only a sanitized suffix for format sniffing.
         suffix = "".join(s for s in Path(f["name"]).suffixes[-2:] if s.replace(".", "").isalnum())
         dest = ctx.workdir / "raw" / f"{i:03d}-{f['sha256'][:16]}{suffix}"
         if not dest.exists():
             ctx.store.get_file(f["uri"], dest, f["sha256"])
-        out.append(dest)
+        out[dest] = f["name"]
     return out
+
+
+def _user_names(report: dict[str, Any], names: dict[Path, str]) -> dict[str, Any]:
+    """Report problems under the user's file names instead of the work directory's."""
+    by_str = {str(p): n for p, n in names.items()} | {p.name: n for p, n in names.items()}
+    for key in ("errors", "warnings"):
+        for problem in report.get(key) or []:
+            if problem.get("file") in by_str:
+                problem["file"] = by_str[problem["file"]]
+    return report
 
 
 # ------------------------------------------------------------------------------------------------ validate
@@ -87,7 +100,8 @@ def validate(ctx: StageContext) -> dict[str, Any]:
     from service import datasets
 
     data = dict(ctx.spec.get("data") or {})
-    paths = _dataset_files(ctx)
+    names = _dataset_files(ctx)
+    paths = list(names)
     heldout = float(data.get("heldout_fraction") or ctx.settings.default_heldout_fraction)
     ctx.progress(0.0, message=f"parsing {len(paths)} file(s)")
     result = ingest(
@@ -99,9 +113,14 @@ def validate(ctx: StageContext) -> dict[str, Any]:
         problems_path=ctx.workdir / "validation-problems.jsonl",
         target_model=_target_spec(ctx).get("model"),
     )
-    report = result.report.to_dict()
-    for w in report.get("warning_summary", [])[:20] if isinstance(report.get("warning_summary"), list) else []:
-        ctx.event("warning", "message", str(w))
+    report = _user_names(result.report.to_dict(), names)
+    seen: set[str] = set()
+    for w in report.get("warnings", []):  # one event per warning code, with how often it occurred
+        if w["code"] not in seen:
+            seen.add(w["code"])
+            n = report["problem_counts"].get(w["code"], 1)
+            ctx.event("warning", "message", f"[{w['code']}] {w['message']}" + (f" (and {n - 1} more)" if n > 1 else ""),
+                      {"code": w["code"], "count": n})
     train, held = split_conversations(result.conversations, heldout, min_heldout=1)
     canonical = ctx.workdir / "canonical"
     canonical.mkdir(exist_ok=True)
@@ -114,7 +133,13 @@ def validate(ctx: StageContext) -> dict[str, Any]:
     stored = ctx.store.put_file(f"datasets/{ctx.dataset_id}/canonical-train.jsonl", canonical / "train.jsonl")
     ctx.store.put_file(f"datasets/{ctx.dataset_id}/canonical-heldout.jsonl", canonical / "heldout.jsonl")
     error = None
-    if failed:
+    if not result.conversations:
+        first = [f"{p.get('file')}{':' + str(p['line']) if p.get('line') else ''} [{p['code']}] {p['message']}"
+                 for p in report.get("errors", [])[:3]]
+        error = {"code": "no_valid_conversations",
+                 "message": "no conversation could be read from the dataset" + (": " + "; ".join(first) if first else ""),
+                 "param": "dataset"}
+    elif failed:
         error = {"code": "not_enough_data",
                  "message": f"need at least one training and one held-out conversation, got {len(train)} "
                             f"and {len(held)} (of {len(result.conversations)} valid conversations)",
@@ -364,7 +389,8 @@ def register(ctx: StageContext) -> dict[str, Any]:
             auto_promote=bool((ctx.spec.get("promotion") or {}).get("auto_promote")),
         )
         out = {"drafter": name, "version": version.version, "version_id": version.id,
-               "checkpoint_uri": version.checkpoint_uri, "files": dict(version.files)}
+               "checkpoint_uri": version.checkpoint_uri, "files": dict(version.files),
+               "report_uri": version.report_uri}
     return out
 
 

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from drafters.errors import TracedraftError
@@ -83,8 +84,8 @@ def print_summary(s: dict) -> None:
     """The run's report as tables: tau per proposer and per segment, speed, registry entry."""
     if s.get("error"):
         e = s["error"]
-        err_console.print(f"[red]job {s['status']}[/red] [{e.get('code')}] {e.get('message')}"
-                          + (f" (at {e['param']})" if e.get("param") else ""))
+        err_console.print(f"[red]job {s['status']}[/red] " + escape(f"[{e.get('code')}] {e.get('message')}"
+                          + (f" (at {e['param']})" if e.get("param") else "")))
         return
     if not s.get("proposers"):
         console.print(f"job {s['job_id']}: {s['status']}")
@@ -112,8 +113,8 @@ def print_summary(s: dict) -> None:
     reg = s.get("registry") or {}
     console.print(f"registered: {reg.get('drafter')} v{reg.get('version')} ({reg.get('version_id')})")
     console.print(f"checkpoint: {reg.get('checkpoint_uri')}")
-    if s.get("report_dir"):
-        console.print(f"report:     {s['report_dir']}/report.html")
+    if reg.get("report_uri"):
+        console.print(f"report:     {reg['report_uri']}/report.html (and report.json)")
 
 
 def _f(value, suffix: str = "") -> str:
