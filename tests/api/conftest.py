@@ -66,11 +66,11 @@ class Tenant:
 
 
 def make_settings(tmp_path: Path, url: str, **overrides: Any) -> Settings:
-    values: dict[str, Any] = dict(
-        home=tmp_path / "home", database_url=url, artifact_uri=f"file://{tmp_path / 'artifacts'}",
-        pipeline="inline", auto_migrate=False, job_rate_limit_per_minute=1000,
-        max_upload_bytes=4 * 1024 * 1024,
-    )
+    values: dict[str, Any] = {
+        "home": tmp_path / "home", "database_url": url, "artifact_uri": f"file://{tmp_path / 'artifacts'}",
+        "pipeline": "inline", "auto_migrate": False, "job_rate_limit_per_minute": 1000,
+        "max_upload_bytes": 4 * 1024 * 1024,
+    }
     values.update(overrides)
     return Settings(**values)
 

@@ -10,8 +10,8 @@ import zlib
 import pytest
 import zstandard
 
-from service.api.uploads import InspectingReader, Budget, binary_reason
 from service.api.errors import ApiError
+from service.api.uploads import Budget, InspectingReader, binary_reason
 from tests.api.conftest import job_body, make_settings, make_traces, upload
 
 

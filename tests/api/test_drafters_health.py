@@ -57,7 +57,7 @@ def test_versions_aliases_and_promotion(client, app, org_a, tmp_path):
     assert r.status_code == 404
     # A tampered checkpoint is refused (checksums re-verified on every move).
     store = app.state.store
-    ckpt = [a for a in store.list() if a.key.endswith("model.safetensors")][0]
+    ckpt = next(a for a in store.list() if a.key.endswith("model.safetensors"))
     Path(store.root, ckpt.key).write_bytes(b"tampered")
     r = client.post("/v1/drafters/smol-agent/aliases/prod", json={"version": 1, "reason": "x"},
                     headers=org_a.h(admin=True))
@@ -82,7 +82,7 @@ def test_report_html_stored_verified_or_rendered(client, app, org_a, tmp_path):
     assert r.status_code == 200 and "smol-agent@v2" in r.text
     assert "<script>" not in r.text and "&lt;script&gt;" in r.text  # escaped
     # The stored page is hash-verified.
-    page = [a for a in app.state.store.list() if a.key.endswith("report.html")][0]
+    page = next(a for a in app.state.store.list() if a.key.endswith("report.html"))
     Path(app.state.store.root, page.key).write_text("<html>evil</html>")
     r = client.get("/v1/drafters/smol-agent/versions/1/report.html", headers=org_a.h())
     assert r.status_code == 409 and r.json()["error"]["code"] == "artifact_corrupt"
@@ -129,7 +129,6 @@ def test_readiness_fails_without_database_or_broker(tmp_path, dispatched):
 def test_readiness_and_queue_depth_with_celery(tmp_path, db_url, dispatched):
     import pytest
     import redis
-
     from fastapi.testclient import TestClient
 
     from service.api.app import create_app

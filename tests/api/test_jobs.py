@@ -180,7 +180,7 @@ def test_events_paged_and_streamed(client, app, org_a):
         text = "".join(r.iter_text())
     frames = [f for f in text.split("\n\n") if f.startswith("id:")]
     assert len(frames) == 1 and "job succeeded" in frames[0] and frames[0].startswith("id: 8\nevent: stage\n")
-    end = [f for f in text.split("\n\n") if f.startswith("event: end")][0]
+    end = next(f for f in text.split("\n\n") if f.startswith("event: end"))
     assert json.loads(end.split("data: ", 1)[1]) == {"status": "succeeded", "last_seq": 8}
 
 

@@ -4,7 +4,6 @@ generation phase only, against an app with an organization, a dataset, a job and
 
 from __future__ import annotations
 
-import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase
 from hypothesis import settings as hsettings
@@ -18,7 +17,6 @@ CHECKS = [checks.not_a_server_error, checks.status_code_conformance, checks.cont
 
 def test_api_conforms_to_its_schema(app, client, org_a, tmp_path):
     from hypothesis import given
-
     from hypothesis import strategies as st
     from schemathesis import GenerationMode
 
