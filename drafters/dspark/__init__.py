@@ -5,8 +5,14 @@ the names below.
 """
 
 from drafters.dspark.anchors import sample_anchors
-from drafters.dspark.checkpoint import (CheckpointError, CheckpointInfo, import_checkpoint, load_checkpoint,
-                                        save_checkpoint, validate_checkpoint)
+from drafters.dspark.checkpoint import (
+                                        CheckpointError,
+                                        CheckpointInfo,
+                                        import_checkpoint,
+                                        load_checkpoint,
+                                        save_checkpoint,
+                                        validate_checkpoint,
+)
 from drafters.dspark.config import ConfigError, DSparkConfig, choose_mask_token_id, default_target_layer_ids
 from drafters.dspark.losses import LossOutput, dspark_loss
 from drafters.dspark.model import DSparkDrafter

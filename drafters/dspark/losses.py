@@ -8,10 +8,11 @@ anchor p and slot j (label position q = p + j + 1) and weight W[n, j] = M[n, j] 
 where Z = lm_head(h) + Markov bias (teacher-forced), p_d = softmax(Z), p_t = softmax(lm_head(last[q - 1]))
 with the drafter's frozen LM head, all in fp32.
 
-Memory: the [B, N, g, V] tensors are built CHUNK BY CHUNK over anchors (``anchor_chunk`` anchors at a time)
-and, when the full [B, N, g, V] tensor would be large (``recompute``), each chunk runs under activation
-checkpointing, so the peak is a few [B, anchor_chunk, g, V] fp32 tensors (not N of them) at the cost of
-recomputing the chunk's heads in backward. Example: Qwen3-4B, N = 512, chunk 64: ~4 x 64*7*151936*4 B = 1.1 GB instead of 8.7 GB.
+Compute and memory: the V-sized work (drafter logits, Markov W2, target distribution) runs only on the S
+VALID slots (M = 1), packed into rows, CHUNK BY CHUNK (``anchor_chunk`` * g rows at a time); when S x V fp32
+would be large (``recompute``) each chunk runs under activation checkpointing, so the peak is a few
+[anchor_chunk * g, V] fp32 tensors instead of S of them, at the cost of recomputing the chunk's heads in
+backward. The r-dim Markov inputs and the confidence logits are computed for all slots (cheap). Example: Qwen3-4B, N = 512, chunk 64: ~4 x 64*7*151936*4 B = 1.1 GB instead of 8.7 GB.
 """
 
 from __future__ import annotations
@@ -65,30 +66,19 @@ def slot_validity(loss_mask: Tensor, anchors: Tensor, keep: Tensor, block_size: 
     return torch.cumprod(ok.to(torch.int32), dim=-1).bool()
 
 
-def _chunk_terms(drafter: DSparkDrafter, lm_w: Tensor, h: Tensor, prev: Tensor, labels: Tensor,
-                 last: Tensor, W: Tensor, M: Tensor):
-    """Numerators and diagnostics of one anchor chunk. h [B,C,g,d]; prev/labels [B,C,g]; last [B,C,g,d]."""
-    Z = F.linear(h.float(), lm_w) + drafter.markov_bias(prev, h)
+def _chunk_terms(lm_w: Tensor, w2: Tensor, h: Tensor, pre: Tensor, labels: Tensor, last: Tensor, W: Tensor):
+    """Weighted CE and L1 numerators and c* of one chunk of S valid slots (packed rows).
+
+    h [S, d] backbone states; pre [S, r] the Markov head's input of W2 (teacher-forced); labels [S];
+    last [S, d] target last hidden at q - 1; W [S] weights. Z = lm_head(h) + W2(pre) in fp32."""
+    Z = F.linear(h.float(), lm_w) + F.linear(pre.float(), w2.float())
     logp = torch.log_softmax(Z, dim=-1)
     ce = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
     with torch.no_grad():
         p_t = torch.softmax(F.linear(last.float(), lm_w), dim=-1)
     l1 = (logp.exp() - p_t).abs().sum(-1)
     cstar = (1 - 0.5 * l1.detach()).clamp(0, 1)
-    ce_num = (W * ce).sum()
-    l1_num = (W * l1).sum()
-    if drafter.confidence_head is not None:
-        cl = drafter.confidence_logits(h, prev)
-        conf_num = (W * F.binary_cross_entropy_with_logits(cl, cstar, reduction="none")).sum()
-    else:
-        conf_num = ce_num.new_zeros(())
-    with torch.no_grad():
-        Mf = M.float()
-        slot_sum = (cstar * Mf).sum(dim=(0, 1))
-        surv = torch.cumprod(cstar, dim=-1) * Mf
-        blocks = M[..., 0]
-        tau_sum = ((1 + surv.sum(-1)) * blocks.float()).sum()
-    return ce_num, l1_num, conf_num, slot_sum, tau_sum
+    return (W * ce).sum(), (W * l1).sum(), cstar
 
 
 def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, target_aux: Tensor,
@@ -106,8 +96,9 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
         weight_sum: optional denominator to use instead of the local sum W (pass the all-reduced value in
             data-parallel training; DSPARK.md 2.2 "distributed normalisation").
         recompute: run each chunk under activation checkpointing (saved memory per chunk = its inputs; costs
-            one more forward of the heads in backward). None = only when a full [B, N, g, V] fp32 tensor
-            would exceed RECOMPUTE_BYTES (256 MiB), i.e. when chunking alone would not bound memory.
+            one more forward of the heads in backward). None = only when an [S, V] fp32 tensor over all S
+            valid slots would exceed RECOMPUTE_BYTES (256 MiB), i.e. when chunking alone would not bound
+            memory.
     Returns: LossOutput. With no valid slot, total is 0 (still attached to the graph) and diagnostics NaN.
     """
     cfg = drafter.config
@@ -122,39 +113,51 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
     labels = torch.gather(input_ids, 1, (idx + 1).clamp(max=T - 1).reshape(B, -1)).reshape(B, N, g)
     M = slot_validity(loss_mask.to(dev), anchors, keep, g)
     W = M.float() * position_weights(g, cfg.loss_decay_gamma).to(dev)
+    # r-dim Markov inputs and confidence logits for every slot (cheap, and the RNN head needs whole blocks);
+    # the V-sized work below runs on the valid slots only, packed into rows.
+    pre = drafter.markov_head.pre_teacher_forced(prev, h)  # [B,N,g,r]
+    conf_logit = drafter.confidence_logits(h, prev) if drafter.confidence_head is not None else None
+    b_i, n_i, j_i = M.nonzero(as_tuple=True)
+    S = b_i.numel()
+    h_v, pre_v, lab_v, W_v = h[b_i, n_i, j_i], pre[b_i, n_i, j_i], labels[b_i, n_i, j_i], W[b_i, n_i, j_i]
+    last_v = target_last_hidden[b_i, idx[b_i, n_i, j_i]]  # [S, d]
     lm_w = drafter.lm_head.weight.detach().float()
-    last_flat = target_last_hidden
+    w2 = drafter.markov_head.markov_w2.weight
     if recompute is None:
-        recompute = B * N * g * cfg.vocab_size * 4 > RECOMPUTE_BYTES
+        recompute = S * cfg.vocab_size * 4 > RECOMPUTE_BYTES
     use_ckpt = recompute and torch.is_grad_enabled() and h.requires_grad
-    C = max(1, anchor_chunk)
-    ce_num = l1_num = conf_num = h.new_zeros((), dtype=torch.float32)
-    slot_sum = torch.zeros(g, device=dev)
-    tau_sum = torch.zeros((), device=dev)
-    for s in range(0, N, C):
-        e = min(N, s + C)
-        if not bool(M[:, s:e].any()):
-            continue
-        idx_c = idx[:, s:e].clamp(max=T - 1)
-        last_c = torch.gather(last_flat, 1, idx_c.reshape(B, -1, 1).expand(-1, -1, last_flat.shape[-1]))
-        last_c = last_c.reshape(B, e - s, g, -1)
-        args = (drafter, lm_w, h[:, s:e], prev[:, s:e], labels[:, s:e], last_c, W[:, s:e], M[:, s:e])
+    rows = max(1, anchor_chunk) * g
+    ce_num = l1_num = h.new_zeros((), dtype=torch.float32)
+    cstars = []
+    for s in range(0, S, rows):
+        e = min(S, s + rows)
+        args = (lm_w, w2, h_v[s:e], pre_v[s:e], lab_v[s:e], last_v[s:e], W_v[s:e])
         out = checkpoint(_chunk_terms, *args, use_reentrant=False) if use_ckpt else _chunk_terms(*args)
         ce_num = ce_num + out[0]
         l1_num = l1_num + out[1]
-        conf_num = conf_num + out[2]
-        slot_sum += out[3]
-        tau_sum += out[4]
+        cstars.append(out[2])
+    cstar_v = torch.cat(cstars) if cstars else h.new_zeros(0, dtype=torch.float32)
+    conf_num = h.new_zeros((), dtype=torch.float32)
+    if conf_logit is not None and S:
+        conf_num = (W_v * F.binary_cross_entropy_with_logits(conf_logit[b_i, n_i, j_i], cstar_v,
+                                                             reduction="none")).sum()
+    with torch.no_grad():  # diagnostics (DSPARK.md 2.2): per-slot analytic acceptance, expected tau
+        cstar = torch.zeros(B, N, g, device=dev)
+        cstar[b_i, n_i, j_i] = cstar_v
+        Mf = M.float()
+        slot_sum = cstar.sum(dim=(0, 1))
+        surv = torch.cumprod(cstar, dim=-1) * Mf
+        tau_sum = ((1 + surv.sum(-1)) * M[..., 0].float()).sum()
     denom = W.sum() if weight_sum is None else weight_sum.to(dev)
     denom_c = denom.clamp_min(1e-12)
     ce_l, l1_l, conf_l = ce_num / denom_c, l1_num / denom_c, conf_num / denom_c
     total = cfg.ce_loss_alpha * ce_l + cfg.l1_loss_alpha * l1_l
     if drafter.confidence_head is not None:
         total = total + cfg.confidence_head_alpha * conf_l
-    if not bool(M.any()):
+    if not S:
         total = total + 0.0 * h.sum()  # keep a graph so backward() works on empty batches
     n_blocks = int(M[..., 0].sum())
-    slot_count = M.float().sum(dim=(0, 1))
+    slot_count = Mf.sum(dim=(0, 1))
     return LossOutput(
         total=total,
         ce=ce_l.detach(),

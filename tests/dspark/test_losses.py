@@ -144,3 +144,36 @@ def test_weighted_anchors_oversample():
     with pytest.raises(AnchorError) as e:
         sample_anchors(lm, 4, g, weights=-w)
     assert e.value.where == "weights"
+
+
+def test_bf16_drafter_loss_is_finite_and_trains():
+    d, target = tiny_drafter("qwen3", markov_head_type="gated")
+    for p in d.parameters():
+        if p.requires_grad:
+            p.data = p.data.to(torch.bfloat16)  # as drafters.train does on GPU; embed/lm_head stay fp32
+    ids = torch.randint(0, V - 1, (1, 30), generator=torch.Generator().manual_seed(0))
+    lm = torch.ones(1, 30, dtype=torch.long)
+    aux, last = target_features(target, ids, [0, 1])
+    a, k = sample_anchors(lm[0], 5, torch.Generator().manual_seed(0))
+    out = dspark_loss(d, ids, lm, aux.bfloat16(), last.bfloat16(), a[None], k[None])
+    assert torch.isfinite(out.total) and out.total.dtype == torch.float32
+    out.total.backward()
+    assert d.markov_head.markov_w2.weight.grad.dtype == torch.bfloat16
+    assert d.fc.weight.grad.abs().sum() > 0
+
+
+def test_invalid_slots_do_not_change_loss():
+    """Slots outside the supervised region contribute nothing: changing the tokens they would predict leaves
+    the loss unchanged."""
+    d, target = tiny_drafter()
+    ids = torch.randint(0, V - 1, (1, 30), generator=torch.Generator().manual_seed(0))
+    lm = torch.zeros(1, 30, dtype=torch.long)
+    lm[0, 5:15] = 1
+    aux, last = target_features(target, ids, [0, 1])
+    anchors, keep = torch.tensor([[6, 12, 13]]), torch.ones(1, 3, dtype=torch.bool)
+    base = dspark_loss(d, ids, lm, aux, last, anchors, keep)
+    ids2 = ids.clone()
+    ids2[0, 15:] = (ids2[0, 15:] + 1) % (V - 1)
+    out = dspark_loss(d, ids2, lm, aux, last, anchors, keep)
+    assert out.total.item() == pytest.approx(base.total.item(), rel=1e-6)
+    assert out.n_valid == base.n_valid == 4 + 2 + 1
