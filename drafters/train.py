@@ -85,7 +85,10 @@ class TrainConfig:
     ``feature_cache_max_bytes``), "on" (cache or raise), "off" (online target forward every micro-batch).
     ``checkpoint_every`` / ``validate_every``: steps (0 = only at the end); ``keep_last``: step checkpoints
     kept. ``init_from``: a checkpoint directory whose drafter weights start the run (warm start, fresh
-    optimizer). ``lora``: reserved (not supported yet; raises).
+    optimizer). ``lora``: None for full fine-tuning (the default, DSPARK.md 8.5) or
+    ``{"r": 16, "alpha": 32, "dropout": 0.0, "train_norms": True}`` for peft LoRA adapters
+    (drafters.dspark.lora: backbone linears + fc adapted, Markov/confidence heads fully trained); exports are
+    merged, the unmerged state travels in the training state for resume.
     """
 
     max_steps: int | None = None
@@ -137,8 +140,10 @@ class TrainConfig:
                 bad(f, f"{f} must be >= 0, got {getattr(self, f)}")
         if self.feature_cache not in ("auto", "on", "off"):
             bad("feature_cache", f"feature_cache must be auto|on|off, got {self.feature_cache!r}")
-        if self.lora:
-            bad("lora", "LoRA fine-tuning is not supported yet; full fine-tuning is the default (DSPARK.md 8.5)")
+        if self.lora is not None:
+            extra = set(self.lora) - {"r", "alpha", "dropout", "train_norms"}
+            if not isinstance(self.lora, dict) or extra:
+                bad("lora", f"lora must be a dict with keys r, alpha, dropout, train_norms; got extra {extra}")
         for k, w in self.segment_weights.items():
             if isinstance(k, str) and k.upper() not in SEGMENT_VALUES:
                 bad("segment_weights", f"unknown segment {k!r}; known: {sorted(SEGMENT_VALUES)}")
@@ -154,7 +159,7 @@ class TrainConfig:
     def schedule_fingerprint(self) -> str:
         """Hash of the fields an exact resume depends on (changing them makes the run a different run)."""
         keys = ("max_steps", "epochs", "lr", "warmup_ratio", "weight_decay", "betas", "max_grad_norm",
-                "grad_accum", "tokens_per_batch", "max_seq_len", "num_anchors", "seed", "segment_weights")
+                "grad_accum", "tokens_per_batch", "max_seq_len", "num_anchors", "seed", "segment_weights", "lora")
         d = self.to_dict()
         return hashlib.sha256(json.dumps({k: d[k] for k in keys}, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -459,7 +464,12 @@ class FeatureCache:
 
 # =============================================================================================== checkpoints
 def _export_drafter(drafter: Any, out: Path) -> None:
-    """The DeepSpec-native export (config.json + model.safetensors, SERVING.md 2)."""
+    """The DeepSpec-native export (config.json + model.safetensors, SERVING.md 2); LoRA adapters are
+    merged into a copy first so engines load a plain drafter."""
+    if _has_lora(drafter):
+        from drafters.dspark.lora import merge_lora
+
+        drafter = merge_lora(drafter)
     try:
         from drafters.dspark.checkpoint import save_checkpoint
     except ImportError:  # checkpoint module not there yet: same layout written directly
@@ -472,6 +482,15 @@ def _export_drafter(drafter: Any, out: Path) -> None:
     sd = {k: v.detach().cpu().contiguous() for k, v in drafter.state_dict().items()
           if not k.startswith(("embed_tokens.", "lm_head."))}
     save_file(sd, str(out / "model.safetensors"))
+
+
+def _has_lora(drafter: Any) -> bool:
+    return any("lora_" in n for n, _ in drafter.named_parameters())
+
+
+def _model_state(drafter: Any) -> dict[str, torch.Tensor]:
+    """Unmerged drafter state without the frozen target copies (what a LoRA resume needs)."""
+    return {k: v for k, v in drafter.state_dict().items() if not k.startswith(("embed_tokens.", "lm_head."))}
 
 
 def _trainable(drafter: Any) -> list[tuple[str, torch.nn.Parameter]]:
@@ -568,7 +587,7 @@ def train(
     cfg.validate()
     out_dir = Path(out_dir)
     dd = _Dist()
-    device = next(p for _, p in _trainable(drafter)).device if _trainable(drafter) else torch.device("cpu")
+    device = drafter.fc.weight.device
     gamma = drafter.config.block_size
     layer_ids = list(drafter.config.target_layer_ids)
     target.check_layer_ids(layer_ids)
@@ -636,10 +655,15 @@ def train(
         return aux.to(device), last.to(device)
 
     # ---------------------------------------------------------------- optimizer
+    resuming = resume and (out_dir / LATEST).is_file()
+    if cfg.init_from and not resuming:
+        load_drafter_weights(drafter, cfg.init_from)
+    if cfg.lora is not None and not _has_lora(drafter):
+        from drafters.dspark.lora import apply_lora
+
+        apply_lora(drafter, **cfg.lora)
     named = _trainable(drafter)
     params = [p for _, p in named]
-    if cfg.init_from and not (resume and (out_dir / LATEST).is_file()):
-        load_drafter_weights(drafter, cfg.init_from)
     mixed = any(p.dtype != torch.float32 for p in params)
     master = [p.detach().float().clone().requires_grad_(True) for p in params] if mixed else params
     opt = torch.optim.AdamW(master, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
@@ -648,15 +672,20 @@ def train(
     best_step: int | None = None
     last_dir: Path | None = None
 
-    if resume and (out_dir / LATEST).is_file():
+    if resuming:
         latest = json.loads((out_dir / LATEST).read_text())
         ck = out_dir / latest["dir"]
         st = json.loads((ck / STATE_JSON).read_text())
         if st["fingerprint"] != cfg.schedule_fingerprint() or st["per_step"] != per_step:
             raise TrainError("resume_mismatch", f"{ck} was written by a run with a different schedule/data "
                              "config or global batch; use a new out_dir or resume=False", str(ck))
-        load_drafter_weights(drafter, ck)
         tens = load_file(str(ck / STATE_TENSORS))
+        if _has_lora(drafter):  # the export is merged; the unmerged state is in the training state
+            with torch.no_grad():
+                for k, v in _model_state(drafter).items():
+                    v.copy_(tens[f"model.{k}"])
+        else:
+            load_drafter_weights(drafter, ck)
         if mixed:
             with torch.no_grad():
                 for i, m in enumerate(master):
@@ -682,6 +711,8 @@ def train(
             shutil.rmtree(tmp, ignore_errors=True)
             _export_drafter(drafter, tmp)
             tens: dict[str, torch.Tensor] = {"rng.torch": torch.get_rng_state()}
+            if _has_lora(drafter):
+                tens.update({f"model.{k}": v.detach().cpu().contiguous() for k, v in _model_state(drafter).items()})
             osd = opt.state_dict()["state"]
             for i, m in enumerate(master):
                 if mixed:
@@ -709,7 +740,7 @@ def train(
         dd.barrier()
         return d
 
-    def save_best(step_: int, tau: float) -> None:
+    def save_best(step_: int, tau: float | None) -> None:
         if dd.rank == 0:
             tmp = out_dir / ".best.tmp"
             shutil.rmtree(tmp, ignore_errors=True)
@@ -873,7 +904,7 @@ def train(
         if old_handler is not None:
             signal.signal(signal.SIGTERM, old_handler)
     if best_tau is None:  # no validation data: the last export is the best we know
-        save_best(step, float("nan"))
+        save_best(step, None)
     emit(TrainProgress("done", step, total, val_expected_tau=_last_tau(history), best_expected_tau=best_tau,
                        message=stop_reason))
     return TrainResult(best_dir=out_dir / BEST, last_dir=last_dir, steps=step, cancelled=cancelled,
