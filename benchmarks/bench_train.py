@@ -27,10 +27,10 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from drafters.dspark.config import DSparkConfig  # noqa: E402
-from drafters.dspark.model import DSparkDrafter  # noqa: E402
-from drafters.target import load_target  # noqa: E402
-from drafters.train import FeatureCache, TrainConfig, train  # noqa: E402
+from drafters.dspark.config import DSparkConfig
+from drafters.dspark.model import DSparkDrafter
+from drafters.target import load_target
+from drafters.train import FeatureCache, TrainConfig, train
 
 
 @dataclass

@@ -398,8 +398,9 @@ def test_bf16_drafter_keeps_fp32_master_weights_and_resumes_exactly(target_dir, 
 
 
 def test_lora_exports_merged_and_resumes_exactly(target, tmp_path):
-    from drafters.dspark.checkpoint import load_checkpoint
     from safetensors.torch import load_file
+
+    from drafters.dspark.checkpoint import load_checkpoint
 
     c = cfg(max_steps=5, lora={"r": 4, "alpha": 8})
     d_full = make_drafter(target)
