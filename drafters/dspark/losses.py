@@ -66,16 +66,18 @@ def slot_validity(loss_mask: Tensor, anchors: Tensor, keep: Tensor, block_size: 
     return torch.cumprod(ok.to(torch.int32), dim=-1).bool()
 
 
-def _chunk_terms(lm_w: Tensor, w2: Tensor, h: Tensor, pre: Tensor, labels: Tensor, last: Tensor, W: Tensor):
+def _chunk_terms(lm_w: Tensor, w2: Tensor, h: Tensor, pre: Tensor, labels: Tensor, last: Tensor, inv: Tensor,
+                 W: Tensor):
     """Weighted CE and L1 numerators and c* of one chunk of S valid slots (packed rows).
 
     h [S, d] backbone states; pre [S, r] the Markov head's input of W2 (teacher-forced); labels [S];
-    last [S, d] target last hidden at q - 1; W [S] weights. Z = lm_head(h) + W2(pre) in fp32."""
+    last [U, d] target last hidden at the U distinct positions q - 1 of the chunk (overlapping blocks share
+    them) and inv [S] the row of each slot in it; W [S] weights. Z = lm_head(h) + W2(pre) in fp32."""
     Z = F.linear(h.float(), lm_w) + F.linear(pre.float(), w2.float())
     logp = torch.log_softmax(Z, dim=-1)
     ce = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
     with torch.no_grad():
-        p_t = torch.softmax(F.linear(last.float(), lm_w), dim=-1)
+        p_t = torch.softmax(F.linear(last.float(), lm_w), dim=-1)[inv]
     l1 = (logp.exp() - p_t).abs().sum(-1)
     cstar = (1 - 0.5 * l1.detach()).clamp(0, 1)
     return (W * ce).sum(), (W * l1).sum(), cstar
@@ -120,7 +122,8 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
     b_i, n_i, j_i = M.nonzero(as_tuple=True)
     S = b_i.numel()
     h_v, pre_v, lab_v, W_v = h[b_i, n_i, j_i], pre[b_i, n_i, j_i], labels[b_i, n_i, j_i], W[b_i, n_i, j_i]
-    last_v = target_last_hidden[b_i, idx[b_i, n_i, j_i]]  # [S, d]
+    pos_v = b_i * T + idx[b_i, n_i, j_i]  # flat position q - 1 of each valid slot's target distribution
+    last_flat = target_last_hidden.reshape(B * T, -1)
     lm_w = drafter.lm_head.weight.detach().float()
     w2 = drafter.markov_head.markov_w2.weight
     if recompute is None:
@@ -131,7 +134,8 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
     cstars = []
     for s in range(0, S, rows):
         e = min(S, s + rows)
-        args = (lm_w, w2, h_v[s:e], pre_v[s:e], lab_v[s:e], last_v[s:e], W_v[s:e])
+        uniq, inv = torch.unique(pos_v[s:e], return_inverse=True)
+        args = (lm_w, w2, h_v[s:e], pre_v[s:e], lab_v[s:e], last_flat[uniq], inv, W_v[s:e])
         out = checkpoint(_chunk_terms, *args, use_reentrant=False) if use_ckpt else _chunk_terms(*args)
         ce_num = ce_num + out[0]
         l1_num = l1_num + out[1]
