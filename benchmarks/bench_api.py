@@ -1,0 +1,248 @@
+"""Load test of the REST API (issue 10): N concurrent clients against a real uvicorn server.
+
+    .venv/bin/python benchmarks/bench_api.py                       # 50 clients, 60 s
+    .venv/bin/python benchmarks/bench_api.py --duration 10 --clients 20
+
+What runs: a fresh PostgreSQL database (created on 127.0.0.1:5432, or ``--database-url``, migrated), one
+organization with an API key, and ``uvicorn service.api.app:app`` on 127.0.0.1 in a subprocess with
+``pipeline=celery`` (jobs are really enqueued on a Redis database of their own, ``--broker-url``, flushed
+at the end; no worker consumes them, so no ML runs) and the job rate limit off. Each client loops over a
+weighted mix: create a job (with an Idempotency-Key), list jobs (with a metadata filter, paging), read a
+job, read a job's events, and (``--upload-share``) upload a small dataset. Reported: requests, errors (any
+non-2xx or transport error), p50/p90/p99/max latency per operation and for all non-upload calls, throughput.
+Goal (issue 10): zero errors and p99 under 200 ms for non-upload calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PG_ADMIN = os.environ.get("TRACEDRAFT_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+def traces(n: int, tag: str) -> bytes:
+    lines = []
+    for i in range(n):
+        lines.append(json.dumps({"messages": [
+            {"role": "user", "content": f"list dir{i}{tag}"},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": f"c{i}", "type": "function", "function": {
+                "name": "ls", "arguments": json.dumps({"path": f"/d{i}{tag}"})}}]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": "a.py"},
+            {"role": "assistant", "content": "done"}]}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    k = min(len(values) - 1, max(0, round(q / 100 * (len(values) - 1))))
+    return values[k]
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.lat: dict[str, list[float]] = {}
+        self.errors: dict[str, int] = {}
+        self.samples: list[str] = []
+
+    def add(self, op: str, seconds: float, ok: bool, detail: str = "") -> None:
+        self.lat.setdefault(op, []).append(seconds)
+        if not ok:
+            self.errors[op] = self.errors.get(op, 0) + 1
+            if len(self.samples) < 5:
+                self.samples.append(f"{op}: {detail[:200]}")
+
+
+async def client_loop(i: int, base: str, key: str, dataset_id: str, job_ids: list[str], deadline: float,
+                      stats: Stats, upload_share: float) -> None:
+    headers = {"Authorization": f"Bearer {key}"}
+    rng = random.Random(i)
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30, limits=limits) as http:
+        while time.perf_counter() < deadline:
+            r = rng.random()
+            if r < upload_share:
+                op = "upload"
+                req = http.post("/v1/datasets?filename=t.jsonl", content=traces(20, f"{i}-{rng.random()}"),
+                                headers={"Content-Type": "application/jsonl"})
+            elif r < upload_share + 0.15:
+                op = "create_job"
+                body = {"dataset_id": dataset_id, "target": {"model": "smollm2-135m-instruct"},
+                        "recipe": {"max_steps": rng.randint(1, 1000)}, "metadata": {"client": str(i)}}
+                req = http.post("/v1/jobs", json=body, headers={"Idempotency-Key": uuid.uuid4().hex})
+            elif r < upload_share + 0.45:
+                op = "list_jobs"
+                params = {"limit": 20} if rng.random() < 0.5 else {"limit": 20, "metadata.client": str(i)}
+                req = http.get("/v1/jobs", params=params)
+            elif r < upload_share + 0.65:
+                op = "get_job"
+                req = http.get(f"/v1/jobs/{rng.choice(job_ids)}")
+            else:
+                op = "events"
+                req = http.get(f"/v1/jobs/{rng.choice(job_ids)}/events", params={"after": 0, "limit": 50})
+            t0 = time.perf_counter()
+            try:
+                resp = await req
+                ok, detail = resp.status_code < 300, f"{resp.status_code} {resp.text}"
+                if op == "create_job" and ok and len(job_ids) < 5000:
+                    job_ids.append(resp.json()["id"])
+            except httpx.HTTPError as exc:
+                ok, detail = False, f"{type(exc).__name__}: {exc}"
+            stats.add(op, time.perf_counter() - t0, ok, detail)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--duration", type=float, default=60.0, help="seconds of load (default 60)")
+    ap.add_argument("--clients", type=int, default=50, help="concurrent clients (default 50)")
+    ap.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default 1)")
+    ap.add_argument("--upload-share", type=float, default=0.02, help="fraction of calls that upload (0.02)")
+    ap.add_argument("--database-url", default=None, help="use this (migrated) database instead of a fresh one")
+    ap.add_argument("--broker-url", default="redis://127.0.0.1:6379/13", help="Redis for the Celery queues")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = ap.parse_args()
+
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    from service.auth import create_api_key, create_org
+    from service.db.session import make_engine, session_factory, upgrade
+
+    created_db = None
+    url = args.database_url
+    if url is None:
+        created_db = f"tracedraft_bench_{uuid.uuid4().hex[:10]}"
+        admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+        with admin.connect() as c:
+            c.exec_driver_sql(f'CREATE DATABASE "{created_db}"')
+        admin.dispose()
+        url = make_url(PG_ADMIN).set(database=created_db).render_as_string(hide_password=False)
+        upgrade(url)
+    home = Path(tempfile.mkdtemp(prefix="bench-api-"))
+    engine = make_engine(url)
+    with session_factory(engine)() as s:
+        org = create_org(s, f"bench-{uuid.uuid4().hex[:6]}")
+        key, _ = create_api_key(s, org, "bench", "admin")
+    engine.dispose()
+
+    port = free_port()
+    env = {**os.environ, "TRACEDRAFT_DATABASE_URL": url, "TRACEDRAFT_HOME": str(home),
+           "TRACEDRAFT_PIPELINE": "celery", "TRACEDRAFT_BROKER_URL": args.broker_url,
+           "TRACEDRAFT_JOB_RATE_LIMIT_PER_MINUTE": "0", "TRACEDRAFT_LOG_LEVEL": "WARNING",
+           "PYTHONPATH": str(ROOT)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "service.api.app:app", "--host", "127.0.0.1", "--port", str(port),
+         "--workers", str(args.workers), "--log-level", "warning", "--no-access-log"], env=env, cwd=ROOT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"{base}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        else:
+            raise SystemExit("the server did not become ready")
+        h = {"Authorization": f"Bearer {key}"}
+        ds = httpx.post(f"{base}/v1/datasets?filename=seed.jsonl", content=traces(40, "seed"),
+                        headers={**h, "Content-Type": "application/jsonl"}, timeout=30).json()
+        job_ids = []
+        for i in range(20):  # jobs with some events to read
+            body = {"dataset_id": ds["id"], "target": {"model": "smollm2-135m-instruct"}, "metadata": {"seed": str(i)}}
+            job_ids.append(httpx.post(f"{base}/v1/jobs", json=body, headers=h, timeout=30).json()["id"])
+        from service import jobs as jobs_mod
+
+        engine = make_engine(url)
+        with session_factory(engine)() as s:
+            for jid in job_ids:
+                for k in range(30):
+                    jobs_mod.add_event(s, jid, "info", "metrics", f"step {k}", {"step": k, "loss": 1.0 / (k + 1)},
+                                       commit=False)
+            s.commit()
+        engine.dispose()
+
+        stats = Stats()
+
+        async def run() -> float:
+            t0 = time.perf_counter()
+            deadline = t0 + args.duration
+            await asyncio.gather(*(client_loop(i, base, key, ds["id"], job_ids, deadline, stats, args.upload_share)
+                                   for i in range(args.clients)))
+            return time.perf_counter() - t0
+
+        elapsed = asyncio.run(run())
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+        if created_db:
+            admin = sa.create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+            with admin.connect() as c:
+                c.exec_driver_sql(f'DROP DATABASE IF EXISTS "{created_db}" WITH (FORCE)')
+            admin.dispose()
+        try:
+            import redis
+
+            redis.Redis.from_url(args.broker_url).flushdb()
+        except Exception:  # noqa: BLE001
+            pass
+
+    rows = {}
+    non_upload: list[float] = []
+    for op, lat in sorted(stats.lat.items()):
+        rows[op] = {"n": len(lat), "errors": stats.errors.get(op, 0), "p50_ms": percentile(lat, 50) * 1e3,
+                    "p90_ms": percentile(lat, 90) * 1e3, "p99_ms": percentile(lat, 99) * 1e3,
+                    "max_ms": max(lat) * 1e3, "mean_ms": statistics.fmean(lat) * 1e3}
+        if op != "upload":
+            non_upload += lat
+    total = sum(len(v) for v in stats.lat.values())
+    errors = sum(stats.errors.values())
+    summary = {"clients": args.clients, "duration_s": round(elapsed, 1), "workers": args.workers,
+               "requests": total, "errors": errors, "rps": round(total / elapsed, 1),
+               "non_upload_p50_ms": round(percentile(non_upload, 50) * 1e3, 1),
+               "non_upload_p99_ms": round(percentile(non_upload, 99) * 1e3, 1), "ops": rows,
+               "error_samples": stats.samples}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(f"{args.clients} clients, {elapsed:.1f} s, uvicorn workers={args.workers}: {total} requests "
+          f"({summary['rps']} req/s), {errors} errors")
+    print(f"{'operation':<12}{'n':>7}{'err':>5}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}")
+    for op, r in rows.items():
+        print(f"{op:<12}{r['n']:>7}{r['errors']:>5}{r['p50_ms']:>9.1f}{r['p90_ms']:>9.1f}{r['p99_ms']:>9.1f}"
+              f"{r['max_ms']:>9.1f}")
+    print(f"non-upload calls: p50 {summary['non_upload_p50_ms']} ms, p99 {summary['non_upload_p99_ms']} ms "
+          f"(goal: 0 errors, p99 < 200 ms)")
+    for s in stats.samples:
+        print("  error sample:", s)
+
+
+if __name__ == "__main__":
+    main()
