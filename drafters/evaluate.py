@@ -715,7 +715,7 @@ def write_report(report: Mapping, out_dir: str | Path) -> dict[str, str]:
             ax.plot(*zip(*ca), marker="o", label=name)
     ax.set(xlabel="position in block k", ylabel="P(accept k | 1..k-1 accepted)", ylim=(0, 1.02),
            title="Position-wise conditional acceptance")
-    ax.legend(fontsize=8)
+    _legend(ax)
     pngs["acceptance_by_position"] = out / "acceptance_by_position.png"
 
     def save(f, key):
@@ -733,7 +733,7 @@ def write_report(report: Mapping, out_dir: str | Path) -> dict[str, str]:
         ax.bar([j + i * w for j in range(len(segs))], ys, width=w, label=name)
     ax.set_xticks([j + w * (len(props) - 1) / 2 for j in range(len(segs))], segs, rotation=20, fontsize=8)
     ax.set(ylabel="tau (accepted + 1 per round)", title="tau by segment")
-    ax.legend(fontsize=8)
+    _legend(ax)
     pngs["tau_by_segment"] = out / "tau_by_segment.png"
     save(fig, "tau_by_segment")
 
@@ -751,7 +751,7 @@ def write_report(report: Mapping, out_dir: str | Path) -> dict[str, str]:
                 ax.plot(*zip(*pts), style, marker=".", label=f"{name} {phase} scaling")
     ax.set(xlabel="predicted prefix survival", ylabel="observed acceptance", title="Reliability diagram",
            xlim=(0, 1), ylim=(0, 1))
-    ax.legend(fontsize=8)
+    _legend(ax)
     pngs["reliability"] = out / "reliability.png"
     save(fig, "reliability")
 
@@ -803,6 +803,11 @@ plain tokens: {report['heldout'].get('plain_generated_tokens')}. Lossless check 
     return paths
 
 
+def _legend(ax: Any) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+
+
 def _f(x: Any, nd: int = 3) -> str:
     return "-" if x is None or _isnan(x) else f"{x:.{nd}f}"
 
@@ -846,3 +851,36 @@ def engine_summary(run: Any) -> dict:
                    "completion_tokens": tokens, "calls": len(calls), "seconds": sum(secs) if secs else None,
                    "tokens_per_s": tokens / sum(secs) if secs and sum(secs) > 0 else None,
                    "flags": list(run.flags), "info": dict(run.info), "per_call": per_call})
+
+
+def engine_report(runs: Mapping[str, Any], *, target: str | None, temperature: float, max_new_tokens: int,
+                  seed: int = 0, compare: Sequence[tuple[str, str]] | None = None) -> EvalReport:
+    """An EvalReport (same schema, so ``gate`` and ``write_report`` work) from counter-only engine runs,
+    e.g. one SGLang pass per drafter: {name: EngineRun}. Per-segment, conditional-acceptance and calibration
+    sections are empty (the engine does not expose per-round data); "tau_source" and "flags" say how tau
+    was obtained, "settings.engine_info" records the engine version and arguments per drafter."""
+    entries, infos = {}, {}
+    for name, run in runs.items():
+        s = engine_summary(run)
+        infos[name] = s.pop("info")
+        entries[name] = {**s, "by_segment": {}, "by_turn": {}, "by_context": {}, "conditional_acceptance": [],
+                         "calibration": None, "block_size": None, "max_tau": None, "tokens": s["completion_tokens"],
+                         "timing": {"seconds": s["seconds"], "tokens_per_s": s["tokens_per_s"]},
+                         "speedup_vs_plain": None}
+    names = list(entries)
+    pairs = list(compare) if compare is not None else [(a, b) for a in names for b in names if a != b]
+    engines = sorted({getattr(r, "engine", "?") for r in runs.values()})
+    first = next(iter(runs.values()), None)
+    return EvalReport(_clean({
+        "schema": SCHEMA, "convention": CONVENTION, "end_effects": "engine counters: " + END_EFFECTS,
+        "rules": {"paired": PAIRED_RULE},
+        "settings": {"engine": ",".join(engines), "target": target, "temperature": temperature, "seed": seed,
+                     "max_new_tokens": max_new_tokens, "engine_info": infos, "versions": _versions()},
+        "heldout": {"calls": len(first.calls) if first else 0,
+                    "generated_tokens": {n: e["tokens"] for n, e in entries.items()}},
+        "lossless": {"checked": False, "reason": "remote engine: outputs are not compared token by token"},
+        "plain": {"tokens": None, "seconds": None, "tokens_per_s": None},
+        "proposers": entries,
+        "comparisons": {f"{a}__vs__{b}": {"candidate": a, "incumbent": b,
+                                          **compare_entries(entries[a], entries[b], seed)} for a, b in pairs},
+    }))

@@ -315,3 +315,20 @@ def test_launch_mode_server_dies_mid_run(tmp_path):
     with pytest.raises(TracedraftError) as e:
         eng.measure(PROMPTS, "/models/d1", max_new_tokens=16)
     assert e.value.code == "engine_died" and "worker crashed" in e.value.message
+
+
+def test_engine_report_feeds_the_gate(stub, tmp_path):
+    from drafters.evaluate import engine_report, gate, write_report
+
+    cand = CallMeasurement
+    inc_calls = [cand(f"c/{i}", 30, 10, 15) for i in range(30)]          # tau 2.5 per call
+    win_calls = [cand(f"c/{i}", 30, 10, 20 + i % 3) for i in range(30)]  # tau 3.0-3.2 per call
+    rep = engine_report({"new": EngineRun("sglang", "/d/new", win_calls, info={"version": "0.5.10"}),
+                         "old": EngineRun("sglang", "/d/old", inc_calls, info={"version": "0.5.10"})},
+                        target="qwen3-4b", temperature=0.0, max_new_tokens=64)
+    assert rep["proposers"]["old"]["tau"] == pytest.approx(2.5)
+    assert rep["settings"]["engine_info"]["new"]["version"] == "0.5.10"
+    d = gate(rep, None, candidate_name="new", incumbent_name="old")
+    assert d.passed, d.reasons
+    assert not gate(rep, None, candidate_name="old", incumbent_name="new").passed
+    assert (tmp_path / "report.html").exists() is False and write_report(rep, tmp_path)["html"]
