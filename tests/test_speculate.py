@@ -348,3 +348,17 @@ def test_untrained_dspark_proposer_is_lossless_and_feeds_features():
         # Temperature 1 runs through the sampled-drafts path (probs from the drafter) without error.
         g1 = speculative_generate(t, dsp.DSparkProposer(drafter), p, 25, temperature=1.0, seed=1)
         assert len(g1.tokens) == 25 == 1 + sum(r.committed for r in g1.rounds)
+
+
+@pytest.mark.slow
+def test_greedy_lossless_on_smollm2():
+    from drafters.target import load_target
+
+    t = load_target("smollm2-135m-instruct")
+    ids = t.tokenizer.apply_chat_template([{"role": "user", "content": "List the files: a.py, b.py, c.py."}],
+                                          add_generation_prompt=True, tokenize=True)
+    ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+    ref = plain_generate(t, ids, 32)
+    for prop in (NGramProposer(7), NoDraftProposer()):
+        g = speculative_generate(t, prop, ids, 32)
+        assert g.tokens == ref.tokens
