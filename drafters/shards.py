@@ -78,3 +78,21 @@ def load_prompts(path: Path) -> list[RenderedPrompt]:
     """Inverse of ``save_prompts``."""
     with path.open() as f:
         return [RenderedPrompt(**json.loads(line)) for line in f if line.strip()]
+
+
+def take_tokens(seqs: list[RenderedSequence], max_tokens: int | None, seed: int = 0) -> list[RenderedSequence]:
+    """A deterministic subset of ``seqs`` holding at most ``max_tokens`` tokens (all when None).
+
+    Rows are taken in a seeded random order (so a budget samples the whole dataset, not its first file)
+    and returned in their original order. Used to bound CPU runs.
+    """
+    if max_tokens is None or sum(len(s.input_ids) for s in seqs) <= max_tokens:
+        return list(seqs)
+    order = torch.randperm(len(seqs), generator=torch.Generator().manual_seed(seed)).tolist()
+    keep, total = set(), 0
+    for i in order:
+        n = len(seqs[i].input_ids)
+        if total + n <= max_tokens:
+            keep.add(i)
+            total += n
+    return [s for i, s in enumerate(seqs) if i in keep]

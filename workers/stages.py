@@ -28,10 +28,14 @@ from typing import Any
 
 from workers.context import StageContext
 
-CPU_DEFAULTS = {"num_draft_layers": 1, "max_seq_len": 1024, "max_calls": 24, "max_new_tokens": 64,
-                "max_steps": 300, "num_anchors": 64, "lr": 1e-3}
+# "auto" on a CPU-only machine is sized for the README demo (about 15 minutes on 2 cores, set-up included);
+# on a GPU worker it follows DSPARK.md 4.1 and 8.
+CPU_DEFAULTS = {"num_draft_layers": 1, "max_seq_len": 1024, "max_calls": 16, "max_new_tokens": 64,
+                "max_steps": 200, "num_anchors": 16, "lr": 1e-3, "tokens_per_batch": 2048,
+                "max_train_tokens": 120_000, "val_max_seqs": 12}
 GPU_DEFAULTS = {"num_draft_layers": 5, "max_seq_len": 4096, "max_calls": 500, "max_new_tokens": 512,
-                "max_steps": 3000, "num_anchors": 512, "lr": 2e-4}
+                "max_steps": 3000, "num_anchors": 512, "lr": 2e-4, "tokens_per_batch": 8192,
+                "max_train_tokens": None, "val_max_seqs": 256}
 
 
 def _auto(value: Any, key: str) -> Any:
@@ -243,7 +247,7 @@ def train(ctx: StageContext) -> dict[str, Any]:
     """Fine-tune a DSpark drafter against the frozen target (resumes from the work directory's checkpoints)."""
     from drafters.dspark.checkpoint import validate_checkpoint
     from drafters.dspark.model import DSparkDrafter
-    from drafters.shards import load_sequences
+    from drafters.shards import load_sequences, take_tokens
     from drafters.train import TrainConfig
     from drafters.train import train as run_training
 
@@ -254,17 +258,21 @@ def train(ctx: StageContext) -> dict[str, Any]:
     config = validate_checkpoint(base, target.model.config).config if base else _drafter_config(ctx, target)
     drafter = DSparkDrafter(config, target.embed_weight, target.lm_head_weight).to(target.device)
     prepared = ctx.workdir / "prepared"
-    train_seqs = load_sequences(prepared / "train.safetensors")
+    seed = int(recipe.get("seed") or 0)
+    train_seqs = take_tokens(load_sequences(prepared / "train.safetensors"),
+                             _auto(recipe.get("max_train_tokens"), "max_train_tokens"), seed)
     val_seqs = load_sequences(prepared / "val.safetensors")
     max_steps = int(_auto(recipe.get("max_steps"), "max_steps"))
-    tunables = ("warmup_ratio", "weight_decay", "max_grad_norm", "grad_accum", "tokens_per_batch", "keep_last",
-                "segment_weights", "feature_cache", "epochs")
+    tunables = ("warmup_ratio", "weight_decay", "max_grad_norm", "grad_accum", "keep_last", "segment_weights",
+                "feature_cache", "epochs")
     cfg = TrainConfig(
         max_steps=max_steps,
         time_budget_s=recipe.get("time_budget_s"),
         lr=float(_auto(recipe.get("lr"), "lr")),
         num_anchors=int(_auto(recipe.get("num_anchors"), "num_anchors")),
-        seed=int(recipe.get("seed") or 0),
+        seed=seed,
+        tokens_per_batch=int(_auto(recipe.get("tokens_per_batch"), "tokens_per_batch")),
+        val_max_seqs=_auto(recipe.get("val_max_seqs"), "val_max_seqs"),
         checkpoint_every=int(recipe.get("checkpoint_every") or max(10, max_steps // 10)),
         validate_every=int(recipe.get("validate_every") or max(10, max_steps // 4)),
         init_from=str(base) if base else None,

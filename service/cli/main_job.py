@@ -19,8 +19,9 @@ from service.cli._common import console, err_console, fail
 
 def run(
     traces: list[Path] = typer.Argument(None, help="Trace files (any supported format, detected per file)."),
-    target: str = typer.Option(..., "--target", help="Target model: 'smollm2-135m-instruct', a .gguf file, "
-                               "a local HF directory, or a HF id in the local cache."),
+    target: str | None = typer.Option(None, "--target", help="Target model: 'smollm2-135m-instruct', a .gguf "
+                                      "file, a local HF directory, or a HF id in the local cache (required "
+                                      "unless --resume)."),
     chat_template: Path | None = typer.Option(None, "--chat-template", help="Jinja chat template file "
                                                  "(default: the tokenizer's own)."),
     base_drafter: str | None = typer.Option(None, "--base-drafter", help="Warm start from a registry "
@@ -54,6 +55,8 @@ def run(
             if not traces:
                 raise TracedraftError("no_input", "give at least one trace file (or --resume JOB_ID)",
                                       where="TRACES")
+            if not target:
+                raise TracedraftError("no_target", "--target is required (unless --resume)", where="--target")
             spec = embedded.build_spec(
                 target=target, chat_template=chat_template, base_drafter=base_drafter, max_steps=max_steps,
                 time_budget_min=time_budget, engine="hf", max_calls=max_calls, max_new_tokens=max_new_tokens,
@@ -74,7 +77,7 @@ def run(
     else:
         print_summary(summary)
     if job.status == "cancelled":
-        console.print(f"Stopped. Resume with: [bold]tracedraft run --resume {job.id} --target {target}[/bold]")
+        console.print(f"Stopped. Resume with: [bold]tracedraft run --resume {job.id}[/bold]")
         raise typer.Exit(130)
     if job.status != "succeeded":
         raise typer.Exit(1)
