@@ -54,10 +54,13 @@ def main() -> None:
 
         prompts = load_prompts(Path(a.prompts))
     else:
-        sys.path.insert(0, str(ROOT / "tests"))
-        from test_engine_llamacpp import _heldout_prompts
+        import importlib.util
 
-        prompts = _heldout_prompts(target.tokenizer, a.calls)
+        # Load the test module by path: putting tests/ on sys.path would shadow stdlib names (tests/queue).
+        spec = importlib.util.spec_from_file_location("_t_llamacpp", ROOT / "tests" / "test_engine_llamacpp.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        prompts = mod._heldout_prompts(target.tokenizer, a.calls)
     prompts = prompts[: a.calls]
     work = Path(a.work_dir)
     gguf = export_target_gguf(target_dir, work / "smollm2-f32.gguf") if a.f32_target else smollm2_gguf_path()

@@ -134,6 +134,7 @@ def main() -> None:
 
                 def prog(p, step_t=step_t, tok_n=tok_n, marks=marks, build_start=build_start):
                     now = time.perf_counter()
+                    print(f"  [{p.phase}] step {p.step} t={now - build_start:.1f}s {p.message or ''}", flush=True)
                     if p.phase == "cache":
                         marks["build"] = now - build_start  # the last "cache" report ends the build
                     if p.phase in ("validate", "train"):

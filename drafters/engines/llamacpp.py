@@ -14,9 +14,11 @@ Counters, from the vendored server (tools/server/server-task.cpp, server-context
 counted), ``llamacpp:spec_decode_num_accepted_tokens_total`` = accepted drafts, ``..._num_draft_tokens_total``
 = drafted tokens, ``..._accepted_tokens_per_pos_total{position="i"}`` = rounds that accepted slot i+1. A slot's
 counters reach /metrics when the slot is released, i.e. before the next queued task (our /metrics GET) runs.
-End effects differ from the hf engine (drafts.speculate): llama.cpp drafts at most ``n_predict - generated - 1``
-tokens and does not count a final step without drafts as a round, and counts accepted drafts past an accepted
-end-of-generation token; both shift tau by O(1/rounds) per call.
+End effects differ from the hf engine (drafters.speculate): llama.cpp drafts at most ``n_predict - generated - 1``
+tokens and does not count a final step without drafts as a round (hf records it as a round of length 1);
+an end-of-generation draft matched before the last slot ends the round as its corrected token (round length
+a + 1, like hf's a on an accepted stop token; common/sampling.cpp ``common_sampler_sample_and_accept_n``).
+Compare hf's rounds with proposed > 0 against llama.cpp's tau.
 
 Failure codes: engine_start_failed, engine_died, engine_timeout, engine_http_error, engine_bad_response,
 speculation_off (no verification round: drafting never engaged), metrics_precision_lost (a counter printed

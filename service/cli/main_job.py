@@ -42,7 +42,7 @@ def run(
 ) -> None:
     """Run the whole job on the embedded default: ingest, prepare, train, evaluate, register.
 
-    Example: tracedraft run examples/traces/* --target smollm2-135m-instruct
+    Example: tracedraft run examples/traces/*.json* examples/traces/*.yaml --target smollm2-135m-instruct
     --chat-template examples/chat_templates/chatml_tools.jinja --time-budget 4
     """
     from service import embedded
