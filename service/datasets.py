@@ -150,3 +150,96 @@ def delete_dataset(session: Session, store: ArtifactStore, org_id: str, dataset_
                            where="dataset_id")
     session.delete(dataset)
     session.commit()
+
+
+def _suffix(name: str) -> str:
+    # Only a sanitized extension survives (format sniffing uses it as a hint), never the name itself.
+    return "".join(s for s in Path(name).suffixes[-2:] if s[1:].isalnum() and len(s) <= 8)
+
+
+def _rename_paths(obj: Any, names: Mapping[str, str]) -> Any:
+    """Replace work-directory file paths by the user's display names, anywhere in a JSON-able value."""
+    if isinstance(obj, str):
+        for local, display in names.items():
+            obj = obj.replace(local, display)
+        return obj
+    if isinstance(obj, dict):
+        return {k: _rename_paths(v, names) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_rename_paths(v, names) for v in obj]
+    return obj
+
+
+def validate_dataset(
+    session: Session,
+    store: ArtifactStore,
+    dataset_id: str,
+    workdir: Path,
+    *,
+    heldout_fraction: float,
+    format: str | None = None,
+    on_error: str = "skip",
+    scrub: bool = True,
+    target_model: str | None = None,
+) -> Dataset:
+    """Validate a dataset: fetch its raw files (hash-verified), detect, parse, scrub, deduplicate and split
+    them (``drafters.traces``), store the canonical train/held-out JSONL under ``datasets/<id>/`` (and in
+    ``workdir/canonical/``), and record ``ready`` or ``failed`` with the report. Commits.
+
+    The one validation path: the API runs it for small uploads, a job's validate stage for the rest. Raw
+    files land in ``workdir/raw/`` under names made of their index and hash (the user's file name is
+    never a path); the report speaks of the user's file names. Failure codes (``dataset.error``):
+    ``no_valid_conversations`` (the first errors are in the message), ``not_enough_data`` (no training or
+    no held-out conversation), or the first bad record's code with ``on_error="fail"``.
+    """
+    from drafters.traces.ingest import ingest, split_conversations, write_canonical
+
+    dataset = session.get(Dataset, dataset_id)
+    if dataset is None:
+        raise DatasetError("not_found", f"dataset {dataset_id} not found", where="dataset_id")
+    paths, names = [], {}
+    for i, f in enumerate(raw_files(dataset)):
+        dest = Path(workdir) / "raw" / f"{i:03d}-{f['sha256'][:16]}{_suffix(f['name'])}"
+        if not dest.exists():
+            store.get_file(f["uri"], dest, f["sha256"])
+        paths.append(dest)
+        names[str(dest)] = f["name"]
+        names[dest.name] = f["name"]
+    try:
+        result = ingest(paths, format=format, on_error=on_error, scrub=scrub, heldout_fraction=heldout_fraction,
+                        target_model=target_model)
+    except TracedraftError as exc:  # on_error="fail": the first bad record
+        error = {"code": exc.code, "message": _rename_paths(exc.message, names),
+                 "param": _rename_paths(exc.where, names) if exc.where else None}
+        return record_validation(session, dataset_id, report={"ok": False, "on_error": on_error, "errors": [error]},
+                                 canonical=None, format=None, counts={}, failed=True, error=error)
+    report = _rename_paths(result.report.to_dict(), names)
+    train, held = split_conversations(result.conversations, heldout_fraction, min_heldout=1)
+    out = Path(workdir) / "canonical"
+    out.mkdir(parents=True, exist_ok=True)
+    write_canonical(train, out / "train.jsonl")
+    write_canonical(held, out / "heldout.jsonl")
+    stored = store.put_file(f"datasets/{dataset_id}/canonical-train.jsonl", out / "train.jsonl")
+    store.put_file(f"datasets/{dataset_id}/canonical-heldout.jsonl", out / "heldout.jsonl")
+    counts = {
+        "conversations": len(result.conversations),
+        "train_conversations": len(train),
+        "heldout_conversations": len(held),
+        "calls": sum(1 for c in result.conversations for _ in c.calls()),
+        "heldout_calls": sum(1 for c in held for _ in c.calls()),
+    }
+    error = None
+    if not result.conversations:
+        first = [f"{p.get('file')}{':' + str(p['line']) if p.get('line') else ''} [{p['code']}] {p['message']}"
+                 for p in report.get("errors", [])[:3]]
+        error = {"code": "no_valid_conversations",
+                 "message": "no conversation could be read from the dataset" + (": " + "; ".join(first) if first else ""),
+                 "param": "dataset"}
+    elif not train or not held:
+        error = {"code": "not_enough_data",
+                 "message": f"need at least one training and one held-out conversation, got {len(train)} "
+                            f"and {len(held)} (of {len(result.conversations)} valid conversations)",
+                 "param": "dataset"}
+    formats = sorted({c.source.format for c in result.conversations})
+    return record_validation(session, dataset_id, report=report, canonical=stored, format=",".join(formats) or None,
+                             counts=counts, failed=error is not None, error=error)

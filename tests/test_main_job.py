@@ -84,7 +84,7 @@ def test_unknown_format_names_the_formats_tried_and_registers_nothing(tmp_path: 
 
 def test_target_that_cannot_be_loaded_says_where_it_looked(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    proc = tracedraft(home, "run", str(CLAUDE_CODE), "--target", str(tmp_path / "no-such-model"))
+    proc = tracedraft(home, "run", str(CLAUDE_CODE), *map(str, OPENAI), "--target", str(tmp_path / "no-such-model"))
     assert proc.returncode == 1
     err = proc.stdout + proc.stderr
     assert "target_not_found" in err and str(tmp_path / "no-such-model") in err

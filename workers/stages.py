@@ -63,102 +63,36 @@ def _load_target(ctx: StageContext):
     return load_target(_target_spec(ctx)["model"], device=_device(), cache_dir=ctx.settings.cache_dir)
 
 
-def _dataset_files(ctx: StageContext) -> dict[Path, str]:
-    """Fetch the dataset's raw files (hash-verified) into the work directory, named by sha256 only.
-
-    Returns {local path: the user's display name}; the user's file name is never used as a path (only a
-    sanitized suffix is kept, for format sniffing).
-    """
-    from service import datasets
-    from service.db.models import Dataset
-
-    with ctx.sessions() as session:
-        dataset = session.get(Dataset, ctx.dataset_id)
-        files = datasets.raw_files(dataset)
-    out = {}
-    for i, f in enumerate(files):
-        suffix = "".join(s for s in Path(f["name"]).suffixes[-2:] if s.replace(".", "").isalnum())
-        dest = ctx.workdir / "raw" / f"{i:03d}-{f['sha256'][:16]}{suffix}"
-        if not dest.exists():
-            ctx.store.get_file(f["uri"], dest, f["sha256"])
-        out[dest] = f["name"]
-    return out
-
-
-def _user_names(report: dict[str, Any], names: dict[Path, str]) -> dict[str, Any]:
-    """Report problems under the user's file names instead of the work directory's."""
-    by_str = {str(p): n for p, n in names.items()} | {p.name: n for p, n in names.items()}
-    for key in ("errors", "warnings"):
-        for problem in report.get(key) or []:
-            if problem.get("file") in by_str:
-                problem["file"] = by_str[problem["file"]]
-    return report
-
-
 # ------------------------------------------------------------------------------------------------ validate
 
 
 def validate(ctx: StageContext) -> dict[str, Any]:
     """Detect, parse, scrub, deduplicate and split the dataset; store the canonical JSONL and the report."""
-    from drafters.traces.ingest import ingest, split_conversations, write_canonical
+    from drafters.errors import TracedraftError
     from service import datasets
 
     data = dict(ctx.spec.get("data") or {})
-    names = _dataset_files(ctx)
-    paths = list(names)
-    heldout = float(data.get("heldout_fraction") or ctx.settings.default_heldout_fraction)
-    ctx.progress(0.0, message=f"parsing {len(paths)} file(s)")
-    result = ingest(
-        paths,
-        format=data.get("format"),
-        on_error=data.get("on_error", "skip"),
-        scrub=data.get("scrub", True),
-        heldout_fraction=heldout,
-        problems_path=ctx.workdir / "validation-problems.jsonl",
-        target_model=_target_spec(ctx).get("model"),
-    )
-    report = _user_names(result.report.to_dict(), names)
+    ctx.progress(0.0, message="parsing the dataset")
+    with ctx.sessions() as session:
+        dataset = datasets.validate_dataset(
+            session, ctx.store, ctx.dataset_id, ctx.workdir,
+            heldout_fraction=float(data.get("heldout_fraction") or ctx.settings.default_heldout_fraction),
+            format=data.get("format"), on_error=data.get("on_error", "skip"), scrub=data.get("scrub", True),
+            target_model=_target_spec(ctx).get("model"),
+        )
+        report, counts, error, formats = dataset.report or {}, dict(dataset.counts), dataset.error, dataset.format
     seen: set[str] = set()
     for w in report.get("warnings", []):  # one event per warning code, with how often it occurred
         if w["code"] not in seen:
             seen.add(w["code"])
-            n = report["problem_counts"].get(w["code"], 1)
+            n = report.get("problem_counts", {}).get(w["code"], 1)
             ctx.event("warning", "message", f"[{w['code']}] {w['message']}" + (f" (and {n - 1} more)" if n > 1 else ""),
                       {"code": w["code"], "count": n})
-    train, held = split_conversations(result.conversations, heldout, min_heldout=1)
-    canonical = ctx.workdir / "canonical"
-    canonical.mkdir(exist_ok=True)
-    write_canonical(train, canonical / "train.jsonl")
-    write_canonical(held, canonical / "heldout.jsonl")
-    counts = {"conversations": len(result.conversations), "train_conversations": len(train),
-              "heldout_conversations": len(held),
-              "heldout_calls": sum(1 for c in held for _ in c.calls())}
-    failed = not train or not held
-    stored = ctx.store.put_file(f"datasets/{ctx.dataset_id}/canonical-train.jsonl", canonical / "train.jsonl")
-    ctx.store.put_file(f"datasets/{ctx.dataset_id}/canonical-heldout.jsonl", canonical / "heldout.jsonl")
-    error = None
-    if not result.conversations:
-        first = [f"{p.get('file')}{':' + str(p['line']) if p.get('line') else ''} [{p['code']}] {p['message']}"
-                 for p in report.get("errors", [])[:3]]
-        error = {"code": "no_valid_conversations",
-                 "message": "no conversation could be read from the dataset" + (": " + "; ".join(first) if first else ""),
-                 "param": "dataset"}
-    elif failed:
-        error = {"code": "not_enough_data",
-                 "message": f"need at least one training and one held-out conversation, got {len(train)} "
-                            f"and {len(held)} (of {len(result.conversations)} valid conversations)",
-                 "param": "dataset"}
-    formats = sorted({c.source.format for c in result.conversations})
-    with ctx.sessions() as session:
-        datasets.record_validation(session, ctx.dataset_id, report=report, canonical=stored,
-                                   format=",".join(formats) or None, counts=counts, failed=failed, error=error)
-    if failed:
-        from drafters.errors import TracedraftError
-
-        raise TracedraftError(error["code"], error["message"], where=error["param"])
-    ctx.progress(1.0, message=f"{counts['conversations']} conversations "
-                              f"({len(train)} train / {len(held)} held out)")
-    return {"counts": counts, "formats": formats, "report": report}
+    if error:
+        raise TracedraftError(error["code"], error["message"], where=error.get("param"))
+    ctx.progress(1.0, message=f"{counts['conversations']} conversations ({counts['train_conversations']} train / "
+                              f"{counts['heldout_conversations']} held out)")
+    return {"counts": counts, "formats": (formats or "").split(","), "report": report}
 
 
 # ------------------------------------------------------------------------------------------------- prepare
@@ -166,6 +100,7 @@ def validate(ctx: StageContext) -> dict[str, Any]:
 
 def prepare(ctx: StageContext) -> dict[str, Any]:
     """Render every training conversation and every held-out call through the target's chat template."""
+    from drafters.errors import TracedraftError
     from drafters.render import Renderer
     from drafters.shards import save_prompts, save_sequences
     from drafters.target import load_tokenizer
@@ -193,11 +128,9 @@ def prepare(ctx: StageContext) -> dict[str, Any]:
         for call in conv.calls():
             try:
                 prompts.append(renderer.render_prompt(call))
-            except Exception as exc:  # a call the template cannot render is reported, not fatal
+            except TracedraftError as exc:  # a call the template cannot render is reported, not fatal
                 renderer.report.drop(call.id, getattr(exc, "code", "render_failed"), str(exc))
     if not seqs:
-        from drafters.errors import TracedraftError
-
         raise TracedraftError("no_training_data", "no training sequence survived rendering", where="dataset")
     out = ctx.workdir / "prepared"
     save_sequences(seqs, out / "train.safetensors")

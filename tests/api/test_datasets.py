@@ -71,7 +71,8 @@ def test_unparseable_upload_is_kept_and_fails_validation(client, org_a, app):
     assert r.status_code == 201, r.text
     ds = r.json()
     assert ds["status"] == "failed"
-    assert ds["error"]["code"] == "not_enough_data"
+    assert ds["error"]["code"] == "no_valid_conversations"
+    assert "notes.txt" in ds["error"]["message"] and "unknown_format" in ds["error"]["message"]
     assert ds["report"]["errors"], ds["report"]
     assert all("validate-" not in str(e) for e in ds["report"]["errors"])  # no server temp paths
     assert any(k.startswith("raw/") for k in _store_files(app))  # nothing the user sent is lost
