@@ -198,7 +198,8 @@ def _sdist(path: Path, files: dict[str, str]) -> Path:
 
 def test_extract_and_dspark_check(tmp_path):
     good = _sdist(tmp_path / "good.tar.gz", {
-        "pyproject.toml": "", "vendor/llama.cpp/common/speculative.cpp": '{"draft-dspark", X}',
+        # The real sdist lists git data of the submodule first: it must not be taken for the sources.
+        ".git/modules/vendor/llama.cpp/HEAD": "ref", "pyproject.toml": "", "vendor/llama.cpp/common/speculative.cpp": '{"draft-dspark", X}',
         "vendor/llama.cpp/conversion/qwen.py": '@register("Qwen3DSparkModel")',
         "vendor/llama.cpp/convert_hf_to_gguf.py": "# converter"})
     src = lb.extract_vendored(good, tmp_path / "src")

@@ -192,11 +192,12 @@ def extract_vendored(sdist: Path, src_dir: Path) -> Path:
     tmp = src_dir.with_name(src_dir.name + f".tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     with tarfile.open(sdist) as tar:
-        members = [m for m in tar.getmembers() if "/vendor/llama.cpp/" in m.name + "/"]
+        # <top>/vendor/llama.cpp/... only: the sdist also ships <top>/.git/modules/vendor/llama.cpp/ (git data).
+        members = [m for m in tar.getmembers() if m.name.split("/")[1:3] == ["vendor", "llama.cpp"]]
         if not members:
             raise LlamaCppBuildError("llamacpp_download_failed", f"{sdist.name} vendors no llama.cpp "
                                      "(no vendor/llama.cpp/)", str(sdist))
-        prefix = members[0].name.split("/vendor/llama.cpp")[0] + "/vendor/llama.cpp"
+        prefix = members[0].name.split("/")[0] + "/vendor/llama.cpp"
         with tempfile.TemporaryDirectory(dir=src_dir.parent) as unpack:
             tar.extractall(unpack, members=members, filter="data")
             shutil.move(str(Path(unpack) / prefix), str(tmp))
