@@ -89,22 +89,32 @@ def main() -> None:
         cases[f"backbone_{n}"] = backbone
         cases[f"full_{n}"] = full
     # interleave the cases rep by rep so that load changes on a shared machine hit all of them alike
+    # Both clocks: wall time, and this process's CPU time (user+sys of all its threads), which a shared,
+    # overloaded machine distorts far less (use --threads 1 to make CPU time equal compute time).
     times = {k: [] for k in cases}
+    cpu = {k: [] for k in cases}
     for fn in cases.values():
         fn()  # warm-up (target_base first: it fills feats)
     for _ in range(args.reps):
         for k, fn in cases.items():
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             fn()
             times[k].append(time.perf_counter() - t0)
-    med = {k: statistics.median(v) for k, v in times.items()}
+            cpu[k].append(time.process_time() - c0)
+    for clock, table in (("CPU time", cpu), ("wall time", times)):
+        print(f"--- {clock} (median of {args.reps})")
+        report(args, tcfg, {k: statistics.median(v) for k, v in table.items()}, T)
+
+
+def report(args, tcfg, med, T) -> None:
+    """Print the figures and ratios of one clock."""
     t_base, t_full = med["target_base"], med["target_full"]
     V, d_, S = tcfg.vocab_size, tcfg.hidden_size, args.anchors * args.block
     per_tok = 30 * (2 * d_ * d_ + 2 * d_ * 192 + 3 * d_ * 1536)  # weights per layer: q,o; k,v; MLP
     print(f"target forward: base+hidden states {t_base * 1e3:.0f} ms, CausalLM (with LM head) "
           f"{t_full * 1e3:.0f} ms  (~{2 * per_tok * T / 1e9:.0f} / {2 * (per_tok + V * d_) * T / 1e9:.0f} GFLOP)")
     heads = (3 * S * d_ * V + 3 * S * 256 * V) * 2  # lm_head fwd+bwd(input), p_t, W2 fwd+bwd(w,x)
-    print(f"loss heads need ~{heads / 1e9:.0f} GFLOP (full-vocab CE/L1/BCE on {S} slots, fp32)")
+    print(f"loss heads need up to ~{heads / 1e9:.0f} GFLOP (full-vocab CE/L1/BCE on {S} slots, fp32)")
     for n in args.layers:
         t_bb, t_all = med[f"backbone_{n}"], med[f"full_{n}"]
         print(f"{n} draft layer(s): drafter fwd+bwd {t_all * 1e3:.0f} ms (backbone {t_bb * 1e3:.0f} ms, "
