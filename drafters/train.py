@@ -944,6 +944,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--init-from", help="warm start from a DeepSpec-native checkpoint dir")
     ap.add_argument("--num-layers", type=int, default=None, help="draft layers (default 5 on GPU, 1 on CPU)")
+    ap.add_argument("--target-layer-ids", default=None, help="comma-separated target layer ids (default: DFlash rule)")
+    ap.add_argument("--block-size", type=int, default=None)
+    ap.add_argument("--markov-rank", type=int, default=None)
+    ap.add_argument("--mask-token-id", type=int, default=None)
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--no-resume", action="store_true")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -965,8 +969,13 @@ def main(argv: list[str] | None = None) -> int:
     if a.init_from:
         dcfg = DSparkConfig.from_deepspec_dict(json.loads((Path(a.init_from) / "config.json").read_text()))
     else:
-        n = a.num_layers or (5 if device.type == "cuda" else 1)
-        dcfg = DSparkConfig.from_target(target.config, target.tokenizer, num_hidden_layers=n)
+        over: dict[str, Any] = {"num_hidden_layers": a.num_layers or (5 if device.type == "cuda" else 1)}
+        if a.target_layer_ids:
+            over["target_layer_ids"] = [int(x) for x in a.target_layer_ids.split(",")]
+        for k in ("block_size", "markov_rank", "mask_token_id"):
+            if getattr(a, k) is not None:
+                over[k] = getattr(a, k)
+        dcfg = DSparkConfig.from_target(target.config, target.tokenizer, **over)
     drafter = DSparkDrafter(dcfg, target.embed_weight, target.lm_head_weight).to(device)
     if device.type == "cuda":
         for p in drafter.parameters():

@@ -425,3 +425,19 @@ def test_lora_exports_merged_and_resumes_exactly(target, tmp_path):
     assert train_losses(res) == train_losses(full)
     wf = dict(d_full.named_parameters())
     assert all(torch.equal(wf[n], p) for n, p in d_res.named_parameters())
+
+
+def test_cli_entry_point(target_dir, tmp_path, capsys):
+    from drafters.shards import save_sequences
+    from drafters.train import main
+
+    save_sequences(TRAIN, tmp_path / "train.safetensors")
+    save_sequences(VAL, tmp_path / "val.safetensors")
+    args = ["--target", str(target_dir), "--train", str(tmp_path / "train.safetensors"), "--val",
+            str(tmp_path / "val.safetensors"), "--out", str(tmp_path / "out"), "--num-layers", "1",
+            "--target-layer-ids", "0,2", "--block-size", "4", "--markov-rank", "16", "--mask-token-id", "255",
+            "--max-steps", "3", "--tokens-per-batch", "256", "--num-anchors", "8", "--lr", "0.003", "--json"]
+    assert main(args) == 0
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert res["steps"] == 3 and not res["cancelled"] and res["best_expected_tau"] > 1
+    assert Path(res["best_dir"], "model.safetensors").is_file()
