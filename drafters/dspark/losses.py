@@ -69,6 +69,41 @@ def slot_validity(loss_mask: Tensor, anchors: Tensor, keep: Tensor, block_size: 
     return torch.cumprod(ok.to(torch.int32), dim=-1).bool()
 
 
+class _WeightedCeL1(torch.autograd.Function):
+    """Fused weighted CE + full L1 on fp32 logits, saving only p_d (fp32) and sign(p_d - p_t) (int8) per
+    element for backward instead of the ~5 V-sized tensors plain autograd keeps.
+
+    forward(Z [S,V] fp32, labels [S], p_t [S,V], W [S]) -> (sum W*CE, sum W*||p_d - p_t||_1, c* [S] detached)
+    Gradients (p = softmax(Z), s = sign(p - p_t)):
+      d CE / dZ = p - onehot(y);   d ||p - p_t||_1 / dZ = p * (s - sum_v p_v s_v)   (softmax Jacobian).
+    """
+
+    @staticmethod
+    def forward(ctx, Z: Tensor, labels: Tensor, p_t: Tensor, W: Tensor):
+        lse = torch.logsumexp(Z, dim=-1)
+        ce = lse - Z.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+        p = torch.exp(Z - lse.unsqueeze(-1))
+        diff = p - p_t
+        l1 = diff.abs().sum(-1)
+        sign = torch.sign(diff).to(torch.int8)
+        del diff
+        ctx.save_for_backward(p, sign, labels, W)
+        cstar = (1 - 0.5 * l1).clamp(0, 1)
+        ctx.mark_non_differentiable(cstar)
+        return (W * ce).sum(), (W * l1).sum(), cstar
+
+    @staticmethod
+    def backward(ctx, g_ce: Tensor, g_l1: Tensor, _g_cstar: Tensor):
+        p, sign, labels, W = ctx.saved_tensors
+        a = (g_ce * W).unsqueeze(-1)
+        b = (g_l1 * W).unsqueeze(-1)
+        s = sign.to(p.dtype)
+        m = (p * s).sum(-1, keepdim=True)
+        grad = p * (a + b * (s - m))
+        grad.scatter_add_(-1, labels.unsqueeze(-1), -a)
+        return grad, None, None, None
+
+
 def _chunk_terms(lm_w: Tensor, w2: Tensor, h: Tensor, pre: Tensor, labels: Tensor, last: Tensor, inv: Tensor,
                  W: Tensor):
     """Weighted CE and L1 numerators and c* of one chunk of S valid slots (packed rows).
@@ -77,13 +112,9 @@ def _chunk_terms(lm_w: Tensor, w2: Tensor, h: Tensor, pre: Tensor, labels: Tenso
     last [U, d] target last hidden at the U distinct positions q - 1 of the chunk (overlapping blocks share
     them) and inv [S] the row of each slot in it; W [S] weights. Z = lm_head(h) + W2(pre) in fp32."""
     Z = F.linear(h.float(), lm_w) + F.linear(pre.float(), w2.float())
-    logp = torch.log_softmax(Z, dim=-1)
-    ce = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
     with torch.no_grad():
         p_t = torch.softmax(F.linear(last.float(), lm_w), dim=-1)[inv]
-    l1 = (logp.exp() - p_t).abs().sum(-1)
-    cstar = (1 - 0.5 * l1.detach()).clamp(0, 1)
-    return (W * ce).sum(), (W * l1).sum(), cstar
+    return _WeightedCeL1.apply(Z, labels, p_t, W.float())
 
 
 def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, target_aux: Tensor,

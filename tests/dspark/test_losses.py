@@ -177,3 +177,24 @@ def test_invalid_slots_do_not_change_loss():
     out = dspark_loss(d, ids2, lm, aux, last, anchors, keep)
     assert out.total.item() == pytest.approx(base.total.item(), rel=1e-6)
     assert out.n_valid == base.n_valid == 4 + 2 + 1
+
+
+def test_fused_ce_l1_gradient_matches_autograd():
+    from drafters.dspark.losses import _WeightedCeL1
+
+    g = torch.Generator().manual_seed(0)
+    Z = torch.randn(5, 7, generator=g, dtype=torch.float64, requires_grad=True)
+    p_t = torch.softmax(torch.randn(5, 7, generator=g, dtype=torch.float64), -1)
+    y = torch.randint(0, 7, (5,), generator=g)
+    W = torch.rand(5, generator=g, dtype=torch.float64)
+    ce, l1, cstar = _WeightedCeL1.apply(Z, y, p_t, W)
+    (0.3 * ce + 0.7 * l1).backward()
+    Z2 = Z.detach().clone().requires_grad_(True)
+    logp = torch.log_softmax(Z2, -1)
+    ref_ce = (W * -logp.gather(-1, y[:, None]).squeeze(-1)).sum()
+    ref_l1_rows = (logp.exp() - p_t).abs().sum(-1)
+    (0.3 * ref_ce + 0.7 * (W * ref_l1_rows).sum()).backward()
+    torch.testing.assert_close(Z.grad, Z2.grad)
+    torch.testing.assert_close(ce, ref_ce.detach())
+    torch.testing.assert_close(cstar, (1 - 0.5 * ref_l1_rows.detach()).clamp(0, 1))
+    assert torch.autograd.gradcheck(lambda z: sum(_WeightedCeL1.apply(z, y, p_t, W)[:2]), (Z.detach().requires_grad_(),))
