@@ -581,7 +581,8 @@ def train(
     previous handler is restored on return): the run checkpoints and returns ``cancelled=True``. With
     ``resume=True`` an existing ``out_dir/latest.json`` continues that run exactly.
     Data parallel when torch.distributed is initialised (every rank calls train with the same arguments;
-    rank 0 writes files). Raises TrainError (bad config, no usable sequences, resume mismatch,
+    rank 0 writes files and builds the feature cache while the others wait). The drafter is replicated on
+    every rank (no FSDP sharding yet). Raises TrainError (bad config, no usable sequences, resume mismatch,
     feature cache over its limit).
     """
     cfg.validate()
@@ -700,6 +701,11 @@ def train(
         step = int(st["step"])
         history = list(st.get("history", []))
         best_tau, best_step = st.get("best_expected_tau"), st.get("best_step")
+        bj = out_dir / BEST_JSON
+        if bj.is_file():  # a validation after the last checkpoint may have written a better best/
+            b = json.loads(bj.read_text())
+            if b.get("expected_tau") is not None and (best_tau is None or b["expected_tau"] > best_tau):
+                best_tau, best_step = b["expected_tau"], b["step"]
         last_dir = ck
     dd.barrier()
 
