@@ -276,6 +276,25 @@ def calibration_split(call_id: str) -> str:
     return "fit" if hashlib.sha256(call_id.encode()).digest()[0] % 2 == 0 else "eval"
 
 
+SWEEP_THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def threshold_sweep(rounds: Sequence[Any], thresholds: Sequence[float] = SWEEP_THRESHOLDS) -> list[dict]:
+    """Offline what-if of static confidence truncation (DSPARK.md 5.3, paper Fig. 5) over rounds recorded
+    at threshold 0: per threshold, estimated tau (committed tokens per round), verified tokens per round and
+    the acceptance rate of verified drafts. Per-round counterfactual (speculate.what_if_truncation): later
+    anchors are assumed unchanged, so rerun with ``confidence_threshold`` for exact figures."""
+    from drafters.speculate import what_if_truncation
+
+    out = []
+    for t in thresholds:
+        w = what_if_truncation(rounds, threshold=t)
+        out.append({"threshold": t, "est_tau": tau_from_sums(w["tokens"], w["rounds"]),
+                    "verified_per_round": tau_from_sums(w["verified_tokens"], w["rounds"]),
+                    "accepted_draft_rate": w["accepted_draft_rate"], "rejected_drafts": w["rejected_drafts"]})
+    return out
+
+
 # ---------------------------------------------------------------------------------------------------------
 # paired comparison
 # ---------------------------------------------------------------------------------------------------------
@@ -535,6 +554,8 @@ def evaluate(target: Any, proposers: Mapping[str, Any], prompts: Sequence[Any], 
                      "before": calibration_metrics(calibration_samples(eval_rounds)),
                      "after": calibration_metrics(calibration_samples(eval_rounds, temps))}
         tps = n_tokens / t_total if t_total > 0 else None
+        if has_conf:
+            calib["threshold_sweep"] = threshold_sweep(all_rounds)
         entries[name] = {
             "tau": tau_from_sums(sum_len, n_rounds), "rounds": n_rounds, "tokens": n_tokens,
             "block_size": block, "max_tau": block + 1,

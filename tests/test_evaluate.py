@@ -295,3 +295,13 @@ def test_hf_engine_counters_agree_with_round_tau(target):
     with pytest.raises(TracedraftError) as e:
         HFEngine(target).measure(prompts, "/nonexistent/drafter", max_new_tokens=5)
     assert e.value.code == "bad_drafter"
+
+
+def test_threshold_sweep_in_report(report):
+    sweep = report["proposers"]["random"]["calibration"]["threshold_sweep"]
+    assert sweep[0]["threshold"] == 0.0
+    # At threshold 0 the estimate reproduces the measured tau exactly.
+    assert sweep[0]["est_tau"] == pytest.approx(report["proposers"]["random"]["tau"])
+    # Higher thresholds verify fewer drafts per round.
+    v = [s["verified_per_round"] for s in sweep]
+    assert all(b <= a + 1e-12 for a, b in zip(v, v[1:])) and v[-1] < v[0]
