@@ -23,18 +23,18 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from drafters.baselines import NGramProposer  # noqa: E402
-from drafters.engines.hf import load_proposer  # noqa: E402
-from drafters.evaluate import tau_of  # noqa: E402
-from drafters.speculate import plain_generate, speculative_generate  # noqa: E402
-from drafters.target import load_target  # noqa: E402
+from drafters.baselines import NGramProposer
+from drafters.engines.hf import load_proposer
+from drafters.evaluate import tau_of
+from drafters.speculate import plain_generate, speculative_generate
+from drafters.target import load_target
 
 # Agent-like requests: code and JSON in the context that the answer tends to repeat.
 PROMPTS = [
-    "Here is a function:\n\ndef add_numbers(a, b):\n    result = a + b\n    return result\n\n"
-    "Rewrite add_numbers so that it also accepts a third argument c with default 0. Show the whole function.",
-    'The tool returned {"status": "ok", "files": ["src/main.py", "src/utils.py", "tests/test_main.py"]}. '
-    "List every file path from the tool result, one per line.",
+    ("Here is a function:\n\ndef add_numbers(a, b):\n    result = a + b\n    return result\n\n"
+     "Rewrite add_numbers so that it also accepts a third argument c with default 0. Show the whole function."),
+    ('The tool returned {"status": "ok", "files": ["src/main.py", "src/utils.py", "tests/test_main.py"]}. '
+     "List every file path from the tool result, one per line."),
     "Convert this list to a JSON array of objects with keys name and age: Alice 31, Bob 27, Carol 45.",
     "Write a Python function that reads a CSV file with the csv module and returns a list of dicts.",
     "class Stack:\n    def __init__(self):\n        self.items = []\n\nAdd push, pop and peek methods to Stack.",

@@ -20,9 +20,10 @@ import json
 import math
 import platform
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -367,7 +368,7 @@ class EvalReport(dict):
         return json.dumps(self, indent=kw.pop("indent", 2), allow_nan=False, default=_json_default, **kw)
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "EvalReport":
+    def from_dict(cls, d: Mapping) -> EvalReport:
         if d.get("schema") != SCHEMA:
             raise TracedraftError("bad_report", f"unsupported report schema {d.get('schema')!r}, "
                                   f"expected {SCHEMA!r}", "schema")
@@ -395,8 +396,9 @@ def segment_name(value: int) -> str:
     """Segment label for reports: drafters.render.Segment names in lower case when available."""
     try:
         from drafters.render import Segment
+
         return Segment(int(value)).name.lower()
-    except Exception:  # render.py not present or an unknown value: keep the number
+    except (ImportError, ValueError):  # render.py not present or an unknown value: keep the number
         return str(int(value))
 
 
@@ -449,7 +451,7 @@ def _stop_ids(target: Any) -> list[int]:
         if e is None:
             continue
         ids.extend(e if isinstance(e, (list, tuple)) else [e])
-    return sorted(set(int(i) for i in ids))
+    return sorted({int(i) for i in ids})
 
 
 def evaluate(target: Any, proposers: Mapping[str, Any], prompts: Sequence[Any], max_new_tokens: int = 256,
@@ -607,8 +609,8 @@ def _versions() -> dict:
     for mod in ("torch", "transformers"):
         try:
             v[mod] = __import__(mod).__version__
-        except Exception:
-            pass
+        except ImportError:
+            v[mod] = None
     return v
 
 

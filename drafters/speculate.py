@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import bisect
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Protocol
 
 import torch
 
@@ -295,7 +296,7 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
     greedy = temperature < GREEDY_TEMPERATURE
     gen = torch.Generator(device=device).manual_seed(seed)
     draft_gen = torch.Generator(device=device).manual_seed(seed + 0x5EED)  # independent draft stream
-    stops = set(int(s) for s in stop_token_ids)
+    stops = {int(s) for s in stop_token_ids}
     layer_ids = list(proposer.layer_ids) if proposer is not None and proposer.layer_ids else None
     block_size = int(proposer.block_size) if proposer is not None else 0
 

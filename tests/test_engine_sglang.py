@@ -14,8 +14,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from drafters.engines.base import CallMeasurement, EngineRun
-from drafters.engines.sglang import (FLAG_COMPLETION_FALLBACK, FLAG_HISTOGRAM, SGLangEngine,
-                                     parse_spec_counters)
+from drafters.engines.sglang import (
+    FLAG_COMPLETION_FALLBACK,
+    FLAG_HISTOGRAM,
+    SGLangEngine,
+    parse_spec_counters,
+)
 from drafters.errors import TracedraftError
 from drafters.evaluate import engine_summary
 
@@ -118,7 +122,10 @@ class Stub:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
+    closed = False
+
     def close(self):
+        self.closed = True
         self.server.shutdown()
         self.server.server_close()
 
@@ -127,10 +134,8 @@ class Stub:
 def stub(request):
     s = Stub(**getattr(request, "param", {}))
     yield s
-    try:
+    if not s.closed:
         s.close()
-    except Exception:
-        pass
 
 
 def _engine(url, **kw):
@@ -286,7 +291,7 @@ def _launcher(tmp_path, mode):
 
 
 def test_launch_mode_runs_one_server_per_drafter(tmp_path):
-    cmd, script = _launcher(tmp_path, "ok")
+    cmd, _ = _launcher(tmp_path, "ok")
     eng = SGLangEngine("/models/target", port=_free_port(), command=cmd, startup_timeout=20, backoff=0.01,
                        log_dir=tmp_path)
     s = engine_summary(eng.measure(PROMPTS, "/models/d1", max_new_tokens=16))

@@ -3,6 +3,7 @@ inputs (conditional acceptance, ECE/AUROC/Brier, temperature scaling, bootstrap)
 
 from __future__ import annotations
 
+import itertools
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -14,10 +15,27 @@ import torch
 import drafters.speculate as spec
 from drafters.baselines import NGramProposer
 from drafters.errors import TracedraftError
-from drafters.evaluate import (CONVENTION, SCHEMA, EvalReport, GatePolicy, auroc, bootstrap_mean_ci, brier,
-                               calibration_samples, conditional_acceptance, context_bucket, ece, evaluate,
-                               fit_sequential_temperatures, gate, tau_from_counts, tau_from_completion, tau_of,
-                               turn_index, write_report)
+from drafters.evaluate import (
+    CONVENTION,
+    SCHEMA,
+    EvalReport,
+    GatePolicy,
+    auroc,
+    bootstrap_mean_ci,
+    brier,
+    calibration_samples,
+    conditional_acceptance,
+    context_bucket,
+    ece,
+    evaluate,
+    fit_sequential_temperatures,
+    gate,
+    tau_from_completion,
+    tau_from_counts,
+    tau_of,
+    turn_index,
+    write_report,
+)
 from drafters.speculate import Round
 from tests._speculate_helpers import AdversarialProposer, RandomProposer, SelfProposer, tiny_target
 
@@ -204,7 +222,7 @@ def test_sequential_temperature_scaling_fixes_overconfidence():
 
 def test_bootstrap_interval_covers_known_mean():
     rng = np.random.default_rng(0)
-    mean, lo, hi = bootstrap_mean_ci(rng.normal(0.3, 1.0, 400), seed=0)
+    _, lo, hi = bootstrap_mean_ci(rng.normal(0.3, 1.0, 400), seed=0)
     assert lo < 0.3 < hi and 0.15 < hi - lo < 0.25  # ~2 * 1.96 / sqrt(400) = 0.196
     assert bootstrap_mean_ci([1.0, 2.0, 3.0], seed=5) == bootstrap_mean_ci([1.0, 2.0, 3.0], seed=5)
     covered = 0
@@ -304,4 +322,4 @@ def test_threshold_sweep_in_report(report):
     assert sweep[0]["est_tau"] == pytest.approx(report["proposers"]["random"]["tau"])
     # Higher thresholds verify fewer drafts per round.
     v = [s["verified_per_round"] for s in sweep]
-    assert all(b <= a + 1e-12 for a, b in zip(v, v[1:])) and v[-1] < v[0]
+    assert all(b <= a + 1e-12 for a, b in itertools.pairwise(v)) and v[-1] < v[0]

@@ -12,10 +12,23 @@ import drafters.speculate as spec
 from drafters.baselines import NGramProposer, NoDraftProposer, make_baseline
 from drafters.errors import TracedraftError
 from drafters.evaluate import tau_of
-from drafters.speculate import (Proposal, plain_generate, schedule_prefix_lengths, speculative_generate,
-                                survival, threshold_length, verify_sampling, what_if_truncation)
-from tests._speculate_helpers import (AdversarialProposer, FeatureProposer, RandomProposer, SelfProposer,
-                                      tiny_target)
+from drafters.speculate import (
+    Proposal,
+    plain_generate,
+    schedule_prefix_lengths,
+    speculative_generate,
+    survival,
+    threshold_length,
+    verify_sampling,
+    what_if_truncation,
+)
+from tests._speculate_helpers import (
+    AdversarialProposer,
+    FeatureProposer,
+    RandomProposer,
+    SelfProposer,
+    tiny_target,
+)
 
 warnings.filterwarnings("ignore", category=FutureWarning)
 

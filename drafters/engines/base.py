@@ -5,8 +5,9 @@ report needs; tau itself is computed only in drafters/evaluate.py (``engine_summ
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass

@@ -20,8 +20,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Self
 
 import httpx
 
@@ -213,11 +214,11 @@ class SGLangServer:
         self.log_path = Path(log_dir or tempfile.mkdtemp(prefix="sglang-")) / f"server-{port}.log"
         self.process: subprocess.Popen | None = None
 
-    def start(self) -> "SGLangServer":
+    def start(self) -> SGLangServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "wb")
-        self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                        start_new_session=True)  # own process group: stop() ends its workers
+        with open(self.log_path, "wb") as log:  # the child keeps its own copy of the descriptor
+            self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                            start_new_session=True)  # own process group: stop() ends workers
         client = SGLangClient(self.base_url, timeout=10.0, process=self.process, log_path=self.log_path)
         deadline = time.monotonic() + self.startup_timeout
         try:
@@ -249,10 +250,10 @@ class SGLangServer:
                 pass
             p.wait(timeout=10)
 
-    def __enter__(self) -> "SGLangServer":
+    def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
