@@ -32,7 +32,7 @@ from workers.context import StageContext
 # on a GPU worker it follows DSPARK.md 4.1 and 8.
 CPU_DEFAULTS = {"num_draft_layers": 1, "max_seq_len": 1024, "max_calls": 16, "max_new_tokens": 64,
                 "max_steps": 200, "num_anchors": 16, "lr": 1e-3, "tokens_per_batch": 2048,
-                "max_train_tokens": 120_000, "val_max_seqs": 12}
+                "max_train_tokens": 60_000, "val_max_seqs": 8}
 GPU_DEFAULTS = {"num_draft_layers": 5, "max_seq_len": 4096, "max_calls": 500, "max_new_tokens": 512,
                 "max_steps": 3000, "num_anchors": 512, "lr": 2e-4, "tokens_per_batch": 8192,
                 "max_train_tokens": None, "val_max_seqs": 256}
@@ -61,6 +61,86 @@ def _load_target(ctx: StageContext):
     from drafters.target import load_target
 
     return load_target(_target_spec(ctx)["model"], device=_device(), cache_dir=ctx.settings.cache_dir)
+
+
+def _distributed(ctx: StageContext) -> bool:
+    """Whether the next stage may run on another machine (Celery workers); inline runs share one disk."""
+    return ctx.settings.pipeline == "celery"
+
+
+def _publish(ctx: StageContext, local: Path, name: str) -> dict[str, Any]:
+    """Upload a stage output directory to ``jobs/<job>/<name>/`` when the next stage may run on another
+    machine; inline, the work directory is the hand-over and nothing is copied."""
+    if not _distributed(ctx):
+        return {"uri": None, "files": {}, "local": str(local)}
+    uri, files = ctx.store.put_dir(f"jobs/{ctx.job_id}/{name}", local)
+    return {"uri": uri, "files": files}
+
+
+def _fetch(ctx: StageContext, ref: dict[str, Any], local: Path) -> Path:
+    """Make ``local`` hold a published directory, every file hash-verified (intact local files are kept)."""
+    if ref.get("uri") is None:
+        return Path(ref["local"])
+    return ctx.store.get_dir(ref["uri"], local, ref["files"])
+
+
+class _CheckpointSync:
+    """Mirror the training run's checkpoints to the artifact store, so a training task re-delivered to
+    another machine resumes from the last checkpoint instead of step 0.
+
+    After each progress report it uploads a new ``latest`` step directory (and a new ``best/``) and writes
+    a ``checkpoint`` event naming them; ``restore`` pulls the newest one back into an empty run directory.
+    """
+
+    def __init__(self, ctx: StageContext, run_dir: Path):
+        self.ctx, self.run_dir = ctx, run_dir
+        self.pushed: dict[str, str] = {}
+
+    def _changed(self, name: str) -> str | None:
+        path = self.run_dir / name
+        text = path.read_text() if path.is_file() else None
+        return text if text and text != self.pushed.get(name) else None
+
+    def push(self) -> None:
+        if not _distributed(self.ctx):
+            return
+        latest, best = self._changed("latest.json"), self._changed("best.json")
+        if not latest and not best:
+            return
+        data: dict[str, Any] = {}
+        if latest:
+            step_dir = json.loads(latest)["dir"]
+            data["latest"] = {"marker": latest, **_publish(self.ctx, self.run_dir / step_dir, f"checkpoints/{step_dir}"),
+                              "dir": step_dir}
+        if best and (self.run_dir / "best").is_dir():
+            # A new prefix per best step: files are never overwritten under a recorded checksum.
+            name = f"checkpoints/best-{json.loads(best).get('step', 0):06d}"
+            data["best"] = {"marker": best, **_publish(self.ctx, self.run_dir / "best", name)}
+        self.ctx.event("info", "metrics", "checkpoint saved", {"checkpoint": data})
+        self.pushed.update({k: v for k, v in (("latest.json", latest), ("best.json", best)) if v})
+
+    def restore(self) -> None:
+        if not _distributed(self.ctx) or (self.run_dir / "latest.json").is_file():
+            return  # this machine has the run: resume from it
+        from service import jobs
+
+        found: dict[str, Any] = {}
+        with self.ctx.sessions() as session:
+            after = 0
+            while events := jobs.list_events(session, self.ctx.job_id, after_seq=after, limit=500):
+                after = events[-1].seq
+                for ev in events:
+                    found.update(((ev.data or {}).get("checkpoint")) or {})
+        if "latest" not in found:
+            return
+        latest = found["latest"]
+        _fetch(self.ctx, latest, self.run_dir / latest["dir"])
+        if "best" in found:
+            _fetch(self.ctx, found["best"], self.run_dir / "best")
+            (self.run_dir / "best.json").write_text(found["best"]["marker"])
+        (self.run_dir / "latest.json").write_text(latest["marker"])  # last: the resume point
+        self.pushed = {"latest.json": latest["marker"], **({"best.json": found["best"]["marker"]} if "best" in found else {})}
+        self.ctx.event("info", "message", f"resuming from checkpoint {latest['dir']} fetched from the artifact store")
 
 
 # ------------------------------------------------------------------------------------------------ validate
@@ -92,7 +172,8 @@ def validate(ctx: StageContext) -> dict[str, Any]:
         raise TracedraftError(error["code"], error["message"], where=error.get("param"))
     ctx.progress(1.0, message=f"{counts['conversations']} conversations ({counts['train_conversations']} train / "
                               f"{counts['heldout_conversations']} held out)")
-    return {"counts": counts, "formats": (formats or "").split(","), "report": report}
+    return {"counts": counts, "formats": (formats or "").split(","), "report": report,
+            "canonical": _publish(ctx, ctx.workdir / "canonical", "canonical")}
 
 
 # ------------------------------------------------------------------------------------------------- prepare
@@ -111,7 +192,7 @@ def prepare(ctx: StageContext) -> dict[str, Any]:
     renderer = Renderer(tokenizer, chat_template=tspec.get("chat_template"),
                         template_kwargs=tspec.get("template_kwargs") or {},
                         max_seq_len=_auto(tspec.get("max_seq_len"), "max_seq_len"))
-    canonical = ctx.workdir / "canonical"
+    canonical = _fetch(ctx, ctx.results["validating"]["canonical"], ctx.workdir / "canonical")
     train_convs = list(read_canonical(canonical / "train.jsonl"))
     held_convs = list(read_canonical(canonical / "heldout.jsonl"))
     seqs = []
@@ -140,7 +221,8 @@ def prepare(ctx: StageContext) -> dict[str, Any]:
     (out / "render_report.json").write_text(json.dumps(report, indent=1))
     ctx.progress(1.0, message=f"{len(seqs)} training rows, {len(prompts)} held-out prompts")
     return {"train_rows": len(seqs), "val_rows": len(val_seqs), "heldout_prompts": len(prompts),
-            "template_sha256": renderer.template_sha256, "render_report": report}
+            "template_sha256": renderer.template_sha256, "render_report": report,
+            "prepared": _publish(ctx, out, "prepared")}
 
 
 # --------------------------------------------------------------------------------------------------- train
@@ -190,7 +272,7 @@ def train(ctx: StageContext) -> dict[str, Any]:
     # A warm start keeps the base drafter's shape (its config) and takes its weights, with a fresh optimizer.
     config = validate_checkpoint(base, target.model.config).config if base else _drafter_config(ctx, target)
     drafter = DSparkDrafter(config, target.embed_weight, target.lm_head_weight).to(target.device)
-    prepared = ctx.workdir / "prepared"
+    prepared = _fetch(ctx, ctx.results["preparing"]["prepared"], ctx.workdir / "prepared")
     seed = int(recipe.get("seed") or 0)
     train_seqs = take_tokens(load_sequences(prepared / "train.safetensors"),
                              _auto(recipe.get("max_train_tokens"), "max_train_tokens"), seed)
@@ -212,17 +294,24 @@ def train(ctx: StageContext) -> dict[str, Any]:
         **{k: recipe[k] for k in tunables if recipe.get(k) not in (None, "auto")},
     )
 
+    run_dir = ctx.workdir / "checkpoints"
+    sync = _CheckpointSync(ctx, run_dir)
+    sync.restore()
+
     def progress(p) -> None:
         ctx.progress(p.step / max(1, p.total_steps), p.eta_s,
                      message=p.message if p.phase in ("cache", "validate") else None)
         if p.phase == "validate" or p.step % 10 == 0:
             ctx.metrics(p.to_dict(), f"{p.phase} step {p.step}/{p.total_steps}")
+        sync.push()
 
-    result = run_training(target, drafter, train_seqs, val_seqs, cfg, ctx.workdir / "checkpoints",
+    result = run_training(target, drafter, train_seqs, val_seqs, cfg, run_dir,
                           progress=progress, should_stop=ctx.cancelled, resume=True)
+    sync.push()
     if result.cancelled:
         return {"cancelled": True, "steps": result.steps, "last_dir": str(result.last_dir)}
     return {"steps": result.steps, "best_dir": str(result.best_dir), "last_dir": str(result.last_dir),
+            "best": _publish(ctx, Path(result.best_dir), "best"),
             "stop_reason": result.stop_reason, "best_expected_tau": result.best_expected_tau,
             "initial_expected_tau": result.initial_expected_tau, "feature_cache": result.feature_cache,
             "drafter_config": drafter.config.to_deepspec_dict(), "train_config": cfg.to_dict(),
@@ -250,7 +339,8 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
     espec = dict(ctx.spec.get("evaluation") or {})
     target = _load_target(ctx)
     trained = ctx.results["training"]
-    candidate = load_checkpoint(trained["best_dir"], target.embed_weight, target.lm_head_weight,
+    best = _fetch(ctx, trained["best"], ctx.workdir / "best")
+    candidate = load_checkpoint(best, target.embed_weight, target.lm_head_weight,
                                 target_config=target.model.config).to(target.device).eval()
     base = _base_drafter_dir(ctx)
     if base is not None:
@@ -295,7 +385,7 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
         shutil.rmtree(out_dir)
     write_report(report, out_dir)
     return {"report": dict(report), "gate": decision.to_dict(), "report_dir": str(out_dir),
-            "incumbent": incumbent_name}
+            "report_files": _publish(ctx, out_dir, "report"), "incumbent": incumbent_name}
 
 
 # ------------------------------------------------------------------------------------------------ register
@@ -321,12 +411,14 @@ def register(ctx: StageContext) -> dict[str, Any]:
         "target_layer_ids": cfg.get("target_layer_ids"), "block_size": cfg.get("block_size"),
         "code_version": _code_version(),
     }
+    best = _fetch(ctx, trained["best"], ctx.workdir / "best")
+    report_dir = _fetch(ctx, evaluated["report_files"], ctx.workdir / "report")
     name = ctx.spec.get("drafter_name") or f"{Path(target_model).name.removesuffix('.gguf')}-agent"
     with ctx.sessions() as session:
         version = registry.register_version(
-            session, ctx.store, ctx.org_id, name, target_model, ctx.job_id, Path(trained["best_dir"]),
+            session, ctx.store, ctx.org_id, name, target_model, ctx.job_id, best,
             config=cfg, lineage=lineage, report=evaluated["report"], gate=evaluated["gate"],
-            report_dir=Path(evaluated["report_dir"]),
+            report_dir=report_dir,
             auto_promote=bool((ctx.spec.get("promotion") or {}).get("auto_promote")),
         )
         out = {"drafter": name, "version": version.version, "version_id": version.id,
