@@ -307,7 +307,7 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
 
     with torch.inference_mode():
         t = clock.start()
-        step = target.step(ids.to(device).unsqueeze(0), None, layer_ids)
+        step = target.step(ids.to(device).unsqueeze(0), None, layer_ids, logits_to_keep=1)
         clock.add_target(t)
         cache = step.past_key_values
         cache_len = int(ids.numel())

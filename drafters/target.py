@@ -223,13 +223,16 @@ class Target:
 
     @torch.no_grad()
     def step(
-        self, input_ids: torch.Tensor, past_key_values: Any = None, layer_ids: list[int] | None = None
+        self, input_ids: torch.Tensor, past_key_values: Any = None, layer_ids: list[int] | None = None,
+        logits_to_keep: int = 0,
     ) -> TargetStep:
         """One KV-cached decoding/verification step.
 
         input_ids: LongTensor [1, t] (the prompt at prefill, or anchor + drafts when verifying);
         past_key_values: a ``transformers.DynamicCache`` or None (a new one is created). Positions continue
-        from the cache length. Returns TargetStep(logits [1, t, V] fp32, aux [1, t, m*d] | None, cache).
+        from the cache length. ``logits_to_keep``: compute logits for the last k positions only (0 = all);
+        a prefill needs 1, which saves a [t, V] fp32 tensor (800 MB for a 4k-token prompt at V=49k).
+        Returns TargetStep(logits [1, t or k, V] fp32, aux [1, t, m*d] | None, cache).
         """
         from transformers import DynamicCache
 
@@ -237,7 +240,8 @@ class Target:
             past_key_values = DynamicCache(config=self.config)
         input_ids = input_ids.to(self.device)
         with self._capture(layer_ids) as store:
-            out = self.model(input_ids=input_ids, use_cache=True, **{self._cache_kw: past_key_values})
+            out = self.model(input_ids=input_ids, use_cache=True, logits_to_keep=logits_to_keep,
+                             **{self._cache_kw: past_key_values})
         aux = self._concat(store, layer_ids) if layer_ids else None
         cache = getattr(out, "cache", None)
         if cache is None:
