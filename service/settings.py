@@ -120,6 +120,25 @@ class Settings(BaseSettings):
         description='JSON list of origins allowed by CORS, e.g. ["https://console.example.com"].',
     )
 
+    # --- what a job may load (POST /v1/jobs; the embedded `tracedraft run` does not go through it) -------
+    allowed_targets: list[str] = Field(
+        default_factory=lambda: ["smollm2-135m-instruct"],
+        description='JSON list of the targets a job may name in `target.model`: exact specs or HF ids, or '
+        'glob patterns (fnmatch, case-sensitive) such as "Qwen/Qwen3-*". Setting it replaces the default '
+        '["smollm2-135m-instruct"], so keep that entry to allow the demo target. Local paths are allowed '
+        "only under TRACEDRAFT_ALLOWED_TARGET_DIRS (or when listed here exactly).",
+    )
+    allowed_target_dirs: list[str] = Field(
+        default_factory=list,
+        description="JSON list of absolute directories under which `target.model` may name a local model "
+        "directory or .gguf file (as the workers see them). Default empty: no local target paths.",
+    )
+    allowed_sglang_hosts: list[str] = Field(
+        default_factory=lambda: ["127.0.0.1", "localhost", "sglang"],
+        description="JSON list of host names (or IP addresses) a job's `target.sglang.endpoint` may point "
+        'at. Default ["127.0.0.1", "localhost", "sglang"].',
+    )
+
     # --- jobs and registry -------------------------------------------------------------------------------
     default_heldout_fraction: float = Field(
         default=0.1, gt=0.0, lt=1.0,

@@ -99,7 +99,9 @@ def stack(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
     from service.storage import ArtifactStore
 
     settings = Settings(home=tmp_path / "home", database_url=db_url, artifact_uri=f"file://{tmp_path / 'artifacts'}",
-                        pipeline="inline", job_rate_limit_per_minute=0)
+                        pipeline="inline", job_rate_limit_per_minute=0,
+                        # the targets the CLI tests submit (the API refuses targets it was not told to allow)
+                        allowed_targets=["smollm2-135m-instruct", "HuggingFaceTB/*", "m", "m2"])
     dispatched: list[tuple[str, str]] = []
     monkeypatch.setattr(queue, "dispatch", lambda stage, job_id, **_: dispatched.append((stage, job_id)) or "t")
     monkeypatch.setattr(queue, "revoke", lambda job, **_: [])

@@ -28,6 +28,9 @@ APP_SERVICES = ("migrate", "api", "worker-cpu", "worker-gpu")
 CLIENT_VARS = {"TRACEDRAFT_API_URL": "Base URL of the API for the CLI's user and admin verbs "
                "(default http://127.0.0.1:8000).",
                "TRACEDRAFT_API_KEY": "API key the CLI sends as `Authorization: Bearer ...`."}
+#: Settings whose environment value is JSON (pydantic-settings parses them; Settings(**kw) does not).
+JSON_SETTINGS = ("artifact_storage_options", "cors_origins", "allowed_targets", "allowed_target_dirs",
+                 "allowed_sglang_hosts")
 TABLE_START, TABLE_END = "<!-- env-table:start -->", "<!-- env-table:end -->"
 
 
@@ -124,12 +127,15 @@ def test_every_setting_is_set_for_the_app_services_and_valid():
     env = service_env("api")
     # The stack's values parse as settings: PostgreSQL, Celery over Redis, s3:// on MinIO.
     fields = {k.removeprefix("TRACEDRAFT_").lower(): v for k, v in env.items() if k.startswith("TRACEDRAFT_")}
-    s = Settings(**{k: (json.loads(v) if k in ("artifact_storage_options", "cors_origins") else v)
+    s = Settings(**{k: (json.loads(v) if k in JSON_SETTINGS else v)
                     for k, v in fields.items()})
     assert s.database_url.startswith("postgresql+psycopg://") and "@postgres:5432/" in s.database_url
     assert s.pipeline == "celery" and s.broker_url == "redis://redis:6379/0" and s.auto_migrate is False
     assert s.artifact_uri.startswith("s3://")
     assert s.artifact_storage_options["endpoint_url"] == "http://minio:9000"
+    # Jobs may name the demo target and the model the sglang service serves, and call only that service.
+    assert {"smollm2-135m-instruct", "Qwen/Qwen3-4B"} <= set(s.allowed_targets)
+    assert s.allowed_sglang_hosts == ["sglang"] and s.allowed_target_dirs == []
     from service.storage import ArtifactStore
 
     store = ArtifactStore(s.artifact_uri, s.artifact_storage_options)  # s3fs installed and accepts them

@@ -35,6 +35,7 @@ from service.api.schemas import (
     error_responses,
     spec_to_stored,
 )
+from service.api.targets import check_sglang_endpoint, check_target
 from service.db.base import utcnow
 from service.db.models import TERMINAL_STATUSES, DatasetStatus, Job, JobEvent
 from service.settings import Settings
@@ -113,6 +114,9 @@ def _check_base_drafter(db: Any, caller: Caller, ref: str | None) -> None:
     responses={200: {"model": JobOut, "description": "Replay of an earlier request with the same Idempotency-Key"},
                **error_responses(400, 401, 404, 409, 422, 429)},
     summary="Create a fine-tuning job",
+    description="`target.model` must be allowed by the operator (TRACEDRAFT_ALLOWED_TARGETS, or a local path "
+    "under TRACEDRAFT_ALLOWED_TARGET_DIRS), else 422 `target_not_allowed`; `target.sglang.endpoint` must "
+    "point at a host of TRACEDRAFT_ALLOWED_SGLANG_HOSTS, else 422 `endpoint_not_allowed`.",
 )
 def create_job(
     body: JobCreate,
@@ -135,6 +139,10 @@ def create_job(
                                          body=payload)
             response.status_code = 200
             return job_out(replay)
+    # What a worker would load or call: only what the operator allowed (service/api/targets.py).
+    check_target(body.target.model, settings)
+    if body.target.sglang is not None and body.target.sglang.endpoint is not None:
+        check_sglang_endpoint(body.target.sglang.endpoint.host, settings)
     dataset = get_dataset_row(db, caller, body.dataset_id, "dataset_id")
     if dataset.status == DatasetStatus.failed:
         raise ApiError(409, "dataset_not_ready", f"dataset {dataset.id} failed validation; see its report",

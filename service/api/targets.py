@@ -1,0 +1,106 @@
+"""What a job submitted through the API may load: the target allow-list and the SGLang endpoint hosts.
+
+``target.model`` is loaded by a worker (``drafters.target.load_target``: the special spec
+``smollm2-135m-instruct``, a ``.gguf`` file, a local model directory, or a HF id from the local cache), and
+``target.sglang.endpoint`` is called by a worker. A tenant must not make a worker read an arbitrary file or
+call an arbitrary URL, so ``POST /v1/jobs`` checks both against the operator's settings:
+
+- ``allowed_targets``: exact specs / HF ids, or glob patterns (``fnmatch.fnmatchcase``) matched against
+  id-like specs only (``org/name`` made of letters, digits, ``.``, ``_``, ``-``; never a path).
+- ``allowed_target_dirs``: an absolute local path (a directory or a ``.gguf``) is allowed when, normalized
+  lexically, it lies under one of them (``..`` segments are refused outright; when the path exists on the
+  API's machine its real path, symlinks followed, must lie under the real path of the same directory).
+  Relative paths and ``~`` are refused: they would resolve against the worker's working directory or home.
+- ``allowed_sglang_hosts``: the endpoint's host (case-insensitive, IPv6 brackets dropped).
+
+Refusals are ``ApiError(422, "target_not_allowed" | "endpoint_not_allowed", ..., param=<field path>)``.
+The embedded ``tracedraft run`` loads targets directly and is not subject to these checks.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import posixpath
+import re
+
+from service.api.errors import ApiError
+from service.settings import Settings
+
+#: A HF hub id or a bare spec name: ``name`` or ``org/name`` (no path syntax).
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+_GLOB_CHARS = set("*?[")
+
+
+def _is_id_like(spec: str) -> bool:
+    return bool(_ID_RE.match(spec)) and ".." not in spec and not spec.lower().endswith(".gguf")
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _path_allowed(spec: str, dirs: list[str]) -> bool:
+    """Whether the absolute path ``spec`` lies under one of ``dirs`` (lexically and, where the path exists
+    here, after following symlinks)."""
+    if not spec.startswith("/") or "\\" in spec or "\x00" in spec:
+        return False
+    if ".." in spec.split("/"):
+        return False
+    norm = posixpath.normpath(spec)
+    for d in dirs:
+        if not d.startswith("/"):
+            continue  # a relative allowed dir would depend on the worker's cwd: ignored
+        base = posixpath.normpath(d)
+        if not _under(norm, base):
+            continue
+        if os.path.lexists(norm):
+            real, real_base = os.path.realpath(norm), os.path.realpath(base)
+            if not _under(real, real_base):
+                continue  # a symlink pointing out of the allowed directory
+        return True
+    return False
+
+
+def check_target(model: str, settings: Settings, param: str = "target.model") -> None:
+    """Refuse a target spec the operator did not allow.
+
+    Allowed: an exact entry of ``settings.allowed_targets``; an id-like spec matching one of its glob
+    patterns; an absolute path under ``settings.allowed_target_dirs``. Raises ApiError 422
+    ``target_not_allowed`` (param ``target.model``) otherwise.
+    """
+    allowed = list(settings.allowed_targets or [])
+    if model in allowed:
+        return
+    if _is_id_like(model):
+        if any(_GLOB_CHARS & set(p) and fnmatch.fnmatchcase(model, p) for p in allowed):
+            return
+    elif _path_allowed(model, list(settings.allowed_target_dirs or [])):
+        return
+    shown = ", ".join(allowed[:10]) + (" ..." if len(allowed) > 10 else "")
+    kind = "target" if _is_id_like(model) else "local target path"
+    raise ApiError(
+        422, "target_not_allowed",
+        f"{kind} {model[:200]!r} is not allowed on this server; allowed targets: {shown or '(none)'}"
+        + ("" if _is_id_like(model) else "; local paths must be absolute and lie under a directory the "
+           "operator allowed (TRACEDRAFT_ALLOWED_TARGET_DIRS)"),
+        param,
+    )
+
+
+def check_sglang_endpoint(host: str | None, settings: Settings, param: str = "target.sglang.endpoint") -> None:
+    """Refuse an SGLang endpoint whose host is not in ``settings.allowed_sglang_hosts``.
+
+    ``host`` is the parsed URL's host (pydantic ``HttpUrl.host``). Raises ApiError 422
+    ``endpoint_not_allowed``.
+    """
+    allowed = {h.strip().lower().strip("[]") for h in settings.allowed_sglang_hosts or []}
+    h = (host or "").strip().lower().strip("[]").rstrip(".")
+    if h and h in allowed:
+        return
+    raise ApiError(
+        422, "endpoint_not_allowed",
+        f"SGLang endpoint host {h[:100]!r} is not allowed on this server; allowed hosts: "
+        f"{', '.join(sorted(allowed)) or '(none)'}",
+        param,
+    )

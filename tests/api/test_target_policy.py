@@ -1,0 +1,148 @@
+"""POST /v1/jobs only accepts the targets and SGLang endpoints the operator allowed
+(TRACEDRAFT_ALLOWED_TARGETS / _ALLOWED_TARGET_DIRS / _ALLOWED_SGLANG_HOSTS): refusals are 422
+``target_not_allowed`` / ``endpoint_not_allowed`` with the field as param, and nothing is created or
+dispatched. Over HTTP on SQLite and PostgreSQL, and the path rules directly."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.api.app import create_app
+from service.api.errors import ApiError
+from service.api.targets import check_sglang_endpoint, check_target
+from service.settings import Settings
+from tests.api.conftest import job_body, make_settings, upload
+
+
+def _policy(tmp_path: Path, **kw) -> Settings:
+    return Settings(home=tmp_path / "home", **kw)
+
+
+def _refused(fn, *args) -> ApiError:
+    with pytest.raises(ApiError) as e:
+        fn(*args)
+    assert e.value.status == 422
+    return e.value
+
+
+def _join(app) -> None:
+    for t in list(app.state.pipeline_threads):
+        t.join(timeout=10)
+
+
+def test_default_policy_allows_only_the_demo_target(client, app, org_a, dispatched):
+    ds = upload(client, org_a)
+    r = client.post("/v1/jobs", json=job_body(ds["id"]), headers=org_a.h())
+    assert r.status_code == 201, r.text
+    _join(app)
+    dispatched.calls.clear()
+    for model in ("Qwen/Qwen3-4B", "/etc/passwd", "../../secrets/model.gguf", "~/.ssh/id_rsa", "/tmp/x.gguf",
+                  "file:///etc/shadow", "models/local.gguf", "smollm2-135m-instruct/../x"):
+        r = client.post("/v1/jobs", json=job_body(ds["id"], target={"model": model}), headers=org_a.h())
+        assert r.status_code == 422, (model, r.text)
+        err = r.json()["error"]
+        assert (err["code"], err["param"]) == ("target_not_allowed", "target.model"), model
+        assert "smollm2-135m-instruct" in err["message"]  # says what is allowed
+    for endpoint in ("http://169.254.169.254/latest/meta-data", "http://evil.example.com:30000",
+                     "http://sglang.evil.example.com", "http://sglang@evil.example.com:30000", "http://10.0.0.1",
+                     "https://[::1]:30000"):
+        body = job_body(ds["id"], target={"model": "smollm2-135m-instruct", "sglang": {"endpoint": endpoint}})
+        r = client.post("/v1/jobs", json=body, headers=org_a.h())
+        assert r.status_code == 422, (endpoint, r.text)
+        err = r.json()["error"]
+        assert (err["code"], err["param"]) == ("endpoint_not_allowed", "target.sglang.endpoint"), endpoint
+    for endpoint in ("http://sglang:30000", "http://127.0.0.1:30000/", "http://LOCALHOST:30000/v1"):
+        body = job_body(ds["id"], target={"model": "smollm2-135m-instruct", "sglang": {"endpoint": endpoint}})
+        assert client.post("/v1/jobs", json=body, headers=org_a.h()).status_code == 201, endpoint
+    # Refused jobs were neither created nor dispatched.
+    jobs = client.get("/v1/jobs", params={"limit": 100}, headers=org_a.h()).json()["data"]
+    assert len(jobs) == 4
+    _join(app)
+    assert len(dispatched.calls) == 3
+
+
+def test_operator_policy_over_http(tmp_path, db_url, dispatched):
+    models = tmp_path / "models"
+    (models / "llama").mkdir(parents=True)
+    (models / "small.gguf").write_bytes(b"GGUF")
+    settings = make_settings(tmp_path, db_url, allowed_targets=["smollm2-135m-instruct", "Qwen/Qwen3-*"],
+                             allowed_target_dirs=[str(models)], allowed_sglang_hosts=["gpu-box.internal"])
+    app = create_app(settings)
+    try:
+        with TestClient(app, raise_server_exceptions=False) as client, app.state.sessionmaker() as s:
+            from service.auth import create_api_key, create_org
+
+            org = create_org(s, "org-p")
+            key, _ = create_api_key(s, org, "m", "member")
+            h = {"Authorization": f"Bearer {key}"}
+            ds = client.post("/v1/datasets", headers=h, files=[("file", ("t.jsonl", _traces()))]).json()
+            ok = ["Qwen/Qwen3-4B", "Qwen/Qwen3-0.6B", str(models / "small.gguf"), str(models / "llama"),
+                  "smollm2-135m-instruct"]
+            for model in ok:
+                r = client.post("/v1/jobs", json=job_body(ds["id"], target={"model": model}), headers=h)
+                assert r.status_code == 201, (model, r.text)
+                assert r.json()["spec"]["target"]["model"] == model
+            bad = ["Qwen/Qwen2-7B", "qwen/qwen3-4b", f"{models}/../secret.gguf", f"{models}-evil/x.gguf",
+                   "/etc/passwd", "llama"]
+            for model in bad:
+                r = client.post("/v1/jobs", json=job_body(ds["id"], target={"model": model}), headers=h)
+                assert r.status_code == 422 and r.json()["error"]["code"] == "target_not_allowed", (model, r.text)
+            body = job_body(ds["id"], target={"model": "Qwen/Qwen3-4B",
+                                              "sglang": {"endpoint": "http://gpu-box.internal:30000"}})
+            assert client.post("/v1/jobs", json=body, headers=h).status_code == 201
+            body["target"]["sglang"]["endpoint"] = "http://sglang:30000"  # not in this operator's list
+            r = client.post("/v1/jobs", json=body, headers=h)
+            assert r.status_code == 422 and r.json()["error"]["code"] == "endpoint_not_allowed"
+            _join(app)
+            assert len(dispatched.calls) == len(ok) + 1
+    finally:
+        app.state.engine.dispose()
+
+
+def _traces() -> bytes:
+    from tests.api.conftest import make_traces
+
+    return make_traces()
+
+
+def test_target_path_rules(tmp_path):
+    models = tmp_path / "models"
+    (models / "sub").mkdir(parents=True)
+    (models / "a.gguf").write_bytes(b"GGUF")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.gguf").write_bytes(b"GGUF")
+    os.symlink(outside / "secret.gguf", models / "link.gguf")
+    os.symlink(outside, models / "linkdir")
+    s = _policy(tmp_path, allowed_targets=["smollm2-135m-instruct", "meta-llama/*", "/opt/exact/model.gguf"],
+                allowed_target_dirs=[str(models), "relative/dir"])
+
+    for ok in ("smollm2-135m-instruct", "meta-llama/Llama-3.2-1B", str(models / "a.gguf"), str(models / "sub"),
+               str(models), str(models / "not-yet-there.gguf"), "/opt/exact/model.gguf"):
+        check_target(ok, s)
+    for bad in (str(models / "link.gguf"), str(models / "linkdir" / "secret.gguf"),  # symlinks out
+                str(models / ".." / "outside" / "secret.gguf"), str(outside / "secret.gguf"),
+                f"{models}evil/a.gguf", "relative/dir/a.gguf", "meta-llama/../../etc", "meta-llama/x.gguf",
+                "~/models/a.gguf", "C:\\models\\a.gguf", "meta-llama", "/opt/exact/model.gguf.bak",
+                str(models / "a.gguf") + "\x00"):
+        err = _refused(check_target, bad, s)
+        assert (err.code, err.param) == ("target_not_allowed", "target.model"), bad
+
+    # No directories allowed (the default): every path is refused, even under the home directory.
+    plain = _policy(tmp_path)
+    assert plain.allowed_targets == ["smollm2-135m-instruct"] and plain.allowed_target_dirs == []
+    assert _refused(check_target, str(models / "a.gguf"), plain).code == "target_not_allowed"
+
+
+def test_sglang_host_rules(tmp_path):
+    s = _policy(tmp_path, allowed_sglang_hosts=["sglang", "10.1.2.3", "::1"])
+    for host in ("sglang", "SGLANG", "sglang.", "10.1.2.3", "[::1]"):
+        check_sglang_endpoint(host, s)
+    for host in ("sglang.evil", "10.1.2.4", "", None, "localhost"):
+        err = _refused(check_sglang_endpoint, host, s)
+        assert (err.code, err.param) == ("endpoint_not_allowed", "target.sglang.endpoint")
+    assert _policy(tmp_path).allowed_sglang_hosts == ["127.0.0.1", "localhost", "sglang"]
