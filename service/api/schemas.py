@@ -343,6 +343,21 @@ class PromoteOut(BaseModel):
     overridden: list[str] = Field(default_factory=list, description="Compatibility problems forced past.")
 
 
+class RollbackRequest(Request_):
+    """Move an alias back: to its previous holder (from the history) or to ``to_version``."""
+
+    to_version: Annotated[int, Field(ge=1, le=2**31 - 1)] | None = Field(
+        default=None, description="Version to go back to; default: the alias's previous holder (repeated "
+        "rollbacks walk further back).")
+    reason: str = Field(min_length=1, max_length=2000, description="Why (kept in the alias history).")
+    force: bool = Field(default=False, description="Allow a to_version that never held the alias and is "
+                        "incompatible with the current holder (never skips the checksum check).")
+
+
+class RollbackOut(PromoteOut):
+    """The outcome of a rollback (``moved`` is false when the alias already pointed there)."""
+
+
 # --- health ---------------------------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ none can escape it.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -34,8 +35,10 @@ CALLS: dict[tuple[str, str], dict[str, Any]] = {
     ("GET", "/v1/drafters/{name}/versions"): {"kind": "item"},
     ("GET", "/v1/drafters/{name}/versions/{version}"): {"kind": "item"},
     ("GET", "/v1/drafters/{name}/versions/{version}/report.html"): {"kind": "item"},
+    ("GET", "/v1/drafters/{name}/versions/{version}/files/{path:path}"): {"kind": "item"},
     ("GET", "/v1/drafters/{name}/aliases"): {"kind": "item"},
     ("POST", "/v1/drafters/{name}/aliases/{alias}"): {"kind": "item", "json": "promote"},
+    ("POST", "/v1/drafters/{name}/aliases/{alias}/rollback"): {"kind": "item", "json": "rollback"},
     ("GET", "/healthz"): {"kind": "public"},
     ("GET", "/readyz"): {"kind": "public"},
     ("GET", "/metrics"): {"kind": "public"},
@@ -86,16 +89,18 @@ def world(app, client, org_a, tmp_path):
                     headers=org_a.h(admin=True))
     assert r.status_code == 200, r.text
     return {"dataset_id": ds["id"], "job_id": job["id"], "name": "smol-agent", "version": "1",
-            "alias": "champion"}
+            "alias": "champion", "path": "model.safetensors"}
 
 
 def _call(client, method: str, path: str, spec: dict, world: dict, headers: dict):
-    url = path.format(**world)
+    url = re.sub(r"\{(\w+):\w+\}", r"{\1}", path).format(**world)  # {path:path} -> {path}
     kwargs: dict[str, Any] = {"headers": headers}
     if spec.get("json") == "job":
         kwargs["json"] = job_body(world["dataset_id"])
     elif spec.get("json") == "promote":
         kwargs["json"] = {"version": 1, "reason": "cross-org attempt"}
+    elif spec.get("json") == "rollback":
+        kwargs["json"] = {"to_version": 1, "reason": "cross-org attempt"}
     if spec.get("files"):
         kwargs["files"] = [("file", ("b.jsonl", make_traces(30, tag="b")))]
     return client.request(method, url, **kwargs)

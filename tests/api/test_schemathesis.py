@@ -23,11 +23,12 @@ def test_api_conforms_to_its_schema(app, client, org_a, tmp_path):
     ds = upload(client, org_a)
     job = client.post("/v1/jobs", json=job_body(ds["id"]), headers=org_a.h()).json()
     register_version(app, org_a, tmp_path, "smol-agent", None)
-    known = {"dataset_id": ds["id"], "job_id": job["id"], "name": "smol-agent", "version": 1, "alias": "champion"}
+    known = {"dataset_id": ds["id"], "job_id": job["id"], "name": "smol-agent", "version": 1, "alias": "champion",
+             "path": "model.safetensors"}
     auth = org_a.h(admin=True)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     operations = [r.ok() for r in schema.get_all_operations()]
-    assert len(operations) == 20  # every method of every path
+    assert len(operations) == 22  # every method of every path
     failures = []
     for op in operations:
 

@@ -1,17 +1,24 @@
-"""``/v1/drafters``: drafters, versions (lineage, report, report.html), aliases with history, promotion."""
+"""``/v1/drafters``: drafters and versions (cursor-paginated), a version's lineage, report, report.html and
+checkpoint files (hash-verified downloads), aliases with history, promotion and rollback (admin keys)."""
 
 from __future__ import annotations
 
 import html
 import json
+import logging
+import posixpath
+import urllib.parse
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 import sqlalchemy as sa
-from fastapi import APIRouter, Path
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import HTMLResponse, StreamingResponse
 
 from service import registry
 from service.api.deps import AdminCaller, CurrentCaller, DbSession, Store
+from service.api.errors import ApiError, not_found
+from service.api.routers import MAX_PAGE
 from service.api.schemas import (
     NAME_PATTERN,
     AliasEventOut,
@@ -22,10 +29,14 @@ from service.api.schemas import (
     Page,
     PromoteOut,
     PromoteRequest,
+    RollbackOut,
+    RollbackRequest,
     error_responses,
 )
 from service.db.models import Alias, AliasEvent, Drafter, DrafterVersion
+from service.storage import ArtifactError, ArtifactStore
 
+log = logging.getLogger("tracedraft.api")
 router = APIRouter(prefix="/v1/drafters", tags=["drafters"])
 
 DrafterName = Annotated[str, Path(max_length=100, description="Drafter name")]
@@ -57,29 +68,53 @@ def _event_out(e: AliasEvent) -> AliasEventOut:
                          actor=e.actor, reason=e.reason, forced=e.forced, ts=e.ts)
 
 
-@router.get("", response_model=Page[DrafterOut], responses=error_responses(401, 422), summary="List drafters")
-def list_drafters(caller: CurrentCaller, db: DbSession) -> Page[DrafterOut]:
-    drafters = registry.list_drafters(db, caller.org_id)
+@router.get("", response_model=Page[DrafterOut], responses=error_responses(401, 422), summary="List drafters",
+            description="By name. Pass `next_cursor` as `after=` for the next page.")
+def list_drafters(
+    caller: CurrentCaller,
+    db: DbSession,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20,
+    after: Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page")] = None,
+) -> Page[DrafterOut]:
+    q = sa.select(Drafter).where(Drafter.org_id == caller.org_id)
+    if after:
+        q = q.where(Drafter.name > after)
+    drafters = list(db.scalars(q.order_by(Drafter.name).limit(limit + 1)))
+    has_more = len(drafters) > limit
+    drafters = drafters[:limit]
     latest = dict(db.execute(
         sa.select(DrafterVersion.drafter_id, sa.func.max(DrafterVersion.version))
-        .join(Drafter, Drafter.id == DrafterVersion.drafter_id)
-        .where(Drafter.org_id == caller.org_id).group_by(DrafterVersion.drafter_id)
-    ).all())
+        .where(DrafterVersion.drafter_id.in_([d.id for d in drafters])).group_by(DrafterVersion.drafter_id)
+    ).all()) if drafters else {}
     data = [DrafterOut(name=d.name, target_model=d.target_model, description=d.description,
                        aliases=registry.list_aliases(db, d), latest_version=latest.get(d.id),
                        created_at=d.created_at, updated_at=d.updated_at) for d in drafters]
-    return Page[DrafterOut](data=data, has_more=False, next_cursor=None)
+    return Page[DrafterOut](data=data, has_more=has_more,
+                            next_cursor=drafters[-1].name if has_more and drafters else None)
 
 
 @router.get("/{name}/versions", response_model=Page[DrafterVersionOut], responses=error_responses(401, 404, 422),
-            summary="List a drafter's versions (newest first; reports omitted)")
-def list_versions(name: DrafterName, caller: CurrentCaller, db: DbSession) -> Page[DrafterVersionOut]:
+            summary="List a drafter's versions (newest first; reports omitted)",
+            description="Newest first. Pass `next_cursor` (a version number) as `after=` for the next page.")
+def list_versions(
+    name: DrafterName,
+    caller: CurrentCaller,
+    db: DbSession,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 20,
+    after: Annotated[str | None, Query(pattern=r"^[1-9][0-9]{0,9}$",
+                                       description="next_cursor of the previous page")] = None,
+) -> Page[DrafterVersionOut]:
     drafter = registry.get_drafter(db, caller.org_id, name)
     aliases = _versions_aliases(db, drafter)
-    versions = registry.list_versions(db, drafter)[::-1]
+    q = sa.select(DrafterVersion).where(DrafterVersion.drafter_id == drafter.id)
+    if after and int(after) <= 2**31 - 1:  # a larger cursor is past every version (and past int4's range)
+        q = q.where(DrafterVersion.version < int(after))
+    versions = list(db.scalars(q.order_by(DrafterVersion.version.desc()).limit(limit + 1)))
+    has_more = len(versions) > limit
+    versions = versions[:limit]
     return Page[DrafterVersionOut](
         data=[version_out(v, aliases.get(v.version, []), with_report=False) for v in versions],
-        has_more=False, next_cursor=None)
+        has_more=has_more, next_cursor=str(versions[-1].version) if has_more and versions else None)
 
 
 @router.get("/{name}/versions/{version}", response_model=DrafterVersionOut,
@@ -134,6 +169,72 @@ def get_version_report_html(name: DrafterName, version: VersionNumber, caller: C
     return HTMLResponse(content, headers={"Content-Security-Policy": REPORT_CSP, "X-Content-Type-Options": "nosniff"})
 
 
+FILE_HEADERS = {
+    "X-Content-SHA256": {"description": "sha256 (hex) of the file as registered; verify it after download",
+                         "schema": {"type": "string"}},
+    "Content-Length": {"description": "Size in bytes", "schema": {"type": "integer"}},
+}
+
+
+def _stream_verified(store: ArtifactStore, uri: str, sha256: str, size: int) -> Iterator[bytes]:
+    """The file's bytes, hashed again while they are sent: a file altered between the check and the send
+    ends the response early (the client sees fewer bytes than Content-Length, and a wrong sha256)."""
+    with store.open_read(uri, sha256, size) as reader:
+        try:
+            yield from reader
+        except ArtifactError:
+            log.error("artifact %s changed while it was being sent; response aborted", uri)
+            raise
+
+
+@router.get(
+    "/{name}/versions/{version}/files/{path:path}",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+                     "description": "The file's bytes (sha256-verified before sending)", "headers": FILE_HEADERS},
+               **error_responses(401, 404, 409, 422, 503)},
+    summary="Download one checkpoint file of a version (hash-verified)",
+    description="`path` must be one of the names in the version's `files` map (e.g. `model.safetensors`); "
+    "any other name answers 404. The stored file is re-hashed against the sha256 recorded at registration "
+    "before it is sent (409 `checksum_mismatch` when it was altered) and again while it is sent; the "
+    "`X-Content-SHA256` header carries the recorded hash for the client's own check.",
+)
+def get_version_file(name: DrafterName, version: VersionNumber,
+                     path: Annotated[str, Path(max_length=1000, description="A file name of the version's `files`")],
+                     caller: CurrentCaller, db: DbSession, store: Store) -> StreamingResponse:
+    drafter = registry.get_drafter(db, caller.org_id, name)
+    v = registry.get_version(db, drafter, version)
+    files = dict(v.files or {})
+    # Only a name recorded at registration is ever used to build the store key; the request's text is just
+    # looked up in that map.
+    recorded = next((k for k in files if k == path), None)
+    if recorded is None or not isinstance(files[recorded], str):
+        raise not_found("file", path[:200], "path")
+    digest = files[recorded]
+    uri = f"{v.checkpoint_uri.rstrip('/')}/{recorded}"
+    checkpoint_uri = v.checkpoint_uri
+    db.close()  # hashing a large file must not hold a database connection
+    try:
+        size = 0
+        with store.open_read(uri, digest) as reader:  # full check first: a bad file is a clean 409
+            for chunk in reader:
+                size += len(chunk)
+    except ArtifactError as e:
+        code = "checksum_mismatch" if e.code == "artifact_corrupt" else e.code
+        log.warning("download of %s/%s refused: %s", checkpoint_uri, recorded, e.message)
+        raise ApiError(409 if code != "artifact_io" else 503, code,
+                       {"checksum_mismatch": f"stored file {recorded!r} failed its sha256 check (altered or "
+                                             "partially written); not sent",
+                        "artifact_missing": f"stored file {recorded!r} of this version is missing"}.get(
+                           code, "the artifact store is unavailable; retry later"), "path",
+                       {"Retry-After": "5"} if code == "artifact_io" else None) from None
+    filename = urllib.parse.quote(posixpath.basename(recorded), safe="")
+    headers = {"Content-Length": str(size), "X-Content-SHA256": digest, "X-Content-Type-Options": "nosniff",
+               "Content-Disposition": f"attachment; filename*=UTF-8''{filename}", "Cache-Control": "no-store"}
+    return StreamingResponse(_stream_verified(store, uri, digest, size), media_type="application/octet-stream",
+                             headers=headers)
+
+
 @router.get("/{name}/aliases", response_model=AliasList, responses=error_responses(401, 404, 422),
             summary="A drafter's aliases with their history")
 def list_aliases(name: DrafterName, caller: CurrentCaller, db: DbSession) -> AliasList:
@@ -159,3 +260,21 @@ def promote(name: DrafterName, alias: AliasName, body: PromoteRequest, caller: A
                             reason=body.reason, force=body.force)
     return PromoteOut(drafter=name, alias=alias, from_version=move.from_version, to_version=move.to_version,
                       moved=move.moved, overridden=list(move.overridden))
+
+
+@router.post(
+    "/{name}/aliases/{alias}/rollback", response_model=RollbackOut,
+    responses=error_responses(400, 401, 403, 404, 409, 422),
+    summary="Move an alias back (admin keys only)",
+    description="Without `to_version`, the alias goes back to its previous holder (from the history; "
+    "repeated rollbacks walk further back); 409 `nothing_to_rollback` when there is none or the alias does "
+    "not exist. The target version's checksums are re-verified; a `to_version` that never held the alias is "
+    "checked for compatibility like a promotion (`force` with the `reason` overrides). Recorded in the alias "
+    "history as a `rollback` with the key that made it.",
+)
+def rollback(name: DrafterName, alias: AliasName, body: RollbackRequest, caller: AdminCaller, db: DbSession,
+             store: Store) -> RollbackOut:
+    move = registry.rollback(db, store, caller.org_id, name, alias, body.to_version, actor=caller.actor,
+                             reason=body.reason, force=body.force)
+    return RollbackOut(drafter=name, alias=alias, from_version=move.from_version, to_version=move.to_version,
+                       moved=move.moved, overridden=list(move.overridden))
