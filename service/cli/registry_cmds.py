@@ -8,12 +8,15 @@ A VERSION argument is a number (``3``), ``v3``, ``latest`` or an alias name (``c
 # ruff: noqa: B008  (typer declares arguments in defaults)
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import shutil
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+from urllib.parse import quote
 
 import typer
 from rich.markup import escape
@@ -40,7 +43,6 @@ from service.cli._common import (
 drafters_app = typer.Typer(help="Browse registered drafters, compare and export versions.", no_args_is_help=True)
 alias_app = typer.Typer(help="Alias audit trail (who moved which alias, when, why).", no_args_is_help=True)
 
-ROLLBACK_MARK = "rollback:"
 EXPORT_FORMATS = ("deepspec", "gguf-ready", "gguf")
 DbUrlOpt = typer.Option(None, "--db-url", help="Break-glass: act directly on this database (SQLAlchemy URL) "
                         "instead of through the API; needs --org.")
@@ -292,62 +294,63 @@ def _safe_rel(name: str) -> Path:
     return p
 
 
-def _download(client: Any, view: dict[str, Any], out_dir: Path) -> dict[str, str]:
-    """Fetch every checkpoint file of a version into ``out_dir``, each verified against its sha256.
+def _fetch(client: Any, name: str, version: int, rel: str, digest: str, dest: Path) -> None:
+    """Stream one checkpoint file from ``GET /v1/drafters/{name}/versions/{v}/files/{rel}`` into ``dest``,
+    hashing it on the way; raises CliError ``checksum_mismatch`` when the bytes (or the server's
+    ``X-Content-SHA256``) differ from the registered sha256."""
+    url = f"/v1/drafters/{quote(name, safe='')}/versions/{version}/files/{quote(rel, safe='/')}"
+    h = hashlib.sha256()
+    with client.stream("GET", url) as r, open(dest, "wb") as out:
+        announced = r.headers.get("x-content-sha256")
+        if announced and announced != digest:
+            raise CliError("checksum_mismatch", f"{rel}: the server announces sha256 {announced}, the registry "
+                           f"lists {digest}; nothing exported", where=rel)
+        for chunk in r.iter_bytes():
+            h.update(chunk)
+            out.write(chunk)
+    if h.hexdigest() != digest:
+        raise CliError("checksum_mismatch", f"{rel}: downloaded sha256 {h.hexdigest()} != registered {digest} "
+                       "(altered or cut short); nothing exported", where=rel)
 
-    Through the API route ``GET /v1/drafters/{name}/versions/{v}/files/{file}`` when the server has it,
-    else straight from the artifact store the settings name (TRACEDRAFT_ARTIFACT_URI; same machine or
-    shared S3). Each file is written to a temporary name and renamed only after its hash matched.
+
+def _download(client: Any, view: dict[str, Any], out_dir: Path) -> dict[str, str]:
+    """Fetch every checkpoint file of a version into ``out_dir`` through the API's files route, each
+    verified against the sha256 the registry lists (the server verifies too).
+
+    All files go to a private staging directory inside ``out_dir`` first and are moved into place only
+    once every one of them matched: an error (network, checksum, interruption) leaves no partial or
+    unverified file behind (the staging directory is removed; so is ``out_dir`` when this call created
+    it and it stayed empty). Files already present and intact are kept as they are.
     """
     files: dict[str, str] = dict(view.get("files") or {})
     if not files:
         raise CliError("artifact_missing", f"version {view.get('version')} lists no files")
     name, version = view["drafter"], view["version"]
-    use_api = True
-    for rel, digest in sorted(files.items()):
-        dest = out_dir / _safe_rel(rel)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        if dest.is_file() and _sha256(dest) == digest:
-            continue
-        tmp = dest.with_name(f".tmp-{uuid.uuid4().hex}-{dest.name}")
-        try:
-            if use_api:
-                try:
-                    h = hashlib.sha256()
-                    with client.stream("GET", f"/v1/drafters/{name}/versions/{version}/files/{rel}") as r, \
-                            open(tmp, "wb") as out:
-                        for chunk in r.iter_bytes():
-                            h.update(chunk)
-                            out.write(chunk)
-                    if h.hexdigest() != digest:
-                        raise CliError("checksum_mismatch", f"{rel}: downloaded sha256 {h.hexdigest()} != "
-                                       f"registered {digest}; nothing exported", where=rel)
-                except CliError as e:
-                    if e.status in (404, 405) and _route_missing(e):  # this server has no files route
-                        use_api = False
-                    else:
-                        raise
-            if not use_api:
-                store = artifact_store()
-                store.get_file(f"{view['checkpoint_uri']}/{rel}", tmp, digest)
-            if _sha256(tmp) != digest:
-                raise CliError("checksum_mismatch", f"{rel}: sha256 differs from the registry", where=rel)
-            os.replace(tmp, dest)
-        except Exception as e:
-            from service.storage import ArtifactError
-
-            if isinstance(e, ArtifactError):
-                code = "checksum_mismatch" if e.code == "artifact_corrupt" else e.code
-                raise CliError(code, f"{rel}: {e.message}", where=rel) from e
-            raise
-        finally:
-            tmp.unlink(missing_ok=True)
+    targets = {rel: out_dir / _safe_rel(rel) for rel in files}  # refuse odd names before writing anything
+    created = not out_dir.exists()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = out_dir / f".tmp-export-{uuid.uuid4().hex}"
+    try:
+        staged: dict[str, Path] = {}
+        for rel, digest in sorted(files.items()):
+            dest = targets[rel]
+            if dest.is_file() and _sha256(dest) == digest:
+                continue
+            tmp = staging / _safe_rel(rel)
+            tmp.parent.mkdir(parents=True, exist_ok=True)
+            _fetch(client, name, version, rel, digest, tmp)
+            staged[rel] = tmp
+        for rel, tmp in staged.items():
+            targets[rel].parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp, targets[rel])
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()  # only when empty
+        raise
+    shutil.rmtree(staging, ignore_errors=True)
     return files
-
-
-def _route_missing(e: CliError) -> bool:
-    """Starlette's own 404/405 (no such route) rather than the API's "no such file" answer."""
-    return e.message.strip().lower() in ("not found", "method not allowed") or e.code == "method_not_allowed"
 
 
 GGUF_README = """# {ref}: ready for llama.cpp
@@ -379,7 +382,8 @@ def drafters_export(
     api_key: str | None = ApiKeyOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Download a version's checkpoint, every file verified by sha256, into a directory.
+    """Download a version's checkpoint through the API, every file verified by sha256 (by the server and
+    again here), into a directory; on any error nothing partial is left behind.
 
     Example: tracedraft drafters export qwen3-4b-agent champion ./draft --format deepspec
     """
@@ -393,7 +397,6 @@ def drafters_export(
         with make_client(api_url, api_key) as client:
             view = api_version(client, name, api_resolve(client, name, version))
             view.setdefault("drafter", name)
-            out_dir.mkdir(parents=True, exist_ok=True)
             files = _download(client, view, out_dir)
         (out_dir / "SHA256SUMS").write_text("".join(f"{d}  {f}\n" for f, d in sorted(files.items())))
         if fmt == "gguf-ready":
@@ -563,27 +566,11 @@ def rollback(
         console.print(f"{alias} of {name} already points to v{result['to_version']}; nothing changed")
 
 
-def _effective_stack(history: list[dict[str, Any]]) -> list[int]:
-    """The alias's holders as a stack, as ``service.registry._effective_stack`` computes it; a promotion
-    whose reason starts with ``rollback:`` (this CLI's fallback on servers without the rollback route)
-    counts as a rollback."""
-    stack: list[int] = []
-    for ev in history:
-        to_v = int(ev["to_version"])
-        is_rollback = ev.get("action") == "rollback" or str(ev.get("reason") or "").startswith(ROLLBACK_MARK)
-        if is_rollback and to_v in stack:
-            while stack and stack[-1] != to_v:
-                stack.pop()
-        else:
-            stack.append(to_v)
-    return stack
-
-
 def _api_rollback(client: Any, name: str, alias: str, to_n: int | None, reason: str, force: bool,
                   yes: bool, quiet: bool) -> dict[str, Any]:
-    """Rollback through the API: ``POST /v1/drafters/{name}/aliases/{alias}/rollback``; when the server has
-    no such route, the previous holder is computed from the alias history and promoted back (the history
-    then records a promotion whose reason starts with "rollback")."""
+    """Rollback through ``POST /v1/drafters/{name}/aliases/{alias}/rollback`` (admin key): shows the current
+    holder, asks for confirmation, and lets the server pick the previous holder from the alias history
+    (recorded there as a ``rollback``)."""
     info = api_aliases(client, name)
     current = next((a for a in info.get("data", []) if a.get("alias") == alias), None)
     if current is None:
@@ -592,20 +579,10 @@ def _api_rollback(client: Any, name: str, alias: str, to_n: int | None, reason: 
     if not quiet:
         console.print(f"rollback {alias} of {name} from v{current['version']} to {label}")
     confirm(f"Move {alias} of {name} back to {label}?", yes)
-    try:
-        return client.post(f"/v1/drafters/{name}/aliases/{alias}/rollback",
-                           json={"to_version": to_n, "reason": reason, "force": force})
-    except CliError as e:
-        if not (e.status in (404, 405) and _route_missing(e)):
-            raise
-    history = [ev for ev in info.get("history") or [] if ev.get("alias") == alias]
-    if to_n is None:
-        stack = _effective_stack(history)
-        if len(stack) < 2:
-            raise CliError("nothing_to_rollback", f"{alias} of {name!r} has no earlier holder", where="--alias")
-        to_n = stack[-2]
-    return client.post(f"/v1/drafters/{name}/aliases/{alias}",
-                       json={"version": to_n, "reason": f"{ROLLBACK_MARK} {reason}", "force": force})
+    body: dict[str, Any] = {"reason": reason, "force": force}
+    if to_n is not None:
+        body["to_version"] = to_n
+    return client.post(f"/v1/drafters/{quote(name, safe='')}/aliases/{quote(alias, safe='')}/rollback", json=body)
 
 
 @alias_app.command("history")
