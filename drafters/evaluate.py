@@ -474,7 +474,7 @@ def evaluate(target: Any, proposers: Mapping[str, Any], prompts: Sequence[Any], 
     reduction order can flip; counted in report["lossless"]["near_ties"]).
     Raises TracedraftError(code="bad_input") for no prompts or no proposers.
     """
-    from drafters.speculate import GREEDY_TEMPERATURE, plain_generate, speculative_generate
+    from drafters.speculate import GREEDY_TEMPERATURE, prefill, speculative_generate
 
     if not prompts:
         raise TracedraftError("bad_input", "no held-out prompts to evaluate", "prompts")
@@ -491,11 +491,23 @@ def evaluate(target: Any, proposers: Mapping[str, Any], prompts: Sequence[Any], 
         if progress:
             progress(done, total_steps)
 
+    # Call by call: one prefill, shared by plain decoding and every proposer (its time is charged to
+    # each), then dropped, so memory holds one prompt's cache at a time.
+    feature_layers = sorted({i for prop in proposers.values() if prop is not None for i in (prop.layer_ids or ())})
     plain = []
+    gens: dict[str, list] = {name: [] for name in proposers}
     for i, p in enumerate(prompts):
-        plain.append(plain_generate(target, p.prompt_ids, max_new_tokens, temperature=temperature,
-                                    seed=seed + i, stop_token_ids=stops, stop_strings=stop_strings))
+        pre = prefill(target, p.prompt_ids, feature_layers or None)
+        plain.append(speculative_generate(target, None, p.prompt_ids, max_new_tokens, temperature=temperature,
+                                          seed=seed + i, stop_token_ids=stops, stop_strings=stop_strings,
+                                          shared_prefill=pre))
         tick()
+        for name, prop in proposers.items():
+            gens[name].append(speculative_generate(target, prop, p.prompt_ids, max_new_tokens,
+                                                   temperature=temperature, seed=seed + i, stop_token_ids=stops,
+                                                   stop_strings=stop_strings, shared_prefill=pre))
+            tick()
+        del pre
     near_ties: list[dict] = []
     checked = 0
     entries: dict[str, dict] = {}
@@ -506,9 +518,7 @@ def evaluate(target: Any, proposers: Mapping[str, Any], prompts: Sequence[Any], 
         t_total = t_target = t_drafter = t_over = 0.0
         n_tokens = 0
         for i, p in enumerate(prompts):
-            g = speculative_generate(target, prop, p.prompt_ids, max_new_tokens, temperature=temperature,
-                                     seed=seed + i, stop_token_ids=stops, stop_strings=stop_strings)
-            tick()
+            g = gens[name][i]
             if greedy:
                 checked += 1
                 ref = plain[i]

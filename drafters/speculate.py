@@ -9,6 +9,7 @@ Accepted length (tau) is NOT computed here: drafters/evaluate.py is the one plac
 from __future__ import annotations
 
 import bisect
+import copy
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -160,6 +161,36 @@ class _Clock:
         return self._now() - self.t0
 
 
+@dataclass
+class Prefill:
+    """A prompt's prefill, computed once and shared by every proposer replaying it (evaluation).
+
+    cache: the target's KV cache after the prompt (copied, never mutated, by each user); last_logits:
+    FloatTensor [1, V] fp32 at the last prompt position; aux: FloatTensor [1, T, m*d] features of
+    ``layer_ids`` or None; seconds: the wall time the prefill took, charged to every generation that uses
+    it, so tokens/s keep their meaning.
+    """
+
+    cache: object
+    last_logits: torch.Tensor
+    aux: torch.Tensor | None
+    layer_ids: list[int] | None
+    seconds: float
+
+
+def prefill(target, prompt_ids, layer_ids: Sequence[int] | None = None) -> Prefill:
+    """Run the target over the prompt once: KV cache, last-position logits and ``layer_ids`` features."""
+    ids = torch.as_tensor(prompt_ids, dtype=torch.long).reshape(-1)
+    device = torch.device(getattr(target, "device", "cpu"))
+    clock = _Clock(device)
+    layer_ids = list(layer_ids) if layer_ids else None
+    with torch.inference_mode():
+        t = clock.start()
+        step = target.step(ids.to(device).unsqueeze(0), None, layer_ids, logits_to_keep=1)
+        clock.add_target(t)
+    return Prefill(step.past_key_values, step.logits[0, -1:].float(), step.aux, layer_ids, clock.target)
+
+
 def crop_cache(cache, keep: int) -> None:
     """Crop a transformers cache in place to its first ``keep`` positions.
 
@@ -263,7 +294,7 @@ def _stop_string_cut(tokenizer, tokens: list[int], stop_strings: Sequence[str], 
 def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_tokens: int,
                          temperature: float = 0.0, seed: int = 0, stop_token_ids: Sequence[int] = (),
                          stop_strings: Sequence[str] = (), tokenizer=None,
-                         confidence_threshold: float = 0.0) -> Generation:
+                         confidence_threshold: float = 0.0, shared_prefill: Prefill | None = None) -> Generation:
     """Generate up to ``max_new_tokens`` tokens with speculative decoding (DSPARK.md 5.1), batch size 1.
 
     target: drafters.target.Target (uses ``step(input_ids [1,t], past_key_values, layer_ids) ->
@@ -277,6 +308,8 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
         taken from ``target.tokenizer`` when not given); the tokens after it are dropped.
     confidence_threshold: static truncation (DSPARK.md 5.3): the proposal is cut at the first slot whose
         confidence < threshold (0 verifies everything; proposals without confidences are never cut).
+    shared_prefill: ``prefill(target, prompt_ids, layer_ids)`` computed once for several generations (its
+        layer ids must cover the proposer's); its cache is copied and its time charged to this generation.
 
     Loop: prefill (with the proposer's feature layers) -> first token from the target -> rounds of
     propose -> verify [anchor, d1..dn] in one target forward -> accept -> crop the target cache to the
@@ -306,12 +339,21 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
         return out
 
     with torch.inference_mode():
-        t = clock.start()
-        step = target.step(ids.to(device).unsqueeze(0), None, layer_ids, logits_to_keep=1)
-        clock.add_target(t)
-        cache = step.past_key_values
+        if shared_prefill is None:
+            pre = prefill(target, ids, layer_ids)
+        else:
+            pre = shared_prefill
+            if layer_ids and not set(layer_ids) <= set(pre.layer_ids or ()):
+                raise TracedraftError("bad_input", f"shared prefill has features of layers {pre.layer_ids}, "
+                                      f"the proposer needs {layer_ids}", "shared_prefill")
+        clock.target += pre.seconds
+        cache = copy.deepcopy(pre.cache) if shared_prefill is not None else pre.cache
+        aux = pre.aux
+        if aux is not None and layer_ids and list(pre.layer_ids) != layer_ids:
+            d = aux.shape[-1] // len(pre.layer_ids)
+            aux = torch.cat([aux[..., pre.layer_ids.index(i) * d:(pre.layer_ids.index(i) + 1) * d] for i in layer_ids], -1)
         cache_len = int(ids.numel())
-        last = step.logits[0, -1:].float()  # [1, V]
+        last = pre.last_logits  # [1, V]
         if greedy:
             anchor = int(last[0].argmax())
         else:
@@ -322,7 +364,7 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
         out.margins.extend(_margins(last))
         if proposer is not None:
             t = clock.start()
-            proposer.start(ids.to(device), step.aux[0] if step.aux is not None else None)
+            proposer.start(ids.to(device), aux[0] if aux is not None and layer_ids else None)
             clock.add_drafter(t)
         finished = anchor in stops
         if finished:
