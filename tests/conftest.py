@@ -17,6 +17,17 @@ SHARED = REPO.parent / "shared"
 CHATML_TOOLS = EXAMPLES / "chat_templates" / "chatml_tools.jinja"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """One torch thread in the test process: the models here are tiny, and thread start-up and
+    oversubscription cost more than they give (CLI subprocesses, such as the real-target runs, are not
+    affected)."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency
+        return
+    torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def smollm2_tokenizer_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """SmolLM2-135M-Instruct's tokenizer, saved as a plain HF tokenizer directory."""
