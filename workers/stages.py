@@ -322,61 +322,94 @@ def train(ctx: StageContext) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ evaluate
 
 
+def _engine(ctx: StageContext, name: str, target):
+    """The acceptance-measuring engine a job asked for (``evaluation.engine``); hf is in-process."""
+    tspec = _target_spec(ctx)
+    if name == "sglang":
+        from drafters.engines.sglang import SGLangEngine
+
+        sg = dict(tspec.get("sglang") or {})
+        # One server launch per drafter (SGLang has no hot swap of the draft; SERVING.md 1).
+        return SGLangEngine(target_path=sg.get("model_path") or tspec["model"], port=int(sg.get("port") or 30000),
+                            extra_args=sg.get("extra_args") or (), log_dir=ctx.workdir / "engine-logs")
+    if name == "llamacpp":
+        from drafters.engines.llamacpp import LlamaCppEngine, export_target_gguf
+        from drafters.target import convert_gguf
+
+        src = Path(target.source_path or "")
+        if src.suffix == ".gguf":
+            gguf, target_dir = src, convert_gguf(src, ctx.settings.cache_dir)
+        else:
+            target_dir = src
+            gguf = export_target_gguf(target_dir, ctx.workdir / "llamacpp" / "target.gguf")
+        return LlamaCppEngine(gguf, target_dir=target_dir, work_dir=ctx.workdir / "llamacpp")
+    from drafters.errors import TracedraftError
+
+    raise TracedraftError("unknown_engine", f"unknown evaluation engine {name!r}: use hf, sglang or llamacpp",
+                          where="evaluation.engine")
+
+
 def evaluate(ctx: StageContext) -> dict[str, Any]:
-    """Replay held-out calls with the candidate, the incumbent and the n-gram baseline; write the report."""
+    """Replay held-out calls with the candidate, the incumbent and (in-process) the n-gram baseline, on the
+    job's engine; write the report and apply the promotion gate."""
     import torch
 
     from drafters.baselines import NGramProposer
-    from drafters.dspark.checkpoint import load_checkpoint
+    from drafters.dspark.checkpoint import load_checkpoint, save_checkpoint
     from drafters.dspark.model import DSparkDrafter
     from drafters.dspark.proposer import DSparkProposer
+    from drafters.evaluate import engine_report, gate, write_report
     from drafters.evaluate import evaluate as run_evaluation
-    from drafters.evaluate import gate, write_report
     from drafters.render import Renderer
     from drafters.shards import load_prompts
 
     tspec = _target_spec(ctx)
     espec = dict(ctx.spec.get("evaluation") or {})
+    engine = espec.get("engine") or "auto"
+    engine = "hf" if engine == "auto" else engine
     target = _load_target(ctx)
     trained = ctx.results["training"]
     best = _fetch(ctx, trained["best"], ctx.workdir / "best")
     candidate = load_checkpoint(best, target.embed_weight, target.lm_head_weight,
                                 target_config=target.model.config).to(target.device).eval()
-    base = _base_drafter_dir(ctx)
-    if base is not None:
+    incumbent_dir = _base_drafter_dir(ctx)
+    if incumbent_dir is not None:
         incumbent_name = "base"
-        incumbent = load_checkpoint(base, target.embed_weight, target.lm_head_weight,
+        incumbent = load_checkpoint(incumbent_dir, target.embed_weight, target.lm_head_weight,
                                     target_config=target.model.config).to(target.device).eval()
     else:
         # No incumbent: compare with an untrained drafter of the same shape (what training bought).
         incumbent_name = "untrained"
         torch.manual_seed(int((ctx.spec.get("recipe") or {}).get("seed") or 0))
         incumbent = DSparkDrafter(candidate.config, target.embed_weight, target.lm_head_weight).to(target.device).eval()
-    block = candidate.config.block_size
-    proposers = {"candidate": DSparkProposer(candidate), incumbent_name: DSparkProposer(incumbent),
-                 "ngram": NGramProposer(block_size=block)}
-    prompts = load_prompts(ctx.workdir / "prepared" / "heldout_prompts.jsonl")
-    max_calls = int(_auto(espec.get("max_calls"), "max_calls"))
-    prompts = prompts[:max_calls]
-    renderer = Renderer(target.tokenizer, chat_template=tspec.get("chat_template"),
-                        template_kwargs=tspec.get("template_kwargs") or {})
-
+        incumbent_dir = ctx.workdir / "untrained"
+        if engine != "hf":
+            save_checkpoint(incumbent, incumbent_dir)
+    prepared = _fetch(ctx, ctx.results["preparing"]["prepared"], ctx.workdir / "prepared")
+    prompts = load_prompts(prepared / "heldout_prompts.jsonl")[: int(_auto(espec.get("max_calls"), "max_calls"))]
+    settings = {"max_new_tokens": int(_auto(espec.get("max_new_tokens"), "max_new_tokens")),
+                "temperature": float(espec.get("temperature") or 0.0), "seed": int(espec.get("seed") or 0)}
+    compare = [("candidate", incumbent_name)]
     started = time.monotonic()
 
     def progress(done: int, total: int) -> None:
         elapsed = time.monotonic() - started
         ctx.progress(done / max(1, total), elapsed / done * (total - done) if done else None)
 
-    report = run_evaluation(
-        target, proposers, prompts,
-        max_new_tokens=int(_auto(espec.get("max_new_tokens"), "max_new_tokens")),
-        temperature=float(espec.get("temperature") or 0.0),
-        seed=int(espec.get("seed") or 0),
-        segmenter=renderer.segment_completion,
-        compare=[("candidate", incumbent_name), ("candidate", "ngram")],
-        engine="hf",
-        progress=progress,
-    )
+    if engine == "hf":
+        renderer = Renderer(target.tokenizer, chat_template=tspec.get("chat_template"),
+                            template_kwargs=tspec.get("template_kwargs") or {})
+        proposers = {"candidate": DSparkProposer(candidate), incumbent_name: DSparkProposer(incumbent),
+                     "ngram": NGramProposer(block_size=candidate.config.block_size)}
+        report = run_evaluation(target, proposers, prompts, **settings, segmenter=renderer.segment_completion,
+                                compare=compare + [("candidate", "ngram")], engine="hf", progress=progress)
+    else:
+        eng = _engine(ctx, engine, target)
+        runs = {}
+        for i, (name, path) in enumerate((("candidate", best), (incumbent_name, incumbent_dir))):
+            runs[name] = eng.measure(prompts, path, **settings)
+            progress(i + 1, 2)
+        report = engine_report(runs, target=tspec["model"], **settings, compare=compare)
     policy = {k: v for k, v in (ctx.spec.get("promotion") or {}).items()
               if k in ("min_gain", "max_segment_loss", "min_support", "min_calls")}
     decision = gate(report, None, policy, candidate_name="candidate", incumbent_name=incumbent_name)
@@ -384,7 +417,7 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
     if out_dir.exists():
         shutil.rmtree(out_dir)
     write_report(report, out_dir)
-    return {"report": dict(report), "gate": decision.to_dict(), "report_dir": str(out_dir),
+    return {"report": dict(report), "gate": decision.to_dict(), "report_dir": str(out_dir), "engine": engine,
             "report_files": _publish(ctx, out_dir, "report"), "incumbent": incumbent_name}
 
 
