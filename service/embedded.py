@@ -255,14 +255,20 @@ def report_summary(job: Job) -> dict[str, Any]:
 
 
 def default_settings() -> Settings:
-    """The process settings, forced to the inline pipeline (``run`` is the embedded mode by definition)."""
+    """The process settings, forced to the inline pipeline: ``run`` is the embedded mode by definition, and
+    every stage of this process (the tasks dispatch each other) must see the same setting."""
     # Our own progress bars replace the libraries' (weights loading, shard writing).
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if get_settings().pipeline != "inline":
+        from service.queue import reload_app
+        from service.settings import reload_settings
+
+        os.environ["TRACEDRAFT_PIPELINE"] = "inline"
+        reload_settings()
+        reload_app()
     settings = get_settings()
-    if settings.pipeline != "inline":
-        settings = settings.model_copy(update={"pipeline": "inline"})
     Path(settings.home).mkdir(parents=True, exist_ok=True)
     db.upgrade(settings.database_url)
     return settings

@@ -24,11 +24,17 @@ OPENAI = sorted(TRACES.glob("pydantic-ai__test_openai_*.yaml"))
 TRACEDRAFT = [sys.executable, "-m", "service.cli"]
 
 
+def clean_env(home: Path) -> dict[str, str]:
+    """The user's environment: no TRACEDRAFT_* settings leaked from other tests, a private home."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACEDRAFT_")}
+    return {**env, "TRACEDRAFT_HOME": str(home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONUNBUFFERED": "1"}
+
+
 def tracedraft(home: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "TRACEDRAFT_HOME": str(home), "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    env.pop("TRACEDRAFT_DATABASE_URL", None)
-    env.pop("TRACEDRAFT_ARTIFACT_URI", None)
-    return subprocess.run([*TRACEDRAFT, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    env = clean_env(home)
+    return subprocess.run([*TRACEDRAFT, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
 
 
 def versions(home: Path) -> list[tuple]:
@@ -108,4 +114,51 @@ def test_quickstart_on_smollm2_training_beats_untrained(tmp_path: Path) -> None:
     summary = json.loads(proc.stdout)
     trained, untrained = summary["proposers"]["candidate"]["tau"], summary["proposers"]["untrained"]["tau"]
     assert trained > untrained + 0.3, (trained, untrained)
+    assert len(versions(home)) == 1
+
+
+def test_ctrl_c_checkpoints_says_how_to_resume_and_resume_finishes(tmp_path: Path, tiny_target_dir: Path) -> None:
+    """Ctrl-C during training: a clean stop with a checkpoint and the resume command; --resume completes the
+    same job from that checkpoint and registers exactly one version."""
+    import signal
+    import time
+
+    home = tmp_path / "home"
+    env = clean_env(home)
+    proc = subprocess.Popen(
+        [*TRACEDRAFT, "run", str(CLAUDE_CODE), *map(str, OPENAI), "--target", str(tiny_target_dir),
+         "--chat-template", str(CHATML_TOOLS), "--max-steps", "400", "--max-calls", "2", "--max-new-tokens", "8"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    db = home / "tracedraft.db"
+
+    def training_step() -> int:
+        if not db.exists():
+            return -1
+        with sqlite3.connect(db) as con:
+            rows = con.execute("select data from job_events where type = 'metrics'").fetchall()
+        steps = [json.loads(r[0]).get("step", 0) for r in rows if r[0] and '"phase": "train"' in r[0]]
+        return max(steps, default=-1)
+
+    deadline = time.monotonic() + 600
+    while training_step() < 20 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+    assert proc.poll() is None, proc.stdout.read()[-3000:]
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, out[-3000:]
+    job_id = out.split("--resume ")[1].split()[0]
+    assert job_id.startswith("job_")
+    assert versions(home) == []
+    with sqlite3.connect(db) as con:
+        (status,) = con.execute("select status from jobs where id = ?", (job_id,)).fetchone()
+    assert status == "cancelled"
+    ckpts = list((home / "work" / job_id / "checkpoints").glob("step_*/model.safetensors"))
+    assert ckpts, "cancel must leave a checkpoint"
+
+    done = tracedraft(home, "run", "--resume", job_id, "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert summary["job_id"] == job_id and summary["status"] == "succeeded"
+    assert summary["training"]["steps"] == 400
     assert len(versions(home)) == 1

@@ -280,10 +280,13 @@ def run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
                 session.rollback()
                 return {**summary, "outcome": "skipped", "reason": "job finished meanwhile"}
             result = dict(result or {})
-            jobs.set_result(session, job_id, job_stage, result, commit=False)
             if result.get("cancelled"):
+                # No stage result: a resumed job must run this stage again (from its checkpoint).
+                jobs.add_event(session, job_id, "info", "message", f"stage {job_stage} stopped after a cancel",
+                               {"stage": job_stage, "result": result}, commit=False)
                 jobs.cancel_job(session, job_id, f"job cancelled during stage {job_stage}")
                 return {**summary, "outcome": "cancelled"}
+            jobs.set_result(session, job_id, job_stage, result, commit=False)
             jobs.add_event(session, job_id, "info", "stage", f"stage {job_stage} done",
                            {"stage": job_stage, "run": "finished", "attempt": ctx.attempt}, commit=False)
             following = next_stage(stage)

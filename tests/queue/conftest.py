@@ -111,9 +111,10 @@ class QueueEnv:
                              f"error={getattr(job, 'error', None)}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def queue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueueEnv]:
-    """Settings pointing at a fresh PostgreSQL database and a private Redis db (pipeline=celery)."""
+    """Settings pointing at a fresh PostgreSQL database and a private Redis db (pipeline=celery), for one
+    test module: the environment it sets is restored after the module, so it never leaks into other tests."""
     import psycopg
 
     from service.db import Organization, session_factory, upgrade

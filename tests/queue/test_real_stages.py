@@ -98,7 +98,7 @@ def test_training_killed_resumes_on_another_machine_from_the_store(queue_env, wo
 
     workers.start("cpu", env={"TRACEDRAFT_HOME": str(tmp_path / "cpu"), "TRACEDRAFT_TEST_STAGES": ""})
     first, _ = _machine(workers, tmp_path, "gpu-1", "gpu")
-    job_id = _submit(queue_env, tiny_target_dir, max_steps=60)
+    job_id = _submit(queue_env, tiny_target_dir, max_steps=400)
 
     def checkpointed(job) -> bool:
         return any((e.data or {}).get("checkpoint") for e in queue_env.events(job_id))
