@@ -98,10 +98,10 @@ def test_training_killed_resumes_on_another_machine_from_the_store(queue_env, wo
 
     workers.start("cpu", env={"TRACEDRAFT_HOME": str(tmp_path / "cpu"), "TRACEDRAFT_TEST_STAGES": ""})
     first, _ = _machine(workers, tmp_path, "gpu-1", "gpu")
-    job_id = _submit(queue_env, tiny_target_dir, max_steps=400)
+    job_id = _submit(queue_env, tiny_target_dir, max_steps=100)
 
     def checkpointed(job) -> bool:
-        return any((e.data or {}).get("checkpoint") for e in queue_env.events(job_id))
+        return any("latest" in ((e.data or {}).get("checkpoint") or {}) for e in queue_env.events(job_id))
 
     queue_env.wait(job_id, until=checkpointed, timeout=600)
     first.kill9()  # the machine is gone, its disk with it
