@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from drafters.traces.formats import _common
@@ -58,6 +58,11 @@ def model_from_uri(uri: str) -> str | None:
 
     m = _MODEL_IN_URI.search(uri)
     return unquote(m.group(1)) if m else None
+
+
+def is_cassette(head: str) -> bool:
+    """Whether ``head`` (the start of a file) is a YAML cassette rather than JSON(L) records."""
+    return head.lstrip().startswith("interactions:")
 
 
 def sniff_provider(head: str) -> str | None:
@@ -172,4 +177,62 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
         )
 
 
-__all__ = ["TextPart", "parse", "provider_of", "sniff_provider"]
+def sniff_cassette_or_records(head: str, fmt: str, is_record: Callable[[dict[str, Any]], bool]) -> bool:
+    """The ``sniff`` of a provider format ``fmt``: a cassette whose last LLM request goes to ``fmt``, or
+    JSON(L) whose first record (the first item when the first line is an array) is an object that
+    ``is_record`` accepts."""
+    if is_cassette(head):
+        return sniff_provider(head) == fmt
+    first = _common.first_json_line(head)
+    if isinstance(first, list) and first:
+        first = first[0]
+    return isinstance(first, dict) and is_record(first)
+
+
+def parse_cassette_or_records(
+    stream: IO[str], filename: str, problems: ProblemSink, fmt: str,
+    parse_records: Callable[[IO[str]], Iterator[Conversation]],
+) -> Iterator[Conversation]:
+    """The ``parse`` of a provider format ``fmt``: a cassette goes to :func:`parse`, anything else to
+    ``parse_records(stream)`` (the stream given back whole: the 64 characters read to decide are put
+    back in front)."""
+    head = stream.read(64)
+    stream = _common.Prefixed(head, stream)  # type: ignore[assignment]
+    if is_cassette(head):
+        yield from parse(stream, filename, problems, fmt)
+    else:
+        yield from parse_records(stream)
+
+
+def provider_sniff_parse(
+    fmt: str,
+    request_to_messages: Callable[[dict[str, Any]], tuple[list, list[Message]]],
+    response_to_message: Callable[[dict[str, Any]], Message | None],
+    is_record: Callable[[dict[str, Any]], bool],
+) -> tuple[Callable[[str, str], bool], Callable[[IO[str], str, ProblemSink], Iterator[Conversation]]]:
+    """``(sniff, parse)`` of a provider format whose JSON(L) records are request bodies (optionally with
+    the response under ``"response"``, see ``_common.parse_request_records``) and whose recordings are
+    cassettes."""
+
+    def sniff(head: str, filename: str) -> bool:
+        return sniff_cassette_or_records(head, fmt, is_record)
+
+    def parse_(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+        yield from parse_cassette_or_records(
+            stream, filename, problems, fmt,
+            lambda s: _common.parse_request_records(s, filename, problems, fmt, request_to_messages,
+                                                    response_to_message, is_record))
+
+    return sniff, parse_
+
+
+__all__ = [
+    "TextPart",
+    "is_cassette",
+    "parse",
+    "parse_cassette_or_records",
+    "provider_of",
+    "provider_sniff_parse",
+    "sniff_cassette_or_records",
+    "sniff_provider",
+]

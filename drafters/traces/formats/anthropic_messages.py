@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from drafters.traces.formats import _common
+from drafters.traces.formats import _cassette, _common
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -171,26 +171,16 @@ def _is_record(value: Any) -> bool:
 
 def sniff(head: str, filename: str) -> bool:
     """A cassette of Anthropic /v1/messages calls, or JSON(L) records of Anthropic messages."""
-    stripped = head.lstrip()
-    if stripped.startswith("interactions:"):
-        from drafters.traces.formats import _cassette
-
-        return _cassette.sniff_provider(head) == NAME
-    first = _common.first_json_line(head)
-    if isinstance(first, list) and first:
-        first = first[0]
-    return _is_record(first)
+    return _cassette.sniff_cassette_or_records(head, NAME, _is_record)
 
 
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """Yield one Conversation per cassette, or per JSON(L) record."""
-    head = stream.read(64)
-    stream = _common.Prefixed(head, stream)  # type: ignore[assignment]
-    if head.lstrip().startswith("interactions:"):
-        from drafters.traces.formats import _cassette
+    yield from _cassette.parse_cassette_or_records(
+        stream, filename, problems, NAME, lambda s: _parse_records(s, filename, problems))
 
-        yield from _cassette.parse(stream, filename, problems, NAME)
-        return
+
+def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     stem = filename.rsplit("/", 1)[-1]
     for src, value in _common.load_json_or_lines(stream, filename, problems, NAME):
         items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]

@@ -9,13 +9,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any
 
-from drafters.traces.formats import _common
-from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.formats import _cassette
+from drafters.traces.formats.base import TraceFormat
 from drafters.traces.model import (
-    Conversation,
     Message,
     ReasoningPart,
     TextPart,
@@ -109,27 +107,8 @@ def _is_record(item: dict[str, Any]) -> bool:
             for b in m["content"]) for m in body.get("messages") or [])
 
 
-def sniff(head: str, filename: str) -> bool:
-    if head.lstrip().startswith("interactions:"):
-        from drafters.traces.formats import _cassette
-
-        return _cassette.sniff_provider(head) == NAME
-    first = _common.first_json_line(head)
-    if isinstance(first, list) and first:
-        first = first[0]
-    return isinstance(first, dict) and _is_record(first)
-
-
-def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
-    head = stream.read(64)
-    stream = _common.Prefixed(head, stream)  # type: ignore[assignment]
-    if head.lstrip().startswith("interactions:"):
-        from drafters.traces.formats import _cassette
-
-        yield from _cassette.parse(stream, filename, problems, NAME)
-        return
-    yield from _common.parse_request_records(stream, filename, problems, NAME, request_to_messages,
-                                             response_to_message, _is_record)
+# Cassettes and JSON(L) request-body records, told apart and parsed as for every provider format.
+sniff, parse = _cassette.provider_sniff_parse(NAME, request_to_messages, response_to_message, _is_record)
 
 
 FORMAT = TraceFormat(NAME, "Amazon Bedrock Converse messages (toolUse/toolResult/reasoningContent)", sniff, parse)

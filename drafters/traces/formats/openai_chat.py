@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from drafters.traces.formats import _common
+from drafters.traces.formats import _cassette, _common
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -260,9 +260,7 @@ def _looks_like_messages(msgs: list[Any]) -> bool:
 
 def sniff(head: str, filename: str) -> bool:
     """JSONL/JSON of chat records (messages with ``role``), or a cassette of /chat/completions calls."""
-    if head.lstrip().startswith("interactions:"):
-        from drafters.traces.formats import _cassette
-
+    if _cassette.is_cassette(head):
         return _cassette.sniff_provider(head) == NAME
     stripped = head.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
@@ -280,13 +278,8 @@ def sniff(head: str, filename: str) -> bool:
 
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """Yield one Conversation per record (or one per cassette). Bad records are reported and skipped."""
-    head = stream.read(64)
-    if head.lstrip().startswith("interactions:"):
-        from drafters.traces.formats import _cassette
-
-        yield from _cassette.parse(_common.Prefixed(head, stream), filename, problems, NAME)
-        return
-    yield from _parse_records(_common.Prefixed(head, stream), filename, problems)
+    yield from _cassette.parse_cassette_or_records(
+        stream, filename, problems, NAME, lambda s: _parse_records(s, filename, problems))
 
 
 def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
