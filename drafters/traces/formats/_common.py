@@ -51,11 +51,12 @@ def json_lines(head: str, limit: int = 20) -> list[Any]:
 
 
 def iter_json_lines(
-    stream: IO[str], filename: str, problems: ProblemSink, fmt: str
+    stream: IO[str], filename: str, problems: ProblemSink, fmt: str, first_lineno: int = 1
 ) -> Iterator[tuple[int, Any]]:
     """Yield ``(line_number, value)`` for each non-blank line; invalid JSON is reported as ``invalid_json``
-    with its 1-based line and skipped. Counts every non-blank line as a record."""
-    for lineno, line in enumerate(stream, 1):
+    with its 1-based line and skipped. Counts every non-blank line as a record. ``first_lineno`` is the
+    number of the stream's first line (greater than 1 when earlier lines were already read)."""
+    for lineno, line in enumerate(stream, first_lineno):
         if not line.strip():
             continue
         count(problems, "records")
@@ -134,16 +135,7 @@ def load_json_or_lines(
         return
     count(problems, "records")
     yield Source(fmt, filename, line=1), value
-    for lineno, line in enumerate(stream, 2):
-        if not line.strip():
-            continue
-        count(problems, "records")
-        try:
-            value = json.loads(line)
-        except ValueError as exc:
-            problems.error("invalid_json", f"line is not valid JSON: {exc.msg} at column {exc.colno}",
-                           Source(fmt, filename, line=lineno))
-            continue
+    for lineno, value in iter_json_lines(stream, filename, problems, fmt, first_lineno=2):
         yield Source(fmt, filename, line=lineno), value
 
 

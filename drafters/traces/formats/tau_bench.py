@@ -110,6 +110,20 @@ def convert(raw_messages: list, field: str, source, problems: ProblemSink, model
     return out
 
 
+def _record_messages(record: Any, field: str, missing: str, source, problems: ProblemSink, model: str | None,
+                     tau2: bool) -> list[Message] | None:
+    """``record[field]`` converted (see ``convert``), or None when the record is not an object holding a
+    list there (reported as ``bad_record`` with the message ``missing``) or is malformed."""
+    if not isinstance(record, dict) or not isinstance(record.get(field), list):
+        problems.error("bad_record", missing, source, field)
+        return None
+    try:
+        return convert(record[field], field, source, problems, model, tau2=tau2)
+    except RECORD_ERRORS as exc:
+        problems.error("bad_record", f"malformed record ({type(exc).__name__}: {exc})", source)
+        return None
+
+
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """tau-bench: one conversation per record (streamed); tau2: one per simulation."""
     base = Path(filename).name
@@ -118,13 +132,9 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             yield from _tau2(value, filename, base, problems)
             continue
         source = src(NAME, filename, line=None, record=f"$[{ordinal}]")
-        if not isinstance(value, dict) or not isinstance(value.get("traj"), list):
-            problems.error("bad_record", "record has no 'traj' message list", source, "traj")
-            continue
-        try:
-            messages = convert(value["traj"], "traj", source, problems, None, tau2=False)
-        except RECORD_ERRORS as exc:
-            problems.error("bad_record", f"malformed record ({type(exc).__name__}: {exc})", source)
+        messages = _record_messages(value, "traj", "record has no 'traj' message list", source, problems,
+                                    None, tau2=False)
+        if messages is None:
             continue
         conv_id = f"{base}#task{value.get('task_id')}-trial{value.get('trial', 0)}-{ordinal}"
         yield Conversation(id=conv_id, source=source, messages=messages)
@@ -136,13 +146,9 @@ def _tau2(doc: dict, filename: str, base: str, problems: ProblemSink) -> Iterato
     model = agent_info.get("llm") if isinstance(agent_info.get("llm"), str) else None
     for s, sim in enumerate(doc["simulations"]):
         source = src(NAME, filename, record=f"$.simulations[{s}]")
-        if not isinstance(sim, dict) or not isinstance(sim.get("messages"), list):
-            problems.error("bad_record", "simulation has no 'messages' list", source, "messages")
-            continue
-        try:
-            messages = convert(sim["messages"], "messages", source, problems, model, tau2=True)
-        except RECORD_ERRORS as exc:
-            problems.error("bad_record", f"malformed record ({type(exc).__name__}: {exc})", source)
+        messages = _record_messages(sim, "messages", "simulation has no 'messages' list", source, problems,
+                                    model, tau2=True)
+        if messages is None:
             continue
         yield Conversation(id=str(sim.get("id") or f"{base}#sim{s}"), source=source, messages=messages)
 
