@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from drafters.traces.formats.base import ProblemSink
-from drafters.traces.model import Message, Source, TextPart, ToolDef, UnsupportedPart
+from drafters.traces.model import (
+    Message, ReasoningPart, Source, TextPart, ToolCallPart, ToolDef, ToolResultPart, UnsupportedPart,
+)
 
 _DECODER = json.JSONDecoder()
 
@@ -188,6 +190,38 @@ def as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False)
+
+
+SEMCONV_MEDIA_KINDS = ("blob", "uri", "file", "image", "audio", "video")
+
+
+def semconv_parts(parts: Any, *, call_id: Callable[[Any], Any] = lambda raw: raw, result_names: bool = False,
+                  media_kinds: tuple[str, ...] = SEMCONV_MEDIA_KINDS) -> list:
+    """OpenTelemetry GenAI semantic-convention message parts (``gen_ai.input.messages[].parts``: ``{type:
+    text|reasoning|thinking|tool_call{id, name, arguments}|tool_call_response{id, response}|blob|uri|
+    file...}``) -> canonical parts. ``call_id`` normalises a raw call id, ``result_names`` keeps the
+    tool name on results, ``media_kinds`` are the part types counted as ``UnsupportedPart`` (their
+    ``modality`` when given); any other type is kept as text. Non-list input gives []."""
+    out: list = []
+    for p in parts if isinstance(parts, list) else []:
+        if not isinstance(p, dict):
+            continue
+        kind = p.get("type")
+        if kind == "text":
+            out.append(TextPart(as_text(p.get("content", p.get("text")))))
+        elif kind in ("reasoning", "thinking"):
+            out.append(ReasoningPart(as_text(p.get("content")), signature=p.get("signature")))
+        elif kind == "tool_call":
+            out.append(ToolCallPart.from_raw(call_id(p.get("id")), str(p.get("name")), p.get("arguments")))
+        elif kind == "tool_call_response":
+            out.append(ToolResultPart(call_id=call_id(p.get("id")),
+                                      content=as_text(p.get("response", p.get("result"))),
+                                      name=p.get("name") if result_names else None))
+        elif kind in media_kinds:
+            out.append(UnsupportedPart(kind=str(p.get("modality") or kind)))
+        else:
+            out.append(TextPart(as_text(p.get("content", p))))
+    return out
 
 
 def tool_defs(raw: Any) -> list[ToolDef]:

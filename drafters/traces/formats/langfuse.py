@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import RECORD_ERRORS, as_list, as_str, link_models, as_text, content_parts, iter_values, src, tool_defs
+from drafters.traces.formats._common_b import RECORD_ERRORS, as_list, as_str, link_models, as_text, content_parts, iter_values, semconv_parts, src, tool_defs
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation, LLMCall, Message, ReasoningPart, TextPart, ToolCallPart, ToolDef, ToolResultPart,
@@ -93,25 +93,10 @@ class _Builder:
 
 
 def _semconv_parts(parts: Any) -> list:
-    out: list = []
-    for p in parts if isinstance(parts, list) else []:
-        if not isinstance(p, dict):
-            continue
-        kind = p.get("type")
-        if kind == "text":
-            out.append(TextPart(as_text(p.get("content", p.get("text")))))
-        elif kind in ("reasoning", "thinking"):
-            out.append(ReasoningPart(as_text(p.get("content")), signature=p.get("signature")))
-        elif kind == "tool_call":
-            out.append(ToolCallPart.from_raw(_call_id(p.get("id")), str(p.get("name")), p.get("arguments")))
-        elif kind == "tool_call_response":
-            out.append(ToolResultPart(call_id=_call_id(p.get("id")), content=as_text(p.get("response", p.get("result"))),
-                                      name=p.get("name")))
-        elif kind in ("blob", "uri", "file", "image", "audio"):
-            out.append(UnsupportedPart(kind=str(p.get("modality") or kind)))
-        else:
-            out.append(TextPart(as_text(p.get("content", p))))
-    return out
+    # Agent Framework's list-valued call ids are normalised and results keep their tool name; the media
+    # kinds are the ones this reader has always counted (no "video").
+    return semconv_parts(parts, call_id=_call_id, result_names=True,
+                         media_kinds=("blob", "uri", "file", "image", "audio"))
 
 
 def _is_fn_list(content: Any) -> bool:

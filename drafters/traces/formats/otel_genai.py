@@ -36,10 +36,10 @@ import json
 from datetime import datetime
 from typing import IO, Any, Iterator
 
-from drafters.traces.formats._common_b import as_list, guard_file, link_models, as_text, iter_values, src, tool_defs
+from drafters.traces.formats._common_b import as_list, guard_file, link_models, as_text, iter_values, semconv_parts, src, tool_defs
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
-    Conversation, LLMCall, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnsupportedPart,
+    Conversation, LLMCall, Message, TextPart, ToolCallPart, ToolResultPart,
 )
 
 NAME = "otel_genai"
@@ -142,27 +142,6 @@ def _json_attr(attrs: dict, key: str) -> Any:
     return v
 
 
-def _part_list(parts: Any, role: str) -> list:
-    out: list = []
-    for p in parts if isinstance(parts, list) else []:
-        if not isinstance(p, dict):
-            continue
-        kind = p.get("type")
-        if kind == "text":
-            out.append(TextPart(as_text(p.get("content", p.get("text")))))
-        elif kind in ("reasoning", "thinking"):
-            out.append(ReasoningPart(as_text(p.get("content")), signature=p.get("signature")))
-        elif kind == "tool_call":
-            out.append(ToolCallPart.from_raw(p.get("id"), str(p.get("name")), p.get("arguments")))
-        elif kind == "tool_call_response":
-            out.append(ToolResultPart(call_id=p.get("id"), content=as_text(p.get("response", p.get("result")))))
-        elif kind in ("blob", "uri", "file", "image", "audio", "video"):
-            out.append(UnsupportedPart(kind=str(p.get("modality") or kind)))
-        else:
-            out.append(TextPart(as_text(p.get("content", p))))
-    return out
-
-
 def _semconv_messages(raw: Any) -> list[Message]:
     out: list[Message] = []
     for m in raw if isinstance(raw, list) else []:
@@ -170,7 +149,7 @@ def _semconv_messages(raw: Any) -> list[Message]:
             continue
         role = m.get("role") if m.get("role") in ("system", "user", "assistant", "tool") else "user"
         if "parts" in m:
-            parts = _part_list(m.get("parts"), role)
+            parts = semconv_parts(m.get("parts"))
         else:  # some instrumentations log OpenAI-style {role, content}
             parts = [TextPart(as_text(m.get("content")))] if m.get("content") else []
         if role != "tool" and parts and all(isinstance(p, ToolResultPart) for p in parts):
@@ -213,7 +192,7 @@ def _call_of(span: dict, filename: str, problems: ProblemSink) -> tuple[list, li
         outputs = _semconv_messages(_json_attr(attrs, "gen_ai.output.messages"))
         system = _json_attr(attrs, "gen_ai.system_instructions")
         if system:
-            parts = _part_list(system, "system") if isinstance(system, list) else [TextPart(as_text(system))]
+            parts = semconv_parts(system) if isinstance(system, list) else [TextPart(as_text(system))]
             context.insert(0, Message("system", parts))
     elif "gen_ai.prompt.0.content" in attrs or "gen_ai.completion.0.content" in attrs \
             or "gen_ai.completion.0.tool_calls.0.name" in attrs:
