@@ -1,26 +1,9 @@
 """The control plane's database: SQLAlchemy 2 models (``service.db.models``) and sessions
 (``service.db.session``). Import models from here: ``from service.db import Job, Drafter``."""
 
-from service.db.base import Base, new_id, utcnow
-from service.db.models import (
-    STAGE_ORDER,
-    TERMINAL_STATUSES,
-    Alias,
-    AliasEvent,
-    ApiKey,
-    Dataset,
-    DatasetStatus,
-    Drafter,
-    DrafterVersion,
-    EventLevel,
-    EventType,
-    Job,
-    JobEvent,
-    JobStatus,
-    Organization,
-    Role,
-    Stage,
-)
+from service.db import models
+from service.db.base import new_id, utcnow
+from service.db.models import *
 from service.db.session import (
     current,
     downgrade,
@@ -33,24 +16,6 @@ from service.db.session import (
 )
 
 __all__ = [
-    "STAGE_ORDER",
-    "TERMINAL_STATUSES",
-    "Alias",
-    "AliasEvent",
-    "ApiKey",
-    "Base",
-    "Dataset",
-    "DatasetStatus",
-    "Drafter",
-    "DrafterVersion",
-    "EventLevel",
-    "EventType",
-    "Job",
-    "JobEvent",
-    "JobStatus",
-    "Organization",
-    "Role",
-    "Stage",
     "current",
     "downgrade",
     "get_engine",
@@ -62,3 +27,5 @@ __all__ = [
     "upgrade",
     "utcnow",
 ]
+# The models and enums are listed once, in models.__all__; this package re-exports them.
+__all__ += models.__all__
