@@ -446,6 +446,31 @@ def _show_promotion(name: str, alias: str, cand: dict[str, Any], holder: dict[st
     return info
 
 
+def _move_result(name: str, alias: str, move: Any) -> dict[str, Any]:
+    """A ``registry.promote``/``rollback`` move (database path) as the API's alias-move answer."""
+    return {"drafter": name, "alias": alias, "from_version": move.from_version, "to_version": move.to_version,
+            "moved": move.moved, "overridden": move.overridden}
+
+
+def _print_move(result: dict[str, Any], name: str, alias: str) -> None:
+    """One line saying where an alias moved (``from_version`` None, a first promotion, shows as ``v-``)."""
+    if result.get("moved"):
+        console.print(f"[green]{alias}[/green] of {name}: v{result.get('from_version') or '-'} -> "
+                      f"v{result['to_version']}")
+    else:
+        console.print(f"{alias} of {name} already points to v{result['to_version']}; nothing changed")
+
+
+def _confirm_rollback(name: str, alias: str, current_version: Any, to_n: int | None, yes: bool,
+                      quiet: bool) -> None:
+    """Say which move a rollback makes (unless ``quiet``) and ask for confirmation (unless ``yes``;
+    a refusal exits 4, see ``confirm``)."""
+    label = f"v{to_n}" if to_n else "its previous holder"
+    if not quiet:
+        console.print(f"rollback {alias} of {name} from v{current_version} to {label}")
+    confirm(f"Move {alias} of {name} back to {label}?", yes)
+
+
 @alias_app.callback()
 def _alias_root() -> None:
     """Alias audit trail."""
@@ -486,8 +511,7 @@ def promote(
                 confirm(f"Move {alias} of {name} to v{n}?", yes or as_json)
                 move = registry.promote(session, artifact_store(), o, name, n, alias, actor=local_actor(),
                                         reason=reason, force=force)
-                result = {"drafter": name, "alias": alias, "from_version": move.from_version,
-                          "to_version": move.to_version, "moved": move.moved, "overridden": move.overridden}
+                result = _move_result(name, alias, move)
         else:
             with make_client(api_url, api_key) as client:
                 cand = api_version(client, name, n)
@@ -501,11 +525,7 @@ def promote(
     if as_json:
         print_json({**info, **result})
         return
-    if result.get("moved"):
-        console.print(f"[green]{alias}[/green] of {name}: v{result.get('from_version') or '-'} -> "
-                      f"v{result['to_version']}")
-    else:
-        console.print(f"{alias} of {name} already points to v{result['to_version']}; nothing changed")
+    _print_move(result, name, alias)
     for p in result.get("overridden") or []:
         console.print(f"[yellow]forced past:[/yellow] {escape(p)}", highlight=False)
 
@@ -545,25 +565,18 @@ def rollback(
                 if cur is None:
                     raise CliError("nothing_to_rollback", f"drafter {name!r} has no alias {alias!r}",
                                    where="--alias")
-                label = f"v{to_n}" if to_n else "its previous holder"
-                if not as_json:
-                    console.print(f"rollback {alias} of {name} from v{cur.version} to {label}")
-                confirm(f"Move {alias} of {name} back to {label}?", yes or as_json)
+                _confirm_rollback(name, alias, cur.version, to_n, yes or as_json, as_json)
                 session.rollback()  # release the read snapshot before the locked move
                 move = registry.rollback(session, artifact_store(), o, name, alias, to_n, actor=local_actor(),
                                          reason=reason, force=force)
-                result = {"drafter": name, "alias": alias, "from_version": move.from_version,
-                          "to_version": move.to_version, "moved": move.moved, "overridden": move.overridden}
+                result = _move_result(name, alias, move)
         else:
             with make_client(api_url, api_key) as client:
                 result = _api_rollback(client, name, alias, to_n, reason, force, yes or as_json, as_json)
     if as_json:
         print_json(result)
         return
-    if result.get("moved"):
-        console.print(f"[green]{alias}[/green] of {name}: v{result.get('from_version')} -> v{result['to_version']}")
-    else:
-        console.print(f"{alias} of {name} already points to v{result['to_version']}; nothing changed")
+    _print_move(result, name, alias)
 
 
 def _api_rollback(client: Any, name: str, alias: str, to_n: int | None, reason: str, force: bool,
@@ -575,10 +588,7 @@ def _api_rollback(client: Any, name: str, alias: str, to_n: int | None, reason: 
     current = next((a for a in info.get("data", []) if a.get("alias") == alias), None)
     if current is None:
         raise CliError("nothing_to_rollback", f"drafter {name!r} has no alias {alias!r}", where="--alias")
-    label = f"v{to_n}" if to_n else "its previous holder"
-    if not quiet:
-        console.print(f"rollback {alias} of {name} from v{current['version']} to {label}")
-    confirm(f"Move {alias} of {name} back to {label}?", yes)
+    _confirm_rollback(name, alias, current["version"], to_n, yes, quiet)
     body: dict[str, Any] = {"reason": reason, "force": force}
     if to_n is not None:
         body["to_version"] = to_n
