@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from drafters.traces.formats.base import ProblemSink
-from drafters.traces.model import Source
+from drafters.traces.model import Source, UnsupportedPart
 
 
 def count(problems: ProblemSink, key: str, n: int = 1) -> None:
@@ -168,6 +168,15 @@ def text_of(content: Any) -> str:
                 pieces.append(block["text"])
         return "\n".join(pieces)
     return json.dumps(content, ensure_ascii=False)
+
+
+def add_unsupported(parts: list, kind: str) -> None:
+    """Append an ``UnsupportedPart(kind)`` to ``parts``, or bump the count of the last part when it is an
+    unsupported part of the same kind (three images in a row are one part with count 3)."""
+    if parts and isinstance(parts[-1], UnsupportedPart) and parts[-1].kind == kind:
+        parts[-1].count += 1
+    else:
+        parts.append(UnsupportedPart(kind))
 
 
 class Prefixed:

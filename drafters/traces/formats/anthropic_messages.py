@@ -43,13 +43,6 @@ def _is_server_result(kind: str) -> bool:
     return kind == "mcp_tool_result" or (kind.endswith("_tool_result") and kind != "tool_result")
 
 
-def _unsupported(parts: list, kind: str) -> None:
-    if parts and isinstance(parts[-1], UnsupportedPart) and parts[-1].kind == kind:
-        parts[-1].count += 1
-    else:
-        parts.append(UnsupportedPart(kind))
-
-
 def tool_result_parts(block: dict[str, Any]) -> list:
     """A ``tool_result`` block -> [ToolResultPart, UnsupportedPart(image)...]. Text blocks are joined by
     newlines; images (base64 screenshots) are counted, not kept."""
@@ -63,7 +56,7 @@ def tool_result_parts(block: dict[str, Any]) -> list:
             elif isinstance(b, str):
                 texts.append(b)
             elif isinstance(b, dict):
-                _unsupported(extra, "image" if b.get("type") == "image" else str(b.get("type")))
+                _common.add_unsupported(extra, "image" if b.get("type") == "image" else str(b.get("type")))
         text = "\n".join(texts)
     elif isinstance(content, str):
         text = content
@@ -114,7 +107,7 @@ def blocks_to_messages(role: str, content: Any, model: str | None = None, meta: 
         if part is None:
             continue
         if isinstance(part, UnsupportedPart):
-            _unsupported(current, part.kind)
+            _common.add_unsupported(current, part.kind)
         else:
             current.append(part)
     if current or not out:

@@ -29,7 +29,6 @@ from drafters.traces.model import (
     ToolCallPart,
     ToolDef,
     ToolResultPart,
-    UnsupportedPart,
 )
 
 NAME = "openai_chat"
@@ -82,16 +81,9 @@ def _content_parts(content: Any) -> list:
                 elif kind == "refusal" and isinstance(block.get("refusal"), str):
                     parts.append(TextPart(block["refusal"]))
                 else:
-                    _add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(kind, str(kind)))
+                    _common.add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(kind, str(kind)))
         return parts
     return [TextPart(json.dumps(content, ensure_ascii=False))]
-
-
-def _add_unsupported(parts: list, kind: str) -> None:
-    if parts and isinstance(parts[-1], UnsupportedPart) and parts[-1].kind == kind:
-        parts[-1].count += 1
-    else:
-        parts.append(UnsupportedPart(kind))
 
 
 def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Message:
@@ -115,7 +107,7 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         if isinstance(content, list):
             for block in content:
                 if isinstance(block, dict) and block.get("type") not in ("text", None):
-                    _add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(block["type"], str(block["type"])))
+                    _common.add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(block["type"], str(block["type"])))
         return Message("tool", parts)
     parts = []
     if role == "assistant":
