@@ -2,7 +2,8 @@
 
 A drafter learns what the target generates in the context the target saw. This module renders every call
 with the target's own chat template (or one the user gives), through transformers' sandboxed Jinja
-environment (`tokenizer.apply_chat_template(..., tokenize=False)`), passing `tools=` and the template
+environment (the text of `tokenizer.apply_chat_template(..., tokenize=False)`, byte for byte; its compiled
+template is called directly, see `_FastTemplate`), passing `tools=` and the template
 options the serving engine (SGLang / vLLM OpenAI endpoint) would pass, then tokenizes the text the way the
 engine does (`add_special_tokens=False`). See DSPARK.md 3.2 for what DeepSpec does and why agent traces
 need more, and TRACES.md "Rendering and loss-mask traps" for the public failures guarded against here.
@@ -30,13 +31,16 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import itertools
 import json
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from drafters.errors import TracedraftError
 from drafters.traces.model import (
@@ -245,6 +249,56 @@ class _IdMap:
         return new
 
 
+class _FastTemplate:
+    """The chat template compiled once and called directly, on the inputs `apply_chat_template` would build.
+
+    transformers' ``apply_chat_template(tokenize=False)`` (5.x: ``render_jinja_template`` in
+    ``transformers.utils.chat_template_utils``) drops None-valued message keys, rebuilds every input from
+    plain JSON types (``_plain_template_data``), aliases the reasoning fields and renders its cached template
+    (its own sandboxed Jinja environment and filters) with the special-tokens map plus the template kwargs.
+    Doing that on every render deep-copies the whole context twice per call; here the messages are converted
+    once per conversation (`Renderer._to_dicts`) and the same compiled template renders them, so the text is
+    byte-identical. `Renderer` checks that on its probe renders and falls back to ``apply_chat_template``
+    on any difference.
+    """
+
+    def __init__(self, compiled, plain, alias, kwargs: dict[str, Any]):
+        self.compiled = compiled
+        self.plain = plain
+        self.alias = alias
+        self.kwargs = kwargs
+
+    @classmethod
+    def create(cls, tokenizer, template: str, template_kwargs: dict[str, Any]) -> _FastTemplate | None:
+        """The fast path for this tokenizer and template, or ``None`` when transformers lacks the pieces."""
+        try:
+            from transformers.utils import chat_template_utils as ctu
+
+            plain = ctu._plain_template_data
+            alias = ctu._alias_reasoning_fields
+            # Same name resolution (a template name in a dict of templates) and compile cache as
+            # apply_chat_template; ``tools`` only matters when no template is given, never the case here.
+            compiled = ctu._compile_jinja_template(tokenizer.get_chat_template(template))
+            kwargs = plain({**tokenizer.special_tokens_map, **template_kwargs})
+        except Exception:  # noqa: BLE001 - any missing or changed internal: use apply_chat_template
+            return None
+        return cls(compiled, plain, alias, kwargs)
+
+    def prepare(self, message: dict[str, Any]) -> dict[str, Any]:
+        """One message as the template sees it: no None values, plain JSON types only, reasoning aliased
+        (``thinking`` and ``reasoning_content``). Idempotent: aliasing an aliased message changes nothing
+        (same keys, order and values), so ``apply_chat_template`` renders prepared messages identically."""
+        return self.alias([self.plain({k: v for k, v in message.items() if v is not None})])[0]
+
+    def render(self, messages: list[dict], tools: list[dict] | None, generation: bool, prepared: bool) -> str:
+        if not prepared:
+            messages = [self.prepare(m) for m in messages]
+            tools = self.plain(tools)
+        return self.compiled.render(
+            messages=messages, tools=tools, documents=None, add_generation_prompt=generation, **self.kwargs,
+        )
+
+
 # ------------------------------------------------------------------------------------------------- renderer
 
 
@@ -287,7 +341,13 @@ class Renderer:
         added = sorted(getattr(tokenizer, "added_tokens_encoder", {}) or {}, key=len, reverse=True)
         self._added_tokens = tuple(t for t in added if t and not t.isspace())
         self._added_re = re.compile("|".join(map(re.escape, self._added_tokens))) if self._added_tokens else None
+        self._fast = _FastTemplate.create(tokenizer, template, self.template_kwargs)
+        self._tools_cache: dict[int, tuple[Any, list[dict] | None]] = {}
+        # While probing, every fast render is compared with `apply_chat_template`; any difference turns
+        # the fast path off for this renderer (a transformers version that renders differently).
+        self._verify_fast = self._fast is not None
         self.dialect = self._probe()
+        self._verify_fast = False
 
     # ---------------------------------------------------------------------------------------- public API
 
@@ -316,10 +376,11 @@ class Renderer:
         if any(_has_tool_content(c) for c in calls):
             self._check_tools()
         ids = _IdMap(self.dialect.ids, conv.id)
+        shared = self._shared_dicts(conv, calls, ids)
         renders: list[_CallRender | None] = []
-        for call in calls:
+        for k, call in enumerate(calls):
             try:
-                renders.append(self._render_call(call, ids))
+                renders.append(self._render_call(call, ids, shared[k] if shared else None))
             except RenderError as e:
                 rep.drop(call.id, e.code, e.message)
                 renders.append(None)
@@ -346,6 +407,26 @@ class Renderer:
                 rep.calls_per_call += 1
                 self._count(seq)
         return out
+
+    def _shared_dicts(self, conv: Conversation, calls: list[LLMCall], ids: _IdMap) -> list[list[dict]] | None:
+        """Each call's message dicts as a slice of one conversion of the whole conversation, when every
+        call's context + completion is a prefix of ``conv.messages`` (the same objects); else ``None`` and
+        each call converts its own (a conversion error then drops only the calls that contain it)."""
+        msgs = conv.messages
+        spans = []
+        for call in calls:
+            n = len(call.context)
+            if n >= len(msgs) or msgs[n] is not call.completion:
+                return None
+            if any(a is not b for a, b in zip(call.context, msgs)):
+                return None
+            spans.append(n + 1)
+        ends: list[int] = []
+        try:
+            dicts = self._to_dicts(msgs[: max(spans)], ids, ends=ends)
+        except RenderError:
+            return None
+        return [dicts[: ends[n - 1]] for n in spans]
 
     def render_prompt(self, call: LLMCall) -> RenderedPrompt:
         """Render one call for evaluation replay (same prompt the engine would build; no truncation).
@@ -399,7 +480,30 @@ class Renderer:
 
     # --------------------------------------------------------------------------------- template render
 
-    def _apply(self, messages: list[dict[str, Any]], tools: list[dict] | None, generation: bool) -> str:
+    def _apply(self, messages: list[dict[str, Any]], tools: list[dict] | None, generation: bool,
+               prepared: bool = False) -> str:
+        """Render ``messages`` to text, byte-identical to ``tokenizer.apply_chat_template(..., tokenize=False)``.
+
+        ``prepared`` says the messages come from `_to_dicts` and ``tools`` from `_tools_for` (already the
+        plain, None-free data transformers would build), so the fast path renders them without copying.
+        """
+        fast = self._fast
+        if fast is not None:
+            try:
+                text = fast.render(messages, tools, generation, prepared)
+            except TracedraftError:
+                raise
+            except Exception as e:  # jinja2 TemplateError, TypeError, ... from template code
+                raise RenderError("template_error", f"chat template raised {type(e).__name__}: {e}") from e
+            if not self._verify_fast:
+                return text
+            if text == self._apply_slow(messages, tools, generation):
+                return text
+            self._fast = None
+            self.report.warnings["fast_render_differs"] += 1
+        return self._apply_slow(messages, tools, generation)
+
+    def _apply_slow(self, messages: list[dict[str, Any]], tools: list[dict] | None, generation: bool) -> str:
         try:
             return self.tokenizer.apply_chat_template(
                 messages,
@@ -416,11 +520,17 @@ class Renderer:
 
     # ----------------------------------------------------------------------- canonical -> template dicts
 
-    def _to_dicts(self, messages: list[Message], ids: _IdMap, dialect: _Dialect | None = None) -> list[dict]:
+    def _to_dicts(self, messages: list[Message], ids: _IdMap, dialect: _Dialect | None = None,
+                  ends: list[int] | None = None) -> list[dict]:
         """Canonical messages as chat-template message dicts, with this template's argument type, empty
         content convention and id form (README of the chat template fixtures: "Argument type",
-        "content: None vs \"\"", "Keys that are present but None")."""
+        "content: None vs \"\"", "Keys that are present but None"), already in the plain form the template
+        sees (`_FastTemplate.prepare`). The conversion reads messages left to right with no lookahead, so
+        the dicts of a prefix of ``messages`` are a prefix of the dicts; ``ends`` (when given) receives the
+        number of dicts after each message."""
         d = dialect or self.dialect
+        fast = self._fast
+        prep = fast.prepare if fast is not None else (lambda m: m)
         out: list[dict[str, Any]] = []
         ordinal = 0
         names: dict[str, str] = {}
@@ -445,7 +555,9 @@ class Renderer:
                         tcs.append({"id": cid, "type": "function",
                                     "function": {"name": c.name, "arguments": _args_value(c, d.args)}})
                     msg["tool_calls"] = tcs
-                out.append(msg)
+                out.append(prep(msg))
+                if ends is not None:
+                    ends.append(len(out))
                 continue
             results = [p for p in m.parts if isinstance(p, ToolResultPart)]
             for r in results:
@@ -459,31 +571,57 @@ class Renderer:
                 name = r.name or names.get(cid)
                 if name:
                     tmsg["name"] = name
-                out.append(tmsg)
+                out.append(prep(tmsg))
             text = "".join(p.text for p in m.parts if isinstance(p, TextPart))
             if m.role == "tool":
                 if text and not results:
                     cid = pending.pop(0) if pending else ids.get(None, ordinal)
-                    out.append({"role": "tool", "tool_call_id": cid, "content": text, "name": names.get(cid, "")})
+                    out.append(prep({"role": "tool", "tool_call_id": cid, "content": text,
+                                     "name": names.get(cid, "")}))
+                if ends is not None:
+                    ends.append(len(out))
                 continue
             if text or not results:
-                out.append({"role": m.role, "content": text})
+                out.append(prep({"role": m.role, "content": text}))
+            if ends is not None:
+                ends.append(len(out))
         return out
 
     # ------------------------------------------------------------------------------------- one call
 
-    def _render_call(self, call: LLMCall, ids: _IdMap) -> _CallRender:
-        dicts = self._to_dicts(list(call.context) + [call.completion], ids)
+    def _tools_for(self, tools: list[ToolDef]) -> list[dict] | None:
+        """``tools_to_openai(tools)`` in the plain form the template sees, converted once per tools list."""
+        key = id(tools)
+        hit = self._tools_cache.get(key)
+        if hit is not None and hit[0] is tools:
+            return hit[1]
+        out = tools_to_openai(tools)
+        if self._fast is not None:
+            out = self._fast.plain(out)
+        if len(self._tools_cache) >= 256:  # bounded: conversations usually share one tools list each
+            self._tools_cache.clear()
+        self._tools_cache[key] = (tools, out)  # holds ``tools`` so its id is not reused
+        return out
+
+    def _call_dicts(self, call: LLMCall, ids: _IdMap) -> list[dict]:
+        return self._to_dicts(list(call.context) + [call.completion], ids)
+
+    def _render_call(self, call: LLMCall, ids: _IdMap, dicts: list[dict] | None = None) -> _CallRender:
+        """Render one call: prompt (context + generation prompt) and context + answer, each a full
+        template render, and the answer as their prefix difference. ``dicts`` are the call's context and
+        completion dicts when already converted (a prefix of the conversation's, see `_to_dicts`)."""
+        if dicts is None:
+            dicts = self._call_dicts(call, ids)
         comp = dicts[-1]
         if comp.get("role") != "assistant":
             raise RenderError("not_assistant", "the call's completion is not an assistant message", where=call.id)
         ctx = dicts[:-1]
         if not ctx:
             raise RenderError("empty_context", "the call has no context", where=call.id)
-        tools = tools_to_openai(call.tools)
+        tools = self._tools_for(call.tools)
         try:
-            prompt = self._apply(ctx, tools, True)
-            full = self._apply(ctx + [comp], tools, False)
+            prompt = self._apply(ctx, tools, True, prepared=True)
+            full = self._apply(dicts, tools, False, prepared=True)
         except RenderError as e:
             e.where = call.id
             raise
@@ -500,9 +638,9 @@ class Renderer:
         turn): the region of ``full`` where it differs from the same context followed by a marker answer.
         The served prompt is kept as is; this only works when that prompt ends with the same generation
         header that precedes the answer in ``full``."""
-        base = self._apply(ctx, tools, False)
+        base = self._apply(ctx, tools, False, prepared=True)
         header = prompt[len(os.path.commonprefix([prompt, base])):]
-        marked = self._apply(ctx + [{"role": "assistant", "content": _MARKER}], tools, False)
+        marked = self._apply(ctx + [{"role": "assistant", "content": _MARKER}], tools, False, prepared=True)
         k = len(os.path.commonprefix([full, marked]))
         if _MARKER not in marked[k:k + len(_MARKER) + 64] or not full[:k].endswith(header):
             raise RenderError(
@@ -651,7 +789,7 @@ class Renderer:
     def _encode(self, text: str) -> tuple[list[int], list[tuple[int, int]]]:
         if self._backend is not None:
             enc = self._backend.encode(text, add_special_tokens=False)
-            return list(enc.ids), list(enc.offsets)
+            return enc.ids, enc.offsets  # each access builds a fresh list
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         return list(enc["input_ids"]), [tuple(o) for o in enc["offset_mapping"]]
 
@@ -687,6 +825,7 @@ class Renderer:
                 return None, 0, "template_rewrites_answer"
             starts.append(p)
         ids, offs = self._encode(full)
+        offs = _offsets_array(offs)  # converted once for boundaries and labels
         bounds = _token_starts(offs)
         for r, p in zip(renders, starts):
             for b in (p, p + r.sup_start, p + len(r.completion_text)):
@@ -757,7 +896,7 @@ class Renderer:
         p_ids, p_offs = self._encode(r.prompt_text)
         pseg = bytearray(len(r.prompt_text))
         self._context_labels(r.ctx_dicts, r.prompt_text, pseg, 0, len(r.prompt_text))
-        p_segs = [int(pseg[(s + e - 1) // 2]) if e > s else 0 for s, e in p_offs]
+        p_segs = _token_labels(p_offs, pseg, pseg)[0]
         c_ids, c_segs, c_mask = self._encode_labeled(r.completion_text, *self._completion_labels(r))
         return RenderedSequence(
             r.call.conversation_id, [r.call.id], p_ids + c_ids, [0] * len(p_ids) + c_mask, p_segs + c_segs
@@ -767,7 +906,7 @@ class Renderer:
         rep = self.report
         rep.tokens += len(seq.input_ids)
         rep.supervised_tokens += sum(seq.loss_mask)
-        rep.segment_tokens.update(s for s, m in zip(seq.segments, seq.loss_mask) if m)
+        rep.segment_tokens.update(itertools.compress(seq.segments, seq.loss_mask))
 
     # ---------------------------------------------------------------------------------- tool support
 
@@ -1005,18 +1144,18 @@ def _args_value(call: ToolCallPart, mode: str) -> Any:
     return call.arguments
 
 
-def _arg_candidates(value: Any) -> list[str]:
-    """Ways a template writes arguments: verbatim string, or transformers' ``tojson`` variants."""
+def _arg_candidates(value: Any) -> Iterator[str]:
+    """Ways a template writes arguments, most common first: verbatim string, or transformers' ``tojson``
+    variants. Lazy: callers stop at the first one found, so the rarer dumps are usually never made."""
     if isinstance(value, str):
-        return [value]
-    out = [
-        json.dumps(value, ensure_ascii=False),
-        json.dumps(value, ensure_ascii=False, separators=(",", ":")),
-        json.dumps(value),
-        json.dumps(value, ensure_ascii=False, indent=2),
-        json.dumps(value, ensure_ascii=False, indent=4),
-    ]
-    return list(dict.fromkeys(out))
+        yield value
+        return
+    seen: set[str] = set()
+    for kw in ({}, {"separators": (",", ":")}, {"ensure_ascii": True}, {"indent": 2}, {"indent": 4}):
+        c = json.dumps(value, **{"ensure_ascii": False, **kw})
+        if c not in seen:
+            seen.add(c)
+            yield c
 
 
 def _args_single_encoded(text: str, mode: str) -> bool:
@@ -1026,27 +1165,45 @@ def _args_single_encoded(text: str, mode: str) -> bool:
     return raw in text and json.dumps(raw)[1:-1] not in text.replace(raw, "")
 
 
-def _token_starts(offsets: list[tuple[int, int]]) -> dict[int, int]:
-    """Char position -> token index for every token start (a position where the text may be split)."""
-    out: dict[int, int] = {}
-    prev_end = 0
-    for i, (s, e) in enumerate(offsets):
-        if s >= prev_end and s not in out:
-            out[s] = i
-        prev_end = max(prev_end, e)
-    return out
+def _offsets_array(offsets) -> np.ndarray:
+    """Token char offsets as an int64 array [T, 2] (start, end), from a list of pairs or such an array."""
+    if isinstance(offsets, np.ndarray):
+        return offsets.astype(np.int64, copy=False).reshape(-1, 2)
+    # fromiter over the flattened pairs: about 4x faster than np.asarray on a list of tuples.
+    flat = np.fromiter(itertools.chain.from_iterable(offsets), dtype=np.int64, count=2 * len(offsets))
+    return flat.reshape(-1, 2)
+
+
+def _token_starts(offsets) -> dict[int, int]:
+    """Char position -> token index for every token start (a position where the text may be split): the
+    first token starting there, provided no earlier token ends after it. ``offsets`` [T, 2]."""
+    a = _offsets_array(offsets)
+    if not len(a):
+        return {}
+    s, e = a[:, 0], a[:, 1]
+    prev_end = np.zeros_like(e)  # max end of the tokens before each token (0 before the first)
+    np.maximum.accumulate(e[:-1], out=prev_end[1:])
+    np.maximum(prev_end, 0, out=prev_end)
+    idx = np.flatnonzero(s >= prev_end)
+    # Reversed, so that for a repeated start (zero-width tokens) the first token's index is written last.
+    return dict(zip(s[idx][::-1].tolist(), idx[::-1].tolist()))
 
 
 def _token_labels(offsets, seg: bytearray, msk: bytearray) -> tuple[list[int], list[int]]:
     """Per-token (segment, mask) from per-char arrays: segment of the token's middle char; mask 1 when any
-    char of the token is supervised (supervised spans are contiguous, so the two ends suffice)."""
-    segs, mask = [], []
+    char of the token is supervised (supervised spans are contiguous, so the two ends suffice). Tokens
+    without chars of their own get (0, 0). ``offsets`` [T, 2]; returns two lists [T]."""
+    a = _offsets_array(offsets)
     n = len(seg)
-    for s, e in offsets:
-        if e <= s or s >= n:
-            segs.append(0)
-            mask.append(0)
-            continue
-        segs.append(seg[(s + e - 1) // 2])
-        mask.append(1 if (msk[s] or msk[e - 1]) else 0)
-    return segs, mask
+    if not len(a) or n == 0:
+        return [0] * len(a), [0] * len(a)
+    s, e = a[:, 0], a[:, 1]
+    ok = (e > s) & (s < n)
+    sg = np.frombuffer(bytes(seg), dtype=np.uint8)
+    mk = np.frombuffer(bytes(msk), dtype=np.uint8)
+    first = np.where(ok, s, 0)
+    last = np.minimum(np.where(ok, e - 1, 0), n - 1)
+    mid = np.minimum(np.where(ok, (s + e - 1) // 2, 0), n - 1)
+    segs = np.where(ok, sg[mid], 0)
+    mask = np.where(ok, (mk[first] | mk[last]) != 0, False)
+    return segs.tolist(), mask.astype(np.int64).tolist()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import jinja2
 import pytest
 
 from drafters.render import SUPERVISED, Renderer, RenderError, Segment
@@ -192,3 +193,50 @@ def test_all_ones_mask_regression_on_every_template():
         tok, r = make(name)
         for s in r.render_conversation(weather_conversation()):
             assert 0 < sum(s.loss_mask) < len(s.loss_mask)
+
+
+@pytest.mark.parametrize("name", list(MARKERS))
+@pytest.mark.parametrize("kwargs", [{}, {"enable_thinking": False}])
+def test_fast_render_is_byte_identical_to_apply_chat_template(name, kwargs):
+    """The renderer calls transformers' compiled template directly on messages converted once per
+    conversation; every render (each call's prompt and context + answer, both argument forms, with and
+    without reasoning) equals apply_chat_template's text byte for byte."""
+    from drafters.render import _IdMap, tools_to_openai
+
+    tok, tpl = setup(name)
+    r = Renderer(tok, chat_template=tpl, template_kwargs=kwargs)
+    assert r._fast is not None and not r.report.warnings.get("fast_render_differs")
+    for conv in (weather_conversation(), weather_conversation(string_args=False, reasoning=False)):
+        calls = list(conv.calls())
+        shared = r._shared_dicts(conv, calls, _IdMap(r.dialect.ids, conv.id))
+        assert shared is not None and len(shared) == len(calls) == 4
+        tools = tools_to_openai(conv.tools)
+        for call, dicts in zip(calls, shared):
+            # The conversation-level conversion is the per-call conversion (no lookahead in _to_dicts).
+            assert dicts == r._call_dicts(call, _IdMap(r.dialect.ids, conv.id))
+            for msgs, gen in ((dicts[:-1], True), (dicts, False)):
+                plain = [{k: v for k, v in m.items() if k != "thinking"} for m in msgs]
+                try:
+                    want = tok.apply_chat_template(plain, tools=tools, chat_template=tpl, tokenize=False,
+                                                   add_generation_prompt=gen, **kwargs)
+                except jinja2.TemplateError:  # raise_exception() in the template: the fast path raises too
+                    with pytest.raises(RenderError):
+                        r._apply(msgs, r._tools_for(conv.tools), gen, prepared=True)
+                    continue
+                assert r._apply(msgs, r._tools_for(conv.tools), gen, prepared=True) == want
+
+
+def test_fast_render_falls_back_when_it_differs(monkeypatch):
+    """If transformers' internals ever render differently from apply_chat_template, the probe renders
+    notice it and the renderer uses apply_chat_template (same rows as with the fast path)."""
+    from drafters import render as render_mod
+
+    tok, tpl = setup("Qwen-Qwen2.5-7B-Instruct")
+    fast_rows = Renderer(tok, chat_template=tpl).render_conversation(weather_conversation())
+    orig = render_mod._FastTemplate.render
+    monkeypatch.setattr(render_mod._FastTemplate, "render", lambda self, *a: orig(self, *a) + " ")
+    r = Renderer(tok, chat_template=tpl)
+    assert r._fast is None and r.report.warnings["fast_render_differs"] == 1
+    rows = r.render_conversation(weather_conversation())
+    assert [(s.input_ids, s.loss_mask, s.segments) for s in rows] == [
+        (s.input_ids, s.loss_mask, s.segments) for s in fast_rows]
