@@ -86,6 +86,7 @@ def load_json_or_lines(
     """A file that is either JSONL or one JSON document (object or array): yield ``(source, value)``
     per record. Arrays yield their items (record ``$[i]``); a single object yields itself."""
     first = ""
+    lead = 0  # newlines skipped before the first record: line numbers count them
     while True:
         ch = stream.read(1)
         if not ch:
@@ -93,6 +94,7 @@ def load_json_or_lines(
         if not ch.isspace():
             first = ch
             break
+        lead += ch == "\n"
     rest_first_line = stream.readline()
     line1 = first + rest_first_line
     if first == "[":
@@ -101,7 +103,7 @@ def load_json_or_lines(
             value = json.loads(text)
         except ValueError as exc:
             problems.error("invalid_json", f"file is not valid JSON: {exc.msg}",
-                           Source(fmt, filename, line=exc.lineno))
+                           Source(fmt, filename, line=exc.lineno + lead))
             return
         for i, item in enumerate(value):
             count(problems, "records")
@@ -118,9 +120,10 @@ def load_json_or_lines(
         try:
             value = json.loads(text)
         except ValueError:
-            # Not one document either: treat as JSONL whose first line is bad.
-            lines = text.splitlines()
-            for lineno, line in enumerate(lines, 1):
+            # Not one document either: treat as JSONL whose first line is bad. Split on "\n" only, as
+            # the line reader does (str.splitlines also splits on \x1c, \u2028, ... and shifts numbers).
+            lines = text.split("\n")
+            for lineno, line in enumerate(lines, 1 + lead):
                 if not line.strip():
                     continue
                 count(problems, "records")
@@ -134,8 +137,8 @@ def load_json_or_lines(
         yield Source(fmt, filename, record="$"), value
         return
     count(problems, "records")
-    yield Source(fmt, filename, line=1), value
-    for lineno, value in iter_json_lines(stream, filename, problems, fmt, first_lineno=2):
+    yield Source(fmt, filename, line=1 + lead), value
+    for lineno, value in iter_json_lines(stream, filename, problems, fmt, first_lineno=2 + lead):
         yield Source(fmt, filename, line=lineno), value
 
 
