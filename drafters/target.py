@@ -321,6 +321,10 @@ def convert_gguf(gguf_path: str | Path, cache_dir: str | Path | None = None) -> 
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     gguf_path = Path(gguf_path).resolve()
+    if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS"):  # the caller shows its own progress
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
     sha = sha256_file(gguf_path)
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     dest = root / "targets" / sha
