@@ -455,8 +455,8 @@ class Renderer:
         ids = list(token_ids)
         if not ids:
             return []
-        ends = self._decode_ends(ids)
         text = self.tokenizer.decode(ids, skip_special_tokens=False)
+        ends = self._decode_ends(ids, text)
         seg = bytearray([Segment.TEXT]) * max(len(text), 1)
         self._label_generated(text, seg)
         out = []
@@ -470,11 +470,11 @@ class Renderer:
             start = end
         # End-of-turn tokens follow the training rule.
         saw_tool = False
-        for i, t in enumerate(ids):
+        eot = set(self.dialect.eot_tokens)
+        for i, tok in enumerate(self.tokenizer.convert_ids_to_tokens(ids)):
             if out[i] in (Segment.TOOL_NAME, Segment.TOOL_ARGS):
                 saw_tool = True
-            tok = self.tokenizer.convert_ids_to_tokens(t)
-            if tok in self.dialect.eot_tokens:
+            if tok in eot:
                 out[i] = int(Segment.TOOL_STRUCTURE if saw_tool else Segment.TEXT)
         return out
 
@@ -1042,12 +1042,32 @@ class Renderer:
 
     # ---------------------------------------------------------------------------------- generated text
 
-    def _decode_ends(self, ids: list[int]) -> list[int]:
-        """Character end offset of each token in ``decode(ids)`` (prefix decoding; exact for byte BPE)."""
-        ends = []
-        for i in range(len(ids)):
-            ends.append(len(self.tokenizer.decode(ids[: i + 1], skip_special_tokens=False)))
-        return ends
+    def _decode_ends(self, ids: list[int], text: str) -> list[int]:
+        """Character end offset [n] of each token in ``text == decode(ids)``.
+
+        Linear: the ids go once through the tokenizer's own decoder as a stream
+        (``tokenizers.decoders.DecodeStream``); a token that ends inside a character (part of a multi-byte
+        UTF-8 sequence) adds nothing, the token completing it gets the character. When the stream does not
+        reproduce ``text`` (no fast backend, Python-side space clean-up), each prefix is decoded instead,
+        which is exact for byte BPE but quadratic in ``n``.
+        """
+        if self._backend is not None:
+            try:
+                from tokenizers.decoders import DecodeStream
+
+                stream = DecodeStream(skip_special_tokens=False)
+                ends, chunks, n = [], [], 0
+                for t in ids:
+                    chunk = stream.step(self._backend, t)
+                    if chunk:
+                        chunks.append(chunk)
+                        n += len(chunk)
+                    ends.append(n)
+                if "".join(chunks) == text:
+                    return ends
+            except Exception:  # noqa: BLE001 - an old tokenizers or an odd decoder: the exact way below
+                pass
+        return [len(self.tokenizer.decode(ids[: i + 1], skip_special_tokens=False)) for i in range(len(ids))]
 
     def _label_generated(self, text: str, seg: bytearray) -> None:
         d = self.dialect

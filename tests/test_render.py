@@ -342,5 +342,36 @@ def test_segment_completion_on_generated_text(tok, renderer):
     assert set(renderer.segment_completion(plain)) == {Segment.TEXT}
 
 
+def test_segment_completion_is_linear_and_matches_prefix_decoding(tok, renderer):
+    """Token end offsets come from one streamed decode; they give the labels that decoding every prefix
+    gives (multi-byte characters split across tokens included), and a long completion stays fast."""
+    import time
+
+    body = "Voilà 世界 🎉 done. " * 300
+    text = (f"<think>Plan 🎉 it.</think>\n\n{body}\n<tool_call>\n"
+            f'{{"name": "write_file", "arguments": {{"content": "{body}"}}}}\n</tool_call><|im_end|>')
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    assert len(ids) > 5000
+    t0 = time.perf_counter()
+    segs = renderer.segment_completion(ids)
+    elapsed = time.perf_counter() - t0
+    full = tok.decode(ids, skip_special_tokens=False)
+    ends = renderer._decode_ends(ids, full)
+    checked = 0
+    for i in range(0, len(ids), 37):
+        prefix = tok.decode(ids[: i + 1], skip_special_tokens=False)
+        if full.startswith(prefix):  # else the token ends inside a character (the prefix ends in U+FFFD)
+            assert ends[i] == len(prefix)
+            checked += 1
+        else:
+            assert prefix.endswith("\ufffd") and ends[i] <= len(prefix)
+    assert checked > 50
+    assert segment_text(tok, ids, segs, Segment.TOOL_NAME) == "write_file"
+    assert segment_text(tok, ids, segs, Segment.REASONING).startswith("<think>Plan 🎉 it.</think>")
+    assert body.strip() in segment_text(tok, ids, segs, Segment.TEXT)
+    assert segs[-1] == Segment.TOOL_STRUCTURE
+    assert elapsed < 2.0  # prefix decoding takes minutes at this length
+
+
 def test_report_is_json(renderer):
     json.dumps(renderer.report.to_dict())
