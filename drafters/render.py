@@ -1051,23 +1051,27 @@ class Renderer:
         reproduce ``text`` (no fast backend, Python-side space clean-up), each prefix is decoded instead,
         which is exact for byte BPE but quadratic in ``n``.
         """
-        if self._backend is not None:
-            try:
-                from tokenizers.decoders import DecodeStream
-
-                stream = DecodeStream(skip_special_tokens=False)
-                ends, chunks, n = [], [], 0
-                for t in ids:
-                    chunk = stream.step(self._backend, t)
-                    if chunk:
-                        chunks.append(chunk)
-                        n += len(chunk)
-                    ends.append(n)
-                if "".join(chunks) == text:
-                    return ends
-            except Exception:  # noqa: BLE001 - an old tokenizers or an odd decoder: the exact way below
-                pass
+        ends = self._stream_ends(ids) if self._backend is not None else None
+        if ends is not None and ends[1] == text:
+            return ends[0]
         return [len(self.tokenizer.decode(ids[: i + 1], skip_special_tokens=False)) for i in range(len(ids))]
+
+    def _stream_ends(self, ids: list[int]) -> tuple[list[int], str] | None:
+        """(cumulative text length after each token, streamed text), or None when streaming fails."""
+        try:
+            from tokenizers.decoders import DecodeStream
+
+            stream = DecodeStream(skip_special_tokens=False)
+            ends, chunks, n = [], [], 0
+            for t in ids:
+                chunk = stream.step(self._backend, t)
+                if chunk:
+                    chunks.append(chunk)
+                    n += len(chunk)
+                ends.append(n)
+        except Exception:  # noqa: BLE001 - an old tokenizers or an odd decoder: the caller decodes prefixes
+            return None
+        return ends, "".join(chunks)
 
     def _label_generated(self, text: str, seg: bytearray) -> None:
         d = self.dialect
