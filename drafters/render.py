@@ -1198,19 +1198,35 @@ def _offsets_array(offsets) -> np.ndarray:
     return flat.reshape(-1, 2)
 
 
-def _token_starts(offsets) -> dict[int, int]:
+class _TokenStarts:
+    """Char positions where the tokenized text may be split: the start of a token that no earlier token
+    extends past. ``pos in starts`` and ``starts.get(pos, default)`` (the first token starting there) are
+    binary searches over the offsets [T, 2], so no per-token Python object is built."""
+
+    def __init__(self, offsets):
+        a = _offsets_array(offsets)
+        s, e = a[:, 0], a[:, 1]
+        prev_end = np.zeros_like(e)  # max end of the tokens before each token (0 before the first)
+        if len(e) > 1:
+            np.maximum.accumulate(e[:-1], out=prev_end[1:])
+            np.maximum(prev_end, 0, out=prev_end)
+        self._idx = np.flatnonzero(s >= prev_end)  # token indices, increasing
+        self._pos = s[self._idx]  # their starts, non-decreasing (so the first of equal starts is found first)
+
+    def get(self, pos: int, default: int | None = None) -> int | None:
+        k = int(np.searchsorted(self._pos, pos, side="left"))
+        if k < len(self._pos) and self._pos[k] == pos:
+            return int(self._idx[k])
+        return default
+
+    def __contains__(self, pos: int) -> bool:
+        return self.get(pos) is not None
+
+
+def _token_starts(offsets) -> _TokenStarts:
     """Char position -> token index for every token start (a position where the text may be split): the
     first token starting there, provided no earlier token ends after it. ``offsets`` [T, 2]."""
-    a = _offsets_array(offsets)
-    if not len(a):
-        return {}
-    s, e = a[:, 0], a[:, 1]
-    prev_end = np.zeros_like(e)  # max end of the tokens before each token (0 before the first)
-    np.maximum.accumulate(e[:-1], out=prev_end[1:])
-    np.maximum(prev_end, 0, out=prev_end)
-    idx = np.flatnonzero(s >= prev_end)
-    # Reversed, so that for a repeated start (zero-width tokens) the first token's index is written last.
-    return dict(zip(s[idx][::-1].tolist(), idx[::-1].tolist()))
+    return _TokenStarts(offsets)
 
 
 def _token_labels(offsets, seg: bytearray, msk: bytearray) -> tuple[list[int], list[int]]:
