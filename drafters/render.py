@@ -369,6 +369,7 @@ class Renderer:
         """
         rep = self.report
         rep.conversations += 1
+        self._tools_cache.clear()  # per conversation: a tools list edited in place between calls is seen
         calls = list(conv.calls())
         rep.calls += len(calls)
         if not calls:
@@ -438,6 +439,7 @@ class Renderer:
         """
         if _has_tool_content(call):
             self._check_tools()
+        self._tools_cache.clear()
         r = self._render_call(call, _IdMap(self.dialect.ids, call.conversation_id))
         prompt_ids = self._encode(r.prompt_text)[0]
         comp_ids, comp_segs, _ = self._encode_labeled(r.completion_text, *self._completion_labels(r))
@@ -590,7 +592,8 @@ class Renderer:
     # ------------------------------------------------------------------------------------- one call
 
     def _tools_for(self, tools: list[ToolDef]) -> list[dict] | None:
-        """``tools_to_openai(tools)`` in the plain form the template sees, converted once per tools list."""
+        """``tools_to_openai(tools)`` in the plain form the template sees, converted once per tools list
+        within one conversation (the cache is cleared per conversation / prompt)."""
         key = id(tools)
         hit = self._tools_cache.get(key)
         if hit is not None and hit[0] is tools:
@@ -598,8 +601,6 @@ class Renderer:
         out = tools_to_openai(tools)
         if self._fast is not None:
             out = self._fast.plain(out)
-        if len(self._tools_cache) >= 256:  # bounded: conversations usually share one tools list each
-            self._tools_cache.clear()
         self._tools_cache[key] = (tools, out)  # holds ``tools`` so its id is not reused
         return out
 
