@@ -357,11 +357,10 @@ def _engine(ctx: StageContext, name: str, target):
         from drafters.target import convert_gguf
 
         src = Path(target.source_path or "")
-        if src.suffix == ".gguf":
-            gguf, target_dir = src, convert_gguf(src, ctx.settings.cache_dir)
-        else:
-            target_dir = src
-            gguf = export_target_gguf(target_dir, ctx.workdir / "llamacpp" / "target.gguf")
+        target_dir = convert_gguf(src, ctx.settings.cache_dir) if src.suffix == ".gguf" else src
+        # Serve the exact fp32 weights the hf engine uses: a quantized GGUF's CPU kernels flip near-tied
+        # argmaxes between batched verification and one-token decoding, so it is not token-identical.
+        gguf = export_target_gguf(target_dir, ctx.workdir / "llamacpp" / "target-f32.gguf")
         return LlamaCppEngine(gguf, target_dir=target_dir, work_dir=ctx.workdir / "llamacpp")
     from drafters.errors import TracedraftError
 

@@ -54,6 +54,7 @@ app.command("run")(main_job.run)
 app.command("serve")(ops.serve)
 app.command("worker")(ops.worker)
 app.add_typer(ops.db_app, name="db")
+app.add_typer(ops.engines_app, name="engines")
 # user
 app.add_typer(data.datasets_app, name="datasets")
 app.add_typer(data.jobs_app, name="jobs")

@@ -120,3 +120,43 @@ def db_current(
         console.print(f"current: {cur or 'empty (never migrated)'}\nhead:    {want}")
     if cur != want:
         raise typer.Exit(EXIT_CONFLICT)
+
+
+engines_app = typer.Typer(help="Serving engines used to measure accepted length.", no_args_is_help=True)
+
+
+@engines_app.command("install")
+def engines_install(
+    engine: str = typer.Argument(..., help="The engine to install: llamacpp."),
+    version: str = typer.Option("0.3.36", "--version", help="llama-cpp-python sdist whose vendored llama.cpp is built."),
+    llama_server: str | None = typer.Option(None, "--llama-server", help="Use this existing llama-server binary."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Build llama.cpp's llama-server (CPU, with DSpark drafting) once into the cache, or register a binary.
+
+    Takes about 11 minutes on 2 cores the first time; later calls return at once.
+
+    Example: tracedraft engines install llamacpp
+    """
+    import json
+    import subprocess
+
+    if engine != "llamacpp":
+        raise typer.BadParameter(f"unknown engine {engine!r}: only llamacpp is installable (sglang is a "
+                                 "pip extra on GPU machines: pip install -e '.[sglang]')")
+    # The build lives in drafters (stdlib only); run it as a module so service never imports drafters code.
+    argv = [sys.executable, "-m", "drafters.engines.llamacpp_build", "--version", version, "--json"]
+    if llama_server:
+        argv += ["--llama-server", llama_server]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    try:
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        result = {"ok": False, "code": "install_failed", "message": (proc.stderr or proc.stdout)[-2000:]}
+    if as_json:
+        print_json(result)
+    elif result.get("ok"):
+        console.print(f"llama-server: {result.get('llama_server')}")
+    else:
+        console.print(f"[red]error[/red] [{result.get('code')}] {result.get('message')}")
+    raise typer.Exit(0 if result.get("ok") else 1)
