@@ -126,7 +126,9 @@ class StageBars:
         eta = data.get("eta_seconds")
         if eta is not None:
             self.progress.update(task, eta=f"ETA {_fmt_s(float(eta))}")
-        if event.type == "metrics":
+        if event.type == "metrics" and data.get("phase") == "cache" and data.get("message"):
+            self.progress.update(task, info=escape(str(data["message"])[:70]))  # target features being cached
+        elif event.type == "metrics":
             info = []
             if "step" in data:
                 info.append(f"step {data['step']}")
