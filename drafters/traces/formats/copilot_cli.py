@@ -20,7 +20,7 @@ pseudo-tools (``report_intent``, ``task_complete``) are real calls the model emi
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Iterator
 
 from drafters.traces.formats._common_b import guard_file, as_list, as_str, as_text, content_parts, iter_values, src
 from drafters.traces.formats.base import ProblemSink, TraceFormat

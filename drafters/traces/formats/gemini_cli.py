@@ -20,14 +20,13 @@ CLI notices the model never saw and are dropped.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import IO, Any, Iterator
 
 from drafters.traces.formats._common_b import guard_file, as_list, as_text, content_parts, iter_values, src
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
-    Conversation, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart,
+    Conversation, Message, ReasoningPart, ToolCallPart, ToolResultPart,
 )
 
 NAME = "gemini_cli"

@@ -23,7 +23,7 @@ from typing import IO, Any, Iterator
 
 from drafters.traces.formats._common_b import as_str, as_text, guard_file, content_parts, load_document, src
 from drafters.traces.formats.base import ProblemSink, TraceFormat
-from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart, ToolResultPart
+from drafters.traces.model import Conversation, Message, ToolCallPart, ToolResultPart
 
 NAME = "openhands"
 _SKIP_ACTIONS = {"change_agent_state", "system", "recall"}

@@ -19,7 +19,7 @@ line endings (text-mode reading normalises them).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Iterator
 
 from drafters.traces.formats._common_b import guard_file, content_parts, load_document, src, tool_defs
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -44,7 +44,7 @@ def convert_messages(raw: list, field: str, source, problems: ProblemSink) -> li
     for j, m in enumerate(raw):
         where = f"{field}[{j}]"
         if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "function", "tool"):
-            problems.error("bad_record", f"message is not {{role, content}} with a known role", source, where)
+            problems.error("bad_record", "message is not {role, content} with a known role", source, where)
             return None
         role = m["role"]
         if role == "assistant":
