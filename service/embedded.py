@@ -30,6 +30,7 @@ from service.storage import ArtifactStore
 LOCAL_ORG = "local"
 STAGES = ("validating", "preparing", "training", "evaluating", "registering")
 POLL_S = 0.3
+LINE_EVERY_S = 30.0
 
 
 def local_org(session) -> Organization:
@@ -161,8 +162,10 @@ def run_job(
 ) -> Job:
     """Run the job's pipeline from ``stage`` on a worker thread and show its events until it ends.
 
-    Ctrl-C requests a cancel and waits for the stage to checkpoint and stop; a second Ctrl-C
-    re-raises KeyboardInterrupt. Returns the final job row.
+    Ctrl-C requests a cancel and waits for the stage to checkpoint and stop; a second Ctrl-C ends the
+    process at once (after printing the resume command; the job is resumable from its last checkpoint).
+    When the output is not a terminal (a log, a pipe), bars cannot redraw, so a plain progress line is
+    printed on every stage change and every ``LINE_EVERY_S`` seconds instead. Returns the final job row.
     """
     from service import queue
 
@@ -179,7 +182,9 @@ def run_job(
                TimeElapsedColumn(), TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[info]}")]
     after = 0
     cancelling = False
-    with Progress(*columns, console=console, disable=quiet, transient=False) as progress:
+    plain_lines = not quiet and not console.is_terminal
+    last_line, last_stage = 0.0, None
+    with Progress(*columns, console=console, disable=quiet or plain_lines, transient=False) as progress:
         bars = StageBars(progress)
         overall = progress.add_task("job", total=1.0, info="", eta="")
         thread.start()
@@ -188,8 +193,12 @@ def run_job(
                 alive = thread.is_alive()
                 with db.session_scope(settings.database_url) as session:
                     row = session.get(Job, job_id)
-                    progress.update(overall, completed=row.progress, info=f"{row.status} / {row.stage}",
-                                    eta="" if row.eta_seconds is None else f"ETA {_fmt_s(row.eta_seconds)}")
+                    eta = "" if row.eta_seconds is None else f"ETA {_fmt_s(row.eta_seconds)}"
+                    progress.update(overall, completed=row.progress, info=f"{row.status} / {row.stage}", eta=eta)
+                    if plain_lines and (row.stage != last_stage or time.monotonic() - last_line > LINE_EVERY_S):
+                        last_line, last_stage = time.monotonic(), row.stage
+                        console.print(f"{time.strftime('%H:%M:%S')} job {row.progress:4.0%}  {row.status} / "
+                                      f"{row.stage}  {eta}", soft_wrap=True, highlight=False)
                     events = jobs.list_events(session, job_id, after_seq=after, limit=500)
                     for ev in events:
                         after = ev.seq
@@ -204,7 +213,10 @@ def run_job(
                 time.sleep(POLL_S)
             except KeyboardInterrupt:
                 if cancelling:
-                    raise
+                    # The pipeline thread is inside torch: let no interpreter shutdown run into it.
+                    console.print(f"aborted. Resume with: tracedraft run --resume {job_id}", soft_wrap=True)
+                    console.file.flush()
+                    os._exit(130)
                 cancelling = True
                 progress.console.print("[yellow]Cancelling: the current stage checkpoints and stops "
                                        "(Ctrl-C again to abort at once)...")

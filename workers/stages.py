@@ -373,16 +373,11 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
     job's engine; write the report and apply the promotion gate."""
     import torch
 
-    from drafters.baselines import NGramProposer
     from drafters.dspark.checkpoint import load_checkpoint, save_checkpoint
     from drafters.dspark.model import DSparkDrafter
-    from drafters.dspark.proposer import DSparkProposer
-    from drafters.evaluate import engine_report, gate, write_report
-    from drafters.evaluate import evaluate as run_evaluation
-    from drafters.render import Renderer
+    from drafters.evaluate import gate, write_report
     from drafters.shards import load_prompts
 
-    tspec = _target_spec(ctx)
     espec = dict(ctx.spec.get("evaluation") or {})
     engine = espec.get("engine") or "auto"
     engine = "hf" if engine == "auto" else engine
@@ -411,24 +406,20 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
     compare = [("candidate", incumbent_name)]
     started = time.monotonic()
 
+    class Cancelled(Exception):
+        pass
+
     def progress(done: int, total: int) -> None:
         elapsed = time.monotonic() - started
         ctx.progress(done / max(1, total), elapsed / done * (total - done) if done else None)
+        if ctx.cancelled():  # the replays are independent: stopping between two of them loses nothing
+            raise Cancelled
 
-    if engine == "hf":
-        renderer = Renderer(target.tokenizer, chat_template=tspec.get("chat_template"),
-                            template_kwargs=tspec.get("template_kwargs") or {})
-        proposers = {"candidate": DSparkProposer(candidate), incumbent_name: DSparkProposer(incumbent),
-                     "ngram": NGramProposer(block_size=candidate.config.block_size)}
-        report = run_evaluation(target, proposers, prompts, **settings, segmenter=renderer.segment_completion,
-                                compare=compare + [("candidate", "ngram")], engine="hf", progress=progress)
-    else:
-        eng = _engine(ctx, engine, target)
-        runs = {}
-        for i, (name, path) in enumerate((("candidate", best), (incumbent_name, incumbent_dir))):
-            runs[name] = eng.measure(prompts, path, **settings)
-            progress(i + 1, 2)
-        report = engine_report(runs, target=tspec["model"], **settings, compare=compare)
+    try:
+        report = _replay(ctx, engine, target, prompts, settings, compare, progress, candidate=candidate,
+                         incumbent=incumbent, incumbent_name=incumbent_name, best=best, incumbent_dir=incumbent_dir)
+    except Cancelled:
+        return {"cancelled": True}
     policy = {k: v for k, v in (ctx.spec.get("promotion") or {}).items()
               if k in ("min_gain", "max_segment_loss", "min_support", "min_calls")}
     decision = gate(report, None, policy, candidate_name="candidate", incumbent_name=incumbent_name)
@@ -438,6 +429,32 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
     write_report(report, out_dir)
     return {"report": dict(report), "gate": decision.to_dict(), "report_dir": str(out_dir), "engine": engine,
             "report_files": _publish(ctx, out_dir, "report"), "incumbent": incumbent_name}
+
+
+def _replay(ctx, engine, target, prompts, settings, compare, progress, *, candidate, incumbent, incumbent_name,
+            best, incumbent_dir):
+    """Replay the held-out prompts for the candidate and the incumbent (and, in-process, the n-gram
+    baseline) on ``engine``; returns the evaluation report."""
+    from drafters.baselines import NGramProposer
+    from drafters.dspark.proposer import DSparkProposer
+    from drafters.evaluate import engine_report
+    from drafters.evaluate import evaluate as run_evaluation
+    from drafters.render import Renderer
+
+    tspec = _target_spec(ctx)
+    if engine == "hf":
+        renderer = Renderer(target.tokenizer, chat_template=tspec.get("chat_template"),
+                            template_kwargs=tspec.get("template_kwargs") or {})
+        proposers = {"candidate": DSparkProposer(candidate), incumbent_name: DSparkProposer(incumbent),
+                     "ngram": NGramProposer(block_size=candidate.config.block_size)}
+        return run_evaluation(target, proposers, prompts, **settings, segmenter=renderer.segment_completion,
+                              compare=compare + [("candidate", "ngram")], engine="hf", progress=progress)
+    eng = _engine(ctx, engine, target)
+    runs = {}
+    for i, (name, path) in enumerate((("candidate", best), (incumbent_name, incumbent_dir))):
+        runs[name] = eng.measure(prompts, path, **settings)
+        progress(i + 1, 2)
+    return engine_report(runs, target=tspec["model"], **settings, compare=compare)
 
 
 # ------------------------------------------------------------------------------------------------ register

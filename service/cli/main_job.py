@@ -64,7 +64,7 @@ def run(
             )
             job_id, stage = embedded.submit(settings, traces, spec), "validate"
         if not as_json:
-            console.print(f"job [bold]{job_id}[/bold]  (database {settings.database_url})")
+            console.print(f"job [bold]{job_id}[/bold]  (database {settings.database_url})", soft_wrap=True)
         job = embedded.run_job(settings, job_id, stage, err_console if as_json else console, quiet=as_json)
     except TracedraftError as exc:
         fail(exc, 1)  # run keeps its documented codes: 1 for any failed job or bad input
