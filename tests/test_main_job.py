@@ -127,7 +127,7 @@ def test_ctrl_c_checkpoints_says_how_to_resume_and_resume_finishes(tmp_path: Pat
     env = clean_env(home)
     proc = subprocess.Popen(
         [*TRACEDRAFT, "run", str(CLAUDE_CODE), *map(str, OPENAI), "--target", str(tiny_target_dir),
-         "--chat-template", str(CHATML_TOOLS), "--max-steps", "400", "--max-calls", "2", "--max-new-tokens", "8"],
+         "--chat-template", str(CHATML_TOOLS), "--max-steps", "150", "--max-calls", "2", "--max-new-tokens", "8"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     db = home / "tracedraft.db"
@@ -141,7 +141,7 @@ def test_ctrl_c_checkpoints_says_how_to_resume_and_resume_finishes(tmp_path: Pat
         return max(steps, default=-1)
 
     deadline = time.monotonic() + 600
-    while training_step() < 20 and time.monotonic() < deadline and proc.poll() is None:
+    while training_step() < 10 and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.5)
     assert proc.poll() is None, proc.stdout.read()[-3000:]
     proc.send_signal(signal.SIGINT)
@@ -160,5 +160,5 @@ def test_ctrl_c_checkpoints_says_how_to_resume_and_resume_finishes(tmp_path: Pat
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout)
     assert summary["job_id"] == job_id and summary["status"] == "succeeded"
-    assert summary["training"]["steps"] == 400
+    assert summary["training"]["steps"] == 150
     assert len(versions(home)) == 1
