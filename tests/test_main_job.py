@@ -105,15 +105,19 @@ def test_missing_trace_file_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_quickstart_on_smollm2_training_beats_untrained(tmp_path: Path) -> None:
-    """The README's quick start, shortened: the trained drafter's tau is clearly above the untrained one's."""
+    """The README's quick start exactly (the CPU auto recipe): the trained drafter's tau is above the untrained
+    drafter's of the same shape, and the paired per-call difference is positive (deterministic: fixed seeds,
+    greedy evaluation)."""
     home = tmp_path / "home"
-    proc = tracedraft(home, "run", *[str(p) for p in sorted(TRACES.iterdir()) if p.suffix != ".md"], "--target", "smollm2-135m-instruct",
-                      "--chat-template", str(CHATML_TOOLS), "--max-steps", "120", "--max-calls", "8",
-                      "--max-new-tokens", "48", "--json", timeout=1800)
+    files = [str(p) for p in sorted(TRACES.iterdir()) if p.suffix != ".md"]
+    proc = tracedraft(home, "run", *files, "--target", "smollm2-135m-instruct", "--chat-template", str(CHATML_TOOLS),
+                      "--json", timeout=3600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     summary = json.loads(proc.stdout)
     trained, untrained = summary["proposers"]["candidate"]["tau"], summary["proposers"]["untrained"]["tau"]
-    assert trained > untrained + 0.3, (trained, untrained)
+    assert trained > untrained, (trained, untrained)
+    assert summary["gate"]["details"]["comparison"]["mean_diff"] > 0
+    assert summary["lossless"]["checked"] and summary["lossless"]["calls_checked"] > 0
     assert len(versions(home)) == 1
 
 
