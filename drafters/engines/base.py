@@ -64,3 +64,23 @@ class Engine(abc.ABC):
         """Replay every prompt (RenderedPrompt-like: call_id, prompt_ids) with ``drafter`` (a checkpoint
         directory, a Proposer for in-process engines, or None for plain decoding where supported).
         Raises TracedraftError with a stable code on any engine failure; never returns partial silence."""
+
+
+def stop_process_group(process: Any, grace_s: float) -> None:
+    """Stop a server started in its own session: SIGTERM to its process group, SIGKILL after ``grace_s``
+    seconds. Idempotent (a process that already exited, or None, is left alone)."""
+    import os
+    import signal
+    import subprocess
+
+    if process is None or process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=grace_s)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=10)

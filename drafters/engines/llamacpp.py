@@ -33,7 +33,6 @@ import json
 import math
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -44,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from drafters.engines.base import CallMeasurement, Engine, EngineRun
+from drafters.engines.base import CallMeasurement, Engine, EngineRun, stop_process_group
 from drafters.engines.llamacpp_build import DEFAULT_VERSION, find_converter, find_llama_server
 from drafters.errors import TracedraftError
 
@@ -429,18 +428,7 @@ class LlamaServer:
 
     def stop(self) -> None:
         """Stop the server (SIGTERM to its process group, SIGKILL after 20 s). Idempotent."""
-        p = self.process
-        if p is None or p.poll() is not None:
-            return
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(timeout=20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=10)
+        stop_process_group(self.process, 20)
 
     def __enter__(self) -> Self:
         return self.start()

@@ -14,7 +14,6 @@ after retries), engine_timeout, engine_died (connection lost or the process exit
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ from typing import Any, Self
 
 import httpx
 
-from drafters.engines.base import CallMeasurement, Engine, EngineRun
+from drafters.engines.base import CallMeasurement, Engine, EngineRun, stop_process_group
 from drafters.errors import TracedraftError
 
 # Field names, newest first (SERVING.md 3). Extend here when SGLang renames them again.
@@ -237,18 +236,7 @@ class SGLangServer:
                               self.base_url)
 
     def stop(self) -> None:
-        p = self.process
-        if p is None or p.poll() is not None:
-            return
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-            p.wait(timeout=30)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(timeout=10)
+        stop_process_group(self.process, 30)
 
     def __enter__(self) -> Self:
         return self.start()
