@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -158,7 +157,6 @@ def run_job(
     console: Console,
     *,
     quiet: bool = False,
-    on_cancel: Callable[[], None] | None = None,
 ) -> Job:
     """Run the job's pipeline from ``stage`` on a worker thread and show its events until it ends.
 
@@ -222,8 +220,6 @@ def run_job(
                                        "(Ctrl-C again to abort at once)...")
                 with db.session_scope(settings.database_url) as session:
                     jobs.request_cancel(session, job_id)
-                if on_cancel:
-                    on_cancel()
     if failure:
         raise failure[0]
     with db.session_scope(settings.database_url) as session:

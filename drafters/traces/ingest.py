@@ -261,5 +261,6 @@ def split_conversations(
         key = lambda c: hashlib.sha256(c.id.encode("utf-8")).digest()
         moved = sorted(train, key=key)[: want - len(held)]
         held += moved
-        train = [c for c in train if c not in moved]
+        moved_ids = {c.id for c in moved}
+        train = [c for c in train if c.id not in moved_ids]
     return train, held
