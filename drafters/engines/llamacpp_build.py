@@ -128,7 +128,8 @@ def find_converter(version: str = DEFAULT_VERSION, cache_dir: str | Path | None 
         raise LlamaCppBuildError(
             "llamacpp_not_installed",
             f"the GGUF converter of llama.cpp {version} is not under {conv.parent}; run "
-            f"`python -m drafters.engines.llamacpp_build --version {version}`", str(conv))
+            f"`tracedraft engines install llamacpp --version {version}` (or `python -m "
+            f"drafters.engines.llamacpp_build --version {version}`)", str(conv))
     return conv
 
 

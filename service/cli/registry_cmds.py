@@ -21,7 +21,11 @@ from urllib.parse import quote
 import typer
 from rich.markup import escape
 
+from drafters.errors import TracedraftError
 from service.cli._common import (
+    EXIT_CONFLICT,
+    EXIT_ERROR,
+    EXIT_NOT_FOUND,
     ApiKeyOpt,
     ApiUrlOpt,
     CliError,
@@ -32,6 +36,7 @@ from service.cli._common import (
     db_org,
     db_session,
     err_console,
+    fail,
     handled,
     local_actor,
     make_client,
@@ -313,20 +318,23 @@ def _fetch(client: Any, name: str, version: int, rel: str, digest: str, dest: Pa
                        "(altered or cut short); nothing exported", where=rel)
 
 
-def _download(client: Any, view: dict[str, Any], out_dir: Path) -> dict[str, str]:
-    """Fetch every checkpoint file of a version into ``out_dir`` through the API's files route, each
-    verified against the sha256 the registry lists (the server verifies too).
+def _download(client: Any, view: dict[str, Any], out_dir: Path, files: dict[str, str] | None = None, *,
+              flat: bool = False) -> dict[str, str]:
+    """Fetch ``files`` ({name: sha256}; default every file the version lists) into ``out_dir`` through the
+    API's files route, each verified against the sha256 the registry lists (the server verifies too).
+    ``flat``: write each file under its base name (``exports/draft-f32.gguf`` -> ``OUT/draft-f32.gguf``).
 
     All files go to a private staging directory inside ``out_dir`` first and are moved into place only
     once every one of them matched: an error (network, checksum, interruption) leaves no partial or
     unverified file behind (the staging directory is removed; so is ``out_dir`` when this call created
     it and it stayed empty). Files already present and intact are kept as they are.
     """
-    files: dict[str, str] = dict(view.get("files") or {})
+    files = dict(view.get("files") or {}) if files is None else dict(files)
     if not files:
         raise CliError("artifact_missing", f"version {view.get('version')} lists no files")
     name, version = view["drafter"], view["version"]
-    targets = {rel: out_dir / _safe_rel(rel) for rel in files}  # refuse odd names before writing anything
+    # refuse odd names before writing anything
+    targets = {rel: out_dir / (_safe_rel(rel).name if flat else _safe_rel(rel)) for rel in files}
     created = not out_dir.exists()
     out_dir.mkdir(parents=True, exist_ok=True)
     staging = out_dir / f".tmp-export-{uuid.uuid4().hex}"
@@ -371,33 +379,75 @@ then serve the target with the drafter:
 """
 
 
+GGUF_OUTTYPES = ("f32", "f16", "bf16", "q8_0")
+LLAMACPP_VERSION = "0.3.36"  # drafters.engines.llamacpp_build.DEFAULT_VERSION (service does not import drafters)
+#: Exit codes of the gguf export's own errors (others follow ``exit_code_for``): a target or export that does
+#: not exist is "not found", a checkpoint llama.cpp cannot serve or an export that differs is "refused".
+GGUF_EXIT = {"target_not_found": EXIT_NOT_FOUND, "not_published": EXIT_NOT_FOUND,
+             "gguf_export_unsupported": EXIT_CONFLICT, "gguf_export_bad_input": EXIT_CONFLICT,
+             "export_conflict": EXIT_CONFLICT, "llamacpp_not_installed": EXIT_ERROR,
+             "gguf_export_failed": EXIT_ERROR, "gguf_export_mismatch": EXIT_ERROR}
+
+
 @drafters_app.command("export")
 def drafters_export(
     name: str = typer.Argument(..., help="Drafter name."),
     version: str = typer.Argument(..., help="Version (3, v3, latest, or an alias such as champion)."),
-    out_dir: Path = typer.Argument(..., help="Directory to write the checkpoint into (created)."),
-    fmt: str = typer.Option("deepspec", "--format", help="deepspec (the checkpoint as SGLang loads it) or "
-                            "gguf-ready (the same plus the llama.cpp conversion command)."),
+    out_dir: Path | None = typer.Argument(None, help="Directory to write into (created). Required for deepspec, "
+                                          "gguf-ready and a gguf download; optional when publishing a gguf "
+                                          "(a copy of the GGUF goes there)."),
+    fmt: str = typer.Option("deepspec", "--format", help="deepspec (the checkpoint as SGLang loads it), "
+                            "gguf-ready (the same plus the llama.cpp conversion command) or gguf (llama.cpp's "
+                            "draft GGUF: published by an operator with --org, downloaded otherwise)."),
+    org: str | None = typer.Option(None, "--org", help="gguf: convert and publish as an operator, directly on "
+                                   "the database and artifact store, for this organization (id or name)."),
+    db_url: str | None = typer.Option(None, "--db-url", help="gguf publishing: the database (SQLAlchemy URL; "
+                                      "default TRACEDRAFT_DATABASE_URL); the store is TRACEDRAFT_ARTIFACT_URI."),
+    target: str | None = typer.Option(None, "--target", help="gguf publishing: where to find the version's "
+                                      "target (a model directory, a .gguf, a cached HF id); default the "
+                                      "target recorded with the version. Must be that same model."),
+    outtype: str = typer.Option("f32", "--outtype", help=f"gguf: tensor type, one of {', '.join(GGUF_OUTTYPES)}."),
+    llamacpp_version: str = typer.Option(LLAMACPP_VERSION, "--llamacpp-version",
+                                         help="gguf publishing: the installed llama.cpp whose converter runs "
+                                              "(`tracedraft engines install llamacpp`)."),
     api_url: str | None = ApiUrlOpt,
     api_key: str | None = ApiKeyOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Download a version's checkpoint through the API, every file verified by sha256 (by the server and
-    again here), into a directory; on any error nothing partial is left behind.
+    """Export a version: deepspec and gguf-ready download its checkpoint through the API, every file
+    verified by sha256 (by the server and again here), nothing partial left on error; gguf is the draft
+    GGUF llama.cpp serves.
+
+    --format gguf --org ORG (operator, on the database and artifact store):
+    converts the checkpoint with llama.cpp's converter against the version's target, checks the GGUF,
+    and publishes it beside the checkpoint as exports/draft-<outtype>.gguf, sha256 in the version's files.
+    Run again, it reuses the published file (no second conversion).
+
+    --format gguf without --org: downloads the published GGUF through the API, verified like every file.
 
     Example: tracedraft drafters export qwen3-4b-agent champion ./draft --format deepspec
+
+    Example: tracedraft drafters export qwen3-4b-agent champion --format gguf --org acme --json
+
+    Example: tracedraft drafters export qwen3-4b-agent champion ./draft --format gguf
     """
     if fmt not in EXPORT_FORMATS:
-        raise typer.BadParameter(f"must be one of {', '.join(EXPORT_FORMATS[:2])}", param_hint="--format")
+        raise typer.BadParameter(f"must be one of {', '.join(EXPORT_FORMATS)}", param_hint="--format")
+    if outtype not in GGUF_OUTTYPES:
+        raise typer.BadParameter(f"must be one of {', '.join(GGUF_OUTTYPES)}", param_hint="--outtype")
+    if fmt == "gguf":
+        _export_gguf(name, version, out_dir, org, db_url, target, outtype, llamacpp_version, api_url, api_key,
+                     as_json)
+        return
+    if org is not None or db_url is not None or target is not None:
+        raise typer.BadParameter("--org, --db-url and --target apply to --format gguf only")
+    if out_dir is None:
+        raise typer.BadParameter(f"--format {fmt} needs OUT_DIR", param_hint="OUT_DIR")
     with handled():
-        if fmt == "gguf":
-            raise CliError("unsupported_format", "--format gguf is not available yet (GGUF conversion is "
-                           "another issue); use --format gguf-ready and run llama.cpp's convert_hf_to_gguf.py",
-                           where="--format")
         with make_client(api_url, api_key) as client:
             view = api_version(client, name, api_resolve(client, name, version))
             view.setdefault("drafter", name)
-            files = _download(client, view, out_dir)
+            files = _download(client, view, out_dir, _checkpoint_only(view.get("files") or {}))
         (out_dir / "SHA256SUMS").write_text("".join(f"{d}  {f}\n" for f, d in sorted(files.items())))
         if fmt == "gguf-ready":
             block = (view.get("config") or {}).get("block_size") or (view.get("lineage") or {}).get("block_size")
@@ -411,6 +461,174 @@ def drafters_export(
         console.print(f"exported {name}@v{view['version']} ({len(files)} files, sha256 verified) to {out_dir}")
         if fmt == "gguf-ready":
             console.print(f"conversion command: see {out_dir / 'README.md'}")
+
+
+def _checkpoint_only(files: dict[str, str]) -> dict[str, str]:
+    """A version's checkpoint files (what loads as a drafter), without its derived ``exports/...``."""
+    return {k: v for k, v in files.items() if not k.startswith("exports/")}
+
+
+def _export_name(outtype: str) -> str:
+    """The name a GGUF export has in a version's files (``service.registry.export_file_name``)."""
+    from service.registry import export_file_name
+
+    return export_file_name("gguf", outtype)
+
+
+def _export_gguf(name: str, version: str, out_dir: Path | None, org: str | None, db_url: str | None,
+                 target: str | None, outtype: str, llamacpp_version: str, api_url: str | None,
+                 api_key: str | None, as_json: bool) -> None:
+    """``drafters export --format gguf``: publish (with --org/--db-url) or download (through the API)."""
+    try:
+        if org is not None or db_url is not None:
+            result = _publish_gguf(name, version, out_dir, org, db_url, target, outtype, llamacpp_version,
+                                   quiet=as_json)
+        else:
+            if target is not None:
+                raise CliError("usage", "--target applies when publishing (with --org)", where="--target")
+            if out_dir is None:
+                raise CliError("usage", "a gguf download needs OUT_DIR (or publish it with --org)", where="OUT_DIR")
+            result = _download_gguf(name, version, out_dir, outtype, api_url, api_key)
+    except TracedraftError as e:
+        fail(e, GGUF_EXIT.get(e.code))
+    except KeyboardInterrupt:
+        err_console.print("[red]aborted[/red]")
+        raise typer.Exit(130) from None
+    if as_json:
+        print_json(result)
+        return
+    ref = f"{name}@v{result['version']}"
+    if "published" in result:
+        verb = "published" if result["published"] else "already published (reused, not converted again)"
+        console.print(f"{ref}: {result['name']} {verb}; sha256 {result['sha256']}, {result['size']} bytes")
+        console.print(f"stored at {result['uri']}")
+    if result.get("path"):
+        console.print(f"GGUF written to {result['path']} (sha256 verified)")
+
+
+def _download_gguf(name: str, version: str, out_dir: Path, outtype: str, api_url: str | None,
+                   api_key: str | None) -> dict[str, Any]:
+    """Fetch a published GGUF through the API's files route into ``out_dir`` (verified like every file)."""
+    fname = _export_name(outtype)
+    with make_client(api_url, api_key) as client:
+        view = api_version(client, name, api_resolve(client, name, version))
+        view.setdefault("drafter", name)
+        digest = (view.get("files") or {}).get(fname)
+        if digest is None:
+            raise CliError("not_published", f"{name}@v{view['version']} has no published {fname}; an operator "
+                           f"publishes it with: tracedraft drafters export {name} {view['version']} --format "
+                           f"gguf --outtype {outtype} --org ORG", where=fname)
+        _download(client, view, out_dir, {fname: digest}, flat=True)
+    final = out_dir / Path(fname).name
+    record = ((view.get("lineage") or {}).get("exports") or {}).get(fname) or {}
+    return {"drafter": name, "version": view["version"], "format": "gguf", "name": fname, "sha256": digest,
+            "size": final.stat().st_size, "path": str(final), "record": record}
+
+
+def _db_resolve(session: Any, org: Any, name: str, version: str) -> Any:
+    """A VERSION argument (3, v3, latest, an alias) to the version row of ``org``'s drafter ``name``."""
+    from service import registry
+
+    n = parse_version(version)
+    return registry.resolve_ref(session, org, f"{name}:{n}" if n is not None else f"{name}@{version}")
+
+
+def run_gguf_converter(checkpoint_dir: Path, target: str, out: Path, outtype: str, llamacpp_version: str,
+                       target_cache_dir: Path | None) -> dict[str, Any]:
+    """Run ``python -m drafters.engines.llamacpp export`` (a subprocess: the service never imports the
+    torch side of drafters) and return its JSON answer ({"ok", "gguf", "bytes", "block_size", "target_dir",
+    "target_gguf", "llamacpp_version"}). Its own checks run there: the checkpoint and target agree
+    (vocabulary, hidden size), the Markov head is one llama.cpp loads, and the GGUF says what the
+    checkpoint says (block size, target layers + 1, mask token, Markov tensors). Raises CliError with the
+    converter's code (llamacpp_not_installed, target_not_found, gguf_export_*)."""
+    import json
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "drafters.engines.llamacpp", "export", str(checkpoint_dir), "--target", target,
+            "--out", str(out), "--outtype", outtype, "--version", llamacpp_version]
+    if target_cache_dir is not None:
+        argv += ["--target-cache-dir", str(target_cache_dir)]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    try:
+        answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        answer = None
+    if not isinstance(answer, dict):
+        raise CliError("gguf_export_failed", f"the GGUF converter exited {proc.returncode} without an answer: "
+                       f"{(proc.stderr or proc.stdout)[-1500:]}", where=str(checkpoint_dir))
+    if not answer.get("ok"):
+        raise CliError(str(answer.get("code") or "gguf_export_failed"), str(answer.get("message") or ""),
+                       where=answer.get("where"))
+    return answer
+
+
+def _publish_gguf(name: str, version: str, out_dir: Path | None, org: str | None, db_url: str | None,
+                  target: str | None, outtype: str, llamacpp_version: str, *, quiet: bool) -> dict[str, Any]:
+    """The operator path of ``drafters export --format gguf`` (see the command's help)."""
+    import tempfile
+    import time
+
+    from service import registry
+    from service.settings import get_settings
+    from service.storage import ArtifactError
+
+    t0 = time.monotonic()
+    store = artifact_store()
+    fname = _export_name(outtype)
+    with db_session(db_url) as session, tempfile.TemporaryDirectory(prefix="tracedraft-gguf-") as tmp:
+        o = db_org(session, org)
+        v = _db_resolve(session, o, name, version)
+        n, ckpt_uri = v.version, v.checkpoint_uri
+        spec = target or (v.lineage or {}).get("target_model") or v.drafter.target_model
+        block = (v.config or {}).get("block_size")
+        ckpt_files = registry.checkpoint_files(v)
+        recorded = (v.files or {}).get(fname)
+        gguf: Path | None = None
+        try:
+            if recorded is not None:
+                try:
+                    store.verify(f"{store.key(ckpt_uri)}/{fname}", recorded)
+                    pub = registry.PublishedExport(fname, store.uri(f"{store.key(ckpt_uri)}/{fname}"), recorded,
+                                                   int((registry.export_record(v, fname) or {}).get("size") or 0),
+                                                   False, registry.export_record(v, fname) or {})
+                except ArtifactError:
+                    recorded = None  # lost or altered in the store: convert again; publish_export repairs it
+            if recorded is None:
+                if not quiet:
+                    err_console.print(f"{name}@v{n}: converting to GGUF ({outtype}) against target {spec} ...")
+                ck = store.get_dir(ckpt_uri, Path(tmp) / "checkpoint", ckpt_files)
+                session.rollback()  # no transaction held while the converter runs
+                gguf = Path(tmp) / Path(fname).name
+                info = run_gguf_converter(ck, spec, gguf, outtype, llamacpp_version, get_settings().cache_dir)
+                if block is not None and info.get("block_size") != block:
+                    raise CliError("gguf_export_mismatch", f"the GGUF says block size {info.get('block_size')}, "
+                                   f"the version {block}; not published", where=fname)
+                meta = {"format": "gguf", "outtype": outtype, "target": spec,
+                        "target_gguf": info.get("target_gguf"), "block_size": info.get("block_size"),
+                        "llamacpp_version": info.get("llamacpp_version") or llamacpp_version,
+                        "converter": "convert_hf_to_gguf.py --target-model-dir",
+                        "checkpoint_files": dict(sorted(ckpt_files.items()))}
+                pub = registry.publish_export(session, store, o, name, n, gguf, fname, meta,
+                                              actor=local_actor())
+            path = None
+            if out_dir is not None:
+                dest = out_dir / Path(fname).name
+                if gguf is not None:
+                    out_dir.mkdir(parents=True, exist_ok=True)
+                    part = dest.with_name(f".{dest.name}.part-{uuid.uuid4().hex}")
+                    shutil.copyfile(gguf, part)
+                    os.replace(part, dest)
+                else:
+                    store.get_file(pub.uri, dest, pub.sha256)
+                if _sha256(dest) != pub.sha256:
+                    raise CliError("checksum_mismatch", f"{dest} does not hash to the published sha256", where=str(dest))
+                path = str(dest)
+        except ArtifactError as e:
+            raise CliError("checksum_mismatch" if e.code == "artifact_corrupt" else e.code, e.message,
+                           where=e.where) from e
+    return {"drafter": name, "version": n, "format": "gguf", **pub.to_dict(), "path": path,
+            "seconds": round(time.monotonic() - t0, 1)}
 
 
 # --- admin: promote, rollback, alias history ---------------------------------------------------------------

@@ -188,8 +188,9 @@ def test_drafters_list_versions_show_diff_export(stack, cli, tmp_path: Path):
     assert r.code == 0, r.err
     note = (ready / "README.md").read_text()
     assert "convert_hf_to_gguf.py" in note and "--spec-draft-n-max 7" in note
+    # gguf without --org downloads the published GGUF; none is published yet (tests/cli/test_export_gguf.py)
     r = cli("drafters", "export", "smol-agent", "2", tmp_path / "g", "--format", "gguf")
-    assert r.code == 4 and "[unsupported_format]" in r.err and "gguf-ready" in r.err
+    assert r.code == 3 and "[not_published]" in r.err and "--org" in r.err
     assert cli("drafters", "export", "smol-agent", "2", tmp_path / "g", "--format", "onnx").code == 2
 
     # a tampered stored file: the export refuses (checksum_mismatch, exit 4) and leaves no partial file
