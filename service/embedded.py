@@ -265,17 +265,21 @@ def report_summary(job: Job) -> dict[str, Any]:
 
 
 def default_settings() -> Settings:
-    """The process settings, forced to the inline pipeline: ``run`` is the embedded mode by definition, and
-    every stage of this process (the tasks dispatch each other) must see the same setting."""
+    """The process settings, forced to the inline pipeline without the worker-side job policy: ``run`` is the
+    embedded mode by definition, and every stage of this process (the tasks dispatch each other) must see the
+    same settings."""
     # Our own progress bars replace the libraries' (weights loading, shard writing).
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if get_settings().pipeline != "inline":
+    current = get_settings()
+    if current.pipeline != "inline" or current.enforce_job_policy:
         from service.queue import reload_app
         from service.settings import reload_settings
 
         os.environ["TRACEDRAFT_PIPELINE"] = "inline"
+        # The command line's user is the operator: the targets and base drafters they name are trusted.
+        os.environ["TRACEDRAFT_ENFORCE_JOB_POLICY"] = "false"
         reload_settings()
         reload_app()
     settings = get_settings()

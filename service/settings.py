@@ -139,6 +139,14 @@ class Settings(BaseSettings):
         'at. Default ["127.0.0.1", "localhost", "sglang"].',
     )
 
+    enforce_job_policy: bool = Field(
+        default=True,
+        description="Workers re-check each job's target, SGLang endpoint and base drafter against the three "
+        "lists above before every stage, failing the job with target_not_allowed / endpoint_not_allowed / "
+        "base_drafter_not_allowed. The embedded `tracedraft run` turns it off in its own process: its user "
+        "is the operator and names local paths.",
+    )
+
     # --- jobs and registry -------------------------------------------------------------------------------
     default_heldout_fraction: float = Field(
         default=0.1, gt=0.0, lt=1.0,

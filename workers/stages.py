@@ -261,7 +261,8 @@ def _drafter_config(ctx: StageContext, target):
 
 
 def _base_drafter_dir(ctx: StageContext) -> Path | None:
-    """Resolve the job's base drafter (registry reference or a local directory) to a local directory."""
+    """Resolve the job's base drafter to a local directory: a registry reference, or a local directory where
+    the job policy is off (the embedded run; workers refuse paths: ``service.policy``)."""
     ref = ctx.spec.get("base_drafter")
     if not ref:
         return None

@@ -270,6 +270,11 @@ def run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
             )
 
         try:
+            if settings.enforce_job_policy:
+                # The operator may have tightened the allow-lists since the job was accepted.
+                from service.policy import check_job_spec
+
+                check_job_spec(ctx.spec, settings)
             result = stage_function(stage)(ctx)
         except Exception as exc:  # noqa: BLE001 - classified below; BaseException counts as lost
             return _on_failure(task, ctx, exc, make_session)

@@ -35,6 +35,9 @@ log = logging.getLogger("tracedraft.api")
 #: Stable project error code -> HTTP status. Codes not listed answer 400.
 STATUS_BY_CODE: dict[str, int] = {
     "not_found": 404,
+    "target_not_allowed": 422,
+    "endpoint_not_allowed": 422,
+    "base_drafter_not_allowed": 422,
     "dataset_not_found": 404,
     "unauthorized": 401,
     "forbidden": 403,

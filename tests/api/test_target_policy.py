@@ -1,7 +1,8 @@
 """POST /v1/jobs only accepts the targets and SGLang endpoints the operator allowed
 (TRACEDRAFT_ALLOWED_TARGETS / _ALLOWED_TARGET_DIRS / _ALLOWED_SGLANG_HOSTS): refusals are 422
 ``target_not_allowed`` / ``endpoint_not_allowed`` with the field as param, and nothing is created or
-dispatched. Over HTTP on SQLite and PostgreSQL, and the path rules directly."""
+dispatched. Workers apply the same rules again before every stage. Over HTTP on SQLite and PostgreSQL,
+through the worker's stage runner, and the path rules directly (``service/policy.py``)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.api.app import create_app
-from service.api.errors import ApiError
-from service.api.targets import check_sglang_endpoint, check_target
+from drafters.errors import TracedraftError
+from service.policy import check_job_spec, check_sglang_endpoint, check_target
 from service.settings import Settings
 from tests.api.conftest import job_body, make_settings, upload
 
@@ -22,10 +23,9 @@ def _policy(tmp_path: Path, **kw) -> Settings:
     return Settings(home=tmp_path / "home", **kw)
 
 
-def _refused(fn, *args) -> ApiError:
-    with pytest.raises(ApiError) as e:
+def _refused(fn, *args) -> TracedraftError:
+    with pytest.raises(TracedraftError) as e:
         fn(*args)
-    assert e.value.status == 422
     return e.value
 
 
@@ -130,7 +130,7 @@ def test_target_path_rules(tmp_path):
                 "~/models/a.gguf", "C:\\models\\a.gguf", "meta-llama", "/opt/exact/model.gguf.bak",
                 str(models / "a.gguf") + "\x00"):
         err = _refused(check_target, bad, s)
-        assert (err.code, err.param) == ("target_not_allowed", "target.model"), bad
+        assert (err.code, err.where) == ("target_not_allowed", "target.model"), bad
 
     # No directories allowed (the default): every path is refused, even under the home directory.
     plain = _policy(tmp_path)
@@ -144,5 +144,91 @@ def test_sglang_host_rules(tmp_path):
         check_sglang_endpoint(host, s)
     for host in ("sglang.evil", "10.1.2.4", "", None, "localhost"):
         err = _refused(check_sglang_endpoint, host, s)
-        assert (err.code, err.param) == ("endpoint_not_allowed", "target.sglang.endpoint")
+        assert (err.code, err.where) == ("endpoint_not_allowed", "target.sglang.endpoint")
     assert _policy(tmp_path).allowed_sglang_hosts == ["127.0.0.1", "localhost", "sglang"]
+
+
+def test_job_spec_rules_as_a_worker_applies_them(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    s = _policy(tmp_path, allowed_target_dirs=[str(models)], allowed_sglang_hosts=["gpu-box.internal"])
+    ok = {"target": {"model": str(models / "a.gguf"), "sglang": {"endpoint": "http://GPU-box.internal:30000/"}},
+          "base_drafter": "smol-agent@champion"}
+    check_job_spec(ok, s)
+    cases = [
+        ({"target": {"model": "/etc/passwd"}}, "target_not_allowed", "target.model"),
+        ({"target": {}}, "target_not_allowed", "target.model"),
+        ({**ok, "target": {**ok["target"], "sglang": {"endpoint": "http://gpu-box.internal@10.0.0.1:30000"}}},
+         "endpoint_not_allowed", "target.sglang.endpoint"),
+        ({**ok, "target": {**ok["target"], "sglang": {"endpoint": "http://169.254.169.254/"}}},
+         "endpoint_not_allowed", "target.sglang.endpoint"),
+        ({**ok, "base_drafter": str(tmp_path / "other-org" / "checkpoint")}, "base_drafter_not_allowed",
+         "base_drafter"),
+        ({**ok, "base_drafter": "~/ckpt"}, "base_drafter_not_allowed", "base_drafter"),
+    ]
+    for spec, code, where in cases:
+        err = _refused(check_job_spec, spec, s)
+        assert (err.code, err.where) == (code, where), spec
+
+
+def test_worker_refuses_a_job_the_operator_no_longer_allows(tmp_path, db_url, dispatched, monkeypatch):
+    """The operator removes a directory from TRACEDRAFT_ALLOWED_TARGET_DIRS while a job that names it waits in
+    the queue: the worker fails the job with target_not_allowed before loading anything, and says where."""
+    import json
+    from types import SimpleNamespace
+
+    from service.db import Job
+    from service.settings import reload_settings
+    from workers import tasks
+
+    models = tmp_path / "models"
+    (models / "llama").mkdir(parents=True)
+    settings = make_settings(tmp_path, db_url, allowed_target_dirs=[str(models)])
+    app = create_app(settings)
+    try:
+        with TestClient(app, raise_server_exceptions=False) as client, app.state.sessionmaker() as s:
+            from service.auth import create_api_key, create_org
+
+            org = create_org(s, "org-w")
+            key, _ = create_api_key(s, org, "m", "member")
+            h = {"Authorization": f"Bearer {key}"}
+            ds = client.post("/v1/datasets", headers=h, files=[("file", ("t.jsonl", _traces()))]).json()
+            r = client.post("/v1/jobs", json=job_body(ds["id"], target={"model": str(models / "llama")}), headers=h)
+            assert r.status_code == 201, r.text
+            job_id = r.json()["id"]
+            _join(app)
+
+        # The worker process: same database, but the operator's new lists (the directory is gone).
+        env = {"TRACEDRAFT_DATABASE_URL": db_url, "TRACEDRAFT_HOME": str(tmp_path / "worker"),
+               "TRACEDRAFT_ARTIFACT_URI": settings.artifact_uri, "TRACEDRAFT_PIPELINE": "celery",
+               "TRACEDRAFT_AUTO_MIGRATE": "false", "TRACEDRAFT_ALLOWED_TARGET_DIRS": json.dumps([])}
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        reload_settings()
+        monkeypatch.setattr(tasks, "dispatch", dispatched)
+        task = SimpleNamespace(request=SimpleNamespace(id="t-1", retries=0))
+        out = tasks.run_stage(task, "validate", job_id)
+        assert out["outcome"] == "failed" and out["code"] == "target_not_allowed"
+        with app.state.sessionmaker() as s:
+            job = s.get(Job, job_id)
+            assert job.status == "failed" and job.stage == "validating"
+            assert job.error["code"] == "target_not_allowed" and job.error["param"] == "target.model"
+            assert "validating" not in (job.result or {})  # the stage never ran
+
+        # The same job passes once the operator allows the directory again (resumed by hand here).
+        monkeypatch.setenv("TRACEDRAFT_ALLOWED_TARGET_DIRS", json.dumps([str(models)]))
+        reload_settings()
+        from service import jobs
+
+        with app.state.sessionmaker() as s:
+            jobs.reopen_job(s, job_id, "operator allowed the directory again")
+        assert tasks.run_stage(task, "validate", job_id)["outcome"] == "done"  # validate loads no target
+    finally:
+        for k in ("TRACEDRAFT_DATABASE_URL", "TRACEDRAFT_HOME", "TRACEDRAFT_ARTIFACT_URI", "TRACEDRAFT_PIPELINE",
+                  "TRACEDRAFT_AUTO_MIGRATE", "TRACEDRAFT_ALLOWED_TARGET_DIRS"):
+            monkeypatch.delenv(k, raising=False)
+        reload_settings()
+        for e in tasks._engines.values():
+            e.dispose()
+        tasks._engines.clear()
+        app.state.engine.dispose()

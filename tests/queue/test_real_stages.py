@@ -61,10 +61,17 @@ def _submit(qe, target: Path, max_steps: int) -> str:
     return job_id
 
 
-def _machine(workers, tmp_path: Path, name: str, queue: str):
+def _policy_env(target: Path) -> dict[str, str]:
+    """A production worker's job policy: the tiny target's directory is the one the operator allowed."""
+    import json
+
+    return {"TRACEDRAFT_ENFORCE_JOB_POLICY": "true", "TRACEDRAFT_ALLOWED_TARGET_DIRS": json.dumps([str(target.parent)])}
+
+
+def _machine(workers, tmp_path: Path, name: str, queue: str, target: Path):
     home = tmp_path / name
     return workers.start(queue, env={"TRACEDRAFT_HOME": str(home), "TRACEDRAFT_TEST_STAGES": "",
-                                     "CUDA_VISIBLE_DEVICES": ""}), home
+                                     "CUDA_VISIBLE_DEVICES": "", **_policy_env(target)}), home
 
 
 def _versions(qe, job_id: str) -> list:
@@ -78,8 +85,8 @@ def _versions(qe, job_id: str) -> list:
 
 def test_job_runs_every_real_stage_across_two_machines(queue_env, workers, shared_store, tiny_target_dir,
                                                        tmp_path: Path) -> None:
-    _, cpu_home = _machine(workers, tmp_path, "cpu-machine", "cpu")
-    _, gpu_home = _machine(workers, tmp_path, "gpu-machine", "gpu")
+    _, cpu_home = _machine(workers, tmp_path, "cpu-machine", "cpu", tiny_target_dir)
+    _, gpu_home = _machine(workers, tmp_path, "gpu-machine", "gpu", tiny_target_dir)
     job_id = _submit(queue_env, tiny_target_dir, max_steps=10)
     job = queue_env.wait(job_id, timeout=600)
     assert job.status == "succeeded", job.error
@@ -96,8 +103,9 @@ def test_training_killed_resumes_on_another_machine_from_the_store(queue_env, wo
                                                                    tiny_target_dir, tmp_path: Path) -> None:
     import time
 
-    workers.start("cpu", env={"TRACEDRAFT_HOME": str(tmp_path / "cpu"), "TRACEDRAFT_TEST_STAGES": ""})
-    first, _ = _machine(workers, tmp_path, "gpu-1", "gpu")
+    workers.start("cpu", env={"TRACEDRAFT_HOME": str(tmp_path / "cpu"), "TRACEDRAFT_TEST_STAGES": "",
+                              **_policy_env(tiny_target_dir)})
+    first, _ = _machine(workers, tmp_path, "gpu-1", "gpu", tiny_target_dir)
     job_id = _submit(queue_env, tiny_target_dir, max_steps=100)
 
     def checkpointed(job) -> bool:
@@ -106,7 +114,7 @@ def test_training_killed_resumes_on_another_machine_from_the_store(queue_env, wo
     queue_env.wait(job_id, until=checkpointed, timeout=600)
     first.kill9()  # the machine is gone, its disk with it
     time.sleep(1)
-    _machine(workers, tmp_path, "gpu-2", "gpu")
+    _machine(workers, tmp_path, "gpu-2", "gpu", tiny_target_dir)
     job = queue_env.wait(job_id, timeout=900)
     assert job.status == "succeeded", job.error
     assert job.attempts == 2

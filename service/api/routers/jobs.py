@@ -35,7 +35,7 @@ from service.api.schemas import (
     error_responses,
     spec_to_stored,
 )
-from service.api.targets import check_sglang_endpoint, check_target
+from service.policy import check_base_drafter_ref, check_sglang_endpoint, check_target
 from service.db.base import utcnow
 from service.db.models import TERMINAL_STATUSES, DatasetStatus, Job, JobEvent
 from service.settings import Settings
@@ -98,10 +98,7 @@ def _start_pipeline(request: Request, settings: Settings, job_id: str) -> None:
 def _check_base_drafter(db: Any, caller: Caller, ref: str | None) -> None:
     if not ref:
         return
-    if "/" in ref or "\\" in ref or "://" in ref or ref.startswith("~"):
-        # A path would be read on the worker's disk: tenants may only name registry versions.
-        raise ApiError(422, "invalid_value", "base_drafter must be a registry reference such as "
-                       "name@champion, name@v3 or name:3", "base_drafter")
+    check_base_drafter_ref(ref)
     try:
         registry.resolve_ref(db, caller.org_id, ref)
     except registry.RegistryError as exc:
@@ -139,7 +136,7 @@ def create_job(
                                          body=payload)
             response.status_code = 200
             return job_out(replay)
-    # What a worker would load or call: only what the operator allowed (service/api/targets.py).
+    # What a worker would load or call: only what the operator allowed (service/policy.py; workers check again).
     check_target(body.target.model, settings)
     if body.target.sglang is not None and body.target.sglang.endpoint is not None:
         check_sglang_endpoint(body.target.sglang.endpoint.host, settings)

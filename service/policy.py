@@ -1,9 +1,12 @@
-"""What a job submitted through the API may load: the target allow-list and the SGLang endpoint hosts.
+"""What a job may make a worker load or call: the target allow-list, the SGLang endpoint hosts, the base drafter.
 
 ``target.model`` is loaded by a worker (``drafters.target.load_target``: the special spec
 ``smollm2-135m-instruct``, a ``.gguf`` file, a local model directory, or a HF id from the local cache), and
 ``target.sglang.endpoint`` is called by a worker. A tenant must not make a worker read an arbitrary file or
-call an arbitrary URL, so ``POST /v1/jobs`` checks both against the operator's settings:
+call an arbitrary URL, so both are checked against the operator's settings twice: by ``POST /v1/jobs``
+(``service/api/routers/jobs.py``, refusing with 422) and by the worker before every stage
+(``check_job_spec``, failing the job), because the operator may tighten the lists while jobs wait in the
+queue, and a worker's disk is the one whose symlinks matter:
 
 - ``allowed_targets``: exact specs / HF ids, or glob patterns (``fnmatch.fnmatchcase``) matched against
   id-like specs only (``org/name`` made of letters, digits, ``.``, ``_``, ``-``; never a path).
@@ -13,8 +16,11 @@ call an arbitrary URL, so ``POST /v1/jobs`` checks both against the operator's s
   Relative paths and ``~`` are refused: they would resolve against the worker's working directory or home.
 - ``allowed_sglang_hosts``: the endpoint's host (case-insensitive, IPv6 brackets dropped).
 
-Refusals are ``ApiError(422, "target_not_allowed" | "endpoint_not_allowed", ..., param=<field path>)``.
-The embedded ``tracedraft run`` loads targets directly and is not subject to these checks.
+- ``base_drafter``: a registry reference only (``name@alias``, ``name@v3``, ``name:3``), never a path.
+
+Refusals are ``TracedraftError("target_not_allowed" | "endpoint_not_allowed" | "base_drafter_not_allowed",
+..., where=<field path>)``; the API answers them with 422. The embedded ``tracedraft run`` is the operator's
+own process and turns the worker check off (``Settings.enforce_job_policy``).
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ import fnmatch
 import os
 import posixpath
 import re
+from typing import Any
+from urllib.parse import urlsplit
 
-from service.api.errors import ApiError
+from drafters.errors import TracedraftError
 from service.settings import Settings
 
 #: A HF hub id or a bare spec name: ``name`` or ``org/name`` (no path syntax).
@@ -66,8 +74,8 @@ def check_target(model: str, settings: Settings, param: str = "target.model") ->
     """Refuse a target spec the operator did not allow.
 
     Allowed: an exact entry of ``settings.allowed_targets``; an id-like spec matching one of its glob
-    patterns; an absolute path under ``settings.allowed_target_dirs``. Raises ApiError 422
-    ``target_not_allowed`` (param ``target.model``) otherwise.
+    patterns; an absolute path under ``settings.allowed_target_dirs``. Raises TracedraftError
+    ``target_not_allowed`` (where ``param``) otherwise.
     """
     allowed = list(settings.allowed_targets or [])
     if model in allowed:
@@ -79,28 +87,49 @@ def check_target(model: str, settings: Settings, param: str = "target.model") ->
         return
     shown = ", ".join(allowed[:10]) + (" ..." if len(allowed) > 10 else "")
     kind = "target" if _is_id_like(model) else "local target path"
-    raise ApiError(
-        422, "target_not_allowed",
+    raise TracedraftError(
+        "target_not_allowed",
         f"{kind} {model[:200]!r} is not allowed on this server; allowed targets: {shown or '(none)'}"
         + ("" if _is_id_like(model) else "; local paths must be absolute and lie under a directory the "
            "operator allowed (TRACEDRAFT_ALLOWED_TARGET_DIRS)"),
-        param,
+        where=param,
     )
 
 
 def check_sglang_endpoint(host: str | None, settings: Settings, param: str = "target.sglang.endpoint") -> None:
     """Refuse an SGLang endpoint whose host is not in ``settings.allowed_sglang_hosts``.
 
-    ``host`` is the parsed URL's host (pydantic ``HttpUrl.host``). Raises ApiError 422
-    ``endpoint_not_allowed``.
+    ``host`` is the parsed URL's host (pydantic ``HttpUrl.host``). Raises TracedraftError
+    ``endpoint_not_allowed`` (where ``param``).
     """
     allowed = {h.strip().lower().strip("[]") for h in settings.allowed_sglang_hosts or []}
     h = (host or "").strip().lower().strip("[]").rstrip(".")
     if h and h in allowed:
         return
-    raise ApiError(
-        422, "endpoint_not_allowed",
+    raise TracedraftError(
+        "endpoint_not_allowed",
         f"SGLang endpoint host {h[:100]!r} is not allowed on this server; allowed hosts: "
         f"{', '.join(sorted(allowed)) or '(none)'}",
-        param,
+        where=param,
     )
+
+
+def check_base_drafter_ref(ref: str | None, param: str = "base_drafter") -> None:
+    """Refuse a base drafter that is not a registry reference: a path would be read on the worker's disk,
+    where other organizations' artifacts may lie. Raises TracedraftError ``base_drafter_not_allowed``."""
+    if ref and ("/" in ref or "\\" in ref or "://" in ref or ref.startswith("~")):
+        raise TracedraftError("base_drafter_not_allowed", "base_drafter must be a registry reference such as "
+                              "name@champion, name@v3 or name:3", where=param)
+
+
+def check_job_spec(spec: dict[str, Any], settings: Settings) -> None:
+    """Apply every rule above to a stored job spec (``job.spec``), as a worker does before each stage.
+
+    Raises TracedraftError ``target_not_allowed`` / ``endpoint_not_allowed`` / ``base_drafter_not_allowed``.
+    """
+    target = spec.get("target") or {}
+    check_target(str(target.get("model") or ""), settings)
+    endpoint = (target.get("sglang") or {}).get("endpoint")
+    if endpoint:
+        check_sglang_endpoint(urlsplit(str(endpoint)).hostname, settings)
+    check_base_drafter_ref(spec.get("base_drafter"))
