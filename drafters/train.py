@@ -2,7 +2,11 @@
 
 One entry point for every scale: ``train(...)`` in-process (CPU demo, tests, workers) and
 ``python -m drafters.train ...`` (also under ``torchrun``: WORLD_SIZE > 1 starts data parallelism over
-``gloo``/``nccl`` from the same code path).
+``gloo``/``nccl`` from the same code path). Two data-parallel modes (``TrainConfig.parallel``, CLI
+``--parallel``): "ddp" (default) replicates the drafter and its AdamW state on every rank and all-reduces
+gradients by hand; "fsdp" shards the drafter's trainable weights, gradients and AdamW state over the ranks
+with PyTorch FSDP2 (``fully_shard``; the frozen embed_tokens / lm_head stay replicated), for drafters whose
+training state does not fit one GPU. Both modes compute the same update and write the same files.
 
 What one optimizer step does:
 1. Take the next ``world_size * grad_accum`` micro-batches of the epoch plan (sequences shuffled with
@@ -15,16 +19,22 @@ What one optimizer step does:
    run each micro-batch: target features (online under no_grad, or from the on-disk cache), ``dspark_loss``
    with that global denominator, backward. Gradients are summed over micro-batches and all-reduced (SUM) over
    ranks, which makes the update the exact global weighted mean of DSPARK.md 2.2 (DeepSpec divides by the
-   all-reduced denominator times world size and lets DDP average: the same quantity).
-4. Clip (``max_grad_norm``), AdamW on fp32 master copies of the trainable parameters (embed/lm_head frozen),
-   copy back if the model is bf16; learning rate = linear warmup then cosine decay to 0 (DSPARK.md 4.2).
+   all-reduced denominator times world size and lets DDP average: the same quantity). Under FSDP each
+   micro-batch's backward reduce-scatters (SUM, fp32) into the rank's gradient shard instead: the same sum.
+4. Clip (``max_grad_norm``, the global norm over all ranks' shards under FSDP), AdamW on fp32 master copies
+   of the trainable parameters (embed/lm_head frozen), copy back if the model is bf16 (under FSDP the fp32
+   shards are the masters and MixedPrecisionPolicy gathers them in bf16 for compute); learning rate =
+   linear warmup then cosine decay to 0 (DSPARK.md 4.2).
 
 Checkpoints ``out_dir/step_XXXXXX/`` = the DeepSpec-native export (config.json + model.safetensors) plus
 ``training_state.safetensors`` (AdamW moments, fp32 master weights, RNG states) and ``training_state.json``
-(step, data position, config, history); no pickle anywhere. ``out_dir/best/`` holds the export with the
-highest validation expected accepted length (``best.json`` says which step). Resume (``resume=True``)
-continues exactly from ``out_dir/latest.json``; warm start (``TrainConfig.init_from``) only loads drafter
-weights and starts a fresh optimizer and schedule.
+(step, data position, config, history); no pickle anywhere. All of it is written once, by rank 0, as whole
+(unsharded) tensors: under FSDP the export is gathered and the optimizer state is gathered one tensor at a
+time, and on resume each rank reads the file lazily and keeps its own shard, so a run may resume with
+another world size or parallel mode as long as the global batch (world size x grad_accum) is the same.
+``out_dir/best/`` holds the export with the highest validation expected accepted length (``best.json`` says
+which step). Resume (``resume=True``) continues exactly from ``out_dir/latest.json``; warm start
+(``TrainConfig.init_from``) only loads drafter weights and starts a fresh optimizer and schedule.
 """
 
 from __future__ import annotations
@@ -59,6 +69,7 @@ STATE_TENSORS = "training_state.safetensors"
 LATEST = "latest.json"
 BEST = "best"
 BEST_JSON = "best.json"
+PARALLEL_MODES = ("ddp", "fsdp")
 
 # Segment label values (drafters.render.Segment, stable per the module contract); used to resolve names
 # in TrainConfig.segment_weights without importing the renderer.
@@ -88,7 +99,12 @@ class TrainConfig:
     optimizer). ``lora``: None for full fine-tuning (the default, DSPARK.md 8.5) or
     ``{"r": 16, "alpha": 32, "dropout": 0.0, "train_norms": True}`` for peft LoRA adapters
     (drafters.dspark.lora: backbone linears + fc adapted, Markov/confidence heads fully trained); exports are
-    merged, the unmerged state travels in the training state for resume.
+    merged, the unmerged state travels in the training state for resume. ``parallel``: how a multi-process
+    run (torch.distributed initialised, e.g. under torchrun) holds the drafter: "ddp" (default) keeps a full
+    drafter and full AdamW state on every rank and all-reduces gradients; "fsdp" shards the trainable weights,
+    their gradients and the AdamW state over the ranks with PyTorch FSDP2 (``fully_shard``), see ``train``.
+    Both give the same updates and write the same checkpoint format, so a run may resume under the other
+    mode. A single process (no process group) trains unsharded whatever this says.
     """
 
     max_steps: int | None = None
@@ -118,6 +134,7 @@ class TrainConfig:
     init_from: str | None = None
     lora: dict | None = None
     log_every: int = 1
+    parallel: str = "ddp"
 
     def validate(self) -> None:
         """Raise TrainError(code="invalid_train_config", where=<field>) for unusable values."""
@@ -138,6 +155,8 @@ class TrainConfig:
         for f in ("checkpoint_every", "validate_every"):
             if int(getattr(self, f)) < 0:
                 bad(f, f"{f} must be >= 0, got {getattr(self, f)}")
+        if self.parallel not in PARALLEL_MODES:
+            bad("parallel", f"parallel must be one of {'|'.join(PARALLEL_MODES)}, got {self.parallel!r}")
         if self.feature_cache not in ("auto", "on", "off"):
             bad("feature_cache", f"feature_cache must be auto|on|off, got {self.feature_cache!r}")
         if self.lora is not None:
@@ -202,7 +221,8 @@ class TrainResult:
     there is no validation set), last_dir (latest step checkpoint), steps done, cancelled (stopped by
     should_stop/SIGTERM), stop_reason ("max_steps" | "time_budget" | "cancelled"), history (one dict per
     logged step and per validation), best_expected_tau, initial_expected_tau (step 0 or the resumed
-    step), feature_cache (how features were produced: {"mode", "dir", "bytes", "estimate_bytes"})."""
+    step), feature_cache (how features were produced: {"mode", "dir", "bytes", "estimate_bytes"}),
+    parallel ("single" | "ddp" | "fsdp": how the run actually held the drafter)."""
 
     best_dir: Path | None
     last_dir: Path | None
@@ -213,6 +233,7 @@ class TrainResult:
     best_expected_tau: float | None = None
     initial_expected_tau: float | None = None
     feature_cache: dict[str, Any] = field(default_factory=dict)
+    parallel: str = "single"
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -558,6 +579,164 @@ class _Dist:
             o += n
 
 
+class _LossUnit(torch.nn.Module):
+    """The module FSDP2 shards (``parallel="fsdp"``): its forward is the whole DSpark loss of a micro-batch.
+
+    FSDP2 all-gathers a unit's weights in a pre-forward hook and reduce-scatters their gradients from
+    backward hooks, so every read of a sharded weight must happen inside the forward of the unit that owns
+    it. The drafter's training forward calls layer methods (``q``, ``kv``, ``finish``) rather than layer
+    ``forward``s, and ``dspark_loss`` reads the Markov head's W2 weight directly; one unit around the whole
+    loss covers all of these uses. Consequence: during a micro-batch's forward/backward all trainable
+    weights are gathered (in the compute dtype), while between steps weights (fp32), gradients and AdamW
+    moments stay sharded, 1/W per rank. The frozen embed_tokens / lm_head (the target's tensors) are
+    ``ignored_params``: replicated, never gathered, never given gradients.
+
+    forward(ids [B,T] long, mask [B,T], aux [B,T,m*d], last [B,T,d], anchors [B,N], keep [B,N],
+    denom [] fp32 global weight sum) -> (total, ce, l1, conf) 0-dim tensors; a tuple of tensors because FSDP
+    attaches its pre-backward hook to tensor outputs.
+    """
+
+    def __init__(self, drafter: Any, anchor_chunk: int):
+        super().__init__()
+        self.drafter = drafter
+        self.anchor_chunk = anchor_chunk
+
+    def forward(self, ids, mask, aux, last, anchors, keep, denom):
+        out = dspark_loss(self.drafter, ids, mask, aux, last, anchors, keep, anchor_chunk=self.anchor_chunk,
+                          weight_sum=denom)
+        return out.total, out.ce, out.l1, out.conf
+
+
+def _shard_fsdp(drafter: Any, device: torch.device, world: int, anchor_chunk: int,
+                masters: Callable[[int], torch.Tensor] | None = None) -> tuple[_LossUnit, dict[str, torch.dtype]]:
+    """Shard ``drafter``'s weights (all but embed_tokens / lm_head) over the default process group with
+    FSDP2, in place; returns the root unit and the original dtype of every sharded parameter by name.
+
+    The sharded parameters are fp32 (upcast here): they are the optimizer's master weights. When the
+    trainable weights were lower precision (bf16 on GPU), ``MixedPrecisionPolicy(param_dtype=that dtype,
+    reduce_dtype=fp32)`` gathers them in that dtype for compute and reduce-scatters gradients in fp32, the
+    FSDP form of the replicated path's "bf16 model + fp32 master copies" (DSPARK.md 8). Gradients are summed
+    over ranks, not averaged: the loss already divides by the all-reduced weight sum (step 3 of the module
+    docstring). ``masters(i)``, when given, returns the fp32 value of trainable parameter i (resume).
+    Raises TrainError(code="invalid_train_config", where="parallel") when the trainable weights do not share
+    one dtype.
+    """
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    frozen = {drafter.embed_tokens.weight, drafter.lm_head.weight}
+    frozen_ids = {id(p) for p in frozen}
+    trainable = [p for _, p in _trainable(drafter)]
+    dtypes = {p.dtype for p in trainable}
+    if len(dtypes) != 1:
+        raise TrainError("invalid_train_config", f"parallel='fsdp' needs one dtype for the trainable weights, "
+                         f"got {sorted(str(d) for d in dtypes)}", "parallel")
+    compute = dtypes.pop()
+    orig: dict[str, torch.dtype] = {}
+    with torch.no_grad():
+        for name, p in drafter.named_parameters():
+            if id(p) in frozen_ids:
+                continue
+            orig[name] = p.dtype
+            if p.dtype != torch.float32:
+                p.data = p.data.float()
+        if masters is not None:
+            for i, p in enumerate(trainable):
+                p.copy_(masters(i).to(p.device))
+    mp = MixedPrecisionPolicy(param_dtype=None if compute == torch.float32 else compute,
+                              reduce_dtype=torch.float32, cast_forward_inputs=False)  # keep denom in fp32
+    unit = _LossUnit(drafter, anchor_chunk)
+    fully_shard(unit, mesh=init_device_mesh(device.type, (world,)), mp_policy=mp, ignored_params=frozen)
+    unit.set_gradient_divide_factor(1.0)
+    unit.set_force_sum_reduction_for_comms(True)  # plain SUM (gloo has no PREMUL_SUM)
+    _drop_fsdp_state_dict_hooks(unit)
+    return unit, orig
+
+
+def _drop_fsdp_state_dict_hooks(unit: _LossUnit) -> None:
+    """Remove the state-dict hooks FSDP2 puts on the drafter's submodules.
+
+    FSDP2 (torch 2.13) registers, on every module owning a sharded parameter, a pre-``state_dict`` and a
+    pre-``load_state_dict`` hook that re-registers the sharded DTensors on the module. Ours is a different
+    protocol: the drafter's own ``state_dict`` (the DeepSpec export, the LoRA state) is read only inside
+    ``_Unsharded``, where it must see the gathered full tensors, and after training the drafter is handed
+    back plain, where a leftover hook would swap the shards back in. The hooks are registered by the param
+    group's lazy init (run here first; it does not register them twice). Private FSDP2 attributes: torch is
+    pinned, and a missing attribute raises rather than exporting shards silently.
+    """
+    groups = unit._get_fsdp_state()._fsdp_param_groups
+    for g in groups:
+        g.lazy_init()
+        for handles in (g._module_to_pre_save_state_dict_hook_handle, g._module_to_pre_load_state_dict_hook_handle):
+            for h in handles.values():
+                h.remove()
+
+
+class _Unsharded:
+    """``with _Unsharded(unit):`` the drafter holds full (gathered) weights, in the compute dtype, on every
+    rank (validation, exports); resharded on exit. A no-op without FSDP. Collective: all ranks enter."""
+
+    def __init__(self, unit: _LossUnit | None):
+        self.unit = unit
+
+    def __enter__(self) -> None:
+        if self.unit is not None:
+            self.unit.unshard()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.unit is not None:
+            self.unit.reshard()
+
+
+def _gather(t: torch.Tensor) -> torch.Tensor:
+    """The full value of a (possibly FSDP-sharded) tensor. Collective for a DTensor: all ranks call it."""
+    from torch.distributed.tensor import DTensor
+
+    return t.full_tensor() if isinstance(t, DTensor) else t
+
+
+def _like(full: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
+    """``full`` (a whole tensor read from a checkpoint) laid out as ``param``: this rank's shard when the
+    parameter is an FSDP DTensor (sliced locally, no communication), else unchanged."""
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    if not isinstance(param, DTensor):
+        return full
+    return distribute_tensor(full.to(param.device), param.device_mesh, param.placements, src_data_rank=None)
+
+
+def _unshard_for_good(drafter: Any, orig: dict[str, torch.dtype]) -> None:
+    """Replace the drafter's sharded parameters by plain full ones in their original dtypes (the trained
+    drafter handed back to the caller, as the replicated path does). Collective."""
+    from torch.distributed.tensor import DTensor
+
+    with torch.no_grad():
+        for name, p in list(drafter.named_parameters()):
+            if not isinstance(p, DTensor):
+                continue
+            full = p.full_tensor().to(orig.get(name, p.dtype))
+            mod_name, _, attr = name.rpartition(".")
+            mod = drafter.get_submodule(mod_name) if mod_name else drafter
+            setattr(mod, attr, torch.nn.Parameter(full, requires_grad=p.requires_grad))
+
+
+class _StateTensors:
+    """Lazy read of ``training_state.safetensors``: one tensor in memory at a time (every rank of a large
+    sharded run reads the same file)."""
+
+    def __init__(self, path: Path):
+        self._f = safe_open(str(path), framework="pt")
+        self._keys = set(self._f.keys())
+
+    def __contains__(self, k: str) -> bool:
+        return k in self._keys
+
+    def __getitem__(self, k: str) -> torch.Tensor:
+        if k not in self._keys:
+            raise KeyError(k)
+        return self._f.get_tensor(k)
+
+
 # =============================================================================================== training
 def train(
     target: Any,
@@ -581,9 +760,14 @@ def train(
     previous handler is restored on return): the run checkpoints and returns ``cancelled=True``. With
     ``resume=True`` an existing ``out_dir/latest.json`` continues that run exactly.
     Data parallel when torch.distributed is initialised (every rank calls train with the same arguments;
-    rank 0 writes files and builds the feature cache while the others wait). The drafter is replicated on
-    every rank (no FSDP sharding yet). Raises TrainError (bad config, no usable sequences, resume mismatch,
-    feature cache over its limit).
+    rank 0 writes files and builds the feature cache while the others wait). ``cfg.parallel`` = "ddp":
+    the drafter and its AdamW state are replicated on every rank. "fsdp": the drafter's weights other than
+    embed_tokens / lm_head are sharded in place with FSDP2 (see ``_LossUnit``): fp32 master shards,
+    gradients and AdamW moments take 1/W of their replicated size per rank, weights are gathered for each
+    micro-batch's forward/backward, for validation and for exports. On return the drafter is a plain
+    module again with the full trained weights in their original dtypes (on an exception under FSDP it is
+    left sharded). Raises TrainError (bad config, no usable sequences, resume mismatch, feature cache over
+    its limit).
     """
     cfg.validate()
     out_dir = Path(out_dir)
@@ -666,36 +850,56 @@ def train(
     named = _trainable(drafter)
     params = [p for _, p in named]
     mixed = any(p.dtype != torch.float32 for p in params)
-    master = [p.detach().float().clone().requires_grad_(True) for p in params] if mixed else params
-    opt = torch.optim.AdamW(master, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
     step = 0
     best_tau: float | None = None
     best_step: int | None = None
     last_dir: Path | None = None
-
-    if resuming:
+    tens: _StateTensors | None = None
+    if resuming:  # model weights first (into the full drafter, before any sharding), optimizer state below
         latest = json.loads((out_dir / LATEST).read_text())
         ck = out_dir / latest["dir"]
         st = json.loads((ck / STATE_JSON).read_text())
         if st["fingerprint"] != cfg.schedule_fingerprint() or st["per_step"] != per_step:
             raise TrainError("resume_mismatch", f"{ck} was written by a run with a different schedule/data "
                              "config or global batch; use a new out_dir or resume=False", str(ck))
-        tens = load_file(str(ck / STATE_TENSORS))
+        tens = _StateTensors(ck / STATE_TENSORS)
         if _has_lora(drafter):  # the export is merged; the unmerged state is in the training state
             with torch.no_grad():
                 for k, v in _model_state(drafter).items():
                     v.copy_(tens[f"model.{k}"])
         else:
             load_drafter_weights(drafter, ck)
-        if mixed:
+    # "fsdp" shards only when there is a process group to shard over; one process trains unsharded.
+    parallel = cfg.parallel if dd.on else "single"
+    unit: _LossUnit | None = None
+    orig_dtypes: dict[str, torch.dtype] = {}
+    if parallel == "fsdp":
+        state = tens
+        unit, orig_dtypes = _shard_fsdp(drafter, device, dd.world, cfg.anchor_chunk,
+                                        (lambda i: state[f"master.{i}"]) if state is not None and mixed else None)
+        names = [n for n, _ in named]
+        named = _trainable(drafter)
+        params = [p for _, p in named]  # fp32 DTensor shards: the master weights themselves
+        master = params
+        if [n for n, _ in named] != names:  # optimizer state is stored by position: the order must hold
+            raise TrainError("fsdp_param_order", "sharding changed the order of the trainable parameters",
+                             "parallel")
+    else:
+        master = [p.detach().float().clone().requires_grad_(True) for p in params] if mixed else params
+    separate_master = master is not params
+    opt = torch.optim.AdamW(master, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
+
+    if resuming:
+        assert tens is not None
+        if separate_master:
             with torch.no_grad():
                 for i, m in enumerate(master):
                     m.copy_(tens[f"master.{i}"])
         osd = {"state": {}, "param_groups": opt.state_dict()["param_groups"]}
-        for i in range(len(master)):
+        for i, m in enumerate(master):
             if f"opt.{i}.exp_avg" in tens:
-                osd["state"][i] = {"step": tens[f"opt.{i}.step"], "exp_avg": tens[f"opt.{i}.exp_avg"],
-                                   "exp_avg_sq": tens[f"opt.{i}.exp_avg_sq"]}
+                osd["state"][i] = {"step": tens[f"opt.{i}.step"], "exp_avg": _like(tens[f"opt.{i}.exp_avg"], m),
+                                   "exp_avg_sq": _like(tens[f"opt.{i}.exp_avg_sq"], m)}
         opt.load_state_dict(osd)
         torch.set_rng_state(tens["rng.torch"])
         step = int(st["step"])
@@ -711,25 +915,36 @@ def train(
 
     # ---------------------------------------------------------------- checkpointing
     def save(step_: int) -> Path:
+        """Write ``step_XXXXXX/`` (rank 0 writes; under FSDP every rank takes part in the gathers)."""
         d = out_dir / f"step_{step_:06d}"
-        if dd.rank == 0:
-            tmp = out_dir / f".step_{step_:06d}.tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            _export_drafter(drafter, tmp)
-            tens: dict[str, torch.Tensor] = {"rng.torch": torch.get_rng_state()}
-            if _has_lora(drafter):
-                tens.update({f"model.{k}": v.detach().cpu().contiguous() for k, v in _model_state(drafter).items()})
+        tmp = out_dir / f".step_{step_:06d}.tmp"
+        tens: dict[str, torch.Tensor] = {"rng.torch": torch.get_rng_state()}
+        with _Unsharded(unit):  # the export is the full drafter (compute dtype), written once
+            if dd.rank == 0:
+                shutil.rmtree(tmp, ignore_errors=True)
+                _export_drafter(drafter, tmp)
+                if _has_lora(drafter):  # clone: the gathered tensors are freed when resharding
+                    tens.update({f"model.{k}": v.detach().cpu().clone(memory_format=torch.contiguous_format)
+                                 for k, v in _model_state(drafter).items()})
+        if dd.rank == 0 or unit is not None:
+            # Master weights and AdamW moments as whole tensors (gathered one at a time under FSDP): the
+            # same file whatever the parallel mode or world size, so resume may change either.
             osd = opt.state_dict()["state"]
             for i, m in enumerate(master):
                 if mixed:
-                    tens[f"master.{i}"] = m.detach().cpu().contiguous()
+                    v = _gather(m.detach())
+                    if dd.rank == 0:
+                        tens[f"master.{i}"] = v.float().cpu().contiguous()
                 if i in osd:
                     for k in ("step", "exp_avg", "exp_avg_sq"):
                         v = osd[i][k]
-                        v = v if torch.is_tensor(v) else torch.tensor(float(v))
-                        tens[f"opt.{i}.{k}"] = v.detach().cpu().contiguous()
+                        v = _gather(v.detach()) if torch.is_tensor(v) else torch.tensor(float(v))
+                        if dd.rank == 0:
+                            tens[f"opt.{i}.{k}"] = v.cpu().contiguous()
+        if dd.rank == 0:
             save_file(tens, str(tmp / STATE_TENSORS))
             st = {"step": step_, "total_steps": total, "per_step": per_step, "world_size": dd.world,
+                  "parallel": parallel,
                   "micro_batches_done": step_ * per_step, "fingerprint": cfg.schedule_fingerprint(),
                   "config": cfg.to_dict(), "param_names": [n for n, _ in named], "mixed_precision": mixed,
                   "best_expected_tau": best_tau, "best_step": best_step, "history": history,
@@ -747,10 +962,12 @@ def train(
         return d
 
     def save_best(step_: int, tau: float | None) -> None:
+        with _Unsharded(unit):
+            if dd.rank == 0:
+                tmp = out_dir / ".best.tmp"
+                shutil.rmtree(tmp, ignore_errors=True)
+                _export_drafter(drafter, tmp)
         if dd.rank == 0:
-            tmp = out_dir / ".best.tmp"
-            shutil.rmtree(tmp, ignore_errors=True)
-            _export_drafter(drafter, tmp)
             (tmp / BEST_JSON).write_text(json.dumps({"step": step_, "expected_tau": tau}))
             shutil.rmtree(out_dir / BEST, ignore_errors=True)
             tmp.rename(out_dir / BEST)
@@ -792,7 +1009,8 @@ def train(
     def run_validation(step_: int) -> float | None:
         nonlocal best_tau, best_step
         drafter.eval()
-        v = validate()
+        with _Unsharded(unit):  # full weights on every rank: ranks may run different numbers of batches
+            v = validate()
         drafter.train()
         if v is None:
             return None
@@ -856,10 +1074,14 @@ def train(
             if float(denom) > 0:
                 for items, ids, mask, anchors, keep, _, _ in micro:
                     aux, last = feats(items, ids)
-                    out = dspark_loss(drafter, ids.to(device), mask.to(device), aux, last, anchors.to(device),
-                                      keep.to(device), anchor_chunk=cfg.anchor_chunk, weight_sum=denom)
-                    out.total.backward()
-                    sums += torch.tensor([float(out.total.detach()), float(out.ce), float(out.l1), float(out.conf), 0.0],
+                    args = (ids.to(device), mask.to(device), aux, last, anchors.to(device), keep.to(device))
+                    if unit is not None:  # FSDP: gather, forward, backward, reduce-scatter (SUM) per micro-batch
+                        total_, ce_, l1_, conf_ = unit(*args, denom)
+                    else:
+                        out = dspark_loss(drafter, *args, anchor_chunk=cfg.anchor_chunk, weight_sum=denom)
+                        total_, ce_, l1_, conf_ = out.total, out.ce, out.l1, out.conf
+                    total_.backward()
+                    sums += torch.tensor([float(total_.detach()), float(ce_), float(l1_), float(conf_), 0.0],
                                          dtype=torch.float64, device=device)
             sums[4] = float(sum(len(s.ids) for m in micro for s in m[0]))  # real (unpadded) tokens
             sums = dd.sum_(sums)
@@ -867,17 +1089,19 @@ def train(
             for p in params:
                 if p.grad is None:
                     p.grad = torch.zeros_like(p)
-            dd.sum_grads(params)
-            if mixed:
+            if unit is None:  # FSDP already summed (and sharded) the gradients in backward
+                dd.sum_grads(params)
+            if separate_master:
                 for m, p in zip(master, params):
                     m.grad = p.grad.float()
-            gnorm = float(torch.nn.utils.clip_grad_norm_(master, cfg.max_grad_norm))
+            # the global norm over all ranks' shards under FSDP (a replicated DTensor)
+            gnorm = float(_gather(torch.nn.utils.clip_grad_norm_(master, cfg.max_grad_norm)))
             lr = cfg.lr * lr_factor(step, total, cfg.warmup_ratio)
             for grp in opt.param_groups:
                 grp["lr"] = lr
             if float(denom) > 0:
                 opt.step()
-                if mixed:
+                if separate_master:
                     with torch.no_grad():
                         for m, p in zip(master, params):
                             p.copy_(m.to(p.dtype))
@@ -911,11 +1135,14 @@ def train(
             signal.signal(signal.SIGTERM, old_handler)
     if best_tau is None:  # no validation data: the last export is the best we know
         save_best(step, None)
+    if unit is not None:  # hand the caller a plain trained drafter, as the replicated path does
+        _unshard_for_good(drafter, orig_dtypes)
+        unit = None
     emit(TrainProgress("done", step, total, val_expected_tau=_last_tau(history), best_expected_tau=best_tau,
                        message=stop_reason))
     return TrainResult(best_dir=out_dir / BEST, last_dir=last_dir, steps=step, cancelled=cancelled,
                        history=history, stop_reason=stop_reason, best_expected_tau=best_tau,
-                       initial_expected_tau=initial_tau, feature_cache=fc_info)
+                       initial_expected_tau=initial_tau, feature_cache=fc_info, parallel=parallel)
 
 
 def _last_tau(history: list[dict[str, Any]]) -> float | None:
@@ -942,7 +1169,8 @@ def _init_distributed() -> tuple[int, int, torch.device]:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m drafters.train --target T --train seqs.safetensors --val val.safetensors --out DIR``;
-    under ``torchrun --nproc-per-node N`` the same command trains data-parallel."""
+    under ``torchrun --nproc-per-node N`` the same command trains data-parallel (``--parallel fsdp``:
+    sharded with FSDP2, see ``train``)."""
     ap = argparse.ArgumentParser(prog="python -m drafters.train", description=__doc__.split("\n")[0])
     ap.add_argument("--target", required=True, help="HF id (local cache), model dir, .gguf, or smollm2-135m-instruct")
     ap.add_argument("--train", required=True, help="prepared sequences (drafters.shards.save_sequences)")
@@ -960,7 +1188,8 @@ def main(argv: list[str] | None = None) -> int:
     for f in dataclasses.fields(TrainConfig):
         if f.type in ("int | None", "int", "float", "float | None", "str", "str | None") and f.name != "init_from":
             typ = {"int": int, "float": float, "str": str}[f.type.split(" ")[0]]
-            ap.add_argument("--" + f.name.replace("_", "-"), type=typ, default=None)
+            extra: dict[str, Any] = {"choices": PARALLEL_MODES} if f.name == "parallel" else {}
+            ap.add_argument("--" + f.name.replace("_", "-"), type=typ, default=None, **extra)
     a = ap.parse_args(argv)
     rank, world, device = _init_distributed()
     from drafters.dspark.config import DSparkConfig
