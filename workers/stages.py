@@ -13,7 +13,8 @@ The job spec (``job.spec``) this reads, with the defaults that "auto" resolves t
     base_drafter: null | "name@alias" | "name@v3" | a checkpoint directory
     drafter_name: "<target>-agent" by default
     recipe:      {"num_draft_layers": "auto", "block_size": 7, "max_steps": "auto", "time_budget_s": null,
-                  "lr": "auto", "num_anchors": "auto", "seed": 0, "segment_weights": {"tool_args": 2.0}, ...}
+                  "lr": "auto", "num_anchors": "auto", "seed": 0, "segment_weights": {"tool_args": 2.0},
+                  "parallel": "auto" (= "ddp"; "fsdp" shards only under torchrun, see drafters.train), ...}
     evaluation:  {"engine": "hf", "max_calls": "auto", "max_new_tokens": "auto", "temperature": 0.0, "seed": 0}
     promotion:   {"min_gain": 0.02, "max_segment_loss": 0.03, "min_support": 20, "auto_promote": false}
 """
@@ -81,6 +82,13 @@ def _drafter_weights(target):
     if target.device.type == "cpu":
         return target.embed_weight.float(), target.lm_head_weight.float()
     return target.embed_weight, target.lm_head_weight
+
+
+def _torch_distributed() -> bool:
+    """Whether this process belongs to a torch.distributed process group (never, for a Celery worker)."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
 
 
 def _distributed(ctx: StageContext) -> bool:
@@ -300,7 +308,7 @@ def train(ctx: StageContext) -> dict[str, Any]:
     val_seqs = load_sequences(prepared / "val.safetensors")
     max_steps = int(_auto(recipe.get("max_steps"), "max_steps"))
     tunables = ("warmup_ratio", "weight_decay", "max_grad_norm", "grad_accum", "keep_last", "segment_weights",
-                "feature_cache", "epochs")
+                "feature_cache", "epochs", "parallel")
     cfg = TrainConfig(
         max_steps=max_steps,
         time_budget_s=recipe.get("time_budget_s"),
@@ -314,6 +322,12 @@ def train(ctx: StageContext) -> dict[str, Any]:
         init_from=str(base) if base else None,
         **{k: recipe[k] for k in tunables if recipe.get(k) not in (None, "auto")},
     )
+
+    if cfg.parallel == "fsdp" and not _torch_distributed():
+        # The stage trains inside this worker process; FSDP needs a process group (torchrun) to shard over.
+        ctx.event("warning", "message", "recipe.parallel 'fsdp' shards the drafter only across the processes "
+                  "of a torchrun launch (python -m drafters.train --parallel fsdp); this worker trains in one "
+                  "process, so the drafter is not sharded", {"code": "parallel_single_process"})
 
     run_dir = ctx.workdir / "checkpoints"
     sync = _CheckpointSync(ctx, run_dir)
@@ -335,6 +349,7 @@ def train(ctx: StageContext) -> dict[str, Any]:
             "best": _publish(ctx, Path(result.best_dir), "best"),
             "stop_reason": result.stop_reason, "best_expected_tau": result.best_expected_tau,
             "initial_expected_tau": result.initial_expected_tau, "feature_cache": result.feature_cache,
+            "parallel": result.parallel,
             "drafter_config": drafter.config.to_deepspec_dict(), "train_config": cfg.to_dict(),
             "base_drafter": str(ctx.spec.get("base_drafter") or "") or None,
             "history": result.history[-40:]}

@@ -153,6 +153,12 @@ class Recipe(Request_):
     validate_every: PositiveIntOrAuto = "auto"
     keep_last: PositiveIntOrAuto = "auto"
     seed: Annotated[int, Field(ge=0)] | Auto = "auto"
+    parallel: Literal["auto", "ddp", "fsdp"] = Field(
+        default="auto",
+        description="Multi-process data parallelism: 'ddp' replicates the drafter on every process, 'fsdp' "
+                    "shards its weights and optimizer state (FSDP2). Takes effect only when training runs "
+                    "under torchrun (python -m drafters.train); a stage worker trains in one process. "
+                    "'auto' = 'ddp'.")
 
 
 class EvaluationSettings(Request_):
