@@ -1,14 +1,20 @@
 """DSpark training cost relative to the target forward, at SmolLM2-135M dimensions on CPU.
 
-Measures, per training sequence (default 512 tokens, 64 anchors, block 7):
+Measures, per training sequence (default 512 tokens, block 7, 16 and 64 anchors):
   - target forward: the base model with hidden states (what feature extraction needs) and the full
-    CausalLM forward (base + LM head over all positions);
+    CausalLM forward (base + LM head over all positions), in fp32 and in bf16;
   - drafter forward+backward of the whole DSpark loss (backbone + Markov/confidence heads + full-vocab
-    CE/L1/BCE, DSPARK.md 2.2), split into backbone-only and loss-head parts;
+    CE/L1/BCE, DSPARK.md 2.2) with the V-sized matmuls in fp32 and in bf16 (softmax always fp32), and the
+    backbone alone;
 for 1 and 5 draft layers. Goals (issue 5): drafter fwd+bwd / target forward <= 0.3 (1 layer), <= 0.6 (5).
 Random weights (built from a LlamaConfig): timing does not depend on the values.
 
-Usage: .venv/bin/python benchmarks/bench_dspark.py [--tokens 512] [--anchors 64] [--block 7] [--reps 5]
+Why the anchor count matters: per valid slot the loss needs V*(3d + 3r) multiply-adds (drafter logits
+forward and input-gradient, target logits, Markov W2 forward and both gradients); at SmolLM2 dims that is
+~123M, more than the target's ~106M per token, so at 64 anchors x 7 slots per 512 tokens the loss heads
+alone cost about as much as the target forward whatever the implementation. The CPU recipe samples 16.
+
+Usage: .venv/bin/python benchmarks/bench_dspark.py [--tokens 512] [--anchors 16 64] [--block 7] [--reps 5]
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ def smollm2_135m_config() -> transformers.LlamaConfig:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tokens", type=int, default=512)
-    ap.add_argument("--anchors", type=int, default=64)
+    ap.add_argument("--anchors", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--block", type=int, default=7)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--layers", type=int, nargs="+", default=[1, 5])
@@ -48,6 +54,7 @@ def main() -> None:
     torch.manual_seed(0)
     tcfg = smollm2_135m_config()
     target = transformers.LlamaForCausalLM(tcfg).eval()
+    target16 = transformers.LlamaForCausalLM(tcfg).to(torch.bfloat16).eval()
     T = args.tokens
     ids = torch.randint(0, tcfg.vocab_size, (1, T))
     loss_mask = torch.zeros(1, T, dtype=torch.long)
@@ -58,36 +65,40 @@ def main() -> None:
     layer_ids = DSparkConfig.from_target(tcfg, mask_token_id=16).target_layer_ids
     feats = {}
 
-    def target_base():
+    def target_base(model=target, keep_features=True):
         with torch.no_grad():
-            out = target.model(ids, output_hidden_states=True)
-            feats["aux"] = torch.cat([out.hidden_states[i + 1] for i in layer_ids], -1)
-            feats["last"] = out.last_hidden_state
+            out = model.model(ids, output_hidden_states=True)
+            if keep_features:  # the fp32 model's: the drafter trains on fp32 features either way
+                feats["aux"] = torch.cat([out.hidden_states[i + 1] for i in layer_ids], -1)
+                feats["last"] = out.last_hidden_state
 
-    def target_full():
+    def target_full(model=target):
         with torch.no_grad():
-            target(ids, output_hidden_states=True)
+            model(ids, output_hidden_states=True)
 
-    anchors, keep = sample_anchors(loss_mask[0], args.anchors, torch.Generator().manual_seed(0))
-    anchors, keep = anchors[None], keep[None]
-    cases = {"target_base": target_base, "target_full": target_full}
-    for n in args.layers:
-        cfg = DSparkConfig.from_target(tcfg, mask_token_id=16, num_hidden_layers=n, block_size=args.block)
-        d = DSparkDrafter(cfg, target.get_input_embeddings().weight, target.get_output_embeddings().weight)
-        d.train()
+    cases = {"target_base": target_base, "target_full": target_full,
+             "target_base_bf16": lambda: target_base(target16, False), "target_full_bf16": lambda: target_full(target16)}
+    for A in args.anchors:
+        anchors, keep = sample_anchors(loss_mask[0], A, torch.Generator().manual_seed(0))
+        anchors, keep = anchors[None], keep[None]
+        for n in args.layers:
+            cfg = DSparkConfig.from_target(tcfg, mask_token_id=16, num_hidden_layers=n, block_size=args.block)
+            d = DSparkDrafter(cfg, target.get_input_embeddings().weight, target.get_output_embeddings().weight)
+            d.train()
 
-        def backbone(d=d):
-            d.zero_grad(set_to_none=True)
-            h = d(ids, feats["aux"], anchors, keep)
-            h.float().square().mean().backward()
+            def backbone(d=d, anchors=anchors, keep=keep):
+                d.zero_grad(set_to_none=True)
+                h = d(ids, feats["aux"], anchors, keep)
+                h.float().square().mean().backward()
 
-        def full(d=d):
-            d.zero_grad(set_to_none=True)
-            out = dspark_loss(d, ids, loss_mask, feats["aux"], feats["last"], anchors, keep)
-            out.total.backward()
+            def full(d=d, anchors=anchors, keep=keep, dt=torch.float32):
+                d.zero_grad(set_to_none=True)
+                out = dspark_loss(d, ids, loss_mask, feats["aux"], feats["last"], anchors, keep, matmul_dtype=dt)
+                out.total.backward()
 
-        cases[f"backbone_{n}"] = backbone
-        cases[f"full_{n}"] = full
+            cases[f"backbone_{n}_{A}"] = backbone
+            cases[f"full_{n}_{A}"] = full
+            cases[f"full16_{n}_{A}"] = lambda full=full: full(dt=torch.bfloat16)
     # interleave the cases rep by rep so that load changes on a shared machine hit all of them alike
     # Both clocks: wall time, and this process's CPU time (user+sys of all its threads), which a shared,
     # overloaded machine distorts far less (use --threads 1 to make CPU time equal compute time).
@@ -108,19 +119,25 @@ def main() -> None:
 
 def report(args, tcfg, med, T) -> None:
     """Print the figures and ratios of one clock."""
-    t_base, t_full = med["target_base"], med["target_full"]
-    V, d_, S = tcfg.vocab_size, tcfg.hidden_size, args.anchors * args.block
+    V, d_ = tcfg.vocab_size, tcfg.hidden_size
     per_tok = 30 * (2 * d_ * d_ + 2 * d_ * 192 + 3 * d_ * 1536)  # weights per layer: q,o; k,v; MLP
-    print(f"target forward: base+hidden states {t_base * 1e3:.0f} ms, CausalLM (with LM head) "
-          f"{t_full * 1e3:.0f} ms  (~{2 * per_tok * T / 1e9:.0f} / {2 * (per_tok + V * d_) * T / 1e9:.0f} GFLOP)")
-    heads = (3 * S * d_ * V + 3 * S * 256 * V) * 2  # lm_head fwd+bwd(input), p_t, W2 fwd+bwd(w,x)
-    print(f"loss heads need up to ~{heads / 1e9:.0f} GFLOP (full-vocab CE/L1/BCE on {S} slots, fp32)")
-    for n in args.layers:
-        t_bb, t_all = med[f"backbone_{n}"], med[f"full_{n}"]
-        print(f"{n} draft layer(s): drafter fwd+bwd {t_all * 1e3:.0f} ms (backbone {t_bb * 1e3:.0f} ms, "
-              f"loss heads ~{(t_all - t_bb) * 1e3:.0f} ms); ratio vs base target forward "
-              f"{t_all / t_base:.2f}, vs CausalLM forward {t_all / t_full:.2f}; backbone-only ratio "
-              f"{t_bb / t_base:.2f} (goal {0.3 if n == 1 else 0.6 if n == 5 else '-'})")
+    print(f"target forward, fp32: base+hidden states {med['target_base'] * 1e3:.0f} ms, CausalLM "
+          f"{med['target_full'] * 1e3:.0f} ms; bf16: {med['target_base_bf16'] * 1e3:.0f} / "
+          f"{med['target_full_bf16'] * 1e3:.0f} ms  (~{2 * per_tok * T / 1e9:.0f} / "
+          f"{2 * (per_tok + V * d_) * T / 1e9:.0f} GFLOP)")
+    for A in args.anchors:
+        S = A * args.block
+        print(f"{A} anchors ({S} slots): loss heads need up to ~{(3 * S * d_ * V + 3 * S * 256 * V) * 2 / 1e9:.0f}"
+              f" GFLOP")
+        for n in args.layers:
+            bb, f32, f16 = med[f"backbone_{n}_{A}"], med[f"full_{n}_{A}"], med[f"full16_{n}_{A}"]
+            goal = 0.3 if n == 1 else 0.6 if n == 5 else None
+            print(f"  {n} draft layer(s): drafter fwd+bwd {f32 * 1e3:.0f} ms with fp32 loss matmuls, "
+                  f"{f16 * 1e3:.0f} ms with bf16 (backbone alone {bb * 1e3:.0f} ms)")
+            print(f"    ratio to the fp32 target base forward: fp32 heads {f32 / med['target_base']:.2f}, "
+                  f"bf16 heads {f16 / med['target_base']:.2f}, backbone {bb / med['target_base']:.2f}; "
+                  f"to the bf16 target: bf16 heads {f16 / med['target_base_bf16']:.2f}"
+                  + (f"  (goal <= {goal})" if goal else ""))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,10 @@ anchor p and slot j (label position q = p + j + 1) and weight W[n, j] = M[n, j] 
   L_l1   = sum W * ||p_d - p_t||_1 / sum W                     (full L1, range 0..2)
   L_conf = sum W * BCE_logits(c, c*) / sum W,  c* = clamp(1 - 0.5 ||p_d - p_t||_1, 0, 1) detached
 where Z = lm_head(h) + Markov bias (teacher-forced), p_d = softmax(Z), p_t = softmax(lm_head(last[q - 1]))
-with the drafter's frozen LM head, all in fp32.
+with the drafter's frozen LM head. Softmax, CE, L1 and BCE are always fp32 (DSPARK.md 2.2 "all in fp32
+softmax"); the three V-sized matmuls that produce the logits run in ``matmul_dtype``: fp32 by default, bf16
+on request, which is what DeepSpec computes (bf16 weights, logits upcast before the softmax) and 2-4x faster
+on CPUs with native bf16 and on GPUs.
 
 Compute and memory: the V-sized work (drafter logits, Markov W2, target distribution) runs only on the S
 VALID slots (M = 1), packed into rows, CHUNK BY CHUNK (``anchor_chunk`` * g rows at a time); when S x V fp32
@@ -70,38 +73,57 @@ def slot_validity(loss_mask: Tensor, anchors: Tensor, keep: Tensor, block_size: 
 
 
 class _WeightedCeL1(torch.autograd.Function):
-    """Fused weighted CE + full L1 on fp32 logits, saving only p_d (fp32) and sign(p_d - p_t) (int8) per
-    element for backward instead of the ~5 V-sized tensors plain autograd keeps.
+    """Fused weighted CE + full L1 on fp32 logits, saving only p_d (fp32) and [p_d > p_t] (bool) per element
+    for backward instead of the ~5 V-sized tensors plain autograd keeps, in as few passes over [S, V] as
+    eager PyTorch allows (on CPU each pass over SmolLM2's 49152-wide rows costs as much as a small matmul).
 
     forward(Z [S,V] fp32, labels [S], p_t [S,V], W [S]) -> (sum W*CE, sum W*||p_d - p_t||_1, c* [S] detached)
-    Gradients (p = softmax(Z), s = sign(p - p_t)):
+    Both distributions sum to 1, so ||p - p_t||_1 = 2 sum_v relu(p_v - p_t,v). Gradients (p = softmax(Z),
+    s = sign(p - p_t) taken as 2[p > p_t] - 1, a valid subgradient where p = p_t):
       d CE / dZ = p - onehot(y);   d ||p - p_t||_1 / dZ = p * (s - sum_v p_v s_v)   (softmax Jacobian).
     """
 
     @staticmethod
     def forward(ctx, Z: Tensor, labels: Tensor, p_t: Tensor, W: Tensor):
-        lse = torch.logsumexp(Z, dim=-1)
-        ce = lse - Z.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
-        p = torch.exp(Z - lse.unsqueeze(-1))
+        logp = torch.log_softmax(Z, dim=-1)
+        ce = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+        p = logp.exp_()  # reuses logp's memory
         diff = p - p_t
-        l1 = diff.abs().sum(-1)
-        sign = torch.sign(diff).to(torch.int8)
+        up = diff > 0
+        l1 = 2 * diff.clamp_min_(0).sum(-1)
         del diff
-        ctx.save_for_backward(p, sign, labels, W)
+        ctx.save_for_backward(p, up, labels, W)
         cstar = (1 - 0.5 * l1).clamp(0, 1)
         ctx.mark_non_differentiable(cstar)
         return (W * ce).sum(), (W * l1).sum(), cstar
 
     @staticmethod
     def backward(ctx, g_ce: Tensor, g_l1: Tensor, _g_cstar: Tensor):
-        p, sign, labels, W = ctx.saved_tensors
+        p, up, labels, W = ctx.saved_tensors
         a = (g_ce * W).unsqueeze(-1)
         b = (g_l1 * W).unsqueeze(-1)
-        s = sign.to(p.dtype)
-        m = (p * s).sum(-1, keepdim=True)
-        grad = p * (a + b * (s - m))
+        # with u = p * [p > p_t]: sum_v p_v s_v = 2 sum u - 1, and
+        # p * (a + b (s - m)) = p * (a - b (1 + m)) + 2 b u
+        u = p * up
+        m = 2 * u.sum(-1, keepdim=True) - 1
+        grad = torch.addcmul(u.mul_(2 * b), p, a - b * (1 + m))
         grad.scatter_add_(-1, labels.unsqueeze(-1), -a)
         return grad, None, None, None
+
+
+def _frozen_lm_head(drafter: DSparkDrafter, dtype: torch.dtype) -> Tensor:
+    """The frozen LM head weight [V, d] in ``dtype``, cast once and cached on the drafter (a bf16 copy of
+    SmolLM2's head is a 28M-element copy, as long as a quarter of the loss otherwise). Re-cast when the
+    weight changes (its storage or version counter)."""
+    w = drafter.lm_head.weight
+    if w.dtype == dtype:
+        return w.detach()
+    key = (dtype, w.data_ptr(), w._version, w.device)
+    cached = getattr(drafter, "_lm_head_cast", None)
+    if cached is None or cached[0] != key:
+        cached = (key, w.detach().to(dtype))
+        drafter._lm_head_cast = cached  # a plain attribute: never in state_dict or checkpoints
+    return cached[1]
 
 
 def _chunk_terms(lm_w: Tensor, w2: Tensor, h: Tensor, pre: Tensor, labels: Tensor, last: Tensor, inv: Tensor,
@@ -110,16 +132,21 @@ def _chunk_terms(lm_w: Tensor, w2: Tensor, h: Tensor, pre: Tensor, labels: Tenso
 
     h [S, d] backbone states; pre [S, r] the Markov head's input of W2 (teacher-forced); labels [S];
     last [U, d] target last hidden at the U distinct positions q - 1 of the chunk (overlapping blocks share
-    them) and inv [S] the row of each slot in it; W [S] weights. Z = lm_head(h) + W2(pre) in fp32."""
-    Z = F.linear(h.float(), lm_w) + F.linear(pre.float(), w2.float())
+    them) and inv [S] the row of each slot in it (inv None: last is already [S, d]); W [S] weights. lm_w [V, d] is already in the matmul dtype;
+    Z = lm_head(h) + W2(pre), each matmul in that dtype, summed and used in fp32."""
+    mm = lm_w.dtype
+    Z = F.linear(h.to(mm), lm_w).float() + F.linear(pre.to(mm), w2.to(mm)).float()
     with torch.no_grad():
-        p_t = torch.softmax(F.linear(last.float(), lm_w), dim=-1)[inv]
+        p_t = torch.softmax(F.linear(last.to(mm), lm_w).float(), dim=-1)
+        if inv is not None:
+            p_t = p_t[inv]
     return _WeightedCeL1.apply(Z, labels, p_t, W.float())
 
 
 def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, target_aux: Tensor,
                 target_last_hidden: Tensor, anchors: Tensor, keep: Tensor, anchor_chunk: int = 64,
-                weight_sum: Tensor | None = None, recompute: bool | None = None) -> LossOutput:
+                weight_sum: Tensor | None = None, recompute: bool | None = None,
+                matmul_dtype: torch.dtype = torch.float32) -> LossOutput:
     """The DSpark loss of DSPARK.md 2.2 for a batch of sequences.
 
     Args:
@@ -135,6 +162,9 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
             one more forward of the heads in backward). None = only when an [S, V] fp32 tensor over all S
             valid slots would exceed RECOMPUTE_BYTES (256 MiB), i.e. when chunking alone would not bound
             memory.
+        matmul_dtype: dtype of the V-sized matmuls (drafter logits, Markov W2, target logits); torch.float32
+            (exact, the default) or torch.bfloat16 (DeepSpec's precision; the logits are upcast to fp32 before
+            every softmax, and gradients reach fp32 parameters in fp32).
     Returns: LossOutput. With no valid slot, total is 0 (still attached to the graph) and diagnostics NaN.
     """
     cfg = drafter.config
@@ -151,14 +181,15 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
     W = M.float() * position_weights(g, cfg.loss_decay_gamma).to(dev)
     # r-dim Markov inputs and confidence logits for every slot (cheap, and the RNN head needs whole blocks);
     # the V-sized work below runs on the valid slots only, packed into rows.
-    pre = drafter.markov_head.pre_teacher_forced(prev, h)  # [B,N,g,r]
-    conf_logit = drafter.confidence_logits(h, prev) if drafter.confidence_head is not None else None
+    emb = drafter.markov_head.markov_w1(prev)  # [B,N,g,r], one lookup shared by both heads
+    pre = drafter.markov_head.pre_teacher_forced(prev, h, emb)  # [B,N,g,r]
+    conf_logit = drafter.confidence_logits(h, prev, emb) if drafter.confidence_head is not None else None
     b_i, n_i, j_i = M.nonzero(as_tuple=True)
     S = b_i.numel()
     h_v, pre_v, lab_v, W_v = h[b_i, n_i, j_i], pre[b_i, n_i, j_i], labels[b_i, n_i, j_i], W[b_i, n_i, j_i]
     pos_v = b_i * T + idx[b_i, n_i, j_i]  # flat position q - 1 of each valid slot's target distribution
     last_flat = target_last_hidden.reshape(B * T, -1)
-    lm_w = drafter.lm_head.weight.detach().float()
+    lm_w = _frozen_lm_head(drafter, matmul_dtype)
     w2 = drafter.markov_head.markov_w2.weight
     if recompute is None:
         recompute = S * cfg.vocab_size * 4 > RECOMPUTE_BYTES
@@ -169,6 +200,8 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
     for s in range(0, S, rows):
         e = min(S, s + rows)
         uniq, inv = torch.unique(pos_v[s:e], return_inverse=True)
+        if uniq.numel() > 0.75 * (e - s):  # little overlap: gathering rows of p_t would cost more than it saves
+            uniq, inv = pos_v[s:e], None
         args = (lm_w, w2, h_v[s:e], pre_v[s:e], lab_v[s:e], last_flat[uniq], inv, W_v[s:e])
         out = checkpoint(_chunk_terms, *args, use_reentrant=False) if use_ckpt else _chunk_terms(*args)
         ce_num = ce_num + out[0]

@@ -162,9 +162,11 @@ class MarkovHead(nn.Module):
         elif self.kind == "rnn":
             self.joint_proj = nn.Linear(2 * c.markov_rank + c.hidden_size, 3 * c.markov_rank, bias=True)
 
-    def _pre(self, prev: Tensor, h: Tensor, state: Tensor | None) -> tuple[Tensor, Tensor | None]:
-        """The r-dim vector W2 is applied to, and the new RNN state. prev [...], h [..., d]."""
-        e = self.markov_w1(prev).to(h.dtype)
+    def _pre(self, prev: Tensor, h: Tensor, state: Tensor | None,
+             e: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """The r-dim vector W2 is applied to, and the new RNN state. prev [...], h [..., d]; e [..., r] is
+        W1[prev] when the caller already looked it up."""
+        e = (self.markov_w1(prev) if e is None else e).to(h.dtype)
         if self.kind == "vanilla":
             return e, None
         if self.kind == "gated":
@@ -181,13 +183,16 @@ class MarkovHead(nn.Module):
         z, state = self._pre(prev, h, state)
         return self.markov_w2(z), state
 
-    def pre_teacher_forced(self, prev: Tensor, h: Tensor) -> Tensor:
-        """Teacher-forced r-dim inputs of W2 for all slots. prev [..., g], h [..., g, d] -> [..., g, r]."""
+    def pre_teacher_forced(self, prev: Tensor, h: Tensor, prev_emb: Tensor | None = None) -> Tensor:
+        """Teacher-forced r-dim inputs of W2 for all slots. prev [..., g], h [..., g, d] -> [..., g, r].
+        ``prev_emb`` [..., g, r]: W1[prev] if already looked up (the loss shares one lookup with the
+        confidence head: each lookup's backward builds a dense [V, r] gradient)."""
         if self.kind != "rnn":
-            return self._pre(prev, h, None)[0]
+            return self._pre(prev, h, None, prev_emb)[0]
         outs, state = [], None
         for k in range(prev.shape[-1]):  # unrolled over the gamma slots (cheap: r-dim)
-            z, state = self._pre(prev[..., k], h[..., k, :], state)
+            e = None if prev_emb is None else prev_emb[..., k, :]
+            z, state = self._pre(prev[..., k], h[..., k, :], state, e)
             outs.append(z)
         return torch.stack(outs, dim=-2)
 
@@ -313,13 +318,16 @@ class DSparkDrafter(nn.Module):
         """Z = U + B in fp32, teacher-forced. -> [B,N,g,V]."""
         return self.logits(h) + self.markov_bias(prev_tokens, h)
 
-    def confidence_logits(self, h: Tensor, prev_tokens: Tensor) -> Tensor:
+    def confidence_logits(self, h: Tensor, prev_tokens: Tensor, prev_emb: Tensor | None = None) -> Tensor:
         """Confidence logits c [B,N,g] (sigmoid -> per-slot conditional acceptance), DSPARK.md 1.6.
-        Raises ConfigError when the confidence head is disabled."""
+        ``prev_emb`` [B,N,g,r]: W1[prev_tokens] if already looked up. Raises ConfigError when the confidence
+        head is disabled."""
         if self.confidence_head is None:
             raise ConfigError("no_confidence_head", "the confidence head is disabled",
                               "enable_confidence_head")
-        e = self.markov_head.markov_w1(prev_tokens) if self.confidence_head.with_markov else None
+        e = None
+        if self.confidence_head.with_markov:
+            e = self.markov_head.markov_w1(prev_tokens) if prev_emb is None else prev_emb
         return self.confidence_head(h, e).float()
 
     # -------------------------------------------------------------------- training forward

@@ -198,3 +198,31 @@ def test_fused_ce_l1_gradient_matches_autograd():
     torch.testing.assert_close(ce, ref_ce.detach())
     torch.testing.assert_close(cstar, (1 - 0.5 * ref_l1_rows.detach()).clamp(0, 1))
     assert torch.autograd.gradcheck(lambda z: sum(_WeightedCeL1.apply(z, y, p_t, W)[:2]), (Z.detach().requires_grad_(),))
+
+
+def test_bf16_matmuls_match_fp32_and_keep_fp32_gradients():
+    """matmul_dtype=bf16 (DeepSpec's precision) changes only the rounding of the V-sized matmuls: the loss and
+    the gradients of the fp32 parameters stay close to the exact fp32 ones, and they are not identical (the
+    bf16 path is really taken)."""
+    d, target = tiny_drafter("qwen3", markov_head_type="gated")
+    ids = torch.randint(0, V - 1, (1, 40), generator=torch.Generator().manual_seed(0))
+    lm = torch.ones(1, 40, dtype=torch.long)
+    lm[:, :5] = 0
+    aux, last = target_features(target, ids, [0, 1])
+    a, k = sample_anchors(lm[0], 8, torch.Generator().manual_seed(1))
+    res = {}
+    for dt in (torch.float32, torch.bfloat16):
+        d.zero_grad()
+        out = dspark_loss(d, ids, lm, aux, last, a[None], k[None], matmul_dtype=dt)
+        out.total.backward()
+        grads = {n: p.grad.clone() for n, p in d.named_parameters() if p.grad is not None}
+        res[dt] = (out, grads)
+    (o32, g32), (o16, g16) = res[torch.float32], res[torch.bfloat16]
+    assert o16.total.dtype == torch.float32 and all(g.dtype == torch.float32 for g in g16.values())
+    assert o16.total.item() != o32.total.item()
+    torch.testing.assert_close(o16.total, o32.total, rtol=2e-2, atol=0)
+    torch.testing.assert_close(o16.expected_tau, o32.expected_tau, rtol=2e-2, atol=0)
+    assert g16.keys() == g32.keys() and "markov_head.markov_w2.weight" in g16
+    for n in g32:
+        cos = torch.nn.functional.cosine_similarity(g16[n].flatten(), g32[n].flatten(), dim=0)
+        assert cos > 0.99, (n, cos.item())
