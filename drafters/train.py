@@ -30,8 +30,8 @@ Checkpoints ``out_dir/step_XXXXXX/`` = the DeepSpec-native export (config.json +
 ``training_state.safetensors`` (AdamW moments, fp32 master weights, RNG states) and ``training_state.json``
 (step, data position, config, history); no pickle anywhere. All of it is written once, by rank 0, as whole
 (unsharded) tensors: under FSDP the export is gathered and the optimizer state is gathered one tensor at a
-time, and on resume each rank reads the file lazily and keeps its own shard, so a run may resume with
-another world size or parallel mode as long as the global batch (world size x grad_accum) is the same.
+time, and on resume each rank reads the file lazily and keeps its own shard, so a run may resume under the
+other parallel mode (with the same world size and grad_accum, which resume checks).
 ``out_dir/best/`` holds the export with the highest validation expected accepted length (``best.json`` says
 which step). Resume (``resume=True``) continues exactly from ``out_dir/latest.json``; warm start
 (``TrainConfig.init_from``) only loads drafter weights and starts a fresh optimizer and schedule.
@@ -649,6 +649,9 @@ def _shard_fsdp(drafter: Any, device: torch.device, world: int, anchor_chunk: in
     fully_shard(unit, mesh=init_device_mesh(device.type, (world,)), mp_policy=mp, ignored_params=frozen)
     unit.set_gradient_divide_factor(1.0)
     unit.set_force_sum_reduction_for_comms(True)  # plain SUM (gloo has no PREMUL_SUM)
+    # A micro-batch without valid slots on one rank gives no gradient to the heads there (the loss is
+    # 0 * sum(h)): reduce zeros for them so every rank's reduce-scatter has the same layout.
+    unit.set_reduce_scatter_unused_params(True)
     _drop_fsdp_state_dict_hooks(unit)
     return unit, orig
 
@@ -928,7 +931,7 @@ def train(
                                  for k, v in _model_state(drafter).items()})
         if dd.rank == 0 or unit is not None:
             # Master weights and AdamW moments as whole tensors (gathered one at a time under FSDP): the
-            # same file whatever the parallel mode or world size, so resume may change either.
+            # same file whatever the parallel mode (resume may switch it) or world size.
             osd = opt.state_dict()["state"]
             for i, m in enumerate(master):
                 if mixed:

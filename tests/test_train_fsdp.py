@@ -5,7 +5,9 @@ shared 2-core box) runs, on the tiny target and drafter of tests/test_train.py:
   full:    6 FSDP steps, grad_accum 2 (global batch 4), validation and checkpoints every 2 steps, keep_last 2;
   run:     the same run stopped by SIGTERM on rank 0 only after step 3, then resumed with a fresh drafter;
   bf16:    a bf16 drafter (bf16 target) for 2 steps: fp32 master shards, bf16 compute and export;
-  lora:    3 steps of LoRA fine-tuning (adapters and frozen base weights sharded; merged export).
+  lora:    3 steps of LoRA fine-tuning (adapters and frozen base weights sharded; merged export);
+  ddp:     the FSDP checkpoint of step 4 resumed with parallel="ddp";
+  unused:  one backward where rank 1's micro-batch has no valid slot (its heads get no gradient).
 The test process then runs the same schedule in one process with grad_accum 4 (the same global batch).
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 from pathlib import Path
 
@@ -91,6 +94,33 @@ def _fsdp_worker(rank: int, world: int, tdir: str, out: str, port: int) -> None:
     res = train(t, dl, TRAIN, [], cfg(parallel="fsdp", max_steps=3, lora=LORA), out_p / "lora")
     if rank == 0:
         _save_run(out_p, "lora", dl, res)
+
+    # The FSDP checkpoint of step 4 resumed with parallel="ddp" (same processes, same global batch).
+    if rank == 0:
+        shutil.copytree(out_p / "full" / "step_000004", out_p / "ddp" / "step_000004")
+        (out_p / "ddp" / "latest.json").write_text(json.dumps({"step": 4, "dir": "step_000004"}))
+    dist.barrier()
+    dd = make_drafter(t, seed=5)
+    res = train(t, dd, TRAIN, VAL, cfg(parallel="ddp", **FSDP_CFG), out_p / "ddp")
+    if rank == 0:
+        _save_run(out_p, "ddp_resumed", dd, res)
+
+    # A micro-batch with no valid slot on rank 1 only (all blocks dummy): the heads get no gradient there,
+    # and the reduce-scatter must still match rank 0's (else gloo aborts the process).
+    from drafters.train import _shard_fsdp
+
+    du = make_drafter(t)
+    unit, _ = _shard_fsdp(du, torch.device("cpu"), world, 64)
+    s = TRAIN[rank]
+    ids, mask = torch.tensor([s.input_ids]), torch.tensor([s.loss_mask])
+    aux, last = t.features(ids, [0, 2])
+    total, *_ = unit(ids, mask, aux, last, torch.tensor([[30, 35]]), torch.full((1, 2), rank == 0),
+                     torch.tensor(8.0))
+    total.backward()
+    grads = [p.grad for p in du.parameters() if p.requires_grad]
+    if rank == 0:
+        (out_p / "unused.json").write_text(json.dumps({"with_grad": sum(g is not None for g in grads),
+                                                       "params": len(grads)}))
     dist.destroy_process_group()
 
 
@@ -118,7 +148,7 @@ def _run(out: Path, name: str) -> tuple[dict, dict[str, torch.Tensor]]:
     return json.loads((out / f"{name}.json").read_text()), load_file(str(out / f"{name}.w.safetensors"))
 
 
-@pytest.mark.slow  # ~25 s on the shared 2-core box: two interpreters, four short training runs
+@pytest.mark.slow  # ~35 s on the shared 2-core box (setup): two interpreters, six short training runs
 def test_fsdp_two_processes_equal_one_process(fsdp_runs, single_run):
     res1, w1, _ = single_run
     full, wf = _run(fsdp_runs, "full")
@@ -280,3 +310,23 @@ def test_recipe_parallel_reaches_the_training_stage(target_dir, tmp_path):  # no
     out = stages.train(SimpleNamespace(**{**vars(ctx), "spec": {**ctx.spec, "recipe": {**recipe, "parallel": "auto"}},
                                           "workdir": tmp_path / "work2"}))
     assert out["train_config"]["parallel"] == "ddp" and not [e for e in events if e[0] == "warning"]
+
+
+@pytest.mark.slow  # shares the spawned runs of the test above
+def test_fsdp_rank_without_valid_slots_still_reduces(fsdp_runs):
+    u = json.loads((fsdp_runs / "unused.json").read_text())
+    assert u["with_grad"] == u["params"] > 0  # zeros were reduce-scattered for the unused heads
+
+
+
+@pytest.mark.slow  # shares the spawned runs of the test above
+def test_fsdp_checkpoint_resumes_under_ddp(fsdp_runs):
+    """The checkpoint format is the same in both modes: the FSDP run's step 4, resumed by the same two
+    processes with parallel="ddp", continues as the FSDP run did."""
+    full, wf = _run(fsdp_runs, "full")
+    ddp, wd = _run(fsdp_runs, "ddp_resumed")
+    assert ddp["parallel"] == "ddp" and ddp["steps"] == 6
+    assert ddp["losses"][:4] == full["losses"][:4]  # carried over from the FSDP checkpoint
+    torch.testing.assert_close(torch.tensor(ddp["losses"]), torch.tensor(full["losses"]), rtol=1e-5, atol=1e-6)
+    for k in wf:
+        torch.testing.assert_close(wd[k], wf[k], rtol=1e-4, atol=1e-5)
