@@ -739,6 +739,10 @@ class _StateTensors:
             raise KeyError(k)
         return self._f.get_tensor(k)
 
+    def master(self, i: int) -> torch.Tensor:
+        """The fp32 master copy of trainable parameter i."""
+        return self[f"master.{i}"]
+
 
 # =============================================================================================== training
 def train(
@@ -877,9 +881,8 @@ def train(
     unit: _LossUnit | None = None
     orig_dtypes: dict[str, torch.dtype] = {}
     if parallel == "fsdp":
-        state = tens
-        unit, orig_dtypes = _shard_fsdp(drafter, device, dd.world, cfg.anchor_chunk,
-                                        (lambda i: state[f"master.{i}"]) if state is not None and mixed else None)
+        masters = tens.master if tens is not None and mixed else None
+        unit, orig_dtypes = _shard_fsdp(drafter, device, dd.world, cfg.anchor_chunk, masters)
         names = [n for n, _ in named]
         named = _trainable(drafter)
         params = [p for _, p in named]  # fp32 DTensor shards: the master weights themselves
@@ -905,6 +908,7 @@ def train(
                                    "exp_avg_sq": _like(tens[f"opt.{i}.exp_avg_sq"], m)}
         opt.load_state_dict(osd)
         torch.set_rng_state(tens["rng.torch"])
+        tens = None  # close the file: keep_last may delete its directory
         step = int(st["step"])
         history = list(st.get("history", []))
         best_tau, best_step = st.get("best_expected_tau"), st.get("best_step")

@@ -4,7 +4,8 @@ One pair of spawned processes (starting two interpreters that import torch costs
 shared 2-core box) runs, on the tiny target and drafter of tests/test_train.py:
   full:    6 FSDP steps, grad_accum 2 (global batch 4), validation and checkpoints every 2 steps, keep_last 2;
   run:     the same run stopped by SIGTERM on rank 0 only after step 3, then resumed with a fresh drafter;
-  bf16:    a bf16 drafter (bf16 target) for 2 steps: fp32 master shards, bf16 compute and export;
+  bf16:    a bf16 drafter (bf16 target), 4 steps, and again stopped at 2 and resumed: fp32 master shards,
+           bf16 compute and export;
   lora:    3 steps of LoRA fine-tuning (adapters and frozen base weights sharded; merged export);
   ddp:     the FSDP checkpoint of step 4 resumed with parallel="ddp";
   unused:  one backward where rank 1's micro-batch has no valid slot (its heads get no gradient).
@@ -82,13 +83,28 @@ def _fsdp_worker(rank: int, world: int, tdir: str, out: str, port: int) -> None:
         _save_run(out_p, "resumed", d_res, res)
 
     tb = load_target(tdir, dtype=torch.bfloat16)
-    db = make_drafter(tb)
-    for p in db.parameters():
-        if p.requires_grad:
-            p.data = p.data.to(torch.bfloat16)
-    res = train(tb, db, TRAIN, [], cfg(parallel="fsdp", max_steps=2), out_p / "bf16")
+
+    def bf16_drafter(seed: int = 0):
+        db = make_drafter(tb, seed)
+        for p in db.parameters():
+            if p.requires_grad:
+                p.data = p.data.to(torch.bfloat16)
+        return db
+
+    cb = cfg(parallel="fsdp", max_steps=4, checkpoint_every=2)
+    db = bf16_drafter()
+    res = train(tb, db, TRAIN, [], cb, out_p / "bf16")
     if rank == 0:
         _save_run(out_p, "bf16", db, res)
+    at = {"step": 0}
+    part = train(tb, bf16_drafter(), TRAIN, [], cb, out_p / "bf16_run", progress=lambda p: at.update(step=p.step),
+                 should_stop=lambda: at["step"] >= 2)
+    if rank == 0:
+        (out_p / "bf16_part.json").write_text(json.dumps({"steps": part.steps, "cancelled": part.cancelled}))
+    db = bf16_drafter(seed=4)
+    res = train(tb, db, TRAIN, [], cb, out_p / "bf16_run")  # the fp32 master shards come from the file
+    if rank == 0:
+        _save_run(out_p, "bf16_resumed", db, res)
 
     dl = make_drafter(t)
     res = train(t, dl, TRAIN, [], cfg(parallel="fsdp", max_steps=3, lora=LORA), out_p / "lora")
@@ -219,17 +235,24 @@ def test_fsdp_sigterm_and_resume_are_exact(fsdp_runs):
 
 
 @pytest.mark.slow  # shares the spawned runs of the test above
-def test_fsdp_bf16_keeps_fp32_master_shards(fsdp_runs):
-    b, _ = _run(fsdp_runs, "bf16")
-    assert b["steps"] == 2 and all(torch.isfinite(torch.tensor(b["losses"])))
+def test_fsdp_bf16_keeps_fp32_master_shards_and_resumes_exactly(fsdp_runs):
+    b, wb = _run(fsdp_runs, "bf16")
+    assert b["steps"] == 4 and all(torch.isfinite(torch.tensor(b["losses"])))
     assert b["plain"] and b["dtypes"] == ["torch.bfloat16"]  # handed back in the caller's dtype
-    st = load_file(str(fsdp_runs / "bf16" / "step_000002" / STATE_TENSORS))
-    exported = load_file(str(fsdp_runs / "bf16" / "step_000002" / "model.safetensors"))
-    assert st["master.0"].dtype == torch.float32
+    ck = fsdp_runs / "bf16" / "step_000004"
+    st = load_file(str(ck / STATE_TENSORS))
+    exported = load_file(str(ck / "model.safetensors"))
+    names = json.loads((ck / STATE_JSON).read_text())["param_names"]
+    assert [k for k in st if k.startswith("master.")] and all(
+        st[f"master.{i}"].dtype == torch.float32 for i in range(len(names)))
     assert all(v.dtype == torch.bfloat16 for v in exported.values())
-    names = json.loads((fsdp_runs / "bf16" / "step_000002" / STATE_JSON).read_text())["param_names"]
-    # the export is the fp32 master rounded to bf16
-    assert torch.equal(exported[names[0]], st["master.0"].to(torch.bfloat16))
+    # the export is the fp32 master rounded to bf16, and so are the weights handed back
+    for i, n in enumerate(names):
+        assert torch.equal(exported[n], st[f"master.{i}"].to(torch.bfloat16)) and torch.equal(wb[n], exported[n])
+    assert json.loads((fsdp_runs / "bf16_part.json").read_text()) == {"steps": 2, "cancelled": True}
+    r, wr = _run(fsdp_runs, "bf16_resumed")
+    assert r["losses"] == b["losses"]
+    assert all(torch.equal(wb[k], wr[k]) for k in wb)
 
 
 def test_parallel_mode_is_validated_and_single_process_fsdp_runs_unsharded(target, tmp_path):  # noqa: F811
