@@ -297,42 +297,65 @@ def test_fsdp_lora_equals_one_process(fsdp_runs, target, tmp_path):  # noqa: F81
         torch.testing.assert_close(st[k], st1[k], rtol=1e-4, atol=1e-5)
 
 
+def _run_train_stage(target_dir, tmp_path, name: str, **recipe_over):
+    """Run the real training stage (workers.stages.train) for one step on the tiny target; returns its
+    result and the events it emitted."""
+    from types import SimpleNamespace
+
+    from drafters.shards import save_sequences
+    from workers import stages
+
+    prep = tmp_path / "prepared"
+    if not prep.exists():
+        prep.mkdir()
+        save_sequences(TRAIN[:8], prep / "train.safetensors")
+        save_sequences(VAL[:2], prep / "val.safetensors")
+    events: list[tuple] = []
+    recipe = {"max_steps": 1, "num_draft_layers": 1, "block_size": 4, "markov_rank": 16, "target_layer_ids": [0, 2],
+              "mask_token_id": 255, "num_anchors": 4, "tokens_per_batch": 256, "val_max_seqs": 2,
+              "target_dtype": "float32", **recipe_over}
+    ctx = SimpleNamespace(
+        spec={"target": {"model": str(target_dir)}, "recipe": recipe},
+        results={"preparing": {"prepared": {"uri": None, "local": str(prep)}}}, workdir=tmp_path / name,
+        settings=SimpleNamespace(pipeline="inline", cache_dir=tmp_path / "cache"),
+        event=lambda *a: events.append(a), metrics=lambda *a: None, progress=lambda *a, **k: None,
+        cancelled=lambda: False)
+    return stages.train(ctx), events
+
+
 def test_recipe_parallel_reaches_the_training_stage(target_dir, tmp_path):  # noqa: F811
     """The job recipe's ``parallel`` is validated by the API and handed to TrainConfig by the training stage;
     a stage worker trains in one process, so "fsdp" there says, in a warning event, that it did not shard."""
-    from types import SimpleNamespace
-
     from pydantic import ValidationError
 
-    from drafters.shards import save_sequences
     from service.api.schemas import Recipe
-    from workers import stages
 
     assert Recipe(parallel="fsdp").parallel == "fsdp" and Recipe().parallel == "auto"
     with pytest.raises(ValidationError):
         Recipe(parallel="zero3")
-    prep = tmp_path / "prepared"
-    prep.mkdir()
-    save_sequences(TRAIN[:8], prep / "train.safetensors")
-    save_sequences(VAL[:2], prep / "val.safetensors")
-    events: list[tuple] = []
-    recipe = {"max_steps": 1, "num_draft_layers": 1, "block_size": 4, "markov_rank": 16, "target_layer_ids": [0, 2],
-              "mask_token_id": 255, "num_anchors": 4, "tokens_per_batch": 256, "val_max_seqs": 2,
-              "target_dtype": "float32", "parallel": "fsdp"}
-    ctx = SimpleNamespace(
-        spec={"target": {"model": str(target_dir)}, "recipe": recipe},
-        results={"preparing": {"prepared": {"uri": None, "local": str(prep)}}}, workdir=tmp_path / "work",
-        settings=SimpleNamespace(pipeline="inline", cache_dir=tmp_path / "cache"),
-        event=lambda *a: events.append(a), metrics=lambda *a: None, progress=lambda *a, **k: None,
-        cancelled=lambda: False)
-    out = stages.train(ctx)
+    out, events = _run_train_stage(target_dir, tmp_path, "work", parallel="fsdp")
     assert out["train_config"]["parallel"] == "fsdp" and out["parallel"] == "single" and out["steps"] == 1
     warn = [e for e in events if e[0] == "warning"]
     assert len(warn) == 1 and warn[0][3] == {"code": "parallel_single_process"} and "torchrun" in warn[0][2]
-    events.clear()
-    out = stages.train(SimpleNamespace(**{**vars(ctx), "spec": {**ctx.spec, "recipe": {**recipe, "parallel": "auto"}},
-                                          "workdir": tmp_path / "work2"}))
+    out, events = _run_train_stage(target_dir, tmp_path, "work2", parallel="auto")
     assert out["train_config"]["parallel"] == "ddp" and not [e for e in events if e[0] == "warning"]
+
+
+def test_recipe_mode_and_loss_precision_reach_the_training_stage(target_dir, tmp_path):  # noqa: F811
+    """recipe.mode "lora" trains LoRA adapters (merged in the export); recipe.loss_matmul_dtype reaches
+    TrainConfig, and "auto" resolves per machine (bf16 on a CPU with native bf16)."""
+    from pydantic import ValidationError
+
+    from drafters.target import cpu_bf16_fast
+    from service.api.schemas import Recipe
+
+    with pytest.raises(ValidationError):
+        Recipe(loss_matmul_dtype="float16")
+    out, _ = _run_train_stage(target_dir, tmp_path, "lora", mode="lora", loss_matmul_dtype="float32")
+    assert out["train_config"]["lora"]["r"] == 16 and out["train_config"]["loss_matmul_dtype"] == "float32"
+    out, _ = _run_train_stage(target_dir, tmp_path, "full")
+    assert out["train_config"]["lora"] is None
+    assert out["train_config"]["loss_matmul_dtype"] == ("bfloat16" if cpu_bf16_fast() else "auto")
 
 
 @pytest.mark.slow  # shares the spawned runs of the test above

@@ -131,7 +131,10 @@ class DataOptions(Request_):
 class Recipe(Request_):
     """Fine-tuning recipe; every field defaults to ``auto`` (DSPARK.md for the meaning of each)."""
 
-    mode: Literal["auto", "full", "lora"] = "auto"
+    mode: Literal["auto", "full", "lora"] = Field(
+        default="auto", description="'full' fine-tunes every drafter weight (DSPARK.md 8.5); 'lora' trains peft "
+        "LoRA adapters (r 16, alpha 32) on the backbone and fc plus the Markov and confidence heads, merged "
+        "before export. 'auto' = 'full'.")
     epochs: PositiveFloatOrAuto = "auto"
     max_steps: PositiveIntOrAuto = "auto"
     time_budget_s: PositiveFloatOrAuto = "auto"
@@ -153,6 +156,10 @@ class Recipe(Request_):
     validate_every: PositiveIntOrAuto = "auto"
     keep_last: PositiveIntOrAuto = "auto"
     seed: Annotated[int, Field(ge=0)] | Auto = "auto"
+    loss_matmul_dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        default="auto",
+        description="Precision of the loss's vocabulary-sized matmuls (softmax and loss terms are always fp32): "
+                    "'auto' = bfloat16 on GPUs and on CPUs with native bf16, else float32.")
     parallel: Literal["auto", "ddp", "fsdp"] = Field(
         default="auto",
         description="Multi-process data parallelism: 'ddp' replicates the drafter on every process, 'fsdp' "
