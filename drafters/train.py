@@ -69,7 +69,7 @@ STATE_TENSORS = "training_state.safetensors"
 LATEST = "latest.json"
 BEST = "best"
 BEST_JSON = "best.json"
-PARALLEL_MODES = ("ddp", "fsdp")
+PARALLEL_MODES = ("auto", "ddp", "fsdp")
 
 # Segment label values (drafters.render.Segment, stable per the module contract); used to resolve names
 # in TrainConfig.segment_weights without importing the renderer.
@@ -100,9 +100,11 @@ class TrainConfig:
     ``{"r": 16, "alpha": 32, "dropout": 0.0, "train_norms": True}`` for peft LoRA adapters
     (drafters.dspark.lora: backbone linears + fc adapted, Markov/confidence heads fully trained); exports are
     merged, the unmerged state travels in the training state for resume. ``parallel``: how a multi-process
-    run (torch.distributed initialised, e.g. under torchrun) holds the drafter: "ddp" (default) keeps a full
+    run (torch.distributed initialised, e.g. under torchrun) holds the drafter: "ddp" keeps a full
     drafter and full AdamW state on every rank and all-reduces gradients; "fsdp" shards the trainable weights,
-    their gradients and the AdamW state over the ranks with PyTorch FSDP2 (``fully_shard``), see ``train``.
+    their gradients and the AdamW state over the ranks with PyTorch FSDP2 (``fully_shard``), see ``train``;
+    "auto" (default) = "fsdp" when the replicated training state would not fit (``choose_parallel``), else
+    "ddp".
     Both give the same updates and write the same checkpoint format, so a run may resume under the other
     mode. A single process (no process group) trains unsharded whatever this says. ``loss_matmul_dtype``:
     dtype of the loss's V-sized matmuls (``dspark_loss(matmul_dtype=)``): "float32", "bfloat16" (DeepSpec's
@@ -137,7 +139,7 @@ class TrainConfig:
     init_from: str | None = None
     lora: dict | None = None
     log_every: int = 1
-    parallel: str = "ddp"
+    parallel: str = "auto"
     loss_matmul_dtype: str = "auto"
 
     def validate(self) -> None:
@@ -615,6 +617,22 @@ class _LossUnit(torch.nn.Module):
         return out.total, out.ce, out.l1, out.conf
 
 
+#: Bytes per trainable parameter a replicated (DDP) rank holds: fp32 master + fp32 gradient + two AdamW
+#: moments (16), plus the bf16 compute copy (2).
+REPLICATED_BYTES_PER_PARAM = 18
+
+
+def choose_parallel(n_trainable: int, free_bytes: int | None, budget: float = 0.4) -> str:
+    """"auto" parallel mode (issue 6: FSDP when the drafter does not fit): "fsdp" when the replicated
+    training state (``REPLICATED_BYTES_PER_PARAM`` x ``n_trainable`` bytes) would take more than ``budget``
+    of the device's free memory (the rest is for the frozen target and activations), else "ddp".
+    ``free_bytes`` None (CPU) -> "ddp". Example: a 5-layer Qwen3-4B drafter (~1.2e9 trainable incl. fc and
+    heads) needs ~22 GB: "ddp" on an 80 GB H100 with 70 GB free, "fsdp" on a 40 GB A100."""
+    if free_bytes is None:
+        return "ddp"
+    return "fsdp" if n_trainable * REPLICATED_BYTES_PER_PARAM > budget * free_bytes else "ddp"
+
+
 def _loss_matmul_dtype(cfg: TrainConfig, drafter: Any) -> torch.dtype:
     """``cfg.loss_matmul_dtype`` resolved for this drafter ("auto": bf16 when its LM head is bf16)."""
     if cfg.loss_matmul_dtype == "auto":
@@ -894,7 +912,12 @@ def train(
         else:
             load_drafter_weights(drafter, ck)
     # "fsdp" shards only when there is a process group to shard over; one process trains unsharded.
-    parallel = cfg.parallel if dd.on else "single"
+    parallel = "single"
+    if dd.on:
+        parallel = cfg.parallel
+        if parallel == "auto":
+            free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else None
+            parallel = choose_parallel(sum(p.numel() for _, p in _trainable(drafter)), free)
     unit: _LossUnit | None = None
     orig_dtypes: dict[str, torch.dtype] = {}
     if parallel == "fsdp":

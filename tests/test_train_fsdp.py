@@ -338,7 +338,18 @@ def test_recipe_parallel_reaches_the_training_stage(target_dir, tmp_path):  # no
     warn = [e for e in events if e[0] == "warning"]
     assert len(warn) == 1 and warn[0][3] == {"code": "parallel_single_process"} and "torchrun" in warn[0][2]
     out, events = _run_train_stage(target_dir, tmp_path, "work2", parallel="auto")
-    assert out["train_config"]["parallel"] == "ddp" and not [e for e in events if e[0] == "warning"]
+    assert out["train_config"]["parallel"] == "auto" and out["parallel"] == "single"
+    assert not [e for e in events if e[0] == "warning"]
+
+
+def test_auto_parallel_shards_when_the_replicated_state_does_not_fit():
+    from drafters.train import REPLICATED_BYTES_PER_PARAM, choose_parallel
+
+    assert REPLICATED_BYTES_PER_PARAM == 18  # fp32 master + grad + 2 AdamW moments + bf16 copy
+    n = 1_200_000_000  # ~ a 5-layer Qwen3-4B drafter: 21.6 GB replicated
+    assert choose_parallel(n, 70 << 30) == "ddp"
+    assert choose_parallel(n, 40 << 30) == "fsdp"
+    assert choose_parallel(n, None) == "ddp"  # CPU: no device memory to protect
 
 
 def test_recipe_mode_and_loss_precision_reach_the_training_stage(target_dir, tmp_path):  # noqa: F811

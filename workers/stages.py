@@ -14,7 +14,7 @@ The job spec (``job.spec``) this reads, with the defaults that "auto" resolves t
     drafter_name: "<target>-agent" by default
     recipe:      {"num_draft_layers": "auto", "block_size": 7, "max_steps": "auto", "time_budget_s": null,
                   "lr": "auto", "num_anchors": "auto", "seed": 0, "segment_weights": {"tool_args": 2.0},
-                  "parallel": "auto" (= "ddp"; "fsdp" shards only under torchrun, see drafters.train), ...}
+                  "parallel": "auto" (fsdp when the replicated state would not fit; shards only under torchrun), ...}
     evaluation:  {"engine": "hf", "max_calls": "auto", "max_new_tokens": "auto", "temperature": 0.0, "seed": 0}
     promotion:   {"min_gain": 0.02, "max_segment_loss": 0.03, "min_support": 20, "auto_promote": false}
 """
