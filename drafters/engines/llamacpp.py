@@ -7,7 +7,9 @@ draft-dspark --spec-draft-n-max <block_size> -np 1 --metrics --no-cache-prompt``
 false, greedy at temperature 0), read the speculative counters from ``GET /metrics`` before and after, stop
 the server. tau = 1 + (accepted after - before) / (verification rounds after - before) via
 ``drafters.evaluate.tau_from_counts`` (never computed here). Optionally the target alone (no ``-md``) replays
-the same prompts and the generated ids are compared token for token (lossless at temperature 0).
+the same prompts and the generated ids are compared token for token (lossless at temperature 0; a difference
+where the target's top-1/top-2 logit margin is below the tie tolerance is a near tie of fp32 arithmetic, batched
+verification against one-token decoding, and is reported as such, like drafters.evaluate does for the hf loop).
 
 Counters, from the vendored server (tools/server/server-task.cpp, server-context.cpp of llama-cpp-python
 0.3.36): ``llamacpp:spec_decode_num_drafts_total`` = verification steps (a step with an empty draft is not
@@ -53,6 +55,7 @@ METRIC_DRAFTED = "llamacpp:spec_decode_num_draft_tokens_total"
 METRIC_PER_POS = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
 METRIC_PREDICTED = "llamacpp:tokens_predicted_total"
 FLAG_NOT_LOSSLESS = "not_lossless"
+FLAG_NEAR_TIES = "near_tie_differences"  # outputs differ from the target alone only where its argmax is nearly tied
 FLAG_STOP_IDS = "stop_token_ids_not_enforced"
 STOP_TYPES = {"eos": "stop", "limit": "length", "word": "stop_string", "none": None}
 DSPARK_ARCHITECTURES = ("Qwen3DSparkModel", "DSparkDraftModel")
@@ -485,14 +488,17 @@ class LlamaClient:
         except (TracedraftError, ValueError):
             return {}
 
-    def complete(self, prompt_ids: Sequence[int], n_predict: int, temperature: float, seed: int) -> dict:
+    def complete(self, prompt_ids: Sequence[int], n_predict: int, temperature: float, seed: int,
+                 n_probs: int = 0) -> dict:
         """POST /completion with the exact token ids; full distribution at temperature > 0 (top-k/p, min-p,
         penalties off, as the hf engine samples); greedy at 0. Returns the JSON body (``tokens`` = generated
-        ids, ``timings`` with ``draft_n``/``draft_n_accepted`` when drafting happened, ``stop_type``)."""
+        ids, ``timings`` with ``draft_n``/``draft_n_accepted`` when drafting happened, ``stop_type``; with
+        ``n_probs`` > 0, ``completion_probabilities``: per generated token the ``top_logprobs`` of the
+        target's logits before sampling)."""
         body = {"prompt": [int(t) for t in prompt_ids], "n_predict": int(n_predict), "temperature": float(temperature),
                 "seed": int(seed), "cache_prompt": False, "return_tokens": True, "stream": False,
                 "top_k": 0, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0,
-                "presence_penalty": 0.0, "frequency_penalty": 0.0, "n_probs": 0}
+                "presence_penalty": 0.0, "frequency_penalty": 0.0, "n_probs": int(n_probs)}
         data = self.request("POST", "/completion", body).json()
         if not isinstance(data, Mapping) or "tokens" not in data:
             raise TracedraftError("engine_bad_response", f"/completion answer has no 'tokens': {str(data)[:300]}",
@@ -512,15 +518,42 @@ def gguf_eog_ids(target_gguf: str | Path) -> set[int]:
                                    "tokenizer.ggml.eom_token_id") if meta.get(k) is not None}
 
 
-def _tokens_equal_report(spec: Sequence[CallMeasurement], plain: Sequence[CallMeasurement]) -> dict:
+def top2_margins(body: Mapping[str, Any]) -> list[float | None]:
+    """Per generated token, the target's top-1 minus top-2 logit (= the log-probability gap) from a
+    /completion answer requested with ``n_probs`` >= 2 (``completion_probabilities[i].top_logprobs``);
+    None where fewer than two candidates were reported."""
+    out: list[float | None] = []
+    for item in body.get("completion_probabilities") or []:
+        top = item.get("top_logprobs") if isinstance(item, Mapping) else None
+        if isinstance(top, list) and len(top) >= 2:
+            out.append(float(top[0]["logprob"]) - float(top[1]["logprob"]))
+        else:
+            out.append(None)
+    return out
+
+
+def _tokens_equal_report(spec: Sequence[CallMeasurement], plain: Sequence[CallMeasurement],
+                         margins: Sequence[Sequence[float | None]] | None = None,
+                         tie_tolerance: float = 1e-3) -> dict:
+    """Token identity of the speculative outputs with the target alone, call by call.
+
+    For a call that differs, ``first_difference`` is the first differing generated token and ``margin``
+    the target-alone pass's top-1/top-2 logit gap there (from ``margins``, None if unknown). A difference
+    at a margin below ``tie_tolerance`` is a near tie: llama.cpp verifies a block in one batched forward
+    and decodes the target alone one token at a time, and the two kernel paths sum in different orders,
+    so an fp32 argmax that is nearly tied can flip (the same rule as drafters.evaluate's lossless check).
+    ``identical``: every call equal; ``lossless``: every difference is a near tie."""
     mismatched = []
-    for s, p in zip(spec, plain):
+    for k, (s, p) in enumerate(zip(spec, plain)):
         a, b = list(s.tokens or []), list(p.tokens or [])
         if a != b:
-            i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-            mismatched.append({"call_id": s.call_id, "first_difference": i, "len_spec": len(a), "len_plain": len(b)})
-    return {"identical": not mismatched, "calls": len(spec), "mismatched_calls": mismatched,
-            "tokens_compared": sum(len(s.tokens or []) for s in spec)}
+            i = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            m = margins[k][i] if margins is not None and k < len(margins) and i < len(margins[k]) else None
+            mismatched.append({"call_id": s.call_id, "first_difference": i, "len_spec": len(a), "len_plain": len(b),
+                               "margin": m, "near_tie": m is not None and m < tie_tolerance})
+    return {"identical": not mismatched, "lossless": all(x["near_tie"] for x in mismatched),
+            "calls": len(spec), "mismatched_calls": mismatched, "near_ties": sum(x["near_tie"] for x in mismatched),
+            "tie_tolerance": tie_tolerance, "tokens_compared": sum(len(s.tokens or []) for s in spec)}
 
 
 class LlamaCppEngine(Engine):
@@ -531,7 +564,9 @@ class LlamaCppEngine(Engine):
     needed to export checkpoint-directory drafters (``export_gguf``). llama_server: an existing binary (else
     $TRACEDRAFT_LLAMA_SERVER, else the cached build of ``version``; never builds). check_lossless: also run
     the target alone on the same prompts and compare the generated ids (cached per prompt set, so several
-    drafters share one plain pass). ctx_size: tokens per slot (None: longest prompt + max_new_tokens + 64,
+    drafters share one plain pass; it also records the target's top-1/top-2 logit margin of every token, so
+    a difference is classed as a near tie when that margin is below ``tie_tolerance``, see
+    ``_tokens_equal_report``). ctx_size: tokens per slot (None: longest prompt + max_new_tokens + 64,
     rounded up to 256). threads: CPU threads for target and draft. work_dir: where exported drafter GGUFs go
     (default a temporary directory).
 
@@ -550,7 +585,7 @@ class LlamaCppEngine(Engine):
                  cache_dir: str | Path | None = None, check_lossless: bool = True, ctx_size: int | None = None,
                  threads: int | None = None, startup_timeout: float = 300.0, request_timeout: float = 900.0,
                  extra_args: Sequence[str] = (), work_dir: str | Path | None = None,
-                 log_dir: str | Path | None = None, draft_outtype: str = "f32"):
+                 log_dir: str | Path | None = None, draft_outtype: str = "f32", tie_tolerance: float = 1e-3):
         self.target_gguf = Path(target_gguf)
         if not self.target_gguf.is_file():
             raise TracedraftError("bad_config", f"target GGUF {self.target_gguf} does not exist", str(self.target_gguf))
@@ -564,6 +599,8 @@ class LlamaCppEngine(Engine):
         self.log_dir = Path(log_dir) if log_dir else self.work_dir / "logs"
         self.draft_outtype = draft_outtype
         self._plain_cache: dict[tuple, list[CallMeasurement]] = {}
+        self._plain_margins: dict[tuple, list[list[float | None]]] = {}
+        self.tie_tolerance = tie_tolerance
         self._eog: set[int] | None = None
 
     # -- drafters --------------------------------------------------------------------------------------
@@ -597,7 +634,10 @@ class LlamaCppEngine(Engine):
         return int(math.ceil(need / 256) * 256)
 
     def _replay(self, server: LlamaServer, prompts: Sequence[Any], max_new_tokens: int, temperature: float,
-                seed: int, speculative: bool) -> tuple[list[CallMeasurement], SpecCounters, SpecCounters, dict]:
+                seed: int, speculative: bool, margins: list | None = None
+                ) -> tuple[list[CallMeasurement], SpecCounters, SpecCounters, dict]:
+        """Replay ``prompts`` on ``server``; with ``margins`` (a list), also ask for the top-2 log-probabilities
+        of every generated token and append each call's ``top2_margins`` to it."""
         client = LlamaClient(server, timeout=self.request_timeout)
         try:
             props = client.props()
@@ -606,8 +646,11 @@ class LlamaCppEngine(Engine):
             calls = []
             for i, p in enumerate(prompts):
                 t0 = time.perf_counter()
-                body = client.complete(p.prompt_ids, max_new_tokens, temperature, seed + i)
+                body = client.complete(p.prompt_ids, max_new_tokens, temperature, seed + i,
+                                       n_probs=2 if margins is not None else 0)
                 secs = time.perf_counter() - t0
+                if margins is not None:
+                    margins.append(top2_margins(body))
                 timings = body.get("timings") or {}
                 cur = client.counters()
                 # Slot counters reach /metrics at slot release; confirm this call's drafted tokens are in.
@@ -651,12 +694,19 @@ class LlamaCppEngine(Engine):
     def plain(self, prompts: Sequence[Any], *, max_new_tokens: int, temperature: float = 0.0,
               seed: int = 0) -> list[CallMeasurement]:
         """The target alone (no -md) on ``prompts``; cached per (prompt ids, budget, temperature, seed)."""
-        key = (tuple(tuple(p.prompt_ids) for p in prompts), max_new_tokens, float(temperature), seed)
+        key = self._plain_key(prompts, max_new_tokens, temperature, seed)
         if key not in self._plain_cache:
+            margins: list = []
             with self._server(None, 0, self._ctx(prompts, max_new_tokens, 0)) as server:
-                calls, *_ = self._replay(server, prompts, max_new_tokens, temperature, seed, speculative=False)
+                calls, *_ = self._replay(server, prompts, max_new_tokens, temperature, seed, speculative=False,
+                                         margins=margins)
             self._plain_cache[key] = calls
+            self._plain_margins[key] = margins
         return self._plain_cache[key]
+
+    @staticmethod
+    def _plain_key(prompts: Sequence[Any], max_new_tokens: int, temperature: float, seed: int) -> tuple:
+        return (tuple(tuple(p.prompt_ids) for p in prompts), max_new_tokens, float(temperature), seed)
 
     def measure(self, prompts: Sequence[Any], drafter: Any, *, max_new_tokens: int, temperature: float = 0.0,
                 seed: int = 0, stop_token_ids: Sequence[int] = ()) -> EngineRun:
@@ -700,11 +750,14 @@ class LlamaCppEngine(Engine):
         }
         if self.check_lossless:
             plain = self.plain(prompts, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed)
-            rep = _tokens_equal_report(calls, plain)
+            margins = self._plain_margins.get(self._plain_key(prompts, max_new_tokens, temperature, seed))
+            rep = _tokens_equal_report(calls, plain, margins if temperature == 0 else None, self.tie_tolerance)
             info["lossless"] = rep
             info["plain_seconds"] = sum(c.seconds or 0.0 for c in plain)
-            if temperature == 0 and not rep["identical"]:
+            if temperature == 0 and not rep["lossless"]:
                 flags.append(FLAG_NOT_LOSSLESS)
+            elif temperature == 0 and not rep["identical"]:
+                flags.append(FLAG_NEAR_TIES)
         return EngineRun("llamacpp", str(drafter), calls, info=info, flags=flags)
 
 
