@@ -597,7 +597,9 @@ def _publish_gguf(name: str, version: str, out_dir: Path | None, org: str | None
             if recorded is None:
                 if not quiet:
                     err_console.print(f"{name}@v{n}: converting to GGUF ({outtype}) against target {spec} ...")
-                ck = store.get_dir(ckpt_uri, Path(tmp) / "checkpoint", ckpt_files)
+                # The converter names the model after this directory (general.name): a fixed name per
+                # version keeps the GGUF byte-identical from one run to the next.
+                ck = store.get_dir(ckpt_uri, Path(tmp) / f"{name}-v{n}", ckpt_files)
                 session.rollback()  # no transaction held while the converter runs
                 gguf = Path(tmp) / Path(fname).name
                 info = run_gguf_converter(ck, spec, gguf, outtype, llamacpp_version, get_settings().cache_dir)
