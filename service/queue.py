@@ -174,7 +174,12 @@ def dispatch(stage: str, job_id: str, *, settings: Settings | None = None) -> st
             raise res.result
         return tid
     q = STAGE_QUEUE[st]
-    app.send_task(task_name(st), args=[job_id], task_id=tid, queue=q, exchange=q, routing_key=q)
+    # ignore_result: send_task does not read task_ignore_result, and without it every publish first makes
+    # the result backend subscribe to the task's result channel; the backend is per thread, so a fresh
+    # thread (one per API job creation) also built a Redis client and connection for it each time. No
+    # caller reads a stage's Celery result (the job row holds it).
+    app.send_task(task_name(st), args=[job_id], task_id=tid, queue=q, exchange=q, routing_key=q,
+                  ignore_result=True)
     return tid
 
 
