@@ -30,7 +30,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from drafters.errors import TracedraftError
-from service.db.base import utcnow
+from service.db.base import new_id, utcnow
 from service.db.models import (
     Dataset,
     EventLevel,
@@ -96,6 +96,7 @@ def create_job(
     metadata: Mapping[str, Any] | None = None,
     max_attempts: int | None = None,
     body: Mapping[str, Any] | None = None,
+    lookup_key: bool = True,
     commit: bool = True,
 ) -> Job:
     """Create a queued job (status ``queued``, first stage ``validating``) and its first event.
@@ -106,6 +107,8 @@ def create_job(
     ``{"dataset_id", "spec", "metadata"}``. Concurrent calls with one key create one job (the unique
     constraint decides; the loser rolls back its own transaction and returns the winner's job).
 
+    ``lookup_key=False`` skips the first look-up of the key, for a caller that just looked it up in the
+    same transaction (the API); the unique constraint still settles a race.
     ``max_attempts`` defaults to ``settings.job_max_attempts``.
     """
     org_id = _id(org)
@@ -114,7 +117,7 @@ def create_job(
     meta = dict(metadata or {})
     digest = request_hash(body if body is not None else {"dataset_id": dataset_id, "spec": spec, "metadata": meta})
 
-    if idempotency_key is not None:
+    if idempotency_key is not None and lookup_key:
         existing = _by_key(session, org_id, idempotency_key)
         if existing is not None:
             return _replay(existing, digest, idempotency_key)
@@ -123,6 +126,7 @@ def create_job(
 
         max_attempts = get_settings().job_max_attempts
     job = Job(
+        id=new_id("job"),
         org_id=org_id,
         dataset_id=dataset_id,
         status=JobStatus.queued,
@@ -133,8 +137,13 @@ def create_job(
         idempotency_key=idempotency_key,
         request_hash=digest if idempotency_key is not None else None,
         max_attempts=max_attempts,
+        event_seq=1,
     )
-    session.add(job)
+    # The first event goes in with the job, in one flush. Its seq is 1 without add_event's atomic
+    # increment: no other writer can add events to a job that is not committed yet.
+    first = JobEvent(job_id=job.id, seq=1, level=EventLevel.info, type=EventType.stage, message="job queued",
+                     data={"status": JobStatus.queued, "stage": Stage.validating})
+    session.add_all([job, first])
     try:
         session.flush()
     except IntegrityError:
@@ -145,8 +154,6 @@ def create_job(
         if existing is None:
             raise
         return _replay(existing, digest, idempotency_key)
-    add_event(session, job.id, EventLevel.info, EventType.stage, "job queued",
-              {"status": JobStatus.queued, "stage": Stage.validating}, commit=False)
     _done(session, commit)
     return job
 
