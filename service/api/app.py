@@ -7,7 +7,8 @@ module (tests, tools) opens no database.
 Each app owns its resources, kept on ``app.state``: ``settings``, ``engine`` and ``sessionmaker`` (a pool
 sized for the API's thread pool on PostgreSQL), ``store`` (the artifact store), ``metrics`` (its own
 Prometheus registry), ``rate_limiter`` (Redis-backed with pipeline=celery, in-process otherwise), ``sse``
-(event-stream poll interval and maximum duration) and ``pipeline_threads``.
+(event-stream poll interval and maximum duration), ``dispatcher`` (starts a new job's pipeline off the
+request path: ``service.api.dispatcher``) and ``pipeline_threads`` (its per-job threads in inline mode).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
+from service.api.dispatcher import StageDispatcher
 from service.api.errors import install_error_handlers
 from service.api.metrics import ApiMetrics
 from service.api.ratelimit import MemoryRateLimiter, RedisRateLimiter
@@ -54,9 +56,12 @@ def create_app(settings: Settings | None = None, *, sse_poll_s: float = 0.5, sse
     if settings.auto_migrate:
         upgrade(engine)
 
+    dispatcher = StageDispatcher(settings)
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
+        dispatcher.close()
         engine.dispose()
 
     app = FastAPI(
@@ -72,7 +77,8 @@ def create_app(settings: Settings | None = None, *, sse_poll_s: float = 0.5, sse
     app.state.rate_limiter = (RedisRateLimiter(settings.broker_url, settings.job_rate_limit_per_minute) if celery
                               else MemoryRateLimiter(settings.job_rate_limit_per_minute))
     app.state.sse = {"poll_s": sse_poll_s, "max_s": sse_max_s}
-    app.state.pipeline_threads = []
+    app.state.dispatcher = dispatcher
+    app.state.pipeline_threads = dispatcher.threads
 
     install_error_handlers(app)
     if settings.cors_origins:

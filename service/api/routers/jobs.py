@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import re
-import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import PurePath
@@ -16,6 +15,7 @@ import anyio.to_thread
 import sqlalchemy as sa
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
+from sqlalchemy.orm import Session
 
 from service import jobs as jobs_mod
 from service import registry
@@ -35,9 +35,9 @@ from service.api.schemas import (
     error_responses,
     spec_to_stored,
 )
-from service.policy import check_base_drafter_ref, check_sglang_endpoint, check_target
 from service.db.base import utcnow
 from service.db.models import TERMINAL_STATUSES, DatasetStatus, Job, JobEvent
+from service.policy import check_base_drafter_ref, check_sglang_endpoint, check_target
 from service.settings import Settings
 
 log = logging.getLogger("tracedraft.api")
@@ -72,29 +72,6 @@ def get_job_row(db: Any, caller: Caller, job_id: str) -> Job:
     return job
 
 
-def _start_pipeline(request: Request, settings: Settings, job_id: str) -> None:
-    """Dispatch the job's first stage, after the job is committed.
-
-    Runs in a daemon thread so the request returns at once: inline, ``dispatch`` runs the whole pipeline;
-    with Celery, ``send_task`` retries for a while when the broker is down (a failure is logged and the
-    reconciler re-dispatches). Threads are kept on ``app.state.pipeline_threads`` so tests can join them.
-    """
-    from service import queue
-
-    def run() -> None:
-        try:
-            queue.dispatch("validate", job_id, settings=settings)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("dispatch of job %s failed (%s); the reconciler re-dispatches it", job_id,
-                        type(exc).__name__)
-
-    thread = threading.Thread(target=run, name=f"pipeline-{job_id}", daemon=True)
-    threads: list[threading.Thread] = request.app.state.pipeline_threads
-    threads[:] = [t for t in threads if t.is_alive()]
-    threads.append(thread)
-    thread.start()
-
-
 def _check_base_drafter(db: Any, caller: Caller, ref: str | None) -> None:
     if not ref:
         return
@@ -115,7 +92,7 @@ def _check_base_drafter(db: Any, caller: Caller, ref: str | None) -> None:
     "under TRACEDRAFT_ALLOWED_TARGET_DIRS), else 422 `target_not_allowed`; `target.sglang.endpoint` must "
     "point at a host of TRACEDRAFT_ALLOWED_SGLANG_HOSTS, else 422 `endpoint_not_allowed`.",
 )
-def create_job(
+async def create_job(
     body: JobCreate,
     request: Request,
     response: Response,
@@ -126,6 +103,20 @@ def create_job(
                                                   description="Retries with the same key and body return "
                                                   "the same job; another body answers 409.")] = None,
 ) -> JobOut:
+    # Async with one thread-pool call for the database work: a sync route costs FastAPI two more hops
+    # (the route itself and the response validation).
+    job, created = await anyio.to_thread.run_sync(_create_job, request, db, caller, settings, body,
+                                                  idempotency_key)
+    if created:
+        request.app.state.dispatcher.submit(job.id)  # after the commit; returns at once
+    else:  # a retry with the same key (or a concurrent request carrying it won the race)
+        response.status_code = 200
+    return job
+
+
+def _create_job(request: Request, db: Session, caller: Caller, settings: Settings, body: JobCreate,
+                idempotency_key: str | None) -> tuple[JobOut, bool]:
+    """The database side of ``POST /v1/jobs``: (the job, whether this request created it)."""
     started = utcnow()
     payload = body.model_dump(mode="json")
     if idempotency_key is not None:
@@ -134,8 +125,7 @@ def create_job(
         if existing is not None:  # a retry: no rate-limit charge, no new dispatch
             replay = jobs_mod.create_job(db, caller.org_id, existing.dataset_id, existing.spec, idempotency_key,
                                          body=payload)
-            response.status_code = 200
-            return job_out(replay)
+            return job_out(replay), False
     # What a worker would load or call: only what the operator allowed (service/policy.py; workers check again).
     check_target(body.target.model, settings)
     if body.target.sglang is not None and body.target.sglang.endpoint is not None:
@@ -154,14 +144,11 @@ def create_job(
     for key in ("dataset_id", "metadata"):
         spec.pop(key, None)
     job = jobs_mod.create_job(db, caller.org_id, dataset.id, spec, idempotency_key, metadata=body.metadata,
-                              body=payload)
+                              body=payload, lookup_key=False)  # looked up above, in this transaction
     created = job.created_at >= started
-    if not created:  # lost a race with a concurrent request carrying the same key
-        response.status_code = 200
-        return job_out(job)
-    log.info("job %s created by key %s", job.id, caller.key_prefix)
-    _start_pipeline(request, settings, job.id)
-    return job_out(job)
+    if created:
+        log.info("job %s created by key %s", job.id, caller.key_prefix)
+    return job_out(job), created
 
 
 @router.get(
@@ -170,7 +157,7 @@ def create_job(
     description="Newest first. Filter by `status` and by metadata with `metadata.KEY=VALUE` query "
     "parameters (all must match).",
 )
-def list_jobs(
+async def list_jobs(
     request: Request,
     caller: CurrentCaller,
     db: DbSession,
@@ -178,6 +165,11 @@ def list_jobs(
     after: Annotated[str | None, Query(max_length=40, description="next_cursor of the previous page")] = None,
     status: Annotated[Literal["queued", "running", "succeeded", "failed", "cancelled"] | None, Query()] = None,
 ) -> Page[JobOut]:
+    return await anyio.to_thread.run_sync(_list_jobs, request, caller, db, limit, after, status)
+
+
+def _list_jobs(request: Request, caller: Caller, db: Session, limit: int, after: str | None,
+               status: str | None) -> Page[JobOut]:
     q = sa.select(Job).where(Job.org_id == caller.org_id)
     if status:
         q = q.where(Job.status == status)
@@ -192,8 +184,8 @@ def list_jobs(
 
 
 @router.get("/{job_id}", response_model=JobOut, responses=error_responses(401, 404, 422), summary="Get a job")
-def get_job(job_id: str, caller: CurrentCaller, db: DbSession) -> JobOut:
-    return job_out(get_job_row(db, caller, job_id))
+async def get_job(job_id: str, caller: CurrentCaller, db: DbSession) -> JobOut:
+    return await anyio.to_thread.run_sync(lambda: job_out(get_job_row(db, caller, job_id)))
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut, responses=error_responses(401, 404, 409, 422),
@@ -225,7 +217,7 @@ async def job_events(
     job_id: str,
     request: Request,
     caller: CurrentCaller,
-    settings: AppSettings,
+    db: DbSession,
     after: Annotated[int, Query(ge=0, le=2**31 - 1, description="Return events with seq > after")] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     follow: Annotated[bool, Query(description="Server-sent events until the job is finished")] = False,
@@ -237,15 +229,27 @@ async def job_events(
     with ``Last-Event-ID`` to resume)."""
     sessions = request.app.state.sessionmaker
 
-    def load(after_seq: int, n: int) -> tuple[list[JobEventOut], bool | None, str | None]:
-        with sessions() as db:
-            job = db.get(Job, job_id)
-            if job is None or job.org_id != caller.org_id:
-                return [], None, None
-            events = jobs_mod.list_events(db, job_id, after_seq, n)
-            return [_event_out(e) for e in events], job.status in TERMINAL_STATUSES, job.status
+    def read(session: Session, after_seq: int, n: int) -> tuple[list[JobEventOut], bool | None, str | None]:
+        job = session.get(Job, job_id)
+        if job is None or job.org_id != caller.org_id:
+            return [], None, None
+        events = jobs_mod.list_events(session, job_id, after_seq, n)
+        return [_event_out(e) for e in events], job.status in TERMINAL_STATUSES, job.status
 
-    events, terminal, _status = await anyio.to_thread.run_sync(load, after, limit + 1)
+    def first_page() -> tuple[list[JobEventOut], bool | None, str | None]:
+        # On the request's session (the one that checked the key: one pool checkout per request). A stream
+        # then gives its connection back: it polls with short sessions of its own for up to sse_max_s.
+        try:
+            return read(db, after, limit + 1)
+        finally:
+            if follow:
+                db.close()
+
+    def load(after_seq: int, n: int) -> tuple[list[JobEventOut], bool | None, str | None]:
+        with sessions() as session:
+            return read(session, after_seq, n)
+
+    events, terminal, _status = await anyio.to_thread.run_sync(first_page)
     if terminal is None:
         raise not_found("job", job_id, "job_id")
     if not follow:

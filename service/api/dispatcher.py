@@ -1,0 +1,74 @@
+"""Hands a new job's first stage to ``service.queue.dispatch`` off the request path (``POST /v1/jobs``).
+
+- pipeline=celery: one long-lived daemon thread publishes the messages in order (``StageDispatcher``). A
+  publish is a short Redis write, but Celery keeps its result backend per thread and kombu its channel per
+  connection: a thread per job rebuilt them on every job creation (a Redis client each time). When the
+  broker is down, kombu retries the publish for a while and then ``dispatch`` raises; the failure is
+  logged and the reconciler (``service.queue.requeue_stale_jobs``) re-dispatches the committed job.
+- pipeline=inline (the embedded mode): ``dispatch`` runs the whole pipeline, so each job gets a thread
+  of its own (jobs run side by side); the threads are kept in ``threads`` so tests can join them.
+
+The thread is a daemon, as the per-job threads were: a publish retrying against a dead broker never
+holds up the process's exit (the job is committed; the reconciler re-dispatches it).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue as queue_mod
+import threading
+
+from service.settings import Settings
+
+log = logging.getLogger("tracedraft.api")
+
+
+def _dispatch_first_stage(job_id: str, settings: Settings) -> None:
+    from service import queue
+
+    try:
+        queue.dispatch("validate", job_id, settings=settings)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("dispatch of job %s failed (%s); the reconciler re-dispatches it", job_id,
+                    type(exc).__name__)
+
+
+class StageDispatcher:
+    """Starts the pipeline of committed jobs: ``submit(job_id)`` returns at once (see the module doc)."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.threads: list[threading.Thread] = []  # inline mode: one per job
+        self._queue: queue_mod.SimpleQueue[str | None] = queue_mod.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, job_id: str) -> None:
+        """Dispatch ``job_id``'s first stage in the background."""
+        if self.settings.pipeline != "celery":
+            thread = threading.Thread(target=_dispatch_first_stage, args=(job_id, self.settings),
+                                      name=f"pipeline-{job_id}", daemon=True)
+            with self._lock:
+                self.threads[:] = [t for t in self.threads if t.is_alive()]
+                self.threads.append(thread)
+            thread.start()
+            return
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, args=(self._queue,), name="stage-dispatch",
+                                                daemon=True)
+                self._thread.start()
+        self._queue.put(job_id)
+
+    def _run(self, jobs: queue_mod.SimpleQueue[str | None]) -> None:
+        while (job_id := jobs.get()) is not None:
+            _dispatch_first_stage(job_id, self.settings)
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Publish what is queued (waiting at most ``timeout`` seconds), then stop the thread."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+            jobs, self._queue = self._queue, queue_mod.SimpleQueue()
+        if thread is not None:
+            jobs.put(None)
+            thread.join(timeout)
