@@ -911,6 +911,14 @@ def train(
                     v.copy_(tens[f"model.{k}"])
         else:
             load_drafter_weights(drafter, ck)
+    if dd.on:
+        # Every rank starts from rank 0's weights, as DDP's constructor does: ranks that built (or LoRA-wrapped)
+        # their drafters from different RNG states would otherwise train different models forever.
+        frozen = {id(drafter.embed_tokens.weight), id(drafter.lm_head.weight)}
+        with torch.no_grad():
+            for p in drafter.parameters():
+                if id(p) not in frozen:
+                    dist.broadcast(p.data, src=0)
     # "fsdp" shards only when there is a process group to shard over; one process trains unsharded.
     parallel = "single"
     if dd.on:
@@ -1233,6 +1241,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default=None)
     ap.add_argument("--no-resume", action="store_true")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.add_argument("--drafter-json", help="DSparkConfig.from_target overrides as JSON (num_hidden_layers, "
+                    "block_size, markov_head_type, ...); the flags above override it")
+    ap.add_argument("--config-json", help="a TrainConfig as JSON (TrainConfig.to_dict); flags below override it")
+    ap.add_argument("--target-dtype", choices=("float32", "bfloat16"), default=None,
+                    help="target precision (default bf16 on GPU, fp32 on CPU)")
+    ap.add_argument("--progress-jsonl", action="store_true",
+                    help="rank 0 prints each progress report as a JSON line on stdout (how a worker follows it)")
     for f in dataclasses.fields(TrainConfig):
         if f.type in ("int | None", "int", "float", "float | None", "str", "str | None") and f.name != "init_from":
             typ = {"int": int, "float": float, "str": str}[f.type.split(" ")[0]]
@@ -1245,21 +1260,33 @@ def main(argv: list[str] | None = None) -> int:
     from drafters.shards import load_sequences
     from drafters.target import load_target
 
-    target = load_target(a.target, device=device, cache_dir=a.cache_dir)
-    kw = {f.name: getattr(a, f.name) for f in dataclasses.fields(TrainConfig)
-          if getattr(a, f.name, None) is not None}
-    cfg = TrainConfig(**kw, init_from=a.init_from)
+    target = load_target(a.target, device=device, cache_dir=a.cache_dir, dtype=a.target_dtype)
+    if device.type == "cpu":
+        target.feature_dtype = torch.float32  # the fp32 drafter trains on fp32 features (bf16 target or not)
+    kw: dict[str, Any] = json.loads(Path(a.config_json).read_text()) if a.config_json else {}
+    if "betas" in kw:
+        kw["betas"] = tuple(kw["betas"])
+    kw.update({f.name: getattr(a, f.name) for f in dataclasses.fields(TrainConfig)
+               if getattr(a, f.name, None) is not None})
+    kw["init_from"] = a.init_from or kw.get("init_from")
+    cfg = TrainConfig(**kw)
+    a.init_from = cfg.init_from
     if a.init_from:
         dcfg = DSparkConfig.from_deepspec_dict(json.loads((Path(a.init_from) / "config.json").read_text()))
     else:
-        over: dict[str, Any] = {"num_hidden_layers": a.num_layers or (5 if device.type == "cuda" else 1)}
+        over: dict[str, Any] = json.loads(Path(a.drafter_json).read_text()) if a.drafter_json else {}
+        over["num_hidden_layers"] = a.num_layers or over.get("num_hidden_layers") or (5 if device.type == "cuda" else 1)
         if a.target_layer_ids:
             over["target_layer_ids"] = [int(x) for x in a.target_layer_ids.split(",")]
         for k in ("block_size", "markov_rank", "mask_token_id"):
             if getattr(a, k) is not None:
                 over[k] = getattr(a, k)
         dcfg = DSparkConfig.from_target(target.config, target.tokenizer, **over)
-    drafter = DSparkDrafter(dcfg, target.embed_weight, target.lm_head_weight).to(device)
+    torch.manual_seed(cfg.seed)  # the drafter's initial weights follow the seed (train() broadcasts rank 0's)
+    emb, head = target.embed_weight, target.lm_head_weight
+    if device.type == "cpu":
+        emb, head = emb.float(), head.float()  # the drafter trains in fp32 on CPU, whatever the target's dtype
+    drafter = DSparkDrafter(dcfg, emb, head).to(device)
     if device.type == "cuda":
         for p in drafter.parameters():
             if p.requires_grad:
@@ -1268,7 +1295,10 @@ def main(argv: list[str] | None = None) -> int:
     va = load_sequences(Path(a.val)) if a.val else []
 
     def show(p: TrainProgress) -> None:
-        if p.phase == "train":
+        if a.progress_jsonl:
+            if rank == 0:
+                print(json.dumps({"progress": p.to_dict()}, default=str), flush=True)
+        elif p.phase == "train":
             print(f"step {p.step}/{p.total_steps} loss {p.loss:.4f} lr {p.lr:.2e} {p.tokens_per_s or 0:.0f} tok/s "
                   f"eta {p.eta_s or 0:.0f}s", file=sys.stderr, flush=True)
         elif p.phase == "validate":
@@ -1277,8 +1307,9 @@ def main(argv: list[str] | None = None) -> int:
     res = train(target, drafter, tr, va, cfg, Path(a.out), progress=show, resume=not a.no_resume,
                 handle_sigterm=True)
     if rank == 0:
-        if a.json:
-            print(json.dumps(res.to_dict(), default=str))
+        if a.json or a.progress_jsonl:
+            print(json.dumps({"result": res.to_dict()} if a.progress_jsonl else res.to_dict(), default=str),
+                  flush=True)
         else:
             print(f"done: {res.steps} steps ({res.stop_reason}), best expected tau {res.best_expected_tau}, "
                   f"best {res.best_dir}, last {res.last_dir}")

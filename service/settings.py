@@ -93,8 +93,19 @@ class Settings(BaseSettings):
         default=3, ge=1,
         description="How many times a job's stage may be (re)delivered before it fails with worker_lost.",
     )
+    train_processes: int = Field(
+        default=0, ge=0,
+        description="Processes a worker's training stage runs, one per GPU, under torchrun (DDP, or FSDP when "
+        "the drafter does not fit). 0 = one per visible CUDA GPU; a CPU-only worker trains in-process.",
+    )
 
     # --- API -------------------------------------------------------------------------------------------
+    api_workers: int = Field(
+        default=0, ge=0,
+        description="uvicorn worker processes of `tracedraft serve` (its --workers overrides it). 0 = one per "
+        "CPU the process may use (affinity and cgroup quota), at most 4: each process keeps a database pool "
+        "of up to 40 connections.",
+    )
     max_upload_bytes: int = Field(
         default=2 * 1024**3, ge=1,
         description="Largest dataset upload accepted, in bytes (compressed size on the wire and "

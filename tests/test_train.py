@@ -335,7 +335,7 @@ def _dp_worker(rank: int, world: int, target_dir: str, out: str, port: int) -> N
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.set_num_threads(1)
     t = load_target(target_dir)
-    d = make_drafter(t)
+    d = make_drafter(t, seed=rank)  # rank 1 starts elsewhere: train() must give every rank rank 0's weights
     res = train(t, d, TRAIN, VAL, cfg(max_steps=4, grad_accum=1), Path(out) / "dp")
     if rank == 0:
         from safetensors.torch import save_file

@@ -297,9 +297,10 @@ def test_fsdp_lora_equals_one_process(fsdp_runs, target, tmp_path):  # noqa: F81
         torch.testing.assert_close(st[k], st1[k], rtol=1e-4, atol=1e-5)
 
 
-def _run_train_stage(target_dir, tmp_path, name: str, **recipe_over):
-    """Run the real training stage (workers.stages.train) for one step on the tiny target; returns its
-    result and the events it emitted."""
+def _run_train_stage(target_dir, tmp_path, name: str, *, processes: int = 1, cancelled=lambda: False,
+                     progress=None, **recipe_over):
+    """Run the real training stage (workers.stages.train) for one step (unless the recipe says otherwise) on
+    the tiny target, in ``processes`` torchrun processes (1: in-process); returns its result and events."""
     from types import SimpleNamespace
 
     from drafters.shards import save_sequences
@@ -317,9 +318,9 @@ def _run_train_stage(target_dir, tmp_path, name: str, **recipe_over):
     ctx = SimpleNamespace(
         spec={"target": {"model": str(target_dir)}, "recipe": recipe},
         results={"preparing": {"prepared": {"uri": None, "local": str(prep)}}}, workdir=tmp_path / name,
-        settings=SimpleNamespace(pipeline="inline", cache_dir=tmp_path / "cache"),
-        event=lambda *a: events.append(a), metrics=lambda *a: None, progress=lambda *a, **k: None,
-        cancelled=lambda: False)
+        settings=SimpleNamespace(pipeline="inline", cache_dir=tmp_path / "cache", train_processes=processes),
+        event=lambda *a: events.append(a), metrics=lambda *a: None,
+        progress=progress or (lambda *a, **k: None), cancelled=cancelled)
     return stages.train(ctx), events
 
 
@@ -387,3 +388,37 @@ def test_fsdp_checkpoint_resumes_under_ddp(fsdp_runs):
     torch.testing.assert_close(torch.tensor(ddp["losses"]), torch.tensor(full["losses"]), rtol=1e-5, atol=1e-6)
     for k in wf:
         torch.testing.assert_close(wd[k], wf[k], rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.slow  # three torchrun launches of two gloo processes (~1 min on the shared 2-core box)
+def test_training_stage_launches_torchrun_follows_it_and_resumes_after_a_cancel(target_dir, tmp_path):  # noqa: F811
+    """With TRACEDRAFT_TRAIN_PROCESSES = 2 the stage runs the trainer under torchrun (here 2 CPU processes over
+    gloo, FSDP): progress reaches the job, the result and the published checkpoint are the same as in-process;
+    a cancel stops every rank at a checkpoint, and the next delivery resumes to the same final weights."""
+    from safetensors.torch import load_file
+
+    recipe = {"parallel": "fsdp", "max_steps": 30, "checkpoint_every": 2, "validate_every": 10}
+    seen: list[float] = []
+    full, events = _run_train_stage(target_dir, tmp_path, "full", processes=2,
+                                    progress=lambda frac, *a, **k: seen.append(frac), **recipe)
+    assert full["steps"] == 30 and full["parallel"] == "fsdp" and full["processes"] == 2
+    assert seen and max(seen) == 1.0  # rank 0's reports became job progress
+    assert full["drafter_config"]["block_size"] == 4 and full["best_expected_tau"] is not None
+    assert [e for e in events if e[0] == "info" and e[3] == {"processes": 2}]
+    assert not [e for e in events if e[0] == "warning"]  # fsdp really shards here
+
+    stop = {"now": False}
+
+    def progress(frac, *a, **k) -> None:
+        stop["now"] = stop["now"] or frac >= 0.1  # cancel once step 3 is reported
+
+    part, _ = _run_train_stage(target_dir, tmp_path, "resumed", processes=2, progress=progress,
+                               cancelled=lambda: stop["now"], **recipe)
+    assert part.get("cancelled") and 3 <= part["steps"] < 30, part
+    resumed, _ = _run_train_stage(target_dir, tmp_path, "resumed", processes=2, **recipe)
+    assert resumed["steps"] == 30
+    w_full = load_file(str(Path(full["last_dir"]) / "model.safetensors"))
+    w_res = load_file(str(Path(resumed["last_dir"]) / "model.safetensors"))
+    assert w_full.keys() == w_res.keys()
+    bad = {k: float((w_res[k].float() - w_full[k].float()).abs().max()) for k in w_full if not torch.equal(w_res[k], w_full[k])}
+    assert not bad, (part["steps"], bad)

@@ -268,16 +268,21 @@ def prepare(ctx: StageContext) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------- train
 
 
-def _drafter_config(ctx: StageContext, target):
-    from drafters.dspark.config import DSparkConfig
-
+def _drafter_overrides(ctx: StageContext) -> dict[str, Any]:
+    """The recipe's DSparkConfig.from_target overrides (shape of a new drafter)."""
     recipe = dict(ctx.spec.get("recipe") or {})
     overrides = {"num_hidden_layers": int(_auto(recipe.get("num_draft_layers"), "num_draft_layers")),
                  "block_size": int(recipe.get("block_size") or 7)}
     for key in ("markov_rank", "markov_head_type", "target_layer_ids", "mask_token_id", "loss_decay_gamma"):
         if recipe.get(key) not in (None, "auto"):
             overrides[key] = recipe[key]
-    return DSparkConfig.from_target(target.model.config, tokenizer=target.tokenizer, **overrides)
+    return overrides
+
+
+def _drafter_config(ctx: StageContext, target):
+    from drafters.dspark.config import DSparkConfig
+
+    return DSparkConfig.from_target(target.model.config, tokenizer=target.tokenizer, **_drafter_overrides(ctx))
 
 
 def _base_drafter_dir(ctx: StageContext) -> Path | None:
@@ -300,24 +305,18 @@ def _base_drafter_dir(ctx: StageContext) -> Path | None:
 
 
 def train(ctx: StageContext) -> dict[str, Any]:
-    """Fine-tune a DSpark drafter against the frozen target (resumes from the work directory's checkpoints)."""
-    from drafters.dspark.checkpoint import validate_checkpoint
-    from drafters.dspark.model import DSparkDrafter
+    """Fine-tune a DSpark drafter against the frozen target (resumes from the work directory's checkpoints):
+    in this process, or under torchrun when the worker has several GPUs (``Settings.train_processes``)."""
     from drafters.shards import load_sequences, take_tokens
     from drafters.train import TrainConfig
-    from drafters.train import train as run_training
+    from workers.torchrun import train_processes
 
-    target = _load_target(ctx, for_training=True)
     recipe = dict(ctx.spec.get("recipe") or {})
     base = _base_drafter_dir(ctx)
-    # A warm start keeps the base drafter's shape (its config) and takes its weights, with a fresh optimizer.
-    config = validate_checkpoint(base, target.model.config).config if base else _drafter_config(ctx, target)
-    drafter = DSparkDrafter(config, *_drafter_weights(target)).to(target.device)
     prepared = _fetch(ctx, ctx.results["preparing"]["prepared"], ctx.workdir / "prepared")
     seed = int(recipe.get("seed") or 0)
     train_seqs = take_tokens(load_sequences(prepared / "train.safetensors"),
                              _auto(recipe.get("max_train_tokens"), "max_train_tokens"), seed)
-    val_seqs = load_sequences(prepared / "val.safetensors")
     max_steps = int(_auto(recipe.get("max_steps"), "max_steps"))
     tunables = ("warmup_ratio", "weight_decay", "max_grad_norm", "grad_accum", "keep_last", "segment_weights",
                 "feature_cache", "epochs", "parallel", "loss_matmul_dtype")
@@ -336,37 +335,90 @@ def train(ctx: StageContext) -> dict[str, Any]:
         **{"loss_matmul_dtype": _loss_matmul_dtype(),
            **{k: recipe[k] for k in tunables if recipe.get(k) not in (None, "auto")}},
     )
-
-    if cfg.parallel == "fsdp" and not _torch_distributed():
+    nproc = train_processes(int(getattr(ctx.settings, "train_processes", 0) or 0))
+    if cfg.parallel == "fsdp" and nproc == 1 and not _torch_distributed():
         # The stage trains inside this worker process; FSDP needs a process group (torchrun) to shard over.
         ctx.event("warning", "message", "recipe.parallel 'fsdp' shards the drafter only across the processes "
-                  "of a torchrun launch (python -m drafters.train --parallel fsdp); this worker trains in one "
-                  "process, so the drafter is not sharded", {"code": "parallel_single_process"})
+                  "of a torchrun launch (python -m drafters.train --parallel fsdp, or a worker with "
+                  "TRACEDRAFT_TRAIN_PROCESSES > 1); this worker trains in one process, so the drafter is not "
+                  "sharded", {"code": "parallel_single_process"})
 
     run_dir = ctx.workdir / "checkpoints"
     sync = _CheckpointSync(ctx, run_dir)
     sync.restore()
 
-    def progress(p) -> None:
-        ctx.progress(p.step / max(1, p.total_steps), p.eta_s,
-                     message=p.message if p.phase in ("cache", "validate") else None)
-        if p.phase == "validate" or p.step % 10 == 0:
-            ctx.metrics(p.to_dict(), f"{p.phase} step {p.step}/{p.total_steps}")
+    def progress(p: dict[str, Any]) -> None:
+        ctx.progress(p["step"] / max(1, p["total_steps"]), p.get("eta_s"),
+                     message=p.get("message") if p.get("phase") in ("cache", "validate") else None)
+        if p.get("phase") == "validate" or p["step"] % 10 == 0:
+            ctx.metrics(p, f"{p.get('phase')} step {p['step']}/{p['total_steps']}")
         sync.push()
 
-    result = run_training(target, drafter, train_seqs, val_seqs, cfg, run_dir,
-                          progress=progress, should_stop=ctx.cancelled, resume=True)
+    if nproc > 1:
+        result = _train_torchrun(ctx, nproc, cfg, train_seqs, prepared / "val.safetensors", base, run_dir,
+                                 progress)
+        drafter_config = None
+    else:
+        result, drafter_config = _train_here(ctx, cfg, train_seqs, load_sequences(prepared / "val.safetensors"),
+                                             base, run_dir, progress)
     sync.push()
-    if result.cancelled:
-        return {"cancelled": True, "steps": result.steps, "last_dir": str(result.last_dir)}
-    return {"steps": result.steps, "best_dir": str(result.best_dir), "last_dir": str(result.last_dir),
-            "best": _publish(ctx, Path(result.best_dir), "best"),
-            "stop_reason": result.stop_reason, "best_expected_tau": result.best_expected_tau,
-            "initial_expected_tau": result.initial_expected_tau, "feature_cache": result.feature_cache,
-            "parallel": result.parallel,
-            "drafter_config": drafter.config.to_deepspec_dict(), "train_config": cfg.to_dict(),
+    if result.get("cancelled"):
+        return {"cancelled": True, "steps": result.get("steps"), "last_dir": result.get("last_dir")}
+    best = Path(result["best_dir"])
+    if drafter_config is None:
+        drafter_config = json.loads((best / "config.json").read_text())
+    return {"steps": result["steps"], "best_dir": str(best), "last_dir": result["last_dir"],
+            "best": _publish(ctx, best, "best"),
+            "stop_reason": result["stop_reason"], "best_expected_tau": result["best_expected_tau"],
+            "initial_expected_tau": result["initial_expected_tau"], "feature_cache": result["feature_cache"],
+            "parallel": result["parallel"], "processes": nproc,
+            "drafter_config": drafter_config, "train_config": cfg.to_dict(),
             "base_drafter": str(ctx.spec.get("base_drafter") or "") or None,
-            "history": result.history[-40:]}
+            "history": result["history"][-40:]}
+
+
+def _train_here(ctx: StageContext, cfg, train_seqs, val_seqs, base: Path | None, run_dir: Path, progress):
+    """Train in this process. Returns (TrainResult.to_dict(), the drafter's DeepSpec config)."""
+    import torch
+
+    from drafters.dspark.checkpoint import validate_checkpoint
+    from drafters.dspark.model import DSparkDrafter
+    from drafters.train import train as run_training
+
+    target = _load_target(ctx, for_training=True)
+    # A warm start keeps the base drafter's shape (its config) and takes its weights, with a fresh optimizer.
+    config = validate_checkpoint(base, target.model.config).config if base else _drafter_config(ctx, target)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)  # the initial weights follow the recipe's seed: a job is reproducible
+        drafter = DSparkDrafter(config, *_drafter_weights(target)).to(target.device)
+    result = run_training(target, drafter, train_seqs, val_seqs, cfg, run_dir,
+                          progress=lambda p: progress(p.to_dict()), should_stop=ctx.cancelled, resume=True)
+    return result.to_dict(), drafter.config.to_deepspec_dict()
+
+
+def _train_torchrun(ctx: StageContext, nproc: int, cfg, train_seqs, val_path: Path, base: Path | None,
+                    run_dir: Path, progress) -> dict[str, Any]:
+    """Train under ``torchrun --nproc-per-node nproc`` (workers/torchrun.py). Returns TrainResult.to_dict()."""
+    from drafters.shards import save_sequences
+    from workers.torchrun import run_torchrun
+
+    launch = ctx.workdir / "torchrun"
+    launch.mkdir(parents=True, exist_ok=True)
+    save_sequences(train_seqs, launch / "train.safetensors")  # the recipe's token budget, as in-process
+    (launch / "train_config.json").write_text(json.dumps(cfg.to_dict()))
+    (launch / "drafter.json").write_text(json.dumps(_drafter_overrides(ctx)))
+    dtype = (ctx.spec.get("recipe") or {}).get("target_dtype")
+    args = ["--target", _target_spec(ctx)["model"], "--cache-dir", str(ctx.settings.cache_dir),
+            "--train", str(launch / "train.safetensors"), "--val", str(val_path), "--out", str(run_dir),
+            "--config-json", str(launch / "train_config.json"), "--drafter-json", str(launch / "drafter.json")]
+    if dtype not in (None, "auto"):
+        args += ["--target-dtype", str(dtype)]
+    if base:
+        args += ["--init-from", str(base)]
+    ctx.event("info", "message", f"training under torchrun with {nproc} processes", {"processes": nproc})
+    result = run_torchrun(nproc, args, log_path=launch / "torchrun.log", progress=progress,
+                          should_stop=ctx.cancelled)
+    return result or {"cancelled": True, "steps": None, "last_dir": None}
 
 
 # ------------------------------------------------------------------------------------------------ evaluate
