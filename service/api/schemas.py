@@ -165,7 +165,8 @@ class Recipe(Request_):
         description="Multi-process data parallelism: 'ddp' replicates the drafter on every process, 'fsdp' "
                     "shards its weights and optimizer state (FSDP2). Takes effect only when training runs "
                     "under torchrun (python -m drafters.train); a stage worker trains in one process. "
-                    "'auto' = 'ddp'.")
+                    "'auto' = 'fsdp' when the replicated training state would take over 40% of the free GPU "
+                    "memory, else 'ddp'.")
 
 
 class EvaluationSettings(Request_):
