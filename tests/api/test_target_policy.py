@@ -6,6 +6,7 @@ through the worker's stage runner, and the path rules directly (``service/policy
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -73,13 +74,7 @@ def test_operator_policy_over_http(tmp_path, db_url, dispatched):
                              allowed_target_dirs=[str(models)], allowed_sglang_hosts=["gpu-box.internal"])
     app = create_app(settings)
     try:
-        with TestClient(app, raise_server_exceptions=False) as client, app.state.sessionmaker() as s:
-            from service.auth import create_api_key, create_org
-
-            org = create_org(s, "org-p")
-            key, _ = create_api_key(s, org, "m", "member")
-            h = {"Authorization": f"Bearer {key}"}
-            ds = client.post("/v1/datasets", headers=h, files=[("file", ("t.jsonl", _traces()))]).json()
+        with _member_with_dataset(app, "org-p") as (client, h, ds):
             ok = ["Qwen/Qwen3-4B", "Qwen/Qwen3-0.6B", str(models / "small.gguf"), str(models / "llama"),
                   "smollm2-135m-instruct"]
             for model in ok:
@@ -101,6 +96,18 @@ def test_operator_policy_over_http(tmp_path, db_url, dispatched):
             assert len(dispatched.calls) == len(ok) + 1
     finally:
         app.state.engine.dispose()
+
+
+@contextlib.contextmanager
+def _member_with_dataset(app, org_name: str):
+    """A client of ``app``, a member key's headers of a new organization, and a dataset it uploaded."""
+    from service.auth import create_api_key, create_org
+
+    with TestClient(app, raise_server_exceptions=False) as client, app.state.sessionmaker() as s:
+        key, _ = create_api_key(s, create_org(s, org_name), "m", "member")
+        h = {"Authorization": f"Bearer {key}"}
+        ds = client.post("/v1/datasets", headers=h, files=[("file", ("t.jsonl", _traces()))]).json()
+        yield client, h, ds
 
 
 def _traces() -> bytes:
@@ -186,13 +193,7 @@ def test_worker_refuses_a_job_the_operator_no_longer_allows(tmp_path, db_url, di
     settings = make_settings(tmp_path, db_url, allowed_target_dirs=[str(models)])
     app = create_app(settings)
     try:
-        with TestClient(app, raise_server_exceptions=False) as client, app.state.sessionmaker() as s:
-            from service.auth import create_api_key, create_org
-
-            org = create_org(s, "org-w")
-            key, _ = create_api_key(s, org, "m", "member")
-            h = {"Authorization": f"Bearer {key}"}
-            ds = client.post("/v1/datasets", headers=h, files=[("file", ("t.jsonl", _traces()))]).json()
+        with _member_with_dataset(app, "org-w") as (client, h, ds):
             r = client.post("/v1/jobs", json=job_body(ds["id"], target={"model": str(models / "llama")}), headers=h)
             assert r.status_code == 201, r.text
             job_id = r.json()["id"]
