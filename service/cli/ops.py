@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import typer
 
@@ -19,10 +20,40 @@ db_app = typer.Typer(help="Database migrations.", no_args_is_help=True)
 QUEUE_CHOICES = ("cpu", "gpu", "cpu,gpu")
 
 
+#: Most API processes ``TRACEDRAFT_API_WORKERS=0`` picks: each keeps a database pool of up to 40
+#: connections (service.api.app), and PostgreSQL allows 100 by default.
+MAX_AUTO_API_WORKERS = 4
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: the affinity mask, lowered by a cgroup v2 CPU quota (a container's
+    ``--cpus``; ``os.cpu_count()`` reports the host's CPUs there), rounded up; at least 1."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]  # "max 100000": unlimited
+        if quota != "max":
+            n = min(n, -(-int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
+
+
+def api_workers(configured: int) -> int:
+    """uvicorn worker processes for ``configured`` (``TRACEDRAFT_API_WORKERS``): itself when above 0, else
+    one per usable CPU, at most ``MAX_AUTO_API_WORKERS``. Each process runs its own event loop and
+    thread pool; Python runs one thread at a time per process, so one process per CPU uses the machine."""
+    return configured if configured > 0 else min(usable_cpus(), MAX_AUTO_API_WORKERS)
+
+
 def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to bind (0.0.0.0 in a container)."),
     port: int = typer.Option(8000, "--port", help="TCP port."),
-    workers: int = typer.Option(1, "--workers", min=1, help="uvicorn worker processes."),
+    workers: int | None = typer.Option(None, "--workers", min=1,
+                                       help="uvicorn worker processes. Default TRACEDRAFT_API_WORKERS "
+                                       "(0: one per usable CPU, at most 4)."),
     proxy_headers: bool = typer.Option(True, "--proxy-headers/--no-proxy-headers",
                                        help="Trust X-Forwarded-* from the proxy in front."),
 ) -> None:
@@ -35,8 +66,9 @@ def serve(
     from service.settings import get_settings
 
     settings = get_settings()
-    uvicorn.run("service.api.app:create_app", factory=True, host=host, port=port, workers=workers,
-                proxy_headers=proxy_headers, log_level=settings.log_level.lower(), access_log=True)
+    uvicorn.run("service.api.app:create_app", factory=True, host=host, port=port,
+                workers=workers or api_workers(settings.api_workers), proxy_headers=proxy_headers,
+                log_level=settings.log_level.lower(), access_log=True)
 
 
 def worker_argv(queue: str, concurrency: int | None, loglevel: str | None) -> list[str]:
