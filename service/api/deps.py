@@ -10,10 +10,12 @@ keys).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
+import anyio
+import anyio.to_thread
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
@@ -22,6 +24,8 @@ from service.api.errors import ApiError
 from service.auth import verify_api_key
 from service.settings import Settings
 from service.storage import ArtifactStore
+
+T = TypeVar("T")
 
 _bearer = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer td_...`")
 
@@ -35,14 +39,35 @@ async def get_db(request: Request) -> AsyncIterator[Session]:
     """One session per request, closed after the response (rolled back if not committed).
 
     Async on purpose: creating a session does no I/O (it connects on its first query, in the route's
-    worker thread), so this saves two thread-pool hops per request; closing returns the connection to
-    the pool.
+    worker thread), so this saves a thread-pool hop per request. Closing a session that still holds a
+    connection rolls back (a database round trip), so that runs in the thread pool, never on the event
+    loop where it would stall every other request; routes that close it themselves (``run_db``) skip it.
     """
     session = request.app.state.sessionmaker()
     try:
         yield session
     finally:
-        session.close()
+        if session.in_transaction():
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(session.close)
+        else:
+            session.close()  # no connection held: no I/O
+
+
+async def run_db(db: Session, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` (a route's database work on the request's session ``db``) in one thread-pool call,
+    then ``db`` closed in the same call: the connection goes back to the pool before the response is
+    serialized and sent. Async routes use it: a sync route costs FastAPI two more thread hops (the route
+    and its response validation). Exceptions of ``fn`` propagate (ApiError and project errors become
+    their error responses)."""
+
+    def work() -> T:
+        try:
+            return fn(*args)
+        finally:
+            db.close()
+
+    return await anyio.to_thread.run_sync(work)
 
 
 async def get_store(request: Request) -> ArtifactStore:

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from service import jobs as jobs_mod
 from service import registry
-from service.api.deps import AppSettings, Caller, CurrentCaller, DbSession
+from service.api.deps import AppSettings, Caller, CurrentCaller, DbSession, run_db
 from service.api.errors import ApiError, not_found
 from service.api.ratelimit import retry_after_header
 from service.api.routers import MAX_PAGE, page_query
@@ -103,10 +103,7 @@ async def create_job(
                                                   description="Retries with the same key and body return "
                                                   "the same job; another body answers 409.")] = None,
 ) -> JobOut:
-    # Async with one thread-pool call for the database work: a sync route costs FastAPI two more hops
-    # (the route itself and the response validation).
-    job, created = await anyio.to_thread.run_sync(_create_job, request, db, caller, settings, body,
-                                                  idempotency_key)
+    job, created = await run_db(db, _create_job, request, db, caller, settings, body, idempotency_key)
     if created:
         request.app.state.dispatcher.submit(job.id)  # after the commit; returns at once
     else:  # a retry with the same key (or a concurrent request carrying it won the race)
@@ -165,7 +162,7 @@ async def list_jobs(
     after: Annotated[str | None, Query(max_length=40, description="next_cursor of the previous page")] = None,
     status: Annotated[Literal["queued", "running", "succeeded", "failed", "cancelled"] | None, Query()] = None,
 ) -> Page[JobOut]:
-    return await anyio.to_thread.run_sync(_list_jobs, request, caller, db, limit, after, status)
+    return await run_db(db, _list_jobs, request, caller, db, limit, after, status)
 
 
 def _list_jobs(request: Request, caller: Caller, db: Session, limit: int, after: str | None,
@@ -185,7 +182,7 @@ def _list_jobs(request: Request, caller: Caller, db: Session, limit: int, after:
 
 @router.get("/{job_id}", response_model=JobOut, responses=error_responses(401, 404, 422), summary="Get a job")
 async def get_job(job_id: str, caller: CurrentCaller, db: DbSession) -> JobOut:
-    return await anyio.to_thread.run_sync(lambda: job_out(get_job_row(db, caller, job_id)))
+    return await run_db(db, lambda: job_out(get_job_row(db, caller, job_id)))
 
 
 @router.post("/{job_id}/cancel", response_model=JobOut, responses=error_responses(401, 404, 409, 422),
@@ -236,20 +233,14 @@ async def job_events(
         events = jobs_mod.list_events(session, job_id, after_seq, n)
         return [_event_out(e) for e in events], job.status in TERMINAL_STATUSES, job.status
 
-    def first_page() -> tuple[list[JobEventOut], bool | None, str | None]:
-        # On the request's session (the one that checked the key: one pool checkout per request). A stream
-        # then gives its connection back: it polls with short sessions of its own for up to sse_max_s.
-        try:
-            return read(db, after, limit + 1)
-        finally:
-            if follow:
-                db.close()
-
     def load(after_seq: int, n: int) -> tuple[list[JobEventOut], bool | None, str | None]:
         with sessions() as session:
             return read(session, after_seq, n)
 
-    events, terminal, _status = await anyio.to_thread.run_sync(first_page)
+    # The first page on the request's session (the one that checked the key: one pool checkout per
+    # request), which run_db then closes: a stream polls with short sessions of its own for up to
+    # sse_max_s instead of holding a connection.
+    events, terminal, _status = await run_db(db, read, db, after, limit + 1)
     if terminal is None:
         raise not_found("job", job_id, "job_id")
     if not follow:
