@@ -25,15 +25,15 @@ QUEUE_CHOICES = ("cpu", "gpu", "cpu,gpu")
 MAX_AUTO_API_WORKERS = 4
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on: the affinity mask, lowered by a cgroup v2 CPU quota (a container's
-    ``--cpus``; ``os.cpu_count()`` reports the host's CPUs there), rounded up; at least 1."""
+def usable_cpus(cpu_max: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """CPUs this process may run on: the affinity mask, lowered by a cgroup v2 CPU quota (``cpu_max``; a
+    container's ``--cpus``, where ``os.cpu_count()`` reports the host's CPUs), rounded up; at least 1."""
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
     try:
-        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]  # "max 100000": unlimited
+        quota, period = cpu_max.read_text().split()[:2]  # "max 100000" when unlimited
         if quota != "max":
             n = min(n, -(-int(quota) // int(period)))
     except (OSError, ValueError):
