@@ -4,13 +4,22 @@
     .venv/bin/python benchmarks/bench_api.py --duration 10 --clients 20
 
 What runs: a fresh PostgreSQL database (created on 127.0.0.1:5432, or ``--database-url``, migrated), one
-organization with an API key, and ``uvicorn service.api.app:app`` on 127.0.0.1 in a subprocess with
+organization with an API key, and the API as deployed, ``tracedraft serve`` (uvicorn; ``--workers``
+processes, default ``TRACEDRAFT_API_WORKERS``: one per usable CPU) on 127.0.0.1 in a subprocess with
 ``pipeline=celery`` (jobs are really enqueued on a Redis database of their own, ``--broker-url``, flushed
-at the end; no worker consumes them, so no ML runs) and the job rate limit off. Each client loops over a
+at the end; no worker consumes them, so no ML runs), log level WARNING and the job rate limit off. Each
+client is closed-loop (its next request leaves when the previous answer arrived, no think time) over a
 weighted mix: create a job (with an Idempotency-Key), list jobs (with a metadata filter, paging), read a
 job, read a job's events, and (``--upload-share``) upload a small dataset. Reported: requests, errors (any
-non-2xx or transport error), p50/p90/p99/max latency per operation and for all non-upload calls, throughput.
+non-2xx or transport error), p50/p90/p99/max latency per operation and for all non-upload calls,
+throughput, the load average before and after (the machine may be shared), and the CPU seconds per
+request of the server processes, of this client process and of PostgreSQL during the load (Linux /proc),
+and from those the throughput the CPUs could give if nothing else ran on them.
 Goal (issue 10): zero errors and p99 under 200 ms for non-upload calls.
+
+Closed loop means Little's law holds: mean latency = clients / throughput. With 50 clients, a p99 under
+200 ms needs a throughput of roughly 50 / 0.1 s = 500 requests/s, i.e. about 4 ms of CPU per request for
+client, server and database together on 2 CPUs that nothing else uses.
 """
 
 from __future__ import annotations
@@ -54,6 +63,34 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _proc_stats() -> dict[int, tuple[int, str, float]]:
+    """pid -> (parent pid, command name, CPU seconds used) for every process (Linux /proc; {} elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    out = {}
+    for d in Path("/proc").glob("[0-9]*") if Path("/proc/self/stat").exists() else []:
+        try:
+            raw = (d / "stat").read_text()
+        except OSError:
+            continue
+        name = raw[raw.index("(") + 1:raw.rindex(")")]
+        fields = raw[raw.rindex(")") + 2:].split()
+        out[int(d.name)] = (int(fields[1]), name, (int(fields[11]) + int(fields[12])) / tick)
+    return out
+
+
+def cpu_seconds(server_pid: int) -> dict[str, float]:
+    """CPU seconds used so far by the server's process tree, this process, and PostgreSQL's processes."""
+    stats = _proc_stats()
+    tree, todo = set(), [server_pid]
+    while todo:
+        pid = todo.pop()
+        tree.add(pid)
+        todo += [p for p, (ppid, _, _) in stats.items() if ppid == pid and p not in tree]
+    return {"server": sum(stats[p][2] for p in tree if p in stats),
+            "client": stats.get(os.getpid(), (0, "", 0.0))[2],
+            "postgres": sum(c for _, name, c in stats.values() if name in ("postgres", "postmaster"))}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -120,7 +157,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=float, default=60.0, help="seconds of load (default 60)")
     ap.add_argument("--clients", type=int, default=50, help="concurrent clients (default 50)")
-    ap.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default 1)")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="API worker processes (default: TRACEDRAFT_API_WORKERS, 0 = one per usable CPU)")
     ap.add_argument("--upload-share", type=float, default=0.02, help="fraction of calls that upload (0.02)")
     ap.add_argument("--database-url", default=None, help="use this (migrated) database instead of a fresh one")
     ap.add_argument("--broker-url", default="redis://127.0.0.1:6379/13", help="Redis for the Celery queues")
@@ -131,7 +169,11 @@ def main() -> None:
     from sqlalchemy.engine import make_url
 
     from service.auth import create_api_key, create_org
+    from service.cli.ops import api_workers, usable_cpus
     from service.db.session import make_engine, session_factory, upgrade
+    from service.settings import Settings
+
+    workers = args.workers or api_workers(Settings().api_workers)
 
     created_db = None
     url = args.database_url
@@ -156,8 +198,8 @@ def main() -> None:
            "TRACEDRAFT_JOB_RATE_LIMIT_PER_MINUTE": "0", "TRACEDRAFT_LOG_LEVEL": "WARNING",
            "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "service.api.app:app", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", str(args.workers), "--log-level", "warning", "--no-access-log"], env=env, cwd=ROOT)
+        [sys.executable, "-m", "service.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+         "--workers", str(workers)], env=env, cwd=ROOT)
     base = f"http://127.0.0.1:{port}"
     try:
         for _ in range(200):
@@ -196,7 +238,11 @@ def main() -> None:
                                    for i in range(args.clients)))
             return time.perf_counter() - t0
 
+        load_before = os.getloadavg()
+        cpu0 = cpu_seconds(server.pid)
         elapsed = asyncio.run(run())
+        cpu1 = cpu_seconds(server.pid)
+        load_after = os.getloadavg()
     finally:
         server.terminate()
         try:
@@ -223,16 +269,32 @@ def main() -> None:
             non_upload += lat
     total = sum(len(v) for v in stats.lat.values())
     errors = sum(stats.errors.values())
-    summary = {"clients": args.clients, "duration_s": round(elapsed, 1), "workers": args.workers,
+    cpu_ms = {k: round(1e3 * (cpu1[k] - cpu0[k]) / max(total, 1), 2) for k in cpu0}
+    # What the machine could serve if this benchmark had it alone: CPUs / CPU time per request.
+    cpus = usable_cpus()
+    per_request_s = sum(cpu_ms.values()) / 1e3
+    capacity = round(cpus / per_request_s, 1) if per_request_s > 0 else None
+    min_latency_ms = round(1e3 * args.clients / capacity, 1) if capacity else None
+    summary = {"clients": args.clients, "duration_s": round(elapsed, 1), "workers": workers,
                "requests": total, "errors": errors, "rps": round(total / elapsed, 1),
+               "load_avg_before": [round(x, 2) for x in load_before],
+               "load_avg_after": [round(x, 2) for x in load_after], "cpu_ms_per_request": cpu_ms,
+               "cpus": cpus, "capacity_rps": capacity, "min_mean_latency_ms": min_latency_ms,
                "non_upload_p50_ms": round(percentile(non_upload, 50) * 1e3, 1),
                "non_upload_p99_ms": round(percentile(non_upload, 99) * 1e3, 1), "ops": rows,
                "error_samples": stats.samples}
     if args.json:
         print(json.dumps(summary, indent=2))
         return
-    print(f"{args.clients} clients, {elapsed:.1f} s, uvicorn workers={args.workers}: {total} requests "
+    print(f"{args.clients} clients, {elapsed:.1f} s, API workers={workers}: {total} requests "
           f"({summary['rps']} req/s), {errors} errors")
+    print("load average (1/5/15 min) before {} after {}; CPU ms per request: server {server}, client {client}, "
+          "postgres {postgres}".format(" ".join(f"{x:.2f}" for x in load_before),
+                                       " ".join(f"{x:.2f}" for x in load_after), **cpu_ms))
+    if summary["capacity_rps"]:
+        print(f"capacity if the {summary['cpus']} CPUs ran nothing else: {summary['capacity_rps']} req/s at "
+              f"{sum(cpu_ms.values()):.2f} CPU ms per request, so a mean latency of at least "
+              f"{summary['min_mean_latency_ms']} ms for {args.clients} closed-loop clients (Little's law)")
     print(f"{'operation':<12}{'n':>7}{'err':>5}{'p50 ms':>9}{'p90 ms':>9}{'p99 ms':>9}{'max ms':>9}")
     for op, r in rows.items():
         print(f"{op:<12}{r['n']:>7}{r['errors']:>5}{r['p50_ms']:>9.1f}{r['p90_ms']:>9.1f}{r['p99_ms']:>9.1f}"
