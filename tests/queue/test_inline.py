@@ -21,7 +21,9 @@ def inline(tmp_path, monkeypatch):
     from workers import tasks
 
     monkeypatch.setattr(tasks, "STAGE_FUNCTIONS", dict(fake_stages.STAGES))
-    settings = Settings(home=tmp_path, pipeline="inline", database_url=f"sqlite:///{tmp_path}/td.db")
+    # The fake stages' specs name no target: the worker-side job policy is off, as in the embedded run.
+    settings = Settings(home=tmp_path, pipeline="inline", database_url=f"sqlite:///{tmp_path}/td.db",
+                        enforce_job_policy=False)
     with override_settings(settings):
         sessions = get_sessionmaker(settings.database_url)
         with sessions() as s:
