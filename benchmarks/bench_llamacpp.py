@@ -29,6 +29,28 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def hf_margins_at_differences(target, prompts, llama_calls, hf_calls) -> list[dict]:
+    """Where llama.cpp and hf generate different text, how close was the target's argmax there? One
+    teacher-forced forward of the hf target on prompt + the common prefix: its top-1 minus top-2 logit at the
+    first difference (below about 1e-3 the two fp32 implementations can pick either token)."""
+    import torch
+
+    found = []
+    for p, x, y in zip(prompts, llama_calls, hf_calls):
+        tok_llama, tok_hf = list(x.tokens or []), list(y.tokens or [])
+        if tok_llama == tok_hf:
+            continue
+        j = next((k for k, (u, v) in enumerate(zip(tok_llama, tok_hf)) if u != v), min(len(tok_llama), len(tok_hf)))
+        ids = torch.tensor([list(p.prompt_ids) + tok_hf[:j]])
+        logits = target.step(ids, logits_to_keep=1).logits[0, -1]
+        top = torch.topk(logits, 2)
+        found.append({"call_id": p.call_id, "first_difference": j,
+                      "llamacpp_token": tok_llama[j] if j < len(tok_llama) else None,
+                      "hf_token": tok_hf[j] if j < len(tok_hf) else None, "hf_top2": top.indices.tolist(),
+                      "hf_margin": float(top.values[0] - top.values[1])})
+    return found
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--drafter", required=True)
@@ -42,11 +64,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--work-dir", default="/tmp/bench-llamacpp")
     ap.add_argument("--json", default=None)
-    a = ap.parse_args()
+    args = ap.parse_args()
 
     import torch
 
-    torch.set_num_threads(a.threads)
+    torch.set_num_threads(args.threads)
     from drafters.engines.hf import HFEngine
     from drafters.engines.llamacpp import LlamaCppEngine, export_target_gguf
     from drafters.evaluate import engine_summary, tau_of
@@ -54,10 +76,10 @@ def main() -> None:
 
     target = load_target("smollm2-135m-instruct")
     target_dir = convert_gguf(smollm2_gguf_path())
-    if a.prompts:
+    if args.prompts:
         from drafters.shards import load_prompts
 
-        prompts = load_prompts(Path(a.prompts))
+        prompts = load_prompts(Path(args.prompts))
     else:
         import importlib.util
 
@@ -65,42 +87,34 @@ def main() -> None:
         spec = importlib.util.spec_from_file_location("_t_llamacpp", ROOT / "tests" / "test_engine_llamacpp.py")
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        prompts = mod._heldout_prompts(target.tokenizer, a.calls)
-    if a.pick == "spread" and len(prompts) > a.calls:
-        step = len(prompts) / a.calls
-        prompts = [prompts[int(i * step)] for i in range(a.calls)]
-    prompts = prompts[: a.calls]
-    work = Path(a.work_dir)
-    gguf = export_target_gguf(target_dir, work / "smollm2-f32.gguf") if a.f32_target else smollm2_gguf_path()
+        prompts = mod._heldout_prompts(target.tokenizer, args.calls)
+    if args.pick == "spread" and len(prompts) > args.calls:
+        step = len(prompts) / args.calls
+        prompts = [prompts[int(i * step)] for i in range(args.calls)]
+    prompts = prompts[: args.calls]
+    work = Path(args.work_dir)
+    gguf = export_target_gguf(target_dir, work / "smollm2-f32.gguf") if args.f32_target else smollm2_gguf_path()
 
-    eng = LlamaCppEngine(gguf, target_dir=target_dir, work_dir=work, threads=a.threads)
+    eng = LlamaCppEngine(gguf, target_dir=target_dir, work_dir=work, threads=args.threads)
     t0 = time.perf_counter()
-    run = eng.measure(prompts, a.drafter, max_new_tokens=a.max_new_tokens)
+    run = eng.measure(prompts, args.drafter, max_new_tokens=args.max_new_tokens)
     t_llama = time.perf_counter() - t0
     s_llama = engine_summary(run)
+    if args.json:  # the llama.cpp half first, so a failure in the hf half loses nothing
+        Path(args.json + ".llamacpp").write_text(json.dumps(
+            {"summary": s_llama, "lossless": run.info.get("lossless"), "flags": run.flags,
+             "calls": [{"call_id": c.call_id, "rounds": c.verify_rounds, "accepted": c.accepted_drafts,
+                        "tokens": c.tokens} for c in run.calls]}, indent=1, default=str))
 
     t0 = time.perf_counter()
-    hf = HFEngine(target).measure(prompts, a.drafter, max_new_tokens=a.max_new_tokens, stop_token_ids=[0, 2])
+    hf = HFEngine(target).measure(prompts, args.drafter, max_new_tokens=args.max_new_tokens, stop_token_ids=[0, 2])
     t_hf = time.perf_counter() - t0
     s_hf = engine_summary(hf)
     drafted_rounds = [r for c in hf.calls for r in c.rounds if r.proposed > 0]
     same_as_hf = sum(1 for x, y in zip(run.calls, hf.calls) if x.tokens == y.tokens)
-    # Where llama.cpp and hf generate different text, how close was the target's argmax there? One teacher-forced
-    # forward of the hf target on prompt + the common prefix: its top-1 minus top-2 logit at the first difference.
-    hf_vs_llama = []
-    for p, x, y in zip(prompts, run.calls, hf.calls):
-        a, b = list(x.tokens or []), list(y.tokens or [])
-        if a == b:
-            continue
-        j = next((k for k, (u, v) in enumerate(zip(a, b)) if u != v), min(len(a), len(b)))
-        ids = torch.tensor([list(p.prompt_ids) + b[:j]])
-        logits = target.step(ids, logits_to_keep=1).logits[0, -1]
-        top = torch.topk(logits, 2)
-        hf_vs_llama.append({"call_id": p.call_id, "first_difference": j, "llamacpp_token": a[j] if j < len(a) else None,
-                            "hf_token": b[j] if j < len(b) else None, "hf_top2": top.indices.tolist(),
-                            "hf_margin": float(top.values[0] - top.values[1])})
+    hf_vs_llama = hf_margins_at_differences(target, prompts, run.calls, hf.calls)
     out = {
-        "target_gguf": str(gguf), "drafter": a.drafter, "calls": len(prompts), "max_new_tokens": a.max_new_tokens,
+        "target_gguf": str(gguf), "drafter": args.drafter, "calls": len(prompts), "max_new_tokens": args.max_new_tokens,
         "tau_llamacpp": s_llama["tau"], "rounds_llamacpp": s_llama["rounds"],
         "tau_hf": s_hf["tau"], "rounds_hf": s_hf["rounds"],
         "tau_hf_drafted_rounds": tau_of(drafted_rounds), "rounds_hf_drafted": len(drafted_rounds),
@@ -116,11 +130,12 @@ def main() -> None:
         "per_call": [{"call_id": x.call_id, "llamacpp": [x.verify_rounds, x.accepted_drafts],
                       "hf_drafted": [sum(1 for r in y.rounds if r.proposed > 0),
                                      sum(r.accepted for r in y.rounds if r.proposed > 0)],
-                      "same_tokens_as_hf": x.tokens == y.tokens} for x, y in zip(run.calls, hf.calls)],
+                      "same_tokens_as_hf": x.tokens == y.tokens, "llamacpp_tokens": x.tokens, "hf_tokens": y.tokens}
+                     for x, y in zip(run.calls, hf.calls)],
     }
     print(json.dumps(out, indent=1))
-    if a.json:
-        Path(a.json).write_text(json.dumps(out, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":
