@@ -32,7 +32,7 @@ from workers.context import StageContext
 # "auto" on a CPU-only machine is sized for the README demo (well under 15 minutes on 2 cores, set-up included);
 # on a GPU worker it follows DSPARK.md 4.1 and 8.
 CPU_DEFAULTS = {"num_draft_layers": 1, "max_seq_len": 512, "max_calls": 6, "max_new_tokens": 32,
-                "max_steps": 100, "num_anchors": 16, "lr": 2e-3, "tokens_per_batch": 1024,
+                "max_steps": 100, "num_anchors": 16, "lr": 1e-3, "tokens_per_batch": 1024,
                 "max_train_tokens": 24_000, "val_max_seqs": 4}
 GPU_DEFAULTS = {"num_draft_layers": 5, "max_seq_len": 4096, "max_calls": 500, "max_new_tokens": 512,
                 "max_steps": 3000, "num_anchors": 512, "lr": 2e-4, "tokens_per_batch": 8192,
