@@ -250,6 +250,7 @@ def test_real_converter_subprocess_reports_a_stable_code(stack, cli, tmp_path, m
 # ---------------------------------------------------------------------------------------------------------
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_gguf_export_end_to_end_with_the_real_converter(stack, cli, tmp_path, monkeypatch):
     """Register a real (randomly initialised, 1-layer) DSpark drafter of SmolLM2-135M-Instruct, publish it
     as GGUF with llama.cpp's converter through the CLI, then: the file is in the store where the registry
