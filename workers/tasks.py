@@ -40,7 +40,8 @@ import sqlalchemy as sa
 from celery import shared_task
 
 from drafters.errors import TracedraftError
-from service.queue import JOB_STAGE, TASK_STAGES, StageLock, dispatch, next_stage, task_name
+from service import queue
+from service.queue import JOB_STAGE, TASK_STAGES, StageLock, next_stage, task_name
 from service.settings import Settings, get_settings
 from workers.context import StageContext, StageResults, overall_progress, workdir_for
 
@@ -306,7 +307,9 @@ def run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
 
     if following is not None:
         try:
-            dispatch(following, job_id, settings=settings)
+            # Looked up on the module at call time, never bound at import: a stand-in installed there (the
+            # API tests' recorder) must not stick to this module for the rest of the process.
+            queue.dispatch(following, job_id, settings=settings)
         except Exception as exc:  # noqa: BLE001 - state committed; the reconciler re-dispatches
             log.warning("job %s: dispatch of %s failed (%s); the reconciler will re-dispatch it",
                         job_id, following, exc)

@@ -206,7 +206,6 @@ def test_worker_refuses_a_job_the_operator_no_longer_allows(tmp_path, db_url, di
         for k, v in env.items():
             monkeypatch.setenv(k, v)
         reload_settings()
-        monkeypatch.setattr(tasks, "dispatch", dispatched)
         task = SimpleNamespace(request=SimpleNamespace(id="t-1", retries=0))
         out = tasks.run_stage(task, "validate", job_id)
         assert out["outcome"] == "failed" and out["code"] == "target_not_allowed"
