@@ -7,9 +7,15 @@ draft-dspark --spec-draft-n-max <block_size> -np 1 --metrics --no-cache-prompt``
 false, greedy at temperature 0), read the speculative counters from ``GET /metrics`` before and after, stop
 the server. tau = 1 + (accepted after - before) / (verification rounds after - before) via
 ``drafters.evaluate.tau_from_counts`` (never computed here). Optionally the target alone (no ``-md``) replays
-the same prompts and the generated ids are compared token for token (lossless at temperature 0; a difference
-where the target's top-1/top-2 logit margin is below the tie tolerance is a near tie of fp32 arithmetic, batched
-verification against one-token decoding, and is reported as such, like drafters.evaluate does for the hf loop).
+the same prompts and the generated ids are compared token for token (lossless at temperature 0).
+
+Token identity needs batch-invariant arithmetic: a verification round scores 1 + block tokens in one forward,
+the target alone one token at a time, and llama.cpp's CPU backend by default sums them in different orders
+(llamafile's tinyBLAS for matmuls of 2+ tokens, a split-KV flash-attention kernel for one token over 512+
+cached positions), which flipped near-tied argmaxes in 3 of 24 held-out calls. Our build turns tinyBLAS off
+(``llamacpp_build.CMAKE_FLAGS``) and the server runs with ``-fa off``: 24 of 24 calls identical. With a binary
+built otherwise (``--llama-server``) a difference where the target's top-1/top-2 logit margin is below the tie
+tolerance is reported as a near tie, like drafters.evaluate does for the hf loop.
 
 Counters, from the vendored server (tools/server/server-task.cpp, server-context.cpp of llama-cpp-python
 0.3.36): ``llamacpp:spec_decode_num_drafts_total`` = verification steps (a step with an empty draft is not
@@ -363,7 +369,9 @@ class LlamaServer:
     """One ``llama-server`` process (context manager: started on enter, always stopped on exit).
 
     Measuring configuration: one slot (``-np 1``), ``--metrics``, no prompt cache (``--no-cache-prompt``,
-    ``--cache-ram 0``), server default temperature 0, no web UI, on 127.0.0.1 at a free port. With a draft:
+    ``--cache-ram 0``), server default temperature 0, flash attention off (``-fa off``: its one-token kernel
+    splits the KV range across threads, so decoding would not match verification bit for bit; see the module
+    docstring), no web UI, on 127.0.0.1 at a free port; ``extra_args`` come last and may override any of it. With a draft:
     ``-md DRAFT --spec-type draft-dspark --spec-draft-n-max BLOCK --spec-draft-n-min 0 --spec-draft-p-min 0``
     (full blocks: no confidence truncation, SERVING.md 1 "static"). ctx_size: context length (tokens; must
     hold the longest prompt + n_predict + block). threads: CPU threads (None: llama.cpp's default).
@@ -377,7 +385,7 @@ class LlamaServer:
         self.host, self.port = host, port or free_port(host)
         self.argv = [str(binary), "-m", str(target_gguf), "--host", host, "--port", str(self.port), "-np", "1",
                      "--metrics", "--no-cache-prompt", "--cache-ram", "0", "-c", str(int(ctx_size)),
-                     "--temp", "0", "--no-webui"]
+                     "--temp", "0", "-fa", "off", "--no-webui"]
         if threads:
             self.argv += ["-t", str(int(threads)), "-tb", str(int(threads))]
         if draft_gguf is not None:

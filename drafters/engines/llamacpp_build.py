@@ -48,11 +48,15 @@ SERVER_TARGET = "llama-server"
 # Evidence that the vendored llama.cpp serves DSpark drafters and converts our checkpoints.
 DSPARK_EVIDENCE = (("common/speculative.cpp", "draft-dspark"), ("conversion/qwen.py", "Qwen3DSparkModel"))
 # CPU only, no network at build time (no curl/openssl, no prebuilt web UI download), one static binary.
+# GGML_LLAMAFILE=OFF: llamafile's tinyBLAS takes every matmul with 2 or more tokens (ggml-cpu.c; sgemm.cpp
+# refuses n < 2), so a verification round and single-token decoding summed dot products in different orders
+# and flipped near-tied argmaxes. Without it both go through ggml's vec_dot, one fixed order per output
+# element whatever the batch: speculative output equals the target alone token for token (issue 12).
 CMAKE_FLAGS = (
     "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=OFF", "-DGGML_METAL=OFF", "-DGGML_VULKAN=OFF",
     "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_SERVER=ON",
     "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_APP=OFF",
-    "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
+    "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DGGML_LLAMAFILE=OFF",
 )
 CONVERTER_FILES = ("convert_hf_to_gguf.py",)
 CONVERTER_DIRS = ("conversion", "gguf-py")
@@ -79,7 +83,9 @@ def version_dir(version: str = DEFAULT_VERSION, cache_dir: str | Path | None = N
 
 
 def read_marker(version: str = DEFAULT_VERSION, cache_dir: str | Path | None = None) -> dict | None:
-    """The INSTALLED.json of a complete install whose binary and converter still exist, else None."""
+    """The INSTALLED.json of a complete install whose binary and converter still exist, else None. A binary
+    we built with other cmake flags than ``CMAKE_FLAGS`` (an older tracedraft) is stale, so None too: the
+    next install reconfigures and rebuilds it incrementally."""
     path = version_dir(version, cache_dir) / MARKER
     try:
         info = json.loads(path.read_text())
@@ -88,6 +94,8 @@ def read_marker(version: str = DEFAULT_VERSION, cache_dir: str | Path | None = N
     server = Path(info.get("llama_server", ""))
     conv = Path(info.get("converter", ""))
     if not (server.is_file() and os.access(server, os.X_OK) and conv.is_file()):
+        return None
+    if info.get("built") and not set(CMAKE_FLAGS) <= set(info.get("cmake_flags") or ()):
         return None
     return info
 
