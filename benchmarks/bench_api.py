@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_api.py                       # 50 clients, 60 s
     .venv/bin/python benchmarks/bench_api.py --duration 10 --clients 20
+    .venv/bin/python benchmarks/bench_api.py --think-time 0.5         # 50 users pausing 0.5 s on average
 
 What runs: a fresh PostgreSQL database (created on 127.0.0.1:5432, or ``--database-url``, migrated), one
 organization with an API key, and the API as deployed, ``tracedraft serve`` (uvicorn; ``--workers``
@@ -16,6 +17,12 @@ throughput, the load average before and after (the machine may be shared), and t
 request of the server processes, of this client process and of PostgreSQL during the load (Linux /proc),
 and from those the throughput the CPUs could give if nothing else ran on them.
 Goal (issue 10): zero errors and p99 under 200 ms for non-upload calls.
+
+``--think-time S`` gives each client a pause between an answer and its next request, drawn from an
+exponential distribution of mean S seconds (the "users with a wait time" model of locust): the latency then
+measures the service at an offered load of about clients / (S + latency) requests/s instead of the queue of
+a saturated server. Both are worth reading: S = 0 gives the capacity, S > 0 the latency users see at a
+given load; the printed offered rate says which regime a run was in.
 
 Closed loop means Little's law holds: mean latency = clients / throughput. With 50 clients, a p99 under
 200 ms needs a throughput of roughly 50 / 0.1 s = 500 requests/s, i.e. about 4 ms of CPU per request for
@@ -116,12 +123,16 @@ class Stats:
 
 
 async def client_loop(i: int, base: str, key: str, dataset_id: str, job_ids: list[str], deadline: float,
-                      stats: Stats, upload_share: float) -> None:
+                      stats: Stats, upload_share: float, think_time: float = 0.0) -> None:
     headers = {"Authorization": f"Bearer {key}"}
     rng = random.Random(i)
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30, limits=limits) as http:
         while time.perf_counter() < deadline:
+            if think_time > 0:
+                await asyncio.sleep(min(rng.expovariate(1.0 / think_time), max(0.0, deadline - time.perf_counter())))
+                if time.perf_counter() >= deadline:
+                    break
             r = rng.random()
             if r < upload_share:
                 op = "upload"
@@ -162,6 +173,9 @@ def main() -> None:
     ap.add_argument("--upload-share", type=float, default=0.02, help="fraction of calls that upload (0.02)")
     ap.add_argument("--database-url", default=None, help="use this (migrated) database instead of a fresh one")
     ap.add_argument("--broker-url", default="redis://127.0.0.1:6379/13", help="Redis for the Celery queues")
+    ap.add_argument("--think-time", type=float, default=0.0,
+                    help="mean seconds a client waits between an answer and its next request (exponential; "
+                         "default 0: closed loop, the server saturated)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args()
 
@@ -234,7 +248,8 @@ def main() -> None:
         async def run() -> float:
             t0 = time.perf_counter()
             deadline = t0 + args.duration
-            await asyncio.gather(*(client_loop(i, base, key, ds["id"], job_ids, deadline, stats, args.upload_share)
+            await asyncio.gather(*(client_loop(i, base, key, ds["id"], job_ids, deadline, stats, args.upload_share,
+                                               args.think_time)
                                    for i in range(args.clients)))
             return time.perf_counter() - t0
 
@@ -275,7 +290,8 @@ def main() -> None:
     per_request_s = sum(cpu_ms.values()) / 1e3
     capacity = round(cpus / per_request_s, 1) if per_request_s > 0 else None
     min_latency_ms = round(1e3 * args.clients / capacity, 1) if capacity else None
-    summary = {"clients": args.clients, "duration_s": round(elapsed, 1), "workers": workers,
+    summary = {"clients": args.clients, "think_time_s": args.think_time, "duration_s": round(elapsed, 1),
+               "workers": workers,
                "requests": total, "errors": errors, "rps": round(total / elapsed, 1),
                "load_avg_before": [round(x, 2) for x in load_before],
                "load_avg_after": [round(x, 2) for x in load_after], "cpu_ms_per_request": cpu_ms,
@@ -283,10 +299,15 @@ def main() -> None:
                "non_upload_p50_ms": round(percentile(non_upload, 50) * 1e3, 1),
                "non_upload_p99_ms": round(percentile(non_upload, 99) * 1e3, 1), "ops": rows,
                "error_samples": stats.samples}
+    if args.think_time > 0 and capacity:
+        summary["offered_share_of_capacity"] = round(summary["rps"] / capacity, 3)
     if args.json:
         print(json.dumps(summary, indent=2))
         return
-    print(f"{args.clients} clients, {elapsed:.1f} s, API workers={workers}: {total} requests "
+    regime = (f"think time {args.think_time} s (offered load {summary['rps']} req/s = "
+              f"{summary['rps'] / capacity:.0%} of capacity)" if args.think_time > 0 and capacity
+              else "closed loop, no think time")
+    print(f"{args.clients} clients, {regime}, {elapsed:.1f} s, API workers={workers}: {total} requests "
           f"({summary['rps']} req/s), {errors} errors")
     print("load average (1/5/15 min) before {} after {}; CPU ms per request: server {server}, client {client}, "
           "postgres {postgres}".format(" ".join(f"{x:.2f}" for x in load_before),
