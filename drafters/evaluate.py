@@ -891,7 +891,12 @@ def engine_report(runs: Mapping[str, Any], *, target: str | None, temperature: f
     """An EvalReport (same schema, so ``gate`` and ``write_report`` work) from counter-only engine runs,
     e.g. one SGLang pass per drafter: {name: EngineRun}. Per-segment, conditional-acceptance and calibration
     sections are empty (the engine does not expose per-round data); "tau_source" and "flags" say how tau
-    was obtained, "settings.engine_info" records the engine version and arguments per drafter."""
+    was obtained, "settings.engine_info" records the engine version and arguments per drafter.
+
+    When every run compared its output with the same engine's target alone (``info["lossless"]``, the
+    llama.cpp engine), "lossless" reports that check (calls compared, identical, near ties, the differing
+    calls per drafter) and "plain" the target-alone speed (``info["plain_tokens"]``/``["plain_seconds"]``),
+    from which each proposer's "speedup_vs_plain" follows; otherwise lossless is marked not checked."""
     entries, infos = {}, {}
     for name, run in runs.items():
         s = engine_summary(run)
@@ -904,15 +909,33 @@ def engine_report(runs: Mapping[str, Any], *, target: str | None, temperature: f
     pairs = list(compare) if compare is not None else [(a, b) for a in names for b in names if a != b]
     engines = sorted({getattr(r, "engine", "?") for r in runs.values()})
     first = next(iter(runs.values()), None)
+    lossless: dict[str, Any] = {"checked": False, "reason": "remote engine: outputs are not compared token by token"}
+    plain: dict[str, Any] = {"tokens": None, "seconds": None, "tokens_per_s": None}
+    checks = {n: (r.info or {}).get("lossless") for n, r in runs.items()}
+    if runs and all(checks.values()):
+        lossless = {"checked": True, "against": "the same engine's target alone, token ids, same prompts",
+                    "calls_checked": sum(c["calls"] for c in checks.values()),
+                    "identical": all(c["identical"] for c in checks.values()),
+                    "near_ties": [{**m, "proposer": n} for n, c in checks.items() for m in c["mismatched_calls"]
+                                  if m.get("near_tie")],
+                    "mismatched_calls": {n: c["mismatched_calls"] for n, c in checks.items() if c["mismatched_calls"]}}
+        info0 = first.info or {}
+        if info0.get("plain_tokens") and info0.get("plain_seconds"):
+            p_tps = info0["plain_tokens"] / info0["plain_seconds"]
+            plain = {"tokens": info0["plain_tokens"], "seconds": info0["plain_seconds"], "tokens_per_s": p_tps}
+            for e in entries.values():
+                tps = e["timing"]["tokens_per_s"]
+                e["speedup_vs_plain"] = tps / p_tps if tps else None
     return EvalReport(_clean({
         "schema": SCHEMA, "convention": CONVENTION, "end_effects": "engine counters: " + END_EFFECTS,
         "rules": {"paired": PAIRED_RULE},
         "settings": {"engine": ",".join(engines), "target": target, "temperature": temperature, "seed": seed,
                      "max_new_tokens": max_new_tokens, "engine_info": infos, "versions": _versions()},
         "heldout": {"calls": len(first.calls) if first else 0,
-                    "generated_tokens": {n: e["tokens"] for n, e in entries.items()}},
-        "lossless": {"checked": False, "reason": "remote engine: outputs are not compared token by token"},
-        "plain": {"tokens": None, "seconds": None, "tokens_per_s": None},
+                    "generated_tokens": {n: e["tokens"] for n, e in entries.items()},
+                    "plain_generated_tokens": plain["tokens"]},
+        "lossless": lossless,
+        "plain": plain,
         "proposers": entries,
         "comparisons": {f"{a}__vs__{b}": {"candidate": a, "incumbent": b,
                                           **compare_entries(entries[a], entries[b], seed)} for a, b in pairs},

@@ -413,6 +413,33 @@ def test_engine_flags_lossy_output_and_fails_without_drafting(fake_engine, monke
     assert e.value.code == "speculation_off"
 
 
+def test_engine_report_carries_the_target_alone_check_and_speed(fake_engine, monkeypatch, tmp_path):
+    """The job's report from llama.cpp runs states the token-identity check the engine made and the target-alone
+    speed, like the hf report does; a lossy run is named there, per drafter and call."""
+    from drafters.evaluate import engine_report, write_report
+
+    eng, draft = fake_engine
+    monkeypatch.setenv("FAKE_MODE", "ok")
+    good = eng.measure(_prompts(3), draft, max_new_tokens=16, stop_token_ids=[2])
+    rep = engine_report({"candidate": good, "untrained": good}, target="t", temperature=0.0, max_new_tokens=16)
+    assert rep["lossless"]["checked"] is True and rep["lossless"]["identical"] is True
+    assert rep["lossless"]["calls_checked"] == 6 and rep["lossless"]["mismatched_calls"] == {}
+    plain_tokens = sum(c.completion_tokens for c in eng.plain(_prompts(3), max_new_tokens=16))
+    assert rep["plain"]["tokens"] == good.info["plain_tokens"] == plain_tokens > 0
+    assert rep["plain"]["tokens_per_s"] == pytest.approx(plain_tokens / good.info["plain_seconds"])
+    cand = rep["proposers"]["candidate"]
+    assert cand["speedup_vs_plain"] == pytest.approx(cand["timing"]["tokens_per_s"] / rep["plain"]["tokens_per_s"])
+    write_report(rep, tmp_path / "report")  # the HTML and JSON report take the engine's check as they take hf's
+    assert json.loads((tmp_path / "report" / "report.json").read_text())["lossless"]["identical"] is True
+    eng._plain_cache.clear()
+    monkeypatch.setenv("FAKE_MODE", "lossy")
+    bad = eng.measure(_prompts(2), draft, max_new_tokens=10)
+    rep = engine_report({"candidate": bad, "untrained": good}, target="t", temperature=0.0, max_new_tokens=10)
+    assert rep["lossless"]["identical"] is False
+    assert [m["call_id"] for m in rep["lossless"]["mismatched_calls"]["candidate"]] == ["c0", "c1"]
+    assert "untrained" not in rep["lossless"]["mismatched_calls"]
+
+
 def test_differences_at_near_ties_are_told_apart_from_lossy_output():
     from drafters.engines.base import CallMeasurement
     from drafters.engines.llamacpp import _tokens_equal_report, top2_margins
@@ -631,6 +658,29 @@ def test_quantized_target_serves_a_draft_token_identically(smollm2, tmp_path):
     assert run.info["lossless"]["identical"], run.info["lossless"]
     assert sum(c.accepted_drafts for c in run.calls) > 0, "no draft accepted: a vacuous test"
     assert [c.tokens for c in run.calls] == [c.tokens for c in plain]
+
+
+@pytest.mark.slow
+def test_main_job_measured_by_llamacpp(llama_server_bin, tmp_path):
+    """`tracedraft run --engine llamacpp` on SmolLM2: the job's report comes from llama-server (tau from its
+    counters for the trained and the untrained drafter), with the token-identity check against the target
+    alone and the target-alone speed filled in, and the version registered."""
+    from tests.test_main_job import tracedraft, versions
+
+    home = tmp_path / "home"
+    files = [str(p) for p in sorted((REPO / "examples" / "traces").iterdir()) if p.suffix != ".md"]
+    proc = tracedraft(home, "run", *files, "--target", "smollm2-135m-instruct", "--chat-template",
+                      str(REPO / "examples" / "chat_templates" / "chatml_tools.jinja"), "--engine", "llamacpp",
+                      "--max-steps", "20", "--max-calls", "3", "--max-new-tokens", "24", "--json", timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    s = json.loads(proc.stdout)
+    assert s["status"] == "succeeded" and set(s["proposers"]) == {"candidate", "untrained"}
+    assert s["lossless"]["checked"] is True and s["lossless"]["identical"] is True, s["lossless"]
+    assert s["lossless"]["calls_checked"] == 2 * s["heldout_calls"] == 6
+    assert s["plain_tokens_per_s"] > 0 and s["generated_tokens"] > 0
+    for p in s["proposers"].values():
+        assert p["tau"] >= 1.0 and p["rounds"] > 0 and p["speedup_vs_plain"] > 0
+    assert len(versions(home)) == 1
 
 
 @pytest.mark.slow

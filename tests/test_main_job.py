@@ -103,6 +103,13 @@ def test_missing_trace_file_is_a_clear_error(tmp_path: Path) -> None:
     assert "file_not_found" in proc.stderr and "missing.jsonl" in proc.stderr
 
 
+def test_unknown_engine_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    proc = tracedraft(tmp_path / "home", "run", str(CLAUDE_CODE), "--target", "x", "--engine", "vllm")
+    assert proc.returncode == 1
+    assert "unknown_engine" in proc.stderr and "--engine" in proc.stderr
+    assert versions(tmp_path / "home") == []
+
+
 @pytest.mark.slow
 def test_quickstart_on_smollm2_training_beats_untrained(tmp_path: Path) -> None:
     """The README's quick start exactly (the CPU auto recipe): the trained drafter's tau is above the untrained

@@ -766,6 +766,7 @@ class LlamaCppEngine(Engine):
             rep = _tokens_equal_report(calls, plain, margins if temperature == 0 else None, self.tie_tolerance)
             info["lossless"] = rep
             info["plain_seconds"] = sum(c.seconds or 0.0 for c in plain)
+            info["plain_tokens"] = sum(c.completion_tokens for c in plain)
             if temperature == 0 and not rep["lossless"]:
                 flags.append(FLAG_NOT_LOSSLESS)
             elif temperature == 0 and not rep["identical"]:

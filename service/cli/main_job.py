@@ -35,6 +35,9 @@ def run(
                                                  help="Tokens generated per held-out call (default: auto)."),
     draft_layers: int | None = typer.Option(None, "--draft-layers", min=1,
                                                help="Drafter layers (default: 1 on CPU, 5 on GPU)."),
+    engine: str = typer.Option("hf", "--engine", help="Where accepted length is measured: hf (in-process "
+                               "speculative decoding, default) or llamacpp (llama-server; `tracedraft engines "
+                               "install llamacpp` first)."),
     name: str | None = typer.Option(None, "--name", help="Drafter name in the registry."),
     trace_format: str | None = typer.Option(None, "--format", help="Force a trace format (default: detect)."),
     resume_job: str | None = typer.Option(None, "--resume", help="Resume a cancelled or failed job by id."),
@@ -57,9 +60,12 @@ def run(
                                       where="TRACES")
             if not target:
                 raise TracedraftError("no_target", "--target is required (unless --resume)", where="--target")
+            if engine not in ("hf", "llamacpp"):
+                raise TracedraftError("unknown_engine", f"unknown engine {engine!r}: use hf or llamacpp (sglang "
+                                      "runs on GPU workers through `tracedraft jobs submit`)", where="--engine")
             spec = embedded.build_spec(
                 target=target, chat_template=chat_template, base_drafter=base_drafter, max_steps=max_steps,
-                time_budget_min=time_budget, engine="hf", max_calls=max_calls, max_new_tokens=max_new_tokens,
+                time_budget_min=time_budget, engine=engine, max_calls=max_calls, max_new_tokens=max_new_tokens,
                 num_draft_layers=draft_layers, drafter_name=name, trace_format=trace_format,
             )
             job_id, stage = embedded.submit(settings, traces, spec), "validate"
