@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.api.app import create_app
 from drafters.errors import TracedraftError
+from service.api.app import create_app
 from service.policy import check_job_spec, check_sglang_endpoint, check_target
 from service.settings import Settings
 from tests.api.conftest import job_body, make_settings, upload
