@@ -100,6 +100,19 @@ def cpu_seconds(server_pid: int) -> dict[str, float]:
             "postgres": sum(c for _, name, c in stats.values() if name in ("postgres", "postmaster"))}
 
 
+def worst_seconds(timeline: list[tuple[float, float, str]], n: int = 3, slow_s: float = 0.2) -> list[dict]:
+    """The ``n`` seconds of the run (by request start) with the most non-upload requests slower than
+    ``slow_s``: where a stall sits in time, which a whole-run percentile hides."""
+    by_sec: dict[int, list[float]] = {}
+    for start, lat, op in timeline:
+        if op != "upload":
+            by_sec.setdefault(int(start), []).append(lat)
+    rows = [{"second": sec, "requests": len(lats), "slow": sum(x > slow_s for x in lats),
+             "max_ms": round(max(lats) * 1e3, 1)} for sec, lats in by_sec.items()]
+    rows.sort(key=lambda r: (r["slow"], r["max_ms"]), reverse=True)
+    return [r for r in rows[:n] if r["slow"]]
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -113,21 +126,35 @@ class Stats:
         self.lat: dict[str, list[float]] = {}
         self.errors: dict[str, int] = {}
         self.samples: list[str] = []
+        self.t0 = time.perf_counter()
+        self.timeline: list[tuple[float, float, str]] = []  # (start - t0, latency, op), every request
 
-    def add(self, op: str, seconds: float, ok: bool, detail: str = "") -> None:
+    def add(self, op: str, seconds: float, ok: bool, detail: str = "", start: float | None = None) -> None:
         self.lat.setdefault(op, []).append(seconds)
+        if start is not None:
+            self.timeline.append((start - self.t0, seconds, op))
         if not ok:
             self.errors[op] = self.errors.get(op, 0) + 1
             if len(self.samples) < 5:
                 self.samples.append(f"{op}: {detail[:200]}")
 
 
-async def client_loop(i: int, base: str, key: str, dataset_id: str, job_ids: list[str], deadline: float,
-                      stats: Stats, upload_share: float, think_time: float = 0.0) -> None:
+def make_clients(n: int, base: str, key: str) -> list[httpx.AsyncClient]:
+    """``n`` clients of one connection each, built before the clock starts and sharing one SSL context:
+    httpx builds a context per client otherwise (~65 ms of CPU each, CA bundle included, even for http://),
+    which, done inside the timed loop, blocked this event loop for ~3 s at the start of every run and showed
+    up as a ~600 ms 'stall' of every request in flight (what sessions 3-4 chased on the server side)."""
+    ctx = httpx.create_ssl_context()
     headers = {"Authorization": f"Bearer {key}"}
-    rng = random.Random(i)
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=30, limits=limits) as http:
+    return [httpx.AsyncClient(base_url=base, headers=headers, timeout=30, limits=limits, verify=ctx)
+            for _ in range(n)]
+
+
+async def client_loop(i: int, http: httpx.AsyncClient, dataset_id: str, job_ids: list[str], deadline: float,
+                      stats: Stats, upload_share: float, think_time: float = 0.0) -> None:
+    rng = random.Random(i)
+    async with http:
         while time.perf_counter() < deadline:
             if think_time > 0:
                 await asyncio.sleep(min(rng.expovariate(1.0 / think_time), max(0.0, deadline - time.perf_counter())))
@@ -161,7 +188,7 @@ async def client_loop(i: int, base: str, key: str, dataset_id: str, job_ids: lis
                     job_ids.append(resp.json()["id"])
             except httpx.HTTPError as exc:
                 ok, detail = False, f"{type(exc).__name__}: {exc}"
-            stats.add(op, time.perf_counter() - t0, ok, detail)
+            stats.add(op, time.perf_counter() - t0, ok, detail, start=t0)
 
 
 def main() -> None:
@@ -246,11 +273,12 @@ def main() -> None:
         stats = Stats()
 
         async def run() -> float:
-            t0 = time.perf_counter()
+            clients = make_clients(args.clients, base, key)
+            t0 = stats.t0 = time.perf_counter()
             deadline = t0 + args.duration
-            await asyncio.gather(*(client_loop(i, base, key, ds["id"], job_ids, deadline, stats, args.upload_share,
+            await asyncio.gather(*(client_loop(i, http, ds["id"], job_ids, deadline, stats, args.upload_share,
                                                args.think_time)
-                                   for i in range(args.clients)))
+                                   for i, http in enumerate(clients)))
             return time.perf_counter() - t0
 
         load_before = os.getloadavg()
@@ -298,7 +326,7 @@ def main() -> None:
                "cpus": cpus, "capacity_rps": capacity, "min_mean_latency_ms": min_latency_ms,
                "non_upload_p50_ms": round(percentile(non_upload, 50) * 1e3, 1),
                "non_upload_p99_ms": round(percentile(non_upload, 99) * 1e3, 1), "ops": rows,
-               "error_samples": stats.samples}
+               "worst_seconds": worst_seconds(stats.timeline), "error_samples": stats.samples}
     if args.think_time > 0 and capacity:
         summary["offered_share_of_capacity"] = round(summary["rps"] / capacity, 3)
     if args.json:
@@ -322,6 +350,9 @@ def main() -> None:
               f"{r['max_ms']:>9.1f}")
     print(f"non-upload calls: p50 {summary['non_upload_p50_ms']} ms, p99 {summary['non_upload_p99_ms']} ms "
           f"(goal: 0 errors, p99 < 200 ms)")
+    for r in summary["worst_seconds"]:
+        print(f"  second {r['second']} of the load: {r['slow']} of {r['requests']} non-upload requests over 200 ms "
+              f"(max {r['max_ms']} ms)")
     for s in stats.samples:
         print("  error sample:", s)
 
