@@ -2,12 +2,17 @@
 
 Measures, per training sequence (default 512 tokens, block 7, 16 and 64 anchors):
   - target forward: the base model with hidden states (what feature extraction needs) and the full
-    CausalLM forward (base + LM head over all positions), in fp32 and in bf16;
+    CausalLM forward (base + LM head over all positions);
   - drafter forward+backward of the whole DSpark loss (backbone + Markov/confidence heads + full-vocab
-    CE/L1/BCE, DSPARK.md 2.2) with the V-sized matmuls in fp32 and in bf16 (softmax always fp32), and the
-    backbone alone;
+    CE/L1/BCE, DSPARK.md 2.2), and the backbone alone;
 for 1 and 5 draft layers. Goals (issue 5): drafter fwd+bwd / target forward <= 0.3 (1 layer), <= 0.6 (5).
 Random weights (built from a LlamaConfig): timing does not depend on the values.
+
+Precision (``--precision``): ``auto`` (default) measures what the training stage runs on this machine
+(workers.stages: on a CPU with native bf16, AVX512-BF16/AMX, a bf16 target and bf16 loss matmuls; on any
+other CPU fp32 for both, since emulated bf16 is several times slower than fp32 there), and the goal verdict
+is read in that precision. ``fp32``, ``bf16`` or ``both`` force it (``both``: the target in both precisions,
+the loss matmuls in both, and verdicts against each target).
 
 Why the anchor count matters: per valid slot the loss needs V*(3d + 3r) multiply-adds (drafter logits
 forward and input-gradient, target logits, Markov W2 forward and both gradients); at SmolLM2 dims that is
@@ -15,6 +20,7 @@ forward and input-gradient, target logits, Markov W2 forward and both gradients)
 alone cost about as much as the target forward whatever the implementation. The CPU recipe samples 16.
 
 Usage: .venv/bin/python benchmarks/bench_dspark.py [--tokens 512] [--anchors 16 64] [--block 7] [--reps 5]
+           [--precision auto|fp32|bf16|both] [--threads N]
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from drafters.dspark.anchors import sample_anchors
 from drafters.dspark.config import DSparkConfig
 from drafters.dspark.losses import dspark_loss
 from drafters.dspark.model import DSparkDrafter
+from drafters.target import cpu_bf16_fast
 
 
 def smollm2_135m_config() -> transformers.LlamaConfig:
@@ -48,36 +55,45 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--layers", type=int, nargs="+", default=[1, 5])
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
+    ap.add_argument("--precision", choices=["auto", "fp32", "bf16", "both"], default="auto",
+                    help="auto: what the training stage uses on this CPU (see the module doc)")
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    native_bf16 = cpu_bf16_fast()
+    precision = args.precision if args.precision != "auto" else "bf16" if native_bf16 else "fp32"
+    dtypes = {"fp32": [torch.float32], "bf16": [torch.bfloat16], "both": [torch.float32, torch.bfloat16]}[precision]
     torch.manual_seed(0)
     tcfg = smollm2_135m_config()
-    target = transformers.LlamaForCausalLM(tcfg).eval()
-    target16 = transformers.LlamaForCausalLM(tcfg).to(torch.bfloat16).eval()
+    target = transformers.LlamaForCausalLM(tcfg).eval()  # fp32: also the source of the drafter's features
+    targets = {dt: target if dt == torch.float32 else transformers.LlamaForCausalLM(tcfg).to(dt).eval()
+               for dt in dtypes}
     T = args.tokens
     ids = torch.randint(0, tcfg.vocab_size, (1, T))
     loss_mask = torch.zeros(1, T, dtype=torch.long)
     loss_mask[0, T // 8:] = 1  # a prompt, then the supervised response
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, T={T}, anchors={args.anchors}, "
-          f"block={args.block}")
+          f"block={args.block}; native bf16 on this CPU: {native_bf16}; precision: {precision}"
+          + (" (the training stage's on this CPU)" if args.precision == "auto" else ""))
 
     layer_ids = DSparkConfig.from_target(tcfg, mask_token_id=16).target_layer_ids
     feats = {}
 
-    def target_base(model=target, keep_features=True):
+    def target_base(model, keep_features):
         with torch.no_grad():
             out = model.model(ids, output_hidden_states=True)
-            if keep_features:  # the fp32 model's: the drafter trains on fp32 features either way
-                feats["aux"] = torch.cat([out.hidden_states[i + 1] for i in layer_ids], -1)
-                feats["last"] = out.last_hidden_state
+            if keep_features:  # fp32 features either way: the drafter's inputs, not what is timed
+                feats["aux"] = torch.cat([out.hidden_states[i + 1] for i in layer_ids], -1).float()
+                feats["last"] = out.last_hidden_state.float()
 
-    def target_full(model=target):
+    def target_full(model):
         with torch.no_grad():
             model(ids, output_hidden_states=True)
 
-    cases = {"target_base": target_base, "target_full": target_full,
-             "target_base_bf16": lambda: target_base(target16, False), "target_full_bf16": lambda: target_full(target16)}
+    cases = {}
+    for dt, model in targets.items():
+        cases[f"target_base_{NAME[dt]}"] = lambda m=model: target_base(m, m is target or "aux" not in feats)
+        cases[f"target_full_{NAME[dt]}"] = lambda m=model: target_full(m)
     for A in args.anchors:
         anchors, keep = sample_anchors(loss_mask[0], A, torch.Generator().manual_seed(0))
         anchors, keep = anchors[None], keep[None]
@@ -97,15 +113,15 @@ def main() -> None:
                 out.total.backward()
 
             cases[f"backbone_{n}_{A}"] = backbone
-            cases[f"full_{n}_{A}"] = full
-            cases[f"full16_{n}_{A}"] = lambda full=full: full(dt=torch.bfloat16)
+            for dt in dtypes:
+                cases[f"full_{NAME[dt]}_{n}_{A}"] = lambda full=full, dt=dt: full(dt=dt)
     # interleave the cases rep by rep so that load changes on a shared machine hit all of them alike
     # Both clocks: wall time, and this process's CPU time (user+sys of all its threads), which a shared,
     # overloaded machine distorts far less (use --threads 1 to make CPU time equal compute time).
     times = {k: [] for k in cases}
     cpu = {k: [] for k in cases}
     for fn in cases.values():
-        fn()  # warm-up (target_base first: it fills feats)
+        fn()  # warm-up (the fp32 target first: it fills feats)
     for _ in range(args.reps):
         for k, fn in cases.items():
             t0, c0 = time.perf_counter(), time.process_time()
@@ -114,42 +130,50 @@ def main() -> None:
             cpu[k].append(time.process_time() - c0)
     for clock, table in (("CPU time", cpu), ("wall time", times)):
         print(f"--- {clock} (median of {args.reps})")
-        report(args, tcfg, {k: statistics.median(v) for k, v in table.items()}, T)
+        report(args, tcfg, {k: statistics.median(v) for k, v in table.items()}, T, [NAME[dt] for dt in dtypes],
+               "bf16" if precision == "bf16" else "fp32" if precision == "fp32" else None)
 
 
-def report(args, tcfg, med, T) -> None:
-    """Print the figures and ratios of one clock."""
+NAME = {torch.float32: "fp32", torch.bfloat16: "bf16"}
+GOALS = {1: 0.3, 5: 0.6}
+
+
+def report(args, tcfg, med, T, precisions: list[str], recipe: str | None) -> None:
+    """Print the figures and ratios of one clock. ``precisions``: the measured ones ("fp32", "bf16");
+    ``recipe``: the one the training stage uses here (its verdict is the issue's), None when forced to both."""
     V, d_ = tcfg.vocab_size, tcfg.hidden_size
     per_tok = 30 * (2 * d_ * d_ + 2 * d_ * 192 + 3 * d_ * 1536)  # weights per layer: q,o; k,v; MLP
-    print(f"target forward, fp32: base+hidden states {med['target_base'] * 1e3:.0f} ms, CausalLM "
-          f"{med['target_full'] * 1e3:.0f} ms; bf16: {med['target_base_bf16'] * 1e3:.0f} / "
-          f"{med['target_full_bf16'] * 1e3:.0f} ms  (~{2 * per_tok * T / 1e9:.0f} / "
-          f"{2 * (per_tok + V * d_) * T / 1e9:.0f} GFLOP)")
+    print(f"target forward (~{2 * per_tok * T / 1e9:.0f} GFLOP base, {2 * (per_tok + V * d_) * T / 1e9:.0f} with "
+          f"the LM head): " + "; ".join(f"{pr}: base+hidden states {med[f'target_base_{pr}'] * 1e3:.0f} ms, "
+                                        f"CausalLM {med[f'target_full_{pr}'] * 1e3:.0f} ms" for pr in precisions))
     for A in args.anchors:
         S = A * args.block
         print(f"{A} anchors ({S} slots): loss heads need up to ~{(3 * S * d_ * V + 3 * S * 256 * V) * 2 / 1e9:.0f}"
               f" GFLOP")
         for n in args.layers:
-            bb, f32, f16 = med[f"backbone_{n}_{A}"], med[f"full_{n}_{A}"], med[f"full16_{n}_{A}"]
-            goal = 0.3 if n == 1 else 0.6 if n == 5 else None
-            print(f"  {n} draft layer(s): drafter fwd+bwd {f32 * 1e3:.0f} ms with fp32 loss matmuls, "
-                  f"{f16 * 1e3:.0f} ms with bf16 (backbone alone {bb * 1e3:.0f} ms)")
-            print(f"    ratio to the fp32 target base forward: fp32 heads {f32 / med['target_base']:.2f}, "
-                  f"bf16 heads {f16 / med['target_base']:.2f}, backbone {bb / med['target_base']:.2f}; "
-                  f"to the bf16 target: bf16 heads {f16 / med['target_base_bf16']:.2f}"
-                  + (f"  (goal <= {goal})" if goal else ""))
-    # The goal at the CPU recipe's 16 anchors (workers.stages.CPU_DEFAULTS), bf16 loss matmuls, against both
-    # target precisions: fp32 (issue 6's CPU target) and bf16 (what the recipe loads for training features
-    # where the CPU has native bf16, workers.stages._load_target).
+            bb = med[f"backbone_{n}_{A}"]
+            goal = f"  (goal <= {GOALS[n]})" if n in GOALS else ""
+            print(f"  {n} draft layer(s): drafter fwd+bwd "
+                  + ", ".join(f"{med[f'full_{pr}_{n}_{A}'] * 1e3:.0f} ms with {pr} loss matmuls" for pr in precisions)
+                  + f" (backbone alone {bb * 1e3:.0f} ms)")
+            for tp in precisions:
+                base = med[f"target_base_{tp}"]
+                print(f"    / the {tp} target base forward: "
+                      + ", ".join(f"{pr} heads {med[f'full_{pr}_{n}_{A}'] / base:.2f}" for pr in precisions)
+                      + f", backbone {bb / base:.2f}{goal}")
+    # The goal at the CPU recipe's 16 anchors (workers.stages.CPU_DEFAULTS), in the precision the training stage
+    # runs on this CPU (target and loss matmuls alike), or, forced to both, for each pairing.
     if 16 in args.anchors:
-        for label, base in (("fp32 target", "target_base"), ("bf16 target", "target_base_bf16")):
+        pairs = [(recipe, recipe)] if recipe else [("fp32", "fp32"), ("bf16", "fp32"), ("bf16", "bf16")]
+        for heads, tgt in pairs:
             verdicts = []
-            for n, goal in ((1, 0.3), (5, 0.6)):
+            for n, goal in GOALS.items():
                 if n in args.layers:
-                    r = med[f"full16_{n}_16"] / med[base]
+                    r = med[f"full_{heads}_{n}_16"] / med[f"target_base_{tgt}"]
                     verdicts.append(f"{n} layer(s) {r:.2f} {'<=' if r <= goal else '>'} {goal} "
                                     f"{'met' if r <= goal else 'NOT met'}")
-            print(f"goal at 16 anchors, bf16 loss matmuls, {label}: " + "; ".join(verdicts))
+            print(f"goal at 16 anchors, {heads} loss matmuls, {tgt} target"
+                  + (" (the training stage's precision here)" if recipe else "") + ": " + "; ".join(verdicts))
 
 
 if __name__ == "__main__":

@@ -78,7 +78,8 @@ class _WeightedCeL1(torch.autograd.Function):
     eager PyTorch allows (on CPU each pass over SmolLM2's 49152-wide rows costs as much as a small matmul).
 
     forward(Z [S,V] fp32, labels [S], p_t [S,V], W [S]) -> (sum W*CE, sum W*||p_d - p_t||_1, c* [S] detached)
-    Both distributions sum to 1, so ||p - p_t||_1 = 2 sum_v relu(p_v - p_t,v). Gradients (p = softmax(Z),
+    Both distributions sum to 1, so ||p - p_t||_1 = 2 sum_v relu(p_v - p_t,v) = 2 - 2 sum_v min(p_v, p_t,v)
+    (the second form is computed: one pass fewer). Gradients (p = softmax(Z),
     s = sign(p - p_t) taken as 2[p > p_t] - 1, a valid subgradient where p = p_t):
       d CE / dZ = p - onehot(y);   d ||p - p_t||_1 / dZ = p * (s - sum_v p_v s_v)   (softmax Jacobian).
     """
@@ -88,10 +89,9 @@ class _WeightedCeL1(torch.autograd.Function):
         logp = torch.log_softmax(Z, dim=-1)
         ce = -logp.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
         p = logp.exp_()  # reuses logp's memory
-        diff = p - p_t
-        up = diff > 0
-        l1 = 2 * diff.clamp_min_(0).sum(-1)
-        del diff
+        # ||p - p_t||_1 = 2 - 2 sum_v min(p_v, p_t,v) (both sum to 1): one pass fewer than relu(p - p_t)
+        l1 = (2 - 2 * torch.minimum(p, p_t).sum(-1)).clamp_min_(0)
+        up = p > p_t
         ctx.save_for_backward(p, up, labels, W)
         cstar = (1 - 0.5 * l1).clamp(0, 1)
         ctx.mark_non_differentiable(cstar)
@@ -135,7 +135,10 @@ def _chunk_terms(lm_w: Tensor, w2: Tensor, h: Tensor, pre: Tensor, labels: Tenso
     them) and inv [S] the row of each slot in it (inv None: last is already [S, d]); W [S] weights. lm_w [V, d] is already in the matmul dtype;
     Z = lm_head(h) + W2(pre), each matmul in that dtype, summed and used in fp32."""
     mm = lm_w.dtype
-    Z = F.linear(h.to(mm), lm_w).float() + F.linear(pre.to(mm), w2.to(mm)).float()
+    if mm == h.dtype == pre.dtype == w2.dtype == torch.float32:  # the Markov bias accumulated into the LM head's product: no second [S, V] buffer
+        Z = F.linear(pre, w2).addmm_(h, lm_w.t())
+    else:
+        Z = F.linear(h.to(mm), lm_w).float() + F.linear(pre.to(mm), w2.to(mm)).float()
     with torch.no_grad():
         p_t = torch.softmax(F.linear(last.to(mm), lm_w).float(), dim=-1)
         if inv is not None:
