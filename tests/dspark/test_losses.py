@@ -200,6 +200,28 @@ def test_fused_ce_l1_gradient_matches_autograd():
     assert torch.autograd.gradcheck(lambda z: sum(_WeightedCeL1.apply(z, y, p_t, W)[:2]), (Z.detach().requires_grad_(),))
 
 
+def test_draft_and_target_logits_from_one_product():
+    """The fused product gives Z = h lm_w^T + pre w2^T and z_t = last lm_w^T, gradients for h, pre and w2 as
+    autograd's (gradcheck, float64), and none for the frozen head or the target's states."""
+    from drafters.dspark.losses import _DraftAndTargetLogits
+
+    g = torch.Generator().manual_seed(0)
+    h, pre, last = (torch.randn(n, k, generator=g, dtype=torch.float64) for n, k in ((4, 6), (4, 3), (5, 6)))
+    lm_w = torch.randn(9, 6, generator=g, dtype=torch.float64)
+    w2 = torch.randn(9, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    h.requires_grad_()
+    pre.requires_grad_()
+    Z, z_t = _DraftAndTargetLogits.apply(h, pre, last, lm_w, w2)
+    torch.testing.assert_close(Z, h @ lm_w.T + pre @ w2.T)
+    torch.testing.assert_close(z_t, last @ lm_w.T)
+    assert not z_t.requires_grad
+    (Z.sin().sum()).backward()
+    assert lm_w.grad is None and last.grad is None
+    assert torch.autograd.gradcheck(lambda a, b, c: _DraftAndTargetLogits.apply(a, b, last, lm_w, c)[0],
+                                    (h.detach().requires_grad_(), pre.detach().requires_grad_(),
+                                     w2.detach().requires_grad_()))
+
+
 def test_bf16_matmuls_match_fp32_and_keep_fp32_gradients():
     """matmul_dtype=bf16 (DeepSpec's precision) changes only the rounding of the V-sized matmuls: the loss and
     the gradients of the fp32 parameters stay close to the exact fp32 ones, and they are not identical (the
