@@ -4,18 +4,20 @@
     .venv/bin/python benchmarks/bench_api.py --duration 10 --clients 20
     .venv/bin/python benchmarks/bench_api.py --think-time 0.5         # 50 users pausing 0.5 s on average
 
-What runs: a fresh PostgreSQL database (created on 127.0.0.1:5432, or ``--database-url``, migrated), one
+What runs: a fresh PostgreSQL database (created through ``TRACEDRAFT_TEST_PG_URL``, default the trust-auth
+``postgres`` user on 127.0.0.1:5432, or ``--database-url``; migrated, and dropped at the end), one
 organization with an API key, and the API as deployed, ``tracedraft serve`` (uvicorn; ``--workers``
-processes, default ``TRACEDRAFT_API_WORKERS``: one per usable CPU) on 127.0.0.1 in a subprocess with
+processes, default ``TRACEDRAFT_API_WORKERS``: one per usable CPU, at most 4) on 127.0.0.1 in a subprocess with
 ``pipeline=celery`` (jobs are really enqueued on a Redis database of their own, ``--broker-url``, flushed
 at the end; no worker consumes them, so no ML runs), log level WARNING and the job rate limit off. Each
-client is closed-loop (its next request leaves when the previous answer arrived, no think time) over a
-weighted mix: create a job (with an Idempotency-Key), list jobs (with a metadata filter, paging), read a
+client sends its next request when the previous answer arrived (closed loop), after a pause when
+``--think-time`` is set (below), over a weighted mix: create a job (with an Idempotency-Key), list jobs (with a metadata filter, paging), read a
 job, read a job's events, and (``--upload-share``) upload a small dataset. Reported: requests, errors (any
 non-2xx or transport error), p50/p90/p99/max latency per operation and for all non-upload calls,
 throughput, the load average before and after (the machine may be shared), and the CPU seconds per
 request of the server processes, of this client process and of PostgreSQL during the load (Linux /proc),
-and from those the throughput the CPUs could give if nothing else ran on them.
+and from those the throughput the CPUs could give if nothing else ran on them (the capacity: measured
+anew by every run, so a share of it compares runs on one machine only roughly).
 Goal (issue 10): zero errors and p99 under 200 ms for non-upload calls.
 
 ``--think-time S`` gives each client a pause between an answer and its next request, drawn from an
