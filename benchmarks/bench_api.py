@@ -7,12 +7,12 @@
 What runs: a fresh PostgreSQL database (created through ``TRACEDRAFT_TEST_PG_URL``, default the trust-auth
 ``postgres`` user on 127.0.0.1:5432, or ``--database-url``; migrated, and dropped at the end), one
 organization with an API key, and the API as deployed, ``tracedraft serve`` (uvicorn; ``--workers``
-processes, default ``TRACEDRAFT_API_WORKERS``: one per usable CPU, at most 4) on 127.0.0.1 in a subprocess with
-``pipeline=celery`` (jobs are really enqueued on a Redis database of their own, ``--broker-url``, flushed
-at the end; no worker consumes them, so no ML runs), log level WARNING and the job rate limit off. Each
-client sends its next request when the previous answer arrived (closed loop), after a pause when
-``--think-time`` is set (below), over a weighted mix: create a job (with an Idempotency-Key), list jobs (with a metadata filter, paging), read a
-job, read a job's events, and (``--upload-share``) upload a small dataset. Reported: requests, errors (any
+processes, default ``TRACEDRAFT_API_WORKERS``: one per usable CPU, at most 4) on 127.0.0.1 in a subprocess
+with ``pipeline=celery`` (jobs are really enqueued on a Redis database of their own, ``--broker-url``,
+flushed at the end; no worker consumes them, so no ML runs), log level WARNING and the job rate limit off.
+Each client sends its next request when the previous answer arrived (closed loop), after a pause when
+``--think-time`` is set (below), over a weighted mix: create a job (with an Idempotency-Key), list jobs
+(with a metadata filter, paging), read a job, read a job's events, and (``--upload-share``) upload a small dataset. Reported: requests, errors (any
 non-2xx or transport error), p50/p90/p99/max latency per operation and for all non-upload calls,
 throughput, the load average before and after (the machine may be shared), and the CPU seconds per
 request of the server processes, of this client process and of PostgreSQL during the load (Linux /proc),
@@ -131,10 +131,9 @@ class Stats:
         self.t0 = time.perf_counter()
         self.timeline: list[tuple[float, float, str]] = []  # (start - t0, latency, op), every request
 
-    def add(self, op: str, seconds: float, ok: bool, detail: str = "", start: float | None = None) -> None:
+    def add(self, op: str, start: float, seconds: float, ok: bool, detail: str = "") -> None:
         self.lat.setdefault(op, []).append(seconds)
-        if start is not None:
-            self.timeline.append((start - self.t0, seconds, op))
+        self.timeline.append((start - self.t0, seconds, op))
         if not ok:
             self.errors[op] = self.errors.get(op, 0) + 1
             if len(self.samples) < 5:
@@ -144,8 +143,8 @@ class Stats:
 def make_clients(n: int, base: str, key: str) -> list[httpx.AsyncClient]:
     """``n`` clients of one connection each, built before the clock starts and sharing one SSL context:
     httpx builds a context per client otherwise (~65 ms of CPU each, CA bundle included, even for http://),
-    which, done inside the timed loop, blocked this event loop for ~3 s at the start of every run and showed
-    up as a ~600 ms 'stall' of every request in flight (what sessions 3-4 chased on the server side)."""
+    which, done inside the timed loop, blocked this event loop for ~2.6 s at the start of every run and
+    showed up as a ~600 ms 'stall' of every request in flight."""
     ctx = httpx.create_ssl_context()
     headers = {"Authorization": f"Bearer {key}"}
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
@@ -190,7 +189,7 @@ async def client_loop(i: int, http: httpx.AsyncClient, dataset_id: str, job_ids:
                     job_ids.append(resp.json()["id"])
             except httpx.HTTPError as exc:
                 ok, detail = False, f"{type(exc).__name__}: {exc}"
-            stats.add(op, time.perf_counter() - t0, ok, detail, start=t0)
+            stats.add(op, t0, time.perf_counter() - t0, ok, detail)
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ import stat
 import sys
 import tarfile
 import textwrap
+from collections.abc import Collection
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -684,11 +685,13 @@ def test_main_job_measured_by_llamacpp(llama_server_bin, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # measured 6.5 min alone on 2 AVX2 cores (fp32 target), most of it training
+@pytest.mark.timeout(1800)  # measured 6 min 30 s alone on 2 AVX2 cores (fp32 target)
 def test_trained_drafter_tau_agrees_with_hf_engine(smollm2, tmp_path):
     """llama.cpp and the hf engine measure the same drafter on the same prompts at temperature 0: tau within
     2%, and llama.cpp's speculative output is token-identical to the target alone. The drafter is
-    $TRACEDRAFT_TEST_DRAFTER (a checkpoint directory, e.g. from `tracedraft run`) or one trained here."""
+    $TRACEDRAFT_TEST_DRAFTER (a checkpoint directory, e.g. from `tracedraft run`) or one trained here on the
+    prompts' own rows: the test compares the engines on a drafter that accepts something, not how it
+    generalizes."""
     from drafters.engines.hf import HFEngine
 
     target, target_dir, target_gguf = smollm2
@@ -712,11 +715,10 @@ def test_trained_drafter_tau_agrees_with_hf_engine(smollm2, tmp_path):
     assert abs(tau_l - tau_h_drafted) / tau_h_drafted <= 0.02
 
 
-def _train_quick_drafter(target, out: Path, prompt_call_ids: set[str] = frozenset(), max_tokens: int = 4_000) -> Path:
+def _train_quick_drafter(target, out: Path, prompt_call_ids: Collection[str] = (), max_tokens: int = 4_000) -> Path:
     """A 1-layer drafter trained for a few steps on rendered example traces (enough for tau > 1): the rows
-    that supervise ``prompt_call_ids`` first, then others up to ``max_tokens`` in all. The cap keeps the
-    target's feature pass (all of it on a CPU without native bf16: ~5 ms a token on 2 cores) to about a
-    minute; the whole example set took over half an hour there."""
+    that supervise ``prompt_call_ids`` first, then others, up to ``max_tokens`` in all. Training on the whole
+    example set ran its fp32 feature pass alone for over half an hour on a CPU without native bf16."""
     import torch
 
     from drafters.dspark.checkpoint import save_checkpoint
@@ -731,7 +733,8 @@ def _train_quick_drafter(target, out: Path, prompt_call_ids: set[str] = frozense
     r = Renderer(target.tokenizer, chat_template=str(REPO / "examples" / "chat_templates" / "chatml_tools.jinja"),
                  max_seq_len=1024)
     rows = [s for c in res.conversations for s in r.render_conversation(c)]
-    rows.sort(key=lambda row: not set(row.call_ids) & set(prompt_call_ids))  # stable: the prompts' rows first
+    wanted = set(prompt_call_ids)
+    rows.sort(key=lambda row: wanted.isdisjoint(row.call_ids))  # stable: the prompts' rows first
     seqs, n_tok = [], 0
     for row in rows:
         if seqs and n_tok + len(row.input_ids) > max_tokens:
@@ -740,8 +743,9 @@ def _train_quick_drafter(target, out: Path, prompt_call_ids: set[str] = frozense
         n_tok += len(row.input_ids)
     cfg = DSparkConfig.from_target(target.model.config, tokenizer=target.tokenizer, num_hidden_layers=1)
     d = DSparkDrafter(cfg, target.embed_weight, target.lm_head_weight)
-    result = train(target, d, seqs, seqs[:2], TrainConfig(max_steps=60, lr=2e-3, num_anchors=32, tokens_per_batch=1024,
-                                                          validate_every=60, checkpoint_every=60), out / "run")
+    tc = TrainConfig(max_steps=60, lr=2e-3, num_anchors=32, tokens_per_batch=1024, validate_every=60,
+                     checkpoint_every=60)
+    result = train(target, d, seqs, seqs[:2], tc, out / "run")
     from drafters.dspark.checkpoint import load_checkpoint
 
     best = load_checkpoint(result.best_dir, target.embed_weight, target.lm_head_weight)
