@@ -40,6 +40,7 @@ which step). Resume (``resume=True``) continues exactly from ``out_dir/latest.js
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -61,6 +62,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from drafters.dspark.anchors import sample_anchors
+from drafters.cpu_memory import reuse_freed_memory
 from drafters.dspark.losses import dspark_loss, position_weights, slot_validity
 from drafters.errors import TracedraftError
 
@@ -110,6 +112,11 @@ class TrainConfig:
     dtype of the loss's V-sized matmuls (``dspark_loss(matmul_dtype=)``): "float32", "bfloat16" (DeepSpec's
     precision; 2-4x faster on GPUs and CPUs with native bf16), or "auto" = bfloat16 when the drafter's LM
     head is bf16 (GPU training), else float32. Softmax and the loss terms are fp32 in every case.
+    ``compute_dtype``: precision of the drafter's own matrix products (backbone, fc, heads) when its weights
+    are fp32: "bfloat16" runs each micro-batch's forward under ``torch.autocast`` in bf16 (weights, gradients
+    and AdamW stay fp32: mixed precision, DeepSpec's "precision bf16" of DSPARK.md 4.1; 2-3x faster backbone
+    on CPUs with native bf16), "float32" or "auto" (the drafter's own dtype: bf16 weights on GPU need no
+    autocast) run it as is. Validation always runs in the drafter's own dtype.
     """
 
     max_steps: int | None = None
@@ -141,6 +148,7 @@ class TrainConfig:
     log_every: int = 1
     parallel: str = "auto"
     loss_matmul_dtype: str = "auto"
+    compute_dtype: str = "auto"
 
     def validate(self) -> None:
         """Raise TrainError(code="invalid_train_config", where=<field>) for unusable values."""
@@ -164,6 +172,8 @@ class TrainConfig:
         if self.loss_matmul_dtype not in ("auto", "float32", "bfloat16"):
             bad("loss_matmul_dtype", f"loss_matmul_dtype must be auto, float32 or bfloat16, got "
                 f"{self.loss_matmul_dtype!r}")
+        if self.compute_dtype not in ("auto", "float32", "bfloat16"):
+            bad("compute_dtype", f"compute_dtype must be auto, float32 or bfloat16, got {self.compute_dtype!r}")
         if self.parallel not in PARALLEL_MODES:
             bad("parallel", f"parallel must be one of {'|'.join(PARALLEL_MODES)}, got {self.parallel!r}")
         if self.feature_cache not in ("auto", "on", "off"):
@@ -640,6 +650,15 @@ def _loss_matmul_dtype(cfg: TrainConfig, drafter: Any) -> torch.dtype:
     return getattr(torch, cfg.loss_matmul_dtype)
 
 
+def _autocast(cfg: TrainConfig, drafter: Any, device: torch.device) -> Callable[[], Any]:
+    """A factory of the context each training micro-batch's forward runs in: ``torch.autocast`` in bf16 when
+    ``cfg.compute_dtype`` is "bfloat16" and the drafter's trainable weights are fp32, else a no-op."""
+    fp32 = any(p.dtype == torch.float32 for p in drafter.trainable_parameters())
+    if cfg.compute_dtype == "bfloat16" and fp32:
+        return lambda: torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext
+
+
 def _shard_fsdp(drafter: Any, device: torch.device, world: int, anchor_chunk: int,
                 masters: Callable[[int], torch.Tensor] | None = None,
                 matmul_dtype: torch.dtype = torch.float32) -> tuple[_LossUnit, dict[str, torch.dtype]]:
@@ -808,13 +827,23 @@ def train(
     micro-batch's forward/backward, for validation and for exports. On return the drafter is a plain
     module again with the full trained weights in their original dtypes (on an exception under FSDP it is
     left sharded). Raises TrainError (bad config, no usable sequences, resume mismatch, feature cache over
-    its limit).
+    its limit). On CPU the whole run keeps freed memory for reuse (``drafters.cpu_memory``: process-wide
+    glibc settings, restored on return).
     """
+    with reuse_freed_memory(enabled=drafter.fc.weight.device.type == "cpu"):
+        return _train(target, drafter, train_seqs, val_seqs, cfg, out_dir, progress=progress,
+                      should_stop=should_stop, resume=resume, handle_sigterm=handle_sigterm)
+
+
+def _train(target: Any, drafter: Any, train_seqs: Sequence[Any], val_seqs: Sequence[Any], cfg: TrainConfig,
+           out_dir: str | Path, *, progress: Callable[[TrainProgress], None] | None, should_stop:
+           Callable[[], bool] | None, resume: bool, handle_sigterm: bool) -> TrainResult:
     cfg.validate()
     out_dir = Path(out_dir)
     dd = _Dist()
     device = drafter.fc.weight.device
     mm_dtype = _loss_matmul_dtype(cfg, drafter)  # before FSDP wraps the drafter
+    autocast = _autocast(cfg, drafter, device)
     gamma = drafter.config.block_size
     layer_ids = list(drafter.config.target_layer_ids)
     target.check_layer_ids(layer_ids)
@@ -1130,12 +1159,13 @@ def train(
                 for items, ids, mask, anchors, keep, _, _ in micro:
                     aux, last = feats(items, ids)
                     args = (ids.to(device), mask.to(device), aux, last, anchors.to(device), keep.to(device))
-                    if unit is not None:  # FSDP: gather, forward, backward, reduce-scatter (SUM) per micro-batch
-                        total_, ce_, l1_, conf_ = unit(*args, denom)
-                    else:
-                        out = dspark_loss(drafter, *args, anchor_chunk=cfg.anchor_chunk, weight_sum=denom,
-                                          matmul_dtype=mm_dtype)
-                        total_, ce_, l1_, conf_ = out.total, out.ce, out.l1, out.conf
+                    with autocast():
+                        if unit is not None:  # FSDP: gather, forward, backward, reduce-scatter (SUM) per micro-batch
+                            total_, ce_, l1_, conf_ = unit(*args, denom)
+                        else:
+                            out = dspark_loss(drafter, *args, anchor_chunk=cfg.anchor_chunk, weight_sum=denom,
+                                              matmul_dtype=mm_dtype)
+                            total_, ce_, l1_, conf_ = out.total, out.ce, out.l1, out.conf
                     total_.backward()
                     sums += torch.tensor([float(total_.detach()), float(ce_), float(l1_), float(conf_), 0.0],
                                          dtype=torch.float64, device=device)

@@ -310,6 +310,30 @@ def test_bad_config_and_data(target, tmp_path):
     assert isinstance(e.value, TracedraftError)
 
 
+def test_bf16_compute_trains_under_autocast_and_keeps_fp32_weights(target, tmp_path):
+    """compute_dtype "bfloat16": the drafter's training forward runs its matmuls in bf16 (autocast), its
+    weights and gradients stay fp32, validation runs in fp32, and the losses follow the fp32 run closely."""
+    seen: list[tuple[bool, torch.dtype]] = []
+
+    def record(_m, _inp, out):
+        seen.append((torch.is_grad_enabled(), out.dtype))
+
+    d = make_drafter(target)
+    for mod in (d.fc, d.layers[0].mlp.down_proj):
+        mod.register_forward_hook(record)
+    r16 = train(target, d, TRAIN, VAL, cfg(max_steps=3, compute_dtype="bfloat16"), tmp_path / "bf16")
+    assert {dt for grad, dt in seen if grad} == {torch.bfloat16}  # every training forward
+    assert {dt for grad, dt in seen if not grad} == {torch.float32}  # validation
+    assert all(p.dtype == torch.float32 for p in d.trainable_parameters())
+    r32 = train(target, make_drafter(target), TRAIN, VAL, cfg(max_steps=3), tmp_path / "fp32")
+    l16, l32 = train_losses(r16), train_losses(r32)
+    assert l16 != l32  # the bf16 products changed the arithmetic ...
+    torch.testing.assert_close(torch.tensor(l16), torch.tensor(l32), rtol=2e-2, atol=0)  # ... not the training
+    with pytest.raises(TrainError) as e:
+        train(target, make_drafter(target), TRAIN, VAL, cfg(compute_dtype="float16"), tmp_path / "bad")
+    assert e.value.code == "invalid_train_config" and e.value.where == "compute_dtype"
+
+
 def test_segment_weights_oversample_tool_args():
     from drafters.train import _anchors, _collate, _Seq
 

@@ -354,8 +354,8 @@ def test_auto_parallel_shards_when_the_replicated_state_does_not_fit():
 
 
 def test_recipe_mode_and_loss_precision_reach_the_training_stage(target_dir, tmp_path):  # noqa: F811
-    """recipe.mode "lora" trains LoRA adapters (merged in the export); recipe.loss_matmul_dtype reaches
-    TrainConfig, and "auto" resolves per machine (bf16 on a CPU with native bf16)."""
+    """recipe.mode "lora" trains LoRA adapters (merged in the export); recipe.loss_matmul_dtype and
+    recipe.compute_dtype reach TrainConfig, and "auto" resolves per machine (bf16 on a CPU with native bf16)."""
     from pydantic import ValidationError
 
     from drafters.target import cpu_bf16_fast
@@ -363,11 +363,16 @@ def test_recipe_mode_and_loss_precision_reach_the_training_stage(target_dir, tmp
 
     with pytest.raises(ValidationError):
         Recipe(loss_matmul_dtype="float16")
-    out, _ = _run_train_stage(target_dir, tmp_path, "lora", mode="lora", loss_matmul_dtype="float32")
+    with pytest.raises(ValidationError):
+        Recipe(compute_dtype="float16")
+    out, _ = _run_train_stage(target_dir, tmp_path, "lora", mode="lora", loss_matmul_dtype="float32",
+                              compute_dtype="float32")
     assert out["train_config"]["lora"]["r"] == 16 and out["train_config"]["loss_matmul_dtype"] == "float32"
+    assert out["train_config"]["compute_dtype"] == "float32"
     out, _ = _run_train_stage(target_dir, tmp_path, "full")
     assert out["train_config"]["lora"] is None
     assert out["train_config"]["loss_matmul_dtype"] == ("bfloat16" if cpu_bf16_fast() else "auto")
+    assert out["train_config"]["compute_dtype"] == ("bfloat16" if cpu_bf16_fast() else "auto")
 
 
 @pytest.mark.slow  # shares the spawned runs of the test above

@@ -167,7 +167,14 @@ def _chunk_terms(lm_w: Tensor, w2: Tensor, h: Tensor, pre: Tensor, labels: Tenso
     them) and inv [S] the row of each slot in it (inv None: last is already [S, d]); W [S] weights. lm_w
     [V, d] is already in the matmul dtype; Z = lm_head(h) + W2(pre), each matmul in that dtype, summed and
     used in fp32. When every operand already has the matmul dtype and it is not a 16-bit one (the fp32
-    recipe) both logits come from one product (``_DraftAndTargetLogits``)."""
+    recipe) both logits come from one product (``_DraftAndTargetLogits``). Runs with autocast off: the
+    matmul dtype is what sets the precision here, whatever the backbone's autocast."""
+    with torch.autocast(h.device.type, enabled=False):
+        return _chunk_terms_exact(lm_w, w2, h, pre, labels, last, inv, W)
+
+
+def _chunk_terms_exact(lm_w: Tensor, w2: Tensor, h: Tensor, pre: Tensor, labels: Tensor, last: Tensor,
+                       inv: Tensor | None, W: Tensor):
     mm = lm_w.dtype
     if mm == h.dtype == pre.dtype == w2.dtype == last.dtype and mm in (torch.float32, torch.float64):
         Z, z_t = _DraftAndTargetLogits.apply(h, pre, last, lm_w, w2)

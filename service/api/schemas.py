@@ -160,6 +160,12 @@ class Recipe(Request_):
         default="auto",
         description="Precision of the loss's vocabulary-sized matmuls (softmax and loss terms are always fp32): "
                     "'auto' = bfloat16 on GPUs and on CPUs with native bf16, else float32.")
+    compute_dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        default="auto",
+        description="Precision of the drafter's own matmuls (backbone, fc, heads); weights, gradients and "
+                    "optimizer state stay fp32 on CPU: 'bfloat16' trains under bf16 autocast (mixed precision). "
+                    "'auto' = bfloat16 on CPUs with native bf16 (on GPUs the drafter's weights are bf16 already), "
+                    "else float32.")
     parallel: Literal["auto", "ddp", "fsdp"] = Field(
         default="auto",
         description="Multi-process data parallelism: 'ddp' replicates the drafter on every process, 'fsdp' "
