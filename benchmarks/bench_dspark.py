@@ -9,10 +9,15 @@ for 1 and 5 draft layers. Goals (issue 5): drafter fwd+bwd / target forward <= 0
 Random weights (built from a LlamaConfig): timing does not depend on the values.
 
 Precision (``--precision``): ``auto`` (default) measures what the training stage runs on this machine
-(workers.stages: on a CPU with native bf16, AVX512-BF16/AMX, a bf16 target and bf16 loss matmuls; on any
-other CPU fp32 for both, since emulated bf16 is several times slower than fp32 there), and the goal verdict
-is read in that precision. ``fp32``, ``bf16`` or ``both`` force it (``both``: the target in both precisions,
-the loss matmuls in both, and verdicts against each target).
+(workers.stages: on a CPU with native bf16, AVX512-BF16/AMX, a bf16 target, bf16 loss matmuls and the fp32
+drafter under bf16 autocast, TrainConfig.compute_dtype; on any other CPU fp32 for all three, since emulated
+bf16 is several times slower than fp32 there), and the goal verdict is read in that precision. ``fp32``,
+``bf16`` or ``both`` force it (``both``: the target in both precisions, the drafter step in both, and
+verdicts against each target).
+
+Memory: like the training loop on CPU (drafters.train), every case runs with freed memory kept for reuse
+(drafters.cpu_memory.reuse_freed_memory: no page faults on the step's big tensors after the first steps);
+``--no-reuse-memory`` measures glibc's defaults instead.
 
 Why the anchor count matters: per valid slot the loss needs V*(3d + 3r) multiply-adds (drafter logits
 forward and input-gradient, target logits, Markov W2 forward and both gradients); at SmolLM2 dims that is
@@ -20,18 +25,20 @@ forward and input-gradient, target logits, Markov W2 forward and both gradients)
 alone cost about as much as the target forward whatever the implementation. The CPU recipe samples 16.
 
 Usage: .venv/bin/python benchmarks/bench_dspark.py [--tokens 512] [--anchors 16 64] [--block 7] [--reps 5]
-           [--precision auto|fp32|bf16|both] [--threads N]
+           [--precision auto|fp32|bf16|both] [--threads N] [--no-reuse-memory]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 
 import torch
 import transformers
 
+from drafters.cpu_memory import reuse_freed_memory
 from drafters.dspark.anchors import sample_anchors
 from drafters.dspark.config import DSparkConfig
 from drafters.dspark.losses import dspark_loss
@@ -57,7 +64,19 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0 = torch default)")
     ap.add_argument("--precision", choices=["auto", "fp32", "bf16", "both"], default="auto",
                     help="auto: what the training stage uses on this CPU (see the module doc)")
+    ap.add_argument("--no-reuse-memory", action="store_true",
+                    help="glibc's default malloc settings instead of the training loop's (see the module doc)")
     args = ap.parse_args()
+    with reuse_freed_memory(enabled=not args.no_reuse_memory) as reuse:
+        run(args, reuse)
+
+
+def autocast(dt: torch.dtype):
+    """The drafter's compute precision in the training stage: bf16 autocast for the bf16 recipe."""
+    return torch.autocast("cpu", dtype=torch.bfloat16) if dt == torch.bfloat16 else contextlib.nullcontext()
+
+
+def run(args: argparse.Namespace, reuse: bool) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     native_bf16 = cpu_bf16_fast()
@@ -74,7 +93,8 @@ def main() -> None:
     loss_mask[0, T // 8:] = 1  # a prompt, then the supervised response
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, T={T}, anchors={args.anchors}, "
           f"block={args.block}; native bf16 on this CPU: {native_bf16}; precision: {precision}"
-          + (" (the training stage's on this CPU)" if args.precision == "auto" else ""))
+          + (" (the training stage's on this CPU)" if args.precision == "auto" else "")
+          + f"; freed memory kept for reuse: {reuse}")
 
     layer_ids = DSparkConfig.from_target(tcfg, mask_token_id=16).target_layer_ids
     feats = {}
@@ -102,18 +122,20 @@ def main() -> None:
             d = DSparkDrafter(cfg, target.get_input_embeddings().weight, target.get_output_embeddings().weight)
             d.train()
 
-            def backbone(d=d, anchors=anchors, keep=keep):
+            def backbone(d=d, anchors=anchors, keep=keep, dt=torch.float32):
                 d.zero_grad(set_to_none=True)
-                h = d(ids, feats["aux"], anchors, keep)
+                with autocast(dt):
+                    h = d(ids, feats["aux"], anchors, keep)
                 h.float().square().mean().backward()
 
             def full(d=d, anchors=anchors, keep=keep, dt=torch.float32):
                 d.zero_grad(set_to_none=True)
-                out = dspark_loss(d, ids, loss_mask, feats["aux"], feats["last"], anchors, keep, matmul_dtype=dt)
+                with autocast(dt):
+                    out = dspark_loss(d, ids, loss_mask, feats["aux"], feats["last"], anchors, keep, matmul_dtype=dt)
                 out.total.backward()
 
-            cases[f"backbone_{n}_{A}"] = backbone
             for dt in dtypes:
+                cases[f"backbone_{NAME[dt]}_{n}_{A}"] = lambda backbone=backbone, dt=dt: backbone(dt=dt)
                 cases[f"full_{NAME[dt]}_{n}_{A}"] = lambda full=full, dt=dt: full(dt=dt)
     # interleave the cases rep by rep so that load changes on a shared machine hit all of them alike
     # Both clocks: wall time, and this process's CPU time (user+sys of all its threads), which a shared,
@@ -151,18 +173,18 @@ def report(args, tcfg, med, T, precisions: list[str], recipe: str | None) -> Non
         print(f"{A} anchors ({S} slots): loss heads need up to ~{(3 * S * d_ * V + 3 * S * 256 * V) * 2 / 1e9:.0f}"
               f" GFLOP")
         for n in args.layers:
-            bb = med[f"backbone_{n}_{A}"]
             goal = f"  (goal <= {GOALS[n]})" if n in GOALS else ""
             print(f"  {n} draft layer(s): drafter fwd+bwd "
-                  + ", ".join(f"{med[f'full_{pr}_{n}_{A}'] * 1e3:.0f} ms with {pr} loss matmuls" for pr in precisions)
-                  + f" (backbone alone {bb * 1e3:.0f} ms)")
+                  + ", ".join(f"{pr} step {med[f'full_{pr}_{n}_{A}'] * 1e3:.0f} ms (backbone alone "
+                              f"{med[f'backbone_{pr}_{n}_{A}'] * 1e3:.0f} ms)" for pr in precisions))
             for tp in precisions:
                 base = med[f"target_base_{tp}"]
                 print(f"    / the {tp} target base forward: "
-                      + ", ".join(f"{pr} heads {med[f'full_{pr}_{n}_{A}'] / base:.2f}" for pr in precisions)
-                      + f", backbone {bb / base:.2f}{goal}")
+                      + ", ".join(f"{pr} step {med[f'full_{pr}_{n}_{A}'] / base:.2f} (backbone "
+                                  f"{med[f'backbone_{pr}_{n}_{A}'] / base:.2f})" for pr in precisions) + goal)
     # The goal at the CPU recipe's 16 anchors (workers.stages.CPU_DEFAULTS), in the precision the training stage
-    # runs on this CPU (target and loss matmuls alike), or, forced to both, for each pairing.
+    # runs on this CPU (target and drafter step alike), or, forced to both, for each pairing. A "bf16" drafter
+    # step is the bf16 recipe: bf16 loss matmuls and the backbone under bf16 autocast.
     if 16 in args.anchors:
         pairs = [(recipe, recipe)] if recipe else [("fp32", "fp32"), ("bf16", "fp32"), ("bf16", "bf16")]
         for heads, tgt in pairs:
@@ -172,7 +194,7 @@ def report(args, tcfg, med, T, precisions: list[str], recipe: str | None) -> Non
                     r = med[f"full_{heads}_{n}_16"] / med[f"target_base_{tgt}"]
                     verdicts.append(f"{n} layer(s) {r:.2f} {'<=' if r <= goal else '>'} {goal} "
                                     f"{'met' if r <= goal else 'NOT met'}")
-            print(f"goal at 16 anchors, {heads} loss matmuls, {tgt} target"
+            print(f"goal at 16 anchors, {heads} drafter step, {tgt} target"
                   + (" (the training stage's precision here)" if recipe else "") + ": " + "; ".join(verdicts))
 
 
