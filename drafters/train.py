@@ -61,8 +61,8 @@ import torch.distributed as dist
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from drafters.dspark.anchors import sample_anchors
 from drafters.cpu_memory import reuse_freed_memory
+from drafters.dspark.anchors import sample_anchors
 from drafters.dspark.losses import dspark_loss, position_weights, slot_validity
 from drafters.errors import TracedraftError
 
@@ -114,8 +114,8 @@ class TrainConfig:
     head is bf16 (GPU training), else float32. Softmax and the loss terms are fp32 in every case.
     ``compute_dtype``: precision of the drafter's own matrix products (backbone, fc, heads) when its weights
     are fp32: "bfloat16" runs each micro-batch's forward under ``torch.autocast`` in bf16 (weights, gradients
-    and AdamW stay fp32: mixed precision, DeepSpec's "precision bf16" of DSPARK.md 4.1; 2-3x faster backbone
-    on CPUs with native bf16), "float32" or "auto" (the drafter's own dtype: bf16 weights on GPU need no
+    and AdamW stay fp32: mixed precision, DeepSpec's "precision bf16" of DSPARK.md 4.1; the backbone's
+    forward+backward about 2x faster on a CPU with native bf16, benchmarks/bench_dspark.py), "float32" or "auto" (the drafter's own dtype: bf16 weights on GPU need no
     autocast) run it as is. Validation always runs in the drafter's own dtype.
     """
 

@@ -55,7 +55,7 @@ LORA_DEFAULTS = {"r": 16, "alpha": 32, "dropout": 0.0, "train_norms": True}
 def _cpu_bf16_or_auto() -> str:
     """"auto" for the loss's V-sized matmuls and for the drafter's compute precision: bf16 on CPUs with native
     bf16 (the fp32 drafter then trains under bf16 autocast, and the loss's head casts are cached: 1.3-1.5x
-    faster loss, 2-3x faster backbone there), else the trainer's own rule (bf16 when the drafter is bf16)."""
+    faster loss, about 2x faster backbone there), else the trainer's own rule (bf16 when the drafter is bf16)."""
     from drafters.target import cpu_bf16_fast
 
     return "bfloat16" if _device() == "cpu" and cpu_bf16_fast() else "auto"
