@@ -459,7 +459,10 @@ class FeatureCache:
             aux, last = target.features(ids, layer_ids)
             for b, s in enumerate(items):
                 n = len(s.ids)
-                t = {f"aux.{s.key}": aux[b, :n].cpu().contiguous(), f"last.{s.key}": last[b, :n].cpu().contiguous(),
+                # stored in the target's dtype: what it computed (a bf16 target's features handed out as fp32
+                # are bf16 values), so the file is exact at half an fp32 copy's size, as estimated
+                t = {f"aux.{s.key}": aux[b, :n].to(target.dtype).cpu().contiguous(),
+                     f"last.{s.key}": last[b, :n].to(target.dtype).cpu().contiguous(),
                      f"ids.{s.key}": s.ids.to(torch.int32), f"mask.{s.key}": s.mask.to(torch.uint8),
                      f"seg.{s.key}": s.seg.to(torch.uint8)}
                 nb = sum(x.numel() * x.element_size() for x in t.values())

@@ -193,6 +193,22 @@ def test_online_and_cached_features_agree(target, tmp_path):
     torch.testing.assert_close(torch.tensor(train_losses(r1)), torch.tensor(train_losses(r2)), rtol=1e-4, atol=1e-5)
 
 
+def test_bf16_target_cache_holds_what_it_computed_at_the_estimated_size(target_dir, tmp_path):
+    """A bf16 target handing fp32 features to the fp32 drafter (the CPU training stage's set-up) caches them in
+    bf16: exact (they are bf16 values), the size the limit check estimated, and training on the cache equals
+    training on online features."""
+    t = load_target(str(target_dir), dtype=torch.bfloat16)
+    t.feature_dtype = torch.float32
+    r_on = train(t, make_drafter(t), TRAIN, [], cfg(max_steps=2, feature_cache="on"), tmp_path / "c")
+    r_off = train(t, make_drafter(t), TRAIN, [], cfg(max_steps=2, feature_cache="off"), tmp_path / "o")
+    toks = sum(len(s.input_ids) for s in TRAIN)
+    assert r_on.feature_cache["estimate_bytes"] == toks * feature_bytes_per_token(64, 2, 2)
+    assert r_on.feature_cache["bytes"] == r_on.feature_cache["estimate_bytes"]
+    man = json.loads((tmp_path / "c" / "feature_cache" / "manifest.json").read_text())
+    assert man["dtype"] == "bfloat16"
+    assert train_losses(r_on) == train_losses(r_off)
+
+
 def test_feature_cache_refused_past_limit(target, tmp_path):
     with pytest.raises(TrainError) as e:
         train(target, make_drafter(target), TRAIN, VAL, cfg(feature_cache="on", feature_cache_max_bytes=10_000),
