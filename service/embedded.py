@@ -155,8 +155,6 @@ def run_job(
     job_id: str,
     stage: str,
     console: Console,
-    *,
-    quiet: bool = False,
 ) -> Job:
     """Run the job's pipeline from ``stage`` on a worker thread and show its events until it ends.
 
@@ -180,9 +178,9 @@ def run_job(
                TimeElapsedColumn(), TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[info]}")]
     after = 0
     cancelling = False
-    plain_lines = not quiet and not console.is_terminal
+    plain_lines = not console.is_terminal
     last_line, last_stage = 0.0, None
-    with Progress(*columns, console=console, disable=quiet or plain_lines, transient=False) as progress:
+    with Progress(*columns, console=console, disable=plain_lines, transient=False) as progress:
         bars = StageBars(progress)
         overall = progress.add_task("job", total=1.0, info="", eta="")
         thread.start()
@@ -193,8 +191,9 @@ def run_job(
                     row = session.get(Job, job_id)
                     eta = "" if row.eta_seconds is None else f"ETA {_fmt_s(row.eta_seconds)}"
                     progress.update(overall, completed=row.progress, info=f"{row.status} / {row.stage}", eta=eta)
-                    if plain_lines and (row.stage != last_stage or time.monotonic() - last_line > LINE_EVERY_S):
-                        last_line, last_stage = time.monotonic(), row.stage
+                    state = (row.status, row.stage)  # the final line too: the status changes, the stage may not
+                    if plain_lines and (state != last_stage or time.monotonic() - last_line > LINE_EVERY_S):
+                        last_line, last_stage = time.monotonic(), state
                         console.print(f"{time.strftime('%H:%M:%S')} job {row.progress:4.0%}  {row.status} / "
                                       f"{row.stage}  {eta}", soft_wrap=True, highlight=False)
                     events = jobs.list_events(session, job_id, after_seq=after, limit=500)
@@ -203,7 +202,7 @@ def run_job(
                         bars.update(ev)
                         if ev.type == "stage" and (ev.data or {}).get("previous_stage"):
                             bars.finish(ev.data["previous_stage"])
-                        if ev.level in ("warning", "error") and not quiet:
+                        if ev.level in ("warning", "error"):
                             progress.console.print(f"[{'yellow' if ev.level == 'warning' else 'red'}]"
                                                    f"{ev.level}:[/] {escape(ev.message)}")
                 if not alive and not events:
@@ -228,8 +227,21 @@ def run_job(
     return job
 
 
-def report_summary(job: Job) -> dict[str, Any]:
-    """The figures `tracedraft run` prints, taken from the job's stage results (the report's own numbers)."""
+def job_warnings(settings: Settings, job_id: str) -> list[dict[str, Any]]:
+    """The job's warning events, oldest first: [{"code", "message"}] (code None where the event has none)."""
+    out: list[dict[str, Any]] = []
+    after = 0
+    with db.session_scope(settings.database_url) as session:
+        while events := jobs.list_events(session, job_id, after_seq=after, limit=500):
+            after = events[-1].seq
+            out += [{"code": (ev.data or {}).get("code"), "message": ev.message}
+                    for ev in events if ev.level == "warning"]
+    return out
+
+
+def report_summary(job: Job, warnings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The figures `tracedraft run` prints, taken from the job's stage results (the report's own numbers),
+    and the job's ``warnings`` (`job_warnings`) when given."""
     result = job.result or {}
     evaluated = result.get("evaluating") or {}
     report = evaluated.get("report") or {}
@@ -260,6 +272,7 @@ def report_summary(job: Job) -> dict[str, Any]:
                      "checkpoint_uri": registered.get("checkpoint_uri"),
                      "report_uri": registered.get("report_uri")},
         "report_dir": evaluated.get("report_dir"),
+        "warnings": warnings or [],
         "error": job.error,
     }
 

@@ -72,6 +72,11 @@ def test_run_end_to_end_on_tiny_target(tmp_path: Path, tiny_target_dir: Path) ->
     assert "speculators_model_type" not in config
     report = Path(summary["report_dir"]) / "report.json"
     assert json.loads(report.read_text())["proposers"]["candidate"]["tau"] == summary["proposers"]["candidate"]["tau"]
+    # --json keeps stdout to the summary; the user still sees progress and warnings, on stderr, and the
+    # summary lists the warnings (traces written by other models than the tiny target)
+    assert "model_mismatch" in {w["code"] for w in summary["warnings"]}
+    assert "warning: [model_mismatch]" in proc.stderr and "running / training" in proc.stderr
+    assert proc.stderr.splitlines()[-1].split()[1:4] == ["job", "100%", "succeeded"], proc.stderr[-500:]
 
 
 def test_unknown_format_names_the_formats_tried_and_registers_nothing(tmp_path: Path, tiny_target_dir: Path) -> None:

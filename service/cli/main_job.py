@@ -41,7 +41,8 @@ def run(
     name: str | None = typer.Option(None, "--name", help="Drafter name in the registry."),
     trace_format: str | None = typer.Option(None, "--format", help="Force a trace format (default: detect)."),
     resume_job: str | None = typer.Option(None, "--resume", help="Resume a cancelled or failed job by id."),
-    as_json: bool = typer.Option(False, "--json", help="Print the final report as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print the final report as JSON on stdout (progress lines "
+                                 "and warnings go to stderr)."),
 ) -> None:
     """Run the whole job on the embedded default: ingest, prepare, train, evaluate, register.
 
@@ -71,13 +72,14 @@ def run(
             job_id, stage = embedded.submit(settings, traces, spec), "validate"
         if not as_json:
             console.print(f"job [bold]{job_id}[/bold]  (database {settings.database_url})", soft_wrap=True)
-        job = embedded.run_job(settings, job_id, stage, err_console if as_json else console, quiet=as_json)
+        # --json: the summary alone on stdout; progress lines and warnings still reach the user, on stderr
+        job = embedded.run_job(settings, job_id, stage, err_console if as_json else console)
     except TracedraftError as exc:
         fail(exc, 1)  # run keeps its documented codes: 1 for any failed job or bad input
     except KeyboardInterrupt:
         err_console.print("[red]aborted[/red]")
         raise typer.Exit(130)
-    summary = embedded.report_summary(job)
+    summary = embedded.report_summary(job, embedded.job_warnings(settings, job.id))
     if as_json:
         print(json.dumps(summary, indent=1, default=str))
     else:
