@@ -24,8 +24,10 @@ forward and input-gradient, target logits, Markov W2 forward and both gradients)
 ~123M, more than the target's ~106M per token, so at 64 anchors x 7 slots per 512 tokens the loss heads
 alone cost about as much as the target forward whatever the implementation. The CPU recipe samples 16.
 
-Usage: .venv/bin/python benchmarks/bench_dspark.py [--tokens 512] [--anchors 16 64] [--block 7] [--reps 5]
-           [--precision auto|fp32|bf16|both] [--threads N] [--no-reuse-memory]
+Usage: .venv/bin/python benchmarks/bench_dspark.py [--tokens 512] [--anchors 16 64] [--layers 1 5] [--block 7]
+           [--reps 5] [--precision auto|fp32|bf16|both] [--threads N] [--no-reuse-memory]
+The issue's figures are the CPU-time table with --threads 1 (CPU time of one thread is compute time, which
+a shared machine distorts least).
 """
 
 from __future__ import annotations
