@@ -204,7 +204,7 @@ def run_job(
                             bars.finish(ev.data["previous_stage"])
                         if ev.level in ("warning", "error"):
                             progress.console.print(f"[{'yellow' if ev.level == 'warning' else 'red'}]"
-                                                   f"{ev.level}:[/] {escape(ev.message)}")
+                                                   f"{ev.level}:[/] {escape(ev.message)}", soft_wrap=True)
                 if not alive and not events:
                     break
                 time.sleep(POLL_S)
