@@ -11,12 +11,12 @@ processes, default ``TRACEDRAFT_API_WORKERS``: one per usable CPU, at most 4) on
 with ``pipeline=celery`` (jobs are really enqueued on a Redis database of their own, ``--broker-url``,
 flushed at the end; no worker consumes them, so no ML runs), log level WARNING and the job rate limit off.
 Each client sends its next request when the previous answer arrived (closed loop), after a pause when
-``--think-time`` is set (below), over a weighted mix: create a job (with an Idempotency-Key), list jobs
-(with a metadata filter, paging), read a job, read a job's events, and (``--upload-share``) upload a small dataset. Reported: requests, errors (any
-non-2xx or transport error), p50/p90/p99/max latency per operation and for all non-upload calls,
-throughput, the load average before and after (the machine may be shared), and the CPU seconds per
-request of the server processes, of this client process and of PostgreSQL during the load (Linux /proc),
-and from those the throughput the CPUs could give if nothing else ran on them (the capacity: measured
+``--think-time`` is set (below), over a weighted mix: create a job (with an Idempotency-Key), list jobs (with
+a metadata filter, paging), read a job, read a job's events, and (``--upload-share``) upload a small dataset.
+Reported: requests, errors (any non-2xx or transport error), p50/p90/p99/max latency per operation and for all
+non-upload calls, throughput, the load average before and after (the machine may be shared), and the CPU
+seconds per request of the server processes, of this client process and of PostgreSQL during the load (Linux
+/proc), and from those the throughput the CPUs could give if nothing else ran on them (the capacity: measured
 anew by every run, so a share of it compares runs on one machine only roughly).
 Goal (issue 10): zero errors and p99 under 200 ms for non-upload calls.
 

@@ -115,8 +115,9 @@ class TrainConfig:
     ``compute_dtype``: precision of the drafter's own matrix products (backbone, fc, heads) when its weights
     are fp32: "bfloat16" runs each micro-batch's forward under ``torch.autocast`` in bf16 (weights, gradients
     and AdamW stay fp32: mixed precision, DeepSpec's "precision bf16" of DSPARK.md 4.1; the backbone's
-    forward+backward about 2x faster on a CPU with native bf16, benchmarks/bench_dspark.py), "float32" or "auto" (the drafter's own dtype: bf16 weights on GPU need no
-    autocast) run it as is. Validation always runs in the drafter's own dtype.
+    forward+backward about 2x faster on a CPU with native bf16, benchmarks/bench_dspark.py), "float32" or
+    "auto" (the drafter's own dtype: bf16 weights on GPU need no autocast) run it as is. Validation always
+    runs in the drafter's own dtype.
     """
 
     max_steps: int | None = None

@@ -319,6 +319,7 @@ def train(ctx: StageContext) -> dict[str, Any]:
     train_seqs = take_tokens(load_sequences(prepared / "train.safetensors"),
                              _auto(recipe.get("max_train_tokens"), "max_train_tokens"), seed)
     max_steps = int(_auto(recipe.get("max_steps"), "max_steps"))
+    bf16_or_auto = _cpu_bf16_or_auto()
     tunables = ("warmup_ratio", "weight_decay", "max_grad_norm", "grad_accum", "keep_last", "segment_weights",
                 "feature_cache", "epochs", "parallel", "loss_matmul_dtype", "compute_dtype")
     cfg = TrainConfig(
@@ -333,7 +334,7 @@ def train(ctx: StageContext) -> dict[str, Any]:
         validate_every=int(recipe.get("validate_every") or max(10, max_steps // 4)),
         init_from=str(base) if base else None,
         lora=LORA_DEFAULTS if recipe.get("mode") == "lora" else None,
-        **{"loss_matmul_dtype": _cpu_bf16_or_auto(), "compute_dtype": _cpu_bf16_or_auto(),
+        **{"loss_matmul_dtype": bf16_or_auto, "compute_dtype": bf16_or_auto,
            **{k: recipe[k] for k in tunables if recipe.get(k) not in (None, "auto")}},
     )
     nproc = train_processes(int(getattr(ctx.settings, "train_processes", 0) or 0))
