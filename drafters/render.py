@@ -116,6 +116,7 @@ class RenderedPrompt:
     prompt_ids: list[int]
     completion_ids: list[int]
     completion_segments: list[int]
+    prompt_segments: list[int] = field(default_factory=list)  # [T] labels of the context (never supervised)
 
 
 @dataclass
@@ -441,9 +442,12 @@ class Renderer:
             self._check_tools()
         self._tools_cache.clear()
         r = self._render_call(call, _IdMap(self.dialect.ids, call.conversation_id))
-        prompt_ids = self._encode(r.prompt_text)[0]
+        prompt_ids, prompt_offsets = self._encode(r.prompt_text)
+        pseg = bytearray(len(r.prompt_text))
+        self._context_labels(r.ctx_dicts, r.prompt_text, pseg, 0, len(r.prompt_text))
         comp_ids, comp_segs, _ = self._encode_labeled(r.completion_text, *self._completion_labels(r))
-        return RenderedPrompt(call.id, call.conversation_id, prompt_ids, comp_ids, comp_segs)
+        return RenderedPrompt(call.id, call.conversation_id, prompt_ids, comp_ids, comp_segs,
+                              _token_labels(prompt_offsets, pseg, pseg)[0])
 
     def segment_completion(self, token_ids: list[int]) -> list[int]:
         """Segment labels [n] for generated tokens, with the rules used for training labels.
@@ -479,6 +483,13 @@ class Renderer:
             if tok in eot:
                 out[i] = int(Segment.TOOL_STRUCTURE if saw_tool else Segment.TEXT)
         return out
+
+    def label_generated_text(self, text: str) -> bytearray:
+        """Character-level `Segment` labels [len(text)] of generated text (the rules of `segment_completion`,
+        before they are mapped to tokens): tool-call names, arguments and markup, reasoning, text."""
+        seg = bytearray([Segment.TEXT]) * len(text)
+        self._label_generated(text, seg)
+        return seg
 
     # --------------------------------------------------------------------------------- template render
 

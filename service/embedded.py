@@ -27,7 +27,7 @@ from service.settings import Settings, get_settings
 from service.storage import ArtifactStore
 
 LOCAL_ORG = "local"
-STAGES = ("validating", "preparing", "training", "evaluating", "registering")
+STAGES = ("validating", "preparing", "regenerating", "training", "evaluating", "registering")
 POLL_S = 0.3
 LINE_EVERY_S = 30.0
 

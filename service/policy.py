@@ -132,4 +132,7 @@ def check_job_spec(spec: dict[str, Any], settings: Settings) -> None:
     endpoint = (target.get("sglang") or {}).get("endpoint")
     if endpoint:
         check_sglang_endpoint(urlsplit(str(endpoint)).hostname, settings)
+    regen_endpoint = ((spec.get("data") or {}).get("regeneration") or {}).get("endpoint")
+    if regen_endpoint:
+        check_sglang_endpoint(urlsplit(str(regen_endpoint)).hostname, settings, "data.regeneration.endpoint")
     check_base_drafter_ref(spec.get("base_drafter"))

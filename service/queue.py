@@ -47,11 +47,12 @@ from service.settings import Settings, get_settings
 log = logging.getLogger(__name__)
 
 #: Task stages in pipeline order (the names of the stage functions in ``workers.stages``).
-TASK_STAGES: tuple[str, ...] = ("validate", "prepare", "train", "evaluate", "register")
+TASK_STAGES: tuple[str, ...] = ("validate", "prepare", "regenerate", "train", "evaluate", "register")
 #: task stage -> the job's ``stage`` column value (``service.db.Stage``).
 JOB_STAGE: dict[str, str] = {
     "validate": "validating",
     "prepare": "preparing",
+    "regenerate": "regenerating",
     "train": "training",
     "evaluate": "evaluating",
     "register": "registering",
@@ -62,6 +63,7 @@ TASK_STAGE: dict[str, str] = {v: k for k, v in JOB_STAGE.items()}
 STAGE_QUEUE: dict[str, str] = {
     "validate": "cpu",
     "prepare": "cpu",
+    "regenerate": "gpu",
     "train": "gpu",
     "evaluate": "gpu",
     "register": "cpu",

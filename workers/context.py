@@ -30,8 +30,9 @@ log = logging.getLogger(__name__)
 #: Share of the job's overall progress taken by each stage (training dominates wall time).
 STAGE_WEIGHTS: dict[str, float] = {
     "validating": 0.05,
-    "preparing": 0.10,
-    "training": 0.60,
+    "preparing": 0.05,
+    "regenerating": 0.15,
+    "training": 0.50,
     "evaluating": 0.20,
     "registering": 0.05,
 }

@@ -33,10 +33,12 @@ from workers.context import StageContext
 # on a GPU worker it follows DSPARK.md 4.1 and 8.
 CPU_DEFAULTS = {"num_draft_layers": 1, "max_seq_len": 512, "max_calls": 6, "max_new_tokens": 32,
                 "max_steps": 100, "num_anchors": 16, "lr": 1e-3, "tokens_per_batch": 1024,
-                "max_train_tokens": 24_000, "val_max_seqs": 4}
+                "max_train_tokens": 24_000, "val_max_seqs": 4, "regenerate_max_tokens": 256,
+                "regenerate_slots": 4}
 GPU_DEFAULTS = {"num_draft_layers": 5, "max_seq_len": 4096, "max_calls": 500, "max_new_tokens": 512,
                 "max_steps": 3000, "num_anchors": 512, "lr": 2e-4, "tokens_per_batch": 8192,
-                "max_train_tokens": None, "val_max_seqs": 256}
+                "max_train_tokens": None, "val_max_seqs": 256, "regenerate_max_tokens": 2048,
+                "regenerate_slots": 64}
 
 
 def _auto(value: Any, key: str) -> Any:
@@ -245,25 +247,201 @@ def prepare(ctx: StageContext) -> dict[str, Any]:
     # Held-out conversations give the replayed prompts and, rendered as rows, the validation set for
     # the expected accepted length during training.
     val_seqs = [s for conv in held_convs for s in renderer.render_conversation(conv)]
-    prompts = []
-    for conv in held_convs:
-        for call in conv.calls():
-            try:
-                prompts.append(renderer.render_prompt(call))
-            except TracedraftError as exc:  # a call the template cannot render is reported, not fatal
-                renderer.report.drop(call.id, getattr(exc, "code", "render_failed"), str(exc))
+    prompts = _render_prompts(renderer, held_convs)
+    # Every training call's context as the engine serves it: what the regeneration stage answers.
+    train_prompts = _render_prompts(renderer, train_convs)
     if not seqs:
         raise TracedraftError("no_training_data", "no training sequence survived rendering", where="dataset")
     out = ctx.workdir / "prepared"
     save_sequences(seqs, out / "train.safetensors")
     save_sequences(val_seqs, out / "val.safetensors")
     save_prompts(prompts, out / "heldout_prompts.jsonl")
+    save_prompts(train_prompts, out / "train_prompts.jsonl")
     report = renderer.report.to_dict()
     (out / "render_report.json").write_text(json.dumps(report, indent=1))
     ctx.progress(1.0, message=f"{len(seqs)} training rows, {len(prompts)} held-out prompts")
     return {"train_rows": len(seqs), "val_rows": len(val_seqs), "heldout_prompts": len(prompts),
             "template_sha256": renderer.template_sha256, "render_report": report,
             "prepared": _publish(ctx, out, "prepared")}
+
+
+def _render_prompts(renderer, convs) -> list:
+    """Every call of ``convs`` rendered for replay or regeneration; a call the template cannot render is
+    reported in the render report, not fatal."""
+    from drafters.errors import TracedraftError
+
+    prompts = []
+    for conv in convs:
+        for call in conv.calls():
+            try:
+                prompts.append(renderer.render_prompt(call))
+            except TracedraftError as exc:
+                renderer.report.drop(call.id, getattr(exc, "code", "render_failed"), str(exc))
+    return prompts
+
+
+# ---------------------------------------------------------------------------------------------- regenerate
+
+
+def regenerate(ctx: StageContext) -> dict[str, Any]:
+    """On-policy regeneration (docs/dspark.md section 3.3): the target writes the answer of every training
+    call, and of the held-out calls for the validation rows, from the exact recorded context.
+
+    ``data.regenerate``: "auto" (on when the traces were written by another model than the target: the
+    validation report's ``model_mismatch``), "always", "never". Answers are stored per call under the
+    cache directory (content-addressed), so a killed stage resumes and later jobs reuse them.
+    """
+    from drafters.regeneration import RegenerationStore, regenerate as run, regenerated_rows
+    from drafters.render import tools_to_openai
+    from drafters.shards import load_prompts, save_sequences
+    from drafters.traces.ingest import read_canonical
+
+    options = _regeneration_options(ctx)
+    mode = options["mode"]
+    mismatch = any(w.get("code") == "model_mismatch"
+                   for w in (ctx.results["validating"].get("report") or {}).get("warnings", []))
+    if mode == "never" or (mode == "auto" and not mismatch):
+        reason = "data.regenerate is 'never'" if mode == "never" else "the traces were written by the target"
+        ctx.progress(1.0, message=f"regeneration skipped: {reason}")
+        return {"regenerated": False, "reason": reason}
+    prepared = _fetch(ctx, ctx.results["preparing"]["prepared"], ctx.workdir / "prepared")
+    canonical = _fetch(ctx, ctx.results["validating"]["canonical"], ctx.workdir / "canonical")
+    tools_of = {call.id: tools_to_openai(call.tools) for name in ("train.jsonl", "heldout.jsonl")
+                for conv in read_canonical(canonical / name) for call in conv.calls()}
+    renderer = _renderer(ctx)
+    train_prompts = load_prompts(prepared / "train_prompts.jsonl")
+    val_prompts = load_prompts(prepared / "heldout_prompts.jsonl")
+    longest = max((len(p.prompt_ids) for p in train_prompts + val_prompts), default=0)
+    backend, target_id, close = _regeneration_backend(ctx, renderer, options, longest)
+    store = RegenerationStore(Path(ctx.settings.cache_dir) / "regenerations" / str(ctx.org_id))
+    try:
+        answers, report = run(train_prompts + val_prompts, backend, store, target_id=target_id,
+                              sampling=options["sampling"], stop_ids=_stop_ids(renderer),
+                              progress=lambda f, m: ctx.progress(f, message=m), cancelled=ctx.cancelled)
+    finally:
+        close()
+    if report.cancelled:
+        return {"cancelled": True}
+    rows, stats = regenerated_rows(train_prompts, answers, renderer, tools_of)
+    val_rows, _ = regenerated_rows(val_prompts, answers, renderer, tools_of)
+    report.tool_calls = stats.to_dict()
+    max_len = _auto(_target_spec(ctx).get("max_seq_len"), "max_seq_len")
+    too_long = [r.call_ids[0] for r in rows if len(r.input_ids) > max_len]
+    if too_long:  # counted and reported: the recorded rows of these calls are also over the limit
+        ctx.event("warning", "message", f"[regenerated_exceeds_max_seq_len] {len(too_long)} regenerated rows "
+                  f"are longer than max_seq_len {max_len} and are not trained on (first: {too_long[0]})",
+                  {"code": "regenerated_exceeds_max_seq_len", "count": len(too_long)})
+    rows = [r for r in rows if len(r.input_ids) <= max_len]
+    out = ctx.workdir / "regenerated"
+    save_sequences(rows, out / "train.safetensors")
+    save_sequences([r for r in val_rows if len(r.input_ids) <= max_len], out / "val.safetensors")
+    summary = report.to_dict() | {"rows": len(rows), "exceeds_max_seq_len": len(too_long)}
+    (out / "regeneration_report.json").write_text(json.dumps(summary, indent=1))
+    tc = report.tool_calls
+    ctx.progress(1.0, message=f"{report.calls} calls regenerated ({report.reused} reused), {report.tokens} new "
+                              f"tokens in {report.seconds:.0f} s; {tc['answers_with_tool_calls']} answers call "
+                              f"tools, {tc['tool_calls'] - tc['tool_calls_valid']} of {tc['tool_calls']} tool "
+                              f"calls fail to parse or validate")
+    return {"regenerated": True, "report": summary, "regenerated_dir": _publish(ctx, out, "regenerated")}
+
+
+def _regeneration_options(ctx: StageContext) -> dict[str, Any]:
+    """``data.regenerate`` and ``data.regeneration`` with their defaults resolved (``Sampling``)."""
+    from drafters.regeneration import Sampling
+
+    data = dict(ctx.spec.get("data") or {})
+    opts = dict(data.get("regeneration") or {})
+    sampling = Sampling(temperature=float(opts.get("temperature") or 0.0), top_p=float(opts.get("top_p") or 1.0),
+                        top_k=int(opts.get("top_k") or 0),
+                        max_tokens=int(_auto(opts.get("max_tokens"), "regenerate_max_tokens")),
+                        seed=int(opts.get("seed") or 0))
+    endpoint = opts.get("endpoint") or ((_target_spec(ctx).get("sglang") or {}).get("endpoint"))
+    return {"mode": data.get("regenerate") or "auto", "engine": opts.get("engine") or "auto",
+            "endpoint": endpoint, "model": opts.get("model"), "slots": opts.get("slots"), "sampling": sampling}
+
+
+def _regeneration_backend(ctx: StageContext, renderer, options: dict[str, Any], longest_prompt: int):
+    """(backend, target identity, close) for the job's regeneration engine. "auto": the OpenAI-compatible
+    endpoint when the job names one (a GPU cluster's SGLang), else llama.cpp's llama-server when it is
+    installed, else the target in this process."""
+    engine = options["engine"]
+    if engine == "auto":
+        from drafters.engines.llamacpp_build import is_installed
+
+        engine = "openai" if options["endpoint"] else "llamacpp" if is_installed() else "hf"
+    stop = _stop_ids(renderer)
+    slots = int(_auto(options["slots"], "regenerate_slots"))
+    if engine == "openai":
+        from drafters.regeneration import OpenAIBackend
+
+        if not options["endpoint"]:
+            from drafters.errors import TracedraftError
+
+            raise TracedraftError("regeneration_endpoint_missing", "engine 'openai' needs data.regeneration."
+                                  "endpoint (or target.sglang.endpoint)", "data.regeneration.endpoint")
+        model = options["model"] or _target_spec(ctx)["model"]
+        backend = OpenAIBackend(str(options["endpoint"]), model,
+                                lambda s: renderer.tokenizer.encode(s, add_special_tokens=False), stop[0],
+                                batch_size=slots)
+        return backend, f"openai:{model}", backend.close
+    if engine == "llamacpp":
+        return _llamacpp_backend(ctx, stop, slots, longest_prompt + options["sampling"].max_tokens)
+    from drafters.regeneration import HFBackend
+
+    target = _load_target(ctx)
+    return (HFBackend(target, stop, batch_size=slots),
+            f"hf:{target.source_sha256 or target.revision or target.name}", lambda: None)
+
+
+def _llamacpp_backend(ctx: StageContext, stop: list[int], slots: int, per_slot: int):
+    """llama-server on the target's fp32 GGUF (the weights the hf engine evaluates), ``slots`` parallel
+    slots, each with ``per_slot`` tokens of context (the longest prompt and answer)."""
+    from drafters.engines.llamacpp import LlamaServer, export_target_gguf, resolve_target_files
+    from drafters.engines.llamacpp_build import find_llama_server
+    from drafters.regeneration import LlamaServerBackend
+    from drafters.target import sha256_file
+
+    target_dir, _ = resolve_target_files(_target_spec(ctx)["model"], ctx.settings.cache_dir)
+    gguf = export_target_gguf(target_dir, ctx.workdir / "llamacpp" / "target-f32.gguf")
+    server = LlamaServer(find_llama_server(), gguf, ctx_size=(per_slot + 16) * slots,
+                         log_dir=ctx.workdir / "llamacpp", extra_args=["-np", str(slots)]).start()
+    backend = LlamaServerBackend(server.base_url, stop[0], batch_size=slots)
+
+    def close() -> None:
+        backend.close()
+        server.stop()
+
+    return backend, f"gguf:{sha256_file(gguf)}", close
+
+
+def _stop_ids(renderer) -> list[int]:
+    """Token ids that end an assistant turn: the template's end-of-turn tokens, then the tokenizer's eos."""
+    tok = renderer.tokenizer
+    ids = [tok.convert_tokens_to_ids(t) for t in renderer.dialect.eot_tokens]
+    if tok.eos_token_id is not None:
+        ids.append(tok.eos_token_id)
+    return list(dict.fromkeys(i for i in ids if i is not None and i >= 0))
+
+
+def _renderer(ctx: StageContext):
+    """The renderer of the job's target and chat template (as the prepare stage built it)."""
+    from drafters.render import Renderer
+    from drafters.target import load_tokenizer
+
+    tspec = _target_spec(ctx)
+    tokenizer = load_tokenizer(tspec["model"], cache_dir=ctx.settings.cache_dir)
+    return Renderer(tokenizer, chat_template=tspec.get("chat_template"),
+                    template_kwargs=tspec.get("template_kwargs") or {},
+                    max_seq_len=_auto(tspec.get("max_seq_len"), "max_seq_len"))
+
+
+def _training_rows(ctx: StageContext, prepared: Path) -> Path:
+    """The directory holding ``train.safetensors`` and ``val.safetensors``: the regenerated rows when the
+    regeneration stage ran, else the rendered recorded answers."""
+    regen = ctx.results.get("regenerating") or {}
+    if regen.get("regenerated"):
+        return _fetch(ctx, regen["regenerated_dir"], ctx.workdir / "regenerated")
+    return prepared
 
 
 # --------------------------------------------------------------------------------------------------- train
@@ -316,7 +494,8 @@ def train(ctx: StageContext) -> dict[str, Any]:
     base = _base_drafter_dir(ctx)
     prepared = _fetch(ctx, ctx.results["preparing"]["prepared"], ctx.workdir / "prepared")
     seed = int(recipe.get("seed") or 0)
-    train_seqs = take_tokens(load_sequences(prepared / "train.safetensors"),
+    rows = _training_rows(ctx, prepared)
+    train_seqs = take_tokens(load_sequences(rows / "train.safetensors"),
                              _auto(recipe.get("max_train_tokens"), "max_train_tokens"), seed)
     max_steps = int(_auto(recipe.get("max_steps"), "max_steps"))
     bf16_or_auto = _cpu_bf16_or_auto()
@@ -357,11 +536,11 @@ def train(ctx: StageContext) -> dict[str, Any]:
         sync.push()
 
     if nproc > 1:
-        result = _train_torchrun(ctx, nproc, cfg, train_seqs, prepared / "val.safetensors", base, run_dir,
+        result = _train_torchrun(ctx, nproc, cfg, train_seqs, rows / "val.safetensors", base, run_dir,
                                  progress)
         drafter_config = None
     else:
-        result, drafter_config = _train_here(ctx, cfg, train_seqs, load_sequences(prepared / "val.safetensors"),
+        result, drafter_config = _train_here(ctx, cfg, train_seqs, load_sequences(rows / "val.safetensors"),
                                              base, run_dir, progress)
     sync.push()
     if result.get("cancelled"):

@@ -121,11 +121,38 @@ class TargetSpec(Request_):
     sglang: SGLangSpec | None = None
 
 
+class RegenerationOptions(Request_):
+    """How the target regenerates the training answers (on-policy regeneration, docs/dspark.md section 3.3)."""
+
+    engine: Literal["auto", "llamacpp", "openai", "hf"] = Field(
+        default="auto", description="'openai': an OpenAI-compatible /v1/completions endpoint (SGLang, vLLM); "
+        "'llamacpp': llama-server on this worker; 'hf': the target in the worker's process. 'auto' = 'openai' "
+        "when an endpoint is named, else 'llamacpp' when it is installed, else 'hf'.")
+    endpoint: HttpUrl | None = Field(default=None, description="Base URL of the OpenAI-compatible server "
+                                     "(default: target.sglang.endpoint).")
+    model: str | None = Field(default=None, max_length=500, description="Model name the endpoint serves "
+                              "(default: target.model).")
+    slots: PositiveIntOrAuto = Field(default="auto", description="Answers generated at once (server slots or "
+                                     "batch rows); auto = 4 on CPU, 64 on GPU.")
+    temperature: Annotated[float, Field(ge=0, le=2)] = Field(
+        default=0.0, description="0 = greedy, the answers the target serves at temperature 0 (DeepSpec "
+        "regenerates at 0.7, top_p 0.8, top_k 20 for variety over generic chat).")
+    top_p: Annotated[float, Field(gt=0, le=1)] = 1.0
+    top_k: Annotated[int, Field(ge=0)] = 0
+    max_tokens: PositiveIntOrAuto = Field(default="auto", description="Longest answer (longer ones are kept and "
+                                          "marked truncated); auto = 256 on CPU, 2048 on GPU.")
+    seed: Annotated[int, Field(ge=0)] = 0
+
+
 class DataOptions(Request_):
     format: str | None = Field(default=None, description="A trace format name; null detects per file.")
     on_error: Literal["skip", "fail"] = "skip"
     scrub: bool = True
     heldout_fraction: Annotated[float, Field(gt=0, lt=1)] | Auto = "auto"
+    regenerate: Literal["auto", "always", "never"] = Field(
+        default="auto", description="Regenerate every training answer with the target before training: "
+        "'auto' = when the traces were written by another model (the model_mismatch warning).")
+    regeneration: RegenerationOptions = Field(default_factory=RegenerationOptions)
 
 
 class Recipe(Request_):

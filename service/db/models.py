@@ -60,6 +60,7 @@ class Stage(enum.StrEnum):
 
     validating = "validating"
     preparing = "preparing"
+    regenerating = "regenerating"
     training = "training"
     evaluating = "evaluating"
     registering = "registering"

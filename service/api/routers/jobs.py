@@ -127,6 +127,8 @@ def _create_job(request: Request, db: Session, caller: Caller, settings: Setting
     check_target(body.target.model, settings)
     if body.target.sglang is not None and body.target.sglang.endpoint is not None:
         check_sglang_endpoint(body.target.sglang.endpoint.host, settings)
+    if body.data.regeneration.endpoint is not None:
+        check_sglang_endpoint(body.data.regeneration.endpoint.host, settings, "data.regeneration.endpoint")
     dataset = get_dataset_row(db, caller, body.dataset_id, "dataset_id")
     if dataset.status == DatasetStatus.failed:
         raise ApiError(409, "dataset_not_ready", f"dataset {dataset.id} failed validation; see its report",

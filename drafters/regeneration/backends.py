@@ -1,0 +1,176 @@
+"""Where the target regenerates answers: llama.cpp's llama-server (CPU), an OpenAI-compatible endpoint
+(SGLang, vLLM on GPU clusters), or the target in this process (transformers ``generate``, the fallback).
+
+A backend turns a batch of prompts (exact token ids) into the target's raw continuations; the runner
+(``drafters.regeneration.run``) cuts them at the end-of-turn token, stores and reports them. Every backend
+samples with the same settings (``Sampling``) and a per-call seed; greedy answers are the same whichever
+backend wrote them, up to the engine's arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from drafters.errors import TracedraftError
+from drafters.regeneration.store import Sampling
+
+__all__ = ["Backend", "HFBackend", "HTTPBackend", "LlamaServerBackend", "OpenAIBackend", "Request"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One call to regenerate: ``prompt_ids`` [T] exactly as the serving engine tokenizes the context, and
+    the call's own ``seed``."""
+
+    call_id: str
+    prompt_ids: list[int]
+    seed: int
+
+
+class Backend(Protocol):
+    """``name`` (recorded with every answer), ``batch_size`` (answers in flight at once: parallel server
+    slots or batch rows) and ``generate``: raw token ids [n_i] per request, at most ``sampling.max_tokens``
+    each, possibly running past the end-of-turn token (the runner cuts there)."""
+
+    name: str
+    batch_size: int
+
+    def generate(self, requests: Sequence[Request], sampling: Sampling) -> list[list[int]]: ...
+
+
+class HFBackend:
+    """The target in this process: ``transformers`` ``generate`` on left-padded batches of ``batch_size``
+    prompts, stopping rows at ``stop_ids``. Sampling uses one generator per batch seeded with the first
+    request's seed, so answers at temperature > 0 depend on how calls were batched (greedy ones do not)."""
+
+    name = "hf"
+
+    def __init__(self, target, stop_ids: Sequence[int], *, batch_size: int = 8, pad_id: int | None = None):
+        self.target, self.stop_ids, self.batch_size = target, [int(t) for t in stop_ids], int(batch_size)
+        tok = getattr(target, "tokenizer", None)
+        self.pad_id = int(pad_id if pad_id is not None else
+                          (getattr(tok, "pad_token_id", None) or getattr(tok, "eos_token_id", None) or 0))
+
+    def generate(self, requests: Sequence[Request], sampling: Sampling) -> list[list[int]]:
+        import torch
+
+        width = max(len(r.prompt_ids) for r in requests)
+        ids = torch.full((len(requests), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, r in enumerate(requests):  # left padding: every row's next token is at the same column
+            ids[i, width - len(r.prompt_ids):] = torch.tensor(r.prompt_ids)
+            mask[i, width - len(r.prompt_ids):] = 1
+        greedy = sampling.temperature < 1e-5
+        kwargs: dict[str, Any] = {"do_sample": not greedy}
+        if not greedy:
+            kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k or None)
+            torch.manual_seed(requests[0].seed)
+        device = self.target.device
+        with torch.no_grad():
+            out = self.target.model.generate(
+                input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=sampling.max_tokens,
+                eos_token_id=self.stop_ids or None, pad_token_id=self.pad_id, **kwargs)
+        return [row[width:].tolist() for row in out.cpu()]
+
+
+class HTTPBackend:
+    """Shared by the HTTP backends: ``batch_size`` requests in flight from a thread pool, each failure
+    reported with the endpoint and the call (``regeneration_endpoint_unreachable`` when the server cannot be
+    reached, ``regeneration_endpoint_error`` for an HTTP error or an answer of the wrong shape)."""
+
+    name = "http"
+    path = "/"
+
+    def __init__(self, base_url: str, *, batch_size: int = 4, timeout: float = 600.0, transport: Any = None):
+        import httpx
+
+        self.base_url, self.batch_size = base_url.rstrip("/"), int(batch_size)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def generate(self, requests: Sequence[Request], sampling: Sampling) -> list[list[int]]:
+        with ThreadPoolExecutor(max_workers=self.batch_size) as pool:
+            return list(pool.map(lambda r: self._one(r, sampling), requests))
+
+    def _one(self, request: Request, sampling: Sampling) -> list[int]:
+        import httpx
+
+        where = f"{self.base_url}{self.path} (call {request.call_id})"
+        try:
+            r = self._http.post(self.path, json=self.body(request, sampling))
+        except httpx.HTTPError as e:
+            raise TracedraftError("regeneration_endpoint_unreachable",
+                                  f"cannot reach the regeneration endpoint: {e!r}", where) from e
+        if r.status_code >= 400:
+            raise TracedraftError("regeneration_endpoint_error", f"HTTP {r.status_code}: {r.text[:300]}", where)
+        try:
+            return self.tokens(r.json())
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            raise TracedraftError("regeneration_endpoint_error",
+                                  f"answer of unexpected shape ({e!r}): {r.text[:300]}", where) from e
+
+    def body(self, request: Request, sampling: Sampling) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def tokens(self, data: dict[str, Any]) -> list[int]:
+        raise NotImplementedError
+
+
+class LlamaServerBackend(HTTPBackend):
+    """llama.cpp's ``llama-server`` ``POST /completion`` with token-id prompts. Start the server with
+    ``-np batch_size`` parallel slots (``drafters.engines`` does: ``regeneration_server``). The server stops at
+    its end-of-generation tokens without returning them; ``stop_id`` (the template's end-of-turn token) is
+    then appended, so the answer ends as the target's turn ends."""
+
+    name = "llamacpp"
+    path = "/completion"
+
+    def __init__(self, base_url: str, stop_id: int, **kw: Any):
+        super().__init__(base_url, **kw)
+        self.stop_id = int(stop_id)
+
+    def body(self, request: Request, sampling: Sampling) -> dict[str, Any]:
+        return {"prompt": list(request.prompt_ids), "n_predict": sampling.max_tokens,
+                "temperature": sampling.temperature, "top_p": sampling.top_p, "top_k": sampling.top_k,
+                "min_p": 0.0, "typical_p": 1.0, "repeat_penalty": 1.0, "seed": request.seed,
+                "return_tokens": True, "cache_prompt": False, "stream": False}
+
+    def tokens(self, data: dict[str, Any]) -> list[int]:
+        ids = [int(t) for t in data["tokens"]]
+        if data.get("stop_type") in ("eos", "word") and (not ids or ids[-1] != self.stop_id):
+            ids.append(self.stop_id)
+        return ids
+
+
+class OpenAIBackend(HTTPBackend):
+    """An OpenAI-compatible ``POST /v1/completions`` (SGLang, vLLM) with token-id prompts. The answer's text
+    is tokenized again with the target's tokenizer (``encode``: text -> ids), and ``stop_id`` appended when
+    it finished on a stop (``finish_reason`` "stop"); special tokens are kept in the text
+    (``skip_special_tokens`` false), so tool-call markers survive."""
+
+    name = "openai"
+    path = "/v1/completions"
+
+    def __init__(self, base_url: str, model: str, encode: Callable[[str], list[int]], stop_id: int, **kw: Any):
+        super().__init__(base_url, **kw)
+        self.model, self.encode, self.stop_id = model, encode, int(stop_id)
+
+    def body(self, request: Request, sampling: Sampling) -> dict[str, Any]:
+        body = {"model": self.model, "prompt": list(request.prompt_ids), "max_tokens": sampling.max_tokens,
+                "temperature": sampling.temperature, "top_p": sampling.top_p, "seed": request.seed,
+                "skip_special_tokens": False}
+        if sampling.top_k:
+            body["top_k"] = sampling.top_k
+        return body
+
+    def tokens(self, data: dict[str, Any]) -> list[int]:
+        choice = data["choices"][0]
+        ids = [int(t) for t in choice["token_ids"]] if choice.get("token_ids") else self.encode(choice["text"])
+        if choice.get("finish_reason") == "stop" and (not ids or ids[-1] != self.stop_id):
+            ids.append(self.stop_id)
+        return ids

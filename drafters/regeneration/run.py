@@ -1,0 +1,139 @@
+"""The regeneration run: every call's answer written by the target, stored, then turned into training rows.
+
+On-policy regeneration (docs/dspark.md section 3.3, done turn by turn inside agent transcripts): for every
+training LLM call the target writes the assistant turn from the exact rendered context (system prompt,
+tools, recorded history and tool results; tools cannot be re-run, so later turns keep the recorded
+history). The training row is then the recorded context's token ids followed by the target's own tokens,
+so the drafter's cross-entropy target and the target's distribution agree (docs/dspark.md section 2.1).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from drafters.regeneration.backends import Backend, Request
+from drafters.regeneration.store import Regeneration, RegenerationStore, Sampling, answer_key, call_seed
+from drafters.toolcalls import ToolCallStats, check_tool_calls, find_tool_calls
+
+__all__ = ["RegenerationReport", "cut_at_stop", "regenerate", "regenerated_rows"]
+
+
+@dataclass
+class RegenerationReport:
+    """What a regeneration run did: calls asked for, answers reused from the store and newly generated,
+    generated tokens (new ones), answers cut at ``max_tokens`` (kept, marked truncated), engine seconds and
+    rate, and the tool calls the target wrote (``drafters.toolcalls``: share of answers with a call, calls
+    that fail to parse or validate, by code)."""
+
+    engine: str
+    sampling: dict[str, Any]
+    calls: int = 0
+    reused: int = 0
+    generated: int = 0
+    tokens: int = 0
+    truncated: int = 0
+    seconds: float = 0.0
+    cancelled: bool = False
+    tool_calls: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tokens_per_s"] = round(self.tokens / self.seconds, 1) if self.seconds > 0 else None
+        d["seconds"] = round(self.seconds, 2)
+        return d
+
+
+def cut_at_stop(token_ids: Sequence[int], stop_ids: Sequence[int], max_tokens: int) -> tuple[list[int], bool]:
+    """The answer up to and including its first stop token, and whether it was truncated (no stop token
+    within ``max_tokens``)."""
+    stops = set(stop_ids)
+    for i, t in enumerate(token_ids[:max_tokens]):
+        if t in stops:
+            return list(token_ids[: i + 1]), False
+    return list(token_ids[:max_tokens]), True
+
+
+def regenerate(prompts: Sequence[Any], backend: Backend, store: RegenerationStore, *, target_id: str,
+               sampling: Sampling, stop_ids: Sequence[int],
+               progress: Callable[[float, str], None] | None = None,
+               cancelled: Callable[[], bool] | None = None) -> tuple[dict[str, Regeneration], RegenerationReport]:
+    """Regenerate the answer of every prompt (``RenderedPrompt``-like: ``call_id``, ``prompt_ids``).
+
+    Answers already in ``store`` (same target, prompt and sampling) are reused; the others are generated
+    ``backend.batch_size`` at a time and stored as each batch returns, so a killed run resumes where it
+    stopped. ``progress(fraction, message)`` gets the rate (tokens/s) and the ETA; ``cancelled()`` is checked
+    between batches (the report then says ``cancelled``). Returns (call_id -> Regeneration, report).
+    Errors of the backend (TracedraftError naming the endpoint and the call) propagate: what was stored stays.
+    """
+    report = RegenerationReport(engine=backend.name, sampling=asdict(sampling), calls=len(prompts))
+    done: dict[str, Regeneration] = {}
+    pending: list[tuple[Any, str]] = []
+    for p in prompts:
+        key = answer_key(target_id, p.prompt_ids, sampling)
+        found = store.get(key)
+        if found is not None:
+            done[p.call_id] = found
+            report.reused += 1
+        else:
+            pending.append((p, key))
+    start = time.perf_counter()
+    for b in range(0, len(pending), backend.batch_size):
+        if cancelled is not None and cancelled():
+            report.cancelled = True
+            break
+        batch = pending[b: b + backend.batch_size]
+        requests = [Request(p.call_id, list(p.prompt_ids), call_seed(sampling.seed, p.prompt_ids)) for p, _ in batch]
+        t0 = time.perf_counter()
+        outputs = backend.generate(requests, sampling)
+        per_call = (time.perf_counter() - t0) / len(batch)
+        for (p, key), raw in zip(batch, outputs, strict=True):
+            ids, truncated = cut_at_stop(raw, stop_ids, sampling.max_tokens)
+            answer = Regeneration(key, ids, truncated, backend.name, per_call)
+            store.put(answer)
+            done[p.call_id] = answer
+            report.generated += 1
+            report.tokens += len(ids)
+        report.seconds = time.perf_counter() - start
+        if progress is not None:
+            progress(*_progress(report, len(pending)))
+    report.truncated = sum(a.truncated for a in done.values())
+    return done, report
+
+
+def _progress(report: RegenerationReport, pending: int) -> tuple[float, str]:
+    rate = report.tokens / report.seconds if report.seconds > 0 else 0.0
+    left = pending - report.generated
+    eta = report.seconds / report.generated * left if report.generated else 0.0
+    fraction = (report.reused + report.generated) / max(1, report.calls)
+    return fraction, (f"regenerated {report.reused + report.generated}/{report.calls} calls "
+                      f"({report.reused} reused), {rate:.0f} tokens/s, ETA {eta:.0f} s")
+
+
+def regenerated_rows(prompts: Sequence[Any], answers: Mapping[str, Regeneration], renderer,
+                     tools_of: Mapping[str, Sequence[Mapping[str, Any]] | None]) -> tuple[list, ToolCallStats]:
+    """Training rows from regenerated answers, and the tool calls the target wrote.
+
+    prompts: ``RenderedPrompt``s (their ``prompt_ids`` are the recorded context, byte for byte the render
+    the serving engine builds). Each row is ``prompt_ids + answer`` [T + n] with loss mask 0 on the context
+    and 1 on the answer, the answer labelled by ``renderer.segment_completion`` (the same rules as the
+    evaluation's labels). tools_of: call_id -> the call's tools in OpenAI form, to validate tool calls.
+    Prompts without an answer (a cancelled run) are skipped.
+    """
+    from drafters.render import RenderedSequence
+
+    rows, stats = [], ToolCallStats()
+    for p in prompts:
+        answer = answers.get(p.call_id)
+        if answer is None or not answer.token_ids:
+            continue
+        ids = answer.token_ids
+        text = renderer.tokenizer.decode(ids, skip_special_tokens=False)
+        stats.add(check_tool_calls(find_tool_calls(renderer, text), tools_of.get(p.call_id)))
+        context = list(p.prompt_segments) or [0] * len(p.prompt_ids)
+        rows.append(RenderedSequence(p.conversation_id, [p.call_id], list(p.prompt_ids) + ids,
+                                     [0] * len(p.prompt_ids) + [1] * len(ids),
+                                     context + renderer.segment_completion(ids)))
+    return rows, stats

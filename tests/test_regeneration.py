@@ -1,0 +1,210 @@
+"""On-policy regeneration (drafters.regeneration) and the tool calls the target writes (drafters.toolcalls),
+with the real SmolLM2 tokenizer and the shipped tool-aware template; answers come from scripted backends
+and from a tiny random target in this process."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+import torch
+
+from drafters.errors import TracedraftError
+from drafters.regeneration import (
+    HFBackend,
+    LlamaServerBackend,
+    OpenAIBackend,
+    RegenerationStore,
+    Request,
+    Sampling,
+    regenerate,
+    regenerated_rows,
+)
+from drafters.render import Renderer, Segment, tools_to_openai
+from drafters.toolcalls import check_tool_calls, find_tool_calls
+from tests.test_render import (
+    CHATML_TOOLS,
+    WEATHER,
+    _openai_messages,
+    read_template,
+    smollm2_tokenizer,
+    weather_conversation,
+)
+
+CALL = '<tool_call>\n{{"name": "{name}", "arguments": {args}}}\n</tool_call>'
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return smollm2_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def renderer(tok):
+    return Renderer(tok, chat_template=str(CHATML_TOOLS))
+
+
+@pytest.fixture(scope="module")
+def prompts(renderer):
+    conv = weather_conversation()
+    return [renderer.render_prompt(c) for c in conv.calls()], {c.id: tools_to_openai(c.tools) for c in conv.calls()}
+
+
+class ScriptedBackend:
+    """Answers from a script (text per call id), counting what it was asked; ``fail_after`` batches raise."""
+
+    name = "scripted"
+
+    def __init__(self, tok, answers: dict[str, str], batch_size: int = 2, fail_after: int | None = None):
+        self.tok, self.answers, self.batch_size, self.fail_after = tok, answers, batch_size, fail_after
+        self.asked: list[str] = []
+
+    def generate(self, requests, sampling):
+        if self.fail_after is not None and len(self.asked) >= self.fail_after * self.batch_size:
+            raise TracedraftError("regeneration_endpoint_unreachable", "down", "http://x (call ?)")
+        self.asked += [r.call_id for r in requests]
+        return [self.tok.encode(self.answers[r.call_id], add_special_tokens=False) for r in requests]
+
+
+# ------------------------------------------------------------------------------------------- tool calls
+
+
+def test_parallel_tool_calls_are_all_found_and_checked(tok, renderer):
+    text = ("Checking both." + "\n" + CALL.format(name="get_weather", args='{"city": "Paris"}') + "\n"
+            + CALL.format(name="get_weather", args='{"city": "Rome"}') + "<|im_end|>")
+    calls = check_tool_calls(find_tool_calls(renderer, text), tools_to_openai([WEATHER]))
+    assert [(c.name, c.arguments, c.error) for c in calls] == [
+        ("get_weather", {"city": "Paris"}, None), ("get_weather", {"city": "Rome"}, None)]
+
+
+def test_broken_tool_calls_are_counted_with_their_codes(tok, renderer):
+    tools = tools_to_openai([WEATHER])
+    text = (CALL.format(name="get_time", args='{"tz": "CET"}') + "\n"  # no such tool
+            + CALL.format(name="get_weather", args='{"town": "Rome"}') + "\n"  # misses required "city"
+            + "<tool_call>\nget_weather(city='Oslo')\n</tool_call>\n"  # not the template's form at all
+            # Arguments that are not JSON: the rest of the answer is taken as their text (as labelled).
+            + CALL.format(name="get_weather", args='{"city": "Paris",]'))
+    calls = check_tool_calls(find_tool_calls(renderer, text), tools)
+    assert [c.error for c in calls] == ["unknown_tool", "schema_mismatch", "invalid_json", "unparseable"]
+    assert "city" in calls[1].detail and calls[2].arguments_text.startswith('{"city": "Paris",]')
+
+
+# ------------------------------------------------------------------------------------------- the run
+
+
+def answers_for(prompts_list) -> dict[str, str]:
+    tool = CALL.format(name="get_weather", args='{"city": "Oslo"}')
+    return {p.call_id: (tool if i % 2 == 0 else f"Answer number {i}.") + "<|im_end|>"
+            for i, p in enumerate(prompts_list)}
+
+
+def test_a_killed_run_resumes_with_the_answers_it_stored(tmp_path, tok, prompts):
+    plist, _ = prompts
+    script = answers_for(plist)
+    store = RegenerationStore(tmp_path)
+    stop = [tok.convert_tokens_to_ids("<|im_end|>")]
+    first = ScriptedBackend(tok, script, batch_size=2, fail_after=1)
+    with pytest.raises(TracedraftError):
+        regenerate(plist, first, store, target_id="t", sampling=Sampling(), stop_ids=stop)
+    assert len(first.asked) == 2
+    second = ScriptedBackend(tok, script, batch_size=2)
+    answers, report = regenerate(plist, second, store, target_id="t", sampling=Sampling(), stop_ids=stop)
+    assert second.asked == [p.call_id for p in plist[2:]]  # only the calls not stored before the kill
+    assert (report.reused, report.generated, report.calls) == (2, len(plist) - 2, len(plist))
+    assert {k: tok.decode(a.token_ids) for k, a in answers.items()} == script
+    # Another target, or other sampling, is another answer: nothing is reused.
+    third = ScriptedBackend(tok, script, batch_size=2)
+    regenerate(plist, third, store, target_id="t", sampling=Sampling(seed=1), stop_ids=stop)
+    assert len(third.asked) == len(plist)
+
+
+def test_rows_keep_the_recorded_context_byte_for_byte(tok, renderer, prompts):
+    plist, tools_of = prompts
+    stop = [tok.convert_tokens_to_ids("<|im_end|>")]
+    answers, _ = regenerate(plist, ScriptedBackend(tok, answers_for(plist)), _mem_store(), target_id="t",
+                            sampling=Sampling(), stop_ids=stop)
+    rows, stats = regenerated_rows(plist, answers, renderer, tools_of)
+    conv = weather_conversation()
+    for row, call, p in zip(rows, conv.calls(), plist, strict=True):
+        # What an OpenAI-compatible server renders for the recorded context (an independent conversion).
+        served = tok.apply_chat_template(_openai_messages(call), tools=tools_of[call.id], tokenize=False,
+                                         add_generation_prompt=True, chat_template=read_template(CHATML_TOOLS))
+        n = len(p.prompt_ids)
+        assert tok.decode(row.input_ids[:n], skip_special_tokens=False) == served
+        assert row.loss_mask == [0] * n + [1] * (len(row.input_ids) - n)
+        assert tok.decode(row.input_ids[n:], skip_special_tokens=False) == answers_for(plist)[call.id]
+    # Calls 0 and 2 answered with a tool call: its arguments are labelled tool_args, the text is text.
+    args = [tok.decode([t for t, s, m in zip(r.input_ids, r.segments, r.loss_mask) if m and s == Segment.TOOL_ARGS])
+            for r in rows]
+    # (token-level: " {" and "}}" straddle the markup and are labelled by their middle character)
+    assert args[0] == ' {"city": "Oslo"}}' and args[1] == ""
+    assert stats.to_dict()["tool_calls"] == (len(plist) + 1) // 2
+    assert stats.to_dict()["tool_calls_failed"] == {}
+
+
+def test_an_answer_past_max_tokens_is_kept_and_marked_truncated(tok, prompts):
+    plist, _ = prompts
+    script = {p.call_id: "word " * 40 for p in plist}
+    answers, report = regenerate(plist[:1], ScriptedBackend(tok, script), _mem_store(), target_id="t",
+                                 sampling=Sampling(max_tokens=8), stop_ids=[2])
+    (answer,) = answers.values()
+    assert answer.truncated and len(answer.token_ids) == 8 and report.truncated == 1
+
+
+# ------------------------------------------------------------------------------------------- backends
+
+
+def test_hf_backend_greedy_equals_plain_decoding_and_stops_at_the_stop_token():
+    from drafters.speculate import plain_generate
+    from tests._speculate_helpers import tiny_target
+
+    target = tiny_target(seed=3, scale=4.0)
+    prompt = [5, 9, 11, 3, 7]
+    ref = plain_generate(target, prompt, 24).tokens
+    stop = ref[10]
+    backend = HFBackend(target, stop_ids=[stop], batch_size=2, pad_id=0)
+    short = [1, 2]
+    out = backend.generate([Request("a", prompt, 0), Request("b", short, 0)], Sampling(max_tokens=24))
+    first_stop = ref.index(stop)
+    assert out[0][: first_stop + 1] == ref[: first_stop + 1]  # left padding did not change the answer
+    assert plain_generate(target, short, 5).tokens[:3] == out[1][:3]
+
+
+def test_openai_backend_request_and_answer_shapes(tok):
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return httpx.Response(200, json={"choices": [{"text": "Hi there.", "finish_reason": "stop", "index": 0}]})
+
+    eot = tok.convert_tokens_to_ids("<|im_end|>")
+    backend = OpenAIBackend("http://sglang:30000", "agent", lambda s: tok.encode(s, add_special_tokens=False), eot,
+                            transport=httpx.MockTransport(handler))
+    (ids,) = backend.generate([Request("c1", [1, 2, 3], 7)], Sampling(temperature=0.7, top_p=0.8, top_k=20))
+    assert tok.decode(ids) == "Hi there.<|im_end|>"
+    assert seen[0] == {"model": "agent", "prompt": [1, 2, 3], "max_tokens": 256, "temperature": 0.7, "top_p": 0.8,
+                       "seed": 7, "skip_special_tokens": False, "top_k": 20}
+
+
+def test_an_endpoint_that_is_down_names_itself_and_the_call():
+    backend = LlamaServerBackend("http://127.0.0.1:9", stop_id=2, timeout=5)
+    with pytest.raises(TracedraftError) as e:
+        backend.generate([Request("conv-1:3", [1, 2], 0)], Sampling())
+    assert e.value.code == "regeneration_endpoint_unreachable"
+    assert "127.0.0.1:9/completion" in e.value.where and "conv-1:3" in e.value.where
+
+
+def test_an_endpoint_error_is_reported_not_taken_as_an_answer():
+    transport = httpx.MockTransport(lambda r: httpx.Response(503, text="overloaded"))
+    backend = LlamaServerBackend("http://llama:8080", stop_id=2, transport=transport)
+    with pytest.raises(TracedraftError) as e:
+        backend.generate([Request("c", [1], 0)], Sampling())
+    assert e.value.code == "regeneration_endpoint_error" and "503" in e.value.message
+
+
+def _mem_store():
+    import tempfile
+
+    return RegenerationStore(tempfile.mkdtemp(prefix="regen-"))
+
