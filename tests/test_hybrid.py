@@ -4,6 +4,7 @@ rounds on a cyclic target match a hand count."""
 from __future__ import annotations
 
 import warnings
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -11,10 +12,10 @@ import torch
 from drafters.baselines import NGramProposer
 from drafters.dspark.proposer import DSparkProposer
 from drafters.errors import TracedraftError
-from drafters.evaluate import tau_of
+from drafters.evaluate import evaluate, tau_of
 from drafters.hybrid import DRAFTER, HybridProposer, expected_accepted
 from drafters.speculate import Proposal, plain_generate, speculative_generate
-from drafters.suffix_decoding import SuffixProposal, SuffixProposer
+from drafters.suffix_decoding import SuffixProposal, SuffixProposer, suffix_baselines
 from drafters.target import Target
 from tests._speculate_helpers import SelfProposer, tiny_target
 from tests._suffix_helpers import BigramTarget
@@ -110,6 +111,25 @@ def test_a_confident_wrong_drafter_is_still_chosen_the_rule_is_a_what_if():
     gen = speculative_generate(target, h, [0, 1, 2, 3, 4, 0, 1], 12)
     assert [r.to_dict() for r in gen.rounds] == [r.to_dict() for r in alone.rounds]
     assert h.picks == {DRAFTER: 0, "suffix": len(gen.rounds)}
+
+
+def test_the_report_table_by_segment_shows_suffix_and_hybrid():
+    """evaluate() as it stands, with the two baselines beside n-gram, on the cyclic target (same rounds as
+    the hand counts above). Segments by parity of each round's first committed token (odd: text, even:
+    tool_args): suffix rounds start with 3, 2, 2, 2 -> text 1 round of 4 tokens, tool_args 3 of 5; every
+    hybrid round starts with 3 -> text, 4 rounds, 19 tokens."""
+    target = BigramTarget(CYCLE)
+    prompt = SimpleNamespace(call_id="conv/0", prompt_ids=[0, 1, 2, 3, 4, 0, 1])
+    proposers = {**suffix_baselines([], 4, drafter=CycleDrafter([0.7] * 4)), "ngram": NGramProposer(4)}
+    rep = evaluate(target, proposers, [prompt], max_new_tokens=20,
+                   segmenter=lambda toks: [4 if t % 2 else 7 for t in toks])
+    assert rep["lossless"]["calls_checked"] == 3
+    suffix, hybrid = rep["proposers"]["suffix"], rep["proposers"]["hybrid"]
+    assert suffix["tau"] == pytest.approx(19 / 4) and hybrid["tau"] == pytest.approx(19 / 4)
+    assert suffix["by_segment"] == {"text": {"tau": 4.0, "rounds": 1, "tokens": 4},
+                                    "tool_args": {"tau": 5.0, "rounds": 3, "tokens": 15}}
+    assert hybrid["by_segment"] == {"text": {"tau": 19 / 4, "rounds": 4, "tokens": 19}}
+    assert set(rep["proposers"]["ngram"]["by_segment"]) <= {"text", "tool_args"}
 
 
 @pytest.fixture(scope="module")
