@@ -380,7 +380,7 @@ then serve the target with the drafter:
 
 
 GGUF_OUTTYPES = ("f32", "f16", "bf16", "q8_0")
-LLAMACPP_VERSION = "0.3.36"  # drafters.engines.llamacpp_build.DEFAULT_VERSION (service does not import drafters)
+LLAMACPP_VERSION = "0.3.36"  # drafters.engines.llamacpp.build.DEFAULT_VERSION (service does not import drafters)
 #: Exit codes of the gguf export's own errors (others follow ``exit_code_for``): a target or export that does
 #: not exist is "not found", a checkpoint llama.cpp cannot serve or an export that differs is "refused".
 GGUF_EXIT = {"target_not_found": EXIT_NOT_FOUND, "not_published": EXIT_NOT_FOUND,

@@ -256,7 +256,7 @@ def test_gguf_export_end_to_end_with_the_real_converter(stack, cli, tmp_path, mo
     as GGUF with llama.cpp's converter through the CLI, then: the file is in the store where the registry
     says, its sha256 matches, the GGUF says what the checkpoint says, the API serves it, and a second export
     reuses it without converting."""
-    from drafters.engines import llamacpp_build as lb
+    from drafters.engines.llamacpp import build as lb
     from drafters.engines.llamacpp import read_gguf_metadata
 
     if not lb.is_installed():
