@@ -8,13 +8,10 @@ A VERSION argument is a number (``3``), ``v3``, ``latest`` or an alias name (``c
 # ruff: noqa: B008  (typer declares arguments in defaults)
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import os
 import shutil
 import uuid
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote
 
@@ -44,6 +41,16 @@ from service.cli._common import (
     short_ts,
     table,
 )
+from service.cli.registry_api import api_aliases, api_resolve, api_version, download_files
+from service.cli.registry_views import (
+    cell_text,
+    compat_problems,
+    diff_views,
+    parse_version,
+    print_diff,
+    print_gate,
+    version_view,
+)
 
 drafters_app = typer.Typer(help="Browse registered drafters, compare and export versions.", no_args_is_help=True)
 alias_app = typer.Typer(help="Alias audit trail (who moved which alias, when, why).", no_args_is_help=True)
@@ -52,113 +59,6 @@ EXPORT_FORMATS = ("deepspec", "gguf-ready", "gguf")
 DbUrlOpt = typer.Option(None, "--db-url", help="Break-glass: act directly on this database (SQLAlchemy URL) "
                         "instead of through the API; needs --org.")
 OrgOpt = typer.Option(None, "--org", help="Organization id or name (with --db-url).")
-
-
-# --- views of versions (API JSON or database rows, as one plain shape) -------------------------------------
-
-
-def version_view(v: Any, drafter_name: str | None = None, target_model: str | None = None) -> dict[str, Any]:
-    """A version as the API's DrafterVersionOut dict, from an API answer (returned as is) or a row."""
-    if isinstance(v, dict):
-        return v
-    return {
-        "drafter": drafter_name or v.drafter.name, "version": v.version, "ref": v.ref, "id": v.id,
-        "job_id": v.job_id, "checkpoint_uri": v.checkpoint_uri, "files": dict(v.files or {}),
-        "size_bytes": v.size_bytes, "config": dict(v.config or {}),
-        "lineage": {"target_model": target_model or v.drafter.target_model, **dict(v.lineage or {})},
-        "gate": v.gate, "report": v.report, "created_by": v.created_by, "created_at": v.created_at,
-    }
-
-
-def _ns(view: dict[str, Any]) -> SimpleNamespace:
-    """The attribute shape ``service.registry.diff_versions``/``compatibility`` read."""
-    lineage = dict(view.get("lineage") or {})
-    return SimpleNamespace(version=view["version"], config=view.get("config") or {}, lineage=lineage,
-                           report=view.get("report") or {}, gate=view.get("gate") or {},
-                           files=view.get("files") or {},
-                           drafter=SimpleNamespace(target_model=lineage.get("target_model")))
-
-
-def diff_views(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """``service.registry.diff_versions`` over two version views (from ``a`` to ``b``)."""
-    from service.registry import diff_versions
-
-    return diff_versions(_ns(a), _ns(b))
-
-
-def compat_problems(candidate: dict[str, Any], holder: dict[str, Any]) -> list[str]:
-    """``service.registry.compatibility`` over two version views (empty: compatible)."""
-    from service.registry import compatibility
-
-    return compatibility(_ns(candidate), _ns(holder))
-
-
-def print_diff(d: dict[str, Any], limit: int = 60) -> None:
-    """A version diff as a table (section, key, from, to) plus the changed files."""
-    rows = []
-    for section in ("config", "lineage", "gate", "report"):
-        for key, (x, y) in (d.get(section) or {}).items():
-            rows.append([section, key, _cell(x), _cell(y)])
-    shown = rows[:limit]
-    console.print(table(f"Differences v{d['from']} -> v{d['to']}", ["section", "key", f"v{d['from']}",
-                                                                    f"v{d['to']}"], shown))
-    if len(rows) > limit:
-        console.print(f"[dim]... and {len(rows) - limit} more (use --json for all)[/dim]")
-    files = d.get("files") or {}
-    for kind in ("added", "removed", "changed"):
-        if files.get(kind):
-            console.print(f"files {kind}: {', '.join(files[kind])}")
-
-
-def _cell(v: Any) -> str:
-    s = "" if v is None else str(v)
-    return s if len(s) <= 80 else s[:77] + "..."
-
-
-def print_gate(view: dict[str, Any]) -> None:
-    gate = view.get("gate")
-    if not gate:
-        console.print(f"gate of v{view['version']}: [dim]no gate decision recorded[/dim]")
-        return
-    verdict = "[green]passed[/green]" if gate.get("passed") else "[yellow]not passed[/yellow]"
-    console.print(f"gate of v{view['version']}: {verdict}")
-    for reason in gate.get("reasons") or []:
-        console.print(f"  - {escape(str(reason))}", highlight=False)
-
-
-def parse_version(text: str) -> int | None:
-    """``3`` or ``v3`` -> 3; anything else (an alias, ``latest``) -> None."""
-    t = text.strip().lower()
-    t = t.removeprefix("v")
-    return int(t) if t.isdigit() and int(t) > 0 else None
-
-
-# --- API helpers -------------------------------------------------------------------------------------------
-
-
-def api_aliases(client: Any, name: str) -> dict[str, Any]:
-    """GET /v1/drafters/{name}/aliases -> {"data": [{alias, version, ...}], "history": [...]}."""
-    return client.get(f"/v1/drafters/{name}/aliases")
-
-
-def api_resolve(client: Any, name: str, version: str) -> int:
-    """A VERSION argument to a number, asking the API for aliases and ``latest``."""
-    n = parse_version(version)
-    if n is not None:
-        return n
-    if version == "latest":
-        versions = client.paginate(f"/v1/drafters/{name}/versions")
-        if not versions:
-            raise CliError("not_found", f"drafter {name!r} has no versions", where="version")
-        return max(int(v["version"]) for v in versions)
-    for a in api_aliases(client, name).get("data", []):
-        if a.get("alias") == version:
-            return int(a["version"])
-    raise CliError("not_found", f"drafter {name!r} has no alias {version!r}", where="version")
-
-
-def api_version(client: Any, name: str, version: int) -> dict[str, Any]:
-    return client.get(f"/v1/drafters/{name}/versions/{version}")
 
 
 # --- drafters (user verbs) ---------------------------------------------------------------------------------
@@ -255,7 +155,8 @@ def drafters_show(
     console.print(f"checkpoint: {out.get('checkpoint_uri')}  ({out.get('size_bytes')} bytes)")
     console.print(f"aliases: {', '.join(out.get('aliases') or []) or '-'}   job: {out.get('job_id')}   "
                   f"created by {out.get('created_by')} at {short_ts(out.get('created_at'))}")
-    console.print(table("Lineage", ["key", "value"], [[k, _cell(v)] for k, v in (out.get("lineage") or {}).items()]))
+    lineage = (out.get("lineage") or {}).items()
+    console.print(table("Lineage", ["key", "value"], [[k, cell_text(v)] for k, v in lineage]))
     print_gate(out)
     console.print(table("Files", ["file", "sha256"], [[k, v] for k, v in (out.get("files") or {}).items()]))
 
@@ -281,84 +182,6 @@ def drafters_diff(
         print_json(d)
     else:
         print_diff(d)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _safe_rel(name: str) -> Path:
-    """A checkpoint file name as a relative path that stays inside the export directory."""
-    p = Path(name)
-    if p.is_absolute() or ".." in p.parts or not p.parts:
-        raise CliError("invalid_value", f"refusing file name {name!r} from the registry", where=name)
-    return p
-
-
-def _fetch(client: Any, name: str, version: int, rel: str, digest: str, dest: Path) -> None:
-    """Stream one checkpoint file from ``GET /v1/drafters/{name}/versions/{v}/files/{rel}`` into ``dest``,
-    hashing it on the way; raises CliError ``checksum_mismatch`` when the bytes (or the server's
-    ``X-Content-SHA256``) differ from the registered sha256."""
-    url = f"/v1/drafters/{quote(name, safe='')}/versions/{version}/files/{quote(rel, safe='/')}"
-    h = hashlib.sha256()
-    with client.stream("GET", url) as r, open(dest, "wb") as out:
-        announced = r.headers.get("x-content-sha256")
-        if announced and announced != digest:
-            raise CliError("checksum_mismatch", f"{rel}: the server announces sha256 {announced}, the registry "
-                           f"lists {digest}; nothing exported", where=rel)
-        for chunk in r.iter_bytes():
-            h.update(chunk)
-            out.write(chunk)
-    if h.hexdigest() != digest:
-        raise CliError("checksum_mismatch", f"{rel}: downloaded sha256 {h.hexdigest()} != registered {digest} "
-                       "(altered or cut short); nothing exported", where=rel)
-
-
-def _download(client: Any, view: dict[str, Any], out_dir: Path, files: dict[str, str] | None = None, *,
-              flat: bool = False) -> dict[str, str]:
-    """Fetch ``files`` ({name: sha256}; default every file the version lists) into ``out_dir`` through the
-    API's files route, each verified against the sha256 the registry lists (the server verifies too).
-    ``flat``: write each file under its base name (``exports/draft-f32.gguf`` -> ``OUT/draft-f32.gguf``).
-
-    All files go to a private staging directory inside ``out_dir`` first and are moved into place only
-    once every one of them matched: an error (network, checksum, interruption) leaves no partial or
-    unverified file behind (the staging directory is removed; so is ``out_dir`` when this call created
-    it and it stayed empty). Files already present and intact are kept as they are.
-    """
-    files = dict(view.get("files") or {}) if files is None else dict(files)
-    if not files:
-        raise CliError("artifact_missing", f"version {view.get('version')} lists no files")
-    name, version = view["drafter"], view["version"]
-    # refuse odd names before writing anything
-    targets = {rel: out_dir / (_safe_rel(rel).name if flat else _safe_rel(rel)) for rel in files}
-    created = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = out_dir / f".tmp-export-{uuid.uuid4().hex}"
-    try:
-        staged: dict[str, Path] = {}
-        for rel, digest in sorted(files.items()):
-            dest = targets[rel]
-            if dest.is_file() and _sha256(dest) == digest:
-                continue
-            tmp = staging / _safe_rel(rel)
-            tmp.parent.mkdir(parents=True, exist_ok=True)
-            _fetch(client, name, version, rel, digest, tmp)
-            staged[rel] = tmp
-        for rel, tmp in staged.items():
-            targets[rel].parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp, targets[rel])
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        if created:
-            with contextlib.suppress(OSError):
-                out_dir.rmdir()  # only when empty
-        raise
-    shutil.rmtree(staging, ignore_errors=True)
-    return files
 
 
 GGUF_README = """# {ref}: ready for llama.cpp
@@ -447,7 +270,7 @@ def drafters_export(
         with make_client(api_url, api_key) as client:
             view = api_version(client, name, api_resolve(client, name, version))
             view.setdefault("drafter", name)
-            files = _download(client, view, out_dir, _checkpoint_only(view.get("files") or {}))
+            files = download_files(client, view, out_dir, _checkpoint_only(view.get("files") or {}))
         (out_dir / "SHA256SUMS").write_text("".join(f"{d}  {f}\n" for f, d in sorted(files.items())))
         if fmt == "gguf-ready":
             block = (view.get("config") or {}).get("block_size") or (view.get("lineage") or {}).get("block_size")
@@ -518,7 +341,7 @@ def _download_gguf(name: str, version: str, out_dir: Path, outtype: str, api_url
             raise CliError("not_published", f"{name}@v{view['version']} has no published {fname}; an operator "
                            f"publishes it with: tracedraft drafters export {name} {view['version']} --format "
                            f"gguf --outtype {outtype} --org ORG", where=fname)
-        _download(client, view, out_dir, {fname: digest}, flat=True)
+        download_files(client, view, out_dir, {fname: digest}, flat=True)
     final = out_dir / Path(fname).name
     record = ((view.get("lineage") or {}).get("exports") or {}).get(fname) or {}
     return {"drafter": name, "version": view["version"], "format": "gguf", "name": fname, "sha256": digest,
@@ -571,7 +394,7 @@ def _publish_gguf(name: str, version: str, out_dir: Path | None, org: str | None
 
     from service import registry
     from service.settings import get_settings
-    from service.storage import ArtifactError
+    from service.storage import ArtifactError, sha256_file
 
     t0 = time.monotonic()
     store = artifact_store()
@@ -623,7 +446,7 @@ def _publish_gguf(name: str, version: str, out_dir: Path | None, org: str | None
                     os.replace(part, dest)
                 else:
                     store.get_file(pub.uri, dest, pub.sha256)
-                if _sha256(dest) != pub.sha256:
+                if sha256_file(dest) != pub.sha256:
                     raise CliError("checksum_mismatch", f"{dest} does not hash to the published sha256", where=str(dest))
                 path = str(dest)
         except ArtifactError as e:
