@@ -8,9 +8,6 @@ A VERSION argument is a number (``3``), ``v3``, ``latest`` or an alias name (``c
 # ruff: noqa: B008  (typer declares arguments in defaults)
 from __future__ import annotations
 
-import os
-import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -51,6 +48,7 @@ from service.cli.registry_views import (
     print_gate,
     version_view,
 )
+from service.gguf_export import GGUF_OUTTYPES, LLAMACPP_VERSION, publish_gguf
 
 drafters_app = typer.Typer(help="Browse registered drafters, compare and export versions.", no_args_is_help=True)
 alias_app = typer.Typer(help="Alias audit trail (who moved which alias, when, why).", no_args_is_help=True)
@@ -202,8 +200,6 @@ then serve the target with the drafter:
 """
 
 
-GGUF_OUTTYPES = ("f32", "f16", "bf16", "q8_0")
-LLAMACPP_VERSION = "0.3.36"  # drafters.engines.llamacpp.build.DEFAULT_VERSION (service does not import drafters)
 #: Exit codes of the gguf export's own errors (others follow ``exit_code_for``): a target or export that does
 #: not exist is "not found", a checkpoint llama.cpp cannot serve or an export that differs is "refused".
 GGUF_EXIT = {"target_not_found": EXIT_NOT_FOUND, "not_published": EXIT_NOT_FOUND,
@@ -356,104 +352,24 @@ def _db_resolve(session: Any, org: Any, name: str, version: str) -> Any:
     return registry.resolve_ref(session, org, f"{name}:{n}" if n is not None else f"{name}@{version}")
 
 
-def run_gguf_converter(checkpoint_dir: Path, target: str, out: Path, outtype: str, llamacpp_version: str,
-                       target_cache_dir: Path | None) -> dict[str, Any]:
-    """Run ``python -m drafters.engines.llamacpp export`` (a subprocess: the service never imports the
-    torch side of drafters) and return its JSON answer ({"ok", "gguf", "bytes", "block_size", "target_dir",
-    "target_gguf", "llamacpp_version"}). Its own checks run there: the checkpoint and target agree
-    (vocabulary, hidden size), the Markov head is one llama.cpp loads, and the GGUF says what the
-    checkpoint says (block size, target layers + 1, mask token, Markov tensors). Raises CliError with the
-    converter's code (llamacpp_not_installed, target_not_found, gguf_export_*)."""
-    import json
-    import subprocess
-    import sys
-
-    argv = [sys.executable, "-m", "drafters.engines.llamacpp", "export", str(checkpoint_dir), "--target", target,
-            "--out", str(out), "--outtype", outtype, "--version", llamacpp_version]
-    if target_cache_dir is not None:
-        argv += ["--target-cache-dir", str(target_cache_dir)]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    try:
-        answer = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        answer = None
-    if not isinstance(answer, dict):
-        raise CliError("gguf_export_failed", f"the GGUF converter exited {proc.returncode} without an answer: "
-                       f"{(proc.stderr or proc.stdout)[-1500:]}", where=str(checkpoint_dir))
-    if not answer.get("ok"):
-        raise CliError(str(answer.get("code") or "gguf_export_failed"), str(answer.get("message") or ""),
-                       where=answer.get("where"))
-    return answer
-
-
 def _publish_gguf(name: str, version: str, out_dir: Path | None, org: str | None, db_url: str | None,
                   target: str | None, outtype: str, llamacpp_version: str, *, quiet: bool) -> dict[str, Any]:
-    """The operator path of ``drafters export --format gguf`` (see the command's help)."""
-    import tempfile
+    """The operator path of ``drafters export --format gguf`` (see the command's help), on the database and
+    artifact store through ``service.gguf_export.publish_gguf``."""
     import time
 
-    from service import registry
     from service.settings import get_settings
-    from service.storage import ArtifactError, sha256_file
 
     t0 = time.monotonic()
     store = artifact_store()
-    fname = _export_name(outtype)
-    with db_session(db_url) as session, tempfile.TemporaryDirectory(prefix="tracedraft-gguf-") as tmp:
+    with db_session(db_url) as session:
         o = db_org(session, org)
         v = _db_resolve(session, o, name, version)
-        n, ckpt_uri = v.version, v.checkpoint_uri
-        spec = target or (v.lineage or {}).get("target_model") or v.drafter.target_model
-        block = (v.config or {}).get("block_size")
-        ckpt_files = registry.checkpoint_files(v)
-        recorded = (v.files or {}).get(fname)
-        gguf: Path | None = None
-        try:
-            if recorded is not None:
-                try:
-                    store.verify(f"{store.key(ckpt_uri)}/{fname}", recorded)
-                    pub = registry.PublishedExport(fname, store.uri(f"{store.key(ckpt_uri)}/{fname}"), recorded,
-                                                   int((registry.export_record(v, fname) or {}).get("size") or 0),
-                                                   False, registry.export_record(v, fname) or {})
-                except ArtifactError:
-                    recorded = None  # lost or altered in the store: convert again; publish_export repairs it
-            if recorded is None:
-                if not quiet:
-                    err_console.print(f"{name}@v{n}: converting to GGUF ({outtype}) against target {spec} ...")
-                # The converter names the model after this directory (general.name): a fixed name per
-                # version keeps the GGUF byte-identical from one run to the next.
-                ck = store.get_dir(ckpt_uri, Path(tmp) / f"{name}-v{n}", ckpt_files)
-                session.rollback()  # no transaction held while the converter runs
-                gguf = Path(tmp) / Path(fname).name
-                info = run_gguf_converter(ck, spec, gguf, outtype, llamacpp_version, get_settings().cache_dir)
-                if block is not None and info.get("block_size") != block:
-                    raise CliError("gguf_export_mismatch", f"the GGUF says block size {info.get('block_size')}, "
-                                   f"the version {block}; not published", where=fname)
-                meta = {"format": "gguf", "outtype": outtype, "target": spec,
-                        "target_gguf": info.get("target_gguf"), "block_size": info.get("block_size"),
-                        "llamacpp_version": info.get("llamacpp_version") or llamacpp_version,
-                        "converter": "convert_hf_to_gguf.py --target-model-dir",
-                        "checkpoint_files": dict(sorted(ckpt_files.items()))}
-                pub = registry.publish_export(session, store, o, name, n, gguf, fname, meta,
-                                              actor=local_actor())
-            path = None
-            if out_dir is not None:
-                dest = out_dir / Path(fname).name
-                if gguf is not None:
-                    out_dir.mkdir(parents=True, exist_ok=True)
-                    part = dest.with_name(f".{dest.name}.part-{uuid.uuid4().hex}")
-                    shutil.copyfile(gguf, part)
-                    os.replace(part, dest)
-                else:
-                    store.get_file(pub.uri, dest, pub.sha256)
-                if sha256_file(dest) != pub.sha256:
-                    raise CliError("checksum_mismatch", f"{dest} does not hash to the published sha256", where=str(dest))
-                path = str(dest)
-        except ArtifactError as e:
-            raise CliError("checksum_mismatch" if e.code == "artifact_corrupt" else e.code, e.message,
-                           where=e.where) from e
-    return {"drafter": name, "version": n, "format": "gguf", **pub.to_dict(), "path": path,
-            "seconds": round(time.monotonic() - t0, 1)}
+        done = publish_gguf(session, store, o, v, outtype=outtype, target=target,
+                            llamacpp_version=llamacpp_version, target_cache_dir=get_settings().cache_dir,
+                            out_dir=out_dir, actor=local_actor(), progress=None if quiet else err_console.print)
+    return {"drafter": name, "version": done.version, "format": "gguf", **done.export.to_dict(),
+            "path": None if done.path is None else str(done.path), "seconds": round(time.monotonic() - t0, 1)}
 
 
 # --- admin: promote, rollback, alias history ---------------------------------------------------------------
