@@ -1,6 +1,7 @@
 """Registry verbs: ``drafters list|versions|show|diff|export`` (users, through the API) and the admin verbs
 ``promote``, ``rollback``, ``alias history`` (through the API with an admin key, or directly on the
-database with ``--db-url`` for break-glass use).
+database with ``--db-url`` for break-glass use; each verb is written once, against
+``registry_admin.RegistryAdmin``). Publishing a GGUF is ``service.gguf_export``'s work.
 
 A VERSION argument is a number (``3``), ``v3``, ``latest`` or an alias name (``champion``).
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import typer
 from rich.markup import escape
@@ -38,6 +38,7 @@ from service.cli._common import (
     short_ts,
     table,
 )
+from service.cli.registry_admin import open_registry_admin
 from service.cli.registry_api import api_aliases, api_resolve, api_version, download_files
 from service.cli.registry_views import (
     cell_text,
@@ -46,7 +47,6 @@ from service.cli.registry_views import (
     parse_version,
     print_diff,
     print_gate,
-    version_view,
 )
 from service.gguf_export import GGUF_OUTTYPES, LLAMACPP_VERSION, publish_gguf
 
@@ -375,17 +375,6 @@ def _publish_gguf(name: str, version: str, out_dir: Path | None, org: str | None
 # --- admin: promote, rollback, alias history ---------------------------------------------------------------
 
 
-def _db_context(session: Any, org: Any, name: str, version: int, alias: str
-                ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    from service import registry
-
-    drafter = registry.get_drafter(session, org, name)
-    cand = registry.get_version(session, drafter, version)
-    cur = registry.get_alias(session, drafter, alias)
-    holder = version_view(cur.drafter_version) if cur is not None else None
-    return version_view(cand), holder
-
-
 def _show_promotion(name: str, alias: str, cand: dict[str, Any], holder: dict[str, Any] | None,
                     as_json: bool) -> dict[str, Any]:
     """Print (or collect, for --json) the gate decision, the compatibility check and the diff."""
@@ -403,12 +392,6 @@ def _show_promotion(name: str, alias: str, cand: dict[str, Any], holder: dict[st
         for p in info.get("incompatible") or []:
             err_console.print(f"[yellow]incompatible:[/yellow] {escape(p)}", highlight=False)
     return info
-
-
-def _move_result(name: str, alias: str, move: Any) -> dict[str, Any]:
-    """A ``registry.promote``/``rollback`` move (database path) as the API's alias-move answer."""
-    return {"drafter": name, "alias": alias, "from_version": move.from_version, "to_version": move.to_version,
-            "moved": move.moved, "overridden": move.overridden}
 
 
 def _print_move(result: dict[str, Any], name: str, alias: str) -> None:
@@ -460,27 +443,13 @@ def promote(
         if n is None:
             raise CliError("invalid_value", f"VERSION must be a number such as 3 or v3, got {version!r}",
                            where="VERSION")
-        if db_url is not None:
-            from service import registry
-
-            with db_session(db_url) as session:
-                o = db_org(session, org)
-                cand, holder = _db_context(session, o, name, n, alias)
-                info = _show_promotion(name, alias, cand, holder, as_json)
-                confirm(f"Move {alias} of {name} to v{n}?", yes or as_json)
-                move = registry.promote(session, artifact_store(), o, name, n, alias, actor=local_actor(),
-                                        reason=reason, force=force)
-                result = _move_result(name, alias, move)
-        else:
-            with make_client(api_url, api_key) as client:
-                cand = api_version(client, name, n)
-                current = next((a for a in api_aliases(client, name).get("data", []) if a.get("alias") == alias),
-                               None)
-                holder = api_version(client, name, int(current["version"])) if current else None
-                info = _show_promotion(name, alias, cand, holder, as_json)
-                confirm(f"Move {alias} of {name} to v{n}?", yes or as_json)
-                result = client.post(f"/v1/drafters/{name}/aliases/{alias}",
-                                     json={"version": n, "reason": reason, "force": force})
+        with open_registry_admin(db_url, org, api_url, api_key) as admin:
+            cand = admin.version(name, n)
+            current = admin.alias_version(name, alias)
+            holder = admin.version(name, current) if current is not None else None
+            info = _show_promotion(name, alias, cand, holder, as_json)
+            confirm(f"Move {alias} of {name} to v{n}?", yes or as_json)
+            result = admin.promote(name, n, alias, reason=reason, force=force)
     if as_json:
         print_json({**info, **result})
         return
@@ -514,44 +483,16 @@ def rollback(
             to_n = parse_version(to)
             if to_n is None:
                 raise CliError("invalid_value", f"--to must be a number such as 3 or v3, got {to!r}", where="--to")
-        if db_url is not None:
-            from service import registry
-
-            with db_session(db_url) as session:
-                o = db_org(session, org)
-                drafter = registry.get_drafter(session, o, name)
-                cur = registry.get_alias(session, drafter, alias)
-                if cur is None:
-                    raise CliError("nothing_to_rollback", f"drafter {name!r} has no alias {alias!r}",
-                                   where="--alias")
-                _confirm_rollback(name, alias, cur.version, to_n, yes or as_json, as_json)
-                session.rollback()  # release the read snapshot before the locked move
-                move = registry.rollback(session, artifact_store(), o, name, alias, to_n, actor=local_actor(),
-                                         reason=reason, force=force)
-                result = _move_result(name, alias, move)
-        else:
-            with make_client(api_url, api_key) as client:
-                result = _api_rollback(client, name, alias, to_n, reason, force, yes or as_json, as_json)
+        with open_registry_admin(db_url, org, api_url, api_key) as admin:
+            current = admin.alias_version(name, alias)
+            if current is None:
+                raise CliError("nothing_to_rollback", f"drafter {name!r} has no alias {alias!r}", where="--alias")
+            _confirm_rollback(name, alias, current, to_n, yes or as_json, as_json)
+            result = admin.rollback(name, alias, to_n, reason=reason, force=force)
     if as_json:
         print_json(result)
         return
     _print_move(result, name, alias)
-
-
-def _api_rollback(client: Any, name: str, alias: str, to_n: int | None, reason: str, force: bool,
-                  yes: bool, quiet: bool) -> dict[str, Any]:
-    """Rollback through ``POST /v1/drafters/{name}/aliases/{alias}/rollback`` (admin key): shows the current
-    holder, asks for confirmation, and lets the server pick the previous holder from the alias history
-    (recorded there as a ``rollback``)."""
-    info = api_aliases(client, name)
-    current = next((a for a in info.get("data", []) if a.get("alias") == alias), None)
-    if current is None:
-        raise CliError("nothing_to_rollback", f"drafter {name!r} has no alias {alias!r}", where="--alias")
-    _confirm_rollback(name, alias, current["version"], to_n, yes, quiet)
-    body: dict[str, Any] = {"reason": reason, "force": force}
-    if to_n is not None:
-        body["to_version"] = to_n
-    return client.post(f"/v1/drafters/{quote(name, safe='')}/aliases/{quote(alias, safe='')}/rollback", json=body)
 
 
 @alias_app.command("history")
@@ -568,19 +509,8 @@ def alias_history(
 
     Example: tracedraft alias history qwen3-4b-agent --alias champion
     """
-    with handled():
-        if db_url is not None:
-            from service import registry
-
-            with db_session(db_url) as session:
-                events = [{"alias": e.alias, "from_version": e.from_version, "to_version": e.to_version,
-                           "action": e.action, "actor": e.actor, "reason": e.reason, "forced": e.forced,
-                           "ts": e.ts}
-                          for e in registry.alias_history(session, db_org(session, org), name, alias)]
-        else:
-            with make_client(api_url, api_key) as client:
-                events = [e for e in api_aliases(client, name).get("history") or []
-                          if alias is None or e.get("alias") == alias]
+    with handled(), open_registry_admin(db_url, org, api_url, api_key) as admin:
+        events = admin.alias_history(name, alias)
     if as_json:
         print_json(events)
         return

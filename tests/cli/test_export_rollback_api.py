@@ -34,9 +34,9 @@ def test_export_downloads_through_the_api_and_verifies(stack, cli, tmp_path, mon
     stack.register(1)
     stack.register(2)
     # The CLI must not read the artifact store itself (a user's machine has no access to it).
-    from service.cli import _common, registry_cmds
+    from service.cli import _common, registry_admin, registry_cmds
 
-    for mod in (_common, registry_cmds):
+    for mod in (_common, registry_admin, registry_cmds):
         monkeypatch.setattr(mod, "artifact_store", lambda: pytest.fail("export read the store directly"))
 
     out = tmp_path / "deep"
