@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from drafters.checksums import sha256_file
 from drafters.errors import TracedraftError
 
 GGUF_OUTTYPES = ("f32", "f16", "bf16", "q8_0")
@@ -155,8 +156,6 @@ def _convert_and_publish(session: Any, store: Any, org: Any, version: Any, fname
 def _copy_out(store: Any, pub: Any, gguf: Path | None, out_dir: Path) -> Path:
     """Write the published GGUF to ``out_dir`` (from ``gguf`` when just converted, else from the store) and
     check it hashes to the published sha256. Raises TracedraftError(checksum_mismatch)."""
-    from service.storage import sha256_file
-
     dest = out_dir / Path(pub.name).name
     if gguf is not None:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from drafters.checksums import sha256_file
 from service.cli._common import CliError
 from service.cli.registry_views import parse_version
 
@@ -41,14 +42,6 @@ def api_resolve(client: Any, name: str, version: str) -> int:
 def api_version(client: Any, name: str, version: int) -> dict[str, Any]:
     """GET /v1/drafters/{name}/versions/{version}: the version as the API's DrafterVersionOut dict."""
     return client.get(f"/v1/drafters/{name}/versions/{version}")
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def safe_relative_path(name: str) -> Path:
@@ -102,7 +95,7 @@ def download_files(client: Any, view: dict[str, Any], out_dir: Path, files: dict
         staged: dict[str, Path] = {}
         for rel, digest in sorted(files.items()):
             dest = targets[rel]
-            if dest.is_file() and _sha256(dest) == digest:
+            if dest.is_file() and sha256_file(dest) == digest:
                 continue
             tmp = staging / safe_relative_path(rel)
             tmp.parent.mkdir(parents=True, exist_ok=True)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -38,6 +37,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from drafters.checksums import sha256_file
 from drafters.errors import TracedraftError
 
 DEFAULT_VERSION = "0.3.36"
@@ -153,14 +153,6 @@ def _lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _run(argv: Sequence[str], log_path: Path, code: str, where: str, cwd: Path | None = None) -> None:
@@ -284,7 +276,7 @@ def install_llamacpp(version: str = DEFAULT_VERSION, cache_dir: str | Path | Non
             say(f"llama.cpp {version}: downloading the {PACKAGE} sdist ...")
             with tempfile.TemporaryDirectory(prefix="llamacpp-sdist-") as tmp:
                 sdist = download_sdist(version, Path(tmp), python, log_path)
-                sha = _sha256(sdist)
+                sha = sha256_file(sdist)
                 extract_vendored(sdist, src)
             src_info = {"version": version, "sdist": sdist.name, "sdist_sha256": sha}
             (src / SOURCE_MARKER).write_text(json.dumps(src_info, indent=1))
