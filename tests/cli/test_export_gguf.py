@@ -70,6 +70,21 @@ def converter(monkeypatch):
     return fake
 
 
+def test_service_defaults_match_the_converter(capsys):
+    """The service writes llama.cpp's version and the GGUF tensor types again (it never imports drafters'
+    engine code); they must be the export command's own."""
+    import re
+
+    from drafters.engines.llamacpp import build, gguf
+    from service import gguf_export
+
+    assert gguf_export.LLAMACPP_VERSION == build.DEFAULT_VERSION
+    with pytest.raises(SystemExit):
+        gguf.main(["export", "--help"])
+    choices = re.search(r"--outtype \{([^}]*)\}", capsys.readouterr().out)
+    assert choices and tuple(choices.group(1).split(",")) == gguf_export.GGUF_OUTTYPES
+
+
 def test_publish_records_the_gguf_beside_the_checkpoint_and_is_idempotent(stack, cli, converter, tmp_path):
     stack.register(1)
     before = _version(stack, 1)

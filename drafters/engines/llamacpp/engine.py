@@ -1,4 +1,5 @@
-"""``LlamaCppEngine``: accepted length as llama.cpp's ``llama-server`` sees it, on CPU (SERVING.md 3).
+"""``LlamaCppEngine``: accepted length as llama.cpp's ``llama-server`` sees it, on CPU (docs/serving.md
+section 3).
 
 The flow and why its outputs match the target alone token for token: see the package docstring
 (``drafters.engines.llamacpp``). Failure codes of its own: speculation_off (no verification round: drafting

@@ -1,6 +1,6 @@
 """GGUF for llama.cpp: read a file's metadata, export a DeepSpec-native DSpark checkpoint (or a target) with
-the vendored ``convert_hf_to_gguf.py --target-model-dir`` (SERVING.md 3), and the export command line
-``python -m drafters.engines.llamacpp export`` that the service CLI runs as a subprocess.
+the vendored ``convert_hf_to_gguf.py --target-model-dir`` (docs/serving.md section 3), and the export
+command line ``python -m drafters.engines.llamacpp export`` that the service CLI runs as a subprocess.
 
 Failure codes: bad_gguf, gguf_export_failed / gguf_export_unsupported / gguf_export_mismatch /
 gguf_export_bad_input, llamacpp_not_installed (``build.find_converter``), target_not_found.

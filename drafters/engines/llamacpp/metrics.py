@@ -1,4 +1,4 @@
-"""llama-server's speculative counters from ``GET /metrics``, and tau over a pass (SERVING.md 3).
+"""llama-server's speculative counters from ``GET /metrics``, and tau over a pass (docs/serving.md section 3).
 
 Counters, from the vendored server (tools/server/server-task.cpp, server-context.cpp of llama-cpp-python
 0.3.36): ``llamacpp:spec_decode_num_drafts_total`` = verification steps (a step with an empty draft is not
