@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Literal, Union
+from typing import Any, Literal, Union
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -70,7 +71,7 @@ class ToolCallPart:
     type: Literal["tool_call"] = "tool_call"
 
     @classmethod
-    def from_raw(cls, id: str | None, name: str, arguments: Any) -> "ToolCallPart":
+    def from_raw(cls, id: str | None, name: str, arguments: Any) -> ToolCallPart:
         """Build from a source value that is either a JSON string or an already-parsed object.
 
         A JSON string that itself encodes a string holding JSON (double encoding, seen in some logs)

@@ -152,7 +152,7 @@ class ValidationReport:
         self._add(code, message, source, field, "warning")
 
     def count(self, key: str, n: int = 1) -> None:
-        """Add ``n`` to a counter such as "records" (parsers call it through ``formats._common.count``)."""
+        """Add ``n`` to a counter such as "records" (parsers call it through ``formats._reading.count``)."""
         self.counts[key] = self.counts.get(key, 0) + n
 
     def _add(self, code: str, message: str, source: Source | None, field: str | None, severity: Severity):

@@ -27,12 +27,30 @@ The message shape depends on the instrumentation, each with its own converter:
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import RECORD_ERRORS, as_list, as_str, link_models, as_text, content_parts, iter_values, semconv_parts, src, tool_defs
+from drafters.traces.formats._content import (
+    as_list,
+    as_str,
+    as_text,
+    content_parts,
+    link_models,
+    semconv_parts,
+    tool_defs,
+)
+from drafters.traces.formats._reading import iter_values, src
+from drafters.traces.formats._records import RECORD_ERRORS
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
-    Conversation, LLMCall, Message, ReasoningPart, TextPart, ToolCallPart, ToolDef, ToolResultPart,
+    Conversation,
+    LLMCall,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolDef,
+    ToolResultPart,
     UnsupportedPart,
 )
 

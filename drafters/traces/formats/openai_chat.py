@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from drafters.traces.formats import _cassette, _common
+from drafters.traces.formats import _cassette, _content, _reading
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -81,7 +81,7 @@ def _content_parts(content: Any) -> list:
                 elif kind == "refusal" and isinstance(block.get("refusal"), str):
                     parts.append(TextPart(block["refusal"]))
                 else:
-                    _common.add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(kind, str(kind)))
+                    _content.add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(kind, str(kind)))
         return parts
     return [TextPart(json.dumps(content, ensure_ascii=False))]
 
@@ -100,14 +100,14 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         content = msg.get("content")
         parts: list = [ToolResultPart(
             call_id=msg.get("tool_call_id"),
-            content=content if isinstance(content, str) else _common.text_of(content),
+            content=content if isinstance(content, str) else _content.text_of(content),
             is_error=bool(msg.get("is_error", False)),
             name=msg.get("name"),
         )]
         if isinstance(content, list):
             for block in content:
                 if isinstance(block, dict) and block.get("type") not in ("text", None):
-                    _common.add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(block["type"], str(block["type"])))
+                    _content.add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(block["type"], str(block["type"])))
         return Message("tool", parts)
     parts = []
     if role == "assistant":
@@ -256,7 +256,7 @@ def sniff(head: str, filename: str) -> bool:
         return _cassette.sniff_provider(head) == NAME
     stripped = head.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
-        first = _common.first_json_line(head)
+        first = _reading.first_json_line(head)
         if first is not None:
             return _record_messages(first) is not None or (
                 isinstance(first, list) and bool(first) and _record_messages(first[0]) is not None)
@@ -276,7 +276,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
 
 def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     stem = filename.rsplit("/", 1)[-1]
-    for source, value in _common.load_json_or_lines(stream, filename, problems, NAME):
+    for source, value in _reading.load_json_or_lines(stream, filename, problems, NAME):
         if source.record == "$" and isinstance(value, dict) and _record_messages(value) is None:
             for key in ("data", "records", "items"):  # {"data": [records]}
                 if isinstance(value.get(key), list):

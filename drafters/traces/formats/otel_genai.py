@@ -33,13 +33,21 @@ history).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import as_list, guard_file, link_models, as_text, iter_values, semconv_parts, src, tool_defs
+from drafters.traces.formats._content import as_list, as_text, link_models, semconv_parts, tool_defs
+from drafters.traces.formats._reading import iter_values, src
+from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
-    Conversation, LLMCall, Message, TextPart, ToolCallPart, ToolResultPart,
+    Conversation,
+    LLMCall,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
 )
 
 NAME = "otel_genai"

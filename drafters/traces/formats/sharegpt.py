@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import RECORD_ERRORS, content_parts, iter_values, src, tool_defs
+from drafters.traces.formats._content import content_parts, tool_defs
+from drafters.traces.formats._reading import iter_values, src
+from drafters.traces.formats._records import RECORD_ERRORS
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart, ToolResultPart
 

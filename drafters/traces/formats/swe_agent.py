@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import guard_file, content_parts, load_document, src
+from drafters.traces.formats._content import content_parts
+from drafters.traces.formats._reading import load_json, src
+from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -108,7 +111,7 @@ def trajectory_to_messages(traj: list, source, problems: ProblemSink, model: str
 @guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """One conversation per .traj file (see module docstring)."""
-    doc = load_document(stream, filename, NAME, problems)
+    doc = load_json(stream, filename, problems, NAME)
     if doc is None:
         return
     source = src(NAME, filename, record="$.history")
