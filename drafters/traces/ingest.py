@@ -1,4 +1,4 @@
-"""Ingest trace files: detect, parse, validate, scrub, deduplicate, split (issue 3).
+"""Ingest trace files: detect, parse, validate, scrub, deduplicate, split.
 
 ``iter_conversations`` streams (one conversation in memory at a time, plus the set of content hashes
 for deduplication, 32 bytes each); ``ingest`` collects the result. Nothing raises for bad input with
@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,9 @@ from drafters.traces.formats import get_format
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.model import (
     Conversation,
+    ReasoningPart,
     Source,
+    TextPart,
     ToolCallPart,
     ToolResultPart,
     UnsupportedPart,
@@ -120,9 +123,11 @@ def iter_conversations(
                         report.error("unknown_format", exc.message, Source("", name))
                         continue
                 report.formats[fmt.name] += 1
+                tally = _FileTally(_error_count(report), _error_count(report, "warning"))
                 with tio.open_text(path) as stream:
                     for conv in fmt.parse(stream, name, report):
-                        kept = _check(conv, report)
+                        tally.parsed += 1
+                        kept = _check(conv, report, tally)
                         if kept is None:
                             report.counts["conversations_dropped"] += 1
                             continue
@@ -138,6 +143,7 @@ def iter_conversations(
                             report.add_scrub_counts(scrubber.counts - before)
                         report.observe(conv)
                         yield conv
+                _check_file(tally, fmt, name, report)
             except TraceError:
                 raise
             except (OSError, EOFError, UnicodeError) as exc:
@@ -153,19 +159,100 @@ def iter_conversations(
         report.close()
 
 
-def _check(conv: Conversation, report: ValidationReport) -> Conversation | None:
-    """Validate one conversation; report problems; None when it must be dropped (nothing to train on)."""
+@dataclass
+class _FileTally:
+    """What one file gave: conversations parsed, parts seen and parts that are placeholders."""
+
+    errors_before: int
+    warnings_before: int
+    parsed: int = 0
+    parts: int = 0
+    unsupported: int = 0
+
+
+def _error_count(report: ValidationReport, severity: str = "error") -> int:
+    return sum(n for k, n in report.problem_counts.items() if k.startswith(severity + ":"))
+
+
+def _check_file(tally: _FileTally, fmt: TraceFormat, name: str, report: ValidationReport) -> None:
+    """File-level loss checks: ``ok`` must mean the file's content was understood.
+
+    A recognized file that yields no conversation without saying why, or whose parts are mostly
+    placeholders, is an error: either way what the drafter would train on is not what the file holds.
+    """
+    where = Source(fmt.name, name)
+    if tally.parsed == 0 and _error_count(report) == tally.errors_before:
+        warned = _error_count(report, "warning") - tally.warnings_before
+        why = f"the {warned} warning(s) about it say why" if warned else "a newer or different variant of the format?"
+        report.error("no_conversations", f"the file was recognized as {fmt.name} but gave no conversation "
+                     f"to train on ({why})", where)
+    if tally.parts and 2 * tally.unsupported > tally.parts:
+        report.error("mostly_unsupported", f"{tally.unsupported} of {tally.parts} content parts are placeholders "
+                     "for content that is not trained on: most of this file would be lost", where)
+
+
+def _content_messages(conv: Conversation) -> list:
+    """Every message of the conversation once: the transcript, plus explicit calls' contexts and completions."""
+    if conv.explicit_calls is None:
+        return conv.messages
+    seen: dict[int, object] = {id(m): m for m in conv.messages}
+    for call in conv.explicit_calls:
+        for m in [*call.context, call.completion]:
+            seen.setdefault(id(m), m)
+    return list(seen.values())
+
+
+def _has_content(part: object) -> bool:
+    if isinstance(part, (TextPart, ReasoningPart)):
+        return bool(part.text)
+    return isinstance(part, (ToolCallPart, ToolResultPart))
+
+
+def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | None = None) -> Conversation | None:
+    """Validate one conversation; report problems; None when it must be dropped (nothing to train on, or
+    content the parser did not understand)."""
     src = conv.source
     messages = conv.messages
     if not messages and not conv.explicit_calls:
         report.error("empty_conversation", "conversation has no messages", src)
         return None
+    all_messages = _content_messages(conv)
+    lost: Counter[str] = Counter()
+    for m in all_messages:
+        for p in m.parts:
+            if tally is not None:
+                tally.parts += p.count if isinstance(p, UnsupportedPart) else 1
+            if isinstance(p, UnsupportedPart):
+                if tally is not None:
+                    tally.unsupported += p.count
+                if p.lost:
+                    lost[p.kind] += p.count
+    if lost:
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(lost.items()))
+        report.error("unknown_content", f"{sum(lost.values())} content part(s) of a type the {src.format} reader "
+                     f"does not understand ({kinds}): their text, reasoning or tool calls would be lost", src)
+        return None
+    if not any(_has_content(p) for m in all_messages for p in m.parts):
+        report.error("content_lost", "no message has any text, reasoning, tool call or tool result left", src)
+        return None
     if not any(m.role == "assistant" for m in messages) and not conv.explicit_calls:
         report.error("no_assistant_message", "conversation has no assistant message (no LLM call)", src)
         return None
+    _check_tool_pairing(conv, report)
+    unsupported = sum(p.count for m in messages for p in m.parts if isinstance(p, UnsupportedPart))
+    if unsupported:
+        report.warning("unsupported_content",
+                       f"{unsupported} unsupported part(s) (images, audio, files, server-side tools) "
+                       "replaced by counted placeholders", src)
+    return conv
+
+
+def _check_tool_pairing(conv: Conversation, report: ValidationReport) -> None:
+    """Warn about tool calls without results, results without calls and arguments that are not JSON."""
+    src = conv.source
+    messages = conv.messages
     call_ids: dict[str, int] = {}
     answered: set[str] = set()
-    unsupported = 0
     for i, m in enumerate(messages):
         for p in m.parts:
             if isinstance(p, ToolCallPart):
@@ -175,24 +262,16 @@ def _check(conv: Conversation, report: ValidationReport) -> Conversation | None:
                                    field=f"messages[{i}]")
                 if p.id is not None:
                     call_ids[p.id] = i
-            elif isinstance(p, ToolResultPart):
-                if p.call_id is not None:
-                    if p.call_id not in call_ids:
-                        report.warning("tool_result_without_call",
-                                       "tool result answers no earlier tool call", src, field=f"messages[{i}]")
-                    answered.add(p.call_id)
-            elif isinstance(p, UnsupportedPart):
-                unsupported += p.count
+            elif isinstance(p, ToolResultPart) and p.call_id is not None:
+                if p.call_id not in call_ids:
+                    report.warning("tool_result_without_call",
+                                   "tool result answers no earlier tool call", src, field=f"messages[{i}]")
+                answered.add(p.call_id)
     last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
     for cid, i in call_ids.items():
         # A call in the final assistant message may be unanswered because the log ends there.
         if cid not in answered and i != last_assistant:
             report.warning("unpaired_tool_call", "tool call has no result", src, field=f"messages[{i}]")
-    if unsupported:
-        report.warning("unsupported_content",
-                       f"{unsupported} unsupported part(s) (images, audio, files, server-side tools) "
-                       "replaced by counted placeholders", src)
-    return conv
 
 
 def ingest(

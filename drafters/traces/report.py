@@ -48,6 +48,12 @@ CODES: dict[str, str] = {
     "missing_field": "a record lacks a field the format requires",
     "model_mismatch": "traces were produced by a different model than the target",
     "duplicate_conversation": "an exact duplicate conversation was dropped",
+    # Silent-loss rule: ``ok`` means the content was understood.
+    "unknown_content": "a conversation holds parts of a type the reader does not understand (dropped: their "
+    "text, reasoning or tool calls would be lost)",
+    "content_lost": "no message of a conversation has any text, reasoning, tool call or tool result left",
+    "no_conversations": "a recognized file gave no conversation and no other error said why",
+    "mostly_unsupported": "most content parts of a file are placeholders (images, files, unknown parts)",
 }
 
 

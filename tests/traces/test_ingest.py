@@ -191,3 +191,13 @@ def test_traces_package_is_torch_free():
             "sys.exit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_empty_conversations_are_errors_never_duplicates(tmp_path):
+    empty = {"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]}
+    path = _write_jsonl(tmp_path / "e.jsonl", [empty, empty, _record(0)])
+    report = ingest([path], scrub=False).report
+    assert report.problem_counts["error:content_lost"] == 2
+    assert report.counts["duplicates_dropped"] == 0 and report.counts["conversations"] == 1
+    assert [p.line for p in report.errors] == [1, 2]
+    assert not report.ok

@@ -29,6 +29,7 @@ FORMAT_MODULES: list[str] = [
     "drafters.traces.formats.langfuse",
     "drafters.traces.formats.aider",
     "drafters.traces.formats.sharegpt",
+    "drafters.traces.formats.llamafactory",
     # -- provider API formats (records and cassettes) --
     "drafters.traces.formats.anthropic_messages",
     "drafters.traces.formats.openai_responses",
