@@ -239,6 +239,11 @@ def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | Non
         report.error("no_assistant_message", "conversation has no assistant message (no LLM call)", src)
         return None
     _check_tool_pairing(conv, report)
+    n_calls = sum(1 for m in all_messages for p in m.parts if isinstance(p, ToolCallPart))
+    has_defs = bool(conv.tools) or any(c.tools for c in conv.explicit_calls or [])
+    if n_calls and not has_defs:
+        report.warning("no_tool_definitions", f"{n_calls} tool call(s) but no tool definitions: the rendered "
+                       "context will lack the tool list the model saw when serving", src)
     unsupported = sum(p.count for m in messages for p in m.parts if isinstance(p, UnsupportedPart))
     if unsupported:
         report.warning("unsupported_content",

@@ -54,6 +54,8 @@ CODES: dict[str, str] = {
     "content_lost": "no message of a conversation has any text, reasoning, tool call or tool result left",
     "no_conversations": "a recognized file gave no conversation and no other error said why",
     "mostly_unsupported": "most content parts of a file are placeholders (images, files, unknown parts)",
+    "no_tool_definitions": "a conversation calls tools but carries no tool definitions (its rendered context "
+    "differs from what the model saw when serving)",
 }
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from drafters.traces.detect import detect_format
 from drafters.traces.ingest import ingest
+from drafters.traces.model import conversation_from_dict, conversation_to_dict
 
 from ._helpers_b import codes, parse_text
 
@@ -64,6 +65,9 @@ def test_loss_weight_zero_is_context_not_a_completion():
     assert len(calls) == 1
     assert calls[0].completion.text == "It is -3 °C with snow in Oslo."
     assert calls[0].context[1].tool_calls[0].arguments == {"city": "Oslo"}  # still in the context
+    back = conversation_from_dict(json.loads(json.dumps(conversation_to_dict(conv))))
+    assert [m.supervised for m in back.messages] == [m.supervised for m in conv.messages]
+    assert len(list(back.calls())) == 1
 
 
 def test_read_as_openai_chat_is_refused_not_ok(tmp_path):

@@ -165,8 +165,17 @@ def test_validation_warnings(tmp_path):
     path = _write_jsonl(tmp_path / "w.jsonl", [rec])
     result = ingest([path])
     codes = sorted(p.code for p in result.report.warnings)
-    assert codes == ["arguments_not_json", "tool_result_without_call", "unpaired_tool_call"]
+    assert codes == ["arguments_not_json", "no_tool_definitions", "tool_result_without_call", "unpaired_tool_call"]
     assert result.report.counts["parallel_calls"] == 1
+
+
+def test_tool_calls_without_definitions_warn_with_a_code(tmp_path):
+    with_defs = {**RECORD, "tools": [{"type": "function", "function": {"name": "send", "parameters": {}}}]}
+    path = _write_jsonl(tmp_path / "t.jsonl", [RECORD, with_defs])
+    report = ingest([path], scrub=False).report
+    (w,) = [p for p in report.warnings if p.code == "no_tool_definitions"]
+    assert w.line == 1 and "1 tool call(s)" in w.message
+    assert report.ok  # a warning: the content itself was understood
 
 
 def test_huge_tool_output_kept_whole(tmp_path):

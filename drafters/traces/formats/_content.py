@@ -202,3 +202,16 @@ def link_models(calls: list) -> None:
                         m.model = done.model
                         break
         seen.append(call.completion)
+
+
+def trained(message: Any) -> bool:
+    """False when a raw message carries a trainer's "do not train this turn" flag: OpenAI fine-tuning
+    ``"weight": 0``, LLaMA-Factory ``"loss_weight": 0``, Axolotl ``"train": false`` / ``"training": false``
+    (its ``message_field_training`` keys). Such an assistant message is context, never a completion."""
+    if not isinstance(message, dict):
+        return True
+    for key in ("weight", "loss_weight"):
+        value = message.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+            return False
+    return not any(message.get(key) is False for key in ("train", "training"))

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from drafters.traces.formats import _reading
-from drafters.traces.formats._content import as_text, tool_defs
+from drafters.traces.formats._content import as_text, tool_defs, trained
 from drafters.traces.formats._records import RECORD_ERRORS
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
@@ -133,8 +133,7 @@ def _conversation(record: dict[str, Any], source: Source, conv_id: str) -> Conve
             parts = _parts(role, msg.get("content"), tools)
         except PartError as exc:
             raise PartError(f"messages[{i}]: {exc}") from exc
-        weight = msg.get("loss_weight")
-        supervised = not (role == "assistant" and isinstance(weight, (int, float)) and weight == 0)
+        supervised = role != "assistant" or trained(msg)
         if role == "tool" and messages and messages[-1].role == "tool":
             messages[-1].parts.extend(parts)  # consecutive results answer one assistant message
             continue

@@ -90,7 +90,9 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
     """One OpenAI chat message -> a canonical Message. Raises ValueError on an unknown role.
 
     Assistant ``reasoning_content`` / ``reasoning`` (a string, as vLLM, DeepSeek and OpenRouter log it)
-    becomes a leading ReasoningPart; legacy ``function_call`` becomes a ToolCallPart with id None.
+    becomes a leading ReasoningPart; legacy ``function_call`` becomes a ToolCallPart with id None. An
+    assistant message with OpenAI fine-tuning's ``"weight": 0`` (or another trainer's equivalent, see
+    ``_content.trained``) is context only (``supervised=False``).
     Tool (and legacy ``function``) messages become one ToolResultPart.
     """
     role = _ROLE_MAP.get(msg.get("role"))  # type: ignore[arg-type]
@@ -126,7 +128,9 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         if isinstance(fc, dict):
             parts.append(ToolCallPart.from_raw(None, str(fc.get("name", "")), fc.get("arguments")))
     msg_model = msg.get("model") if isinstance(msg.get("model"), str) else None
-    return Message(role, parts, model=(msg_model or model) if role == "assistant" else None)  # type: ignore[arg-type]
+    if role != "assistant":
+        return Message(role, parts)  # type: ignore[arg-type]
+    return Message(role, parts, model=msg_model or model, supervised=_content.trained(msg))
 
 
 def messages_from_openai(
