@@ -151,7 +151,7 @@ def test_weight_zero_assistant_turns_are_context_not_completions():
     assert not report.errors
     completions = [c.completion.text for conv in convs for c in conv.calls()]
     assert completions == trained and len(trained) == 3  # 6 assistant turns, 3 trained (by hand)
-    last = list(convs[0].calls())[0]
+    last = next(iter(convs[0].calls()))
     assert [m.text for m in last.context][2] == "Paris"  # the untrained answer is still context
 
 
