@@ -21,6 +21,7 @@ FORMAT_MODULES: list[str] = [
     "drafters.traces.formats.copilot_cli",
     "drafters.traces.formats.mini_swe_agent",
     "drafters.traces.formats.swe_agent",
+    "drafters.traces.formats.swe_smith",
     "drafters.traces.formats.openhands",
     "drafters.traces.formats.tau_bench",
     "drafters.traces.formats.toolbench",

@@ -100,8 +100,9 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         raise ValueError(f"unknown role {msg.get('role')!r}")
     if role == "tool":
         content = msg.get("content")
+        ids = msg.get("tool_call_ids")  # SWE-agent style: a list holding the one id
         parts: list = [ToolResultPart(
-            call_id=msg.get("tool_call_id"),
+            call_id=msg.get("tool_call_id") or (ids[0] if isinstance(ids, list) and ids else None),
             content=content if isinstance(content, str) else _content.text_of(content),
             is_error=bool(msg.get("is_error", False)),
             name=msg.get("name"),

@@ -61,10 +61,12 @@ def _listish(value: Any) -> list:
     return []
 
 
-def history_to_messages(history: list, source, problems: ProblemSink, model: str | None) -> list[Message]:
+def history_to_messages(history: list, source, problems: ProblemSink, model: str | None,
+                        key: str = "history") -> list[Message]:
+    """SWE-agent history entries -> canonical messages (bad entries reported at ``{key}[i]``)."""
     out: list[Message] = []
     for i, m in enumerate(history):
-        field = f"history[{i}]"
+        field = f"{key}[{i}]"
         if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
             problems.error("bad_record", "history entry is not {role, content} with a known role", source, field)
             continue
