@@ -22,6 +22,7 @@ FORMAT_MODULES: list[str] = [
     "drafters.traces.formats.mini_swe_agent",
     "drafters.traces.formats.swe_agent",
     "drafters.traces.formats.swe_smith",
+    "drafters.traces.formats.trae_agent",
     "drafters.traces.formats.openhands",
     "drafters.traces.formats.tau_bench",
     "drafters.traces.formats.toolbench",
