@@ -68,15 +68,25 @@ class IngestResult:
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Files as given, directories expanded recursively (sorted, hidden files skipped)."""
+    """Files as given, directories expanded recursively (sorted, hidden files skipped). A directory of
+    numbered event files (``io.event_files``: one JSON file per event of one conversation) is one entry,
+    read as the concatenation of its events; its other files are listed on their own."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
-        if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and not any(
-                part.startswith(".") for part in f.relative_to(p).parts)))
-        else:
+        if not p.is_dir():
             out.append(p)
+            continue
+        units: list[Path] = []
+        for f in sorted(p.rglob("*")):
+            if not f.is_file() or any(part.startswith(".") for part in f.relative_to(p).parts):
+                continue
+            if tio.EVENT_FILE_RE.match(f.name):
+                if f.parent not in units:
+                    units.append(f.parent)
+            else:
+                units.append(f)
+        out.extend(units)
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 from pathlib import Path
 from typing import IO
 
@@ -43,11 +44,89 @@ def open_binary(path: str | Path) -> IO[bytes]:
     return raw
 
 
-def open_text(path: str | Path) -> IO[str]:
-    """A UTF-8 text stream of the decompressed file (BOM stripped, universal newlines, bad bytes replaced).
+# One JSON file per event, numbered (OpenHands software-agent-sdk: ``events/event-00012-<uuid>.json``): a
+# directory of them is one conversation, read as their concatenation.
+EVENT_FILE_RE = re.compile(r"^event-\d+(-[0-9A-Za-z-]+)?\.json$")
 
-    Raises OSError (FileNotFoundError, PermissionError, ...) when the file cannot be opened.
+
+def event_files(directory: str | Path) -> list[Path]:
+    """The numbered event files directly inside ``directory``, in event order ([] when there are none)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    return sorted(f for f in directory.iterdir() if f.is_file() and EVENT_FILE_RE.match(f.name))
+
+
+class _Concatenated(io.TextIOBase):
+    """Several text files read as one stream, each followed by a newline (a stream of JSON values)."""
+
+    def __init__(self, paths: list[Path]):
+        self._paths = list(paths)
+        self._current: IO[str] | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def _next(self) -> bool:
+        if self._current is not None:
+            self._current.close()
+            self._current = None
+        if not self._paths:
+            return False
+        self._current = open_text(self._paths.pop(0))
+        return True
+
+    def read(self, n: int | None = -1) -> str:
+        out = ""
+        while n is None or n < 0 or len(out) < n:
+            if self._current is None and not self._next():
+                break
+            chunk = self._current.read(-1 if n is None or n < 0 else n - len(out))  # type: ignore[union-attr]
+            if chunk:
+                out += chunk
+                continue
+            out += "\n"
+            self._current.close()  # type: ignore[union-attr]
+            self._current = None
+        return out
+
+    def readline(self, limit: int | None = -1) -> str:
+        while True:
+            if self._current is None and not self._next():
+                return ""
+            line = self._current.readline()  # type: ignore[union-attr]
+            if line:
+                return line if line.endswith("\n") else line + "\n"
+            self._current.close()  # type: ignore[union-attr]
+            self._current = None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = self.readline()
+        if not line:
+            raise StopIteration
+        return line
+
+    def close(self) -> None:
+        if self._current is not None:
+            self._current.close()
+        self._paths = []
+        super().close()
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """A UTF-8 text stream of the decompressed file (BOM stripped, universal newlines, bad bytes replaced);
+    for a directory of numbered event files (``event_files``), their concatenation in event order.
+
+    Raises OSError (FileNotFoundError, PermissionError, IsADirectoryError, ...) when it cannot be opened.
     """
+    if Path(path).is_dir():
+        files = event_files(path)
+        if not files:
+            raise IsADirectoryError(f"{path} is a directory without numbered event files")
+        return _Concatenated(files)  # type: ignore[return-value]
     binary = open_binary(path)
     if not isinstance(binary, io.BufferedIOBase) or isinstance(binary, gzip.GzipFile):
         binary = io.BufferedReader(binary, buffer_size=1 << 20)  # type: ignore[arg-type]
@@ -58,8 +137,11 @@ def read_head(path: str | Path, n_bytes: int = HEAD_BYTES) -> str:
     """The first ``n_bytes`` of the decompressed file decoded as text (a cut final character dropped).
 
     Raises OSError when the file cannot be read, or a decompression error (EOFError, zstd/gzip errors)
-    when its compressed head is corrupt.
+    when its compressed head is corrupt. For an event directory: the head of its concatenation.
     """
+    if Path(path).is_dir():
+        with open_text(path) as stream:
+            return stream.read(n_bytes)
     with open_binary(path) as f:
         data = b""
         while len(data) < n_bytes:  # decompressing readers may return short reads
