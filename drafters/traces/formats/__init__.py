@@ -25,6 +25,7 @@ FORMAT_MODULES: list[str] = [
     "drafters.traces.formats.trae_agent",
     "drafters.traces.formats.letta",
     "drafters.traces.formats.vercel_ai",
+    "drafters.traces.formats.inspect_ai",
     "drafters.traces.formats.openhands_sdk",
     "drafters.traces.formats.openhands",
     "drafters.traces.formats.tau_bench",
