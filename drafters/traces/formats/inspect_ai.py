@@ -21,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import IO, Any
 
-from drafters.traces.formats._content import as_list, as_text, link_models, merge_adjacent_tool_messages, tool_defs
+from drafters.traces.formats._content import (
+    as_list,
+    as_text,
+    link_models,
+    merge_adjacent_tool_messages,
+    tool_defs,
+)
 from drafters.traces.formats._reading import iter_values, src
 from drafters.traces.formats._records import RECORD_ERRORS
 from drafters.traces.formats.base import ProblemSink, TraceFormat
