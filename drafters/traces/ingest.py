@@ -14,7 +14,7 @@ import hashlib
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -23,6 +23,7 @@ from drafters.traces import io as tio
 from drafters.traces.detect import detect_format
 from drafters.traces.formats import get_format
 from drafters.traces.formats.base import TraceFormat
+from drafters.traces.mapping import load_mapping
 from drafters.traces.model import (
     Conversation,
     ReasoningPart,
@@ -98,6 +99,7 @@ def iter_conversations(
     scrub: bool | ScrubConfig | Scrubber = True,
     report: ValidationReport | None = None,
     dedup: bool = True,
+    mapping: str | os.PathLike[str] | None = None,
 ) -> Iterator[Conversation]:
     """Stream validated, scrubbed, deduplicated conversations from ``paths`` (files or directories).
 
@@ -106,8 +108,11 @@ def iter_conversations(
         on_error: "skip" reports bad input and goes on; "fail" raises ``TraceError`` at the first error.
         scrub: True (defaults), False, a ``ScrubConfig`` or a ``Scrubber`` (shared placeholders).
         report: the report to fill (a new one is made when None; pass one to read it afterwards).
+        mapping: a declared mapping file (``drafters/traces/mapping.py``) to read every file with, instead
+            of detecting formats.
     Raises:
-        TraceError only with on_error="fail"; KeyError for an unknown ``format`` name.
+        TraceError only with on_error="fail" or for a bad ``mapping`` file (code ``bad_mapping``); KeyError
+        for an unknown ``format`` name.
     """
     report = report if report is not None else ValidationReport(on_error)
     scrubber: Scrubber | None
@@ -118,55 +123,73 @@ def iter_conversations(
     else:
         scrubber = Scrubber() if scrub else None
     forced: TraceFormat | None = get_format(format) if format else None
+    if mapping is not None:
+        forced = load_mapping(mapping).format()
     seen: set[bytes] = set()
     try:
         for path in expand_paths(paths):
-            name = str(path)
             report.counts["files"] += 1
-            try:
-                fmt = forced
-                if fmt is None:
-                    head = tio.read_head(path)
-                    try:
-                        fmt = detect_format(head, path.name)
-                    except TraceError as exc:
-                        report.error("unknown_format", exc.message, Source("", name))
-                        continue
-                report.formats[fmt.name] += 1
-                tally = _FileTally(_error_count(report), _error_count(report, "warning"))
-                with tio.open_text(path) as stream:
-                    for conv in fmt.parse(stream, name, report):
-                        tally.parsed += 1
-                        kept = _check(conv, report, tally)
-                        if kept is None:
-                            report.counts["conversations_dropped"] += 1
-                            continue
-                        if dedup:
-                            digest = bytes.fromhex(conv.content_hash())
-                            if digest in seen:
-                                report.counts["duplicates_dropped"] += 1
-                                continue
-                            seen.add(digest)
-                        if scrubber is not None:
-                            before = scrubber.counts.copy()
-                            conv = scrubber.scrub_conversation(conv)
-                            report.add_scrub_counts(scrubber.counts - before)
-                        report.observe(conv)
-                        yield conv
-                _check_file(tally, fmt, name, report)
-            except TraceError:
-                raise
-            except (OSError, EOFError, UnicodeError) as exc:
-                report.counts["files_unreadable"] += 1
-                report.error("unreadable_file", f"cannot read file: {type(exc).__name__}: {exc}", Source("", name))
-            except Exception as exc:  # noqa: BLE001 - a zstd/gzip error or a parser bug: report, keep going
-                if type(exc).__module__.startswith("zstandard") or "zstd" in type(exc).__name__.lower():
-                    report.counts["files_unreadable"] += 1
-                    report.error("unreadable_file", f"cannot decompress file: {exc}", Source("", name))
-                else:
-                    report.error("parser_error", f"parser failed: {type(exc).__name__}: {exc}", Source("", name))
+            marks = _file_marks(report)
+            fmt_name = yield from _read_file(path, forced, report, scrubber, seen if dedup else None)
+            after = _file_marks(report)
+            report.add_file(str(path), fmt_name, *(a - b for a, b in zip(after, marks, strict=True)))
     finally:
         report.close()
+
+
+def _read_file(path: Path, forced: TraceFormat | None, report: ValidationReport, scrubber: Scrubber | None,
+               seen: set[bytes] | None) -> Generator[Conversation, None, str | None]:
+    """Detect, parse, check, deduplicate (when ``seen`` is given) and scrub one file's conversations.
+    Returns the format's name (None when none was recognized); every problem goes to ``report``."""
+    name = str(path)
+    try:
+        fmt = forced
+        if fmt is None:
+            try:
+                fmt = detect_format(tio.read_head(path), path.name)
+            except TraceError as exc:
+                report.error("unknown_format", exc.message, Source("", name))
+                return None
+        report.formats[fmt.name] += 1
+        tally = _FileTally(_error_count(report), _error_count(report, "warning"))
+        with tio.open_text(path) as stream:
+            for conv in fmt.parse(stream, name, report):
+                tally.parsed += 1
+                if _check(conv, report, tally) is None:
+                    report.counts["conversations_dropped"] += 1
+                    continue
+                if seen is not None:
+                    digest = bytes.fromhex(conv.content_hash())
+                    if digest in seen:
+                        report.counts["duplicates_dropped"] += 1
+                        continue
+                    seen.add(digest)
+                if scrubber is not None:
+                    before = scrubber.counts.copy()
+                    conv = scrubber.scrub_conversation(conv)
+                    report.add_scrub_counts(scrubber.counts - before)
+                report.observe(conv)
+                yield conv
+        _check_file(tally, fmt, name, report)
+        return fmt.name
+    except TraceError:
+        raise
+    except (OSError, EOFError, UnicodeError) as exc:
+        report.counts["files_unreadable"] += 1
+        report.error("unreadable_file", f"cannot read file: {type(exc).__name__}: {exc}", Source("", name))
+    except Exception as exc:  # noqa: BLE001 - a zstd/gzip error or a parser bug: report, keep going
+        if type(exc).__module__.startswith("zstandard") or "zstd" in type(exc).__name__.lower():
+            report.counts["files_unreadable"] += 1
+            report.error("unreadable_file", f"cannot decompress file: {exc}", Source("", name))
+        else:
+            report.error("parser_error", f"parser failed: {type(exc).__name__}: {exc}", Source("", name))
+    return None
+
+
+def _file_marks(report: ValidationReport) -> tuple[int, int, int, int]:
+    """(conversations, calls, errors, warnings) so far: differences give one file's share."""
+    return (report.counts["conversations"], report.counts["calls"], _error_count(report),
+            _error_count(report, "warning"))
 
 
 @dataclass
@@ -298,6 +321,7 @@ def ingest(
     heldout_fraction: float = 0.1,
     problems_path: str | os.PathLike[str] | None = None,
     target_model: str | None = None,
+    mapping: str | os.PathLike[str] | None = None,
 ) -> IngestResult:
     """Ingest every file into memory: ``IngestResult(conversations, report, split)``.
 
@@ -305,7 +329,8 @@ def ingest(
     warning (code ``model_mismatch``). See ``iter_conversations`` for the other arguments and errors.
     """
     report = ValidationReport(on_error, problems_path=problems_path)
-    convs = list(iter_conversations(paths, format=format, on_error=on_error, scrub=scrub, report=report))
+    convs = list(iter_conversations(paths, format=format, on_error=on_error, scrub=scrub, report=report,
+                                    mapping=mapping))
     if target_model:
         report.check_target(target_model)
     return IngestResult(convs, report, heldout_fraction)

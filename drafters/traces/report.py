@@ -142,6 +142,7 @@ class ValidationReport:
         self.models: Counter[str] = Counter()  # model name -> assistant messages (or explicit calls)
         self.unsupported: Counter[str] = Counter()  # part kind -> count
         self.scrub_counts: Counter[str] = Counter()  # placeholder type -> replacements
+        self.files: dict[str, dict[str, Any]] = {}  # file -> {format, conversations, calls, errors, warnings}
         self._stream: IO[str] | None = None
         if problems_path is not None:
             self._stream = open(problems_path, "w", encoding="utf-8")
@@ -221,6 +222,14 @@ class ValidationReport:
                 self.counts["unsupported_parts"] += p.count
                 self.unsupported[p.kind] += p.count
 
+    def add_file(self, name: str, format: str | None, conversations: int, calls: int, errors: int,
+                 warnings: int) -> None:
+        """Record one file's outcome; ``status`` is "ok" (understood, no error), "partial" (conversations
+        kept, some content refused) or "refused" (nothing kept; the errors say why)."""
+        status = "refused" if conversations == 0 else "partial" if errors else "ok"
+        self.files[name] = {"format": format, "conversations": conversations, "calls": calls, "errors": errors,
+                            "warnings": warnings, "status": status}
+
     def add_scrub_counts(self, counts: dict[str, int]) -> None:
         self.scrub_counts.update({k: v for k, v in counts.items() if v})
 
@@ -270,6 +279,7 @@ class ValidationReport:
             "models": dict(self.models),
             "unsupported": dict(self.unsupported),
             "scrub_counts": dict(sorted(self.scrub_counts.items())),
+            "files": dict(self.files),
         }
 
     def close(self) -> None:

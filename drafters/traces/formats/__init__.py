@@ -42,6 +42,8 @@ FORMAT_MODULES: list[str] = [
     "drafters.traces.formats.bedrock_converse",
     "drafters.traces.formats.gemini_api",
     "drafters.traces.formats.openai_chat",
+    # -- the general path, for files no module recognizes (message lists found by their shape) --
+    "drafters.traces.formats.generic",
 ]
 
 
