@@ -227,6 +227,9 @@ class ValidationReport:
         """Record one file's outcome; ``status`` is "ok" (understood, no error), "partial" (conversations
         kept, some content refused) or "refused" (nothing kept; the errors say why)."""
         status = "refused" if conversations == 0 else "partial" if errors else "ok"
+        self.counts["files_" + status] = self.counts.get("files_" + status, 0) + 1
+        if len(self.files) >= self.max_problems:  # bounded like the problem lists; the counts stay complete
+            return
         self.files[name] = {"format": format, "conversations": conversations, "calls": calls, "errors": errors,
                             "warnings": warnings, "status": status}
 
