@@ -210,3 +210,14 @@ def test_empty_conversations_are_errors_never_duplicates(tmp_path):
     assert report.counts["duplicates_dropped"] == 0 and report.counts["conversations"] == 1
     assert [p.line for p in report.errors] == [1, 2]
     assert not report.ok
+
+
+def test_shared_content_reader_never_dumps_unknown_parts_as_text():
+    from drafters.traces.formats._content import content_parts
+    from drafters.traces.model import ReasoningPart, TextPart, UnsupportedPart
+
+    parts = content_parts([{"type": "text", "value": "a"}, {"type": "thinking", "thinking": "b"},
+                           {"type": "tool_call", "value": "{\"name\": \"f\"}"}, {"text": "c"}, {"type": "image_url"}])
+    assert parts[0] == TextPart("a") and parts[1] == ReasoningPart("b") and parts[3] == TextPart("c")
+    assert parts[2] == UnsupportedPart("tool_call") and parts[2].lost
+    assert parts[4].kind == "image" and not parts[4].lost

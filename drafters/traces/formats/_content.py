@@ -20,12 +20,16 @@ from drafters.traces.model import (
     UnsupportedPart,
 )
 
+_TEXT_KINDS = ("", "text", "input_text", "output_text")
+
 
 def content_parts(content: Any) -> list:
-    """Text parts for a content value that is a string, None, or a list of typed parts / strings.
+    """Parts for a content value that is a string, None, or a list of typed parts / strings.
 
-    Typed parts follow the common shapes: ``{"type":"text","text"|"content"|"value": ...}`` or a bare
-    ``{"text": ...}``; image/audio/file parts become counted ``UnsupportedPart`` placeholders.
+    Text parts follow the common shapes: ``{"type":"text","text"|"content"|"value": ...}`` or an untyped
+    ``{"text": ...}``; ``reasoning``/``thinking`` parts become ReasoningParts; image/audio/file parts become
+    counted ``UnsupportedPart`` placeholders; a part of any other type becomes a placeholder of that type
+    (reported as lost content by ingestion).
     """
     if content is None:
         return []
@@ -48,6 +52,16 @@ def content_parts(content: Any) -> list:
                 k in item for k in ("image_url", "inline_data", "inlineData", "image")
             ):
                 parts.append(UnsupportedPart(kind=_unsupported_kind(kind, item)))
+                continue
+            if kind in ("reasoning", "thinking"):
+                keys = ("text", "thinking", "reasoning", "value")
+                text = next((item[k] for k in keys if isinstance(item.get(k), str)), "")
+                parts.append(ReasoningPart(text, signature=item.get("signature")))
+                continue
+            if kind not in _TEXT_KINDS:
+                # A typed part of another kind (a tool call, a citation, ...): a placeholder of its type,
+                # which ingestion reports as lost content, never its JSON dumped in as if it were text.
+                parts.append(UnsupportedPart(kind))
                 continue
             for key in ("text", "content", "value"):
                 if isinstance(item.get(key), str):
