@@ -129,10 +129,11 @@ def iter_conversations(
     try:
         for path in expand_paths(paths):
             report.counts["files"] += 1
-            marks = _file_marks(report)
+            marks, chars = _file_marks(report), dict(report.chars)
             fmt_name = yield from _read_file(path, forced, report, scrubber, seen if dedup else None)
             after = _file_marks(report)
-            report.add_file(str(path), fmt_name, *(a - b for a, b in zip(after, marks, strict=True)))
+            report.add_file(str(path), fmt_name, *(a - b for a, b in zip(after, marks, strict=True)),
+                            chars={k: v - chars[k] for k, v in report.chars.items()})
     finally:
         report.close()
 

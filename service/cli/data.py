@@ -64,9 +64,12 @@ def print_report(report: dict[str, Any], title: str = "Validation report") -> No
                             [[k, v] for k, v in report["models"].items()]))
     files = report.get("files") or {}
     if files:
-        console.print(table("Files", ["file", "format", "conversations", "calls", "errors", "status"],
+        kinds = ("text", "reasoning", "tool_args", "tool_results")
+        console.print(table("Files", ["file", "format", "conversations", "calls", "errors", "status",
+                                      "chars text/reasoning/args/results"],
                             [[k, v.get("format") or "-", v.get("conversations"), v.get("calls"), v.get("errors"),
-                              v.get("status")] for k, v in files.items()]))
+                              v.get("status"), "/".join(str((v.get("chars") or {}).get(c, 0)) for c in kinds)]
+                             for k, v in files.items()]))
     by_code = report.get("problem_counts") or {}
     if by_code:
         console.print(table("Problems by code", ["severity:code", "count"], [[k, v] for k, v in by_code.items()]))

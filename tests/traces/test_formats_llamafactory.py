@@ -78,6 +78,12 @@ def test_read_as_openai_chat_is_refused_not_ok(tmp_path):
     assert report.problem_counts["error:mostly_unsupported"] == 1
     assert report.counts["conversations"] == 0
     assert report.counts["duplicates_dropped"] == 0  # empty conversations are never "duplicates"
+    (summary,) = report.files.values()
+    assert summary["status"] == "refused" and summary["chars"] == {"tool_args": 0, "text": 0, "reasoning": 0,
+                                                                   "tool_results": 0}
+    good = ingest([FIXTURE], scrub=False).report.files[str(FIXTURE)]
+    assert good["status"] == "ok" and good["chars"]["reasoning"] == _raw_counts(json.loads(
+        FIXTURE.read_text(encoding="utf-8")))["reasoning_chars"]
 
 
 def _record(content_of_answer: list) -> str:
