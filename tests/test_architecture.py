@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "peft", "safetensors.torch", "sglang")
-DRAFTERS_LIGHT = ("drafters.traces", "drafters.errors")
+DRAFTERS_LIGHT = ("drafters.traces", "drafters.errors", "drafters.checksums")
 
 
 def imports_of(path: Path) -> list[tuple[int, str]]:

@@ -3,7 +3,7 @@ against a fake llama-server (fast); against the real llama-server built from lla
 SmolLM2-135M-Instruct (slow): tau agrees with the hf engine, output identical to the target alone, and a
 drafter with a known bigram Markov head gives exactly the simulated accepted counts, round by round.
 
-The slow tests need the built binary: ``python -m drafters.engines.llamacpp_build`` (a no-op when cached under
+The slow tests need the built binary: ``python -m drafters.engines.llamacpp.build`` (a no-op when cached under
 ~/.cache/tracedraft/llamacpp or $TRACEDRAFT_LLAMACPP_DIR), or TRACEDRAFT_BUILD_LLAMACPP=1 to let the test
 build it (about 11 minutes on 2 cores).
 """
@@ -23,7 +23,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from drafters.engines import llamacpp_build as lb
 from drafters.engines.llamacpp import (
     FLAG_NOT_LOSSLESS,
     LlamaCppEngine,
@@ -33,6 +32,7 @@ from drafters.engines.llamacpp import (
     parse_metrics,
     tau_from_metrics,
 )
+from drafters.engines.llamacpp import build as lb
 from drafters.errors import TracedraftError
 from drafters.evaluate import engine_summary, tau_from_counts, tau_of
 
@@ -237,12 +237,37 @@ def test_extract_and_dspark_check(tmp_path):
     assert e.value.code == "llamacpp_download_failed"
 
 
-def test_build_module_is_torch_free():
+def test_build_module_is_torch_free(tmp_path):
+    """The build command loads the build module alone: no torch, and no other submodule of the package
+    (runpy warns on stderr when a package's __init__ imported the module it is about to run)."""
     import subprocess
 
-    code = ("import sys, drafters.engines.llamacpp_build as m; "
-            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, sorted(sys.modules)")
+    code = ("import sys, drafters.engines.llamacpp.build as m; "
+            "assert 'torch' not in sys.modules and 'transformers' not in sys.modules, sorted(sys.modules); "
+            "others = [n for n in sys.modules if n.startswith('drafters.engines.llamacpp.') "
+            "and n != m.__name__]; "
+            "assert not others, others")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+    env = {k: v for k, v in os.environ.items() if k != "TRACEDRAFT_LLAMA_SERVER"}
+    argv = [sys.executable, "-m", "drafters.engines.llamacpp.build", "--check", "--json", "--cache-dir",
+            str(tmp_path), "--version", "0.0.1"]
+    p = subprocess.run(argv, check=False, capture_output=True, text=True, cwd=REPO, env=env)
+    assert p.returncode == 1 and p.stderr == ""
+    assert json.loads(p.stdout)["code"] == "llamacpp_not_installed"
+
+
+def test_package_names_come_from_their_submodules():
+    """Every name the package exports is its submodule's own object; an unknown name is an AttributeError."""
+    import importlib
+
+    from drafters.engines import llamacpp
+
+    assert sorted(llamacpp.__all__) == sorted(llamacpp._SUBMODULE_OF)
+    for name, sub in llamacpp._SUBMODULE_OF.items():
+        module = importlib.import_module(f"drafters.engines.llamacpp.{sub}")
+        assert getattr(llamacpp, name) is module.__dict__[name], name
+    with pytest.raises(AttributeError):
+        _ = llamacpp.no_such_name
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -443,7 +468,7 @@ def test_engine_report_carries_the_target_alone_check_and_speed(fake_engine, mon
 
 def test_differences_at_near_ties_are_told_apart_from_lossy_output():
     from drafters.engines.base import CallMeasurement
-    from drafters.engines.llamacpp import _tokens_equal_report, top2_margins
+    from drafters.engines.llamacpp.engine import _tokens_equal_report, top2_margins
 
     # The /completion answer's shape with n_probs=2 (tools/server/server-task.cpp probs_vector_to_json).
     body = {"completion_probabilities": [
@@ -495,7 +520,7 @@ def llama_server_bin() -> Path:
     except lb.LlamaCppBuildError as e:
         if os.environ.get("TRACEDRAFT_BUILD_LLAMACPP"):
             return lb.install_llamacpp()
-        pytest.skip(f"llama-server not built ({e.code}); run `.venv/bin/python -m drafters.engines.llamacpp_build` "
+        pytest.skip(f"llama-server not built ({e.code}); run `.venv/bin/python -m drafters.engines.llamacpp.build` "
                     "or set TRACEDRAFT_BUILD_LLAMACPP=1 to build it here (about 11 minutes on 2 cores)")
 
 

@@ -8,7 +8,6 @@ Never pickle: weights are safetensors only; the validator rejects any pickle-for
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import warnings
@@ -21,6 +20,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 from torch import Tensor
 
+from drafters.checksums import sha256_file
 from drafters.dspark.config import (
     ARCHITECTURE,
     MARKOV_HEAD_TYPES,
@@ -64,15 +64,6 @@ class CheckpointInfo:
     tensors: dict[str, tuple[tuple[int, ...], str]] = field(default_factory=dict)
     has_embeddings: bool = False
     num_parameters: int = 0
-
-
-def sha256_file(path: str | Path, bufsize: int = 1 << 20) -> str:
-    """Hex sha256 of a file, streamed."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(bufsize):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def expected_tensor_shapes(cfg: DSparkConfig) -> dict[str, tuple[int, ...]]:

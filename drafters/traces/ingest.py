@@ -1,4 +1,4 @@
-"""Ingest trace files: detect, parse, validate, scrub, deduplicate, split (issue 3).
+"""Ingest trace files: detect, parse, validate, scrub, deduplicate, split.
 
 ``iter_conversations`` streams (one conversation in memory at a time, plus the set of content hashes
 for deduplication, 32 bytes each); ``ingest`` collects the result. Nothing raises for bad input with
@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections import Counter
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -22,9 +23,12 @@ from drafters.traces import io as tio
 from drafters.traces.detect import detect_format
 from drafters.traces.formats import get_format
 from drafters.traces.formats.base import TraceFormat
+from drafters.traces.mapping import load_mapping
 from drafters.traces.model import (
     Conversation,
+    ReasoningPart,
     Source,
+    TextPart,
     ToolCallPart,
     ToolResultPart,
     UnsupportedPart,
@@ -65,15 +69,25 @@ class IngestResult:
 
 
 def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Files as given, directories expanded recursively (sorted, hidden files skipped)."""
+    """Files as given, directories expanded recursively (sorted, hidden files skipped). A directory of
+    numbered event files (``io.event_files``: one JSON file per event of one conversation) is one entry,
+    read as the concatenation of its events; its other files are listed on their own."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
-        if p.is_dir():
-            out.extend(sorted(f for f in p.rglob("*") if f.is_file() and not any(
-                part.startswith(".") for part in f.relative_to(p).parts)))
-        else:
+        if not p.is_dir():
             out.append(p)
+            continue
+        units: list[Path] = []
+        for f in sorted(p.rglob("*")):
+            if not f.is_file() or any(part.startswith(".") for part in f.relative_to(p).parts):
+                continue
+            if tio.EVENT_FILE_RE.match(f.name):
+                if f.parent not in units:
+                    units.append(f.parent)
+            else:
+                units.append(f)
+        out.extend(units)
     return out
 
 
@@ -85,6 +99,7 @@ def iter_conversations(
     scrub: bool | ScrubConfig | Scrubber = True,
     report: ValidationReport | None = None,
     dedup: bool = True,
+    mapping: str | os.PathLike[str] | None = None,
 ) -> Iterator[Conversation]:
     """Stream validated, scrubbed, deduplicated conversations from ``paths`` (files or directories).
 
@@ -93,8 +108,11 @@ def iter_conversations(
         on_error: "skip" reports bad input and goes on; "fail" raises ``TraceError`` at the first error.
         scrub: True (defaults), False, a ``ScrubConfig`` or a ``Scrubber`` (shared placeholders).
         report: the report to fill (a new one is made when None; pass one to read it afterwards).
+        mapping: a declared mapping file (``drafters/traces/mapping.py``) to read every file with, instead
+            of detecting formats.
     Raises:
-        TraceError only with on_error="fail"; KeyError for an unknown ``format`` name.
+        TraceError only with on_error="fail" or for a bad ``mapping`` file (code ``bad_mapping``); KeyError
+        for an unknown ``format`` name.
     """
     report = report if report is not None else ValidationReport(on_error)
     scrubber: Scrubber | None
@@ -105,67 +123,175 @@ def iter_conversations(
     else:
         scrubber = Scrubber() if scrub else None
     forced: TraceFormat | None = get_format(format) if format else None
+    if mapping is not None:
+        forced = load_mapping(mapping).format()
     seen: set[bytes] = set()
     try:
         for path in expand_paths(paths):
-            name = str(path)
             report.counts["files"] += 1
-            try:
-                fmt = forced
-                if fmt is None:
-                    head = tio.read_head(path)
-                    try:
-                        fmt = detect_format(head, path.name)
-                    except TraceError as exc:
-                        report.error("unknown_format", exc.message, Source("", name))
-                        continue
-                report.formats[fmt.name] += 1
-                with tio.open_text(path) as stream:
-                    for conv in fmt.parse(stream, name, report):
-                        kept = _check(conv, report)
-                        if kept is None:
-                            report.counts["conversations_dropped"] += 1
-                            continue
-                        if dedup:
-                            digest = bytes.fromhex(conv.content_hash())
-                            if digest in seen:
-                                report.counts["duplicates_dropped"] += 1
-                                continue
-                            seen.add(digest)
-                        if scrubber is not None:
-                            before = scrubber.counts.copy()
-                            conv = scrubber.scrub_conversation(conv)
-                            report.add_scrub_counts(scrubber.counts - before)
-                        report.observe(conv)
-                        yield conv
-            except TraceError:
-                raise
-            except (OSError, EOFError, UnicodeError) as exc:
-                report.counts["files_unreadable"] += 1
-                report.error("unreadable_file", f"cannot read file: {type(exc).__name__}: {exc}", Source("", name))
-            except Exception as exc:  # noqa: BLE001 - a zstd/gzip error or a parser bug: report, keep going
-                if type(exc).__module__.startswith("zstandard") or "zstd" in type(exc).__name__.lower():
-                    report.counts["files_unreadable"] += 1
-                    report.error("unreadable_file", f"cannot decompress file: {exc}", Source("", name))
-                else:
-                    report.error("parser_error", f"parser failed: {type(exc).__name__}: {exc}", Source("", name))
+            marks, chars = _file_marks(report), dict(report.chars)
+            fmt_name = yield from _read_file(path, forced, report, scrubber, seen if dedup else None)
+            after = _file_marks(report)
+            report.add_file(str(path), fmt_name, *(a - b for a, b in zip(after, marks, strict=True)),
+                            chars={k: v - chars[k] for k, v in report.chars.items()})
     finally:
         report.close()
 
 
-def _check(conv: Conversation, report: ValidationReport) -> Conversation | None:
-    """Validate one conversation; report problems; None when it must be dropped (nothing to train on)."""
+def _read_file(path: Path, forced: TraceFormat | None, report: ValidationReport, scrubber: Scrubber | None,
+               seen: set[bytes] | None) -> Generator[Conversation, None, str | None]:
+    """Detect, parse, check, deduplicate (when ``seen`` is given) and scrub one file's conversations.
+    Returns the format's name (None when none was recognized); every problem goes to ``report``."""
+    name = str(path)
+    try:
+        fmt = forced
+        if fmt is None:
+            try:
+                fmt = detect_format(tio.read_head(path), path.name)
+            except TraceError as exc:
+                report.error("unknown_format", exc.message, Source("", name))
+                return None
+        report.formats[fmt.name] += 1
+        tally = _FileTally(_error_count(report), _error_count(report, "warning"))
+        with tio.open_text(path) as stream:
+            for conv in fmt.parse(stream, name, report):
+                tally.parsed += 1
+                if _check(conv, report, tally) is None:
+                    report.counts["conversations_dropped"] += 1
+                    continue
+                if seen is not None:
+                    digest = bytes.fromhex(conv.content_hash())
+                    if digest in seen:
+                        report.counts["duplicates_dropped"] += 1
+                        continue
+                    seen.add(digest)
+                if scrubber is not None:
+                    before = scrubber.counts.copy()
+                    conv = scrubber.scrub_conversation(conv)
+                    report.add_scrub_counts(scrubber.counts - before)
+                report.observe(conv)
+                yield conv
+        _check_file(tally, fmt, name, report)
+        return fmt.name
+    except TraceError:
+        raise
+    except (OSError, EOFError, UnicodeError) as exc:
+        report.counts["files_unreadable"] += 1
+        report.error("unreadable_file", f"cannot read file: {type(exc).__name__}: {exc}", Source("", name))
+    except Exception as exc:  # noqa: BLE001 - a zstd/gzip error or a parser bug: report, keep going
+        if type(exc).__module__.startswith("zstandard") or "zstd" in type(exc).__name__.lower():
+            report.counts["files_unreadable"] += 1
+            report.error("unreadable_file", f"cannot decompress file: {exc}", Source("", name))
+        else:
+            report.error("parser_error", f"parser failed: {type(exc).__name__}: {exc}", Source("", name))
+    return None
+
+
+def _file_marks(report: ValidationReport) -> tuple[int, int, int, int]:
+    """(conversations, calls, errors, warnings) so far: differences give one file's share."""
+    return (report.counts["conversations"], report.counts["calls"], _error_count(report),
+            _error_count(report, "warning"))
+
+
+@dataclass
+class _FileTally:
+    """What one file gave: conversations parsed, parts seen and parts that are placeholders."""
+
+    errors_before: int
+    warnings_before: int
+    parsed: int = 0
+    parts: int = 0
+    unsupported: int = 0
+
+
+def _error_count(report: ValidationReport, severity: str = "error") -> int:
+    return sum(n for k, n in report.problem_counts.items() if k.startswith(severity + ":"))
+
+
+def _check_file(tally: _FileTally, fmt: TraceFormat, name: str, report: ValidationReport) -> None:
+    """File-level loss checks: ``ok`` must mean the file's content was understood.
+
+    A recognized file that yields no conversation without saying why, or whose parts are mostly
+    placeholders, is an error: either way what the drafter would train on is not what the file holds.
+    """
+    where = Source(fmt.name, name)
+    if tally.parsed == 0 and _error_count(report) == tally.errors_before:
+        warned = _error_count(report, "warning") - tally.warnings_before
+        why = f"the {warned} warning(s) about it say why" if warned else "a newer or different variant of the format?"
+        report.error("no_conversations", f"the file was recognized as {fmt.name} but gave no conversation "
+                     f"to train on ({why})", where)
+    if tally.parts and 2 * tally.unsupported > tally.parts:
+        report.error("mostly_unsupported", f"{tally.unsupported} of {tally.parts} content parts are placeholders "
+                     "for content that is not trained on: most of this file would be lost", where)
+
+
+def _content_messages(conv: Conversation) -> list:
+    """Every message of the conversation once: the transcript, plus explicit calls' contexts and completions."""
+    if conv.explicit_calls is None:
+        return conv.messages
+    seen: dict[int, object] = {id(m): m for m in conv.messages}
+    for call in conv.explicit_calls:
+        for m in [*call.context, call.completion]:
+            seen.setdefault(id(m), m)
+    return list(seen.values())
+
+
+def _has_content(part: object) -> bool:
+    if isinstance(part, (TextPart, ReasoningPart)):
+        return bool(part.text)
+    return isinstance(part, (ToolCallPart, ToolResultPart))
+
+
+def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | None = None) -> Conversation | None:
+    """Validate one conversation; report problems; None when it must be dropped (nothing to train on, or
+    content the parser did not understand)."""
     src = conv.source
     messages = conv.messages
     if not messages and not conv.explicit_calls:
         report.error("empty_conversation", "conversation has no messages", src)
         return None
+    all_messages = _content_messages(conv)
+    lost: Counter[str] = Counter()
+    for m in all_messages:
+        for p in m.parts:
+            if tally is not None:
+                tally.parts += p.count if isinstance(p, UnsupportedPart) else 1
+            if isinstance(p, UnsupportedPart):
+                if tally is not None:
+                    tally.unsupported += p.count
+                if p.lost:
+                    lost[p.kind] += p.count
+    if lost:
+        kinds = ", ".join(f"{k} x{n}" for k, n in sorted(lost.items()))
+        report.error("unknown_content", f"{sum(lost.values())} content part(s) of a type the {src.format} reader "
+                     f"does not understand ({kinds}): their text, reasoning or tool calls would be lost", src)
+        return None
+    if not any(_has_content(p) for m in all_messages for p in m.parts):
+        report.error("content_lost", "no message has any text, reasoning, tool call or tool result left", src)
+        return None
     if not any(m.role == "assistant" for m in messages) and not conv.explicit_calls:
         report.error("no_assistant_message", "conversation has no assistant message (no LLM call)", src)
         return None
+    _check_tool_pairing(conv, report)
+    n_calls = sum(1 for m in all_messages for p in m.parts if isinstance(p, ToolCallPart))
+    has_defs = bool(conv.tools) or any(c.tools for c in conv.explicit_calls or [])
+    if n_calls and not has_defs:
+        report.warning("no_tool_definitions", f"{n_calls} tool call(s) but no tool definitions: the rendered "
+                       "context will lack the tool list the model saw when serving", src)
+    unsupported = sum(p.count for m in messages for p in m.parts if isinstance(p, UnsupportedPart))
+    if unsupported:
+        report.warning("unsupported_content",
+                       f"{unsupported} unsupported part(s) (images, audio, files, server-side tools) "
+                       "replaced by counted placeholders", src)
+    return conv
+
+
+def _check_tool_pairing(conv: Conversation, report: ValidationReport) -> None:
+    """Warn about tool calls without results, results without calls and arguments that are not JSON."""
+    src = conv.source
+    messages = conv.messages
     call_ids: dict[str, int] = {}
     answered: set[str] = set()
-    unsupported = 0
     for i, m in enumerate(messages):
         for p in m.parts:
             if isinstance(p, ToolCallPart):
@@ -175,24 +301,16 @@ def _check(conv: Conversation, report: ValidationReport) -> Conversation | None:
                                    field=f"messages[{i}]")
                 if p.id is not None:
                     call_ids[p.id] = i
-            elif isinstance(p, ToolResultPart):
-                if p.call_id is not None:
-                    if p.call_id not in call_ids:
-                        report.warning("tool_result_without_call",
-                                       "tool result answers no earlier tool call", src, field=f"messages[{i}]")
-                    answered.add(p.call_id)
-            elif isinstance(p, UnsupportedPart):
-                unsupported += p.count
+            elif isinstance(p, ToolResultPart) and p.call_id is not None:
+                if p.call_id not in call_ids:
+                    report.warning("tool_result_without_call",
+                                   "tool result answers no earlier tool call", src, field=f"messages[{i}]")
+                answered.add(p.call_id)
     last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
     for cid, i in call_ids.items():
         # A call in the final assistant message may be unanswered because the log ends there.
         if cid not in answered and i != last_assistant:
             report.warning("unpaired_tool_call", "tool call has no result", src, field=f"messages[{i}]")
-    if unsupported:
-        report.warning("unsupported_content",
-                       f"{unsupported} unsupported part(s) (images, audio, files, server-side tools) "
-                       "replaced by counted placeholders", src)
-    return conv
 
 
 def ingest(
@@ -204,6 +322,7 @@ def ingest(
     heldout_fraction: float = 0.1,
     problems_path: str | os.PathLike[str] | None = None,
     target_model: str | None = None,
+    mapping: str | os.PathLike[str] | None = None,
 ) -> IngestResult:
     """Ingest every file into memory: ``IngestResult(conversations, report, split)``.
 
@@ -211,7 +330,8 @@ def ingest(
     warning (code ``model_mismatch``). See ``iter_conversations`` for the other arguments and errors.
     """
     report = ValidationReport(on_error, problems_path=problems_path)
-    convs = list(iter_conversations(paths, format=format, on_error=on_error, scrub=scrub, report=report))
+    convs = list(iter_conversations(paths, format=format, on_error=on_error, scrub=scrub, report=report,
+                                    mapping=mapping))
     if target_model:
         report.check_target(target_model)
     return IngestResult(convs, report, heldout_fraction)

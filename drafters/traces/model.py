@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Literal, Union
+from typing import Any, Literal, Union
 
 Role = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[str, ...] = ("system", "user", "assistant", "tool")
@@ -70,7 +71,7 @@ class ToolCallPart:
     type: Literal["tool_call"] = "tool_call"
 
     @classmethod
-    def from_raw(cls, id: str | None, name: str, arguments: Any) -> "ToolCallPart":
+    def from_raw(cls, id: str | None, name: str, arguments: Any) -> ToolCallPart:
         """Build from a source value that is either a JSON string or an already-parsed object.
 
         A JSON string that itself encodes a string holding JSON (double encoding, seen in some logs)
@@ -111,13 +112,27 @@ class ToolResultPart:
     type: Literal["tool_result"] = "tool_result"
 
 
+# Kinds of content deliberately left out of training (media, provider-side tools): a counted placeholder
+# for them is expected. A placeholder of any other kind is a part type the parser did not understand:
+# its text, reasoning or tool call is lost, which ingestion reports as an error (code ``unknown_content``).
+DELIBERATE_UNSUPPORTED_KINDS = frozenset({
+    "image", "audio", "video", "file", "document", "server_tool_use", "server_tool_result",
+})
+
+
 @dataclass
 class UnsupportedPart:
-    """A counted placeholder for content we do not train on (images, audio, files)."""
+    """A counted placeholder for content we do not train on (images, audio, files), or, with a kind
+    outside ``DELIBERATE_UNSUPPORTED_KINDS``, for a part of a type the parser did not understand."""
 
-    kind: str  # "image", "audio", "file", ...
+    kind: str  # "image", "audio", "file", ... or the source's own type name for an unknown part
     count: int = 1
     type: Literal["unsupported"] = "unsupported"
+
+    @property
+    def lost(self) -> bool:
+        """True when this placeholder stands for content of an unknown type (lost, not left out)."""
+        return self.kind not in DELIBERATE_UNSUPPORTED_KINDS
 
 
 Part = Union[TextPart, ReasoningPart, ToolCallPart, ToolResultPart, UnsupportedPart]
@@ -140,6 +155,10 @@ class Message:
     # True for text the agent injected in this role that nobody typed (Claude Code meta/hook/command/caveat
     # lines, compaction summaries, injected environment context): context, never "the human".
     meta: bool = False
+    # False for an assistant message the source marked as not to be trained (OpenAI fine-tuning
+    # ``"weight": 0``, LLaMA-Factory ``"loss_weight": 0``): it stays in later calls' context but is
+    # never a call's completion.
+    supervised: bool = True
 
     @property
     def text(self) -> str:
@@ -209,7 +228,7 @@ class Conversation:
             return
         index = 0
         for i, message in enumerate(self.messages):
-            if message.role == "assistant" and i > 0:
+            if message.role == "assistant" and i > 0 and message.supervised:
                 yield LLMCall(self.id, index, self.tools, self.messages[:i], message)
                 index += 1
 
@@ -260,6 +279,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     data = {"role": message.role, "model": message.model, "parts": [asdict(p) for p in message.parts]}
     if message.meta:  # only when set, so hashes of ordinary messages do not change
         data["meta"] = True
+    if not message.supervised:
+        data["supervised"] = False
     return data
 
 
@@ -281,12 +302,15 @@ def _message_payload(message: Message) -> dict[str, Any]:
     data = {"role": message.role, "model": message.model, "parts": [_shallow(p) for p in message.parts]}
     if message.meta:
         data["meta"] = True
+    if not message.supervised:
+        data["supervised"] = False
     return data
 
 
 def message_from_dict(data: dict[str, Any]) -> Message:
     parts = [PART_TYPES[p["type"]](**p) for p in data["parts"]]
-    return Message(role=data["role"], parts=parts, model=data.get("model"), meta=bool(data.get("meta", False)))
+    return Message(role=data["role"], parts=parts, model=data.get("model"), meta=bool(data.get("meta", False)),
+                   supervised=bool(data.get("supervised", True)))
 
 
 def conversation_to_dict(conv: Conversation) -> dict[str, Any]:

@@ -48,6 +48,14 @@ CODES: dict[str, str] = {
     "missing_field": "a record lacks a field the format requires",
     "model_mismatch": "traces were produced by a different model than the target",
     "duplicate_conversation": "an exact duplicate conversation was dropped",
+    # Silent-loss rule: ``ok`` means the content was understood.
+    "unknown_content": "a conversation holds parts of a type the reader does not understand (dropped: their "
+    "text, reasoning or tool calls would be lost)",
+    "content_lost": "no message of a conversation has any text, reasoning, tool call or tool result left",
+    "no_conversations": "a recognized file gave no conversation and no other error said why",
+    "mostly_unsupported": "most content parts of a file are placeholders (images, files, unknown parts)",
+    "no_tool_definitions": "a conversation calls tools but carries no tool definitions (its rendered context "
+    "differs from what the model saw when serving)",
 }
 
 
@@ -134,6 +142,7 @@ class ValidationReport:
         self.models: Counter[str] = Counter()  # model name -> assistant messages (or explicit calls)
         self.unsupported: Counter[str] = Counter()  # part kind -> count
         self.scrub_counts: Counter[str] = Counter()  # placeholder type -> replacements
+        self.files: dict[str, dict[str, Any]] = {}  # file -> {format, conversations, calls, errors, warnings}
         self._stream: IO[str] | None = None
         if problems_path is not None:
             self._stream = open(problems_path, "w", encoding="utf-8")
@@ -152,7 +161,7 @@ class ValidationReport:
         self._add(code, message, source, field, "warning")
 
     def count(self, key: str, n: int = 1) -> None:
-        """Add ``n`` to a counter such as "records" (parsers call it through ``formats._common.count``)."""
+        """Add ``n`` to a counter such as "records" (parsers call it through ``formats._reading.count``)."""
         self.counts[key] = self.counts.get(key, 0) + n
 
     def _add(self, code: str, message: str, source: Source | None, field: str | None, severity: Severity):
@@ -213,6 +222,18 @@ class ValidationReport:
                 self.counts["unsupported_parts"] += p.count
                 self.unsupported[p.kind] += p.count
 
+    def add_file(self, name: str, format: str | None, conversations: int, calls: int, errors: int,
+                 warnings: int, chars: dict[str, int] | None = None) -> None:
+        """Record one file's outcome; ``status`` is "ok" (understood, no error), "partial" (conversations
+        kept, some content refused) or "refused" (nothing kept; the errors say why). ``chars`` are the
+        file's characters per segment kind (a file whose text or tool calls vanished shows zeros)."""
+        status = "refused" if conversations == 0 else "partial" if errors else "ok"
+        self.counts["files_" + status] = self.counts.get("files_" + status, 0) + 1
+        if len(self.files) >= self.max_problems:  # bounded like the problem lists; the counts stay complete
+            return
+        self.files[name] = {"format": format, "conversations": conversations, "calls": calls, "errors": errors,
+                            "warnings": warnings, "status": status, "chars": dict(chars or {})}
+
     def add_scrub_counts(self, counts: dict[str, int]) -> None:
         self.scrub_counts.update({k: v for k, v in counts.items() if v})
 
@@ -262,6 +283,7 @@ class ValidationReport:
             "models": dict(self.models),
             "unsupported": dict(self.unsupported),
             "scrub_counts": dict(sorted(self.scrub_counts.items())),
+            "files": dict(self.files),
         }
 
     def close(self) -> None:

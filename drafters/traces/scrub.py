@@ -380,7 +380,8 @@ class Scrubber:
             elif isinstance(p, ToolResultPart):
                 p = ToolResultPart(p.call_id, self.scrub_text(p.content), p.is_error, p.name)
             parts.append(p)
-        return Message(message.role, parts, model=message.model, meta=message.meta)
+        return Message(message.role, parts, model=message.model, meta=message.meta,
+                       supervised=message.supervised)
 
     def scrub_tools(self, tools: list[ToolDef]) -> list[ToolDef]:
         return [ToolDef(t.name, self.scrub_text(t.description), self.scrub_value(t.parameters)) for t in tools]

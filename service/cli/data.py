@@ -62,6 +62,14 @@ def print_report(report: dict[str, Any], title: str = "Validation report") -> No
     if report.get("models"):
         console.print(table("Models seen", ["model", "assistant messages"],
                             [[k, v] for k, v in report["models"].items()]))
+    files = report.get("files") or {}
+    if files:
+        kinds = ("text", "reasoning", "tool_args", "tool_results")
+        console.print(table("Files", ["file", "format", "conversations", "calls", "errors", "status",
+                                      "chars text/reasoning/args/results"],
+                            [[k, v.get("format") or "-", v.get("conversations"), v.get("calls"), v.get("errors"),
+                              v.get("status"), "/".join(str((v.get("chars") or {}).get(c, 0)) for c in kinds)]
+                             for k, v in files.items()]))
     by_code = report.get("problem_counts") or {}
     if by_code:
         console.print(table("Problems by code", ["severity:code", "count"], [[k, v] for k, v in by_code.items()]))
@@ -84,8 +92,10 @@ def print_report(report: dict[str, Any], title: str = "Validation report") -> No
 
 @datasets_app.command("validate")
 def datasets_validate(
-    files: list[Path] = typer.Argument(..., help="Trace files to check (any supported format)."),
+    files: list[Path] = typer.Argument(..., help="Trace files or directories to check (any supported format)."),
     trace_format: str | None = typer.Option(None, "--format", help="Force a format (default: detect)."),
+    mapping: Path | None = typer.Option(None, "--mapping", help="Read the files with a declared mapping file "
+                                        "(YAML/JSON: where messages, roles, content and tool calls sit)."),
     on_error: str = typer.Option("skip", "--on-error", help="skip: report bad lines and go on; fail: stop."),
     scrub: bool = typer.Option(True, "--scrub/--no-scrub", help="Scrub secrets and personal data."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any line has an error."),
@@ -93,18 +103,20 @@ def datasets_validate(
 ) -> None:
     """Validate trace files locally (no API needed): detect the format, parse, scrub, dedupe, and print
     the validation report. Exits 1 when nothing usable was found (or, with --strict, on any error).
+    "result: ok" is printed only when every file's content was understood.
 
-    Example: tracedraft datasets validate traces/*.jsonl --json > report.json
+    Example: tracedraft datasets validate traces/ --json > report.json
     """
     from drafters.traces.ingest import ingest
 
     if on_error not in ("skip", "fail"):
         raise typer.BadParameter("must be skip or fail", param_hint="--on-error")
     with handled():
-        missing = [str(f) for f in files if not f.is_file()]
+        missing = [str(f) for f in [*files, *([mapping] if mapping else [])] if not f.exists()]
         if missing:
             raise CliError("not_found", f"no such file: {', '.join(missing)}", where=missing[0])
-        result = ingest(files, format=trace_format, on_error=on_error, scrub=scrub)  # type: ignore[arg-type]
+        result = ingest(files, format=trace_format, on_error=on_error, scrub=scrub,  # type: ignore[arg-type]
+                        mapping=mapping)
         report = result.report.to_dict()
         splits = {"train": 0, "heldout": 0}
         for conv in result.conversations:

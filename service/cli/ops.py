@@ -177,7 +177,7 @@ def engines_install(
         raise typer.BadParameter(f"unknown engine {engine!r}: only llamacpp is installable (sglang is a "
                                  "pip extra on GPU machines: pip install -e '.[sglang]')")
     # The build lives in drafters (stdlib only); run it as a module so service never imports drafters code.
-    argv = [sys.executable, "-m", "drafters.engines.llamacpp_build", "--version", version, "--json"]
+    argv = [sys.executable, "-m", "drafters.engines.llamacpp.build", "--version", version, "--json"]
     if llama_server:
         argv += ["--llama-server", llama_server]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False)

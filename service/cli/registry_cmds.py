@@ -1,6 +1,7 @@
 """Registry verbs: ``drafters list|versions|show|diff|export`` (users, through the API) and the admin verbs
 ``promote``, ``rollback``, ``alias history`` (through the API with an admin key, or directly on the
-database with ``--db-url`` for break-glass use).
+database with ``--db-url`` for break-glass use; each verb is written once, against
+``registry_admin.RegistryAdmin``). Publishing a GGUF is ``service.gguf_export``'s work.
 
 A VERSION argument is a number (``3``), ``v3``, ``latest`` or an alias name (``champion``).
 """
@@ -8,15 +9,8 @@ A VERSION argument is a number (``3``), ``v3``, ``latest`` or an alias name (``c
 # ruff: noqa: B008  (typer declares arguments in defaults)
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import os
-import shutil
-import uuid
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
-from urllib.parse import quote
 
 import typer
 from rich.markup import escape
@@ -44,6 +38,17 @@ from service.cli._common import (
     short_ts,
     table,
 )
+from service.cli.registry_admin import open_registry_admin
+from service.cli.registry_api import api_aliases, api_resolve, api_version, download_files
+from service.cli.registry_views import (
+    cell_text,
+    compat_problems,
+    diff_views,
+    parse_version,
+    print_diff,
+    print_gate,
+)
+from service.gguf_export import GGUF_OUTTYPES, LLAMACPP_VERSION, publish_gguf
 
 drafters_app = typer.Typer(help="Browse registered drafters, compare and export versions.", no_args_is_help=True)
 alias_app = typer.Typer(help="Alias audit trail (who moved which alias, when, why).", no_args_is_help=True)
@@ -52,113 +57,6 @@ EXPORT_FORMATS = ("deepspec", "gguf-ready", "gguf")
 DbUrlOpt = typer.Option(None, "--db-url", help="Break-glass: act directly on this database (SQLAlchemy URL) "
                         "instead of through the API; needs --org.")
 OrgOpt = typer.Option(None, "--org", help="Organization id or name (with --db-url).")
-
-
-# --- views of versions (API JSON or database rows, as one plain shape) -------------------------------------
-
-
-def version_view(v: Any, drafter_name: str | None = None, target_model: str | None = None) -> dict[str, Any]:
-    """A version as the API's DrafterVersionOut dict, from an API answer (returned as is) or a row."""
-    if isinstance(v, dict):
-        return v
-    return {
-        "drafter": drafter_name or v.drafter.name, "version": v.version, "ref": v.ref, "id": v.id,
-        "job_id": v.job_id, "checkpoint_uri": v.checkpoint_uri, "files": dict(v.files or {}),
-        "size_bytes": v.size_bytes, "config": dict(v.config or {}),
-        "lineage": {"target_model": target_model or v.drafter.target_model, **dict(v.lineage or {})},
-        "gate": v.gate, "report": v.report, "created_by": v.created_by, "created_at": v.created_at,
-    }
-
-
-def _ns(view: dict[str, Any]) -> SimpleNamespace:
-    """The attribute shape ``service.registry.diff_versions``/``compatibility`` read."""
-    lineage = dict(view.get("lineage") or {})
-    return SimpleNamespace(version=view["version"], config=view.get("config") or {}, lineage=lineage,
-                           report=view.get("report") or {}, gate=view.get("gate") or {},
-                           files=view.get("files") or {},
-                           drafter=SimpleNamespace(target_model=lineage.get("target_model")))
-
-
-def diff_views(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """``service.registry.diff_versions`` over two version views (from ``a`` to ``b``)."""
-    from service.registry import diff_versions
-
-    return diff_versions(_ns(a), _ns(b))
-
-
-def compat_problems(candidate: dict[str, Any], holder: dict[str, Any]) -> list[str]:
-    """``service.registry.compatibility`` over two version views (empty: compatible)."""
-    from service.registry import compatibility
-
-    return compatibility(_ns(candidate), _ns(holder))
-
-
-def print_diff(d: dict[str, Any], limit: int = 60) -> None:
-    """A version diff as a table (section, key, from, to) plus the changed files."""
-    rows = []
-    for section in ("config", "lineage", "gate", "report"):
-        for key, (x, y) in (d.get(section) or {}).items():
-            rows.append([section, key, _cell(x), _cell(y)])
-    shown = rows[:limit]
-    console.print(table(f"Differences v{d['from']} -> v{d['to']}", ["section", "key", f"v{d['from']}",
-                                                                    f"v{d['to']}"], shown))
-    if len(rows) > limit:
-        console.print(f"[dim]... and {len(rows) - limit} more (use --json for all)[/dim]")
-    files = d.get("files") or {}
-    for kind in ("added", "removed", "changed"):
-        if files.get(kind):
-            console.print(f"files {kind}: {', '.join(files[kind])}")
-
-
-def _cell(v: Any) -> str:
-    s = "" if v is None else str(v)
-    return s if len(s) <= 80 else s[:77] + "..."
-
-
-def print_gate(view: dict[str, Any]) -> None:
-    gate = view.get("gate")
-    if not gate:
-        console.print(f"gate of v{view['version']}: [dim]no gate decision recorded[/dim]")
-        return
-    verdict = "[green]passed[/green]" if gate.get("passed") else "[yellow]not passed[/yellow]"
-    console.print(f"gate of v{view['version']}: {verdict}")
-    for reason in gate.get("reasons") or []:
-        console.print(f"  - {escape(str(reason))}", highlight=False)
-
-
-def parse_version(text: str) -> int | None:
-    """``3`` or ``v3`` -> 3; anything else (an alias, ``latest``) -> None."""
-    t = text.strip().lower()
-    t = t.removeprefix("v")
-    return int(t) if t.isdigit() and int(t) > 0 else None
-
-
-# --- API helpers -------------------------------------------------------------------------------------------
-
-
-def api_aliases(client: Any, name: str) -> dict[str, Any]:
-    """GET /v1/drafters/{name}/aliases -> {"data": [{alias, version, ...}], "history": [...]}."""
-    return client.get(f"/v1/drafters/{name}/aliases")
-
-
-def api_resolve(client: Any, name: str, version: str) -> int:
-    """A VERSION argument to a number, asking the API for aliases and ``latest``."""
-    n = parse_version(version)
-    if n is not None:
-        return n
-    if version == "latest":
-        versions = client.paginate(f"/v1/drafters/{name}/versions")
-        if not versions:
-            raise CliError("not_found", f"drafter {name!r} has no versions", where="version")
-        return max(int(v["version"]) for v in versions)
-    for a in api_aliases(client, name).get("data", []):
-        if a.get("alias") == version:
-            return int(a["version"])
-    raise CliError("not_found", f"drafter {name!r} has no alias {version!r}", where="version")
-
-
-def api_version(client: Any, name: str, version: int) -> dict[str, Any]:
-    return client.get(f"/v1/drafters/{name}/versions/{version}")
 
 
 # --- drafters (user verbs) ---------------------------------------------------------------------------------
@@ -255,7 +153,8 @@ def drafters_show(
     console.print(f"checkpoint: {out.get('checkpoint_uri')}  ({out.get('size_bytes')} bytes)")
     console.print(f"aliases: {', '.join(out.get('aliases') or []) or '-'}   job: {out.get('job_id')}   "
                   f"created by {out.get('created_by')} at {short_ts(out.get('created_at'))}")
-    console.print(table("Lineage", ["key", "value"], [[k, _cell(v)] for k, v in (out.get("lineage") or {}).items()]))
+    lineage = (out.get("lineage") or {}).items()
+    console.print(table("Lineage", ["key", "value"], [[k, cell_text(v)] for k, v in lineage]))
     print_gate(out)
     console.print(table("Files", ["file", "sha256"], [[k, v] for k, v in (out.get("files") or {}).items()]))
 
@@ -283,84 +182,6 @@ def drafters_diff(
         print_diff(d)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _safe_rel(name: str) -> Path:
-    """A checkpoint file name as a relative path that stays inside the export directory."""
-    p = Path(name)
-    if p.is_absolute() or ".." in p.parts or not p.parts:
-        raise CliError("invalid_value", f"refusing file name {name!r} from the registry", where=name)
-    return p
-
-
-def _fetch(client: Any, name: str, version: int, rel: str, digest: str, dest: Path) -> None:
-    """Stream one checkpoint file from ``GET /v1/drafters/{name}/versions/{v}/files/{rel}`` into ``dest``,
-    hashing it on the way; raises CliError ``checksum_mismatch`` when the bytes (or the server's
-    ``X-Content-SHA256``) differ from the registered sha256."""
-    url = f"/v1/drafters/{quote(name, safe='')}/versions/{version}/files/{quote(rel, safe='/')}"
-    h = hashlib.sha256()
-    with client.stream("GET", url) as r, open(dest, "wb") as out:
-        announced = r.headers.get("x-content-sha256")
-        if announced and announced != digest:
-            raise CliError("checksum_mismatch", f"{rel}: the server announces sha256 {announced}, the registry "
-                           f"lists {digest}; nothing exported", where=rel)
-        for chunk in r.iter_bytes():
-            h.update(chunk)
-            out.write(chunk)
-    if h.hexdigest() != digest:
-        raise CliError("checksum_mismatch", f"{rel}: downloaded sha256 {h.hexdigest()} != registered {digest} "
-                       "(altered or cut short); nothing exported", where=rel)
-
-
-def _download(client: Any, view: dict[str, Any], out_dir: Path, files: dict[str, str] | None = None, *,
-              flat: bool = False) -> dict[str, str]:
-    """Fetch ``files`` ({name: sha256}; default every file the version lists) into ``out_dir`` through the
-    API's files route, each verified against the sha256 the registry lists (the server verifies too).
-    ``flat``: write each file under its base name (``exports/draft-f32.gguf`` -> ``OUT/draft-f32.gguf``).
-
-    All files go to a private staging directory inside ``out_dir`` first and are moved into place only
-    once every one of them matched: an error (network, checksum, interruption) leaves no partial or
-    unverified file behind (the staging directory is removed; so is ``out_dir`` when this call created
-    it and it stayed empty). Files already present and intact are kept as they are.
-    """
-    files = dict(view.get("files") or {}) if files is None else dict(files)
-    if not files:
-        raise CliError("artifact_missing", f"version {view.get('version')} lists no files")
-    name, version = view["drafter"], view["version"]
-    # refuse odd names before writing anything
-    targets = {rel: out_dir / (_safe_rel(rel).name if flat else _safe_rel(rel)) for rel in files}
-    created = not out_dir.exists()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = out_dir / f".tmp-export-{uuid.uuid4().hex}"
-    try:
-        staged: dict[str, Path] = {}
-        for rel, digest in sorted(files.items()):
-            dest = targets[rel]
-            if dest.is_file() and _sha256(dest) == digest:
-                continue
-            tmp = staging / _safe_rel(rel)
-            tmp.parent.mkdir(parents=True, exist_ok=True)
-            _fetch(client, name, version, rel, digest, tmp)
-            staged[rel] = tmp
-        for rel, tmp in staged.items():
-            targets[rel].parent.mkdir(parents=True, exist_ok=True)
-            os.replace(tmp, targets[rel])
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        if created:
-            with contextlib.suppress(OSError):
-                out_dir.rmdir()  # only when empty
-        raise
-    shutil.rmtree(staging, ignore_errors=True)
-    return files
-
-
 GGUF_README = """# {ref}: ready for llama.cpp
 
 This directory is the DeepSpec-native DSpark checkpoint (`config.json` + `model.safetensors`) of
@@ -379,8 +200,6 @@ then serve the target with the drafter:
 """
 
 
-GGUF_OUTTYPES = ("f32", "f16", "bf16", "q8_0")
-LLAMACPP_VERSION = "0.3.36"  # drafters.engines.llamacpp_build.DEFAULT_VERSION (service does not import drafters)
 #: Exit codes of the gguf export's own errors (others follow ``exit_code_for``): a target or export that does
 #: not exist is "not found", a checkpoint llama.cpp cannot serve or an export that differs is "refused".
 GGUF_EXIT = {"target_not_found": EXIT_NOT_FOUND, "not_published": EXIT_NOT_FOUND,
@@ -447,7 +266,7 @@ def drafters_export(
         with make_client(api_url, api_key) as client:
             view = api_version(client, name, api_resolve(client, name, version))
             view.setdefault("drafter", name)
-            files = _download(client, view, out_dir, _checkpoint_only(view.get("files") or {}))
+            files = download_files(client, view, out_dir, _checkpoint_only(view.get("files") or {}))
         (out_dir / "SHA256SUMS").write_text("".join(f"{d}  {f}\n" for f, d in sorted(files.items())))
         if fmt == "gguf-ready":
             block = (view.get("config") or {}).get("block_size") or (view.get("lineage") or {}).get("block_size")
@@ -518,7 +337,7 @@ def _download_gguf(name: str, version: str, out_dir: Path, outtype: str, api_url
             raise CliError("not_published", f"{name}@v{view['version']} has no published {fname}; an operator "
                            f"publishes it with: tracedraft drafters export {name} {view['version']} --format "
                            f"gguf --outtype {outtype} --org ORG", where=fname)
-        _download(client, view, out_dir, {fname: digest}, flat=True)
+        download_files(client, view, out_dir, {fname: digest}, flat=True)
     final = out_dir / Path(fname).name
     record = ((view.get("lineage") or {}).get("exports") or {}).get(fname) or {}
     return {"drafter": name, "version": view["version"], "format": "gguf", "name": fname, "sha256": digest,
@@ -533,118 +352,27 @@ def _db_resolve(session: Any, org: Any, name: str, version: str) -> Any:
     return registry.resolve_ref(session, org, f"{name}:{n}" if n is not None else f"{name}@{version}")
 
 
-def run_gguf_converter(checkpoint_dir: Path, target: str, out: Path, outtype: str, llamacpp_version: str,
-                       target_cache_dir: Path | None) -> dict[str, Any]:
-    """Run ``python -m drafters.engines.llamacpp export`` (a subprocess: the service never imports the
-    torch side of drafters) and return its JSON answer ({"ok", "gguf", "bytes", "block_size", "target_dir",
-    "target_gguf", "llamacpp_version"}). Its own checks run there: the checkpoint and target agree
-    (vocabulary, hidden size), the Markov head is one llama.cpp loads, and the GGUF says what the
-    checkpoint says (block size, target layers + 1, mask token, Markov tensors). Raises CliError with the
-    converter's code (llamacpp_not_installed, target_not_found, gguf_export_*)."""
-    import json
-    import subprocess
-    import sys
-
-    argv = [sys.executable, "-m", "drafters.engines.llamacpp", "export", str(checkpoint_dir), "--target", target,
-            "--out", str(out), "--outtype", outtype, "--version", llamacpp_version]
-    if target_cache_dir is not None:
-        argv += ["--target-cache-dir", str(target_cache_dir)]
-    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-    try:
-        answer = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        answer = None
-    if not isinstance(answer, dict):
-        raise CliError("gguf_export_failed", f"the GGUF converter exited {proc.returncode} without an answer: "
-                       f"{(proc.stderr or proc.stdout)[-1500:]}", where=str(checkpoint_dir))
-    if not answer.get("ok"):
-        raise CliError(str(answer.get("code") or "gguf_export_failed"), str(answer.get("message") or ""),
-                       where=answer.get("where"))
-    return answer
-
-
 def _publish_gguf(name: str, version: str, out_dir: Path | None, org: str | None, db_url: str | None,
                   target: str | None, outtype: str, llamacpp_version: str, *, quiet: bool) -> dict[str, Any]:
-    """The operator path of ``drafters export --format gguf`` (see the command's help)."""
-    import tempfile
+    """The operator path of ``drafters export --format gguf`` (see the command's help), on the database and
+    artifact store through ``service.gguf_export.publish_gguf``."""
     import time
 
-    from service import registry
     from service.settings import get_settings
-    from service.storage import ArtifactError
 
     t0 = time.monotonic()
     store = artifact_store()
-    fname = _export_name(outtype)
-    with db_session(db_url) as session, tempfile.TemporaryDirectory(prefix="tracedraft-gguf-") as tmp:
+    with db_session(db_url) as session:
         o = db_org(session, org)
         v = _db_resolve(session, o, name, version)
-        n, ckpt_uri = v.version, v.checkpoint_uri
-        spec = target or (v.lineage or {}).get("target_model") or v.drafter.target_model
-        block = (v.config or {}).get("block_size")
-        ckpt_files = registry.checkpoint_files(v)
-        recorded = (v.files or {}).get(fname)
-        gguf: Path | None = None
-        try:
-            if recorded is not None:
-                try:
-                    store.verify(f"{store.key(ckpt_uri)}/{fname}", recorded)
-                    pub = registry.PublishedExport(fname, store.uri(f"{store.key(ckpt_uri)}/{fname}"), recorded,
-                                                   int((registry.export_record(v, fname) or {}).get("size") or 0),
-                                                   False, registry.export_record(v, fname) or {})
-                except ArtifactError:
-                    recorded = None  # lost or altered in the store: convert again; publish_export repairs it
-            if recorded is None:
-                if not quiet:
-                    err_console.print(f"{name}@v{n}: converting to GGUF ({outtype}) against target {spec} ...")
-                # The converter names the model after this directory (general.name): a fixed name per
-                # version keeps the GGUF byte-identical from one run to the next.
-                ck = store.get_dir(ckpt_uri, Path(tmp) / f"{name}-v{n}", ckpt_files)
-                session.rollback()  # no transaction held while the converter runs
-                gguf = Path(tmp) / Path(fname).name
-                info = run_gguf_converter(ck, spec, gguf, outtype, llamacpp_version, get_settings().cache_dir)
-                if block is not None and info.get("block_size") != block:
-                    raise CliError("gguf_export_mismatch", f"the GGUF says block size {info.get('block_size')}, "
-                                   f"the version {block}; not published", where=fname)
-                meta = {"format": "gguf", "outtype": outtype, "target": spec,
-                        "target_gguf": info.get("target_gguf"), "block_size": info.get("block_size"),
-                        "llamacpp_version": info.get("llamacpp_version") or llamacpp_version,
-                        "converter": "convert_hf_to_gguf.py --target-model-dir",
-                        "checkpoint_files": dict(sorted(ckpt_files.items()))}
-                pub = registry.publish_export(session, store, o, name, n, gguf, fname, meta,
-                                              actor=local_actor())
-            path = None
-            if out_dir is not None:
-                dest = out_dir / Path(fname).name
-                if gguf is not None:
-                    out_dir.mkdir(parents=True, exist_ok=True)
-                    part = dest.with_name(f".{dest.name}.part-{uuid.uuid4().hex}")
-                    shutil.copyfile(gguf, part)
-                    os.replace(part, dest)
-                else:
-                    store.get_file(pub.uri, dest, pub.sha256)
-                if _sha256(dest) != pub.sha256:
-                    raise CliError("checksum_mismatch", f"{dest} does not hash to the published sha256", where=str(dest))
-                path = str(dest)
-        except ArtifactError as e:
-            raise CliError("checksum_mismatch" if e.code == "artifact_corrupt" else e.code, e.message,
-                           where=e.where) from e
-    return {"drafter": name, "version": n, "format": "gguf", **pub.to_dict(), "path": path,
-            "seconds": round(time.monotonic() - t0, 1)}
+        done = publish_gguf(session, store, o, v, outtype=outtype, target=target,
+                            llamacpp_version=llamacpp_version, target_cache_dir=get_settings().cache_dir,
+                            out_dir=out_dir, actor=local_actor(), progress=None if quiet else err_console.print)
+    return {"drafter": name, "version": done.version, "format": "gguf", **done.export.to_dict(),
+            "path": None if done.path is None else str(done.path), "seconds": round(time.monotonic() - t0, 1)}
 
 
 # --- admin: promote, rollback, alias history ---------------------------------------------------------------
-
-
-def _db_context(session: Any, org: Any, name: str, version: int, alias: str
-                ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    from service import registry
-
-    drafter = registry.get_drafter(session, org, name)
-    cand = registry.get_version(session, drafter, version)
-    cur = registry.get_alias(session, drafter, alias)
-    holder = version_view(cur.drafter_version) if cur is not None else None
-    return version_view(cand), holder
 
 
 def _show_promotion(name: str, alias: str, cand: dict[str, Any], holder: dict[str, Any] | None,
@@ -664,12 +392,6 @@ def _show_promotion(name: str, alias: str, cand: dict[str, Any], holder: dict[st
         for p in info.get("incompatible") or []:
             err_console.print(f"[yellow]incompatible:[/yellow] {escape(p)}", highlight=False)
     return info
-
-
-def _move_result(name: str, alias: str, move: Any) -> dict[str, Any]:
-    """A ``registry.promote``/``rollback`` move (database path) as the API's alias-move answer."""
-    return {"drafter": name, "alias": alias, "from_version": move.from_version, "to_version": move.to_version,
-            "moved": move.moved, "overridden": move.overridden}
 
 
 def _print_move(result: dict[str, Any], name: str, alias: str) -> None:
@@ -721,27 +443,13 @@ def promote(
         if n is None:
             raise CliError("invalid_value", f"VERSION must be a number such as 3 or v3, got {version!r}",
                            where="VERSION")
-        if db_url is not None:
-            from service import registry
-
-            with db_session(db_url) as session:
-                o = db_org(session, org)
-                cand, holder = _db_context(session, o, name, n, alias)
-                info = _show_promotion(name, alias, cand, holder, as_json)
-                confirm(f"Move {alias} of {name} to v{n}?", yes or as_json)
-                move = registry.promote(session, artifact_store(), o, name, n, alias, actor=local_actor(),
-                                        reason=reason, force=force)
-                result = _move_result(name, alias, move)
-        else:
-            with make_client(api_url, api_key) as client:
-                cand = api_version(client, name, n)
-                current = next((a for a in api_aliases(client, name).get("data", []) if a.get("alias") == alias),
-                               None)
-                holder = api_version(client, name, int(current["version"])) if current else None
-                info = _show_promotion(name, alias, cand, holder, as_json)
-                confirm(f"Move {alias} of {name} to v{n}?", yes or as_json)
-                result = client.post(f"/v1/drafters/{name}/aliases/{alias}",
-                                     json={"version": n, "reason": reason, "force": force})
+        with open_registry_admin(db_url, org, api_url, api_key) as admin:
+            cand = admin.version(name, n)
+            current = admin.alias_version(name, alias)
+            holder = admin.version(name, current) if current is not None else None
+            info = _show_promotion(name, alias, cand, holder, as_json)
+            confirm(f"Move {alias} of {name} to v{n}?", yes or as_json)
+            result = admin.promote(name, n, alias, reason=reason, force=force)
     if as_json:
         print_json({**info, **result})
         return
@@ -775,44 +483,16 @@ def rollback(
             to_n = parse_version(to)
             if to_n is None:
                 raise CliError("invalid_value", f"--to must be a number such as 3 or v3, got {to!r}", where="--to")
-        if db_url is not None:
-            from service import registry
-
-            with db_session(db_url) as session:
-                o = db_org(session, org)
-                drafter = registry.get_drafter(session, o, name)
-                cur = registry.get_alias(session, drafter, alias)
-                if cur is None:
-                    raise CliError("nothing_to_rollback", f"drafter {name!r} has no alias {alias!r}",
-                                   where="--alias")
-                _confirm_rollback(name, alias, cur.version, to_n, yes or as_json, as_json)
-                session.rollback()  # release the read snapshot before the locked move
-                move = registry.rollback(session, artifact_store(), o, name, alias, to_n, actor=local_actor(),
-                                         reason=reason, force=force)
-                result = _move_result(name, alias, move)
-        else:
-            with make_client(api_url, api_key) as client:
-                result = _api_rollback(client, name, alias, to_n, reason, force, yes or as_json, as_json)
+        with open_registry_admin(db_url, org, api_url, api_key) as admin:
+            current = admin.alias_version(name, alias)
+            if current is None:
+                raise CliError("nothing_to_rollback", f"drafter {name!r} has no alias {alias!r}", where="--alias")
+            _confirm_rollback(name, alias, current, to_n, yes or as_json, as_json)
+            result = admin.rollback(name, alias, to_n, reason=reason, force=force)
     if as_json:
         print_json(result)
         return
     _print_move(result, name, alias)
-
-
-def _api_rollback(client: Any, name: str, alias: str, to_n: int | None, reason: str, force: bool,
-                  yes: bool, quiet: bool) -> dict[str, Any]:
-    """Rollback through ``POST /v1/drafters/{name}/aliases/{alias}/rollback`` (admin key): shows the current
-    holder, asks for confirmation, and lets the server pick the previous holder from the alias history
-    (recorded there as a ``rollback``)."""
-    info = api_aliases(client, name)
-    current = next((a for a in info.get("data", []) if a.get("alias") == alias), None)
-    if current is None:
-        raise CliError("nothing_to_rollback", f"drafter {name!r} has no alias {alias!r}", where="--alias")
-    _confirm_rollback(name, alias, current["version"], to_n, yes, quiet)
-    body: dict[str, Any] = {"reason": reason, "force": force}
-    if to_n is not None:
-        body["to_version"] = to_n
-    return client.post(f"/v1/drafters/{quote(name, safe='')}/aliases/{quote(alias, safe='')}/rollback", json=body)
 
 
 @alias_app.command("history")
@@ -829,19 +509,8 @@ def alias_history(
 
     Example: tracedraft alias history qwen3-4b-agent --alias champion
     """
-    with handled():
-        if db_url is not None:
-            from service import registry
-
-            with db_session(db_url) as session:
-                events = [{"alias": e.alias, "from_version": e.from_version, "to_version": e.to_version,
-                           "action": e.action, "actor": e.actor, "reason": e.reason, "forced": e.forced,
-                           "ts": e.ts}
-                          for e in registry.alias_history(session, db_org(session, org), name, alias)]
-        else:
-            with make_client(api_url, api_key) as client:
-                events = [e for e in api_aliases(client, name).get("history") or []
-                          if alias is None or e.get("alias") == alias]
+    with handled(), open_registry_admin(db_url, org, api_url, api_key) as admin:
+        events = admin.alias_history(name, alias)
     if as_json:
         print_json(events)
         return

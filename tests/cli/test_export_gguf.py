@@ -2,8 +2,8 @@
 publishes it beside the checkpoint in the registry (sha256 with the version's files, record in the lineage,
 idempotent, verified on download, served to the owning organization only); on SQLite and PostgreSQL.
 
-The fast tests stub the converter subprocess (``registry_cmds.run_gguf_converter``) or stop the real one at
-its first refusal; ``test_gguf_export_end_to_end_with_the_real_converter`` (slow) exports a real tiny
+The fast tests stub the converter subprocess (``service.gguf_export.run_gguf_converter``) or stop the real
+one at its first refusal; ``test_gguf_export_end_to_end_with_the_real_converter`` (slow) exports a real tiny
 SmolLM2 drafter with the llama.cpp converter built by ``tracedraft engines install llamacpp``.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.cli._common import CliError
+from drafters.errors import TracedraftError
 from tests.cli.conftest import LINEAGE, TARGET
 
 NAME = "exports/draft-f32.gguf"
@@ -46,7 +46,7 @@ class FakeConverter:
     """Stands in for ``python -m drafters.engines.llamacpp export``: writes bytes derived from the checkpoint's
     weights (same weights, same GGUF) and answers like the real one; records every call."""
 
-    def __init__(self, block_size: int = 7, error: CliError | None = None):
+    def __init__(self, block_size: int = 7, error: TracedraftError | None = None):
         self.calls: list[dict[str, Any]] = []
         self.block_size, self.error = block_size, error
 
@@ -63,11 +63,26 @@ class FakeConverter:
 
 @pytest.fixture
 def converter(monkeypatch):
-    from service.cli import registry_cmds
+    from service import gguf_export
 
     fake = FakeConverter()
-    monkeypatch.setattr(registry_cmds, "run_gguf_converter", fake)
+    monkeypatch.setattr(gguf_export, "run_gguf_converter", fake)
     return fake
+
+
+def test_service_defaults_match_the_converter(capsys):
+    """The service writes llama.cpp's version and the GGUF tensor types again (it never imports drafters'
+    engine code); they must be the export command's own."""
+    import re
+
+    from drafters.engines.llamacpp import build, gguf
+    from service import gguf_export
+
+    assert gguf_export.LLAMACPP_VERSION == build.DEFAULT_VERSION
+    with pytest.raises(SystemExit):
+        gguf.main(["export", "--help"])
+    choices = re.search(r"--outtype \{([^}]*)\}", capsys.readouterr().out)
+    assert choices and tuple(choices.group(1).split(",")) == gguf_export.GGUF_OUTTYPES
 
 
 def test_publish_records_the_gguf_beside_the_checkpoint_and_is_idempotent(stack, cli, converter, tmp_path):
@@ -185,10 +200,11 @@ def test_other_bytes_under_a_published_name_are_refused(stack, converter, tmp_pa
 @pytest.mark.parametrize(("code", "exit_code"), [("llamacpp_not_installed", 1), ("target_not_found", 3),
                                                  ("gguf_export_unsupported", 4), ("gguf_export_failed", 1)])
 def test_converter_errors_exit_with_their_code_and_publish_nothing(stack, cli, monkeypatch, code, exit_code):
-    from service.cli import registry_cmds
+    from service import gguf_export
 
     stack.register(1)
-    monkeypatch.setattr(registry_cmds, "run_gguf_converter", FakeConverter(error=CliError(code, "said so", "w")))
+    fake = FakeConverter(error=TracedraftError(code, "said so", "w"))
+    monkeypatch.setattr(gguf_export, "run_gguf_converter", fake)
     r = cli("drafters", "export", "smol-agent", "1", "--format", "gguf", "--org", "acme", api=False)
     errors = [line for line in r.err.splitlines() if line.startswith("error")]
     assert r.code == exit_code and errors == [f"error [{code}] said so (at w)"]
@@ -196,7 +212,7 @@ def test_converter_errors_exit_with_their_code_and_publish_nothing(stack, cli, m
 
 
 def test_gguf_export_refusals(stack, cli, monkeypatch, converter):
-    from service.cli import registry_cmds
+    from service import gguf_export
 
     stack.register(1)
     # Not published yet: the download names the operator command (exit 3).
@@ -204,7 +220,7 @@ def test_gguf_export_refusals(stack, cli, monkeypatch, converter):
     assert r.code == 3 and "[not_published]" in r.err and "--org" in r.err
     assert not (stack.tmp / "g").exists()
     # A GGUF that does not say the version's block size is not published.
-    monkeypatch.setattr(registry_cmds, "run_gguf_converter", FakeConverter(block_size=16))
+    monkeypatch.setattr(gguf_export, "run_gguf_converter", FakeConverter(block_size=16))
     r = cli("drafters", "export", "smol-agent", "1", "--format", "gguf", "--org", "acme", api=False)
     assert r.code == 1 and "[gguf_export_mismatch]" in r.err and NAME not in _version(stack, 1).files
     # Unknown version, bad options.
@@ -256,7 +272,7 @@ def test_gguf_export_end_to_end_with_the_real_converter(stack, cli, tmp_path, mo
     as GGUF with llama.cpp's converter through the CLI, then: the file is in the store where the registry
     says, its sha256 matches, the GGUF says what the checkpoint says, the API serves it, and a second export
     reuses it without converting."""
-    from drafters.engines import llamacpp_build as lb
+    from drafters.engines.llamacpp import build as lb
     from drafters.engines.llamacpp import read_gguf_metadata
 
     if not lb.is_installed():
@@ -302,9 +318,9 @@ def test_gguf_export_end_to_end_with_the_real_converter(stack, cli, tmp_path, mo
     assert r.status_code == 200 and _sha(r.content) == doc["sha256"]
     assert r.headers["x-content-sha256"] == doc["sha256"]
 
-    from service.cli import registry_cmds
+    from service import gguf_export
 
-    monkeypatch.setattr(registry_cmds, "run_gguf_converter", lambda *a, **k: pytest.fail("converted twice"))
+    monkeypatch.setattr(gguf_export, "run_gguf_converter", lambda *a, **k: pytest.fail("converted twice"))
     r = cli("drafters", "export", "smol-gguf", "1", tmp_path / "copy", "--format", "gguf", "--org", "acme",
             "--json", api=False)
     assert r.code == 0, r.err

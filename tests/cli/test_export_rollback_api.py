@@ -34,9 +34,9 @@ def test_export_downloads_through_the_api_and_verifies(stack, cli, tmp_path, mon
     stack.register(1)
     stack.register(2)
     # The CLI must not read the artifact store itself (a user's machine has no access to it).
-    from service.cli import _common, registry_cmds
+    from service.cli import _common, registry_admin, registry_cmds
 
-    for mod in (_common, registry_cmds):
+    for mod in (_common, registry_admin, registry_cmds):
         monkeypatch.setattr(mod, "artifact_store", lambda: pytest.fail("export read the store directly"))
 
     out = tmp_path / "deep"
@@ -98,7 +98,7 @@ class _FakeClient:
 
 
 def test_download_checks_hashes_client_side_and_leaves_nothing(tmp_path):
-    from service.cli.registry_cmds import _download
+    from service.cli.registry_api import download_files
 
     good = {"a.json": b"{}", "b.bin": b"weights", "sub dir/c.bin": b"c"}
     view = {"drafter": "my drafter", "version": 3,
@@ -106,12 +106,12 @@ def test_download_checks_hashes_client_side_and_leaves_nothing(tmp_path):
 
     out = tmp_path / "ok"
     client = _FakeClient({"a.json": [b"{}"], "b.bin": [b"wei", b"ghts"], "sub%20dir/c.bin": [b"c"]})
-    assert _download(client, view, out) == view["files"]
+    assert download_files(client, view, out) == view["files"]
     assert {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} == set(good)
     assert client.urls[0] == "/v1/drafters/my%20drafter/versions/3/files/a.json"
     # Intact files are not fetched again.
     client = _FakeClient({})
-    _download(client, view, out)
+    download_files(client, view, out)
     assert client.urls == []
 
     # The server sends other bytes than registered (a proxy, a bug): refused, nothing left.
@@ -125,12 +125,12 @@ def test_download_checks_hashes_client_side_and_leaves_nothing(tmp_path):
     ):
         dest = tmp_path / name
         with pytest.raises(CliError) as e:
-            _download(_FakeClient(bodies, headers), view, dest)
+            download_files(_FakeClient(bodies, headers), view, dest)
         assert e.value.code == ("unavailable" if name == "cut" else "checksum_mismatch"), name
         assert not dest.exists(), f"{name}: left {list(dest.rglob('*'))}"
     # A registry name escaping the directory is refused before anything is written.
     with pytest.raises(CliError) as e:
-        _download(_FakeClient({}), {**view, "files": {"../evil": "0" * 64}}, tmp_path / "evil")
+        download_files(_FakeClient({}), {**view, "files": {"../evil": "0" * 64}}, tmp_path / "evil")
     assert e.value.code == "invalid_value" and not (tmp_path / "evil").exists()
 
 

@@ -155,3 +155,48 @@ def test_break_glass_on_the_database(stack, cli):
     r = cli("alias", "history", "smol-agent", "--db-url", stack.settings.database_url, "--org", "nobody",
             api=False)
     assert r.code == 3
+
+
+def test_api_and_database_admins_answer_alike(stack):
+    """The two RegistryAdmin implementations behind promote/rollback/alias history see one registry the same
+    way: the same version view, alias targets, move answers and history (actor and timestamp aside)."""
+    from service.cli.registry_admin import ApiRegistryAdmin, DbRegistryAdmin, open_registry_admin
+
+    stack.register(1)
+    stack.register(2)
+    api_opts = (None, None, stack.url, stack.admin_key)
+    db_opts = (stack.settings.database_url, "acme", None, None)
+    with open_registry_admin(*api_opts) as api:
+        assert isinstance(api, ApiRegistryAdmin)
+        first = api.promote("smol-agent", 1, "champion", reason="first", force=False)
+        seen_api = (api.version("smol-agent", 2), api.alias_version("smol-agent", "champion"),
+                    api.alias_version("smol-agent", "canary"))
+    with open_registry_admin(*db_opts) as db:
+        assert isinstance(db, DbRegistryAdmin)
+        seen_db = (db.version("smol-agent", 2), db.alias_version("smol-agent", "champion"),
+                   db.alias_version("smol-agent", "canary"))
+        second = db.promote("smol-agent", 2, "champion", reason="second", force=False)
+        back = db.rollback("smol-agent", "champion", None, reason="back", force=False)
+        history_db = db.alias_history("smol-agent", "champion")
+    with open_registry_admin(*api_opts) as api:
+        history_api = api.alias_history("smol-agent", "champion")
+        again = api.rollback("smol-agent", "champion", 2, reason="forward", force=False)
+
+    assert seen_api[1:] == seen_db[1:] == (1, None)
+    api_view, db_view = seen_api[0], seen_db[0]
+    assert set(api_view) - set(db_view) == {"aliases"} and set(db_view) <= set(api_view)
+    same = set(db_view) - {"created_at"}  # the API gives the timestamp as ISO text, the database a datetime
+    assert {k: api_view[k] for k in same} == {k: db_view[k] for k in same}
+    assert first == {"drafter": "smol-agent", "alias": "champion", "from_version": None, "to_version": 1,
+                     "moved": True, "overridden": []}
+    assert second == {**first, "from_version": 1, "to_version": 2}
+    assert back == {**first, "from_version": 2, "to_version": 1}
+    assert again == {**first, "from_version": 1, "to_version": 2}
+
+    def moves(events):
+        return [(e["action"], e["from_version"], e["to_version"], e["reason"], e["forced"]) for e in events]
+
+    assert moves(history_db) == moves(history_api) == [("promote", None, 1, "first", False),
+                                                       ("promote", 1, 2, "second", False),
+                                                       ("rollback", 2, 1, "back", False)]
+    assert [e["actor"][:4] for e in history_db] == ["key:", "cli:", "cli:"]

@@ -202,3 +202,42 @@ def test_drafters_list_versions_show_diff_export(stack, cli, tmp_path: Path):
     r = cli("drafters", "export", "smol-agent", "champion", bad)
     assert r.code == 4 and "[checksum_mismatch]" in r.err
     assert not bad.exists()  # the directory the export created is removed again: nothing partial left
+
+
+def test_datasets_validate_a_directory_of_mixed_field_files(tmp_path: Path, cli):
+    """Every file of a mixed directory is either understood with exact counts or refused with a code; a
+    run with refused content never prints "result: ok"."""
+    import shutil
+
+    fx = Path(__file__).parents[1] / "traces" / "fixtures"
+    d = tmp_path / "field"
+    d.mkdir()
+    for name in ("llamafactory_v1_reason_tool_use.json", "inspect_ai_log.eval", "vercel_ai_openai_steps.json",
+                 "trae_agent_trajectory.json", "letta_memgpt_indices.af", "letta_customer_service.af",
+                 "any_agent_trace_no_input.json", "generic/langchain_chat_history.json", "generic/preference_pairs.json"):
+        shutil.copy(fx / name, d / Path(name).name)
+    shutil.copytree(fx / "openhands_sdk", d / "openhands_sdk")
+    lines = (fx / "swe_smith_trajectories.jsonl").read_text(encoding="utf-8").splitlines()
+    (d / "cut.jsonl").write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2], encoding="utf-8")  # torn write
+    (d / "NOTES.txt").write_text("not a trace\n", encoding="utf-8")
+
+    r = cli("datasets", "validate", d, "--json", api=False)
+    assert r.code == 0, r.err
+    rep = r.json
+    assert rep["ok"] is False and "error:parser_error" not in rep["problem_counts"]
+    files = {Path(k).name: v for k, v in rep["files"].items()}
+    want = {"llamafactory_v1_reason_tool_use.json": (4, "ok"), "inspect_ai_log.eval": (2, "ok"),
+            "vercel_ai_openai_steps.json": (1, "ok"), "trae_agent_trajectory.json": (1, "ok"),
+            "letta_memgpt_indices.af": (1, "ok"), "langchain_chat_history.json": (1, "ok"), "events": (1, "ok"),
+            "cut.jsonl": (1, "partial"), "letta_customer_service.af": (0, "refused"),
+            "any_agent_trace_no_input.json": (0, "refused"), "preference_pairs.json": (0, "refused"),
+            "NOTES.txt": (0, "refused")}
+    assert {k: (v["conversations"], v["status"]) for k, v in files.items()} == want
+    codes = {(Path(p["file"]).name, p["code"]) for p in rep["errors"]}
+    assert {("cut.jsonl", "invalid_json"), ("letta_customer_service.af", "no_assistant_message"),
+            ("any_agent_trace_no_input.json", "no_conversations"), ("preference_pairs.json", "ambiguous_shape"),
+            ("NOTES.txt", "unknown_format")} <= codes
+    (cut,) = [p for p in rep["errors"] if p["file"].endswith("cut.jsonl")]
+    assert cut["line"] == 2
+    text = cli("datasets", "validate", d, api=False)
+    assert "result: ok" not in text.out and "refused" in text.out

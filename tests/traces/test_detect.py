@@ -60,9 +60,9 @@ def test_unknown_format_names_every_format_tried():
         assert fmt.name in exc.value.message
 
 
-def test_registry_order_puts_generic_openai_chat_last():
+def test_registry_order_puts_openai_chat_then_the_general_path_last():
     names = [f.name for f in all_formats()]
-    assert names[-1] == "openai_chat"
+    assert names[-2:] == ["openai_chat", "generic"]
     assert names.index("claude_code") < names.index("anthropic_messages")
 
 

@@ -81,3 +81,46 @@ def test_truncated_export():
     text = read(sample(D + "langfuse__koog-2025-08-26.json"))
     convs, report = parse_text("langfuse", text[:3000], "cut.json")
     assert convs == [] and codes(report) == ["invalid_json"]
+
+
+def test_openai_responses_output_is_read_not_dropped():
+    """GENERATIONs whose output is an OpenAI Responses object (written fixture, see fixtures/README.md)
+    used to read as "no output": 0 conversations and ok. Expected values walked from the raw JSON."""
+    from pathlib import Path
+
+    from drafters.traces.ingest import ingest
+
+    path = Path(__file__).parent / "fixtures" / "langfuse_openai_responses_output.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    gens = [o for o in raw["observations"] if o["type"] == "GENERATION"]
+    items = [i for g in gens for i in g["output"]["output"]]
+    want_calls = sum(i["type"] == "function_call" for i in items)
+    want_reasoning = sum(len(s["text"]) for i in items if i["type"] == "reasoning" for s in i["summary"])
+    assert (len(gens), want_calls) == (2, 1)  # by hand
+    result = ingest([path], scrub=False)
+    report = result.report
+    assert report.ok and not report.warnings
+    assert report.formats == {"langfuse": 1}
+    assert (report.counts["conversations"], report.counts["calls"], report.counts["tool_calls"]) == (1, 2, want_calls)
+    assert report.chars["reasoning"] == want_reasoning
+    first, second = result.conversations[0].explicit_calls
+    assert [t.name for t in first.tools] == ["get_weather"]
+    assert first.completion.tool_calls[0].arguments == {"city": "Portland"}
+    assert first.completion.model == "gpt-5-mini-2025-08-07"
+    assert second.context[-1].tool_results[0].call_id == "call_Sz1QP8T7fuJkIECGDLFWOorq"
+    assert second.completion.text == gens[1]["output"]["output"][0]["content"][0]["text"]
+    assert result.conversations[0].append_only
+
+
+def test_generation_without_readable_output_refuses_the_file(tmp_path):
+    """A recognized export from which no call can be read is an error (no_conversations), never ok."""
+    from drafters.traces.ingest import ingest
+
+    doc = {"trace": {"id": "t1", "projectId": "p1"}, "observations": [
+        {"id": "g1", "type": "GENERATION", "startTime": "2025-01-01T00:00:00Z",
+         "input": [{"role": "user", "content": "hi"}], "output": None}]}
+    path = tmp_path / "lf.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    report = ingest([path], scrub=False).report
+    assert not report.ok and [p.code for p in report.errors] == ["no_conversations"]
+    assert report.errors[0].file == str(path)

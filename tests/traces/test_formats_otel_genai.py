@@ -103,3 +103,58 @@ def test_truncated_export_reports_invalid_json():
     text = read(sample(JAEGER))
     convs, report = parse_text("otel_genai", text[: len(text) // 2], "cut.json")
     assert convs == [] and codes(report) == ["invalid_json"] and report.errors[0].line == 1
+
+
+def _fixture(name: str):
+    from pathlib import Path
+
+    return Path(__file__).parent / "fixtures" / name
+
+
+def test_tempo_batches_read_like_the_jaeger_export_they_were_converted_from():
+    """fixtures: the supervisor's two chat spans of the real Jaeger sample, and the same spans in the
+    "batches" form Grafana Tempo's trace API returns (base64 ids, OTLP attributes)."""
+    from drafters.traces.detect import detect_format
+
+    tempo = _fixture("otel_tempo_batches.json")
+    raw = json.loads(tempo.read_text(encoding="utf-8"))
+    spans = raw["batches"][0]["scopeSpans"][0]["spans"]
+    outputs = [json.loads(next(a["value"]["stringValue"] for a in s["attributes"] if a["key"] == "gen_ai.output.messages"))
+               for s in spans]
+    want_tool_calls = sum(p["type"] == "tool_call" for out in outputs for m in out for p in m["parts"])
+    assert (len(spans), want_tool_calls) == (2, 1)  # by hand
+    assert detect_format(tempo.read_text(encoding="utf-8"), tempo.name).name == "otel_genai"
+    a, ra = parse_file("otel_genai", tempo)
+    b, rb = parse_file("otel_genai", _fixture("otel_jaeger_subset.json"))
+    assert not ra.errors and not ra.warnings and not rb.errors
+    assert totals(a) == totals(b) == (1, 2, want_tool_calls)
+    assert [(c.context, c.completion) for c in a[0].explicit_calls] == [
+        (c.context, c.completion) for c in b[0].explicit_calls]
+    assert a[0].append_only and "query_detector" in [t.name for t in a[0].tools]
+
+
+def test_any_agent_trace_with_input_messages():
+    """fixture any_agent_trace.json: the real any-agent test trace below plus the gen_ai.input.messages
+    and gen_ai.output attributes later any-agent versions write (written, fixtures/README.md)."""
+    raw = json.loads(_fixture("any_agent_trace.json").read_text(encoding="utf-8"))
+    llm = [s for s in raw["spans"] if s["attributes"]["gen_ai.operation.name"] == "call_llm"]
+    tool_calls = sum(len(json.loads(s["attributes"]["gen_ai.output"])) for s in llm
+                     if s["attributes"]["gen_ai.output.type"] == "json")
+    assert (len(llm), tool_calls) == (3, 2)  # by hand
+    convs, report = parse_file("otel_genai", _fixture("any_agent_trace.json"))
+    assert not report.errors and not report.warnings
+    assert totals(convs) == (1, 3, 2) and convs[0].append_only
+    last = convs[0].explicit_calls[-1]
+    assert last.completion.text == raw["final_output"]
+    assert last.context[-1].tool_results[0].call_id == "call_ByO0ALTNcA7Z4ANjw2GeGqNs"
+
+
+def test_any_agent_trace_without_input_messages_is_refused_with_codes():
+    """fixture any_agent_trace_no_input.json: the real tests/assets/OPENAI_trace.json of mozilla-ai/any-agent,
+    written before any-agent recorded input messages: no call has a known context."""
+    from drafters.traces.ingest import ingest
+
+    report = ingest([_fixture("any_agent_trace_no_input.json")], scrub=False).report
+    assert not report.ok and report.counts["conversations"] == 0
+    assert report.problem_counts["warning:content_not_captured"] == 3
+    assert [p.code for p in report.errors] == ["no_conversations"]

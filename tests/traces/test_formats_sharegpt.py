@@ -98,3 +98,11 @@ def test_corrupted_copy_reports_file_and_line():
     assert report.errors and report.errors[0].code == "invalid_json"
     assert report.errors[0].file == "torn.json" and report.errors[0].line is not None
     assert len(convs) == 299  # only the torn record $[0] is lost: the reader resynchronises on $[1]
+
+
+def test_axolotl_train_false_turn_is_context():
+    rec = [{"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a", "train": False},
+                              {"from": "human", "value": "q2"}, {"from": "gpt", "value": "b"}]}]
+    (conv,), report = parse_text("sharegpt", json.dumps(rec))
+    assert not report.errors
+    assert [c.completion.text for c in conv.calls()] == ["b"]

@@ -165,8 +165,17 @@ def test_validation_warnings(tmp_path):
     path = _write_jsonl(tmp_path / "w.jsonl", [rec])
     result = ingest([path])
     codes = sorted(p.code for p in result.report.warnings)
-    assert codes == ["arguments_not_json", "tool_result_without_call", "unpaired_tool_call"]
+    assert codes == ["arguments_not_json", "no_tool_definitions", "tool_result_without_call", "unpaired_tool_call"]
     assert result.report.counts["parallel_calls"] == 1
+
+
+def test_tool_calls_without_definitions_warn_with_a_code(tmp_path):
+    with_defs = {**RECORD, "tools": [{"type": "function", "function": {"name": "send", "parameters": {}}}]}
+    path = _write_jsonl(tmp_path / "t.jsonl", [RECORD, with_defs])
+    report = ingest([path], scrub=False).report
+    (w,) = [p for p in report.warnings if p.code == "no_tool_definitions"]
+    assert w.line == 1 and "1 tool call(s)" in w.message
+    assert report.ok  # a warning: the content itself was understood
 
 
 def test_huge_tool_output_kept_whole(tmp_path):
@@ -191,3 +200,24 @@ def test_traces_package_is_torch_free():
             "sys.exit(1 if bad else 0)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_empty_conversations_are_errors_never_duplicates(tmp_path):
+    empty = {"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": ""}]}
+    path = _write_jsonl(tmp_path / "e.jsonl", [empty, empty, _record(0)])
+    report = ingest([path], scrub=False).report
+    assert report.problem_counts["error:content_lost"] == 2
+    assert report.counts["duplicates_dropped"] == 0 and report.counts["conversations"] == 1
+    assert [p.line for p in report.errors] == [1, 2]
+    assert not report.ok
+
+
+def test_shared_content_reader_never_dumps_unknown_parts_as_text():
+    from drafters.traces.formats._content import content_parts
+    from drafters.traces.model import ReasoningPart, TextPart, UnsupportedPart
+
+    parts = content_parts([{"type": "text", "value": "a"}, {"type": "thinking", "thinking": "b"},
+                           {"type": "tool_call", "value": "{\"name\": \"f\"}"}, {"text": "c"}, {"type": "image_url"}])
+    assert parts[0] == TextPart("a") and parts[1] == ReasoningPart("b") and parts[3] == TextPart("c")
+    assert parts[2] == UnsupportedPart("tool_call") and parts[2].lost
+    assert parts[4].kind == "image" and not parts[4].lost

@@ -138,3 +138,27 @@ def test_cassette_calls_are_explicit_with_full_request_context():
 def test_sniff():
     assert FORMAT.sniff(json.dumps(RECORD) + "\n", "x.jsonl")
     assert not FORMAT.sniff(json.dumps({"conversations": [{"from": "human", "value": "x"}]}), "x.json")
+
+
+def test_weight_zero_assistant_turns_are_context_not_completions():
+    """OpenAI fine-tuning's ``"weight": 0`` (fixture: the guide's multi-turn example)."""
+    from pathlib import Path
+
+    path = Path(__file__).parent / "fixtures" / "openai_finetune_weight.jsonl"
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    trained = [m["content"] for r in records for m in r["messages"] if m.get("weight") == 1]
+    convs, report = parse_file("openai_chat", path)
+    assert not report.errors
+    completions = [c.completion.text for conv in convs for c in conv.calls()]
+    assert completions == trained and len(trained) == 3  # 6 assistant turns, 3 trained (by hand)
+    last = next(iter(convs[0].calls()))
+    assert [m.text for m in last.context][2] == "Paris"  # the untrained answer is still context
+
+
+@pytest.mark.parametrize("flag", [{"weight": 0}, {"train": False}, {"training": False}, {"loss_weight": 0.0}])
+def test_other_trainers_do_not_train_flags(flag):
+    rec = {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", **flag},
+                        {"role": "user", "content": "q2"}, {"role": "assistant", "content": "b"}]}
+    (conv,), _ = _parse_text(json.dumps(rec))
+    assert [c.completion.text for c in conv.calls()] == ["b"]
+    assert [m.supervised for m in conv.messages] == [True, False, True, True]

@@ -21,6 +21,12 @@ FORMAT_MODULES: list[str] = [
     "drafters.traces.formats.copilot_cli",
     "drafters.traces.formats.mini_swe_agent",
     "drafters.traces.formats.swe_agent",
+    "drafters.traces.formats.swe_smith",
+    "drafters.traces.formats.trae_agent",
+    "drafters.traces.formats.letta",
+    "drafters.traces.formats.vercel_ai",
+    "drafters.traces.formats.inspect_ai",
+    "drafters.traces.formats.openhands_sdk",
     "drafters.traces.formats.openhands",
     "drafters.traces.formats.tau_bench",
     "drafters.traces.formats.toolbench",
@@ -29,12 +35,15 @@ FORMAT_MODULES: list[str] = [
     "drafters.traces.formats.langfuse",
     "drafters.traces.formats.aider",
     "drafters.traces.formats.sharegpt",
+    "drafters.traces.formats.llamafactory",
     # -- provider API formats (records and cassettes) --
     "drafters.traces.formats.anthropic_messages",
     "drafters.traces.formats.openai_responses",
     "drafters.traces.formats.bedrock_converse",
     "drafters.traces.formats.gemini_api",
     "drafters.traces.formats.openai_chat",
+    # -- the general path, for files no module recognizes (message lists found by their shape) --
+    "drafters.traces.formats.generic",
 ]
 
 

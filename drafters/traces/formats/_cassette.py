@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from drafters.traces.formats import _common
+from drafters.traces.formats import _reading, _records
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import Conversation, LLMCall, Message, Source, TextPart
 
@@ -113,7 +113,7 @@ def _share_prefix(previous: list[Message], context: list[Message]) -> list[Messa
 
 def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Iterator[Conversation]:
     """Yield the conversations of one cassette (see module doc). Bad interactions are reported."""
-    data = _common.load_yaml(stream, filename, problems, fmt)
+    data = _reading.load_yaml(stream, filename, problems, fmt)
     if data is None:
         return
     interactions = data.get("interactions") if isinstance(data, dict) else None
@@ -125,7 +125,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
     group_src: dict[str, Source] = {}
     for i, inter in enumerate(interactions):
         src = Source(fmt, filename, record=f"interactions[{i}]")
-        _common.count(problems, "records")
+        _reading.count(problems, "records")
         if not isinstance(inter, dict) or not isinstance(inter.get("request"), dict):
             problems.error("not_an_object", "interaction has no request", src)
             continue
@@ -183,7 +183,7 @@ def sniff_cassette_or_records(head: str, fmt: str, is_record: Callable[[dict[str
     ``is_record`` accepts."""
     if is_cassette(head):
         return sniff_provider(head) == fmt
-    first = _common.first_json_line(head)
+    first = _reading.first_json_line(head)
     if isinstance(first, list) and first:
         first = first[0]
     return isinstance(first, dict) and is_record(first)
@@ -197,7 +197,7 @@ def parse_cassette_or_records(
     ``parse_records(stream)`` (the stream given back whole: the 64 characters read to decide are put
     back in front)."""
     head = stream.read(64)
-    stream = _common.Prefixed(head, stream)  # type: ignore[assignment]
+    stream = _reading.Prefixed(head, stream)  # type: ignore[assignment]
     if is_cassette(head):
         yield from parse(stream, filename, problems, fmt)
     else:
@@ -211,7 +211,7 @@ def provider_sniff_parse(
     is_record: Callable[[dict[str, Any]], bool],
 ) -> tuple[Callable[[str, str], bool], Callable[[IO[str], str, ProblemSink], Iterator[Conversation]]]:
     """``(sniff, parse)`` of a provider format whose JSON(L) records are request bodies (optionally with
-    the response under ``"response"``, see ``_common.parse_request_records``) and whose recordings are
+    the response under ``"response"``, see ``_records.parse_request_records``) and whose recordings are
     cassettes."""
 
     def sniff(head: str, filename: str) -> bool:
@@ -220,7 +220,7 @@ def provider_sniff_parse(
     def parse_(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
         yield from parse_cassette_or_records(
             stream, filename, problems, fmt,
-            lambda s: _common.parse_request_records(s, filename, problems, fmt, request_to_messages,
+            lambda s: _records.parse_request_records(s, filename, problems, fmt, request_to_messages,
                                                     response_to_message, is_record))
 
     return sniff, parse_

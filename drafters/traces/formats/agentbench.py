@@ -10,10 +10,13 @@ produced and saw them. Streams line by line; a bad line is reported with its lin
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
-from drafters.traces.formats._common_b import RECORD_ERRORS, as_str, content_parts, iter_jsonl, src
+from drafters.traces.formats._content import as_str, content_parts
+from drafters.traces.formats._reading import iter_json_lines, src
+from drafters.traces.formats._records import RECORD_ERRORS
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message
 
@@ -31,7 +34,7 @@ def sniff(head: str, filename: str) -> bool:
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """One conversation per line."""
     base = Path(filename).name
-    for lineno, rec in iter_jsonl(stream, filename, NAME, problems):
+    for lineno, rec in iter_json_lines(stream, filename, problems, NAME):
         source = src(NAME, filename, line=lineno)
         out = rec.get("output") if isinstance(rec, dict) else None
         history = out.get("history") if isinstance(out, dict) else None

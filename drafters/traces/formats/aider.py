@@ -22,10 +22,12 @@ There are no structured tool calls in either log: edits are SEARCH/REPLACE block
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
-from drafters.traces.formats._common_b import guard_file, src
+from drafters.traces.formats._reading import src
+from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, LLMCall, Message, TextPart
 

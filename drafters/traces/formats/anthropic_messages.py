@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from drafters.traces.formats import _cassette, _common
+from drafters.traces.formats import _cassette, _content, _reading
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -56,7 +56,7 @@ def tool_result_parts(block: dict[str, Any]) -> list:
             elif isinstance(b, str):
                 texts.append(b)
             elif isinstance(b, dict):
-                _common.add_unsupported(extra, "image" if b.get("type") == "image" else str(b.get("type")))
+                _content.add_unsupported(extra, "image" if b.get("type") == "image" else str(b.get("type")))
         text = "\n".join(texts)
     elif isinstance(content, str):
         text = content
@@ -107,7 +107,7 @@ def blocks_to_messages(role: str, content: Any, model: str | None = None, meta: 
         if part is None:
             continue
         if isinstance(part, UnsupportedPart):
-            _common.add_unsupported(current, part.kind)
+            _content.add_unsupported(current, part.kind)
         else:
             current.append(part)
     if current or not out:
@@ -117,7 +117,7 @@ def blocks_to_messages(role: str, content: Any, model: str | None = None, meta: 
 
 def system_messages(system: Any) -> list[Message]:
     """The request's ``system`` (string or text blocks) -> [system Message] or []."""
-    text = _common.text_of(system) if system else ""
+    text = _content.text_of(system) if system else ""
     return [Message("system", [TextPart(text)])] if text else []
 
 
@@ -175,7 +175,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
 
 def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     stem = filename.rsplit("/", 1)[-1]
-    for src, value in _common.load_json_or_lines(stream, filename, problems, NAME):
+    for src, value in _reading.load_json_or_lines(stream, filename, problems, NAME):
         items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
         for i, item in items:
             s = src if i is None else Source(NAME, filename, record=f"$[{i}]")

@@ -9,8 +9,9 @@ file's; ``parse`` streams the file and yields canonical conversations, reporting
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Callable, Iterator, Protocol
+from typing import IO, Protocol
 
 from drafters.traces.model import Conversation, Source
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from drafters.traces.formats import _common
+from drafters.traces.formats import _reading
 from drafters.traces.formats.anthropic_messages import blocks_to_messages
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, LLMCall, Message, Source
@@ -58,7 +58,7 @@ def sniff(head: str, filename: str) -> bool:
     stripped = head.lstrip()
     if stripped.startswith("{") and '"loglines"' in stripped[:200]:
         return True
-    lines = _common.json_lines(head, limit=10)
+    lines = _reading.json_lines(head, limit=10)
     if not lines:  # a first line longer than the 64 KiB head (a huge tool result): look at its keys
         start = stripped[:3000]
         return '"parentUuid"' in start and '"sessionId"' in start and '"type"' in stripped
@@ -91,10 +91,10 @@ def _is_meta(line: dict[str, Any], content: Any) -> bool:
 
 def _records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[tuple[Source, Any]]:
     """Yield (source, line) for JSONL, the loglines wrapper, or a JSON array of lines."""
-    for src, value in _common.load_json_or_lines(stream, filename, problems, NAME):
+    for src, value in _reading.load_json_or_lines(stream, filename, problems, NAME):
         if src.record == "$" and isinstance(value, dict) and isinstance(value.get("loglines"), list):
             for i, item in enumerate(value["loglines"]):
-                _common.count(problems, "records")
+                _reading.count(problems, "records")
                 yield Source(NAME, filename, record=f"loglines[{i}]"), item
         else:
             yield src, value

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import IO, Any
 
-from drafters.traces.formats import _common
+from drafters.traces.formats import _reading
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.model import (
@@ -40,7 +40,7 @@ _INJECTED = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<IN
 
 
 def sniff(head: str, filename: str) -> bool:
-    lines = [d for d in _common.json_lines(head, limit=5) if isinstance(d, dict)]
+    lines = [d for d in _reading.json_lines(head, limit=5) if isinstance(d, dict)]
     if not lines:  # a first line longer than the 64 KiB head
         start = head.lstrip()[:300]
         return start.startswith('{"timestamp"') and ('"type":"session_meta"' in start or '"type":"response_item"' in start)
@@ -56,7 +56,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     session_id: str | None = None
     first_src: Source | None = None
     exec_stream = False
-    for lineno, rec in _common.iter_json_lines(stream, filename, problems, NAME):
+    for lineno, rec in _reading.iter_json_lines(stream, filename, problems, NAME):
         src = Source(NAME, filename, line=lineno)
         if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
             problems.error("not_an_object", "line is not a {type, payload} object", src)

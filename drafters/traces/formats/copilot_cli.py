@@ -19,13 +19,21 @@ pseudo-tools (``report_intent``, ``task_complete``) are real calls the model emi
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
-from drafters.traces.formats._common_b import guard_file, as_list, as_str, as_text, content_parts, iter_values, src
+from drafters.traces.formats._content import as_list, as_str, as_text, content_parts
+from drafters.traces.formats._reading import iter_values, src
+from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
-    Conversation, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart,
+    Conversation,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
 )
 
 NAME = "copilot_cli"

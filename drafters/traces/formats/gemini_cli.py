@@ -20,13 +20,20 @@ CLI notices the model never saw and are dropped.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import guard_file, as_list, as_text, content_parts, iter_values, src
+from drafters.traces.formats._content import as_list, as_text, content_parts
+from drafters.traces.formats._reading import iter_values, src
+from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
-    Conversation, Message, ReasoningPart, ToolCallPart, ToolResultPart,
+    Conversation,
+    Message,
+    ReasoningPart,
+    ToolCallPart,
+    ToolResultPart,
 )
 
 NAME = "gemini_cli"

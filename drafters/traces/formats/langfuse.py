@@ -21,18 +21,41 @@ The message shape depends on the instrumentation, each with its own converter:
   become assistant tool calls; the id-less results after them pair by position);
 - Google GenAI (ADK): ``{model, config{system_instruction, tools[{function_declarations}]},
   contents[{role: user|model, parts[{text}|{function_call}|{function_response}]}]}`` in, ``{content:
-  {role: model, parts}}`` out.
+  {role: model, parts}}`` out;
+- OpenAI Responses API (the OpenAI integration on ``responses.create``): the output is the whole
+  Response object (``{object: "response", output: [items]}``) or its item list, the input a list of
+  role messages and items (``function_call``, ``function_call_output``, ``reasoning``) or a request
+  body ``{instructions, input, tools}``; read with ``openai_responses.items_to_messages``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import RECORD_ERRORS, as_list, as_str, link_models, as_text, content_parts, iter_values, semconv_parts, src, tool_defs
+from drafters.traces.formats._content import (
+    as_list,
+    as_str,
+    as_text,
+    content_parts,
+    link_models,
+    semconv_parts,
+    tool_defs,
+)
+from drafters.traces.formats._reading import iter_values, src
+from drafters.traces.formats._records import RECORD_ERRORS
 from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.formats.openai_responses import items_to_messages, request_to_messages
 from drafters.traces.model import (
-    Conversation, LLMCall, Message, ReasoningPart, TextPart, ToolCallPart, ToolDef, ToolResultPart,
+    Conversation,
+    LLMCall,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolDef,
+    ToolResultPart,
     UnsupportedPart,
 )
 
@@ -176,8 +199,38 @@ def _gemini_parts(parts: Any) -> list:
     return out
 
 
+# Responses-API item types that carry no role (a list holding one of them is an item list).
+_RESPONSES_ITEMS = {"function_call", "function_call_output", "reasoning", "custom_tool_call",
+                    "custom_tool_call_output", "local_shell_call", "local_shell_call_output", "web_search_call"}
+
+
+def _responses_items(raw: Any) -> list | None:
+    """The Responses-API items of an input or output value: a Response object's ``output``, or a list
+    with at least one role-less item (or an output ``message`` item); None for any other shape."""
+    if isinstance(raw, dict) and isinstance(raw.get("output"), list) and (
+            raw.get("object") == "response" or "status" in raw):
+        return raw["output"]
+    if isinstance(raw, list) and any(
+            isinstance(i, dict) and (i.get("type") in _RESPONSES_ITEMS
+                                     or i.get("type") == "message" and isinstance(i.get("content"), list))
+            for i in raw):
+        return raw
+    return None
+
+
 def _context(raw: Any, b: _Builder) -> None:
     raw = _decode(raw)
+    if isinstance(raw, dict) and "input" in raw and "messages" not in raw and "contents" not in raw:
+        tools, msgs = request_to_messages(raw)  # a Responses request body
+        b.tools.extend(tools)
+        for m in msgs:
+            b.add(m.role, m.parts)
+        return
+    items = _responses_items(raw)
+    if items is not None:
+        for m in items_to_messages(items):
+            b.add(m.role, m.parts)
+        return
     if isinstance(raw, dict) and isinstance(raw.get("contents"), list):  # Google GenAI request
         config = raw.get("config") if isinstance(raw.get("config"), dict) else {}
         system = config.get("system_instruction")
@@ -201,6 +254,11 @@ def _context(raw: Any, b: _Builder) -> None:
 
 def _completion(raw: Any, model: str | None) -> Message | None:
     raw = _decode(raw)
+    items = _responses_items(raw)
+    if items is not None:
+        model = model or (raw.get("model") if isinstance(raw, dict) else None)
+        replies = [m for m in items_to_messages(items, model=model) if m.role == "assistant"]
+        return Message("assistant", [p for m in replies for p in m.parts], model=model)
     b = _Builder()
     if isinstance(raw, dict) and isinstance(raw.get("content"), dict) and "parts" in raw["content"]:
         raw = {"role": "assistant", "parts": raw["content"]["parts"]}  # Google GenAI response

@@ -17,10 +17,13 @@ a ReasoningPart whose ``signature`` is the encrypted blob, verbatim. The model c
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import guard_file, content_parts, load_document, src
+from drafters.traces.formats._content import content_parts
+from drafters.traces.formats._reading import load_json, src
+from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ReasoningPart
 
@@ -56,7 +59,7 @@ def _reasoning(response: Any) -> ReasoningPart | None:
 @guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """One conversation per file."""
-    doc = load_document(stream, filename, NAME, problems)
+    doc = load_json(stream, filename, problems, NAME)
     if doc is None:
         return
     if isinstance(doc, list):

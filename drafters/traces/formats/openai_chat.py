@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from drafters.traces.formats import _cassette, _common
+from drafters.traces.formats import _cassette, _content, _reading
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -81,7 +81,7 @@ def _content_parts(content: Any) -> list:
                 elif kind == "refusal" and isinstance(block.get("refusal"), str):
                     parts.append(TextPart(block["refusal"]))
                 else:
-                    _common.add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(kind, str(kind)))
+                    _content.add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(kind, str(kind)))
         return parts
     return [TextPart(json.dumps(content, ensure_ascii=False))]
 
@@ -90,7 +90,9 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
     """One OpenAI chat message -> a canonical Message. Raises ValueError on an unknown role.
 
     Assistant ``reasoning_content`` / ``reasoning`` (a string, as vLLM, DeepSeek and OpenRouter log it)
-    becomes a leading ReasoningPart; legacy ``function_call`` becomes a ToolCallPart with id None.
+    becomes a leading ReasoningPart; legacy ``function_call`` becomes a ToolCallPart with id None. An
+    assistant message with OpenAI fine-tuning's ``"weight": 0`` (or another trainer's equivalent, see
+    ``_content.trained``) is context only (``supervised=False``).
     Tool (and legacy ``function``) messages become one ToolResultPart.
     """
     role = _ROLE_MAP.get(msg.get("role"))  # type: ignore[arg-type]
@@ -98,16 +100,17 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         raise ValueError(f"unknown role {msg.get('role')!r}")
     if role == "tool":
         content = msg.get("content")
+        ids = msg.get("tool_call_ids")  # SWE-agent style: a list holding the one id
         parts: list = [ToolResultPart(
-            call_id=msg.get("tool_call_id"),
-            content=content if isinstance(content, str) else _common.text_of(content),
+            call_id=msg.get("tool_call_id") or (ids[0] if isinstance(ids, list) and ids else None),
+            content=content if isinstance(content, str) else _content.text_of(content),
             is_error=bool(msg.get("is_error", False)),
             name=msg.get("name"),
         )]
         if isinstance(content, list):
             for block in content:
                 if isinstance(block, dict) and block.get("type") not in ("text", None):
-                    _common.add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(block["type"], str(block["type"])))
+                    _content.add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(block["type"], str(block["type"])))
         return Message("tool", parts)
     parts = []
     if role == "assistant":
@@ -126,7 +129,9 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         if isinstance(fc, dict):
             parts.append(ToolCallPart.from_raw(None, str(fc.get("name", "")), fc.get("arguments")))
     msg_model = msg.get("model") if isinstance(msg.get("model"), str) else None
-    return Message(role, parts, model=(msg_model or model) if role == "assistant" else None)  # type: ignore[arg-type]
+    if role != "assistant":
+        return Message(role, parts)  # type: ignore[arg-type]
+    return Message(role, parts, model=msg_model or model, supervised=_content.trained(msg))
 
 
 def messages_from_openai(
@@ -256,7 +261,7 @@ def sniff(head: str, filename: str) -> bool:
         return _cassette.sniff_provider(head) == NAME
     stripped = head.lstrip()
     if stripped.startswith("{") or stripped.startswith("["):
-        first = _common.first_json_line(head)
+        first = _reading.first_json_line(head)
         if first is not None:
             return _record_messages(first) is not None or (
                 isinstance(first, list) and bool(first) and _record_messages(first[0]) is not None)
@@ -276,7 +281,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
 
 def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     stem = filename.rsplit("/", 1)[-1]
-    for source, value in _common.load_json_or_lines(stream, filename, problems, NAME):
+    for source, value in _reading.load_json_or_lines(stream, filename, problems, NAME):
         if source.record == "$" and isinstance(value, dict) and _record_messages(value) is None:
             for key in ("data", "records", "items"):  # {"data": [records]}
                 if isinstance(value.get(key), list):

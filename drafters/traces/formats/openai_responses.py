@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from drafters.traces.formats import _cassette, _common
+from drafters.traces.formats import _cassette, _content
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.model import (
     Message,
@@ -57,7 +57,7 @@ def _output_text(output: Any) -> str:
     if isinstance(output, str):
         return output
     if isinstance(output, list):
-        return _common.text_of(output)
+        return _content.text_of(output)
     return json.dumps(output, ensure_ascii=False)
 
 
@@ -86,7 +86,7 @@ def items_to_messages(items: list[Any], model: str | None = None) -> list[Messag
                 out.append(Message(role, parts))  # type: ignore[arg-type]
         elif kind == "reasoning":
             summary = "\n".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict))
-            text = summary or _common.text_of(item.get("content"))
+            text = summary or _content.text_of(item.get("content"))
             assistant().parts.append(ReasoningPart(text, signature=item.get("encrypted_content"),
                                                    redacted=bool(item.get("encrypted_content")) and not text))
         elif kind == "function_call":

@@ -18,10 +18,13 @@ turn; ``source: user`` messages are user turns. State-change events (``agent_sta
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import as_str, as_text, guard_file, content_parts, load_document, src
+from drafters.traces.formats._content import as_str, as_text, content_parts
+from drafters.traces.formats._reading import load_json, src
+from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ToolCallPart, ToolResultPart
 
@@ -40,7 +43,7 @@ def sniff(head: str, filename: str) -> bool:
 @guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """One conversation per trajectory file."""
-    doc = load_document(stream, filename, NAME, problems)
+    doc = load_json(stream, filename, problems, NAME)
     if doc is None:
         return
     if isinstance(doc, dict) and isinstance(doc.get("history") or doc.get("events"), list):

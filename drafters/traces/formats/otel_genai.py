@@ -8,6 +8,12 @@ attributes):
 - OTLP JSON (file exporter, collector): ``{resourceSpans[{scopeSpans[{spans[{traceId, spanId,
   parentSpanId, name, startTimeUnixNano, endTimeUnixNano, attributes[{key, value{stringValue|
   intValue|...}}]}]}]}]}``, one object per file or per line;
+- Grafana Tempo: the same OTLP resource spans under ``batches`` (trace-by-id API v1) or
+  ``{"trace": {"resourceSpans": [...]}}`` (v2); Jaeger's v3 API under ``{"result": {...}}``;
+- any-agent ``AgentTrace`` JSON: ``{spans[{name, context{trace_id, span_id}, start_time (ns), end_time,
+  attributes{gen_ai.operation.name: call_llm|execute_tool|invoke_agent, gen_ai.input.messages (OpenAI
+  chat messages), gen_ai.output + gen_ai.output.type}}], final_output}``; older any-agent versions record
+  no input messages (``content_not_captured``);
 - console exporter (``ConsoleSpanExporter``): pretty-printed span objects one after another (not
   JSONL) with ``context{trace_id, span_id}``, ``parent_id``, ``start_time``, ``end_time`` and an
   ``attributes`` mapping. It prints spans more than once, including in-progress copies with
@@ -33,23 +39,33 @@ history).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import as_list, guard_file, link_models, as_text, iter_values, semconv_parts, src, tool_defs
+from drafters.traces.formats._content import as_list, as_text, link_models, semconv_parts, tool_defs
+from drafters.traces.formats._reading import iter_values, src
+from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.formats.openai_chat import message_from_openai
 from drafters.traces.model import (
-    Conversation, LLMCall, Message, TextPart, ToolCallPart, ToolResultPart,
+    Conversation,
+    LLMCall,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
 )
 
 NAME = "otel_genai"
-CALL_OPERATIONS = {"chat", "text_completion", "generate_content", "completion"}
+CALL_OPERATIONS = {"chat", "text_completion", "generate_content", "completion", "call_llm"}
 
 
 def sniff(head: str, filename: str) -> bool:
     """Jaeger (``"traceID"`` + ``"spans"`` + ``"operationName"``), OTLP (``"resourceSpans"``), or console
     dumps (``"context"`` with ``"trace_id"``/``"span_id"`` and ``"attributes"``)."""
-    if '"resourceSpans"' in head:
+    if '"resourceSpans"' in head or ('"batches"' in head and ('"scopeSpans"' in head
+                                                             or '"instrumentationLibrarySpans"' in head)):
         return True
     if '"traceID"' in head and '"spans"' in head and '"operationName"' in head:
         return True
@@ -77,7 +93,10 @@ def _otlp_value(v: Any) -> Any:
     return None
 
 
-def _iso_seconds(value: Any) -> float | None:
+def _seconds(value: Any) -> float | None:
+    """Seconds since the epoch of an ISO timestamp (console exporter) or integer nanoseconds (any-agent)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value / 1e9
     if not isinstance(value, str):
         return None
     try:
@@ -107,8 +126,17 @@ def _spans_of(value: Any, line: int) -> Iterator[dict]:
                        "start": start, "end": (start + dur / 1e6) if start is not None and isinstance(dur, (int, float)) else start,
                        "attrs": attrs, "line": line}
         return
-    if isinstance(value.get("resourceSpans"), list):  # OTLP JSON
-        for rs in value["resourceSpans"]:
+    for wrapper in ("trace", "result"):  # Tempo v2 / Jaeger v3 API: {"trace"|"result": {"resourceSpans": [...]}}
+        if isinstance(value.get(wrapper), dict) and "resourceSpans" in value[wrapper]:
+            yield from _spans_of(value[wrapper], line)
+            return
+    if isinstance(value.get("spans"), list) and not isinstance(value.get("data"), list):  # any-agent AgentTrace
+        for v in value["spans"]:
+            yield from _spans_of(v, line)
+        return
+    batches = value.get("resourceSpans") if isinstance(value.get("resourceSpans"), list) else value.get("batches")
+    if isinstance(batches, list):  # OTLP JSON; Grafana Tempo writes the same resource spans as "batches"
+        for rs in batches:
             for ss in (rs or {}).get("scopeSpans") or (rs or {}).get("instrumentationLibrarySpans") or []:
                 for s in (ss or {}).get("spans") or []:
                     if not isinstance(s, dict):
@@ -125,7 +153,7 @@ def _spans_of(value: Any, line: int) -> Iterator[dict]:
     if isinstance(ctx, dict) and "span_id" in ctx:  # console exporter
         attrs = value.get("attributes") if isinstance(value.get("attributes"), dict) else {}
         yield {"trace": ctx.get("trace_id"), "span": ctx.get("span_id"), "name": value.get("name"),
-               "start": _iso_seconds(value.get("start_time")), "end": _iso_seconds(value.get("end_time")),
+               "start": _seconds(value.get("start_time")), "end": _seconds(value.get("end_time")),
                "attrs": attrs, "line": line}
 
 
@@ -150,12 +178,32 @@ def _semconv_messages(raw: Any) -> list[Message]:
         role = m.get("role") if m.get("role") in ("system", "user", "assistant", "tool") else "user"
         if "parts" in m:
             parts = semconv_parts(m.get("parts"))
-        else:  # some instrumentations log OpenAI-style {role, content}
-            parts = [TextPart(as_text(m.get("content")))] if m.get("content") else []
+        else:  # some instrumentations (any-agent) log OpenAI chat messages {role, content, tool_calls}
+            try:
+                out.append(message_from_openai(m))
+            except ValueError:
+                out.append(Message(role, [TextPart(as_text(m.get("content")))] if m.get("content") else []))
+            continue
         if role != "tool" and parts and all(isinstance(p, ToolResultPart) for p in parts):
             role = "tool"
         out.append(Message(role, parts))
     return out
+
+
+def _any_agent_output(attrs: dict) -> list[Message]:
+    """any-agent's completion: ``gen_ai.output`` (older: ``genai.output``) holding text, or with
+    ``...output.type == "json"`` a JSON list of tool calls (``{name, arguments}`` or OpenAI ``{id, function}``)."""
+    key = "gen_ai.output" if "gen_ai.output" in attrs else "genai.output"
+    if key not in attrs:
+        return []
+    if attrs.get(key + ".type") != "json":
+        return [Message("assistant", [TextPart(as_text(attrs[key]))])] if attrs[key] else []
+    parts: list = []
+    for call in as_list(_json_attr(attrs, key)):
+        if isinstance(call, dict):
+            fn = call.get("function") if isinstance(call.get("function"), dict) else call
+            parts.append(ToolCallPart.from_raw(call.get("id"), str(fn.get("name")), fn.get("arguments")))
+    return [Message("assistant", parts)]
 
 
 def _flat_messages(attrs: dict, prefix: str) -> list[Message]:
@@ -189,11 +237,15 @@ def _call_of(span: dict, filename: str, problems: ProblemSink) -> tuple[list, li
     model = model if isinstance(model, str) and model and model != "unknown" else None
     if "gen_ai.input.messages" in attrs or "gen_ai.output.messages" in attrs:
         context = _semconv_messages(_json_attr(attrs, "gen_ai.input.messages"))
-        outputs = _semconv_messages(_json_attr(attrs, "gen_ai.output.messages"))
+        outputs = _semconv_messages(_json_attr(attrs, "gen_ai.output.messages")) or _any_agent_output(attrs)
         system = _json_attr(attrs, "gen_ai.system_instructions")
         if system:
             parts = semconv_parts(system) if isinstance(system, list) else [TextPart(as_text(system))]
             context.insert(0, Message("system", parts))
+    elif "gen_ai.input.messages" not in attrs and ("gen_ai.output" in attrs or "genai.output" in attrs):
+        problems.warning("content_not_captured", "any-agent LLM span records its output but not its input "
+                         "messages (a version before input capture): the call's context is unknown", source)
+        return None
     elif "gen_ai.prompt.0.content" in attrs or "gen_ai.completion.0.content" in attrs \
             or "gen_ai.completion.0.tool_calls.0.name" in attrs:
         context = _flat_messages(attrs, "gen_ai.prompt")

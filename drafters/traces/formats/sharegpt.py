@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import RECORD_ERRORS, content_parts, iter_values, src, tool_defs
+from drafters.traces.formats._content import content_parts, tool_defs, trained
+from drafters.traces.formats._reading import iter_values, src
+from drafters.traces.formats._records import RECORD_ERRORS
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -107,7 +110,7 @@ def record_to_conversation(record: Any, conv_id: str, source, problems: ProblemS
                 if messages and messages[-1].role == "assistant" and not messages[-1].tool_calls:
                     messages[-1].parts.extend(calls)  # text turn + call turn = one model turn (#9107)
                 else:
-                    messages.append(Message("assistant", list(calls)))
+                    messages.append(Message("assistant", list(calls), supervised=trained(turn)))
                 pending, result_index = calls, 0
             elif role == "tool":
                 name = pending[result_index].name if result_index < len(pending) else None
@@ -126,7 +129,7 @@ def record_to_conversation(record: Any, conv_id: str, source, problems: ProblemS
                 if role == "assistant" and messages and messages[-1].role == "assistant" and not messages[-1].tool_calls:
                     messages[-1].parts.extend(parts)
                 else:
-                    messages.append(Message(role, parts))
+                    messages.append(Message(role, parts, supervised=role != "assistant" or trained(turn)))
                 if role != "assistant":
                     pending, result_index = [], 0
     except _BadRecord as bad:

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import guard_file, content_parts, load_document, src
+from drafters.traces.formats._content import content_parts
+from drafters.traces.formats._reading import load_json, src
+from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -58,10 +61,12 @@ def _listish(value: Any) -> list:
     return []
 
 
-def history_to_messages(history: list, source, problems: ProblemSink, model: str | None) -> list[Message]:
+def history_to_messages(history: list, source, problems: ProblemSink, model: str | None,
+                        key: str = "history") -> list[Message]:
+    """SWE-agent history entries -> canonical messages (bad entries reported at ``{key}[i]``)."""
     out: list[Message] = []
     for i, m in enumerate(history):
-        field = f"history[{i}]"
+        field = f"{key}[{i}]"
         if not isinstance(m, dict) or m.get("role") not in ("system", "user", "assistant", "tool"):
             problems.error("bad_record", "history entry is not {role, content} with a known role", source, field)
             continue
@@ -108,7 +113,7 @@ def trajectory_to_messages(traj: list, source, problems: ProblemSink, model: str
 @guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """One conversation per .traj file (see module docstring)."""
-    doc = load_document(stream, filename, NAME, problems)
+    doc = load_json(stream, filename, problems, NAME)
     if doc is None:
         return
     source = src(NAME, filename, record="$.history")

@@ -19,10 +19,13 @@ The simulated user is never the assistant: its messages are always ``user``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
-from drafters.traces.formats._common_b import RECORD_ERRORS, as_list, as_str, as_text, content_parts, iter_values, src
+from drafters.traces.formats._content import as_list, as_str, as_text, content_parts
+from drafters.traces.formats._reading import iter_values, src
+from drafters.traces.formats._records import RECORD_ERRORS
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ReasoningPart, ToolCallPart, ToolResultPart
 

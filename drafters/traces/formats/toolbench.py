@@ -18,10 +18,13 @@ line endings (text-mode reading normalises them).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
-from drafters.traces.formats._common_b import guard_file, content_parts, load_document, src, tool_defs
+from drafters.traces.formats._content import content_parts, tool_defs
+from drafters.traces.formats._reading import load_json, src
+from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ToolCallPart, ToolResultPart
 
@@ -85,7 +88,7 @@ def convert_messages(raw: list, field: str, source, problems: ProblemSink) -> li
 @guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """Yield one conversation per maximal DFS branch of ``answer_generation.train_messages``."""
-    doc = load_document(stream, filename, NAME, problems)
+    doc = load_json(stream, filename, problems, NAME)
     if doc is None:
         return
     base = Path(filename).name

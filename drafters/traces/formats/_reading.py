@@ -1,16 +1,26 @@
-"""Helpers shared by the format modules: JSONL/JSON/YAML reading with per-record problem reports.
+"""Reading trace files: JSON documents, JSON Lines, concatenated JSON values and YAML, with every bad
+line or document reported to the ``ProblemSink`` (code ``invalid_json``, with file and line) instead of
+raised, plus the cheap helpers sniffers use on a file's head.
 
-Not a format (no ``FORMAT``); format modules of any engineer may use these.
+Not a format (no ``FORMAT``); every format module may use these. Standard library only (``yaml`` is
+imported lazily by ``load_yaml``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import IO, Any
 
 from drafters.traces.formats.base import ProblemSink
-from drafters.traces.model import Source, UnsupportedPart
+from drafters.traces.model import Source
+
+_DECODER = json.JSONDecoder()
+
+def src(fmt: str, filename: str, line: int | None = None, record: str | None = None) -> Source:
+    """A ``Source`` for ``fmt`` in ``filename`` at a 1-based ``line`` or a JSON ``record`` path."""
+    return Source(format=fmt, file=filename, line=line, record=record)
 
 
 def count(problems: ProblemSink, key: str, n: int = 1) -> None:
@@ -18,6 +28,11 @@ def count(problems: ProblemSink, key: str, n: int = 1) -> None:
     fn = getattr(problems, "count", None)
     if fn is not None:
         fn(key, n)
+
+
+def head_has(head: str, *patterns: str) -> bool:
+    """True when every regex in ``patterns`` occurs in ``head``."""
+    return all(re.search(p, head) for p in patterns)
 
 
 def first_json_line(head: str) -> Any:
@@ -70,7 +85,9 @@ def iter_json_lines(
 
 
 def load_json(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Any:
-    """The whole stream parsed as one JSON document, or None (reported as ``invalid_json``)."""
+    """The whole stream parsed as one JSON document, or None (reported as ``invalid_json`` at the error's
+    line). For formats whose files are one JSON value; line-oriented formats use ``iter_json_lines`` so
+    memory stays bounded."""
     text = stream.read()
     try:
         return json.loads(text)
@@ -142,6 +159,82 @@ def load_json_or_lines(
         yield Source(fmt, filename, line=lineno), value
 
 
+def iter_values(
+    stream: IO[str], filename: str, fmt: str, problems: ProblemSink, chunk_size: int = 1 << 20
+) -> Iterator[tuple[int, int, Any]]:
+    """Yield ``(start_line, ordinal, value)`` for the records of a file, streaming.
+
+    Accepts a top-level JSON array (yields its elements; ``ordinal`` is the array index, so the
+    record path is ``$[ordinal]``), JSON Lines, or JSON values printed one after another, indented
+    (the OpenTelemetry console exporter does this, and neither ``json.load`` nor a line reader
+    accepts it). Memory is bounded by the largest record plus one chunk. Text that does not decode
+    is reported as ``invalid_json`` at its line and skipped up to the next line that starts a value.
+    """
+    buf = ""
+    line = 1  # line number of buf[0]
+    eof = False
+    in_array: bool | None = None
+    ordinal = 0
+    indent = ""  # leading whitespace of the current record's first line
+
+    def fill() -> bool:
+        nonlocal buf, eof
+        if eof:
+            return False
+        more = stream.read(chunk_size)
+        if not more:
+            eof = True
+            return False
+        buf += more
+        return True
+
+    while True:
+        if len(buf) < chunk_size:
+            fill()
+        i = 0
+        while i < len(buf) and buf[i] in " \t\r\n,\ufeff":
+            i += 1
+        line += buf.count("\n", 0, i)
+        if "\n" in buf[:i]:
+            indent = buf[buf.rfind("\n", 0, i) + 1 : i].replace(",", "")
+        buf = buf[i:]
+        if not buf:
+            if eof:
+                return
+            continue
+        if in_array is None:
+            in_array = buf[0] == "["
+            if in_array:
+                buf = buf[1:]
+                continue
+        if in_array and buf[0] == "]":
+            return
+        try:
+            value, end = _DECODER.raw_decode(buf)
+        except ValueError as exc:
+            # Only an error at the end of the buffer can mean "the value continues in the next
+            # chunk"; anything earlier is a real error (so one bad record never loads the whole file).
+            at_end = exc.pos >= len(buf) - 1 or exc.msg.startswith("Unterminated")
+            if at_end and fill():
+                continue
+            problems.error("invalid_json", f"not valid JSON: {exc.msg}", src(fmt, filename, line=line,
+                           record=f"$[{ordinal}]" if in_array else None))
+            ordinal += 1
+            # resynchronise at the next value indented like this record (a nested object of the
+            # broken record is indented deeper and is skipped)
+            m = re.search(r"\n" + re.escape(indent) + r"(?=[\[{])", buf[1:])
+            if m is None:
+                return
+            cut = m.end() + 1
+            line += buf.count("\n", 0, cut)
+            buf = buf[cut:]
+            continue
+        yield line, ordinal, value
+        ordinal += 1
+        line += buf.count("\n", 0, end)
+        buf = buf[end:]
+
+
 def load_yaml(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Any:
     """The stream parsed as YAML (C loader when available), or None (reported as ``invalid_json``)."""
     import yaml
@@ -154,32 +247,6 @@ def load_yaml(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -
         problems.error("invalid_json", f"file is not valid YAML: {getattr(exc, 'problem', exc)}",
                        Source(fmt, filename, line=mark.line + 1 if mark else None))
         return None
-
-
-def text_of(content: Any) -> str:
-    """Flatten a content value (string, list of {type:text,text} blocks, or other JSON) to text."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        pieces = []
-        for block in content:
-            if isinstance(block, str):
-                pieces.append(block)
-            elif isinstance(block, dict) and isinstance(block.get("text"), str):
-                pieces.append(block["text"])
-        return "\n".join(pieces)
-    return json.dumps(content, ensure_ascii=False)
-
-
-def add_unsupported(parts: list, kind: str) -> None:
-    """Append an ``UnsupportedPart(kind)`` to ``parts``, or bump the count of the last part when it is an
-    unsupported part of the same kind (three images in a row are one part with count 3)."""
-    if parts and isinstance(parts[-1], UnsupportedPart) and parts[-1].kind == kind:
-        parts[-1].count += 1
-    else:
-        parts.append(UnsupportedPart(kind))
 
 
 class Prefixed:
@@ -218,32 +285,3 @@ class Prefixed:
         if not line:
             raise StopIteration
         return line
-
-
-def parse_request_records(stream, filename: str, problems: ProblemSink, fmt: str, request_to_messages,
-                          response_to_message=None, is_record=None):
-    """Records that are provider request bodies (optionally with the response under "response"):
-    one Conversation per record whose messages are the request's plus the response's message."""
-    from drafters.traces.model import Conversation
-
-    stem = filename.rsplit("/", 1)[-1]
-    for src, value in load_json_or_lines(stream, filename, problems, fmt):
-        items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
-        for i, item in items:
-            s = src if i is None else Source(fmt, filename, record=f"$[{i}]")
-            if not isinstance(item, dict) or (is_record is not None and not is_record(item)):
-                problems.error("not_an_object", f"record is not a {fmt} request body", s)
-                continue
-            body = item.get("request") if isinstance(item.get("request"), dict) else item
-            try:
-                tools, msgs = request_to_messages(body)
-                resp = item.get("response")
-                if response_to_message is not None and isinstance(resp, dict):
-                    m = response_to_message(resp)
-                    if m is not None:
-                        msgs.append(m)
-            except (ValueError, TypeError, KeyError, AttributeError) as exc:
-                problems.error("not_an_object", f"record not understood: {exc}", s)
-                continue
-            loc = s.line if s.line is not None else s.record
-            yield Conversation(id=f"{fmt}:{stem}:{item.get('id') or loc}", source=s, tools=tools, messages=msgs)

@@ -3,8 +3,8 @@
 
 Torch-free and stdlib-only, so the CLI can run it as a subprocess::
 
-    python -m drafters.engines.llamacpp_build [--version 0.3.36] [--cache-dir DIR] [--jobs 2] [--json]
-    python -m drafters.engines.llamacpp_build --llama-server /path/to/llama-server   # use an existing binary
+    python -m drafters.engines.llamacpp.build [--version 0.3.36] [--cache-dir DIR] [--jobs 2] [--json]
+    python -m drafters.engines.llamacpp.build --llama-server /path/to/llama-server   # use an existing binary
 
 Layout of ``<cache>/<version>/`` (cache = ``$TRACEDRAFT_LLAMACPP_DIR``, else
 ``$XDG_CACHE_HOME/tracedraft/llamacpp``, else ``~/.cache/tracedraft/llamacpp``)::
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -38,6 +37,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from drafters.checksums import sha256_file
 from drafters.errors import TracedraftError
 
 DEFAULT_VERSION = "0.3.36"
@@ -123,7 +123,7 @@ def find_llama_server(llama_server: str | Path | None = None, version: str = DEF
             "llamacpp_not_installed",
             f"llama.cpp {version} is not installed under {version_dir(version, cache_dir)}; run "
             f"`tracedraft engines install llamacpp --version {version}` (or `python -m "
-            f"drafters.engines.llamacpp_build --version {version}`), or pass --llama-server PATH",
+            f"drafters.engines.llamacpp.build --version {version}`), or pass --llama-server PATH",
             str(version_dir(version, cache_dir)))
     return Path(info["llama_server"])
 
@@ -137,7 +137,7 @@ def find_converter(version: str = DEFAULT_VERSION, cache_dir: str | Path | None 
             "llamacpp_not_installed",
             f"the GGUF converter of llama.cpp {version} is not under {conv.parent}; run "
             f"`tracedraft engines install llamacpp --version {version}` (or `python -m "
-            f"drafters.engines.llamacpp_build --version {version}`)", str(conv))
+            f"drafters.engines.llamacpp.build --version {version}`)", str(conv))
     return conv
 
 
@@ -153,14 +153,6 @@ def _lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(1 << 22):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _run(argv: Sequence[str], log_path: Path, code: str, where: str, cwd: Path | None = None) -> None:
@@ -284,7 +276,7 @@ def install_llamacpp(version: str = DEFAULT_VERSION, cache_dir: str | Path | Non
             say(f"llama.cpp {version}: downloading the {PACKAGE} sdist ...")
             with tempfile.TemporaryDirectory(prefix="llamacpp-sdist-") as tmp:
                 sdist = download_sdist(version, Path(tmp), python, log_path)
-                sha = _sha256(sdist)
+                sha = sha256_file(sdist)
                 extract_vendored(sdist, src)
             src_info = {"version": version, "sdist": sdist.name, "sdist_sha256": sha}
             (src / SOURCE_MARKER).write_text(json.dumps(src_info, indent=1))
@@ -341,7 +333,7 @@ def install_llamacpp(version: str = DEFAULT_VERSION, cache_dir: str | Path | Non
 def main(argv: Sequence[str] | None = None) -> int:
     """CLI: install (or locate with --check) llama.cpp; prints the llama-server path (or JSON with --json).
     Exit codes: 0 ok, 1 a LlamaCppBuildError (its code and message on stderr / in the JSON)."""
-    ap = argparse.ArgumentParser(prog="python -m drafters.engines.llamacpp_build",
+    ap = argparse.ArgumentParser(prog="python -m drafters.engines.llamacpp.build",
                                  description="Build llama-server (CPU) from the llama.cpp vendored in the "
                                              "llama-cpp-python sdist; a no-op when already cached.")
     ap.add_argument("--version", default=DEFAULT_VERSION, help=f"llama-cpp-python version (default {DEFAULT_VERSION})")

@@ -1,0 +1,137 @@
+"""The common spellings of roles, content blocks, tool calls and tool results across agent frameworks and
+provider APIs, mapped onto canonical messages. Used by the general path (``generic.py``) and by declared
+mappings (``drafters/traces/mapping.py``); a format module with a documented schema does not need it.
+
+Content blocks understood (``type`` values, case-insensitive, ``-``/``_`` alike):
+
+- text: ``text``, ``input_text``, ``output_text`` with ``text`` / ``value`` / ``content``;
+- reasoning: ``reasoning``, ``thinking``, ``redacted_thinking`` with ``text`` / ``thinking`` / ``reasoning``;
+- tool call: ``tool_use``, ``tool_call``, ``function_call`` with ``id`` / ``tool_call_id`` / ``toolCallId``
+  / ``call_id``, ``name`` / ``toolName`` / ``tool_name``, ``input`` / ``arguments`` / ``args`` /
+  ``parameters``;
+- tool result: ``tool_result``, ``tool_call_response``, ``function_call_output`` with ``tool_use_id`` /
+  ``tool_call_id`` / ``toolCallId`` / ``call_id`` / ``id``, ``content`` / ``output`` / ``result``;
+- media: ``image``, ``image_url``, ``input_image``, ``audio``, ``input_audio``, ``file``, ``document``,
+  ``video`` (counted placeholders); any other type is kept as a placeholder of that type, which
+  ingestion reports as lost content.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drafters.traces.formats._content import as_list, as_text
+from drafters.traces.model import ReasoningPart, TextPart, ToolCallPart, ToolResultPart, UnsupportedPart
+
+ROLE_ALIASES: dict[str, str] = {
+    "system": "system", "developer": "system",
+    "user": "user", "human": "user", "customer": "user", "prompter": "user", "question": "user",
+    "assistant": "assistant", "ai": "assistant", "gpt": "assistant", "model": "assistant", "bot": "assistant",
+    "chatbot": "assistant", "agent": "assistant", "answer": "assistant",
+    "tool": "tool", "function": "tool", "observation": "tool", "ipython": "tool", "tool_result": "tool",
+    "tool-response": "tool", "tool_response": "tool",
+}
+ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type")
+CONTENT_KEYS = ("content", "value", "text", "message", "parts", "data.content", "contents")
+CALL_KEYS = ("tool_calls", "toolCalls", "function_call", "data.tool_calls")
+RESULT_ID_KEYS = ("tool_call_id", "tool_use_id", "toolCallId", "call_id", "data.tool_call_id")
+_CALL_ID = ("id", "tool_call_id", "toolCallId", "call_id")
+_CALL_NAME = ("name", "toolName", "tool_name")
+_CALL_ARGS = ("input", "arguments", "args", "parameters")
+_MEDIA = {"image": "image", "image_url": "image", "input_image": "image", "audio": "audio",
+          "input_audio": "audio", "file": "file", "input_file": "file", "document": "document", "video": "video"}
+
+
+def get(obj: Any, dotted: str) -> Any:
+    """``obj[a][b]`` for ``dotted`` = ``"a.b"`` (None when a step is missing or not an object)."""
+    for key in dotted.split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def first(obj: Any, keys: tuple[str, ...]) -> Any:
+    """The value of the first of ``keys`` (dotted) present in ``obj``, else None."""
+    for key in keys:
+        value = get(obj, key)
+        if value is not None:
+            return value
+    return None
+
+
+def role_of(value: Any, aliases: dict[str, str] | None = None) -> str | None:
+    """The canonical role of a role value (an ``author`` object's ``role`` too), or None when unknown."""
+    if isinstance(value, dict):
+        value = value.get("role")
+    if not isinstance(value, str):
+        return None
+    table = aliases if aliases is not None else ROLE_ALIASES
+    return table.get(value) or table.get(value.strip().lower())
+
+
+def _kind(block: dict) -> str:
+    return str(block.get("type") or "").lower().replace("-", "_")
+
+
+def tool_call(block: dict) -> ToolCallPart:
+    """A tool call in any of the common spellings (OpenAI ``{id, function{name, arguments}}`` included)."""
+    fn = block.get("function") if isinstance(block.get("function"), dict) else block
+    return ToolCallPart.from_raw(as_text(first(block, _CALL_ID)) or None, str(first(fn, _CALL_NAME)),
+                                 first(fn, _CALL_ARGS))
+
+
+def block_part(block: Any) -> Any:
+    """One content block -> a canonical part (None for an empty text)."""
+    if isinstance(block, str):
+        return TextPart(block) if block else None
+    if not isinstance(block, dict):
+        return TextPart(as_text(block))
+    kind = _kind(block)
+    if kind in ("text", "input_text", "output_text", "") and first(block, ("text", "value", "content")) is not None:
+        text = as_text(first(block, ("text", "value", "content")))
+        return TextPart(text) if text else None
+    if kind in ("reasoning", "thinking", "redacted_thinking"):
+        return ReasoningPart(as_text(first(block, ("text", "thinking", "reasoning", "value"))),
+                             signature=block.get("signature"), redacted=kind == "redacted_thinking")
+    if kind in ("tool_use", "tool_call", "function_call"):
+        return tool_call(block)
+    if kind in ("tool_result", "tool_call_response", "function_call_output"):
+        out = first(block, ("content", "output", "result", "response"))
+        text = as_text(out) if not isinstance(out, list) else "".join(
+            p.text for p in (block_part(b) for b in out) if isinstance(p, TextPart))
+        return ToolResultPart(as_text(first(block, ("tool_use_id", "tool_call_id", "toolCallId", "call_id", "id")))
+                              or None, text, is_error=bool(block.get("is_error")))
+    if kind in _MEDIA:
+        return UnsupportedPart(_MEDIA[kind])
+    return UnsupportedPart(kind or "untyped_block")
+
+
+def content_parts(content: Any) -> list:
+    """A content value (string, one block, or a list of blocks) -> canonical parts."""
+    blocks = content if isinstance(content, list) else [content] if content is not None else []
+    return [p for p in (block_part(b) for b in blocks) if p is not None]
+
+
+def calls_of(value: Any) -> list[ToolCallPart]:
+    """Message-level tool calls (a list, or one legacy ``function_call`` object)."""
+    items = [value] if isinstance(value, dict) else as_list(value)
+    return [tool_call(c) for c in items if isinstance(c, dict)]
+
+
+def result_parts(raw: dict, text_parts: list) -> list:
+    """The parts of a tool message: its text becomes the result of the call it answers (by the common
+    id keys, or by position when it has none); results given as blocks or Cohere-style ``tool_results``
+    are kept as they are."""
+    parts = [p for p in text_parts if not isinstance(p, TextPart)]
+    for item in as_list(raw.get("tool_results")):  # Cohere: [{call{name, parameters}, outputs[...]}]
+        if isinstance(item, dict):
+            parts.append(ToolResultPart(None, as_text(first(item, ("outputs", "output", "content", "result"))),
+                                        name=as_text(get(item, "call.name")) or None))
+    if not any(isinstance(p, ToolResultPart) for p in parts):
+        text = "".join(p.text for p in text_parts if isinstance(p, TextPart))
+        ids = first(raw, RESULT_ID_KEYS + ("tool_call_ids",))
+        call_id = ids[0] if isinstance(ids, list) and ids else ids
+        parts.insert(0, ToolResultPart(as_text(call_id) or None, text, name=raw.get("name")
+                                       if isinstance(raw.get("name"), str) else None))
+    return parts

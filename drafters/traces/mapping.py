@@ -1,0 +1,231 @@
+"""Declared mappings: ingest an in-house trace format without code, from a small YAML or JSON file that says
+where the messages, roles, content, tool calls and tool results sit.
+
+Example (``support-bot.mapping.yaml``) for records like
+``{"session": "s1", "turns": [{"speaker": "customer", "utterance": "..."}, {"speaker": "agent",
+"utterance": "...", "actions": [{"action_id": "a1", "tool": "lookup", "params": {...}}]}, {"speaker":
+"tool", "action_id": "a1", "output": "..."}], "tool_specs": [...]}``::
+
+    name: support-bot              # shown in the report as the format
+    messages: $.turns              # JSONPath of the message list in each record; [*] for several lists
+    role: speaker                  # key (dotted for nesting, e.g. author.role) holding the role
+    roles:                         # every role value that occurs -> system | user | assistant | tool
+      customer: user
+      agent: assistant
+      system: system
+      tool: tool
+    content: utterance             # key holding a string or a list of content blocks (common spellings)
+    tool_calls: actions            # optional: key holding the assistant's calls (a list)
+    tool_call:                     # optional: keys inside one call (defaults: id, name, arguments)
+      id: action_id
+      name: tool
+      arguments: params
+    tool_result:                   # optional: keys on a tool message (defaults: tool_call_id, content)
+      id: action_id
+      content: output
+    tools: $.tool_specs            # optional: JSONPath of the tool definitions (OpenAI or flat form)
+    id: $.session                  # optional: JSONPath of the conversation id
+
+JSONPath here is the common subset: ``$`` (the record), ``.key``, ``['key with spaces']``, ``[0]`` and
+``[*]``. Records are the lines of a JSONL file, the elements of a top-level array, or the document.
+A role value the mapping does not list is an error (``unknown_role``) naming the value and where; a path
+that finds nothing is ``no_messages_found``; a mapping file with a mistake raises ``TraceError``
+(``bad_mapping``) before anything is read.
+
+Use: ``tracedraft datasets validate --mapping support-bot.mapping.yaml traces/*.jsonl`` or
+``ingest(paths, mapping="support-bot.mapping.yaml")``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from drafters.traces.formats import _reading
+from drafters.traces.formats._content import as_list, as_text, tool_defs
+from drafters.traces.formats._spellings import content_parts, get
+from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.model import Conversation, Message, Source, ToolCallPart, ToolResultPart
+from drafters.traces.report import TraceError
+
+_ROLES = ("system", "user", "assistant", "tool")
+_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[(\d+)\]|\[\*\]")
+_KEYS = {"name", "messages", "role", "roles", "content", "tool_calls", "tool_call", "tool_result", "tools", "id"}
+
+
+def jsonpath(value: Any, path: str) -> list[tuple[str, Any]]:
+    """``(concrete path, value)`` for every match of ``path`` (the subset in the module docstring).
+
+    Raises ValueError when ``path`` is not in that subset."""
+    if not path.startswith("$"):
+        raise ValueError(f"a JSONPath starts with '$': {path!r}")
+    steps, pos = [], 1
+    while pos < len(path):
+        m = _STEP.match(path, pos)
+        if m is None:
+            raise ValueError(f"unsupported JSONPath step at {path[pos:]!r} in {path!r}")
+        steps.append(m)
+        pos = m.end()
+    current: list[tuple[str, Any]] = [("$", value)]
+    for m in steps:
+        nxt: list[tuple[str, Any]] = []
+        key = m.group(1) or m.group(2) or m.group(3)
+        for where, v in current:
+            if key is not None and isinstance(v, dict) and key in v:
+                nxt.append((f"{where}.{key}", v[key]))
+            elif m.group(4) is not None and isinstance(v, list) and int(m.group(4)) < len(v):
+                nxt.append((f"{where}[{m.group(4)}]", v[int(m.group(4))]))
+            elif m.group(0) == "[*]" and isinstance(v, list):
+                nxt.extend((f"{where}[{i}]", item) for i, item in enumerate(v))
+        current = nxt
+    return current
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A declared mapping (see the module docstring); ``load_mapping`` builds and checks one."""
+
+    name: str
+    messages: str
+    role: str
+    roles: dict[str, str]
+    content: str | None = None
+    tool_calls: str | None = None
+    tool_call: dict[str, str] = field(default_factory=lambda: {"id": "id", "name": "name", "arguments": "arguments"})
+    tool_result: dict[str, str] = field(default_factory=lambda: {"id": "tool_call_id", "content": "content"})
+    tools: str | None = None
+    id: str | None = None
+
+    def format(self) -> TraceFormat:
+        """A ``TraceFormat`` that reads files with this mapping (its sniffer accepts every file)."""
+        return TraceFormat(name=f"mapping:{self.name}", description=f"declared mapping {self.name}",
+                           sniff=lambda head, filename: True, parse=self.parse)
+
+    def parse(self, stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+        """One conversation per message list the ``messages`` path finds in each record."""
+        fmt = f"mapping:{self.name}"
+        stem = filename.rsplit("/", 1)[-1]
+        for source, record in _reading.load_json_or_lines(stream, filename, problems, fmt):
+            found = jsonpath(record, self.messages)
+            if not found:
+                problems.error("no_messages_found", f"the mapping's messages path {self.messages} finds nothing", source)
+                continue
+            for where, msgs in found:
+                if not isinstance(msgs, list):
+                    problems.error("not_an_object", f"{where} is a {type(msgs).__name__}, not a list of messages",
+                                   source, where)
+                    continue
+                conv = self._conversation(record, where, msgs, source, problems)
+                if conv is not None:
+                    loc = source.line if source.line is not None else source.record
+                    suffix = f"#{where}" if len(found) > 1 else ""
+                    cid = as_text(jsonpath(record, self.id)[0][1]) if self.id and jsonpath(record, self.id) else loc
+                    conv.id = f"{fmt}:{stem}:{cid}{suffix}"
+                    yield conv
+
+    def _conversation(self, record: Any, where: str, msgs: list, source: Source,
+                      problems: ProblemSink) -> Conversation | None:
+        messages: list[Message] = []
+        for i, raw in enumerate(msgs):
+            at = f"{where}[{i}]"
+            if not isinstance(raw, dict):
+                problems.error("not_an_object", f"message is a {type(raw).__name__}, not an object", source, at)
+                return None
+            value = get(raw, self.role)
+            role = self.roles.get(value) if isinstance(value, str) else None
+            if role is None:
+                problems.error("unknown_role", f"role {value!r} (key {self.role}) is not in the mapping's roles",
+                               source, at)
+                return None
+            message = self._message(raw, role)
+            if role == "tool" and messages and messages[-1].role == "tool":
+                messages[-1].parts.extend(message.parts)
+            else:
+                messages.append(message)
+        tools = jsonpath(record, self.tools) if self.tools else []
+        return Conversation(id="", source=source, tools=tool_defs(tools[0][1]) if tools else [], messages=messages)
+
+    def _message(self, raw: dict, role: str) -> Message:
+        if role == "tool":
+            content = get(raw, self.tool_result.get("content", "content"))
+            text = content if isinstance(content, str) else as_text(content)
+            return Message("tool", [ToolResultPart(as_text(get(raw, self.tool_result.get("id", "tool_call_id")))
+                                                   or None, text)])
+        parts = content_parts(get(raw, self.content)) if self.content else []
+        if role == "assistant" and self.tool_calls:
+            keys = self.tool_call
+            for call in as_list(get(raw, self.tool_calls)):
+                if isinstance(call, dict):
+                    parts.append(ToolCallPart.from_raw(as_text(get(call, keys.get("id", "id"))) or None,
+                                                       as_text(get(call, keys.get("name", "name"))),
+                                                       get(call, keys.get("arguments", "arguments"))))
+        return Message(role, parts)  # type: ignore[arg-type]
+
+
+def load_mapping(path: str | Path) -> Mapping:
+    """Read and check a mapping file (YAML, or JSON by its content).
+
+    Raises:
+        TraceError("bad_mapping") naming the file and the field at fault.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TraceError("bad_mapping", f"cannot read the mapping file: {exc}", str(path)) from exc
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else _yaml(text)
+    except ValueError as exc:
+        raise TraceError("bad_mapping", f"the mapping file is not valid YAML/JSON: {exc}", str(path)) from exc
+    return mapping_from_dict(data, str(path))
+
+
+def _yaml(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
+    """Check a mapping given as a dict; raises TraceError("bad_mapping") with the field at fault."""
+
+    def bad(field_name: str, why: str) -> TraceError:
+        return TraceError("bad_mapping", f"{field_name}: {why}", f"{where} ({field_name})")
+
+    if not isinstance(data, dict):
+        raise bad("(file)", "a mapping is an object with the keys messages, role, roles, content, ...")
+    unknown = set(data) - _KEYS
+    if unknown:
+        raise bad(min(unknown), f"unknown key; the keys are {', '.join(sorted(_KEYS))}")
+    for key in ("messages", "role", "roles"):
+        if key not in data:
+            raise bad(key, "required")
+    for key in ("messages", "tools", "id"):
+        if data.get(key) is not None:
+            try:
+                jsonpath({}, str(data[key]))
+            except ValueError as exc:
+                raise bad(key, str(exc)) from exc
+    roles = data["roles"]
+    if not isinstance(roles, dict) or not roles:
+        raise bad("roles", "a map from the source's role values to system, user, assistant or tool")
+    wrong = {k: v for k, v in roles.items() if v not in _ROLES}
+    if wrong:
+        raise bad("roles", f"{wrong} map to something other than {', '.join(_ROLES)}")
+    for key in ("tool_call", "tool_result"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise bad(key, "an object of keys (id, name, arguments / id, content)")
+    defaults = Mapping("", "$", "", {})
+    return Mapping(
+        name=str(data.get("name") or Path(where).stem), messages=str(data["messages"]), role=str(data["role"]),
+        roles={str(k): str(v) for k, v in roles.items()}, content=data.get("content"),
+        tool_calls=data.get("tool_calls"), tool_call={**defaults.tool_call, **(data.get("tool_call") or {})},
+        tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
+        id=data.get("id"))

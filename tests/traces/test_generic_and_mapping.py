@@ -1,0 +1,103 @@
+"""The general path (message lists found by their shape) and declared mappings.
+
+Fixtures under fixtures/generic/ (fixtures/README.md): written from the documented shapes of exports that
+have no module here (LangChain ``FileChatMessageHistory`` / ``messages_to_dict``, Cohere v1 chat request
+bodies with ``chat_history``), a preference-pair file (two lists per record), and an in-house export with
+its declared mapping. Expected values are walked from the raw JSON here and were checked by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from drafters.traces.detect import detect_format
+from drafters.traces.ingest import ingest
+from drafters.traces.mapping import jsonpath, load_mapping, mapping_from_dict
+from drafters.traces.report import TraceError
+
+G = Path(__file__).parent / "fixtures" / "generic"
+
+
+def _warning(report, code):
+    (w,) = [p for p in report.warnings if p.code == code]
+    return w.message
+
+
+def test_langchain_message_dicts_by_shape():
+    raw = json.loads((G / "langchain_chat_history.json").read_text(encoding="utf-8"))
+    n_ai = sum(m["type"] == "ai" for m in raw)
+    n_calls = sum(len(m["data"].get("tool_calls") or []) for m in raw)
+    assert (n_ai, n_calls) == (2, 1)  # by hand
+    text = (G / "langchain_chat_history.json").read_text(encoding="utf-8")
+    assert detect_format(text, "langchain_chat_history.json").name == "generic"
+    result = ingest([G / "langchain_chat_history.json"], scrub=False)
+    report = result.report
+    assert report.ok and (report.counts["calls"], report.counts["tool_calls"]) == (n_ai, n_calls)
+    conv = result.conversations[0]
+    assert [m.role for m in conv.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert conv.messages[3].tool_results[0].call_id == conv.messages[2].tool_calls[0].id == "call_77"
+    mapping = _warning(report, "generic_mapping")
+    assert "messages at $ " in mapping and "role from type" in mapping and "content from data.content" in mapping
+
+
+def test_cohere_chat_history_and_what_was_not_read():
+    rows = [json.loads(line) for line in (G / "cohere_chat_history.jsonl").read_text(encoding="utf-8").splitlines()]
+    n_bot = sum(m["role"] == "CHATBOT" for r in rows for m in r["chat_history"])
+    result = ingest([G / "cohere_chat_history.jsonl"], scrub=False)
+    report = result.report
+    assert report.ok and (report.counts["conversations"], report.counts["calls"]) == (2, n_bot) == (2, 3)
+    tool = result.conversations[0].messages[2]
+    assert tool.role == "tool" and tool.tool_results[0].content == '[{"temp_c": 21}]'
+    mapping = _warning(report, "generic_mapping")
+    assert "$.chat_history" in mapping and "content from message" in mapping
+    assert "record keys not read: model (2), message (2), preamble (1)" in mapping
+    assert "without a parameter schema (1)" in mapping
+
+
+def test_two_message_lists_in_a_record_are_refused_not_guessed():
+    report = ingest([G / "preference_pairs.json"], scrub=False).report
+    assert not report.ok and [p.code for p in report.errors] == ["ambiguous_shape"]
+    assert "$.chosen" in report.errors[0].message and "$.rejected" in report.errors[0].message
+
+
+def test_in_house_format_refused_by_shape_then_read_with_its_declared_mapping():
+    data = G / "inhouse_support.jsonl"
+    assert not ingest([data], scrub=False).report.ok  # unknown speakers, unknown keys: refused
+    result = ingest([data], scrub=False, mapping=G / "inhouse_support.mapping.yaml")
+    report = result.report
+    assert report.formats == {"mapping:support-bot": 1}
+    (conv,) = result.conversations
+    assert conv.id.endswith(":s-1001")
+    assert [m.role for m in conv.messages] == ["user", "assistant", "tool", "assistant"]
+    call = conv.messages[1].tool_calls[0]
+    assert (call.id, call.name, call.arguments) == ("a1", "order_status", {"order": 5521})
+    assert conv.messages[2].tool_results[0].call_id == "a1"
+    assert conv.tools[0].parameters["required"] == ["order"]
+    assert (report.counts["calls"], report.counts["tool_calls"]) == (2, 1)
+    (err,) = report.errors  # the second record's "supervisor" is not in the mapping: said, with where
+    assert (err.code, err.line, err.field) == ("unknown_role", 2, "$.turns[1]") and "supervisor" in err.message
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"roles": {"customer": "human"}}, "roles"),
+    ({"messages": "turns"}, "messages"),
+    ({"colour": "blue"}, "colour"),
+])
+def test_bad_mapping_is_refused_with_the_field(change, field):
+    base = {"messages": "$.turns", "role": "speaker", "roles": {"customer": "user"}}
+    with pytest.raises(TraceError) as info:
+        mapping_from_dict({**base, **change}, "m.yaml")
+    assert info.value.code == "bad_mapping" and field in info.value.where
+
+
+def test_jsonpath_subset():
+    doc = {"a b": [{"m": [1]}, {"m": [2, 3]}], "x": {"y": 5}}
+    assert jsonpath(doc, "$['a b'][*].m") == [("$.a b[0].m", [1]), ("$.a b[1].m", [2, 3])]
+    assert jsonpath(doc, "$.x.y") == [("$.x.y", 5)] and jsonpath(doc, "$['a b'][1].m[0]")[0][1] == 2
+    assert jsonpath(doc, "$.nope") == []
+    with pytest.raises(ValueError):
+        jsonpath(doc, "$..m")
+    assert load_mapping(G / "inhouse_support.mapping.yaml").tool_call["name"] == "tool"
