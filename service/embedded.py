@@ -53,6 +53,7 @@ def build_spec(
     num_draft_layers: int | None,
     drafter_name: str | None,
     trace_format: str | None,
+    regenerate: str = "auto",
 ) -> dict[str, Any]:
     """The job spec a `tracedraft run` invocation stands for (the same shape ``POST /v1/jobs`` takes)."""
     template_text = None
@@ -65,7 +66,7 @@ def build_spec(
     return {
         "target": {"model": target, "chat_template": template_text,
                    "chat_template_name": chat_template.name if chat_template else None},
-        "data": {"format": trace_format, "on_error": "skip", "scrub": True},
+        "data": {"format": trace_format, "on_error": "skip", "scrub": True, "regenerate": regenerate},
         "base_drafter": base_drafter,
         "drafter_name": drafter_name,
         "recipe": {"max_steps": max_steps if max_steps else "auto",
@@ -265,6 +266,7 @@ def report_summary(job: Job, warnings: list[dict[str, Any]] | None = None) -> di
         "plain_tokens_per_s": (report.get("plain") or {}).get("tokens_per_s"),
         "lossless": report.get("lossless"),
         "gate": evaluated.get("gate"),
+        "regeneration": (result.get("regenerating") or {}).get("report"),
         "training": {k: trained.get(k) for k in ("steps", "stop_reason", "initial_expected_tau",
                                                  "best_expected_tau")},
         "registry": {"drafter": registered.get("drafter"), "version": registered.get("version"),

@@ -208,3 +208,86 @@ def _mem_store():
 
     return RegenerationStore(tempfile.mkdtemp(prefix="regen-"))
 
+
+
+# ------------------------------------------------------------------------------------------- the stage
+
+
+def _stage_ctx(tmp_path, target_dir, *, regenerate="auto", mismatch=True, template_text=None):
+    """A StageContext stand-in for workers.stages.regenerate, with canonical and prepared files of the
+    weather conversation (train) and one more (held out) written as the earlier stages write them."""
+    from types import SimpleNamespace
+
+    from drafters.shards import save_prompts
+    from drafters.target import load_tokenizer
+    from drafters.traces.ingest import write_canonical
+
+    canonical, prepared = tmp_path / "canonical", tmp_path / "prepared"
+    canonical.mkdir(exist_ok=True)
+    prepared.mkdir(exist_ok=True)
+    train, held = weather_conversation(), weather_conversation(reasoning=False)
+    held.id = "conv-2"
+    write_canonical([train], canonical / "train.jsonl")
+    write_canonical([held], canonical / "heldout.jsonl")
+    template_text = template_text or read_template(CHATML_TOOLS)
+    renderer = Renderer(load_tokenizer(str(target_dir)), chat_template=template_text)
+    save_prompts([renderer.render_prompt(c) for c in train.calls()], prepared / "train_prompts.jsonl")
+    save_prompts([renderer.render_prompt(c) for c in held.calls()], prepared / "heldout_prompts.jsonl")
+    events = []
+    warnings = [{"code": "model_mismatch", "message": "other model"}] if mismatch else []
+    return SimpleNamespace(
+        spec={"target": {"model": str(target_dir), "chat_template": template_text, "max_seq_len": 2048},
+              "data": {"regenerate": regenerate, "regeneration": {"engine": "hf", "max_tokens": 12, "slots": 2}}},
+        results={"validating": {"report": {"warnings": warnings}, "canonical": {"uri": None, "local": str(canonical)}},
+                 "preparing": {"prepared": {"uri": None, "local": str(prepared)}}},
+        workdir=tmp_path / "work", org_id="org_1", job_id="job_1",
+        settings=SimpleNamespace(pipeline="inline", cache_dir=tmp_path / "cache"),
+        event=lambda *a: events.append(a), metrics=lambda *a: None, progress=lambda *a, **k: None,
+        cancelled=lambda: False), events
+
+
+def test_the_stage_regenerates_stores_and_reuses(tmp_path, tiny_target_dir):
+    from drafters.shards import load_sequences
+    from workers import stages
+
+    ctx, _ = _stage_ctx(tmp_path, tiny_target_dir)
+    out = stages.regenerate(ctx)
+    n_train, n_held = len(list(weather_conversation().calls())), len(list(weather_conversation(False, False).calls()))
+    report = out["report"]
+    assert out["regenerated"] and (report["calls"], report["generated"], report["reused"]) == (n_train + n_held,
+                                                                                             n_train + n_held, 0)
+    assert report["engine"] == "hf" and 0 < report["tokens"] <= 12 * (n_train + n_held)
+    ctx.results["regenerating"] = out  # as the pipeline stores a stage's result for the next ones
+    rows_dir = stages._training_rows(ctx, tmp_path / "prepared")
+    rows = load_sequences(rows_dir / "train.safetensors")
+    assert rows_dir.name == "regenerated" and len(rows) == n_train == report["rows"]
+    assert len(load_sequences(rows_dir / "val.safetensors")) == n_held
+    # A second job on the same dataset and target (another work directory) reuses every answer.
+    ctx2, _ = _stage_ctx(tmp_path, tiny_target_dir)
+    ctx2.workdir = tmp_path / "work2"
+    again = stages.regenerate(ctx2)["report"]
+    assert (again["reused"], again["generated"], again["tokens"]) == (n_train + n_held, 0, 0)
+    assert load_sequences(tmp_path / "work2" / "regenerated" / "train.safetensors")[0].input_ids == rows[0].input_ids
+
+
+@pytest.mark.parametrize("regenerate, mismatch", [("never", True), ("auto", False)])
+def test_the_stage_is_skipped_when_not_asked_or_not_needed(tmp_path, tiny_target_dir, regenerate, mismatch):
+    from workers import stages
+
+    ctx, _ = _stage_ctx(tmp_path, tiny_target_dir, regenerate=regenerate, mismatch=mismatch)
+    ctx.results["regenerating"] = out = stages.regenerate(ctx)
+    assert out["regenerated"] is False and stages._training_rows(ctx, tmp_path / "prepared") == tmp_path / "prepared"
+
+
+def test_tool_traces_need_a_template_that_writes_tool_calls(tmp_path, tiny_target_dir):
+    """SmolLM2's own template drops tools: the target cannot be asked to call them, even where a user
+    gave that template (prepare then only warns)."""
+    from workers import stages
+
+    from drafters.target import load_tokenizer
+
+    own = load_tokenizer(str(tiny_target_dir)).chat_template  # given by the user: prepare only warns
+    ctx, _ = _stage_ctx(tmp_path, tiny_target_dir, template_text=own)
+    with pytest.raises(TracedraftError) as e:
+        stages.regenerate(ctx)
+    assert e.value.code == "regeneration_needs_tool_template" and e.value.where == "target.chat_template"

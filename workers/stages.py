@@ -309,6 +309,7 @@ def regenerate(ctx: StageContext) -> dict[str, Any]:
     tools_of = {call.id: tools_to_openai(call.tools) for name in ("train.jsonl", "heldout.jsonl")
                 for conv in read_canonical(canonical / name) for call in conv.calls()}
     renderer = _renderer(ctx)
+    _require_tool_template(renderer, tools_of)
     train_prompts = load_prompts(prepared / "train_prompts.jsonl")
     val_prompts = load_prompts(prepared / "heldout_prompts.jsonl")
     longest = max((len(p.prompt_ids) for p in train_prompts + val_prompts), default=0)
@@ -345,6 +346,20 @@ def regenerate(ctx: StageContext) -> dict[str, Any]:
     return {"regenerated": True, "report": summary, "regenerated_dir": _publish(ctx, out, "regenerated")}
 
 
+def _require_tool_template(renderer, tools_of: dict[str, Any]) -> None:
+    """Refuse to regenerate tool-calling traces through a template that does not write tool calls: the target
+    would be asked for answers without seeing its tools, and its calls could not be found in its answers."""
+    from drafters.errors import TracedraftError
+
+    d = renderer.dialect
+    if any(tools_of.values()) and (d.tool_error or not d.call_prefix or d.call_mid is None):
+        raise TracedraftError(
+            "regeneration_needs_tool_template",
+            "the traces call tools but the chat template does not render tool definitions and calls "
+            f"({d.tool_error or 'no tool-call markup found by the probe'}); give a tool-aware template "
+            "(target.chat_template) or set data.regenerate to 'never'", "target.chat_template")
+
+
 def _regeneration_options(ctx: StageContext) -> dict[str, Any]:
     """``data.regenerate`` and ``data.regeneration`` with their defaults resolved (``Sampling``)."""
     from drafters.regeneration import Sampling
@@ -366,7 +381,7 @@ def _regeneration_backend(ctx: StageContext, renderer, options: dict[str, Any], 
     installed, else the target in this process."""
     engine = options["engine"]
     if engine == "auto":
-        from drafters.engines.llamacpp_build import is_installed
+        from drafters.engines.llamacpp.build import is_installed
 
         engine = "openai" if options["endpoint"] else "llamacpp" if is_installed() else "hf"
     stop = _stop_ids(renderer)
@@ -397,9 +412,9 @@ def _llamacpp_backend(ctx: StageContext, stop: list[int], slots: int, per_slot: 
     """llama-server on the target's fp32 GGUF (the weights the hf engine evaluates), ``slots`` parallel
     slots, each with ``per_slot`` tokens of context (the longest prompt and answer)."""
     from drafters.engines.llamacpp import LlamaServer, export_target_gguf, resolve_target_files
-    from drafters.engines.llamacpp_build import find_llama_server
+    from drafters.engines.llamacpp.build import find_llama_server
+    from drafters.checksums import sha256_file
     from drafters.regeneration import LlamaServerBackend
-    from drafters.target import sha256_file
 
     target_dir, _ = resolve_target_files(_target_spec(ctx)["model"], ctx.settings.cache_dir)
     gguf = export_target_gguf(target_dir, ctx.workdir / "llamacpp" / "target-f32.gguf")

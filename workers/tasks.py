@@ -169,10 +169,12 @@ def _make_task(stage: str) -> Any:
 
 validate = _make_task("validate")
 prepare = _make_task("prepare")
+regenerate = _make_task("regenerate")
 train = _make_task("train")
 evaluate = _make_task("evaluate")
 register = _make_task("register")
-TASKS = {"validate": validate, "prepare": prepare, "train": train, "evaluate": evaluate, "register": register}
+TASKS = {"validate": validate, "prepare": prepare, "regenerate": regenerate, "train": train, "evaluate": evaluate,
+         "register": register}
 
 
 def _stage_runs(session: Any, job_id: str, job_stage: str) -> tuple[int, int]:

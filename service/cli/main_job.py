@@ -40,6 +40,9 @@ def run(
                                "install llamacpp` first)."),
     name: str | None = typer.Option(None, "--name", help="Drafter name in the registry."),
     trace_format: str | None = typer.Option(None, "--format", help="Force a trace format (default: detect)."),
+    regenerate: str = typer.Option("auto", "--regenerate", help="Regenerate the training answers with the "
+                                   "target first: auto (when the traces were written by another model), "
+                                   "always, never."),
     resume_job: str | None = typer.Option(None, "--resume", help="Resume a cancelled or failed job by id."),
     as_json: bool = typer.Option(False, "--json", help="Print the final report as JSON on stdout (progress lines "
                                  "and warnings go to stderr)."),
@@ -64,10 +67,14 @@ def run(
             if engine not in ("hf", "llamacpp"):
                 raise TracedraftError("unknown_engine", f"unknown engine {engine!r}: use hf or llamacpp (sglang "
                                       "runs on GPU workers through `tracedraft jobs submit`)", where="--engine")
+            if regenerate not in ("auto", "always", "never"):
+                raise TracedraftError("bad_option", f"--regenerate must be auto, always or never, not "
+                                      f"{regenerate!r}", where="--regenerate")
             spec = embedded.build_spec(
                 target=target, chat_template=chat_template, base_drafter=base_drafter, max_steps=max_steps,
                 time_budget_min=time_budget, engine=engine, max_calls=max_calls, max_new_tokens=max_new_tokens,
                 num_draft_layers=draft_layers, drafter_name=name, trace_format=trace_format,
+                regenerate=regenerate,
             )
             job_id, stage = embedded.submit(settings, traces, spec), "validate"
         if not as_json:
@@ -113,6 +120,13 @@ def print_summary(s: dict) -> None:
                       _f(p["tokens_per_s"]), _f(p["speedup_vs_plain"], "x"))
     table.add_row("plain decoding", "", *[""] * len(segments), _f(s.get("plain_tokens_per_s")), "1.00x")
     console.print(table)
+    r = s.get("regeneration")
+    if r:
+        tc = r.get("tool_calls") or {}
+        console.print(f"regeneration ({r['engine']}): {r['calls']} calls, {r['reused']} reused, {r['tokens']} new "
+                      f"tokens in {r['seconds']:.0f} s; answers with tool calls {tc.get('answers_with_tool_calls')}"
+                      f"/{tc.get('answers')}, tool calls failing to parse or validate "
+                      f"{tc.get('tool_calls', 0) - tc.get('tool_calls_valid', 0)}/{tc.get('tool_calls')}")
     t = s.get("training") or {}
     if t.get("steps") is not None:
         console.print(f"training: {t['steps']} steps ({t.get('stop_reason')}); validation expected tau "

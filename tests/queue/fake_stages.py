@@ -114,6 +114,7 @@ def register(ctx: StageContext) -> dict[str, Any]:
 STAGES = {
     "validate": _simple("validate"),
     "prepare": _simple("prepare"),
+    "regenerate": _simple("regenerate"),
     "train": train,
     "evaluate": _simple("evaluate"),
     "register": register,

@@ -49,7 +49,8 @@ def test_inline_job_runs_every_stage_in_process(inline):
     settings, sessions, submit = inline
     job = submit({"fake": {"train_steps": 4}})
     assert job.status == "succeeded" and job.attempts == 1 and job.progress == pytest.approx(1.0)
-    assert sorted(job.result) == sorted(["validating", "preparing", "training", "evaluating", "registering"])
+    assert sorted(job.result) == sorted(["validating", "preparing", "regenerating", "training", "evaluating",
+                                         "registering"])
     assert job.result["training"]["steps"] == 4
     import os
 

@@ -15,7 +15,7 @@ from tests.queue.fake_stages import read_calls
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.timeout(120)]
 
-ALL_STAGES = ["validating", "preparing", "training", "evaluating", "registering"]
+ALL_STAGES = ["validating", "preparing", "regenerating", "training", "evaluating", "registering"]
 
 
 def _ends(calls, stage):
@@ -61,7 +61,7 @@ def test_redelivered_finished_stage_is_a_noop(queue_env, workers):
     assert job.status == "succeeded" and job.attempts == 1
     assert len(queue_env.events(job_id)) == n_events
     calls = read_calls(queue_env.workdir(job_id))
-    assert len([c for c in calls if c["event"] == "start"]) == 5
+    assert len([c for c in calls if c["event"] == "start"]) == len(ALL_STAGES)
 
 
 def test_kill9_during_training_resumes_from_checkpoint(queue_env, workers):
