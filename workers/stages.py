@@ -293,7 +293,7 @@ def regenerate(ctx: StageContext) -> dict[str, Any]:
     """
     from drafters.regeneration import RegenerationStore, regenerate as run, regenerated_rows
     from drafters.render import tools_to_openai
-    from drafters.shards import load_prompts, save_sequences
+    from drafters.shards import save_sequences
     from drafters.traces.ingest import read_canonical
 
     options = _regeneration_options(ctx)
@@ -310,8 +310,8 @@ def regenerate(ctx: StageContext) -> dict[str, Any]:
                 for conv in read_canonical(canonical / name) for call in conv.calls()}
     renderer = _renderer(ctx)
     _require_tool_template(renderer, tools_of)
-    train_prompts = load_prompts(prepared / "train_prompts.jsonl")
-    val_prompts = load_prompts(prepared / "heldout_prompts.jsonl")
+    max_len = int(_auto(_target_spec(ctx).get("max_seq_len"), "max_seq_len"))
+    train_prompts, val_prompts, skipped = _prompts_to_regenerate(ctx, prepared, max_len, options["sampling"])
     longest = max((len(p.prompt_ids) for p in train_prompts + val_prompts), default=0)
     backend, target_id, close = _regeneration_backend(ctx, renderer, options, longest)
     store = RegenerationStore(Path(ctx.settings.cache_dir) / "regenerations" / str(ctx.org_id))
@@ -326,7 +326,6 @@ def regenerate(ctx: StageContext) -> dict[str, Any]:
     rows, stats = regenerated_rows(train_prompts, answers, renderer, tools_of)
     val_rows, _ = regenerated_rows(val_prompts, answers, renderer, tools_of)
     report.tool_calls = stats.to_dict()
-    max_len = _auto(_target_spec(ctx).get("max_seq_len"), "max_seq_len")
     too_long = [r.call_ids[0] for r in rows if len(r.input_ids) > max_len]
     if too_long:  # counted and reported: the recorded rows of these calls are also over the limit
         ctx.event("warning", "message", f"[regenerated_exceeds_max_seq_len] {len(too_long)} regenerated rows "
@@ -336,7 +335,7 @@ def regenerate(ctx: StageContext) -> dict[str, Any]:
     out = ctx.workdir / "regenerated"
     save_sequences(rows, out / "train.safetensors")
     save_sequences([r for r in val_rows if len(r.input_ids) <= max_len], out / "val.safetensors")
-    summary = report.to_dict() | {"rows": len(rows), "exceeds_max_seq_len": len(too_long)}
+    summary = report.to_dict() | {"rows": len(rows), "exceeds_max_seq_len": len(too_long), **skipped}
     (out / "regeneration_report.json").write_text(json.dumps(summary, indent=1))
     tc = report.tool_calls
     ctx.progress(1.0, message=f"{report.calls} calls regenerated ({report.reused} reused), {report.tokens} new "
@@ -344,6 +343,31 @@ def regenerate(ctx: StageContext) -> dict[str, Any]:
                               f"tools, {tc['tool_calls'] - tc['tool_calls_valid']} of {tc['tool_calls']} tool "
                               f"calls fail to parse or validate")
     return {"regenerated": True, "report": summary, "regenerated_dir": _publish(ctx, out, "regenerated")}
+
+
+def _prompts_to_regenerate(ctx: StageContext, prepared: Path, max_len: int, sampling) -> tuple[list, list, dict]:
+    """The training and validation calls worth an answer: those whose context leaves room for an answer in
+    a row of ``max_seq_len`` tokens, then as many training calls as the training stage will use
+    (``max_train_tokens``, the same seeded sample of the whole dataset) and ``val_max_seqs`` held-out ones.
+    Returns (train prompts, validation prompts, counts of what was left out and why)."""
+    from types import SimpleNamespace
+
+    from drafters.shards import load_prompts, take_tokens
+
+    recipe = dict(ctx.spec.get("recipe") or {})
+    room = min(sampling.max_tokens, 64)  # an answer shorter than this would rarely be worth a row
+    train, val = (load_prompts(prepared / name) for name in ("train_prompts.jsonl", "heldout_prompts.jsonl"))
+    fits = [p for p in train if len(p.prompt_ids) + room <= max_len]
+    # Sized like the rows they become: context + an answer as long as the recorded one (at most max_tokens).
+    sized = [SimpleNamespace(prompt=p, input_ids=range(len(p.prompt_ids) + min(len(p.completion_ids),
+                                                                             sampling.max_tokens)))
+             for p in fits]
+    chosen = [s.prompt for s in take_tokens(sized, _auto(recipe.get("max_train_tokens"), "max_train_tokens"),
+                                            int(recipe.get("seed") or 0))]
+    val_fits = [p for p in val if len(p.prompt_ids) + room <= max_len]
+    n_val = _auto(recipe.get("val_max_seqs"), "val_max_seqs")
+    return chosen, val_fits[:n_val] if n_val else val_fits, {
+        "skipped_context_too_long": len(train) - len(fits), "skipped_over_token_budget": len(fits) - len(chosen)}
 
 
 def _require_tool_template(renderer, tools_of: dict[str, Any]) -> None:

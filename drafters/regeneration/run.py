@@ -79,6 +79,7 @@ def regenerate(prompts: Sequence[Any], backend: Backend, store: RegenerationStor
             report.reused += 1
         else:
             pending.append((p, key))
+    pending.sort(key=lambda pk: len(pk[0].prompt_ids))  # batches of similar lengths pad little
     start = time.perf_counter()
     for b in range(0, len(pending), backend.batch_size):
         if cancelled is not None and cancelled():
