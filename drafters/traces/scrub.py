@@ -7,7 +7,9 @@ Originals are kept only in the in-memory map of the run; they are never logged o
 gets counts per type).
 
 Categories (``ScrubConfig``): ``secrets`` (provider API keys, bearer tokens, PEM private keys, JWTs,
-passwords in URLs, ``KEY=value`` / ``"password": "..."`` assignments with secret-like names) and
+passwords in URLs, ``KEY=value`` / ``"password": "..."`` assignments with secret-like names, the
+provider patterns of detect-secrets, and random-looking tokens near secret words whatever their syntax:
+``drafters.traces.secret_detectors``) and
 ``personal`` (emails, home-directory user names incl. Claude Code's ``-Users-NAME-`` encoding, phone
 numbers, IPv4/IPv6 addresses). Every text field of a conversation is scrubbed: text, reasoning (not
 signatures: they are opaque and must stay byte-exact), tool-call raw arguments and parsed argument
@@ -25,7 +27,7 @@ import ipaddress
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,7 @@ from drafters.traces.model import (
     ToolResultPart,
     compact_json,
 )
+from drafters.traces.secret_detectors import detector_patterns, high_entropy_spans
 
 
 @dataclass
@@ -62,6 +65,7 @@ class _Rule:
     accept: Callable[[str], bool] | None = None  # extra check on the value (False = leave it)
     guard_lower: bool = False
     left: str | None = None  # left-boundary check (see _LEFT_REJECT); "bearer" = preceded by B/b
+    detector: bool = False  # a detect-secrets pattern: run only on the lines holding a guard (_line_matches)
 
 
 def _valid_ipv4(value: str) -> bool:
@@ -90,7 +94,7 @@ def _secret_value(value: str) -> bool:
     v = value.strip()
     if len(v) < 4 or v.lower() in _BENIGN_VALUES:
         return False
-    if v[0] in "<${%(" or v.startswith("os.environ") or v.startswith("process.env"):
+    if v[0] in "<${%(" or v.startswith(("os.environ", "process.env", "data:")):  # data: a data URI (image)
         return False
     if v.replace(".", "").replace("_", "").isdigit():
         return False
@@ -163,6 +167,11 @@ _RULES: list[_Rule] = [
                      r"[ \t]*(?:(\\?[\"'])([^\"'\\\n]{4,})|([^\s\"'\\,;`)}\]]{4,}))"),
           ("pass", "pwd", "secret", "token", "key", "auth", "credential"), group=(2, 3), accept=_secret_value,
           guard_lower=True, left="assign"),
+    # --- secrets: detect-secrets' provider patterns (drafters.traces.secret_detectors); free-text tokens
+    # near secret words are handled after all rules (Scrubber._high_entropy).
+    # (no left-boundary check: detect-secrets matches "bot110201543:AAH..." inside a word too)
+    *(_Rule(p.type, "secrets", p.regex, p.guards, group=(p.group,), detector=True)
+      for p in detector_patterns()),
     # --- personal data
     # Anchored at "@" (a literal: fast); the local part is found by scanning left (Scrubber._emails).
     _Rule("EMAIL", "personal", re.compile(r"@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})\b"), ("@",)),
@@ -198,6 +207,23 @@ def _ci(regex: re.Pattern[str]) -> re.Pattern[str]:
     return out
 
 
+def _line_matches(regex: re.Pattern[str], text: str, guards: tuple[str, ...]) -> Iterator[re.Match[str]]:
+    """Matches of ``regex`` on the lines of ``text`` that hold a guard, in order: detect-secrets' patterns
+    are written for one line at a time (its scanner's unit), and several start with a character class
+    that makes a scan of the whole text slow; lines keep the cost proportional to the guard hits."""
+    lines: set[int] = set()
+    for g in guards:
+        i = text.find(g)
+        while i >= 0:
+            start = text.rfind("\n", 0, i) + 1
+            lines.add(start)
+            end = text.find("\n", i)
+            i = text.find(g, end) if end >= 0 else -1
+    for start in sorted(lines):
+        end = text.find("\n", start)
+        yield from regex.finditer(text, start, end if end >= 0 else len(text))
+
+
 _LEFT_REJECT = {  # characters that must not precede a match of a rule with that ``left``
     "word": lambda c: c.isalnum() or c == "_",
     "alnum": lambda c: c.isalnum(),
@@ -218,6 +244,7 @@ class Scrubber:
         self.rules = [r for r in _RULES
                       if r.category in self.config.categories and r.type not in self.config.disabled]
         self._checks = [(r, None if r.guards == ("",) else r.guards) for r in self.rules]
+        self._entropy = "secrets" in self.config.categories and "SECRET_HIGH_ENTROPY" not in self.config.disabled
         self._cache: dict[str, str] | None = None  # original -> scrubbed, prefilled per conversation
         self.counts: Counter[str] = Counter()
         self._map: dict[tuple[str, str], str] = {}
@@ -259,7 +286,8 @@ class Scrubber:
                 regex, hay = _ci(rule.regex), text
             pieces: list[str] = []
             pos = 0
-            for m in regex.finditer(hay):
+            matches = _line_matches(regex, hay, guards) if rule.detector and guards else regex.finditer(hay)
+            for m in matches:
                 hit = self._match(rule, m, text)
                 if hit is None or hit[0] < pos:
                     continue
@@ -270,7 +298,24 @@ class Scrubber:
                 pieces.append(text[pos:])
                 text = "".join(pieces)
                 lower = None
+        if self._entropy:
+            text = self._high_entropy(text)
         return text
+
+    def _high_entropy(self, text: str) -> str:
+        """``text`` with random-looking tokens near secret words replaced by ``<SECRET_HIGH_ENTROPY_n>``
+        (``drafters.traces.secret_detectors.high_entropy_spans``)."""
+        spans = high_entropy_spans(text)
+        if not spans:
+            return text
+        pieces: list[str] = []
+        pos = 0
+        for start, end in spans:
+            pieces.append(text[pos:start])
+            pieces.append(self._count("SECRET_HIGH_ENTROPY", text[start:end]))
+            pos = end
+        pieces.append(text[pos:])
+        return "".join(pieces)
 
     def _match(self, rule: _Rule, m: re.Match[str], text: str) -> tuple[int, int, str] | None:
         """(start, end, replacement) in ``text`` for a regex match (found in ``text`` or its lower-cased
