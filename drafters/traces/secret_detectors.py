@@ -48,16 +48,20 @@ _FROM_DETECT_SECRETS: dict[str, dict[int, tuple[str, int, tuple[str, ...]]]] = {
     "AWSKeyDetector": {1: ("SECRET_AWS_SECRET_KEY", 1, ("aws", "AWS", "Aws"))},
     "AzureStorageKeyDetector": {0: ("SECRET_AZURE_STORAGE_KEY", 0, ("AccountKey=",))},
     "ArtifactoryDetector": {0: ("SECRET_ARTIFACTORY_TOKEN", 0, ("AKC",))},
-    "CloudantDetector": {2: ("SECRET_CLOUDANT_PASSWORD", 1, ("cloudant.com",)),
-                         3: ("SECRET_CLOUDANT_PASSWORD", 1, ("cloudant.com",))},
+    "CloudantDetector": {
+        2: ("SECRET_CLOUDANT_PASSWORD", 1, ("cloudant.com",)),
+        3: ("SECRET_CLOUDANT_PASSWORD", 1, ("cloudant.com",)),
+    },
     "DiscordBotTokenDetector": {0: ("SECRET_DISCORD_TOKEN", 0, ("",))},
-    "GitLabTokenDetector": {0: ("SECRET_GITLAB_TOKEN", 0, ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-")),
-                            1: ("SECRET_GITLAB_TOKEN", 0, ("GR1348941",)),
-                            2: ("SECRET_GITLAB_TOKEN", 0, ("glcbt-",)),
-                            3: ("SECRET_GITLAB_TOKEN", 0, ("glimt-",)),
-                            4: ("SECRET_GITLAB_TOKEN", 0, ("glptt-",)),
-                            5: ("SECRET_GITLAB_TOKEN", 0, ("glagent-",)),
-                            6: ("SECRET_GITLAB_TOKEN", 0, ("gloas-",))},
+    "GitLabTokenDetector": {
+        0: ("SECRET_GITLAB_TOKEN", 0, ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-")),
+        1: ("SECRET_GITLAB_TOKEN", 0, ("GR1348941",)),
+        2: ("SECRET_GITLAB_TOKEN", 0, ("glcbt-",)),
+        3: ("SECRET_GITLAB_TOKEN", 0, ("glimt-",)),
+        4: ("SECRET_GITLAB_TOKEN", 0, ("glptt-",)),
+        5: ("SECRET_GITLAB_TOKEN", 0, ("glagent-",)),
+        6: ("SECRET_GITLAB_TOKEN", 0, ("gloas-",)),
+    },
     "MailchimpDetector": {0: ("SECRET_MAILCHIMP_KEY", 0, ("-us",))},
     "NpmDetector": {0: ("SECRET_NPM_TOKEN", 1, ("_authToken",))},
     "PypiTokenDetector": {0: ("SECRET_PYPI_TOKEN", 0, ("pypi-",)), 1: ("SECRET_PYPI_TOKEN", 0, ("pypi-",))},
@@ -104,8 +108,10 @@ WINDOW = 40  # characters between the secret word and the token (either side)
 SECRET_WORDS = re.compile(r"secret|passw|passphrase|pwd|token|key|credential|auth|aws|bearer")
 _GUARDS = ("secret", "passw", "passphrase", "pwd", "token", "key", "credential", "auth", "aws", "bearer")
 #: Words that make a hexadecimal value a secret (checked right before it) ...
-_STRONG_WORDS = re.compile(r"(?:secret|passw\w*|token|api[ _-]?key|credential|private[ _-]?key|"
-                           r"access[ _-]?key)[\s\"':=,]*(?:is|was|:|=)?[\s\"'=:]*$")
+_STRONG_WORDS = re.compile(
+    r"(?:secret|passw\w*|token|api[ _-]?key|credential|private[ _-]?key|"
+    r"access[ _-]?key)[\s\"':=,]*(?:is|was|:|=)?[\s\"'=:]*$"
+)
 #: ... unless one of these says what it is.
 _HASH_WORDS = re.compile(r"sha|md5|hash|digest|checksum|commit|rev|uuid|(?<![a-z])id(?![a-z])|etag|nonce")
 _TOKEN = re.compile(rf"[A-Za-z0-9+/_-]{{{MIN_TOKEN},}}={{0,2}}")
@@ -160,8 +166,11 @@ def _counts(m: re.Match[str]) -> bool:
     text, start, end = m.string, m.start(), m.end()
     if end < len(text) and text[end].isalpha():
         return False
-    return start == 0 or not text[start - 1].isalpha() or text[max(0, start - 7) : start].endswith(
-        ("api", "access", "private", "secret"))
+    return (
+        start == 0
+        or not text[start - 1].isalpha()
+        or text[max(0, start - 7) : start].endswith(("api", "access", "private", "secret"))
+    )
 
 
 def _word_hits(lower: str) -> list[tuple[int, int]]:
@@ -213,8 +222,9 @@ def _is_secret_token(text: str, lower: str, start: int, end: int) -> bool:
     if not looks_random(token):
         return False
     after = lower[end : end + WINDOW].split("\x00", 1)[0]
-    return any(_counts(w) for w in SECRET_WORDS.finditer(before)) or \
-        any(_counts(w) for w in SECRET_WORDS.finditer(after))
+    return any(_counts(w) for w in SECRET_WORDS.finditer(before)) or any(
+        _counts(w) for w in SECRET_WORDS.finditer(after)
+    )
 
 
 def high_entropy_spans(text: str, lower: str | None = None) -> list[tuple[int, int]]:

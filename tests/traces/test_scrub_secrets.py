@@ -24,15 +24,18 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # AWS's documented exam
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "traces"
 
 
-@pytest.mark.parametrize("text", [
-    f"I used the AWS secret {AWS_SECRET} for the upload",
-    f"creds: AKIAIOSFODNN7EXAMPLE {AWS_SECRET}",
-    f"AKIAIOSFODNN7EXAMPLE / {AWS_SECRET} are the keys",
-    f"the secret access key is {AWS_SECRET}.",
-    f"aws_secret_access_key: {AWS_SECRET}",
-    f"KEY={AWS_SECRET}",
-    f'"AWS_SECRET": "{AWS_SECRET}"',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"I used the AWS secret {AWS_SECRET} for the upload",
+        f"creds: AKIAIOSFODNN7EXAMPLE {AWS_SECRET}",
+        f"AKIAIOSFODNN7EXAMPLE / {AWS_SECRET} are the keys",
+        f"the secret access key is {AWS_SECRET}.",
+        f"aws_secret_access_key: {AWS_SECRET}",
+        f"KEY={AWS_SECRET}",
+        f'"AWS_SECRET": "{AWS_SECRET}"',
+    ],
+)
 def test_aws_secret_access_key_is_scrubbed_with_or_without_a_name(text):
     s = Scrubber()
     out = s.scrub_text(text)
@@ -44,41 +47,95 @@ def test_aws_secret_access_key_is_scrubbed_with_or_without_a_name(text):
 # (text, the secret, placeholder type) from detect-secrets' and gitleaks' public test corpora.
 CORPUS = [
     # detect-secrets test_data/each_secret.py and config.env (quoted / assigned values)
-    ("base64_secret = 'c2VjcmV0IG1lc3NhZ2Ugc28geW91J2xsIG5ldmVyIGd1ZXNzIG15IHBhc3N3b3Jk'",
-     "c2VjcmV0IG1lc3NhZ2Ugc28geW91J2xsIG5ldmVyIGd1ZXNzIG15IHBhc3N3b3Jk", None),
-    ("hex_secret = '8b1118b376c313ed420e5133ba91307817ed52c2'", "8b1118b376c313ed420e5133ba91307817ed52c2", None),
-    ("basic_auth = 'http://username:whywouldyouusehttpforpasswords@example.com'",
-     "whywouldyouusehttpforpasswords", None),
+    (
+        "base64_secret = 'c2VjcmV0IG1lc3NhZ2Ugc28geW91J2xsIG5ldmVyIGd1ZXNzIG15IHBhc3N3b3Jk'",
+        "c2VjcmV0IG1lc3NhZ2Ugc28geW91J2xsIG5ldmVyIGd1ZXNzIG15IHBhc3N3b3Jk",
+        None,
+    ),
+    (
+        "hex_secret = '8b1118b376c313ed420e5133ba91307817ed52c2'",
+        "8b1118b376c313ed420e5133ba91307817ed52c2",
+        None,
+    ),
+    (
+        "basic_auth = 'http://username:whywouldyouusehttpforpasswords@example.com'",
+        "whywouldyouusehttpforpasswords",
+        None,
+    ),
     ("aws_access_key = 'AKIAIOSFODNN7EXAMPLE'", "AKIAIOSFODNN7EXAMPLE", None),
     # detect-secrets tests/plugins
-    ("bot110201543:AAHdqTcvCH1vGWJxfSe1ofSAs0K5PALDsaw", "AAHdqTcvCH1vGWJxfSe1ofSAs0K5PALDsaw", "SECRET_TELEGRAM_TOKEN"),
-    ("7213808860:AAH1bjqpKKW3maRSPAxzIU-0v6xNuq2-NjM", "AAH1bjqpKKW3maRSPAxzIU-0v6xNuq2-NjM", "SECRET_TELEGRAM_TOKEN"),
-    ("token MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs", "ZnCjm1XVW7vRze4b7Cq4se7kKWs",
-     "SECRET_DISCORD_TOKEN"),
-    ("Nzk5MjgxNDk0NDc2NDU1OTg3.YABS5g.2lmzECVlZv3vv6miVnUaKPQi2wI", "2lmzECVlZv3vv6miVnUaKPQi2wI",
-     "SECRET_DISCORD_TOKEN"),
+    (
+        "bot110201543:AAHdqTcvCH1vGWJxfSe1ofSAs0K5PALDsaw",
+        "AAHdqTcvCH1vGWJxfSe1ofSAs0K5PALDsaw",
+        "SECRET_TELEGRAM_TOKEN",
+    ),
+    (
+        "7213808860:AAH1bjqpKKW3maRSPAxzIU-0v6xNuq2-NjM",
+        "AAH1bjqpKKW3maRSPAxzIU-0v6xNuq2-NjM",
+        "SECRET_TELEGRAM_TOKEN",
+    ),
+    (
+        "token MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+        "ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+        "SECRET_DISCORD_TOKEN",
+    ),
+    (
+        "Nzk5MjgxNDk0NDc2NDU1OTg3.YABS5g.2lmzECVlZv3vv6miVnUaKPQi2wI",
+        "2lmzECVlZv3vv6miVnUaKPQi2wI",
+        "SECRET_DISCORD_TOKEN",
+    ),
     ("glpat-hellOworld380_testin", "glpat-hellOworld380_testin", "SECRET_GITLAB_TOKEN"),
     ("gldt-HwllOuhfw-wu0rlD_yep", "gldt-HwllOuhfw-wu0rlD_yep", "SECRET_GITLAB_TOKEN"),
-    ("//registry.npmjs.org/:_authToken=743b294a-cd03-11ec-9d64-0242ac120002",
-     "743b294a-cd03-11ec-9d64-0242ac120002", None),
+    (
+        "//registry.npmjs.org/:_authToken=743b294a-cd03-11ec-9d64-0242ac120002",
+        "743b294a-cd03-11ec-9d64-0242ac120002",
+        None,
+    ),
     ("343ea45721923ed956e2b38c31db76aa-us30", "343ea45721923ed956e2b38c31db76aa", "SECRET_MAILCHIMP_KEY"),
     ("SKxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "SKxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "SECRET_TWILIO_KEY"),
-    ("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", "TwL2iGABf9DHoTf", "SECRET_SENDGRID_KEY"),
+    (
+        "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",
+        "TwL2iGABf9DHoTf",
+        "SECRET_SENDGRID_KEY",
+    ),
     ("sq0csp-0p9h7g6f4s3s3s3-4a3ardgwa6ADRDJDDKUFYDYDYDY", "sq0csp-0p9h7g6f4s3s3s3", "SECRET_SQUARE_OAUTH"),
-    ("https://hooks.slack.com/services/Txxxxxxxx/Bxxxxxxxx/xxxxxxxxxxxxxxxxxxxxxxxx", "Bxxxxxxxx/xxxxxxxx",
-     "SECRET_SLACK_WEBHOOK"),
-    ("DefaultEndpointsProtocol=https;AccountName=x;AccountKey=" + "lJzRc1YdHaAA2KCNJJ1tkYwF/+mKK6Ygw0NGe170Xu592euJv2wYUtBlV8z+qnlcNQSnIYVTkLWntUO1F8j8rQ==",
-     "lJzRc1YdHaAA2KCNJJ1tkYwF", "SECRET_AZURE_STORAGE_KEY"),
+    (
+        "https://hooks.slack.com/services/Txxxxxxxx/Bxxxxxxxx/xxxxxxxxxxxxxxxxxxxxxxxx",
+        "Bxxxxxxxx/xxxxxxxx",
+        "SECRET_SLACK_WEBHOOK",
+    ),
+    (
+        "DefaultEndpointsProtocol=https;AccountName=x;AccountKey="
+        + "lJzRc1YdHaAA2KCNJJ1tkYwF/+mKK6Ygw0NGe170Xu592euJv2wYUtBlV8z+qnlcNQSnIYVTkLWntUO1F8j8rQ==",
+        "lJzRc1YdHaAA2KCNJJ1tkYwF",
+        "SECRET_AZURE_STORAGE_KEY",
+    ),
     # gitleaks rules: aws-secret-access-key (a sub-rule found next to its key id) and generic keyword rules
-    ("aws AKIALALEMEL33243OLIB lbqlNh3FW5/3AwnBoWsYIJam9w2Us4ZOH5Un8RyR", "lbqlNh3FW5/3AwnBoWsYIJam9w2Us4ZOH5Un8RyR",
-     "SECRET_HIGH_ENTROPY"),
-    ('awsToken := "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"', "lbqlNh3FW5/3AwnBoWsYIJam9w2Us4ZOH5Un8RyR", None),
-    ("the secret is gX69YO4CvBsVjzAwYxdGyDd30t5+9ez31gKATtj4 ok", "gX69YO4CvBsVjzAwYxdGyDd30t5+9ez31gKATtj4",
-     "SECRET_HIGH_ENTROPY"),
-    ("api token for staging: ToCynx5Se4e2PtoZxEhW7lUJcOX15c54", "ToCynx5Se4e2PtoZxEhW7lUJcOX15c54",
-     "SECRET_HIGH_ENTROPY"),
-    ("Authorization token 5f4dcc3b5aa765d61d8327deb882cf99aa12", "5f4dcc3b5aa765d61d8327deb882cf99aa12",
-     "SECRET_HIGH_ENTROPY"),
+    (
+        "aws AKIALALEMEL33243OLIB lbqlNh3FW5/3AwnBoWsYIJam9w2Us4ZOH5Un8RyR",
+        "lbqlNh3FW5/3AwnBoWsYIJam9w2Us4ZOH5Un8RyR",
+        "SECRET_HIGH_ENTROPY",
+    ),
+    (
+        'awsToken := "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"',
+        "lbqlNh3FW5/3AwnBoWsYIJam9w2Us4ZOH5Un8RyR",
+        None,
+    ),
+    (
+        "the secret is gX69YO4CvBsVjzAwYxdGyDd30t5+9ez31gKATtj4 ok",
+        "gX69YO4CvBsVjzAwYxdGyDd30t5+9ez31gKATtj4",
+        "SECRET_HIGH_ENTROPY",
+    ),
+    (
+        "api token for staging: ToCynx5Se4e2PtoZxEhW7lUJcOX15c54",
+        "ToCynx5Se4e2PtoZxEhW7lUJcOX15c54",
+        "SECRET_HIGH_ENTROPY",
+    ),
+    (
+        "Authorization token 5f4dcc3b5aa765d61d8327deb882cf99aa12",
+        "5f4dcc3b5aa765d61d8327deb882cf99aa12",
+        "SECRET_HIGH_ENTROPY",
+    ),
 ]
 
 
@@ -128,10 +185,15 @@ def test_entropy_measure_and_randomness_check():
 def test_free_text_secret_never_reaches_the_canonical_files(tmp_path):
     """The reported leak: an ingested trace whose user message holds the key in free text."""
     src = tmp_path / "chat.jsonl"
-    rec = {"messages": [
-        {"role": "user", "content": f"I used the AWS secret {AWS_SECRET} for the upload"},
-        {"role": "assistant", "content": f"Noted. Key id AKIAIOSFODNN7EXAMPLE goes with {AWS_SECRET[:-3]}XYZ."},
-    ]}
+    rec = {
+        "messages": [
+            {"role": "user", "content": f"I used the AWS secret {AWS_SECRET} for the upload"},
+            {
+                "role": "assistant",
+                "content": f"Noted. Key id AKIAIOSFODNN7EXAMPLE goes with {AWS_SECRET[:-3]}XYZ.",
+            },
+        ]
+    }
     src.write_text(json.dumps(rec) + "\n", encoding="utf-8")
     report = ValidationReport()
     convs = list(iter_conversations([src], report=report))
@@ -151,8 +213,11 @@ def test_false_positive_rate_on_the_example_traces_is_zero():
         n += 1
         json.dumps(conversation_to_dict(conv))
     assert n > 20
-    label_free = {k: v for k, v in s.counts.items()
-                  if k == "SECRET_HIGH_ENTROPY" or k in {r.type for r in _detector_rules()}}
+    label_free = {
+        k: v
+        for k, v in s.counts.items()
+        if k == "SECRET_HIGH_ENTROPY" or k in {r.type for r in _detector_rules()}
+    }
     assert label_free == {}
 
 
