@@ -29,6 +29,7 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from drafters.errors import TracedraftError
+from service.storage import ARTIFACT_PUBLIC_TEXT, public_error
 
 log = logging.getLogger("tracedraft.api")
 
@@ -68,14 +69,7 @@ _STATUS_CODE_NAMES = {
 }
 
 
-_ARTIFACT_TEXT = {
-    "artifact_missing": "a stored file of this resource is missing",
-    "artifact_corrupt": "a stored file of this resource failed its sha256 check (altered or partially written)",
-    "checksum_mismatch": "a stored file of this version failed its sha256 check (altered or partially written)",
-    "payload_too_large": "the upload exceeds the size limit",
-    "artifact_io": "the artifact store is unavailable; retry later",
-    "invalid_path": "invalid artifact path",
-}
+_ARTIFACT_TEXT = ARTIFACT_PUBLIC_TEXT
 
 
 class ApiError(Exception):
@@ -149,7 +143,8 @@ async def _project_error(request: Request, exc: Exception) -> JSONResponse:
         # URI-free message; the log keeps the detail.
         log.warning("artifact error %s on %s %s: %s", exc.code, request.method, request.url.path, exc.message)
         return error_response(status, exc.code, _ARTIFACT_TEXT[exc.code], None, headers)
-    return error_response(status, exc.code, exc.message, exc.where, headers)
+    err = public_error({"code": exc.code, "message": exc.message, "param": exc.where}) or {}
+    return error_response(status, exc.code, err["message"], err["param"], headers)
 
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
