@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tests.queue.conftest import ensure_redis_up, redis_client, restart_redis
-from tests.queue.fake_stages import read_calls
+from tests.queue.fake_stages import ckpt_path, read_calls
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.redis_restart, pytest.mark.timeout(120)]
 
@@ -52,7 +52,7 @@ def test_restart_while_queued_loses_the_message_but_not_the_job(queue_env, worke
 def test_restart_while_running_finishes_once(queue_env, workers):
     w = workers.start("cpu,gpu")
     job_id = queue_env.submit({"fake": {"train_steps": 40, "step_s": 0.1}})
-    ckpt = queue_env.workdir(job_id) / "ckpt.json"
+    ckpt = ckpt_path(queue_env.workdir(job_id))
     queue_env.wait(job_id, lambda j: ckpt.exists() and json.loads(ckpt.read_text())["step"] >= 3, timeout=30)
     restart_redis()  # the training task's un-acked message is lost; the task itself keeps running
 
