@@ -79,6 +79,8 @@ class QueueEnv:
             job_id = job.id
         if dispatch:
             send("validate", job_id)
+            with self.sessions() as s:
+                jobs.mark_dispatched(s, job_id)
         return job_id
 
     def job(self, job_id: str) -> Any:
@@ -139,6 +141,9 @@ def queue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueueEnv]:
         "TRACEDRAFT_TEST_STAGES": "tests.queue.fake_stages:STAGES",
         # These tests are about delivery: their specs name no target. test_real_stages turns it on.
         "TRACEDRAFT_ENFORCE_JOB_POLICY": "false",
+        # Short lease and grace: a killed worker is noticed in ~4 s (lease + reconciler period).
+        "TRACEDRAFT_JOB_LEASE_S": "3",
+        "TRACEDRAFT_DISPATCH_GRACE_S": "2",
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
