@@ -106,7 +106,7 @@ def _receive(request_pull: BodyPuller, *, multipart_boundary_: bytes | None, fil
              query_opts: dict[str, Any], db: Any, store: ArtifactStore, settings: Settings,
              caller: Caller) -> Dataset:
     """Runs in a worker thread: stream the body into the store, create and (when small) validate the row."""
-    budget = Budget(settings.max_upload_bytes)
+    budget = Budget(settings.max_decompressed_bytes, settings.max_compression_ratio)
     inspectors: list[InspectingReader] = []
     form: dict[str, str] = {}
 
