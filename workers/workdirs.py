@@ -7,7 +7,7 @@ produce. Rules:
 - when a job succeeds its work directory goes (``finish``);
 - when it fails or is cancelled it may be resumed (``service.jobs.reopen_job``): only what a resume
   reads stays, the training run (``checkpoints/``) and the stage outputs its result points at locally
-  (the inline hand-over, ``{"local": path}``); fetched copies and scratch go;
+  (the inline hand-over ``{"local": path}``, ``best_dir``, ``report_dir``); fetched copies and scratch go;
 - ``prune`` (each worker's reconciler pass) removes the directories of jobs that succeeded, no longer
   exist, or failed/cancelled longer than ``settings.workdir_retention_hours`` ago (no longer worth
   resuming locally: a resume then fetches from the store), so other machines' leftovers go too.
@@ -35,24 +35,25 @@ def work_root(home: Path) -> Path:
     return Path(home) / "work"
 
 
-def _local_paths(obj: Any) -> Iterator[str]:
-    if isinstance(obj, Mapping):
-        for k, v in obj.items():
-            if k == "local" and isinstance(v, str):
-                yield v
-            else:
-                yield from _local_paths(v)
+def _strings(obj: Any) -> Iterator[str]:
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, Mapping):
+        for v in obj.values():
+            yield from _strings(v)
     elif isinstance(obj, (list, tuple)):
         for v in obj:
-            yield from _local_paths(v)
+            yield from _strings(v)
 
 
 def resume_entries(workdir: Path, result: Mapping[str, Any] | None) -> set[str]:
-    """Top-level names under ``workdir`` a resume needs: ``RESUME_DIRS`` and every entry a local path in
-    the job's ``result`` lies in."""
+    """Top-level names under ``workdir`` a resume needs: ``RESUME_DIRS`` and every entry that a path in the
+    job's ``result`` lies in (the inline hand-over ``{"local": ...}``, ``best_dir``, ``report_dir``)."""
     keep = set(RESUME_DIRS)
     root = workdir.resolve()
-    for p in _local_paths(result or {}):
+    for p in _strings(result or {}):
+        if not p.startswith("/"):
+            continue
         try:
             rel = Path(p).resolve().relative_to(root)
         except ValueError:

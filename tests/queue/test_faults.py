@@ -193,22 +193,36 @@ def _submit(stack: Stack, i: int) -> str:
     return job_id
 
 
-def _plan(rng: random.Random) -> list[list[tuple[str, Any]]]:
-    """Per job, the faults in order: kill -9s in a stage (every stage covered across the jobs), plus one
-    each of the global faults on some job."""
+@dataclass(frozen=True)
+class Fault:
+    """One fault: ``kind`` (kill9, redis, postgres, store_write), its argument, and the stage of the job
+    it is injected in (while that stage runs)."""
+
+    kind: str
+    arg: Any
+    stage: str
+
+    @property
+    def label(self) -> str:
+        return f"redis (append-only {'on' if self.arg else 'off'})" if self.kind == "redis" else self.kind
+
+
+def _plan(rng: random.Random) -> list[list[Fault]]:
+    """Per job, the faults in stage order: kill -9s (every stage covered across the jobs), plus each of the
+    global faults once, on a random job and stage (the store write fails during training)."""
     stages = list(STAGES)
     rng.shuffle(stages)
-    plan: list[list[tuple[str, Any]]] = []
+    plan: list[list[Fault]] = [[] for _ in range(N_JOBS)]
     k = 0
-    for _ in range(N_JOBS):
-        kills = []
+    for job in plan:
         for _ in range(KILLS_PER_JOB):
-            kills.append(("kill9", stages[k % len(stages)]))
+            job.append(Fault("kill9", None, stages[k % len(stages)]))
             k += 1
-        plan.append(sorted(kills, key=lambda f: STAGES.index(f[1])))
-    extra = [("redis", True), ("redis", False), ("postgres", "immediate"), ("store_write", "training")]
-    for fault in extra:
-        plan[rng.randrange(N_JOBS)].append(fault)
+    for kind, arg in (("redis", True), ("redis", False), ("postgres", "immediate"), ("store_write", None)):
+        stage = "training" if kind == "store_write" else rng.choice(STAGES)
+        plan[rng.randrange(N_JOBS)].append(Fault(kind, arg, stage))
+    for job in plan:  # within a stage the kill comes last: the other fault hits the run it then restarts
+        job.sort(key=lambda f: (STAGES.index(f.stage), f.kind == "kill9"))
     return plan
 
 
@@ -217,34 +231,32 @@ def _stage_running(job: Any, stage: str) -> bool:
         and not job.lease_owner.startswith("retry:")
 
 
-def _inject(stack: Stack, job_id: str, fault: tuple[str, Any], rng: random.Random, deadline: float) -> float | None:
-    """Wait for the fault's moment and inject it; returns the wall time of a kill (else None). A fault whose
-    stage the job passed before it could be injected is counted as missed."""
-    kind, arg = fault
-    want = arg if kind in ("kill9", "store_write") else None
+def _inject(stack: Stack, job_id: str, fault: Fault, rng: random.Random, deadline: float) -> float | None:
+    """Wait until the fault's stage runs and inject it; returns the wall time of a kill (else None). A
+    fault whose stage the job passed before its turn is counted as missed."""
     while time.monotonic() < deadline:
         job = stack.job(job_id)
         if job.status in ("succeeded", "failed", "cancelled") or (
-                want is not None and job.stage in STAGES and STAGES.index(job.stage) > STAGES.index(want)):
-            stack.faults[f"missed {kind}"] += 1
+                job.stage in STAGES and STAGES.index(job.stage) > STAGES.index(fault.stage)):
+            stack.faults[f"missed {fault.label}"] += 1
             return None
-        if want is None or _stage_running(job, want):
+        if _stage_running(job, fault.stage):
             break
         time.sleep(0.05)
     else:
         raise AssertionError(f"job {job_id} never reached {fault}")
     time.sleep(rng.uniform(0.0, 0.3))
-    stack.faults[kind if kind != "redis" else f"redis (append-only {'on' if arg else 'off'})"] += 1
-    if kind == "kill9":
+    stack.faults[fault.label] += 1
+    if fault.kind == "kill9":
         stack.kill9_worker()
         killed = time.time()
         stack.start_worker()  # the process manager restarts it
         return killed
-    if kind == "redis":
-        stack.redis.restart(appendonly=arg, down_s=rng.uniform(0.5, 2.0))
-    elif kind == "postgres":
-        stack.pg.restart(arg)
-    elif kind == "store_write":
+    if fault.kind == "redis":
+        stack.redis.restart(appendonly=fault.arg, down_s=rng.uniform(0.5, 2.0))
+    elif fault.kind == "postgres":
+        stack.pg.restart(fault.arg)
+    elif fault.kind == "store_write":
         fault_file(stack.home, FAIL_WRITE).touch()
     return None
 
