@@ -85,7 +85,28 @@ def _valid_ipv6(value: str) -> bool:
 
 
 _BENIGN_VALUES = {"true", "false", "null", "none", "undefined", "required", "optional", "string", "str",
-                  "your_api_key", "xxx", "xxxx", "****", "redacted", "changeme"}
+                  "your_api_key", "xxx", "xxxx", "****", "redacted", "changeme",
+                  # type names and keywords: schemas and code, not credentials
+                  "number", "integer", "boolean", "object", "array", "error", "lambda", "function", "password",
+                  "secretstr", "bytes", "float"}
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+def _secret_name(text: str, start: int) -> bool:
+    """Whether the name whose secret word starts at ``start`` (``STORAGE_KEY``, ``DB_PASSWORD``, ``KEY``) names
+    a credential: ``_is_secret_key``, or made of secret words only (a bare ``KEY=`` or ``TOKEN:``)."""
+    i, j = start, start
+    while i > 0 and text[i - 1] in _NAME_CHARS and start - i < 64:
+        i -= 1
+    while j < len(text) and text[j] in _NAME_CHARS and j - start < 64:
+        j += 1
+    name = text[i:j].strip("-.")
+    if _is_secret_key(name):
+        return True
+    words = _WORDS.findall(_CAMEL.sub(r"\1_\2", name).lower())
+    return bool(words) and all(w in _SECRET_WORDS or w == "key" for w in words)
 
 
 def _secret_value(value: str) -> bool:
@@ -94,16 +115,18 @@ def _secret_value(value: str) -> bool:
     v = value.strip()
     if len(v) < 4 or v.lower() in _BENIGN_VALUES:
         return False
-    if v[0] in "<${%(" or v.startswith(("os.environ", "process.env", "data:")):  # data: a data URI (image)
+    if v[0] in "<${%(,;)]}" or v.startswith(("os.environ", "process.env", "data:")):  # data: a data URI
         return False
     if v.replace(".", "").replace("_", "").isdigit():
         return False
-    if "(" in v or _DOTTED_IDENT.match(v) or _TYPE_NAME.match(v):
+    if "(" in v or _DOTTED_IDENT.match(v) or _TYPE_NAME.match(v) or _CODE_NAME.match(v):
         return False  # code: token = get_token(), password = self.password
     return True
 
 
 _TYPE_NAME = re.compile(r"^(?:[A-Z][a-z]+){2,}$")  # a type annotation: password: SecretStr
+# Names in code, not values: getSession, current_phase / your_bot_token, API_KEY (a variable or column).
+_CODE_NAME = re.compile(r"^(?:[a-z]+(?:[A-Z][a-z]+)+|[a-z]+(?:_[a-z]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$")
 _DOTTED_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
@@ -349,10 +372,15 @@ class Scrubber:
                 return None
         elif rule.left == "bearer":
             return None
+        if rule.left == "assign" and not _secret_name(text, start):
+            return None  # STORAGE_KEY = 'vue-todo-list', sort_key: ...: a key that is not a credential
         group = next((g for g in rule.group if m.group(g) is not None), None)
         if group is None:
             return None
         g_start, g_end = m.span(group)
+        if rule.left == "assign" and group == 3:
+            while g_end - g_start > 4 and text[g_end - 1] in ".," and (g_end == len(text) or text[g_end].isspace()):
+                g_end -= 1  # "your password: hunter22." -- the sentence's full stop is not part of it
         value = text[g_start:g_end]
         if value.startswith("<") and value.endswith(">"):
             return None  # already a placeholder

@@ -221,8 +221,8 @@ def _plan(rng: random.Random) -> list[list[Fault]]:
     for kind, arg in (("redis", True), ("redis", False), ("postgres", "immediate"), ("store_write", None)):
         stage = "training" if kind == "store_write" else rng.choice(STAGES)
         plan[rng.randrange(N_JOBS)].append(Fault(kind, arg, stage))
-    for job in plan:  # within a stage the kill comes last: the other fault hits the run it then restarts
-        job.sort(key=lambda f: (STAGES.index(f.stage), f.kind == "kill9"))
+    for job in plan:  # within a stage the kill comes first: a short stage may end during a Redis restart
+        job.sort(key=lambda f: (STAGES.index(f.stage), f.kind != "kill9"))
     return plan
 
 
@@ -234,13 +234,14 @@ def _stage_running(job: Any, stage: str) -> bool:
 def _inject(stack: Stack, job_id: str, fault: Fault, rng: random.Random, deadline: float) -> float | None:
     """Wait until the fault's stage runs and inject it; returns the wall time of a kill (else None). A
     fault whose stage the job passed before its turn is counted as missed."""
+    bound = fault.kind in ("kill9", "store_write")  # the others may hit any later stage too
     while time.monotonic() < deadline:
         job = stack.job(job_id)
-        if job.status in ("succeeded", "failed", "cancelled") or (
-                job.stage in STAGES and STAGES.index(job.stage) > STAGES.index(fault.stage)):
+        past = job.stage in STAGES and STAGES.index(job.stage) > STAGES.index(fault.stage)
+        if job.status in ("succeeded", "failed", "cancelled") or (bound and past):
             stack.faults[f"missed {fault.label}"] += 1
             return None
-        if _stage_running(job, fault.stage):
+        if _stage_running(job, fault.stage) or (past and job.status == "running"):
             break
         time.sleep(0.05)
     else:

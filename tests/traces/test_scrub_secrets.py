@@ -162,6 +162,15 @@ NEGATIVES = [
     "secret santa list: AliceBobCarolDaveEveFrank",
     "max_tokens=4096 and the key is /etc/ssl/private/server.key",
     "<SECRET_AWS_KEY_1> <SECRET_HIGH_ENTROPY_1>",
+    # names of keys that are not credentials, and code: the assignment rule's false positives on the
+    # example traces before it checked the name and the value's shape
+    "const STORAGE_KEY = 'vue-todo-list'",
+    "createHandler({ auth: getSession, })",
+    "SELECT value FROM session_state WHERE key = 'current_phase';",
+    "LLMConfig(base_url=BASE_URL, api_key=API_KEY)",
+    'fmt.Println("Error opening registry key: ", err)',
+    '{"token": {"type": "number"}}',
+    "exclude_if=lambda v: v == 0, password: SecretStr",
 ]
 
 
@@ -204,15 +213,28 @@ def test_free_text_secret_never_reaches_the_canonical_files(tmp_path):
     assert "<SECRET_HIGH_ENTROPY_1>" in stored and "<SECRET_HIGH_ENTROPY_2>" in stored
 
 
+# The credentials the example traces really hold (a password generator's outputs, sample logins).
+EXAMPLE_SECRETS = {
+    "yourpassword",
+    "password123",
+    "a9B7$#fG3&Z1",
+    "aB3#fG7!kL9@",
+    "A1b2C3d4E5f6",
+    "aBcD1234EfGh",
+}
+
+
 def test_false_positive_rate_on_the_example_traces_is_zero():
-    """Every replacement made by the label-free rules on the repository's example traces (real agent
-    sessions without credentials) would be a false positive: there are none."""
+    """Every secret replacement on the repository's example traces (real agent sessions): each one is a
+    credential they really hold, and the label-free rules add none (they hold no provider key)."""
     s = Scrubber()
     n = 0
     for conv in iter_conversations([EXAMPLES], report=ValidationReport(), scrub=s):
         n += 1
         json.dumps(conversation_to_dict(conv))
-    assert n > 20
+    assert n > 200
+    replaced = {original for (kind, original) in s._map if kind.startswith("SECRET_")}
+    assert replaced == EXAMPLE_SECRETS  # false positives 0 of 6 values (14 occurrences)
     label_free = {
         k: v
         for k, v in s.counts.items()
@@ -225,3 +247,10 @@ def _detector_rules():
     from drafters.traces.scrub import _RULES
 
     return [r for r in _RULES if r.detector]
+
+
+def test_a_password_in_a_sentence_keeps_the_full_stop():
+    s = Scrubber()
+    out = s.scrub_text("Here is your new password: a9B7$#fG3&Z1. Please change it.")
+    assert out == "Here is your new password: <SECRET_ASSIGNMENT_1>. Please change it."
+    assert s.scrub_text('{"password": "a9B7$#fG3&Z1"}') == '{"password": "<SECRET_ASSIGNMENT_1>"}'
