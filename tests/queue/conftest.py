@@ -8,6 +8,7 @@ after, so concurrent runs on the same Redis do not see each other's messages.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -32,7 +33,7 @@ RECONCILE_EVERY_S = 1.0
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "redis_restart: restarts the shared Redis server (kept in one module; Redis is up after)"
+        "markers", "redis_restart: kills and restarts a Redis server of the test's own (never the shared one)"
     )
 
 
@@ -117,6 +118,14 @@ class QueueEnv:
 def queue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueueEnv]:
     """Settings pointing at a fresh PostgreSQL database and a private Redis db (pipeline=celery), for one
     test module: the environment it sets is restored after the module, so it never leaks into other tests."""
+    with make_queue_env(tmp_path_factory) as qe:
+        yield qe
+
+
+@contextlib.contextmanager
+def make_queue_env(tmp_path_factory: pytest.TempPathFactory, redis_url: str | None = None) -> Iterator[QueueEnv]:
+    """``queue_env``'s setup; ``redis_url`` (``redis://host:port``) names a Redis server of the caller's own
+    (database 0 is used) instead of an empty database number of the machine's shared Redis."""
     import psycopg
 
     from service.db import Organization, session_factory, upgrade
@@ -128,12 +137,13 @@ def queue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueueEnv]:
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{dbname}"')
     url = f"{PG_BASE}/{dbname}"
-    redis_db = _pick_redis_db()
+    redis_db = 0 if redis_url else _pick_redis_db()
+    redis_base = redis_url or f"redis://{REDIS_HOST}:{REDIS_PORT}"
     home = tmp_path_factory.mktemp("tracedraft-home")
     env = {
         "TRACEDRAFT_DATABASE_URL": url,
-        "TRACEDRAFT_BROKER_URL": f"redis://{REDIS_HOST}:{REDIS_PORT}/{redis_db}",
-        "TRACEDRAFT_RESULT_BACKEND": f"redis://{REDIS_HOST}:{REDIS_PORT}/{redis_db}",
+        "TRACEDRAFT_BROKER_URL": f"{redis_base}/{redis_db}",
+        "TRACEDRAFT_RESULT_BACKEND": f"{redis_base}/{redis_db}",
         "TRACEDRAFT_PIPELINE": "celery",
         "TRACEDRAFT_HOME": str(home),
         "TRACEDRAFT_AUTO_MIGRATE": "false",
@@ -169,13 +179,14 @@ def queue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueueEnv]:
         reload_settings()
         reload_app()
         engine.dispose()
-        from workers import tasks
+        from workers import db as worker_db
 
-        for e in tasks._engines.values():
+        for e in worker_db._engines.values():
             e.dispose()
-        tasks._engines.clear()
-        ensure_redis_up()
-        redis_client(redis_db).flushdb()
+        worker_db._engines.clear()
+        if redis_url is None:
+            ensure_redis_up()
+            redis_client(redis_db).flushdb()
         with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
