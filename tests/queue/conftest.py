@@ -317,13 +317,3 @@ def ensure_redis_up(timeout: float = 20.0) -> None:
             return
         time.sleep(0.1)
     raise RuntimeError("Redis did not come back on 127.0.0.1:6379")
-
-
-def restart_redis() -> None:
-    """``redis-cli shutdown nosave`` then start it again: every key (queued messages) is lost."""
-    subprocess.run(["redis-cli", "-h", REDIS_HOST, "-p", str(REDIS_PORT), "shutdown", "nosave"],
-                   check=False, capture_output=True)
-    deadline = time.monotonic() + 10
-    while redis_up() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    ensure_redis_up()
