@@ -13,6 +13,10 @@ Every worker's parent process runs ``requeue_stale_jobs`` every ``settings.recon
 - without a view of the broker (not Redis, or unreachable), a job with no lease is re-dispatched once it
   has been silent for ``stale_after_s``.
 
+Each pass also deletes un-acknowledged messages older than ``stale_after_s`` of stages already done (a
+worker that died between committing a stage and acknowledging it), so none is delivered again when the
+visibility timeout ends.
+
 A duplicate message this may create is harmless: the task re-checks the stage under the lock and a
 finished stage is a no-op (``workers.tasks``).
 """
@@ -129,6 +133,34 @@ def _why(job: Any, now: dt.datetime, msgs: list[BrokerMessage] | None, settings:
     return "the broker holds no message for it (lost in a broker restart)", []
 
 
+def _purge_finished(view: RedisBrokerView, in_broker: dict[str, list[BrokerMessage]],
+                    make_session: Callable[[], Any], stale_after_s: float) -> int:
+    """Delete un-acknowledged messages older than ``stale_after_s`` whose stage no longer needs running (the
+    job ended, or moved past that stage): a worker that died after committing a stage but before its ack
+    left them, and the broker would hand them out again when the visibility timeout ends."""
+    from service.db import Job
+
+    old = {tid: [m for m in msgs if m.state == "unacked" and m.age_s >= stale_after_s]
+           for tid, msgs in in_broker.items()}
+    old = {tid: msgs for tid, msgs in old.items() if msgs and "." in tid}
+    if not old:
+        return 0
+    ids = {tid.rsplit(".", 1)[0] for tid in old}
+    with make_session() as session:
+        rows = {r.id: (r.status, r.stage) for r in session.execute(
+            sa.select(Job.id, Job.status, Job.stage).where(Job.id.in_(ids)))}
+    tags: list[str] = []
+    for tid, msgs in old.items():
+        job_id, stage = tid.rsplit(".", 1)
+        status, current = rows.get(job_id, ("gone", None))
+        if status in ("gone", "succeeded", "failed", "cancelled") or current != JOB_STAGE.get(stage):
+            tags += [m.delivery_tag for m in msgs if m.delivery_tag]
+    n = view.purge_unacked(tags)
+    if n:
+        log.info("reconciler: deleted %d un-acknowledged message(s) of stages already done", n)
+    return n
+
+
 def requeue_stale_jobs(
     sessions: Callable[[], Any] | None = None,
     *,
@@ -154,7 +186,7 @@ def requeue_stale_jobs(
     send = dispatcher or (lambda stage, job_id: dispatch(stage, job_id, settings=s))
     now = utcnow()
     with make_session() as session:
-        candidates = session.scalars(
+        candidates: list[str] = session.scalars(
             sa.select(Job.id).where(
                 Job.status.in_(("queued", "running")),
                 sa.or_(Job.lease_expires_at < now,
@@ -162,8 +194,6 @@ def requeue_stale_jobs(
                                Job.updated_at < now - dt.timedelta(seconds=s.dispatch_grace_s))),
             ).order_by(Job.created_at)
         ).all()
-    if not candidates:
-        return []
     view = RedisBrokerView.from_settings(s) if broker is True else (broker or None)
     in_broker: dict[str, list[BrokerMessage]] | None = None
     if view is not None:
@@ -172,6 +202,8 @@ def requeue_stale_jobs(
         except Exception as exc:  # noqa: BLE001 - broker down: decide by the database alone
             log.warning("reconciler: cannot read the broker (%s)", exc)
             view = None
+    if view is not None and in_broker:
+        _purge_finished(view, in_broker, make_session, stale)
     requeued: list[str] = []
     for job_id in candidates:
         with make_session() as session:

@@ -11,13 +11,15 @@
 - CUDA is never touched in the parent: torch is imported only by the stage functions, inside the pool
   processes (``workers.tasks`` loads them lazily); ``run_worker`` refuses to start when torch is
   already imported.
-- Reconciler: the parent runs ``service.queue.requeue_stale_jobs`` at start and every
-  ``reconcile_every_s`` seconds in a daemon thread, so a job whose message the broker lost (a Redis
-  restart) or whose worker was killed outright is re-dispatched.
+- Reconciler: the parent runs ``service.reconciler.requeue_stale_jobs`` at start and every
+  ``reconcile_every_s`` seconds (default 5) in a daemon thread, so a job whose worker was killed outright
+  (its lease, renewed by the stage's heartbeat, lapsed: ``--lease``, default 15 s) or whose message the
+  broker lost (a Redis restart) is re-dispatched within seconds; the same pass prunes work directories of
+  finished jobs (``workers.workdirs.prune``).
 
 Also ``python -m workers.worker --queue cpu``. With ``celery -A service.queue worker`` directly the
-reconciler and GPU pinning run too (the signal handlers below are connected when ``workers.tasks`` is
-imported), with the default intervals.
+reconciler and GPU pinning run too (``workers.tasks`` calls ``connect_signals`` when the worker loads it),
+with the intervals of the settings.
 """
 
 from __future__ import annotations

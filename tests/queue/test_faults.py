@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[2]
 SEED = int(os.environ.get("TRACEDRAFT_FAULT_SEED", "0"))
 N_JOBS = int(os.environ.get("TRACEDRAFT_FAULT_JOBS", "4"))
 KILLS_PER_JOB = 2
-LEASE_S = 3.0
+LEASE_S = float(os.environ.get("TRACEDRAFT_FAULT_LEASE_S", "3"))  # 15 = the default setting
 STAGES = ("validating", "preparing", "training", "evaluating", "registering")
 TRACE = {"messages": [{"role": "user", "content": "list files in {i}"},
                       {"role": "assistant", "content": "src/ and tests/ in {i}"}]}
@@ -132,7 +132,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
         "TRACEDRAFT_AUTO_MIGRATE": "false", "TRACEDRAFT_TEST_STAGES": "tests.queue.fault_stages:STAGES",
         "TRACEDRAFT_ENFORCE_JOB_POLICY": "false", "TRACEDRAFT_ARTIFACT_URI": f"s3://{s3.bucket}/artifacts",
         "TRACEDRAFT_ARTIFACT_STORAGE_OPTIONS": json.dumps(s3.storage_options),
-        "TRACEDRAFT_JOB_LEASE_S": str(LEASE_S), "TRACEDRAFT_RECONCILE_EVERY_S": "1",
+        "TRACEDRAFT_JOB_LEASE_S": str(LEASE_S),
+        "TRACEDRAFT_RECONCILE_EVERY_S": os.environ.get("TRACEDRAFT_FAULT_RECONCILE_S", "1"),
         "TRACEDRAFT_DISPATCH_GRACE_S": "2", "TRACEDRAFT_STALE_AFTER_S": "10",
         "TRACEDRAFT_JOB_MAX_ATTEMPTS": "50",
     }

@@ -71,9 +71,19 @@ def test_reconciler_decisions(queue_env):
     assert "no message" in reasons[lost]
     job = queue_env.job(dead)
     assert job.lease_owner is None and job.dispatched_at is not None
+    # a message never acknowledged (its worker died after committing the stage) of a job that has ended
+    finished = queue_env.submit({}, dispatch=False)
+    from service import jobs
+
+    with queue_env.sessions() as s:
+        jobs.succeed_job(s, finished)
+    done = {"headers": {"id": task_id(finished, "register")}, "properties": {"delivery_tag": "tag-done"}}
+    broker.hset("unacked", "tag-done", json.dumps([done, "gpu", "gpu"]))
+    broker.zadd("unacked_index", {"tag-done": now.timestamp() - 3600})
     # a second pass right after sends nothing (the jobs were touched and marked dispatched)
     assert requeue_stale_jobs(queue_env.sessions, settings=get_settings(), broker=view,
                               dispatcher=lambda *a: None) == []
+    assert broker.hget("unacked", "tag-done") is None  # never handed out again
     _cancel_all(queue_env, [never_sent, waiting, lost, alive, dead])
     broker.flushdb()
 
