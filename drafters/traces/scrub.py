@@ -190,11 +190,9 @@ _RULES: list[_Rule] = [
                      r"[ \t]*(?:(\\?[\"'])([^\"'\\\n]{4,})|([^\s\"'\\,;`)}\]]{4,}))"),
           ("pass", "pwd", "secret", "token", "key", "auth", "credential"), group=(2, 3), accept=_secret_value,
           guard_lower=True, left="assign"),
-    # --- secrets: detect-secrets' provider patterns (drafters.traces.secret_detectors); free-text tokens
-    # near secret words are handled after all rules (Scrubber._high_entropy).
-    # (no left-boundary check: detect-secrets matches "bot110201543:AAH..." inside a word too)
-    *(_Rule(p.type, "secrets", p.regex, p.guards, group=(p.group,), detector=True)
-      for p in detector_patterns()),
+    # (detect-secrets' provider patterns come next: _rules(); personal data after them)
+]
+_PERSONAL_RULES: list[_Rule] = [
     # --- personal data
     # Anchored at "@" (a literal: fast); the local part is found by scanning left (Scrubber._emails).
     _Rule("EMAIL", "personal", re.compile(r"@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})\b"), ("@",)),
@@ -213,6 +211,19 @@ _RULES: list[_Rule] = [
           re.compile(r"[0-9A-Fa-f]{1,4}:(?:[0-9A-Fa-f]{0,4}:){1,6}[0-9A-Fa-f]{0,4}(?![\w:])"), ("::",),
           accept=_valid_ipv6, left="colon"),
 ]
+
+
+
+@functools.cache
+def _rules() -> tuple[_Rule, ...]:
+    """Every rule in order: ours for secrets, detect-secrets' provider patterns (``secret_detectors``; built on
+    first use: importing detect-secrets' plugins takes most of a second), then personal data. Free-text
+    tokens near secret words are handled after all rules (``Scrubber._high_entropy``)."""
+    # No left-boundary check on detect-secrets' patterns: it matches "bot110201543:AAH..." inside a word too.
+    detectors = [_Rule(p.type, "secrets", p.regex, p.guards, group=(p.group,), detector=True)
+                 for p in detector_patterns()]
+    return (*_RULES, *detectors, *_PERSONAL_RULES)
+
 
 _EMAIL_LOCAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-")
 # Words that may run straight into a secret word in camelCase/lower names: apiKey, accesstoken, clientSecret.
@@ -264,7 +275,7 @@ class Scrubber:
 
     def __init__(self, config: ScrubConfig | None = None):
         self.config = config or ScrubConfig()
-        self.rules = [r for r in _RULES
+        self.rules = [r for r in _rules()
                       if r.category in self.config.categories and r.type not in self.config.disabled]
         self._checks = [(r, None if r.guards == ("",) else r.guards) for r in self.rules]
         self._entropy = "secrets" in self.config.categories and "SECRET_HIGH_ENTROPY" not in self.config.disabled

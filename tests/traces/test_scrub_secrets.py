@@ -244,9 +244,9 @@ def test_false_positive_rate_on_the_example_traces_is_zero():
 
 
 def _detector_rules():
-    from drafters.traces.scrub import _RULES
+    from drafters.traces.scrub import _rules
 
-    return [r for r in _RULES if r.detector]
+    return [r for r in _rules() if r.detector]
 
 
 def test_a_password_in_a_sentence_keeps_the_full_stop():
