@@ -44,8 +44,12 @@ class GcCandidate:
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "size": self.size, "reason": self.reason,
-                "mtime": self.mtime.isoformat() if self.mtime else None}
+        return {
+            "key": self.key,
+            "size": self.size,
+            "reason": self.reason,
+            "mtime": self.mtime.isoformat() if self.mtime else None,
+        }
 
 
 @dataclass
@@ -64,9 +68,14 @@ class GcReport:
         return [c.key for c in self.candidates]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "deleted": self.deleted, "bytes_freed": self.bytes_freed,
-                "kept_referenced": self.kept_referenced, "kept_recent": self.kept_recent,
-                "candidates": [c.to_dict() for c in self.candidates]}
+        return {
+            "dry_run": self.dry_run,
+            "deleted": self.deleted,
+            "bytes_freed": self.bytes_freed,
+            "kept_referenced": self.kept_referenced,
+            "kept_recent": self.kept_recent,
+            "candidates": [c.to_dict() for c in self.candidates],
+        }
 
 
 @dataclass
@@ -122,8 +131,13 @@ def live_references(session: Session, store: ArtifactStore) -> References:
         add(canonical, f"dataset {ds_id} canonical file")
         refs.prefixes.setdefault(f"datasets/{ds_id}/", f"dataset {ds_id}")
     for v_id, ckpt, files, rep, rep_files in session.execute(
-        sa.select(DrafterVersion.id, DrafterVersion.checkpoint_uri, DrafterVersion.files,
-                  DrafterVersion.report_uri, DrafterVersion.report_files)
+        sa.select(
+            DrafterVersion.id,
+            DrafterVersion.checkpoint_uri,
+            DrafterVersion.files,
+            DrafterVersion.report_uri,
+            DrafterVersion.report_files,
+        )
     ):
         add(ckpt, f"drafter version {v_id} checkpoint")
         for name in files or {}:
@@ -138,7 +152,8 @@ def live_references(session: Session, store: ArtifactStore) -> References:
         if status in RESUMABLE_STATUSES:
             refs.prefixes.setdefault(f"jobs/{job_id}/", f"job {job_id} ({status}, resumable)")
     for job_id, data in session.execute(
-        sa.select(JobEvent.job_id, JobEvent.data).join(Job, Job.id == JobEvent.job_id)
+        sa.select(JobEvent.job_id, JobEvent.data)
+        .join(Job, Job.id == JobEvent.job_id)
         .where(Job.status.in_([str(s) for s in RESUMABLE_STATUSES]), JobEvent.type == "metrics")
     ):
         for uri in _uris_in((data or {}).get("checkpoint"), root):

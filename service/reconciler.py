@@ -105,15 +105,19 @@ class RedisBrokerView:
         return int(pipe.execute()[0])
 
 
-def _why(job: Any, now: dt.datetime, msgs: list[BrokerMessage] | None, settings: Settings,
-         stale_after_s: float) -> tuple[str | None, list[str]]:
+def _why(
+    job: Any, now: dt.datetime, msgs: list[BrokerMessage] | None, settings: Settings, stale_after_s: float
+) -> tuple[str | None, list[str]]:
     """Why ``job`` must be re-dispatched (None: leave it) and the un-acknowledged tags to purge."""
     unacked = [m.delivery_tag for m in msgs or [] if m.state == "unacked" and m.delivery_tag]
     if job.lease_expires_at is not None:
         if job.lease_expires_at >= now:
             return None, []
         lapsed = (now - job.lease_expires_at).total_seconds()
-        return f"the lease of {job.lease_owner or 'its worker'} lapsed {lapsed:.0f} s ago (worker died)", unacked
+        return (
+            f"the lease of {job.lease_owner or 'its worker'} lapsed {lapsed:.0f} s ago (worker died)",
+            unacked,
+        )
     age = (now - job.updated_at).total_seconds()
     if age < settings.dispatch_grace_s:
         return None, []
@@ -133,22 +137,30 @@ def _why(job: Any, now: dt.datetime, msgs: list[BrokerMessage] | None, settings:
     return "the broker holds no message for it (lost in a broker restart)", []
 
 
-def _purge_finished(view: RedisBrokerView, in_broker: dict[str, list[BrokerMessage]],
-                    make_session: Callable[[], Any], stale_after_s: float) -> int:
+def _purge_finished(
+    view: RedisBrokerView,
+    in_broker: dict[str, list[BrokerMessage]],
+    make_session: Callable[[], Any],
+    stale_after_s: float,
+) -> int:
     """Delete un-acknowledged messages older than ``stale_after_s`` whose stage no longer needs running (the
     job ended, or moved past that stage): a worker that died after committing a stage but before its ack
     left them, and the broker would hand them out again when the visibility timeout ends."""
     from service.db import Job
 
-    old = {tid: [m for m in msgs if m.state == "unacked" and m.age_s >= stale_after_s]
-           for tid, msgs in in_broker.items()}
+    old = {
+        tid: [m for m in msgs if m.state == "unacked" and m.age_s >= stale_after_s]
+        for tid, msgs in in_broker.items()
+    }
     old = {tid: msgs for tid, msgs in old.items() if msgs and "." in tid}
     if not old:
         return 0
     ids = {tid.rsplit(".", 1)[0] for tid in old}
     with make_session() as session:
-        rows = {r.id: (r.status, r.stage) for r in session.execute(
-            sa.select(Job.id, Job.status, Job.stage).where(Job.id.in_(ids)))}
+        rows = {
+            r.id: (r.status, r.stage)
+            for r in session.execute(sa.select(Job.id, Job.status, Job.stage).where(Job.id.in_(ids)))
+        }
     tags: list[str] = []
     for tid, msgs in old.items():
         job_id, stage = tid.rsplit(".", 1)
@@ -187,12 +199,18 @@ def requeue_stale_jobs(
     now = utcnow()
     with make_session() as session:
         candidates: list[str] = session.scalars(
-            sa.select(Job.id).where(
+            sa.select(Job.id)
+            .where(
                 Job.status.in_(("queued", "running")),
-                sa.or_(Job.lease_expires_at < now,
-                       sa.and_(Job.lease_expires_at.is_(None),
-                               Job.updated_at < now - dt.timedelta(seconds=s.dispatch_grace_s))),
-            ).order_by(Job.created_at)
+                sa.or_(
+                    Job.lease_expires_at < now,
+                    sa.and_(
+                        Job.lease_expires_at.is_(None),
+                        Job.updated_at < now - dt.timedelta(seconds=s.dispatch_grace_s),
+                    ),
+                ),
+            )
+            .order_by(Job.created_at)
         ).all()
     view = RedisBrokerView.from_settings(s) if broker is True else (broker or None)
     in_broker: dict[str, list[BrokerMessage]] | None = None
@@ -226,9 +244,15 @@ def requeue_stale_jobs(
                 n = view.purge_unacked(purge)
                 log.info("job %s: deleted %d un-acknowledged message(s) of a dead worker", job_id, n)
             jobs_mod.set_lease(job, None)
-            jobs_mod.add_event(session, job_id, "warning", "stage",
-                               f"re-dispatching stage {stage}: {reason}",
-                               {"stage": stage, "run": "requeued", "reason": reason}, commit=False)
+            jobs_mod.add_event(
+                session,
+                job_id,
+                "warning",
+                "stage",
+                f"re-dispatching stage {stage}: {reason}",
+                {"stage": stage, "run": "requeued", "reason": reason},
+                commit=False,
+            )
             job.updated_at = utcnow()
             session.commit()
         try:

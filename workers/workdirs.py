@@ -92,8 +92,13 @@ def finish(workdir: Path, status: str, result: Mapping[str, Any] | None = None) 
     return removed
 
 
-def prune(home: Path, job_state: Callable[[list[str]], Mapping[str, tuple[str, dt.datetime | None]]],
-          retention_hours: float, *, now: dt.datetime | None = None) -> list[str]:
+def prune(
+    home: Path,
+    job_state: Callable[[list[str]], Mapping[str, tuple[str, dt.datetime | None]]],
+    retention_hours: float,
+    *,
+    now: dt.datetime | None = None,
+) -> list[str]:
     """Remove the work directories no job can use any more; returns the job ids removed.
 
     ``job_state(ids)`` maps each existing job id to ``(status, finished_at)``. A directory goes when its
@@ -124,7 +129,9 @@ def prune(home: Path, job_state: Callable[[list[str]], Mapping[str, tuple[str, d
     return removed
 
 
-def job_states(sessions: Callable[[], Any]) -> Callable[[list[str]], dict[str, tuple[str, dt.datetime | None]]]:
+def job_states(
+    sessions: Callable[[], Any],
+) -> Callable[[list[str]], dict[str, tuple[str, dt.datetime | None]]]:
     """A ``prune`` state reader on the job database (``sessions`` is a sessionmaker)."""
     import sqlalchemy as sa
 

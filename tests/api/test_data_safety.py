@@ -25,8 +25,11 @@ def test_job_errors_and_events_never_show_store_uris(client, app, org_a, dispatc
         jobs_mod.add_event(s, job["id"], "warning", "message", f"fetching {uri} failed: retrying")
         jobs_mod.fail_job(s, job["id"], exc.code, exc.message, exc.where)
     got = client.get(f"/v1/jobs/{job['id']}", headers=org_a.h()).json()
-    assert got["error"] == {"code": "artifact_missing", "message": "a stored file of this resource is missing",
-                            "param": None}
+    assert got["error"] == {
+        "code": "artifact_missing",
+        "message": "a stored file of this resource is missing",
+        "param": None,
+    }
     events = client.get(f"/v1/jobs/{job['id']}/events", headers=org_a.h()).json()["data"]
     text = repr(events)
     assert "file://" not in text and "/raw/" not in text, text
@@ -93,12 +96,15 @@ def test_a_legitimate_compressed_upload_passes_the_ratio_check(client, org_a):
     assert len(data) / len(gz) > 30  # far above typical traces (5-15x), well under the 200x refusal
 
 
-@pytest.mark.parametrize("method,path,allowed", [
-    ("OPTIONS", "/v1/jobs", "GET, POST"),
-    ("DELETE", "/v1/jobs", "GET, POST"),
-    ("PUT", "/v1/datasets/ds_x", "DELETE, GET"),
-    ("PATCH", "/healthz", "GET"),
-])
+@pytest.mark.parametrize(
+    "method,path,allowed",
+    [
+        ("OPTIONS", "/v1/jobs", "GET, POST"),
+        ("DELETE", "/v1/jobs", "GET, POST"),
+        ("PUT", "/v1/datasets/ds_x", "DELETE, GET"),
+        ("PATCH", "/healthz", "GET"),
+    ],
+)
 def test_405_lists_every_allowed_method(client, org_a, method, path, allowed):
     r = client.request(method, path, headers=org_a.h())
     assert r.status_code == 405

@@ -64,8 +64,13 @@ class PrivatePostgres:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/tracedraft"
 
     def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
-        return subprocess.run(_as_postgres([str(PG_BIN / argv[0]), *argv[1:]]), check=check,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            _as_postgres([str(PG_BIN / argv[0]), *argv[1:]]),
+            check=check,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     def start(self) -> PrivatePostgres:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -114,9 +119,23 @@ class PrivateRedis:
 
     def start(self) -> PrivateRedis:
         self.root.mkdir(parents=True, exist_ok=True)
-        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.root),
-                "--save", "", "--appendonly", "yes" if self.appendonly else "no", "--appendfsync", "always",
-                "--logfile", str(self.root / "redis.log")]
+        argv = [
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(self.root),
+            "--save",
+            "",
+            "--appendonly",
+            "yes" if self.appendonly else "no",
+            "--appendfsync",
+            "always",
+            "--logfile",
+            str(self.root / "redis.log"),
+        ]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _wait_port(self.port, 20, "Redis")
         return self
@@ -153,19 +172,30 @@ class MotoS3:
 
     @property
     def storage_options(self) -> dict:
-        return {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": self.endpoint,
-                                                                          "region_name": "us-east-1"}}
+        return {
+            "key": "testing",
+            "secret": "testing",
+            "client_kwargs": {"endpoint_url": self.endpoint, "region_name": "us-east-1"},
+        }
 
     def start(self) -> MotoS3:
         self.root.mkdir(parents=True, exist_ok=True)
         log = open(self.root / "moto.log", "wb")  # noqa: SIM115 - lives as long as the server
-        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-                                     stdout=log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         _wait_port(self.port, 60, "moto")
         import boto3
 
-        boto3.client("s3", endpoint_url=self.endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
-                     region_name="us-east-1").create_bucket(Bucket=self.bucket)
+        boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        ).create_bucket(Bucket=self.bucket)
         return self
 
     def stop(self) -> None:

@@ -121,11 +121,30 @@ def register(ctx: StageContext) -> dict[str, Any]:
     _pause(ctx, float(ctx.spec.get("fault", {}).get("step_s", 0.4)) * 2)
     with ctx.sessions() as session:
         v = registry.register_version(
-            session, ctx.store, ctx.org_id, "fault-drafter", "fault/target", ctx.job_id, ckpt,
-            config={"steps": last["step"]}, lineage={"target_model": "fault/target", "tokenizer_sha256": "t" * 64,
-                                                     "chat_template_sha256": "c" * 64, "pid": os.getpid()},
-            report={"tau": ctx.results["evaluating"]["tau"]}, gate={"passed": False, "reasons": ["fault suite"]})
+            session,
+            ctx.store,
+            ctx.org_id,
+            "fault-drafter",
+            "fault/target",
+            ctx.job_id,
+            ckpt,
+            config={"steps": last["step"]},
+            lineage={
+                "target_model": "fault/target",
+                "tokenizer_sha256": "t" * 64,
+                "chat_template_sha256": "c" * 64,
+                "pid": os.getpid(),
+            },
+            report={"tau": ctx.results["evaluating"]["tau"]},
+            gate={"passed": False, "reasons": ["fault suite"]},
+        )
         return {"version": v.version, "version_id": v.id}
 
 
-STAGES = {"validate": validate, "prepare": prepare, "train": train, "evaluate": evaluate, "register": register}
+STAGES = {
+    "validate": validate,
+    "prepare": prepare,
+    "train": train,
+    "evaluate": evaluate,
+    "register": register,
+}

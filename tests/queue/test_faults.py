@@ -44,8 +44,12 @@ N_JOBS = int(os.environ.get("TRACEDRAFT_FAULT_JOBS", "4"))
 KILLS_PER_JOB = 2
 LEASE_S = float(os.environ.get("TRACEDRAFT_FAULT_LEASE_S", "3"))  # 15 = the default setting
 STAGES = ("validating", "preparing", "training", "evaluating", "registering")
-TRACE = {"messages": [{"role": "user", "content": "list files in {i}"},
-                      {"role": "assistant", "content": "src/ and tests/ in {i}"}]}
+TRACE = {
+    "messages": [
+        {"role": "user", "content": "list files in {i}"},
+        {"role": "assistant", "content": "src/ and tests/ in {i}"},
+    ]
+}
 
 
 @dataclass
@@ -66,11 +70,30 @@ class Stack:
     def start_worker(self) -> None:
         log = open(self.log_dir / f"worker-{self.n_workers}.log", "wb")  # noqa: SIM115 - the worker's lifetime
         self.n_workers += 1
-        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            **self.env,
+            "PYTHONUNBUFFERED": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        }
         self.worker = subprocess.Popen(
-            [sys.executable, "-m", "workers.worker", "--queue", "cpu,gpu", "--concurrency", "1", "--loglevel", "INFO"],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                "-m",
+                "workers.worker",
+                "--queue",
+                "cpu,gpu",
+                "--concurrency",
+                "1",
+                "--loglevel",
+                "INFO",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def kill9_worker(self) -> None:
         if self.worker is not None and self.worker.poll() is None:
@@ -127,14 +150,20 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
     s3 = MotoS3(root / "s3").start()
     home = root / "home"
     env = {
-        "TRACEDRAFT_DATABASE_URL": pg.url, "TRACEDRAFT_BROKER_URL": redis.url,
-        "TRACEDRAFT_RESULT_BACKEND": redis.url, "TRACEDRAFT_PIPELINE": "celery", "TRACEDRAFT_HOME": str(home),
-        "TRACEDRAFT_AUTO_MIGRATE": "false", "TRACEDRAFT_TEST_STAGES": "tests.queue.fault_stages:STAGES",
-        "TRACEDRAFT_ENFORCE_JOB_POLICY": "false", "TRACEDRAFT_ARTIFACT_URI": f"s3://{s3.bucket}/artifacts",
+        "TRACEDRAFT_DATABASE_URL": pg.url,
+        "TRACEDRAFT_BROKER_URL": redis.url,
+        "TRACEDRAFT_RESULT_BACKEND": redis.url,
+        "TRACEDRAFT_PIPELINE": "celery",
+        "TRACEDRAFT_HOME": str(home),
+        "TRACEDRAFT_AUTO_MIGRATE": "false",
+        "TRACEDRAFT_TEST_STAGES": "tests.queue.fault_stages:STAGES",
+        "TRACEDRAFT_ENFORCE_JOB_POLICY": "false",
+        "TRACEDRAFT_ARTIFACT_URI": f"s3://{s3.bucket}/artifacts",
         "TRACEDRAFT_ARTIFACT_STORAGE_OPTIONS": json.dumps(s3.storage_options),
         "TRACEDRAFT_JOB_LEASE_S": str(LEASE_S),
         "TRACEDRAFT_RECONCILE_EVERY_S": os.environ.get("TRACEDRAFT_FAULT_RECONCILE_S", "1"),
-        "TRACEDRAFT_DISPATCH_GRACE_S": "2", "TRACEDRAFT_STALE_AFTER_S": "10",
+        "TRACEDRAFT_DISPATCH_GRACE_S": "2",
+        "TRACEDRAFT_STALE_AFTER_S": "10",
         "TRACEDRAFT_JOB_MAX_ATTEMPTS": "50",
     }
     saved = {k: os.environ.get(k) for k in env}
@@ -228,8 +257,13 @@ def _plan(rng: random.Random) -> list[list[Fault]]:
 
 
 def _stage_running(job: Any, stage: str) -> bool:
-    return job is not None and job.status == "running" and job.stage == stage and job.lease_owner is not None \
+    return (
+        job is not None
+        and job.status == "running"
+        and job.stage == stage
+        and job.lease_owner is not None
         and not job.lease_owner.startswith("retry:")
+    )
 
 
 def _inject(stack: Stack, job_id: str, fault: Fault, rng: random.Random, deadline: float) -> float | None:
@@ -271,7 +305,9 @@ def _recovered_after(stack: Stack, job_id: str, since_wall: float, deadline: flo
     while time.monotonic() < deadline:
         for e in stack.events(job_id):
             data = e.data or {}
-            if e.ts > since and (data.get("status") == "running" or data.get("status") in ("succeeded", "failed")):
+            if e.ts > since and (
+                data.get("status") == "running" or data.get("status") in ("succeeded", "failed")
+            ):
                 return (e.ts - since).total_seconds()
         time.sleep(0.2)
     raise AssertionError(f"job {job_id} did not recover after a kill -9")
@@ -285,8 +321,10 @@ def _wait_terminal(stack: Stack, job_id: str, timeout: float) -> Any:
             return job
         time.sleep(0.2)
     job = stack.job(job_id)
-    raise AssertionError(f"job {job_id} stuck: {job.status} {job.stage} lease={job.lease_owner} "
-                         f"events={[e.message for e in stack.events(job_id)][-8:]}")
+    raise AssertionError(
+        f"job {job_id} stuck: {job.status} {job.stage} lease={job.lease_owner} "
+        f"events={[e.message for e in stack.events(job_id)][-8:]}"
+    )
 
 
 def _check_consistency(stack: Stack, job_ids: list[str]) -> list[str]:
@@ -304,12 +342,18 @@ def _check_consistency(stack: Stack, job_ids: list[str]) -> list[str]:
             versions = s.scalars(sa.select(DrafterVersion).where(DrafterVersion.job_id == job_id)).all()
             if job.status == "succeeded" and len(versions) != 1:
                 problems.append(f"{job_id} succeeded with {len(versions)} versions")
-            if job.status == "succeeded" and job.result.get("registering", {}).get("version_id") != versions[0].id:
+            if (
+                job.status == "succeeded"
+                and job.result.get("registering", {}).get("version_id") != versions[0].id
+            ):
                 problems.append(f"{job_id} result names another version")
             if job.status != "succeeded":
                 problems.append(f"{job_id} ended {job.status}: {job.error}")
-            finished = [e for e in s.scalars(sa.select(JobEvent).where(JobEvent.job_id == job_id))
-                        if (e.data or {}).get("status") == "succeeded"]
+            finished = [
+                e
+                for e in s.scalars(sa.select(JobEvent).where(JobEvent.job_id == job_id))
+                if (e.data or {}).get("status") == "succeeded"
+            ]
             if len(finished) != 1:
                 problems.append(f"{job_id} has {len(finished)} 'succeeded' events")
         for ds in s.scalars(sa.select(Dataset)):
@@ -325,11 +369,14 @@ def _check_consistency(stack: Stack, job_ids: list[str]) -> list[str]:
                 registry.verify_version(stack.store, v)
             except Exception as exc:  # noqa: BLE001
                 problems.append(f"version {v.id} files: {exc}")
-        stuck = s.scalar(sa.select(sa.func.count()).select_from(Job).where(Job.status.in_(("queued", "running"))))
+        stuck = s.scalar(
+            sa.select(sa.func.count()).select_from(Job).where(Job.status.in_(("queued", "running")))
+        )
         if stuck:
             problems.append(f"{stuck} jobs left queued/running")
-        live_keys = {stack.store.key(f["uri"]) for ds in s.scalars(sa.select(Dataset))
-                     for f in datasets.raw_files(ds)}
+        live_keys = {
+            stack.store.key(f["uri"]) for ds in s.scalars(sa.select(Dataset)) for f in datasets.raw_files(ds)
+        }
         for v in s.scalars(sa.select(DrafterVersion)):
             live_keys |= {stack.store.key(f"{v.checkpoint_uri}/{name}") for name in v.files}
         would_delete = set(gc(s, stack.store, 0.0, dry_run=True).deleted)
@@ -367,12 +414,16 @@ def test_jobs_survive_random_faults(stack: Stack, capsys: pytest.CaptureFixture[
     problems = _check_consistency(stack, job_ids)
     elapsed = time.monotonic() - t_start
     with capsys.disabled():
-        print(f"\nfault suite (seed {SEED}): {len(job_ids)} jobs in {elapsed:.0f} s, "
-              f"{stack.n_workers} worker processes started")
+        print(
+            f"\nfault suite (seed {SEED}): {len(job_ids)} jobs in {elapsed:.0f} s, "
+            f"{stack.n_workers} worker processes started"
+        )
         print("faults injected: " + ", ".join(f"{k} x{v}" for k, v in sorted(stack.faults.items())))
         if recoveries:
-            print(f"recovery after kill -9 (s): median {statistics.median(recoveries):.1f}, "
-                  f"max {max(recoveries):.1f}, all {[round(r, 1) for r in recoveries]}")
+            print(
+                f"recovery after kill -9 (s): median {statistics.median(recoveries):.1f}, "
+                f"max {max(recoveries):.1f}, all {[round(r, 1) for r in recoveries]}"
+            )
         print(f"failed then resumed: {resumed or 'none'}")
         print(f"lost or orphaned: {problems or 'nothing'}")
     assert not problems

@@ -50,19 +50,37 @@ def test_reconciler_decisions(queue_env):
     lost = queue_env.submit({}, dispatch=False)
     _age(queue_env, lost, 30, dispatched_at=now - dt.timedelta(seconds=30))  # sent, then lost by the broker
     alive = queue_env.submit({}, dispatch=False)
-    _age(queue_env, alive, 30, status="running", lease_owner="w:1", lease_expires_at=now + dt.timedelta(seconds=60),
-         dispatched_at=now)
+    _age(
+        queue_env,
+        alive,
+        30,
+        status="running",
+        lease_owner="w:1",
+        lease_expires_at=now + dt.timedelta(seconds=60),
+        dispatched_at=now,
+    )
     dead = queue_env.submit({}, dispatch=False)
-    _age(queue_env, dead, 30, status="running", lease_owner="w:2", lease_expires_at=now - dt.timedelta(seconds=1),
-         dispatched_at=now)
+    _age(
+        queue_env,
+        dead,
+        30,
+        status="running",
+        lease_owner="w:2",
+        lease_expires_at=now - dt.timedelta(seconds=1),
+        dispatched_at=now,
+    )
     # the dead worker's delivered, never acknowledged message, as kombu keeps it
     msg = {"headers": {"id": task_id(dead, "validate")}, "properties": {"delivery_tag": "tag-dead"}}
     broker.hset("unacked", "tag-dead", json.dumps([msg, "cpu", "cpu"]))
     broker.zadd("unacked_index", {"tag-dead": now.timestamp() - 30})
 
     sent: list[tuple[str, str]] = []
-    ids = requeue_stale_jobs(queue_env.sessions, settings=get_settings(), broker=view,
-                             dispatcher=lambda stage, job_id: sent.append((stage, job_id)))
+    ids = requeue_stale_jobs(
+        queue_env.sessions,
+        settings=get_settings(),
+        broker=view,
+        dispatcher=lambda stage, job_id: sent.append((stage, job_id)),
+    )
     assert sorted(ids) == sorted([never_sent, lost, dead])
     assert ("validate", dead) in sent
     assert broker.hget("unacked", "tag-dead") is None and broker.zscore("unacked_index", "tag-dead") is None
@@ -81,8 +99,12 @@ def test_reconciler_decisions(queue_env):
     broker.hset("unacked", "tag-done", json.dumps([done, "gpu", "gpu"]))
     broker.zadd("unacked_index", {"tag-done": now.timestamp() - 3600})
     # a second pass right after sends nothing (the jobs were touched and marked dispatched)
-    assert requeue_stale_jobs(queue_env.sessions, settings=get_settings(), broker=view,
-                              dispatcher=lambda *a: None) == []
+    assert (
+        requeue_stale_jobs(
+            queue_env.sessions, settings=get_settings(), broker=view, dispatcher=lambda *a: None
+        )
+        == []
+    )
     assert broker.hget("unacked", "tag-done") is None  # never handed out again
     _cancel_all(queue_env, [never_sent, waiting, lost, alive, dead])
     broker.flushdb()
@@ -94,7 +116,9 @@ def _requeue_events(queue_env, ids):
     out = []
     with queue_env.sessions() as s:
         for job_id in ids:
-            out += [e for e in jobs.list_events(s, job_id, limit=1000) if (e.data or {}).get("run") == "requeued"]
+            out += [
+                e for e in jobs.list_events(s, job_id, limit=1000) if (e.data or {}).get("run") == "requeued"
+            ]
     return out
 
 

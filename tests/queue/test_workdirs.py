@@ -17,8 +17,14 @@ from workers import workdirs
 
 
 def _fill(workdir: Path, result_local: Path | None = None) -> None:
-    for name in ("raw/000-abc.jsonl", "canonical/train.jsonl", "prepared/train.safetensors",
-                 "checkpoints/step_000010/model.safetensors", "best/model.safetensors", "engine-logs/x.log"):
+    for name in (
+        "raw/000-abc.jsonl",
+        "canonical/train.jsonl",
+        "prepared/train.safetensors",
+        "checkpoints/step_000010/model.safetensors",
+        "best/model.safetensors",
+        "engine-logs/x.log",
+    ):
         (workdir / name).parent.mkdir(parents=True, exist_ok=True)
         (workdir / name).write_text("x")
 
@@ -44,8 +50,12 @@ def test_prune_removes_finished_missing_and_expired(tmp_path):
     now = dt.datetime.now(dt.UTC)
     for job in ("job_ok", "job_gone", "job_old_fail", "job_new_fail", "job_running"):
         _fill(tmp_path / "work" / job)
-    states = {"job_ok": ("succeeded", now), "job_old_fail": ("failed", now - dt.timedelta(days=4)),
-              "job_new_fail": ("failed", now - dt.timedelta(hours=1)), "job_running": ("running", None)}
+    states = {
+        "job_ok": ("succeeded", now),
+        "job_old_fail": ("failed", now - dt.timedelta(days=4)),
+        "job_new_fail": ("failed", now - dt.timedelta(hours=1)),
+        "job_running": ("running", None),
+    }
     removed = workdirs.prune(tmp_path, lambda ids: {i: states[i] for i in ids if i in states}, 72, now=now)
     assert removed == ["job_gone", "job_ok", "job_old_fail"]
     assert not (tmp_path / "work/job_new_fail/raw").exists()  # a failed job's leftover raw copy goes
@@ -66,7 +76,9 @@ def test_validation_removes_its_raw_copies(tmp_path):
         org = Organization(name="o")
         s.add(org)
         s.commit()
-        ds = datasets.create_dataset(s, store, org.id, [("a.jsonl", io.BytesIO(data)), ("b.jsonl", io.BytesIO(data[:200]))])
+        ds = datasets.create_dataset(
+            s, store, org.id, [("a.jsonl", io.BytesIO(data)), ("b.jsonl", io.BytesIO(data[:200]))]
+        )
         work = tmp_path / "work" / "job_x"
         out = datasets.validate_dataset(s, store, ds.id, work, heldout_fraction=0.2)
         assert out.status == "ready", out.error

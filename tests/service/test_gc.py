@@ -31,8 +31,9 @@ def _live_world(db, org, store) -> tuple[set[str], set[str]]:
         return stored.uri
 
     # a three-file dataset: files 2..3 are referenced only through the manifest, not raw_uri
-    ds = datasets.create_dataset(db, store, org.id, [(f"part{i}.jsonl", io.BytesIO(f"file {i}".encode()))
-                                                     for i in range(3)])
+    ds = datasets.create_dataset(
+        db, store, org.id, [(f"part{i}.jsonl", io.BytesIO(f"file {i}".encode())) for i in range(3)]
+    )
     live |= {store.key(f["uri"]) for f in datasets.raw_files(ds)}
     assert len(live) == 3
     ds.canonical_uri = put(f"datasets/{ds.id}/canonical-train.jsonl", b"train")
@@ -47,9 +48,16 @@ def _live_world(db, org, store) -> tuple[set[str], set[str]]:
     put("versions/d/v1/config.json", b"{}")
     put("versions/d/v1/exports/draft-f32.gguf", b"gguf")
     rep = put("versions/d/v1/report/report.html", b"<html>").rsplit("/", 1)[0]
-    db.add(DrafterVersion(drafter_id=drafter.id, version=1, checkpoint_uri=ckpt,
-                          files={"model.safetensors": "a", "config.json": "b", "exports/draft-f32.gguf": "c"},
-                          report_uri=rep, report_files={"report.html": "d"}))
+    db.add(
+        DrafterVersion(
+            drafter_id=drafter.id,
+            version=1,
+            checkpoint_uri=ckpt,
+            files={"model.safetensors": "a", "config.json": "b", "exports/draft-f32.gguf": "c"},
+            report_uri=rep,
+            report_files={"report.html": "d"},
+        )
+    )
 
     # a succeeded job: its result's URIs stay, its other working files go
     done = jobs.create_job(db, org, ds, {})
@@ -62,8 +70,14 @@ def _live_world(db, org, store) -> tuple[set[str], set[str]]:
     # a failed job that can resume: its checkpoints (named by a checkpoint event) stay
     failed = jobs.create_job(db, org, ds, {})
     step = put(f"jobs/{failed.id}/checkpoints/step_000020/model.safetensors", b"resume from here")
-    jobs.add_event(db, failed.id, "info", "metrics", "checkpoint saved",
-                   {"checkpoint": {"latest": {"uri": step.rsplit("/", 1)[0], "files": {"model.safetensors": "x"}}}})
+    jobs.add_event(
+        db,
+        failed.id,
+        "info",
+        "metrics",
+        "checkpoint saved",
+        {"checkpoint": {"latest": {"uri": step.rsplit("/", 1)[0], "files": {"model.safetensors": "x"}}}},
+    )
     jobs.fail_job(db, failed.id, "worker_lost", "the worker died")
 
     # a cancelled job (resumable too) and a running one: whole working prefixes stay
@@ -118,10 +132,21 @@ def test_gc_keeps_recent_unreferenced_files(db, org, store):
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_cli_gc_dry_run_lists_nothing_live(db, org, store, db_url, tmp_path):
     live, orphans = _live_world(db, org, store)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TRACEDRAFT_HOME": str(tmp_path / "home"),
-           "TRACEDRAFT_DATABASE_URL": db_url, "TRACEDRAFT_ARTIFACT_URI": store.root_uri}
-    out = subprocess.run([sys.executable, "-m", "service.cli", "gc", "--dry-run", "--retention-hours", "0",
-                          "--json"], env=env, capture_output=True, text=True, timeout=120, check=True)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "TRACEDRAFT_HOME": str(tmp_path / "home"),
+        "TRACEDRAFT_DATABASE_URL": db_url,
+        "TRACEDRAFT_ARTIFACT_URI": store.root_uri,
+    }
+    out = subprocess.run(
+        [sys.executable, "-m", "service.cli", "gc", "--dry-run", "--retention-hours", "0", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     listed = json.loads(out.stdout)
     assert set(listed["deleted"]) == orphans  # files younger than an hour: retention 0 lists them all
     assert not set(listed["deleted"]) & live
