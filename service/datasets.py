@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -188,8 +189,8 @@ def validate_dataset(
 
     The one validation path: the API runs it for small uploads, a job's validate stage for the rest. Raw
     files land in ``workdir/raw/`` under names made of their index and hash (the user's file name is
-    never a path); the report speaks of the user's file names. Failure codes (``dataset.error``):
-    ``no_valid_conversations`` (the first errors are in the message), ``not_enough_data`` (no training or
+    never a path) and are removed once parsed; the report speaks of the user's file names. Failure codes
+    (``dataset.error``): ``no_valid_conversations`` (the first errors are in the message), ``not_enough_data`` (no training or
     no held-out conversation), or the first bad record's code with ``on_error="fail"``.
     """
     from drafters.traces.ingest import ingest, split_conversations, write_canonical
@@ -213,6 +214,8 @@ def validate_dataset(
                  "param": _rename_paths(exc.where, names) if exc.where else None}
         return record_validation(session, dataset_id, report={"ok": False, "on_error": on_error, "errors": [error]},
                                  canonical=None, format=None, counts={}, failed=True, error=error)
+    finally:
+        shutil.rmtree(Path(workdir) / "raw", ignore_errors=True)  # the raw bytes live in the store only
     report = _rename_paths(result.report.to_dict(), names)
     train, held = split_conversations(result.conversations, heldout_fraction, min_heldout=1)
     out = Path(workdir) / "canonical"

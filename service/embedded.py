@@ -273,10 +273,21 @@ def report_summary(job: Job, warnings: list[dict[str, Any]] | None = None) -> di
                      "version_id": registered.get("version_id"),
                      "checkpoint_uri": registered.get("checkpoint_uri"),
                      "report_uri": registered.get("report_uri")},
-        "report_dir": evaluated.get("report_dir"),
+        "report_dir": _report_dir(registered, evaluated),
         "warnings": warnings or [],
         "error": job.error,
     }
+
+
+def _report_dir(registered: dict[str, Any], evaluated: dict[str, Any]) -> str | None:
+    """Where the user finds the report: beside the registered checkpoint in a local artifact store (the job's
+    work directory, where evaluation wrote it first, is removed when the job succeeds), else the work copy
+    while it still exists."""
+    uri = registered.get("report_uri")
+    if isinstance(uri, str) and uri.startswith("file://"):
+        return uri.removeprefix("file://")
+    local = evaluated.get("report_dir")
+    return local if local and Path(local).is_dir() else None
 
 
 def default_settings() -> Settings:

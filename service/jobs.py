@@ -242,12 +242,18 @@ def start_job(
     stage: Stage | str | None = None,
     worker_task_id: str | None = None,
     count_attempt: bool = True,
+    attempt: int | None = None,
+    lease_owner: str | None = None,
+    lease_s: float | None = None,
     commit: bool = True,
 ) -> Job:
     """Mark the job ``running`` (a worker picked it up), set ``started_at`` once, and count an attempt.
 
-    Raises JobError ``job_finished`` for a terminal job (e.g. cancelled while queued: the task must then
-    do nothing). The caller enforces ``attempts <= max_attempts`` (``worker_lost`` past the cap).
+    ``attempt`` is this stage's attempt number for the event (default: the job's ``attempts``): a stage
+    that runs once after another stage's restart is still its attempt 1. With ``lease_owner`` and
+    ``lease_s`` the worker takes the job's lease (``renew_lease`` keeps it). Raises JobError
+    ``job_finished`` for a terminal job (e.g. cancelled while queued: the task must then do nothing). The
+    caller enforces ``attempts <= max_attempts`` (``worker_lost`` past the cap).
     """
     job = _locked(session, job_id)
     _check_not_terminal(job, "start")
@@ -261,12 +267,47 @@ def start_job(
         job.worker_task_id = worker_task_id
     if stage is not None:
         job.stage = Stage(stage)
-    add_event(session, job.id, EventLevel.info, EventType.stage,
-              f"{job.stage or 'job'} started (attempt {job.attempts})",
-              {"status": JobStatus.running, "previous_status": was, "stage": job.stage,
-               "attempt": job.attempts}, commit=False)
+    if lease_owner is not None and lease_s is not None:
+        job.lease_owner = lease_owner
+        job.lease_expires_at = utcnow() + dt.timedelta(seconds=lease_s)
+    n = job.attempts if attempt is None else attempt
+    add_event(session, job.id, EventLevel.info, EventType.stage, f"{job.stage or 'job'} started (attempt {n})",
+              {"status": JobStatus.running, "previous_status": was, "stage": job.stage, "attempt": n},
+              commit=False)
     _done(session, commit)
     return job
+
+
+# --- leases: the worker running a stage vouches for itself -------------------------------------------------
+
+
+def renew_lease(session: Session, job_id: str, owner: str, lease_s: float) -> bool:
+    """Extend ``owner``'s lease on a running job to ``lease_s`` seconds from now (one UPDATE, commits).
+
+    Returns False when ``owner`` no longer holds it (the reconciler took the job over, or it ended): the
+    caller's stage should then stop writing results.
+    """
+    n = session.execute(
+        sa.update(Job)
+        .where(Job.id == job_id, Job.lease_owner == owner, Job.status == JobStatus.running)
+        .values(lease_expires_at=utcnow() + dt.timedelta(seconds=lease_s))
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    session.commit()
+    return n == 1
+
+
+def set_lease(job: Job, owner: str | None, lease_s: float | None = None) -> None:
+    """Give the (locked) job's lease to ``owner`` for ``lease_s`` seconds, or clear it (``owner=None``)."""
+    job.lease_owner = owner
+    job.lease_expires_at = None if owner is None or lease_s is None else utcnow() + dt.timedelta(seconds=lease_s)
+
+
+def mark_dispatched(session: Session, job_id: str, *, commit: bool = True) -> None:
+    """Record that the job's current stage was enqueued now (``dispatched_at``)."""
+    session.execute(sa.update(Job).where(Job.id == job_id).values(dispatched_at=utcnow())
+                    .execution_options(synchronize_session=False))
+    _done(session, commit)
 
 
 def set_stage(
@@ -332,6 +373,7 @@ def _finish(job: Job, status: JobStatus) -> bool:
     job.status = status
     job.finished_at = utcnow()
     job.eta_seconds = None
+    set_lease(job, None)
     return True
 
 
@@ -423,6 +465,7 @@ def requeue_job(session: Session, job_id: str, message: str, *, commit: bool = T
     job = _locked(session, job_id)
     _check_not_terminal(job, "requeue")
     job.status = JobStatus.queued
+    set_lease(job, None)
     add_event(session, job.id, EventLevel.warning, EventType.stage, message,
               {"status": JobStatus.queued, "stage": job.stage, "attempts": job.attempts}, commit=False)
     _done(session, commit)
@@ -443,6 +486,8 @@ def reopen_job(session: Session, job_id: str, message: str, *, commit: bool = Tr
     job.error = None
     job.cancel_requested = False
     job.finished_at = None
+    job.dispatched_at = None  # until the caller's dispatch succeeds: the reconciler sends it otherwise
+    set_lease(job, None)
     add_event(session, job.id, EventLevel.info, EventType.stage, message,
               {"status": JobStatus.queued, "previous_status": was, "stage": job.stage}, commit=False)
     _done(session, commit)

@@ -21,13 +21,12 @@ Delivery guarantees, and how a lost message is recovered:
 - ``task_acks_late`` + ``task_reject_on_worker_lost``: a message is acknowledged only after its task
   returns, and re-queued when the pool process running it dies; the job's ``attempts`` column caps how
   often a stage may be lost that way (``workers.tasks``, error code ``worker_lost``).
-- The Redis broker keeps un-acknowledged messages for ``visibility_timeout_s`` (above the longest stage)
-  and on this deployment's Redis nothing survives a restart. So the broker may lose or duplicate a
-  message; ``requeue_stale_jobs`` (run by every worker at start and periodically) re-dispatches any
-  queued/running job that no live worker holds and whose heartbeat (``updated_at``) is stale, and the
-  tasks make duplicates harmless: a stage runs under a per-job lock (``StageLock``: a PostgreSQL
-  session advisory lock, released by the server when the worker's connection dies), and a finished
-  stage is a no-op.
+- The worker running a stage renews a lease on the job row (``workers.heartbeat``); the reconciler of
+  every worker (``service.reconciler``) re-dispatches a job whose lease lapsed (worker killed), that was
+  never enqueued (broker down) or whose message the broker lost (a Redis restart), within seconds. The
+  tasks make duplicates harmless: a stage runs under a per-job lock (``StageLock``: a PostgreSQL session
+  advisory lock, released by the server when the worker's connection dies), and a finished stage is a
+  no-op.
 """
 
 from __future__ import annotations
@@ -35,7 +34,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -284,64 +282,9 @@ class StageLock:
         return row is not None
 
 
-def requeue_stale_jobs(
-    sessions: Callable[[], Any] | None = None,
-    *,
-    stale_after_s: float = 600.0,
-    settings: Settings | None = None,
-    dispatcher: Callable[[str, str], Any] | None = None,
-) -> list[str]:
-    """Re-dispatch jobs the broker may have lost; returns the ids of the jobs re-dispatched.
+def requeue_stale_jobs(*args: Any, **kwargs: Any) -> list[str]:
+    """Re-dispatch jobs whose worker died (lapsed lease) or whose message is gone: see
+    ``service.reconciler.requeue_stale_jobs`` (kept here, where callers have always found it)."""
+    from service.reconciler import requeue_stale_jobs as run
 
-    A job is re-dispatched (its current stage) when its status is ``queued`` or ``running``, its
-    ``updated_at`` heartbeat is older than ``stale_after_s`` seconds, and no live worker holds its
-    ``StageLock``. That covers a message lost with a Redis restart (queued or between stages), a worker
-    killed outright (its un-acked message waits out the visibility timeout), and a dispatch that failed
-    after the stage's result was committed. A duplicate message this may create is harmless: the task
-    re-checks the stage under the lock and a finished stage is a no-op. The heartbeat is touched, so a job
-    still waiting its turn in a long queue is re-dispatched at most once per ``stale_after_s``.
-    A ``queued`` job whose cancel was requested is marked cancelled here instead (it never started).
-    """
-    from service import jobs as jobs_mod
-    from service.db import Job
-    from service.db.base import utcnow
-    from service.db.session import get_sessionmaker, lock_row
-
-    s = settings or get_settings()
-    make_session = sessions or get_sessionmaker(s.database_url)
-    send = dispatcher or (lambda stage, job_id: dispatch(stage, job_id, settings=s))
-    cutoff = utcnow() - dt.timedelta(seconds=stale_after_s)
-    requeued: list[str] = []
-    with make_session() as session:
-        candidates = session.scalars(
-            sa.select(Job.id).where(Job.status.in_(("queued", "running")), Job.updated_at < cutoff)
-            .order_by(Job.created_at)
-        ).all()
-    for job_id in candidates:
-        with make_session() as session:
-            if StageLock.is_held(session.connection(), job_id):
-                continue  # a live worker is on it (a long step without progress events)
-            job = lock_row(session, Job, job_id)
-            if job is None or job.status not in ("queued", "running") or job.updated_at >= cutoff:
-                session.rollback()
-                continue
-            if job.cancel_requested and job.status == "queued":
-                jobs_mod.cancel_job(session, job_id, "cancelled while queued; it never started")
-                session.commit()
-                continue
-            stage = job.stage or JOB_STAGE[TASK_STAGES[0]]
-            jobs_mod.add_event(
-                session, job_id, "warning", "stage",
-                f"re-dispatching stage {stage}: no worker holds the job and its heartbeat is older "
-                f"than {stale_after_s:.0f} s (message lost by the broker or worker killed)",
-                {"stage": stage, "run": "requeued"},
-            )
-            job.updated_at = utcnow()
-            session.commit()
-        try:
-            send(task_stage(stage), job_id)
-        except Exception as exc:  # noqa: BLE001 - broker still down: try again on the next pass
-            log.warning("re-dispatch of job %s failed: %s", job_id, exc)
-            continue
-        requeued.append(job_id)
-    return requeued
+    return run(*args, **kwargs)

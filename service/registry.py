@@ -11,7 +11,7 @@
 - ``rollback``: moves an alias back to its previous holder (replaying the history, so repeated rollbacks
   walk further back) or to a named version.
 - ``resolve_ref``: ``name@champion``, ``name@v3``, ``name:3``, ``name@latest``, ``name`` (= champion).
-- ``gc``: deletes store files no row references, older than a retention; never a registered version's.
+- ``gc`` (``service.gc``): deletes store files no live row references, older than a retention.
 - ``diff_versions``: what changed between two versions (config, lineage, report, files).
 
 - ``publish_export``: records a file derived from a version's weights (the llama.cpp GGUF of issue 12)
@@ -31,7 +31,6 @@ Lineage keys the compatibility check reads: ``target_model``, ``tokenizer_sha256
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import posixpath
@@ -51,14 +50,12 @@ from service.db.base import utcnow
 from service.db.models import (
     Alias,
     AliasEvent,
-    Dataset,
     Drafter,
     DrafterVersion,
-    Job,
-    JobStatus,
     Organization,
 )
 from service.db.session import lock_row
+from service.gc import GcReport, gc, live_references  # noqa: F401 - gc lived here; callers import it from here
 from service.storage import ArtifactError, ArtifactStore, sha256_file
 
 CHAMPION = "champion"
@@ -83,21 +80,6 @@ class AliasMove:
     moved: bool
     event: AliasEvent | None = None
     overridden: list[str] = field(default_factory=list)
-
-
-@dataclass
-class GcReport:
-    """What ``gc`` deleted (or would delete with ``dry_run``): keys, bytes, and what it kept and why."""
-
-    dry_run: bool
-    deleted: list[str] = field(default_factory=list)
-    bytes_freed: int = 0
-    kept_referenced: int = 0
-    kept_recent: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"dry_run": self.dry_run, "deleted": self.deleted, "bytes_freed": self.bytes_freed,
-                "kept_referenced": self.kept_referenced, "kept_recent": self.kept_recent}
 
 
 def _org_id(org: Organization | str) -> str:
@@ -713,92 +695,3 @@ def diff_versions(v1: DrafterVersion, v2: DrafterVersion) -> dict[str, Any]:
             "changed": sorted(k for k in set(f1) & set(f2) if f1[k] != f2[k]),
         },
     }
-
-
-# --- garbage collection -----------------------------------------------------------------------------------
-
-
-def _uris_in(obj: Any, root: str) -> Iterator[str]:
-    if isinstance(obj, str):
-        if obj.startswith(root):
-            yield obj
-    elif isinstance(obj, Mapping):
-        for v in obj.values():
-            yield from _uris_in(v, root)
-    elif isinstance(obj, (list, tuple)):
-        for v in obj:
-            yield from _uris_in(v, root)
-
-
-def referenced_keys(session: Session, store: ArtifactStore) -> tuple[set[str], set[str]]:
-    """(keys, prefixes) of ``store`` that rows reference: dataset files, version checkpoints and reports,
-    every store URI inside a job's ``result``, and the working prefix ``jobs/<id>/`` of unfinished jobs."""
-    root = store.root_uri + "/"
-    keys: set[str] = set()
-    prefixes: set[str] = set()
-
-    def add(uri: str | None) -> None:
-        if uri and uri.startswith(root):
-            key = store.key(uri)
-            keys.add(key)
-            prefixes.add(key + "/")
-
-    for raw, canonical in session.execute(sa.select(Dataset.raw_uri, Dataset.canonical_uri)):
-        add(raw)
-        add(canonical)
-    for ckpt, files, rep, rep_files in session.execute(
-        sa.select(DrafterVersion.checkpoint_uri, DrafterVersion.files, DrafterVersion.report_uri,
-                  DrafterVersion.report_files)
-    ):
-        add(ckpt)
-        for name in files or {}:
-            add(f"{ckpt}/{name}")
-        if rep:
-            add(rep)
-            for name in rep_files or {}:
-                add(f"{rep}/{name}")
-    for job_id, status, result in session.execute(sa.select(Job.id, Job.status, Job.result)):
-        for uri in _uris_in(result, root):
-            add(uri)
-        if status not in (JobStatus.succeeded, JobStatus.failed, JobStatus.cancelled):
-            prefixes.add(f"jobs/{job_id}/")
-    return keys, prefixes
-
-
-def gc(
-    session: Session,
-    store: ArtifactStore,
-    retention: dt.timedelta | float,
-    dry_run: bool = True,
-    *,
-    now: dt.datetime | None = None,
-) -> GcReport:
-    """Delete store files that no row references and that are older than ``retention`` (a timedelta or
-    hours). Leftover temporaries of interrupted writes count as unreferenced. Files of any registered
-    version (in particular one an alias points to) are never deleted. ``dry_run`` (default) only reports.
-
-    The retention protects files being written right now (a registration uploads before committing its
-    row), so keep it well above the longest upload.
-    """
-    if not isinstance(retention, dt.timedelta):
-        retention = dt.timedelta(hours=float(retention))
-    cutoff = (now or utcnow()) - retention
-    keys, prefixes = referenced_keys(session, store)
-    # Belt and braces: the checkpoint of every aliased version, whatever the scan above found.
-    aliased = sa.select(DrafterVersion.checkpoint_uri).join(Alias, Alias.version_id == DrafterVersion.id)
-    for ckpt in session.scalars(aliased):
-        if ckpt.startswith(store.root_uri + "/"):
-            prefixes.add(store.key(ckpt) + "/")
-    report = GcReport(dry_run=dry_run)
-    for info in store.list():
-        if info.key in keys or any(info.key.startswith(p) for p in prefixes):
-            report.kept_referenced += 1
-            continue
-        if info.mtime is None or info.mtime > cutoff:
-            report.kept_recent += 1
-            continue
-        report.deleted.append(info.key)
-        report.bytes_freed += info.size
-        if not dry_run:
-            store.delete(info.key)
-    return report

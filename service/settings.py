@@ -89,6 +89,27 @@ class Settings(BaseSettings):
         default=12 * 3600, ge=60,
         description="Broker visibility timeout in seconds; must exceed the longest stage (training).",
     )
+    job_lease_s: float = Field(
+        default=15.0, gt=0,
+        description="The worker running a job's stage renews a lease on the job row every third of this many "
+        "seconds; a lease that lapses means the worker died and the reconciler re-dispatches the stage (it "
+        "resumes from its last checkpoint). Detection takes at most this plus reconcile_every_s.",
+    )
+    reconcile_every_s: float = Field(
+        default=5.0, gt=0,
+        description="Seconds between a worker's reconciler passes (lapsed leases, lost messages, work "
+        "directory pruning).",
+    )
+    stale_after_s: float = Field(
+        default=120.0, gt=0,
+        description="A job with no lease whose broker message cannot be seen (a non-Redis broker) or is held "
+        "un-acknowledged this long is re-dispatched.",
+    )
+    dispatch_grace_s: float = Field(
+        default=10.0, ge=0,
+        description="A queued job never enqueued (the broker was down when it was created), or whose message "
+        "the broker lost, is re-dispatched once it is this many seconds old.",
+    )
     job_max_attempts: int = Field(
         default=3, ge=1,
         description="How many times a job's stage may be (re)delivered before it fails with worker_lost.",
@@ -110,6 +131,17 @@ class Settings(BaseSettings):
         default=2 * 1024**3, ge=1,
         description="Largest dataset upload accepted, in bytes (compressed size on the wire and "
         "decompressed size are both bounded by it). Default 2 GiB.",
+    )
+    max_decompressed_bytes: int = Field(
+        default=2 * 1024**3, ge=1,
+        description="Largest decompressed size of a gzip/zstd upload (all its files together), in bytes; "
+        "decompression stops there with 413 decompressed_too_large. Default 2 GiB.",
+    )
+    max_compression_ratio: float = Field(
+        default=200.0, ge=1,
+        description="An upload whose decompressed bytes exceed this many times its compressed bytes (once "
+        "past 8 MiB decompressed) is refused at once with 413 decompressed_too_large: a decompression bomb "
+        "costs milliseconds, not seconds. Compressed agent traces reach 5-50x. Default 200.",
     )
     inline_validation_max_bytes: int = Field(
         default=16 * 1024**2, ge=0,
@@ -167,6 +199,20 @@ class Settings(BaseSettings):
     gc_retention_hours: float = Field(
         default=24 * 7, ge=0,
         description="`tracedraft gc` deletes unreferenced artifacts older than this many hours.",
+    )
+
+    workdir_retention_hours: float = Field(
+        default=72, ge=0,
+        description="A failed or cancelled job's work directory on a worker (its local checkpoints, for a "
+        "fast resume) is removed this many hours after the job ended; a later resume fetches from the "
+        "artifact store. A succeeded job's goes at once.",
+    )
+
+    metrics_token: str = Field(
+        default="",
+        description="Bearer token `GET /metrics` requires (Prometheus: `authorization: {credentials: "
+        "<token>}` in the scrape config). Empty: /metrics answers 404; its numbers are summed over all "
+        "organizations, for the operator only.",
     )
 
     # --- operations ------------------------------------------------------------------------------------

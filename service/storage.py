@@ -28,6 +28,7 @@ import datetime as dt
 import hashlib
 import os
 import posixpath
+import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -48,6 +49,36 @@ class ArtifactError(TracedraftError):
     """An artifact problem. Codes: ``artifact_missing``, ``artifact_corrupt`` (sha256 or size mismatch),
     ``payload_too_large``, ``invalid_path`` (a key escaping the store), ``artifact_io`` (the backend
     failed; transient, worth a retry). ``where`` is the artifact's URI."""
+
+
+#: What an API user is told for a store error (the detail, which names internal URIs, goes to the log).
+ARTIFACT_PUBLIC_TEXT: dict[str, str] = {
+    "artifact_missing": "a stored file of this resource is missing",
+    "artifact_corrupt": "a stored file of this resource failed its sha256 check (altered or partially written)",
+    "checksum_mismatch": "a stored file of this version failed its sha256 check (altered or partially written)",
+    "payload_too_large": "the upload exceeds the size limit",
+    "artifact_io": "the artifact store is unavailable; retry later",
+    "invalid_path": "invalid artifact path",
+}
+_STORE_URI = re.compile(r"\b(?:file|s3a?|gs|gcs|az|abfss?|memory)://[^\s'\"<>()\[\]{},;]*")
+
+
+def redact_uris(text: str | None) -> str | None:
+    """``text`` with every artifact-store URI (``s3://...``, ``file://...``) replaced by ``<stored file>``."""
+    return _STORE_URI.sub("<stored file>", text) if text else text
+
+
+def public_error(error: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """An ``{"code", "message", "param"}`` error as an API user may see it: a store error gets its stable
+    text (``ARTIFACT_PUBLIC_TEXT``), any other message and param lose their store URIs."""
+    if not error:
+        return None
+    code = error.get("code")
+    if code in ARTIFACT_PUBLIC_TEXT:
+        return {"code": code, "message": ARTIFACT_PUBLIC_TEXT[code], "param": None}
+    param = error.get("param")
+    return {**error, "message": redact_uris(error.get("message")),
+            "param": None if isinstance(param, str) and _STORE_URI.search(param) else param}
 
 
 @dataclass(frozen=True)

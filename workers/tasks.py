@@ -34,6 +34,7 @@ import random
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -42,8 +43,11 @@ from celery import shared_task
 from drafters.errors import TracedraftError
 from service import queue
 from service.queue import JOB_STAGE, TASK_STAGES, StageLock, next_stage, task_name
-from service.settings import Settings, get_settings
+from service.settings import get_settings
 from workers.context import StageContext, StageResults, overall_progress, workdir_for
+from workers.db import _engines, sessions  # noqa: F401 - re-exported (tests reset _engines)
+from workers.heartbeat import Heartbeat
+from workers.worker import connect_signals
 
 log = logging.getLogger(__name__)
 
@@ -81,43 +85,7 @@ def stage_function(stage: str) -> Callable[[StageContext], dict[str, Any]]:
     return STAGE_FUNCTIONS[stage]
 
 
-# --- database access (one engine per process; a forked pool process builds its own) ----------------------
-
-_engines: dict[tuple[int, str], sa.Engine] = {}
-
-
-def sessions(settings: Settings | None = None) -> Any:
-    """A ``sessionmaker`` on the job database for this process.
-
-    Engines are per process id: a pool process forked from a parent that already had connections never
-    reuses the parent's sockets (SQLAlchemy's fork rule).
-    """
-    from service.db.session import get_engine, session_factory
-
-    s = settings or get_settings()
-    key = (os.getpid(), s.database_url)
-    engine = _engines.get(key)
-    if engine is None:
-        # SQLite (embedded, one process) shares the process-wide engine that auto-migrates the database.
-        engine = get_engine(s.database_url) if s.is_sqlite else _new_engine(s.database_url)
-        _engines[key] = engine
-    return session_factory(engine)
-
-
-def _new_engine(url: str) -> sa.Engine:
-    from service.db.session import make_engine
-
-    return make_engine(url, pool_size=2, max_overflow=4)
-
-
-def _after_fork_in_child() -> None:
-    for (pid, _), engine in list(_engines.items()):
-        if pid != os.getpid():
-            engine.dispose(close=False)  # drop the parent's pooled connections without closing them
-    _engines.clear()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+# --- database access: workers.db (one engine per process; re-exported for callers of tasks.sessions) ---
 
 
 # --- failure classification --------------------------------------------------------------------------------
@@ -211,11 +179,37 @@ def _skip_reason(job: Any, job_stage: str) -> str | None:
 
 
 def run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
-    """Run one stage of one job with the delivery rules of the module docstring.
+    """Run one stage of one job with the delivery rules of the module docstring; when the job ended
+    (succeeded, failed, cancelled) clean its work directory here (``workers.workdirs.finish``).
 
     Returns a small summary (``{"job_id", "stage", "outcome"}``; outcome: skipped, cancelled, failed,
     done, retry). Raises ``celery.exceptions.Retry`` to retry a transient failure.
     """
+    summary = _run_stage(task, stage, job_id)
+    outcome = summary.get("outcome")
+    if outcome in ("cancelled", "failed") or (outcome == "done" and next_stage(stage) is None):
+        _finish_workdir(job_id)
+    return summary
+
+
+def _finish_workdir(job_id: str) -> None:
+    """Clean this machine's work directory of a job that just ended (never fails the task)."""
+    from service.db import Job
+    from workers import workdirs
+
+    settings = get_settings()
+    try:
+        with sessions(settings)() as session:
+            job = session.get(Job, job_id)
+            status, result = (job.status, dict(job.result or {})) if job is not None else ("succeeded", {})
+        removed = workdirs.finish(Path(settings.home) / "work" / job_id, status, result)
+        if removed:
+            log.info("job %s %s: removed %s from its work directory", job_id, status, ", ".join(removed))
+    except Exception:  # cleanup is best effort; the reconciler's prune pass retries
+        log.exception("job %s: work directory cleanup failed", job_id)
+
+
+def _run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
     from service import jobs
     from service.db import Job
     from service.db.session import lock_row
@@ -258,8 +252,10 @@ def run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
                 return {**summary, "outcome": "failed", "code": "worker_lost"}
             attempt = starts + 1
             job.attempts = max(job.attempts or 0, attempt)
+            owner = f"{_worker_name()}:{_task_id(task)}"
             jobs.start_job(session, job_id, stage=job_stage, worker_task_id=_task_id(task),
-                           count_attempt=False, commit=False)
+                           count_attempt=False, attempt=attempt, lease_owner=owner,
+                           lease_s=settings.job_lease_s, commit=False)
             if attempt > 1:
                 jobs.add_event(session, job_id, "warning", "message",
                                f"stage {job_stage} restarted (attempt {attempt}); resuming from its "
@@ -272,6 +268,10 @@ def run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
                 results=StageResults(job.result or {}), attempt=attempt, dataset_id=job.dataset_id,
             )
 
+        # Inline (embedded, one process, SQLite) there is no reconciler to read a lease.
+        beat = Heartbeat(make_session, job_id, owner, settings.job_lease_s)
+        if settings.pipeline == "celery":
+            beat.start()
         try:
             if settings.enforce_job_policy:
                 # The operator may have tightened the allow-lists since the job was accepted.
@@ -280,7 +280,10 @@ def run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
                 check_job_spec(ctx.spec, settings)
             result = stage_function(stage)(ctx)
         except Exception as exc:  # noqa: BLE001 - classified below; BaseException counts as lost
+            beat.stop()
             return _on_failure(task, ctx, exc, make_session)
+        finally:
+            beat.stop()
 
         with make_session() as session:
             job = lock_row(session, Job, job_id)
@@ -294,6 +297,7 @@ def run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
                                {"stage": job_stage, "result": result}, commit=False)
                 jobs.cancel_job(session, job_id, f"job cancelled during stage {job_stage}")
                 return {**summary, "outcome": "cancelled"}
+            jobs.set_lease(job, None)  # the next stage's worker takes its own
             jobs.set_result(session, job_id, job_stage, result, commit=False)
             jobs.add_event(session, job_id, "info", "stage", f"stage {job_stage} done",
                            {"stage": job_stage, "run": "finished", "attempt": ctx.attempt}, commit=False)
@@ -315,11 +319,17 @@ def run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001 - state committed; the reconciler re-dispatches
             log.warning("job %s: dispatch of %s failed (%s); the reconciler will re-dispatch it",
                         job_id, following, exc)
+        else:
+            if settings.pipeline == "celery":
+                with make_session() as session:
+                    jobs.mark_dispatched(session, job_id)
     return {**summary, "outcome": "done"}
 
 
 def _on_failure(task: Any, ctx: StageContext, exc: Exception, make_session: Any) -> dict[str, Any]:
     from service import jobs
+    from service.db import Job
+    from service.db.session import lock_row
 
     job_id, job_stage = ctx.job_id, ctx.job_stage
     summary = {"job_id": job_id, "stage": ctx.stage}
@@ -335,7 +345,11 @@ def _on_failure(task: Any, ctx: StageContext, exc: Exception, make_session: Any)
                            f"stage {job_stage} failed transiently ({_describe(exc)}); retry {retries + 1} "
                            f"of {MAX_RETRIES} in {countdown:.0f} s",
                            {"stage": job_stage, "run": "retrying", "retry": retries + 1,
-                            "countdown_s": round(countdown, 2), "error": _error_dict(exc)})
+                            "countdown_s": round(countdown, 2), "error": _error_dict(exc)}, commit=False)
+            job = lock_row(session, Job, job_id)
+            if job is not None:  # the lease covers the backoff: the reconciler leaves the retry alone
+                jobs.set_lease(job, f"retry:{_task_id(task)}", countdown + ctx.settings.job_lease_s)
+            session.commit()
         if task.request.is_eager:
             time.sleep(countdown)  # Task.apply re-runs a retry at once, ignoring the countdown
         raise task.retry(exc=exc, countdown=countdown, max_retries=None)
@@ -371,5 +385,6 @@ def _worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-# Connect the worker signal handlers (GPU pinning, reconciler) however the worker was started.
-import workers.worker  # noqa: F401
+# Connect the worker signal handlers (GPU pinning, reconciler) however the worker was started: with
+# ``python -m workers.worker`` or ``celery -A service.queue worker`` (which loads this module).
+connect_signals()

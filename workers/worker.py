@@ -11,13 +11,15 @@
 - CUDA is never touched in the parent: torch is imported only by the stage functions, inside the pool
   processes (``workers.tasks`` loads them lazily); ``run_worker`` refuses to start when torch is
   already imported.
-- Reconciler: the parent runs ``service.queue.requeue_stale_jobs`` at start and every
-  ``reconcile_every_s`` seconds in a daemon thread, so a job whose message the broker lost (a Redis
-  restart) or whose worker was killed outright is re-dispatched.
+- Reconciler: the parent runs ``service.reconciler.requeue_stale_jobs`` at start and every
+  ``reconcile_every_s`` seconds (default 5) in a daemon thread, so a job whose worker was killed outright
+  (its lease, renewed by the stage's heartbeat, lapsed: ``--lease``, default 15 s) or whose message the
+  broker lost (a Redis restart) is re-dispatched within seconds; the same pass prunes work directories of
+  finished jobs (``workers.workdirs.prune``).
 
 Also ``python -m workers.worker --queue cpu``. With ``celery -A service.queue worker`` directly the
-reconciler and GPU pinning run too (the signal handlers below are connected when ``workers.tasks`` is
-imported), with the default intervals.
+reconciler and GPU pinning run too (``workers.tasks`` calls ``connect_signals`` when the worker loads it),
+with the intervals of the settings.
 """
 
 from __future__ import annotations
@@ -36,15 +38,14 @@ from celery import signals
 
 log = logging.getLogger(__name__)
 
-DEFAULT_STALE_AFTER_S = 600.0
-DEFAULT_RECONCILE_EVERY_S = 60.0
-
-_config = {
-    "stale_after_s": DEFAULT_STALE_AFTER_S,
-    "reconcile_every_s": DEFAULT_RECONCILE_EVERY_S,
+_config: dict[str, object] = {
+    # None: the settings' values (TRACEDRAFT_STALE_AFTER_S, TRACEDRAFT_RECONCILE_EVERY_S); set by flags.
+    "stale_after_s": None,
+    "reconcile_every_s": None,
     "gpus": None,  # list[str] of device ids to pin pool processes to, or None (cpu worker)
 }
 _reconciler_started = threading.Event()
+_signals_connected = threading.Event()
 
 
 def visible_gpus() -> list[str]:
@@ -135,10 +136,21 @@ def run_worker(
         _config["stale_after_s"] = stale_after_s
     if reconcile_every_s is not None:
         _config["reconcile_every_s"] = reconcile_every_s
+    connect_signals()
     app.worker_main(argv=worker_argv(queues, concurrency, loglevel or settings.log_level))
 
 
-# --- signal handlers (connected when this module is imported; workers.tasks imports it) ----------------
+# --- signal handlers (connect_signals: called by run_worker and when workers.tasks is loaded) -----------
+
+
+def connect_signals() -> None:
+    """Connect the Celery signal handlers: GPU pinning in each pool process, the reconciler thread in the
+    worker's parent (idempotent)."""
+    if _signals_connected.is_set():
+        return
+    _signals_connected.set()
+    signals.worker_process_init.connect(_pin_gpu, weak=False)
+    signals.worker_ready.connect(_start_reconciler, weak=False)
 
 
 def _pin_gpu(**_: object) -> None:
@@ -162,18 +174,27 @@ def _start_reconciler(**_: object) -> None:
 
 
 def _reconcile_loop() -> None:
-    from service.queue import requeue_stale_jobs
-    from workers.tasks import sessions
+    from service.reconciler import requeue_stale_jobs
+    from service.settings import get_settings
+    from workers import workdirs
+    from workers.db import sessions
 
     stop = threading.Event()
     while True:
+        stale = _config["stale_after_s"]
         try:
-            ids = requeue_stale_jobs(sessions(), stale_after_s=float(_config["stale_after_s"]))
+            ids = requeue_stale_jobs(sessions(), stale_after_s=None if stale is None else float(stale))
             if ids:
                 log.warning("reconciler re-dispatched %d stale job(s): %s", len(ids), ", ".join(ids))
         except Exception:
             log.exception("reconciler pass failed")
-        if stop.wait(float(_config["reconcile_every_s"])):
+        try:
+            settings = get_settings()
+            workdirs.prune(settings.home, workdirs.job_states(sessions()), settings.workdir_retention_hours)
+        except Exception:
+            log.exception("work directory pruning failed")
+        every = _config["reconcile_every_s"]
+        if stop.wait(float(every) if every is not None else get_settings().reconcile_every_s):
             return
 
 
@@ -184,11 +205,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--concurrency", "-c", type=int, default=None,
                    help="pool processes (cpu; a gpu worker runs one per GPU)")
     p.add_argument("--stale-after", type=float, default=None,
-                   help=f"re-dispatch a job silent this many seconds (default {DEFAULT_STALE_AFTER_S:.0f})")
+                   help="re-dispatch a job without a lease whose message is unaccounted for this many seconds "
+                   "(default TRACEDRAFT_STALE_AFTER_S, 120)")
     p.add_argument("--reconcile-every", type=float, default=None,
-                   help=f"seconds between reconciler passes (default {DEFAULT_RECONCILE_EVERY_S:.0f})")
+                   help="seconds between reconciler passes (default TRACEDRAFT_RECONCILE_EVERY_S, 5)")
+    p.add_argument("--lease", type=float, default=None,
+                   help="seconds of the job lease a stage's heartbeat renews; a dead worker is noticed this long "
+                   "after its last renewal (default TRACEDRAFT_JOB_LEASE_S, 15)")
     p.add_argument("--loglevel", default=None)
     a = p.parse_args(argv)
+    if a.lease is not None:
+        # The pool processes read it from the settings (inherited environment).
+        os.environ["TRACEDRAFT_JOB_LEASE_S"] = str(a.lease)
+        from service.settings import reload_settings
+
+        reload_settings()
     run_worker(a.queue, a.concurrency, stale_after_s=a.stale_after, reconcile_every_s=a.reconcile_every,
                loglevel=a.loglevel)
 
@@ -198,6 +229,3 @@ if __name__ == "__main__":
     from workers.worker import main as _main
 
     _main()
-else:
-    signals.worker_process_init.connect(_pin_gpu, weak=False)
-    signals.worker_ready.connect(_start_reconciler, weak=False)

@@ -7,7 +7,9 @@ Originals are kept only in the in-memory map of the run; they are never logged o
 gets counts per type).
 
 Categories (``ScrubConfig``): ``secrets`` (provider API keys, bearer tokens, PEM private keys, JWTs,
-passwords in URLs, ``KEY=value`` / ``"password": "..."`` assignments with secret-like names) and
+passwords in URLs, ``KEY=value`` / ``"password": "..."`` assignments with secret-like names, the
+provider patterns of detect-secrets, and random-looking tokens near secret words whatever their syntax:
+``drafters.traces.secret_detectors``) and
 ``personal`` (emails, home-directory user names incl. Claude Code's ``-Users-NAME-`` encoding, phone
 numbers, IPv4/IPv6 addresses). Every text field of a conversation is scrubbed: text, reasoning (not
 signatures: they are opaque and must stay byte-exact), tool-call raw arguments and parsed argument
@@ -25,7 +27,7 @@ import ipaddress
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,7 @@ from drafters.traces.model import (
     ToolResultPart,
     compact_json,
 )
+from drafters.traces.secret_detectors import detector_patterns, high_entropy_spans
 
 
 @dataclass
@@ -62,6 +65,7 @@ class _Rule:
     accept: Callable[[str], bool] | None = None  # extra check on the value (False = leave it)
     guard_lower: bool = False
     left: str | None = None  # left-boundary check (see _LEFT_REJECT); "bearer" = preceded by B/b
+    detector: bool = False  # a detect-secrets pattern: run only on the lines holding a guard (_line_matches)
 
 
 def _valid_ipv4(value: str) -> bool:
@@ -81,7 +85,28 @@ def _valid_ipv6(value: str) -> bool:
 
 
 _BENIGN_VALUES = {"true", "false", "null", "none", "undefined", "required", "optional", "string", "str",
-                  "your_api_key", "xxx", "xxxx", "****", "redacted", "changeme"}
+                  "your_api_key", "xxx", "xxxx", "****", "redacted", "changeme",
+                  # type names and keywords: schemas and code, not credentials
+                  "number", "integer", "boolean", "object", "array", "error", "lambda", "function", "password",
+                  "secretstr", "bytes", "float"}
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.")
+
+
+def _secret_name(text: str, start: int) -> bool:
+    """Whether the name whose secret word starts at ``start`` (``STORAGE_KEY``, ``DB_PASSWORD``, ``KEY``) names
+    a credential: ``_is_secret_key``, or made of secret words only (a bare ``KEY=`` or ``TOKEN:``)."""
+    i, j = start, start
+    while i > 0 and text[i - 1] in _NAME_CHARS and start - i < 64:
+        i -= 1
+    while j < len(text) and text[j] in _NAME_CHARS and j - start < 64:
+        j += 1
+    name = text[i:j].strip("-.")
+    if _is_secret_key(name):
+        return True
+    words = _WORDS.findall(_CAMEL.sub(r"\1_\2", name).lower())
+    return bool(words) and all(w in _SECRET_WORDS or w == "key" for w in words)
 
 
 def _secret_value(value: str) -> bool:
@@ -90,16 +115,18 @@ def _secret_value(value: str) -> bool:
     v = value.strip()
     if len(v) < 4 or v.lower() in _BENIGN_VALUES:
         return False
-    if v[0] in "<${%(" or v.startswith("os.environ") or v.startswith("process.env"):
+    if v[0] in "<${%(,;)]}" or v.startswith(("os.environ", "process.env", "data:")):  # data: a data URI
         return False
     if v.replace(".", "").replace("_", "").isdigit():
         return False
-    if "(" in v or _DOTTED_IDENT.match(v) or _TYPE_NAME.match(v):
+    if "(" in v or _DOTTED_IDENT.match(v) or _TYPE_NAME.match(v) or _CODE_NAME.match(v):
         return False  # code: token = get_token(), password = self.password
     return True
 
 
 _TYPE_NAME = re.compile(r"^(?:[A-Z][a-z]+){2,}$")  # a type annotation: password: SecretStr
+# Names in code, not values: getSession, current_phase / your_bot_token, API_KEY (a variable or column).
+_CODE_NAME = re.compile(r"^(?:[a-z]+(?:[A-Z][a-z]+)+|[a-z]+(?:_[a-z]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)$")
 _DOTTED_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 
@@ -163,6 +190,9 @@ _RULES: list[_Rule] = [
                      r"[ \t]*(?:(\\?[\"'])([^\"'\\\n]{4,})|([^\s\"'\\,;`)}\]]{4,}))"),
           ("pass", "pwd", "secret", "token", "key", "auth", "credential"), group=(2, 3), accept=_secret_value,
           guard_lower=True, left="assign"),
+    # (detect-secrets' provider patterns come next: _rules(); personal data after them)
+]
+_PERSONAL_RULES: list[_Rule] = [
     # --- personal data
     # Anchored at "@" (a literal: fast); the local part is found by scanning left (Scrubber._emails).
     _Rule("EMAIL", "personal", re.compile(r"@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})\b"), ("@",)),
@@ -182,6 +212,19 @@ _RULES: list[_Rule] = [
           accept=_valid_ipv6, left="colon"),
 ]
 
+
+
+@functools.cache
+def _rules() -> tuple[_Rule, ...]:
+    """Every rule in order: ours for secrets, detect-secrets' provider patterns (``secret_detectors``; built on
+    first use: importing detect-secrets' plugins takes most of a second), then personal data. Free-text
+    tokens near secret words are handled after all rules (``Scrubber._high_entropy``)."""
+    # No left-boundary check on detect-secrets' patterns: it matches "bot110201543:AAH..." inside a word too.
+    detectors = [_Rule(p.type, "secrets", p.regex, p.guards, group=(p.group,), detector=True)
+                 for p in detector_patterns()]
+    return (*_RULES, *detectors, *_PERSONAL_RULES)
+
+
 _EMAIL_LOCAL = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-")
 # Words that may run straight into a secret word in camelCase/lower names: apiKey, accesstoken, clientSecret.
 _KEY_PREFIXES = ("api", "access", "private", "session", "client", "secret", "auth", "db", "bearer")
@@ -196,6 +239,23 @@ def _ci(regex: re.Pattern[str]) -> re.Pattern[str]:
     if out is None:
         out = _CI_CACHE[regex.pattern] = re.compile(regex.pattern, re.IGNORECASE)
     return out
+
+
+def _line_matches(regex: re.Pattern[str], text: str, guards: tuple[str, ...]) -> Iterator[re.Match[str]]:
+    """Matches of ``regex`` on the lines of ``text`` that hold a guard, in order: detect-secrets' patterns
+    are written for one line at a time (its scanner's unit), and several start with a character class
+    that makes a scan of the whole text slow; lines keep the cost proportional to the guard hits."""
+    lines: set[int] = set()
+    for g in guards:
+        i = text.find(g)
+        while i >= 0:
+            start = text.rfind("\n", 0, i) + 1
+            lines.add(start)
+            end = text.find("\n", i)
+            i = text.find(g, end) if end >= 0 else -1
+    for start in sorted(lines):
+        end = text.find("\n", start)
+        yield from regex.finditer(text, start, end if end >= 0 else len(text))
 
 
 _LEFT_REJECT = {  # characters that must not precede a match of a rule with that ``left``
@@ -215,9 +275,10 @@ class Scrubber:
 
     def __init__(self, config: ScrubConfig | None = None):
         self.config = config or ScrubConfig()
-        self.rules = [r for r in _RULES
+        self.rules = [r for r in _rules()
                       if r.category in self.config.categories and r.type not in self.config.disabled]
         self._checks = [(r, None if r.guards == ("",) else r.guards) for r in self.rules]
+        self._entropy = "secrets" in self.config.categories and "SECRET_HIGH_ENTROPY" not in self.config.disabled
         self._cache: dict[str, str] | None = None  # original -> scrubbed, prefilled per conversation
         self.counts: Counter[str] = Counter()
         self._map: dict[tuple[str, str], str] = {}
@@ -259,7 +320,8 @@ class Scrubber:
                 regex, hay = _ci(rule.regex), text
             pieces: list[str] = []
             pos = 0
-            for m in regex.finditer(hay):
+            matches = _line_matches(regex, hay, guards) if rule.detector and guards else regex.finditer(hay)
+            for m in matches:
                 hit = self._match(rule, m, text)
                 if hit is None or hit[0] < pos:
                     continue
@@ -270,7 +332,24 @@ class Scrubber:
                 pieces.append(text[pos:])
                 text = "".join(pieces)
                 lower = None
+        if self._entropy:
+            text = self._high_entropy(text)
         return text
+
+    def _high_entropy(self, text: str) -> str:
+        """``text`` with random-looking tokens near secret words replaced by ``<SECRET_HIGH_ENTROPY_n>``
+        (``drafters.traces.secret_detectors.high_entropy_spans``)."""
+        spans = high_entropy_spans(text)
+        if not spans:
+            return text
+        pieces: list[str] = []
+        pos = 0
+        for start, end in spans:
+            pieces.append(text[pos:start])
+            pieces.append(self._count("SECRET_HIGH_ENTROPY", text[start:end]))
+            pos = end
+        pieces.append(text[pos:])
+        return "".join(pieces)
 
     def _match(self, rule: _Rule, m: re.Match[str], text: str) -> tuple[int, int, str] | None:
         """(start, end, replacement) in ``text`` for a regex match (found in ``text`` or its lower-cased
@@ -304,10 +383,15 @@ class Scrubber:
                 return None
         elif rule.left == "bearer":
             return None
+        if rule.left == "assign" and not _secret_name(text, start):
+            return None  # STORAGE_KEY = 'vue-todo-list', sort_key: ...: a key that is not a credential
         group = next((g for g in rule.group if m.group(g) is not None), None)
         if group is None:
             return None
         g_start, g_end = m.span(group)
+        if rule.left == "assign" and group == 3:
+            while g_end - g_start > 4 and text[g_end - 1] in ".," and (g_end == len(text) or text[g_end].isspace()):
+                g_end -= 1  # "your password: hunter22." -- the sentence's full stop is not part of it
         value = text[g_start:g_end]
         if value.startswith("<") and value.endswith(">"):
             return None  # already a placeholder

@@ -31,6 +31,21 @@ def _dispatch_first_stage(job_id: str, settings: Settings) -> None:
     except Exception as exc:  # noqa: BLE001
         log.warning("dispatch of job %s failed (%s); the reconciler re-dispatches it", job_id,
                     type(exc).__name__)
+        return
+    if settings.pipeline == "celery":
+        _mark_dispatched(job_id, settings)
+
+
+def _mark_dispatched(job_id: str, settings: Settings) -> None:
+    """Record the enqueue (``jobs.dispatched_at``): a job without it is re-sent by the reconciler."""
+    from service import jobs
+    from service.db.session import get_sessionmaker
+
+    try:
+        with get_sessionmaker(settings.database_url)() as session:
+            jobs.mark_dispatched(session, job_id)
+    except Exception as exc:  # noqa: BLE001 - the reconciler re-sends it: a harmless duplicate
+        log.warning("job %s: could not record its dispatch (%s)", job_id, type(exc).__name__)
 
 
 class StageDispatcher:

@@ -29,6 +29,7 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from drafters.errors import TracedraftError
+from service.storage import ARTIFACT_PUBLIC_TEXT, public_error
 
 log = logging.getLogger("tracedraft.api")
 
@@ -68,14 +69,7 @@ _STATUS_CODE_NAMES = {
 }
 
 
-_ARTIFACT_TEXT = {
-    "artifact_missing": "a stored file of this resource is missing",
-    "artifact_corrupt": "a stored file of this resource failed its sha256 check (altered or partially written)",
-    "checksum_mismatch": "a stored file of this version failed its sha256 check (altered or partially written)",
-    "payload_too_large": "the upload exceeds the size limit",
-    "artifact_io": "the artifact store is unavailable; retry later",
-    "invalid_path": "invalid artifact path",
-}
+_ARTIFACT_TEXT = ARTIFACT_PUBLIC_TEXT
 
 
 class ApiError(Exception):
@@ -149,7 +143,8 @@ async def _project_error(request: Request, exc: Exception) -> JSONResponse:
         # URI-free message; the log keeps the detail.
         log.warning("artifact error %s on %s %s: %s", exc.code, request.method, request.url.path, exc.message)
         return error_response(status, exc.code, _ARTIFACT_TEXT[exc.code], None, headers)
-    return error_response(status, exc.code, exc.message, exc.where, headers)
+    err = public_error({"code": exc.code, "message": exc.message, "param": exc.where}) or {}
+    return error_response(status, exc.code, err["message"], err["param"], headers)
 
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
@@ -173,11 +168,38 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(422, code, message, param)
 
 
-async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+def allowed_methods(app: Any, scope: Any) -> list[str]:
+    """Every method some route serves at the request's path (Starlette answers a 405 with the methods of
+    the first route matching the path only: ``GET /v1/jobs`` and ``POST /v1/jobs`` are two routes)."""
+    from starlette.routing import Match
+
+    try:
+        from fastapi.routing import iter_route_contexts
+
+        routes = list(iter_route_contexts(app.routes))
+    except ImportError:  # older FastAPI: app.routes is flat
+        routes = list(app.routes)
+    methods: set[str] = set()
+    for route in routes:
+        try:
+            match, _ = route.matches(scope)
+        except Exception:  # noqa: BLE001, S112 - a mount or route kind that cannot tell
+            continue
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     code = _STATUS_CODE_NAMES.get(exc.status_code, "error")
     message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
-    return error_response(exc.status_code, code, message, None, dict(exc.headers or {}))
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        allowed = allowed_methods(request.app, request.scope) or headers.get("Allow", "").split(", ")
+        headers["Allow"] = ", ".join(m for m in allowed if m)
+        message = f"{request.method} is not allowed on {request.url.path}; allowed: {headers['Allow']}"
+    return error_response(exc.status_code, code, message, None, headers)
 
 
 async def _data_error(request: Request, exc: Exception) -> JSONResponse:

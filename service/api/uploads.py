@@ -8,7 +8,9 @@ database are synchronous). That thread pulls the request body chunk by chunk fro
 - the wire size is bounded by the artifact store's streaming ``max_bytes`` (``payload_too_large``, 413);
 - ``InspectingReader`` sniffs each file as it passes: gzip and zstd are decompressed on the side, through
   a window of ``DECOMPRESS_WINDOW`` bytes at a time, only to count (and sniff) the decompressed bytes, so
-  a zip bomb is refused (413 ``decompressed_too_large``) after at most limit + one window of work;
+  a zip bomb is refused (413 ``decompressed_too_large``) once it passes ``settings.max_decompressed_bytes``
+  or ``settings.max_compression_ratio`` times its compressed size (after ``RATIO_MIN_BYTES``): a few
+  MiB of work, whatever the bomb's size;
 - the first ``SNIFF_BYTES`` of (decompressed) content must look like text: binaries (images, archives,
   executables) are refused with 415 ``unsupported_media_type``.
 
@@ -31,6 +33,7 @@ from service.api.errors import ApiError
 SNIFF_BYTES = 8192
 DECOMPRESS_WINDOW = 1 << 20  # bytes of decompressed output produced per step while counting
 MAX_PART_HEADER_BYTES = 16 * 1024
+MAX_FILENAME_CHARS = 1024  # a part's file name (metadata only; the stored name is cut to MAX_NAME)
 MAX_FORM_FIELD_BYTES = 4096
 MAX_PARTS = 200
 GZIP_MAGIC = b"\x1f\x8b"
@@ -151,7 +154,10 @@ class MultipartStream:
             "on_header_end": self._on_header_end,
             "on_headers_finished": self._on_headers_finished,
         }
-        self._parser = MultipartParser(boundary, callbacks)
+        try:  # our own header budget (_grow) speaks first, with a coded error
+            self._parser = MultipartParser(boundary, callbacks, max_header_size=4 * MAX_PART_HEADER_BYTES)
+        except TypeError:  # python-multipart before 0.0.13 has no header limit of its own
+            self._parser = MultipartParser(boundary, callbacks)
 
     # parser callbacks (called inside parser.write)
     def _on_part_begin(self) -> None:
@@ -168,7 +174,8 @@ class MultipartStream:
     def _grow(self, n: int) -> None:
         self._header_bytes += n
         if self._header_bytes > MAX_PART_HEADER_BYTES:
-            raise ApiError(400, "invalid_multipart", "multipart part headers are too large", "file")
+            raise ApiError(400, "header_too_large", f"a multipart part's headers exceed {MAX_PART_HEADER_BYTES} "
+                           f"bytes (file names are limited to {MAX_FILENAME_CHARS} characters)", "file")
 
     def _on_header_field(self, data: bytes, start: int, end: int) -> None:
         self._grow(end - start)
@@ -189,6 +196,10 @@ class MultipartStream:
         _, opts = parse_options_header(self._headers.get("content-disposition", b""))
         name = opts.get(b"name", b"").decode("utf-8", "replace")
         filename = opts.get(b"filename")
+        if filename is not None and len(filename.decode("utf-8", "replace")) > MAX_FILENAME_CHARS:
+            raise ApiError(400, "filename_too_long", f"the file name of part {name!r} has "
+                           f"{len(filename.decode('utf-8', 'replace'))} characters; at most {MAX_FILENAME_CHARS}",
+                           "file")
         ctype = self._headers.get("content-type")
         self._events.append(("begin", (name, filename.decode("utf-8", "replace") if filename is not None else None,
                                        ctype.decode("latin-1") if ctype else None)))
@@ -207,8 +218,13 @@ class MultipartStream:
         except ApiError:
             raise
         except Exception as exc:  # noqa: BLE001 - python-multipart's MultipartParseError and friends
-            raise ApiError(400, "invalid_multipart", f"malformed multipart body: {type(exc).__name__}",
-                           "file") from None
+            # The parser's own words (a position, a missing boundary): never the body's content.
+            detail = str(exc)[:200] or type(exc).__name__
+            if "header size" in detail:  # the parser's own header limit: the same answer as _grow's
+                raise ApiError(400, "header_too_large", f"a multipart part's headers exceed "
+                               f"{MAX_PART_HEADER_BYTES} bytes (file names are limited to {MAX_FILENAME_CHARS} "
+                               "characters)", "file") from None
+            raise ApiError(400, "invalid_multipart", f"malformed multipart body: {detail}", "file") from None
         return True
 
     def parts(self) -> Iterator[Part]:
@@ -264,18 +280,35 @@ def multipart_boundary(content_type: str) -> bytes:
 # --- sniffing and bounded decompression ---------------------------------------------------------------
 
 
-class Budget:
-    """Decompressed bytes allowed across all files of one upload."""
+RATIO_MIN_BYTES = 8 << 20  # decompressed bytes before the compression ratio is enforced
+FEED_SLICE = 16 << 10  # compressed bytes inflated per step (counted first: see InspectingReader._feed)
 
-    def __init__(self, limit: int):
+
+class Budget:
+    """Decompressed bytes allowed across all files of one upload: at most ``limit`` in all, and at most
+    ``max_ratio`` times the compressed bytes read so far once past ``RATIO_MIN_BYTES`` (a bomb stops
+    after a few MiB of work instead of at the limit)."""
+
+    def __init__(self, limit: int, max_ratio: float | None = None):
         self.limit = limit
+        self.max_ratio = max_ratio
         self.used = 0
+        self.compressed = 0
+
+    def take_compressed(self, n: int) -> None:
+        """Count ``n`` compressed input bytes (the ratio's denominator)."""
+        self.compressed += n
 
     def take(self, n: int) -> None:
         self.used += n
         if self.used > self.limit:
             raise ApiError(413, "decompressed_too_large",
                            f"the upload decompresses to more than the limit of {self.limit} bytes", "file")
+        if self.max_ratio is not None and self.used > RATIO_MIN_BYTES and \
+                self.used > self.max_ratio * max(self.compressed, 1):
+            raise ApiError(413, "decompressed_too_large",
+                           f"the upload decompresses to over {self.max_ratio:g} times its compressed size "
+                           f"({self.used} bytes from {self.compressed}); refused as a decompression bomb", "file")
 
 
 def binary_reason(head: bytes, final: bool) -> str | None:
@@ -383,7 +416,16 @@ class InspectingReader:
     def _feed(self, data: bytes) -> None:
         if self.compression is None:
             self._emit(data)
-        elif self.compression == "gzip":
+            return
+        # Compressed input goes in slices, each counted before it is inflated: the ratio check then sees
+        # the input actually consumed, not a whole chunk that a bomb inflates 1000-fold.
+        for i in range(0, len(data), FEED_SLICE):
+            piece = data[i : i + FEED_SLICE]
+            self._budget.take_compressed(len(piece))
+            self._feed_compressed(piece)
+
+    def _feed_compressed(self, data: bytes) -> None:
+        if self.compression == "gzip":
             self._feed_gzip(data)
         else:
             try:

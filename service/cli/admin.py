@@ -173,8 +173,8 @@ def gc(
     db_url: str | None = DbUrlOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Delete artifact-store files no row references (never a registered version's), older than the
-    retention. Asks before deleting unless --yes or --dry-run.
+    """Delete artifact-store files no live row references (datasets, versions, resumable jobs), older than
+    the retention; --dry-run lists what would go and why. Asks before deleting unless --yes or --dry-run.
 
     Example: tracedraft gc --dry-run --json
     """
@@ -204,5 +204,7 @@ def gc(
     verb = "would delete" if dry_run else "deleted"
     console.print(f"gc: {verb} {len(report.deleted)} files ({report.bytes_freed} bytes); kept "
                   f"{report.kept_referenced} referenced, {report.kept_recent} recent")
-    for key in report.deleted[:50]:
-        console.print(f"  {key}", highlight=False)
+    for c in report.candidates[:50]:
+        console.print(f"  {c.key}  ({c.size} bytes): {c.reason}", highlight=False)
+    if len(report.candidates) > 50:
+        console.print(f"  ... and {len(report.candidates) - 50} more (--json lists all)")

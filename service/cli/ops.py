@@ -71,11 +71,16 @@ def serve(
                 log_level=settings.log_level.lower(), access_log=True)
 
 
-def worker_argv(queue: str, concurrency: int | None, loglevel: str | None) -> list[str]:
+def worker_argv(queue: str, concurrency: int | None, loglevel: str | None, *, lease_s: float | None = None,
+                stale_after_s: float | None = None, reconcile_every_s: float | None = None) -> list[str]:
     """The command ``tracedraft worker`` execs: ``python -m workers.worker --queue Q [...]``."""
     argv = [sys.executable, "-m", "workers.worker", "--queue", queue]
     if concurrency is not None:
         argv += ["--concurrency", str(concurrency)]
+    for flag, value in (("--lease", lease_s), ("--stale-after", stale_after_s),
+                        ("--reconcile-every", reconcile_every_s)):
+        if value is not None:
+            argv += [flag, f"{value:g}"]
     if loglevel:
         argv += ["--loglevel", loglevel]
     return argv
@@ -86,14 +91,24 @@ def worker(
     concurrency: int | None = typer.Option(None, "--concurrency", "-c", min=1,
                                               help="Pool processes (gpu: forced to one per visible GPU)."),
     loglevel: str | None = typer.Option(None, "--loglevel", help="Default TRACEDRAFT_LOG_LEVEL."),
+    lease: float | None = typer.Option(None, "--lease", min=1, help="Seconds of the job lease a running stage "
+                                       "renews; a dead worker is noticed this long after its last renewal "
+                                       "(default TRACEDRAFT_JOB_LEASE_S, 15)."),
+    stale_after: float | None = typer.Option(None, "--stale-after", min=1, help="Re-dispatch a job without a "
+                                             "lease whose broker message is unaccounted for this long "
+                                             "(default TRACEDRAFT_STALE_AFTER_S, 120)."),
+    reconcile_every: float | None = typer.Option(None, "--reconcile-every", min=0.1, help="Seconds between "
+                                                 "reconciler passes (default TRACEDRAFT_RECONCILE_EVERY_S, 5)."),
 ) -> None:
-    """Run a stage worker on a queue (Celery, long-task settings, one task per GPU, stale-job reconciler).
+    """Run a stage worker on a queue (Celery, long-task settings, one task per GPU, the reconciler that
+    re-dispatches the jobs of dead workers within seconds).
 
-    Example: tracedraft worker --queue gpu
+    Example: tracedraft worker --queue gpu --lease 15
     """
     if queue not in QUEUE_CHOICES:
         raise typer.BadParameter(f"must be one of {', '.join(QUEUE_CHOICES)}", param_hint="--queue")
-    argv = worker_argv(queue, concurrency, loglevel)
+    argv = worker_argv(queue, concurrency, loglevel, lease_s=lease, stale_after_s=stale_after,
+                       reconcile_every_s=reconcile_every)
     sys.stdout.flush()
     sys.stderr.flush()
     os.execvp(argv[0], argv)

@@ -158,7 +158,9 @@ class Job(Base):
     "training": {"checkpoints": [...]}, "registering": {"version": 3}}``). ``error`` is
     ``{"code", "message", "param"}``. ``event_seq`` is the last sequence number handed to a job event
     (``service.jobs.add_event``). ``(org_id, idempotency_key)`` is unique; ``request_hash`` is the
-    sha256 of the canonical request body the key was first used with.
+    sha256 of the canonical request body the key was first used with. ``lease_owner`` /
+    ``lease_expires_at``: the worker running the current stage and until when its heartbeat vouches for
+    it (a lapsed lease is a dead worker); ``dispatched_at``: the last successful enqueue.
     """
 
     __tablename__ = "jobs"
@@ -182,6 +184,9 @@ class Job(Base):
     idempotency_key: Mapped[str | None] = mapped_column(sa.String(255))
     request_hash: Mapped[str | None] = mapped_column(sa.String(64))
     worker_task_id: Mapped[str | None] = mapped_column(sa.String(255))
+    lease_owner: Mapped[str | None] = mapped_column(sa.String(255))
+    lease_expires_at: Mapped[dt.datetime | None]
+    dispatched_at: Mapped[dt.datetime | None]
     event_seq: Mapped[int] = mapped_column(default=0)
     created_at: Mapped[dt.datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(default=utcnow, onupdate=utcnow)
@@ -197,6 +202,7 @@ class Job(Base):
         sa.UniqueConstraint("org_id", "idempotency_key"),
         sa.Index("ix_jobs_org_id_created_at", "org_id", "created_at"),
         sa.Index("ix_jobs_org_id_status", "org_id", "status"),
+        sa.Index("ix_jobs_status_lease_expires_at", "status", "lease_expires_at"),
     )
 
     @property

@@ -65,11 +65,15 @@ class Tenant:
         return {"Authorization": f"Bearer {self.admin if admin else self.member}", **extra}
 
 
+METRICS_TOKEN = "test-metrics-token"
+METRICS_H = {"Authorization": f"Bearer {METRICS_TOKEN}"}
+
+
 def make_settings(tmp_path: Path, url: str, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "home": tmp_path / "home", "database_url": url, "artifact_uri": f"file://{tmp_path / 'artifacts'}",
         "pipeline": "inline", "auto_migrate": False, "job_rate_limit_per_minute": 1000,
-        "max_upload_bytes": 4 * 1024 * 1024,
+        "max_upload_bytes": 4 * 1024 * 1024, "metrics_token": METRICS_TOKEN,
     }
     values.update(overrides)
     return Settings(**values)

@@ -12,7 +12,7 @@ import zstandard
 
 from service.api.errors import ApiError
 from service.api.uploads import Budget, InspectingReader, binary_reason
-from tests.api.conftest import job_body, make_settings, make_traces, upload
+from tests.api.conftest import METRICS_H, job_body, make_settings, make_traces, upload
 
 
 def _store_files(app) -> list[str]:
@@ -134,7 +134,7 @@ def test_oversized_upload_is_refused_while_streaming(tmp_path, db_url, dispatche
         assert app.state.store.list() == []  # nothing left behind, not even a temporary
         listed = client.get("/v1/datasets", headers=tenant.h()).json()
         assert listed["data"] == []
-        metrics = client.get("/metrics").text
+        metrics = client.get("/metrics", headers=METRICS_H).text
         assert 'tracedraft_uploads_rejected_total{code="payload_too_large"} 3.0' in metrics
         app.state.engine.dispose()
 

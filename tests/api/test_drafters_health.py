@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from service import jobs as jobs_mod
-from tests.api.conftest import job_body, make_settings, register_version, upload
+from tests.api.conftest import METRICS_H, job_body, make_settings, register_version, upload
 
 
 def test_versions_aliases_and_promotion(client, app, org_a, tmp_path):
@@ -100,7 +100,7 @@ def test_health_ready_metrics(client, app, org_a):
         jobs_mod.start_job(s, job["id"], stage="validating")
         jobs_mod.add_event(s, job["id"], "info", "stage", "stage validating done",
                            {"stage": "validating", "run": "finished", "attempt": 1})
-    text = client.get("/metrics").text
+    text = client.get("/metrics", headers=METRICS_H).text
     assert 'tracedraft_jobs{status="queued"} 1.0' in text
     assert 'tracedraft_jobs{status="running"} 1.0' in text
     assert 'tracedraft_jobs{status="failed"} 0.0' in text
@@ -123,7 +123,7 @@ def test_readiness_fails_without_database_or_broker(tmp_path, dispatched):
         err = r.json()["error"]
         assert err["code"] == "unavailable" and "database" in err["message"] and "broker" in err["message"]
         assert client.get("/healthz").status_code == 200
-        assert client.get("/metrics").status_code == 200  # a scrape survives a dead database
+        assert client.get("/metrics", headers=METRICS_H).status_code == 200  # a scrape survives a dead database
 
 
 def test_readiness_and_queue_depth_with_celery(tmp_path, db_url, dispatched):
@@ -141,7 +141,7 @@ def test_readiness_and_queue_depth_with_celery(tmp_path, db_url, dispatched):
     with TestClient(app) as client:
         r = client.get("/readyz")
         assert r.json() == {"status": "ok", "checks": {"database": "ok", "broker": "ok"}}
-        assert 'tracedraft_queue_depth{queue="gpu"}' in client.get("/metrics").text
+        assert 'tracedraft_queue_depth{queue="gpu"}' in client.get("/metrics", headers=METRICS_H).text
     app.state.engine.dispose()
 
 

@@ -8,6 +8,7 @@ after, so concurrent runs on the same Redis do not see each other's messages.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -32,7 +33,7 @@ RECONCILE_EVERY_S = 1.0
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "redis_restart: restarts the shared Redis server (kept in one module; Redis is up after)"
+        "markers", "redis_restart: kills and restarts a Redis server of the test's own (never the shared one)"
     )
 
 
@@ -79,6 +80,8 @@ class QueueEnv:
             job_id = job.id
         if dispatch:
             send("validate", job_id)
+            with self.sessions() as s:
+                jobs.mark_dispatched(s, job_id)
         return job_id
 
     def job(self, job_id: str) -> Any:
@@ -115,6 +118,14 @@ class QueueEnv:
 def queue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueueEnv]:
     """Settings pointing at a fresh PostgreSQL database and a private Redis db (pipeline=celery), for one
     test module: the environment it sets is restored after the module, so it never leaks into other tests."""
+    with make_queue_env(tmp_path_factory) as qe:
+        yield qe
+
+
+@contextlib.contextmanager
+def make_queue_env(tmp_path_factory: pytest.TempPathFactory, redis_url: str | None = None) -> Iterator[QueueEnv]:
+    """``queue_env``'s setup; ``redis_url`` (``redis://host:port``) names a Redis server of the caller's own
+    (database 0 is used) instead of an empty database number of the machine's shared Redis."""
     import psycopg
 
     from service.db import Organization, session_factory, upgrade
@@ -126,12 +137,13 @@ def queue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueueEnv]:
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{dbname}"')
     url = f"{PG_BASE}/{dbname}"
-    redis_db = _pick_redis_db()
+    redis_db = 0 if redis_url else _pick_redis_db()
+    redis_base = redis_url or f"redis://{REDIS_HOST}:{REDIS_PORT}"
     home = tmp_path_factory.mktemp("tracedraft-home")
     env = {
         "TRACEDRAFT_DATABASE_URL": url,
-        "TRACEDRAFT_BROKER_URL": f"redis://{REDIS_HOST}:{REDIS_PORT}/{redis_db}",
-        "TRACEDRAFT_RESULT_BACKEND": f"redis://{REDIS_HOST}:{REDIS_PORT}/{redis_db}",
+        "TRACEDRAFT_BROKER_URL": f"{redis_base}/{redis_db}",
+        "TRACEDRAFT_RESULT_BACKEND": f"{redis_base}/{redis_db}",
         "TRACEDRAFT_PIPELINE": "celery",
         "TRACEDRAFT_HOME": str(home),
         "TRACEDRAFT_AUTO_MIGRATE": "false",
@@ -139,6 +151,9 @@ def queue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueueEnv]:
         "TRACEDRAFT_TEST_STAGES": "tests.queue.fake_stages:STAGES",
         # These tests are about delivery: their specs name no target. test_real_stages turns it on.
         "TRACEDRAFT_ENFORCE_JOB_POLICY": "false",
+        # Short lease and grace: a killed worker is noticed in ~4 s (lease + reconciler period).
+        "TRACEDRAFT_JOB_LEASE_S": "3",
+        "TRACEDRAFT_DISPATCH_GRACE_S": "2",
     }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -164,13 +179,14 @@ def queue_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[QueueEnv]:
         reload_settings()
         reload_app()
         engine.dispose()
-        from workers import tasks
+        from workers import db as worker_db
 
-        for e in tasks._engines.values():
+        for e in worker_db._engines.values():
             e.dispose()
-        tasks._engines.clear()
-        ensure_redis_up()
-        redis_client(redis_db).flushdb()
+        worker_db._engines.clear()
+        if redis_url is None:
+            ensure_redis_up()
+            redis_client(redis_db).flushdb()
         with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
@@ -301,13 +317,3 @@ def ensure_redis_up(timeout: float = 20.0) -> None:
             return
         time.sleep(0.1)
     raise RuntimeError("Redis did not come back on 127.0.0.1:6379")
-
-
-def restart_redis() -> None:
-    """``redis-cli shutdown nosave`` then start it again: every key (queued messages) is lost."""
-    subprocess.run(["redis-cli", "-h", REDIS_HOST, "-p", str(REDIS_PORT), "shutdown", "nosave"],
-                   check=False, capture_output=True)
-    deadline = time.monotonic() + 10
-    while redis_up() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    ensure_redis_up()

@@ -4,14 +4,16 @@ Selected in worker subprocesses with ``TRACEDRAFT_TEST_STAGES=tests.queue.fake_s
 Behaviour is driven by ``spec["fake"]``:
 
 - ``train_steps`` (default 3) steps of ``step_s`` seconds (default 0); ``train`` checkpoints after every
-  step to ``<workdir>/ckpt.json`` (atomic rename) and resumes from it, reports progress, polls cancel;
+  step to ``<workdir>/checkpoints/ckpt.json`` (atomic rename; ``checkpoints/`` is what a failed or
+  cancelled job's work directory keeps for its resume) and resumes from it, reports progress, polls cancel;
 - ``die_at_step``: on the first attempt, SIGKILL its own process when reaching that step;
 - ``die_always``: SIGKILL its own process at step 1 on every attempt (a worker that keeps dying);
 - ``transient``: raise ``TransientError`` on the first N attempts of ``train``;
 - ``fail``: ``{"stage", "code", "message", "where"}``, raise that ``TracedraftError`` in that stage.
 
-Every call appends a JSON line to ``<workdir>/calls.log`` (``stage``, ``event`` start|end, ``pid``,
-``attempt``, ``t``) so tests can check what ran, where and how often.
+Every call appends a JSON line to ``<home>/test-calls/<job_id>.log`` (``stage``, ``event`` start|end,
+``pid``, ``attempt``, ``t``) so tests can check what ran, where and how often; outside the work
+directory, which goes when the job ends (``workers.workdirs``).
 """
 
 from __future__ import annotations
@@ -27,18 +29,31 @@ from drafters.errors import TracedraftError
 from workers.context import StageContext, TransientError
 
 
+def calls_path(workdir: Path) -> Path:
+    """Where the calls of the job owning ``workdir`` (``<home>/work/<job_id>``) are logged."""
+    workdir = Path(workdir)
+    return workdir.parent.parent / "test-calls" / f"{workdir.name}.log"
+
+
+def ckpt_path(workdir: Path) -> Path:
+    """The fake training checkpoint of the job owning ``workdir``."""
+    return Path(workdir) / "checkpoints" / "ckpt.json"
+
+
 def _log(ctx: StageContext, event: str, **extra: Any) -> None:
     line = {"stage": ctx.stage, "event": event, "pid": os.getpid(), "attempt": ctx.attempt,
             "t": time.time(), **extra}
-    with open(ctx.workdir / "calls.log", "a") as f:
+    path = calls_path(ctx.workdir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
         f.write(json.dumps(line) + "\n")
         f.flush()
         os.fsync(f.fileno())
 
 
 def read_calls(workdir: Path) -> list[dict[str, Any]]:
-    """The calls.log lines of a job's workdir."""
-    path = Path(workdir) / "calls.log"
+    """The logged calls of the job owning ``workdir``."""
+    path = calls_path(workdir)
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -73,7 +88,8 @@ def train(ctx: StageContext) -> dict[str, Any]:
     fake = ctx.spec.get("fake", {})
     steps = int(fake.get("train_steps", 3))
     step_s = float(fake.get("step_s", 0.0))
-    ckpt = ctx.workdir / "ckpt.json"
+    ckpt = ckpt_path(ctx.workdir)
+    ckpt.parent.mkdir(parents=True, exist_ok=True)
     start = json.loads(ckpt.read_text())["step"] if ckpt.exists() else 0
     _log(ctx, "start", resumed_from=start)
     _maybe_fail(ctx)

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.queue.fake_stages import read_calls
+from tests.queue.fake_stages import ckpt_path, read_calls
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.timeout(120)]
 
@@ -67,18 +67,23 @@ def test_redelivered_finished_stage_is_a_noop(queue_env, workers):
 def test_kill9_during_training_resumes_from_checkpoint(queue_env, workers):
     w1 = workers.start("cpu,gpu")
     job_id = queue_env.submit({"fake": {"train_steps": 30, "step_s": 0.1}})
-    ckpt = queue_env.workdir(job_id) / "ckpt.json"
+    ckpt = ckpt_path(queue_env.workdir(job_id))
 
     def trained_some(_job):
         return ckpt.exists() and json.loads(ckpt.read_text())["step"] >= 5
 
     queue_env.wait(job_id, trained_some, timeout=30)
     w1.kill9()
+    killed = time.monotonic()
     killed_at = json.loads(ckpt.read_text())["step"]
-    assert queue_env.job(job_id).status == "running"
+    assert queue_env.job(job_id).status == "running" and queue_env.job(job_id).lease_owner
 
-    workers.start("cpu,gpu")  # its reconciler finds the orphaned job (no lock holder, stale heartbeat)
+    workers.start("cpu,gpu")  # its reconciler finds the orphaned job (no lock holder, lapsed lease)
+    queue_env.wait(job_id, lambda j: any("lease" in e.message and "lapsed" in e.message
+                                         for e in queue_env.events(job_id)), timeout=30)
+    detected_s = time.monotonic() - killed
     job = queue_env.wait(job_id, timeout=60)
+    assert detected_s < 3 + 1 + 8  # lease + reconciler period + a worker's start-up
 
     assert job.status == "succeeded", job.error
     assert job.attempts == 2
@@ -93,6 +98,15 @@ def test_kill9_during_training_resumes_from_checkpoint(queue_env, workers):
     messages = [e.message for e in queue_env.events(job_id)]
     assert any("re-dispatching stage training" in m for m in messages)
     assert any("restarted (attempt 2)" in m for m in messages)
+    # attempt numbers count each stage's real attempts: the stages after training ran once
+    started = {e.data["stage"]: e.data["attempt"] for e in queue_env.events(job_id)
+               if e.type == "stage" and (e.data or {}).get("status") == "running"}
+    assert started == {"validating": 1, "preparing": 1, "training": 2, "evaluating": 1, "registering": 1}
+    # the dead worker's un-acknowledged message was deleted: the broker never hands it out again
+    from tests.queue.conftest import redis_client
+
+    unacked = redis_client(queue_env.redis_db).hgetall("unacked")
+    assert not [v for v in unacked.values() if job_id.encode() in v]
 
 
 def test_cancel_during_training_leaves_checkpoint_and_no_version(queue_env, workers):
@@ -101,7 +115,7 @@ def test_cancel_during_training_leaves_checkpoint_and_no_version(queue_env, work
 
     workers.start("cpu,gpu")
     job_id = queue_env.submit({"fake": {"train_steps": 100, "step_s": 0.05}})
-    ckpt = queue_env.workdir(job_id) / "ckpt.json"
+    ckpt = ckpt_path(queue_env.workdir(job_id))
     queue_env.wait(job_id, lambda j: ckpt.exists() and json.loads(ckpt.read_text())["step"] >= 3, timeout=30)
     with queue_env.sessions() as s:
         jobs.request_cancel(s, job_id)

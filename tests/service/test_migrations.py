@@ -83,7 +83,7 @@ def test_migrations_are_located_through_the_package():
     import migrations
 
     assert Path(cfg.get_main_option("script_location")) == Path(migrations.__file__).parent
-    assert dbs.head() == "0001"
+    assert dbs.head() == "0002"
     versions = Path(migrations.__file__).parent / "versions"
     sources = [p.read_text() for p in versions.glob("*.py")]
     assert sources and all("import service" not in s and "from service" not in s for s in sources), \

@@ -284,7 +284,7 @@ def test_gc(db, org, store, reg):
     running = jobs.create_job(db, org, None, {})
     store.put_bytes(f"jobs/{running.id}/step_000010/model.safetensors", b"in progress")
     done = jobs.create_job(db, org, None, {})
-    jobs.cancel_job(db, done.id)
+    jobs.succeed_job(db, done.id)  # finished for good: only what its result names stays
     best = store.put_bytes(f"jobs/{done.id}/best/model.safetensors", b"kept: referenced by result")
     store.put_bytes(f"jobs/{done.id}/step_000005/model.safetensors", b"stale working file")
     jobs.set_result(db, running.id, "training", {"best": best.uri})  # any store URI in a result is kept

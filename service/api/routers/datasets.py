@@ -34,7 +34,7 @@ from service.api.uploads import (
 )
 from service.db.models import Dataset
 from service.settings import Settings
-from service.storage import ArtifactError, ArtifactStore
+from service.storage import ArtifactError, ArtifactStore, public_error
 
 log = logging.getLogger("tracedraft.api")
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"])
@@ -89,7 +89,7 @@ def dataset_out(ds: Dataset, *, with_report: bool = True) -> DatasetOut:
     return DatasetOut(
         id=ds.id, name=ds.name, status=ds.status, sha256=ds.sha256, size_bytes=ds.size_bytes, format=ds.format,
         compression=ds.compression, files=files, counts=dict(ds.counts or {}),
-        error=ErrorDetail(**ds.error) if ds.error else None,
+        error=ErrorDetail(**public_error(ds.error)) if ds.error else None,
         report=ds.report if with_report else None, created_at=ds.created_at, updated_at=ds.updated_at,
     )
 
@@ -106,7 +106,7 @@ def _receive(request_pull: BodyPuller, *, multipart_boundary_: bytes | None, fil
              query_opts: dict[str, Any], db: Any, store: ArtifactStore, settings: Settings,
              caller: Caller) -> Dataset:
     """Runs in a worker thread: stream the body into the store, create and (when small) validate the row."""
-    budget = Budget(settings.max_upload_bytes)
+    budget = Budget(settings.max_decompressed_bytes, settings.max_compression_ratio)
     inspectors: list[InspectingReader] = []
     form: dict[str, str] = {}
 
@@ -270,7 +270,7 @@ def get_dataset(dataset_id: str, caller: CurrentCaller, db: DbSession) -> Datase
 def get_dataset_report(dataset_id: str, caller: CurrentCaller, db: DbSession) -> DatasetReportOut:
     ds = get_dataset_row(db, caller, dataset_id)
     return DatasetReportOut(id=ds.id, status=ds.status, report=ds.report, counts=dict(ds.counts or {}),
-                            error=ErrorDetail(**ds.error) if ds.error else None)
+                            error=ErrorDetail(**public_error(ds.error)) if ds.error else None)
 
 
 @router.delete("/{dataset_id}", response_model=DeletedOut, responses=error_responses(401, 404, 409, 422),

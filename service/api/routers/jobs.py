@@ -39,6 +39,7 @@ from service.db.base import utcnow
 from service.db.models import TERMINAL_STATUSES, DatasetStatus, Job, JobEvent
 from service.policy import check_base_drafter_ref, check_sglang_endpoint, check_target
 from service.settings import Settings
+from service.storage import public_error, redact_uris
 
 log = logging.getLogger("tracedraft.api")
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -58,7 +59,7 @@ def job_out(job: Job) -> JobOut:
     return JobOut(
         id=job.id, dataset_id=job.dataset_id, status=job.status, stage=job.stage, progress=job.progress or 0.0,
         eta_seconds=job.eta_seconds, attempts=job.attempts or 0, cancel_requested=bool(job.cancel_requested),
-        error=job.error or None, spec=dict(job.spec or {}), metadata=dict(job.user_metadata or {}),
+        error=public_error(job.error), spec=dict(job.spec or {}), metadata=dict(job.user_metadata or {}),
         result=dict(job.result or {}), created_at=job.created_at, updated_at=job.updated_at,
         started_at=job.started_at, finished_at=job.finished_at,
     )
@@ -201,7 +202,11 @@ def cancel_job(job_id: str, caller: CurrentCaller, db: DbSession, settings: AppS
 
 
 def _event_out(e: JobEvent) -> JobEventOut:
-    return JobEventOut(seq=e.seq, ts=e.ts, level=e.level, type=e.type, message=e.message, data=e.data)
+    data = e.data
+    if data and isinstance(data.get("error"), dict):  # a failure's error, as on the job: no store URIs
+        data = {**data, "error": public_error(data["error"])}
+    message = redact_uris(e.message) or ""
+    return JobEventOut(seq=e.seq, ts=e.ts, level=e.level, type=e.type, message=message, data=data)
 
 
 @router.get(
