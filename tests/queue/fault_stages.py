@@ -59,6 +59,12 @@ def prepare(ctx: StageContext) -> dict[str, Any]:
     return {"prepared": {"uri": stored.uri, "sha256": stored.sha256}}
 
 
+def regenerate(ctx: StageContext) -> dict[str, Any]:
+    _pause(ctx, float(ctx.spec.get("fault", {}).get("step_s", 0.4)) * 2)
+    stored = ctx.store.put_bytes(f"jobs/{ctx.job_id}/regenerated.json", json.dumps({"rows": 10}).encode())
+    return {"regenerated": True, "regenerated_dir": {"uri": stored.uri, "sha256": stored.sha256}}
+
+
 def _write_checkpoint(ctx: StageContext, step: int) -> dict[str, Any]:
     data = json.dumps({"step": step, "weights": [step * 0.25] * 8}).encode()
     key = f"jobs/{ctx.job_id}/checkpoints/step_{step:03d}.json"
@@ -144,6 +150,7 @@ def register(ctx: StageContext) -> dict[str, Any]:
 STAGES = {
     "validate": validate,
     "prepare": prepare,
+    "regenerate": regenerate,
     "train": train,
     "evaluate": evaluate,
     "register": register,

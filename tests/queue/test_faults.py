@@ -43,7 +43,7 @@ SEED = int(os.environ.get("TRACEDRAFT_FAULT_SEED", "0"))
 N_JOBS = int(os.environ.get("TRACEDRAFT_FAULT_JOBS", "4"))
 KILLS_PER_JOB = 2
 LEASE_S = float(os.environ.get("TRACEDRAFT_FAULT_LEASE_S", "3"))  # 15 = the default setting
-STAGES = ("validating", "preparing", "training", "evaluating", "registering")
+STAGES = ("validating", "preparing", "regenerating", "training", "evaluating", "registering")
 TRACE = {
     "messages": [
         {"role": "user", "content": "list files in {i}"},
