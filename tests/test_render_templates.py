@@ -201,7 +201,8 @@ def test_fast_render_is_byte_identical_to_apply_chat_template(name, kwargs):
     """The renderer calls transformers' compiled template directly on messages converted once per
     conversation; every render (each call's prompt and context + answer, both argument forms, with and
     without reasoning) equals apply_chat_template's text byte for byte."""
-    from drafters.render import _IdMap, tools_to_openai
+    from drafters.render import tools_to_openai
+    from drafters.render.messages import _IdMap
 
     tok, tpl = setup(name)
     r = Renderer(tok, chat_template=tpl, template_kwargs=kwargs)
@@ -229,12 +230,12 @@ def test_fast_render_is_byte_identical_to_apply_chat_template(name, kwargs):
 def test_fast_render_falls_back_when_it_differs(monkeypatch):
     """If transformers' internals ever render differently from apply_chat_template, the probe renders
     notice it and the renderer uses apply_chat_template (same rows as with the fast path)."""
-    from drafters import render as render_mod
+    from drafters.render import template as template_mod
 
     tok, tpl = setup("Qwen-Qwen2.5-7B-Instruct")
     fast_rows = Renderer(tok, chat_template=tpl).render_conversation(weather_conversation())
-    orig = render_mod._FastTemplate.render
-    monkeypatch.setattr(render_mod._FastTemplate, "render", lambda self, *a: orig(self, *a) + " ")
+    orig = template_mod._FastTemplate.render
+    monkeypatch.setattr(template_mod._FastTemplate, "render", lambda self, *a: orig(self, *a) + " ")
     r = Renderer(tok, chat_template=tpl)
     assert r._fast is None and r.report.warnings["fast_render_differs"] == 1
     rows = r.render_conversation(weather_conversation())
