@@ -12,16 +12,8 @@ import drafters.speculate as spec
 from drafters.baselines import NGramProposer, NoDraftProposer, make_baseline
 from drafters.errors import TracedraftError
 from drafters.evaluate import tau_of
-from drafters.speculate import (
-    Proposal,
-    plain_generate,
-    schedule_prefix_lengths,
-    speculative_generate,
-    survival,
-    threshold_length,
-    verify_sampling,
-    what_if_truncation,
-)
+from drafters.speculate import Proposal, plain_generate, speculative_generate, verify_sampling
+from drafters.whatif import schedule_prefix_lengths, survival, threshold_length, what_if_truncation
 from tests._speculate_helpers import (
     AdversarialProposer,
     FeatureProposer,

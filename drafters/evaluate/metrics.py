@@ -14,6 +14,7 @@ import numpy as np
 
 from drafters.errors import TracedraftError
 from drafters.evaluate.report import _clean
+from drafters.whatif import what_if_truncation
 
 CONVENTION = ("tau = mean over verification rounds of (accepted drafts + 1), bonus token included; "
               "maximum block_size + 1")
@@ -267,10 +268,8 @@ SWEEP_THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 def threshold_sweep(rounds: Sequence[Any], thresholds: Sequence[float] = SWEEP_THRESHOLDS) -> list[dict]:
     """Offline what-if of static confidence truncation (DSPARK.md 5.3, paper Fig. 5) over rounds recorded
     at threshold 0: per threshold, estimated tau (committed tokens per round), verified tokens per round and
-    the acceptance rate of verified drafts. Per-round counterfactual (speculate.what_if_truncation): later
+    the acceptance rate of verified drafts. Per-round counterfactual (whatif.what_if_truncation): later
     anchors are assumed unchanged, so rerun with ``confidence_threshold`` for exact figures."""
-    from drafters.speculate import what_if_truncation
-
     out = []
     for t in thresholds:
         w = what_if_truncation(rounds, threshold=t)
