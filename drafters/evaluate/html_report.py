@@ -27,26 +27,36 @@ def write_report(report: Mapping, out_dir: str | Path) -> dict[str, str]:
     paths = {"json": str(out / "report.json")}
     (out / "report.json").write_text(json.dumps(_clean(dict(report)), indent=2, allow_nan=False,
                                                 default=_json_default))
-    props = report["proposers"]
     pngs: dict[str, Path] = {}
+    for key, plot in (("acceptance_by_position", _plot_acceptance), ("tau_by_segment", _plot_tau_by_segment),
+                      ("reliability", _plot_reliability), ("speedup", _plot_speedup)):
+        fig = plot(plt, report)
+        pngs[key] = out / f"{key}.png"
+        fig.tight_layout()
+        fig.savefig(pngs[key], dpi=100)
+        plt.close(fig)
+    paths.update({k: str(v) for k, v in pngs.items()})
+    (out / "report.html").write_text(_html_page(report, pngs))
+    paths["html"] = str(out / "report.html")
+    return paths
 
+
+def _plot_acceptance(plt: Any, report: Mapping) -> Any:
+    """Position-wise conditional acceptance per proposer."""
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, e in props.items():
+    for name, e in report["proposers"].items():
         ca = [(c["position"], c["rate"]) for c in e["conditional_acceptance"] if c["rate"] is not None]
         if ca:
             ax.plot(*zip(*ca), marker="o", label=name)
     ax.set(xlabel="position in block k", ylabel="P(accept k | 1..k-1 accepted)", ylim=(0, 1.02),
            title="Position-wise conditional acceptance")
     _legend(ax)
-    pngs["acceptance_by_position"] = out / "acceptance_by_position.png"
+    return fig
 
-    def save(f, key):
-        f.tight_layout()
-        f.savefig(pngs[key], dpi=100)
-        plt.close(f)
 
-    save(fig, "acceptance_by_position")
-
+def _plot_tau_by_segment(plt: Any, report: Mapping) -> Any:
+    """tau per segment, one bar per proposer."""
+    props = report["proposers"]
     fig, ax = plt.subplots(figsize=(7, 4))
     segs = sorted({s for e in props.values() for s in e["by_segment"]})
     w = 0.8 / max(len(props), 1)
@@ -56,12 +66,14 @@ def write_report(report: Mapping, out_dir: str | Path) -> dict[str, str]:
     ax.set_xticks([j + w * (len(props) - 1) / 2 for j in range(len(segs))], segs, rotation=20, fontsize=8)
     ax.set(ylabel="tau (accepted + 1 per round)", title="tau by segment")
     _legend(ax)
-    pngs["tau_by_segment"] = out / "tau_by_segment.png"
-    save(fig, "tau_by_segment")
+    return fig
 
+
+def _plot_reliability(plt: Any, report: Mapping) -> Any:
+    """Reliability diagram of predicted prefix survival, before and after temperature scaling."""
     fig, ax = plt.subplots(figsize=(5, 5))
     ax.plot([0, 1], [0, 1], "k:", lw=1)
-    for name, e in props.items():
+    for name, e in report["proposers"].items():
         cal = e.get("calibration")
         if not cal:
             continue
@@ -74,9 +86,12 @@ def write_report(report: Mapping, out_dir: str | Path) -> dict[str, str]:
     ax.set(xlabel="predicted prefix survival", ylabel="observed acceptance", title="Reliability diagram",
            xlim=(0, 1), ylim=(0, 1))
     _legend(ax)
-    pngs["reliability"] = out / "reliability.png"
-    save(fig, "reliability")
+    return fig
 
+
+def _plot_speedup(plt: Any, report: Mapping) -> Any:
+    """Tokens per second of plain decoding and each proposer, annotated with tau and speedup."""
+    props = report["proposers"]
     fig, ax = plt.subplots(figsize=(6, 4))
     names = ["plain"] + list(props)
     tps = [report["plain"].get("tokens_per_s") or 0] + [e["timing"].get("tokens_per_s") or 0 for e in props.values()]
@@ -86,11 +101,13 @@ def write_report(report: Mapping, out_dir: str | Path) -> dict[str, str]:
         ax.annotate(f"tau {e['tau'] or 0:.2f}\nx{e.get('speedup_vs_plain') or 0:.2f}",
                     (b.get_x() + b.get_width() / 2, b.get_height()), ha="center", va="bottom", fontsize=8)
     ax.set(ylabel="tokens / s (wall clock)", title=f"Speculative vs plain ({report['settings'].get('engine')})")
-    pngs["speedup"] = out / "speedup.png"
-    save(fig, "speedup")
-    paths.update({k: str(v) for k, v in pngs.items()})
+    return fig
 
+
+def _html_page(report: Mapping, pngs: dict[str, Path]) -> str:
+    """The one-page HTML report: convention, settings, the proposer and paired-comparison tables, plots."""
     esc = html.escape
+    props = report["proposers"]
     rows = "".join(
         f"<tr><td>{esc(n)}</td><td>{_f(e['tau'])}</td><td>{e['rounds']}</td><td>{e['tokens']}</td>"
         f"<td>{_f(e['timing'].get('tokens_per_s'), 1)}</td><td>{_f(e.get('speedup_vs_plain'))}</td>"
@@ -120,9 +137,7 @@ plain tokens: {report['heldout'].get('plain_generated_tokens')}. Lossless check 
 <table><tr><th>pair</th><th>calls</th><th>mean diff</th><th>95% CI</th><th>relative gain</th></tr>{cmp_rows}</table>
 <h2>Plots</h2>{imgs}
 <p style="font-size:small">schema {esc(report['schema'])}</p></body></html>"""
-    (out / "report.html").write_text(page)
-    paths["html"] = str(out / "report.html")
-    return paths
+    return page
 
 
 def _legend(ax: Any) -> None:

@@ -323,13 +323,21 @@ def compare_entries(cand: Mapping, inc: Mapping, seed: int = 0) -> dict:
             "by_segment": segs, "rule": PAIRED_RULE, "bootstrap_samples": BOOTSTRAP_SAMPLES, "seed": seed}
 
 
-def _group(records: list[dict], key: str) -> dict:
-    groups: dict[str, list[int]] = {}
-    for rec in records:
-        k = rec[key]
-        groups.setdefault(str(k), []).extend(rec["lengths"])
+def tau_by_group(groups: Mapping[str, list[int]]) -> dict[str, dict]:
+    """Per group, in name order: {"tau", "rounds", "tokens"} from the group's round lengths (segments,
+    turns, context buckets)."""
     return {k: {"tau": tau_from_sums(sum(v), len(v)), "rounds": len(v), "tokens": sum(v)}
             for k, v in sorted(groups.items())}
+
+
+def paired_comparisons(entries: Mapping[str, Mapping], compare: Sequence[tuple[str, str]] | None,
+                       seed: int) -> dict[str, dict]:
+    """``compare_entries`` for each (candidate, incumbent) pair of proposer entries, keyed
+    "candidate__vs__incumbent"; every ordered pair when ``compare`` is None."""
+    names = list(entries)
+    pairs = list(compare) if compare is not None else [(a, b) for a in names for b in names if a != b]
+    return {f"{a}__vs__{b}": {"candidate": a, "incumbent": b, **compare_entries(entries[a], entries[b], seed)}
+            for a, b in pairs}
 
 
 # ---------------------------------------------------------------------------------------------------------
