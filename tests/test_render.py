@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from drafters.render import SUPERVISED, Renderer, RenderError, Segment
+from drafters.render.generated import decode_ends
 from drafters.traces.model import (
     Conversation,
     LLMCall,
@@ -124,6 +125,17 @@ def renderer(tok):
 
 
 # ------------------------------------------------------------------------------------------------- tests
+
+
+def test_segment_values_are_stable_and_shared():
+    """Shards, reports and training's per-segment weights store these numbers: one enum, values fixed."""
+    import drafters.segments
+
+    assert Segment is drafters.segments.Segment
+    assert [(s.name, int(s)) for s in Segment] == [
+        ("MARKUP", 0), ("SYSTEM", 1), ("USER", 2), ("TOOL_RESULT", 3), ("TEXT", 4), ("REASONING", 5),
+        ("TOOL_NAME", 6), ("TOOL_ARGS", 7), ("TOOL_STRUCTURE", 8),
+    ]
 
 
 def test_packed_masks_cover_exactly_the_assistant_turns(tok, renderer):
@@ -356,7 +368,7 @@ def test_segment_completion_is_linear_and_matches_prefix_decoding(tok, renderer)
     segs = renderer.segment_completion(ids)
     elapsed = time.perf_counter() - t0
     full = tok.decode(ids, skip_special_tokens=False)
-    ends = renderer._decode_ends(ids, full)
+    ends = decode_ends(ids, full, renderer.codec)
     checked = 0
     for i in range(0, len(ids), 37):
         prefix = tok.decode(ids[: i + 1], skip_special_tokens=False)

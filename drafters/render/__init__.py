@@ -25,6 +25,12 @@ Packing: when a conversation is append-only and the prompt of every call is a by
 final render, and every completion appears unchanged at that place, the conversation is one sequence with
 every assistant turn supervised. Otherwise (the template rewrites history: stripped reasoning, rewritten
 ids) each call is its own row (verl-project/verl#6854). `Renderer.report` says how many of each and why.
+
+Modules: ``renderer`` (`Renderer`, the entry point), ``template`` (which template, applied byte-exact),
+``probe`` (what the template supports: `Dialect`), ``messages`` (canonical messages as template dicts),
+``calls`` (one call's prompt and labelled completion), ``labels`` (training labels and loss masks),
+``packing`` (packed and per-call rows), ``generated`` (labels of generated tokens, for evaluation),
+``codec`` (tokenization with offsets), ``records`` (the types). Callers import from ``drafters.render``.
 """
 
 from drafters.render.messages import tools_to_openai

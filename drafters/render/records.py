@@ -1,11 +1,12 @@
 """The records rendering produces and reads: training rows, replay prompts, the render report, a
-template's probed conventions (`_Dialect`) and one rendered call (`_CallRender`)."""
+template's probed conventions (`Dialect`) and one rendered call (`CallRender`, its labelled `Span`s)."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from drafters.errors import TracedraftError
 from drafters.segments import Segment
@@ -68,7 +69,14 @@ class RenderReport:
     warnings: Counter = field(default_factory=Counter)
 
     def drop(self, call_id: str, code: str, message: str) -> None:
+        """Record a call left out of the rows: its id, a stable code and why."""
         self.dropped.append({"call_id": call_id, "code": code, "message": message})
+
+    def count(self, seq: RenderedSequence) -> None:
+        """Add one emitted row's tokens, supervised tokens and supervised tokens per segment."""
+        self.tokens += len(seq.input_ids)
+        self.supervised_tokens += sum(seq.loss_mask)
+        self.segment_tokens.update(itertools.compress(seq.segments, seq.loss_mask))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -90,7 +98,7 @@ class RenderReport:
 
 
 @dataclass
-class _Dialect:
+class Dialect:
     """Per-template decisions, found by probe renders at construction."""
 
     args: str = "object"  # "object": pass the parsed mapping; "string": pass the JSON string verbatim
@@ -107,13 +115,23 @@ class _Dialect:
     call_suffix: str | None = None  # after arguments, e.g. '}\n</tool_call>'
 
 
+class Span(NamedTuple):
+    """Characters ``[start, end)`` of a rendered completion with one `Segment` value."""
+
+    start: int
+    end: int
+    segment: int
+
+
 @dataclass
-class _CallRender:
+class CallRender:
+    """One call rendered as text: the template dicts of its context and completion, the served prompt and
+    the completion that follows it, with labelled spans."""
+
     call: LLMCall
     ctx_dicts: list[dict[str, Any]]
     comp_dict: dict[str, Any]
     prompt_text: str
     completion_text: str  # up to and including the end-of-turn token
-    spans: list[tuple[int, int, int]]  # (start, end, segment) in completion_text, supervised part
+    spans: list[Span]  # in completion_text, covering the supervised part
     sup_start: int  # completion_text[:sup_start] is template-injected (mask 0)
-    truncated: bool = False
