@@ -100,7 +100,7 @@ def what_if_truncation(rounds: Sequence[Round], threshold: float | None = None,
     commit min(a, l) + 1 tokens while verifying l + 1. Rounds without confidences keep l = n. This ignores
     that a different cut changes later rounds' anchors, so it is an estimate; rerun the loop with
     ``confidence_threshold`` for the exact figure. Returns {"rounds", "tokens", "verified_tokens",
-    "accepted_draft_rate", "rejected_drafts"} (tau from these counts is evaluate.py's job).
+    "accepted_draft_rate", "rejected_drafts"} (tau from these counts is drafters.evaluate.metrics' job).
     """
     if (threshold is None) == (sps is None):
         raise TracedraftError("bad_input", "give exactly one of threshold or sps", "what_if_truncation")

@@ -331,6 +331,18 @@ def test_what_if_truncation_counts():
     assert ws["verified_tokens"] == 8
 
 
+def test_whatif_imports_without_torch():
+    """The what-if functions are pure: reading a stored report's rounds needs no torch."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys, drafters.whatif; print('torch' in sys.modules); sys.exit('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 # ----------------------------------------------------------------------------- DSpark proposer
 
 def test_untrained_dspark_proposer_is_lossless_and_feeds_features():
