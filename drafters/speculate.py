@@ -316,14 +316,7 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
     Raises TracedraftError(code="bad_input") for an empty prompt or a negative budget.
     """
     ids = torch.as_tensor(prompt_ids, dtype=torch.long).reshape(-1)
-    if ids.numel() == 0:
-        raise TracedraftError("bad_input", "empty prompt", "prompt_ids")
-    if max_new_tokens < 0:
-        raise TracedraftError("bad_input", f"max_new_tokens must be >= 0, got {max_new_tokens}", "max_new_tokens")
-    if stop_strings and tokenizer is None:
-        tokenizer = getattr(target, "tokenizer", None)
-        if tokenizer is None:
-            raise TracedraftError("bad_input", "stop_strings need a tokenizer", "tokenizer")
+    tokenizer = _check_inputs(target, ids, max_new_tokens, stop_strings, tokenizer)
     device = torch.device(getattr(target, "device", "cpu"))
     greedy = temperature < GREEDY_TEMPERATURE
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -338,19 +331,7 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
         return out
 
     with torch.inference_mode():
-        if shared_prefill is None:
-            pre = prefill(target, ids, layer_ids)
-        else:
-            pre = shared_prefill
-            if layer_ids and not set(layer_ids) <= set(pre.layer_ids or ()):
-                raise TracedraftError("bad_input", f"shared prefill has features of layers {pre.layer_ids}, "
-                                      f"the proposer needs {layer_ids}", "shared_prefill")
-        clock.target += pre.seconds
-        cache = copy.deepcopy(pre.cache) if shared_prefill is not None else pre.cache
-        aux = pre.aux
-        if aux is not None and layer_ids and list(pre.layer_ids) != layer_ids:
-            d = aux.shape[-1] // len(pre.layer_ids)
-            aux = torch.cat([aux[..., pre.layer_ids.index(i) * d:(pre.layer_ids.index(i) + 1) * d] for i in layer_ids], -1)
+        pre, cache, aux = _prompt_state(target, ids, layer_ids, shared_prefill, clock)
         cache_len = int(ids.numel())
         last = pre.last_logits  # [1, V]
         if greedy:
@@ -370,68 +351,30 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
             out.finish_reason = "stop"
 
         while not finished and len(out.tokens) < max_new_tokens:
-            remaining = max_new_tokens - len(out.tokens)
-            drafts = ids.new_empty(0).to(device)
-            dprobs = conf = None
-            drafted = 0
+            # Never verify more drafts than the budget can commit (a + 1 <= remaining): an end effect.
+            budget = min(block_size, max_new_tokens - len(out.tokens) - 1)
             if proposer is not None and block_size > 0:
-                t = clock.start()
-                prop = proposer.propose(anchor, temperature, draft_gen)
-                clock.add_drafter(t)
-                drafted = int(prop.tokens.numel())
-                # Never verify more drafts than the budget can commit (a + 1 <= remaining): an end effect.
-                n = min(drafted, block_size, remaining - 1)
-                if confidence_threshold > 0 and prop.confidences is not None and n > 0:
-                    low = (prop.confidences[:n] < confidence_threshold).nonzero()
-                    if low.numel():
-                        n = int(low[0, 0])
-                drafts = prop.tokens[:n].to(device=device, dtype=torch.long)
-                if prop.probs is not None and not greedy:
-                    dprobs = prop.probs[:n]
-                if prop.confidences is not None:
-                    conf = prop.confidences[:n].float().tolist()
-            n = int(drafts.numel())
-            verify_in = torch.cat([torch.tensor([anchor], device=device), drafts]).unsqueeze(0)
+                draft = _draft(proposer, anchor, temperature, draft_gen, budget, confidence_threshold, greedy,
+                               clock, device)
+            else:
+                draft = _Draft(ids.new_empty(0).to(device), None, None, 0)
+            verify_in = torch.cat([torch.tensor([anchor], device=device), draft.tokens]).unsqueeze(0)
             t = clock.start()
             step = target.step(verify_in, cache, layer_ids)
             clock.add_target(t)
             cache = step.past_key_values
             logits = step.logits[0].float()  # [n+1, V]
             if greedy:
-                a, nxt = verify_greedy(drafts, logits)
+                a, nxt = verify_greedy(draft.tokens, logits)
             else:
-                a, nxt = verify_sampling(drafts, dprobs, logits, temperature, gen)
-            accepted = drafts[:a].tolist()
-            new = accepted + [nxt]
-            # An accepted stop token ends generation: that round counts a, no bonus (DSPARK.md 5.1 step 6).
-            eos = False
-            for i, tok in enumerate(new):
-                if tok in stops:
-                    new = new[: i + 1]
-                    eos = True
-                    a = min(a, i + 1)  # drafts past an accepted stop token are void, not accepted
-                    break
-            rnd = Round(proposed=n, accepted=a, confidences=conf, positions=list(range(1, len(new) + 1)),
-                        eos=eos, drafted=drafted)
-            margins = _margins(logits[: len(new)])
+                a, nxt = verify_sampling(draft.tokens, draft.probs, logits, temperature, gen)
             start = len(out.tokens)
-            out.tokens.extend(new)
-            out.positions.extend(rnd.positions)
-            out.round_index.extend([len(out.rounds)] * len(new))
-            out.margins.extend(margins)
-            out.rounds.append(rnd)
-            if eos:
+            rnd = _commit_round(out, draft, a, nxt, logits, stops)
+            if rnd.eos:
                 out.finish_reason = "stop"
                 finished = True
-            if stop_strings:
-                cut = _stop_string_cut(tokenizer, out.tokens, stop_strings, start)
-                if cut is not None:
-                    keep, s = cut
-                    drop = len(out.tokens) - keep
-                    if drop:
-                        del out.tokens[keep:], out.positions[keep:], out.round_index[keep:], out.margins[keep:]
-                        rnd.positions = rnd.positions[: len(rnd.positions) - drop]
-                    out.finish_reason, out.stop_string, finished = "stop_string", s, True
+            if stop_strings and _trim_stop_string(out, rnd, tokenizer, stop_strings, start):
+                finished = True
             if finished:
                 break
             # Keep anchor + accepted drafts in the target cache; the next anchor (nxt) is not in it yet.
@@ -448,6 +391,107 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
     out.target_s, out.drafter_s = clock.target, clock.drafter
     out.overhead_s = max(out.total_s - out.target_s - out.drafter_s, 0.0)
     return out
+
+
+def _check_inputs(target, ids: torch.Tensor, max_new_tokens: int, stop_strings: Sequence[str], tokenizer):
+    """The tokenizer stop strings are decoded with (``target.tokenizer`` when none is given). Raises
+    TracedraftError(code="bad_input") for an empty prompt, a negative budget or stop strings without one."""
+    if ids.numel() == 0:
+        raise TracedraftError("bad_input", "empty prompt", "prompt_ids")
+    if max_new_tokens < 0:
+        raise TracedraftError("bad_input", f"max_new_tokens must be >= 0, got {max_new_tokens}", "max_new_tokens")
+    if stop_strings and tokenizer is None:
+        tokenizer = getattr(target, "tokenizer", None)
+        if tokenizer is None:
+            raise TracedraftError("bad_input", "stop_strings need a tokenizer", "tokenizer")
+    return tokenizer
+
+
+def _prompt_state(target, ids: torch.Tensor, layer_ids: list[int] | None, shared_prefill: Prefill | None,
+                  clock: _Clock) -> tuple[Prefill, object, torch.Tensor | None]:
+    """(prefill, KV cache to extend, features [1, T, m*d] of ``layer_ids`` in that order or None): a fresh
+    prefill, or a shared one whose cache is copied and whose time is charged to this generation.
+    Raises TracedraftError(code="bad_input") when a shared prefill lacks the proposer's layers."""
+    if shared_prefill is None:
+        pre = prefill(target, ids, layer_ids)
+    else:
+        pre = shared_prefill
+        if layer_ids and not set(layer_ids) <= set(pre.layer_ids or ()):
+            raise TracedraftError("bad_input", f"shared prefill has features of layers {pre.layer_ids}, "
+                                  f"the proposer needs {layer_ids}", "shared_prefill")
+    clock.target += pre.seconds
+    cache = copy.deepcopy(pre.cache) if shared_prefill is not None else pre.cache
+    aux = pre.aux
+    if aux is not None and layer_ids and list(pre.layer_ids) != layer_ids:
+        d = aux.shape[-1] // len(pre.layer_ids)
+        aux = torch.cat([aux[..., pre.layer_ids.index(i) * d:(pre.layer_ids.index(i) + 1) * d] for i in layer_ids], -1)
+    return pre, cache, aux
+
+
+@dataclass
+class _Draft:
+    """This round's drafts as verified: tokens LongTensor [n]; probs FloatTensor [n, V] (sampling only, else
+    None); confidences (n floats) or None; drafted: how many the proposer offered before any cut."""
+
+    tokens: torch.Tensor
+    probs: torch.Tensor | None
+    confidences: list[float] | None
+    drafted: int
+
+
+def _draft(proposer: Proposer, anchor: int, temperature: float, draft_gen: torch.Generator, budget: int,
+           confidence_threshold: float, greedy: bool, clock: _Clock, device: torch.device) -> _Draft:
+    """Ask the proposer for a block after ``anchor`` and cut it to ``budget`` drafts, then at the first slot
+    whose confidence is below ``confidence_threshold`` (static truncation, DSPARK.md 5.3)."""
+    t = clock.start()
+    prop = proposer.propose(anchor, temperature, draft_gen)
+    clock.add_drafter(t)
+    drafted = int(prop.tokens.numel())
+    n = min(drafted, budget)
+    if confidence_threshold > 0 and prop.confidences is not None and n > 0:
+        low = (prop.confidences[:n] < confidence_threshold).nonzero()
+        if low.numel():
+            n = int(low[0, 0])
+    probs = prop.probs[:n] if prop.probs is not None and not greedy else None
+    conf = prop.confidences[:n].float().tolist() if prop.confidences is not None else None
+    return _Draft(prop.tokens[:n].to(device=device, dtype=torch.long), probs, conf, drafted)
+
+
+def _commit_round(out: Generation, draft: _Draft, a: int, nxt: int, logits: torch.Tensor, stops: set[int]) -> Round:
+    """Append the round's committed tokens (the ``a`` accepted drafts, then ``nxt``) to ``out`` and record
+    the Round. An accepted stop token ends generation there: that round counts a, no bonus (DSPARK.md 5.1
+    step 6). ``logits`` [n+1, V] give each committed token's margin."""
+    new = draft.tokens[:a].tolist() + [nxt]
+    eos = False
+    for i, tok in enumerate(new):
+        if tok in stops:
+            new = new[: i + 1]
+            eos = True
+            a = min(a, i + 1)  # drafts past an accepted stop token are void, not accepted
+            break
+    rnd = Round(proposed=int(draft.tokens.numel()), accepted=a, confidences=draft.confidences,
+                positions=list(range(1, len(new) + 1)), eos=eos, drafted=draft.drafted)
+    out.tokens.extend(new)
+    out.positions.extend(rnd.positions)
+    out.round_index.extend([len(out.rounds)] * len(new))
+    out.margins.extend(_margins(logits[: len(new)]))
+    out.rounds.append(rnd)
+    return rnd
+
+
+def _trim_stop_string(out: Generation, rnd: Round, tokenizer, stop_strings: Sequence[str], start: int) -> bool:
+    """If a token from index ``start`` on completes a stop string, drop the tokens after it (from ``out``
+    and the round's positions), record the stop string and return True."""
+    cut = _stop_string_cut(tokenizer, out.tokens, stop_strings, start)
+    if cut is None:
+        return False
+    keep, s = cut
+    drop = len(out.tokens) - keep
+    if drop:
+        del out.tokens[keep:], out.positions[keep:], out.round_index[keep:], out.margins[keep:]
+        rnd.positions = rnd.positions[: len(rnd.positions) - drop]
+    out.finish_reason, out.stop_string = "stop_string", s
+    return True
 
 
 def plain_generate(target, prompt_ids, max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
