@@ -233,7 +233,8 @@ def _proposer_entry(name: str, prop: Any, prompts: Sequence[Any], gens: list, pl
     sum_len = sum(r.committed for r in all_rounds)
     n_rounds = len(all_rounds)
     entry = {
-        "tau": tau_from_sums(sum_len, n_rounds), "rounds": n_rounds, "tokens": sum(len(g.tokens) for g in gens),
+        "tau": tau_from_sums(sum_len, n_rounds), "rounds": n_rounds,
+        "tokens": sum(len(g.tokens) for g in gens),
         "block_size": block, "max_tau": block + 1,
         "mean_proposed": (sum(r.proposed for r in all_rounds) / n_rounds) if n_rounds else None,
         "verify_rate": (sum_len / sum(r.proposed + 1 for r in all_rounds)) if n_rounds else None,
@@ -255,12 +256,14 @@ def _group(records: list[dict], key: str) -> dict:
     return tau_by_group(groups)
 
 
-def _calibration(prompts: Sequence[Any], all_rounds: list, fit_rounds: list, eval_rounds: list) -> dict | None:
+def _calibration(prompts: Sequence[Any], all_rounds: list, fit_rounds: list,
+                 eval_rounds: list) -> dict | None:
     """The calibration section (CALIBRATION_RULE) and the threshold what-if, or None without confidences."""
     if not any(r.confidences for r in all_rounds):
         return None
     temps = fit_sequential_temperatures(fit_rounds)
-    return {"rule": CALIBRATION_RULE, "fit_calls": sum(1 for p in prompts if calibration_split(p.call_id) == "fit"),
+    fit_calls = sum(1 for p in prompts if calibration_split(p.call_id) == "fit")
+    return {"rule": CALIBRATION_RULE, "fit_calls": fit_calls,
             "temperatures": temps,
             "before": calibration_metrics(calibration_samples(eval_rounds)),
             "after": calibration_metrics(calibration_samples(eval_rounds, temps)),
@@ -272,7 +275,8 @@ def _timing(gens: list) -> dict:
     t_total = sum(g.total_s for g in gens)
     t_over = sum(g.overhead_s for g in gens)
     n_tokens = sum(len(g.tokens) for g in gens)
-    return {"seconds": t_total, "target_s": sum(g.target_s for g in gens), "drafter_s": sum(g.drafter_s for g in gens),
+    return {"seconds": t_total, "target_s": sum(g.target_s for g in gens),
+            "drafter_s": sum(g.drafter_s for g in gens),
             "overhead_s": t_over, "overhead_share": t_over / t_total if t_total else None,
             "tokens_per_s": n_tokens / t_total if t_total > 0 else None}
 
