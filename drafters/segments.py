@@ -20,3 +20,10 @@ class Segment(enum.IntEnum):
     TOOL_NAME = 6
     TOOL_ARGS = 7
     TOOL_STRUCTURE = 8
+
+
+#: Segments an assistant generates. A token carries loss only where ``loss_mask`` is 1: in a per-call row the
+#: earlier assistant turns of the context keep these labels but have mask 0.
+SUPERVISED = frozenset({Segment.TEXT, Segment.REASONING, Segment.TOOL_NAME, Segment.TOOL_ARGS, Segment.TOOL_STRUCTURE})
+
+__all__ = ["SUPERVISED", "Segment"]

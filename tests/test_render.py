@@ -217,8 +217,28 @@ def test_render_prompt_matches_serving_and_packed_rows(tok, renderer):
         assert p.completion_ids[-1] == tok.convert_tokens_to_ids("<|im_end|>")
         sup_calls += list(zip(p.completion_ids, p.completion_segments))
         assert renderer.segment_completion(p.completion_ids) == p.completion_segments
+        # The context is labelled too (never supervised): the system message and the user's question.
+        assert len(p.prompt_segments) == len(p.prompt_ids)
+        assert segment_text(tok, p.prompt_ids, p.prompt_segments, Segment.SYSTEM) == "You are a weather agent."
+        assert Segment.USER in p.prompt_segments
     # Packed and per-call rendering agree on every supervised token and its segment.
     assert sup_packed == sup_calls
+
+
+def test_label_generated_text_per_character(renderer):
+    """Character labels of generated text: the tool name, its JSON arguments, the markup around them."""
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    text = "Let me check." + call
+    labels = renderer.label_generated_text(text)
+    assert len(labels) == len(text)
+
+    def chars(which):
+        return "".join(c for c, s in zip(text, labels) if s == which)
+
+    assert chars(Segment.TEXT) == "Let me check."
+    assert chars(Segment.TOOL_NAME) == "get_weather"
+    assert chars(Segment.TOOL_ARGS) == '{"city": "Paris"}'
+    assert chars(Segment.TOOL_STRUCTURE) == call.replace("get_weather", "").replace('{"city": "Paris"}', "")
 
 
 def _openai_messages(call: LLMCall) -> list[dict]:

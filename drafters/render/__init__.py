@@ -34,9 +34,9 @@ Modules: ``renderer`` (`Renderer`, the entry point), ``template`` (which templat
 """
 
 from drafters.render.messages import tools_to_openai
-from drafters.render.records import SUPERVISED, RenderedPrompt, RenderedSequence, RenderError, RenderReport
+from drafters.render.records import RenderedPrompt, RenderedSequence, RenderError, RenderReport
 from drafters.render.renderer import Renderer
-from drafters.segments import Segment
+from drafters.segments import SUPERVISED, Segment
 
 __all__ = [
     "SUPERVISED",

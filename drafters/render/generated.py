@@ -28,9 +28,7 @@ def segment_completion(token_ids: list[int], codec: TokenCodec, dialect: Dialect
     tokenizer = codec.tokenizer
     text = tokenizer.decode(ids, skip_special_tokens=False)
     ends = decode_ends(ids, text, codec)
-    seg = bytearray([Segment.TEXT]) * max(len(text), 1)
-    _label_reasoning(text, seg, dialect.reasoning_open, dialect.reasoning_close)
-    _label_tool_calls(text, seg, dialect)
+    seg = label_generated_text(text, dialect) if text else bytearray([Segment.TEXT])
     out = []
     start = 0
     for end in ends:  # each token takes the label of its middle character
@@ -49,6 +47,15 @@ def segment_completion(token_ids: list[int], codec: TokenCodec, dialect: Dialect
         if tok in eot:
             out[i] = int(Segment.TOOL_STRUCTURE if saw_tool else Segment.TEXT)
     return out
+
+
+def label_generated_text(text: str, dialect: Dialect) -> bytearray:
+    """Character-level `Segment` labels [len(text)] of generated text (the rules of `segment_completion`,
+    before they are mapped to tokens): tool-call names, arguments and markup, reasoning, text."""
+    seg = bytearray([Segment.TEXT]) * len(text)
+    _label_reasoning(text, seg, dialect.reasoning_open, dialect.reasoning_close)
+    _label_tool_calls(text, seg, dialect)
+    return seg
 
 
 def decode_ends(ids: list[int], text: str, codec: TokenCodec) -> list[int]:

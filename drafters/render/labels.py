@@ -195,6 +195,14 @@ def completion_labels(r: CallRender) -> tuple[bytearray, bytearray]:
     return seg, msk
 
 
+def prompt_labels(r: CallRender, codec: TokenCodec) -> tuple[list[int], list[int]]:
+    """(token ids [T], segments [T]) of the call's served prompt, its context messages labelled."""
+    ids, offs = codec.encode(r.prompt_text)
+    pseg = bytearray(len(r.prompt_text))
+    context_labels(r.ctx_dicts, r.prompt_text, pseg, 0, len(r.prompt_text))
+    return ids, token_labels(offs, pseg, pseg)[0]
+
+
 def encode_labeled(codec: TokenCodec, text: str, seg: bytearray, msk: bytearray):
     """(token ids [T], segments [T], loss mask [T]) of ``text`` with per-character labels ``seg``/``msk``."""
     ids, offs = codec.encode(text)

@@ -13,6 +13,7 @@ from drafters.render.labels import (
     context_labels,
     encode_labeled,
     offsets_array,
+    prompt_labels,
     token_labels,
     token_starts,
 )
@@ -112,10 +113,7 @@ def _longest_fitting_prefix(renders: list[CallRender], starts: list[int], bounds
 
 def call_row(r: CallRender, codec: TokenCodec) -> RenderedSequence:
     """One call as its own row: the prompt with context labels and mask 0, then the labelled completion."""
-    p_ids, p_offs = codec.encode(r.prompt_text)
-    pseg = bytearray(len(r.prompt_text))
-    context_labels(r.ctx_dicts, r.prompt_text, pseg, 0, len(r.prompt_text))
-    p_segs = token_labels(p_offs, pseg, pseg)[0]
+    p_ids, p_segs = prompt_labels(r, codec)
     c_ids, c_segs, c_mask = encode_labeled(codec, r.completion_text, *completion_labels(r))
     return RenderedSequence(
         r.call.conversation_id, [r.call.id], p_ids + c_ids, [0] * len(p_ids) + c_mask, p_segs + c_segs

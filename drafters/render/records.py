@@ -12,10 +12,6 @@ from drafters.errors import TracedraftError
 from drafters.segments import Segment
 from drafters.traces.model import LLMCall
 
-#: Segments an assistant generates. A token carries loss only where ``loss_mask`` is 1: in a per-call row the
-#: earlier assistant turns of the context keep these labels but have mask 0.
-SUPERVISED = frozenset({Segment.TEXT, Segment.REASONING, Segment.TOOL_NAME, Segment.TOOL_ARGS, Segment.TOOL_STRUCTURE})
-
 
 class RenderError(TracedraftError):
     """A call or conversation that cannot be rendered faithfully. ``where`` names the call id."""
@@ -48,6 +44,7 @@ class RenderedPrompt:
     prompt_ids: list[int]
     completion_ids: list[int]
     completion_segments: list[int]
+    prompt_segments: list[int] = field(default_factory=list)  # [T] labels of the context (never supervised)
 
 
 @dataclass

@@ -7,8 +7,8 @@ from typing import Any
 
 from drafters.render.calls import CallRenderer
 from drafters.render.codec import TokenCodec
-from drafters.render.generated import segment_completion
-from drafters.render.labels import completion_labels, encode_labeled
+from drafters.render.generated import label_generated_text, segment_completion
+from drafters.render.labels import completion_labels, encode_labeled, prompt_labels
 from drafters.render.messages import IdMap, has_tool_content
 from drafters.render.packing import call_row, pack_blocker, pack_calls
 from drafters.render.probe import probe_dialect
@@ -103,14 +103,19 @@ class Renderer:
             self._check_tools()
         self.template.new_conversation()
         r = self.call_renderer.render(call, IdMap(self.dialect.ids, call.conversation_id))
-        prompt_ids = self.codec.encode(r.prompt_text)[0]
+        prompt_ids, prompt_segs = prompt_labels(r, self.codec)
         comp_ids, comp_segs, _ = encode_labeled(self.codec, r.completion_text, *completion_labels(r))
-        return RenderedPrompt(call.id, call.conversation_id, prompt_ids, comp_ids, comp_segs)
+        return RenderedPrompt(call.id, call.conversation_id, prompt_ids, comp_ids, comp_segs, prompt_segs)
 
     def segment_completion(self, token_ids: list[int]) -> list[int]:
         """Segment labels [n] for generated tokens [n], with the rules used for training labels (see
         `drafters.render.generated.segment_completion`)."""
         return segment_completion(token_ids, self.codec, self.dialect)
+
+    def label_generated_text(self, text: str) -> bytearray:
+        """Character-level `Segment` labels [len(text)] of generated text (the rules of `segment_completion`,
+        before they are mapped to tokens): tool-call names, arguments and markup, reasoning, text."""
+        return label_generated_text(text, self.dialect)
 
     # ------------------------------------------------------------------------------------------- calls
 
