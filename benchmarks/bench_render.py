@@ -18,6 +18,7 @@ from pathlib import Path
 from transformers import AutoTokenizer
 
 from drafters.render import Renderer, tools_to_openai
+from drafters.render.messages import IdMap
 from drafters.traces.model import (
     Conversation,
     Message,
@@ -88,7 +89,7 @@ def main() -> None:
     # A bare render (one apply_chat_template per conversation) for reference.
     t0 = time.perf_counter()
     for c in convs:
-        tok.apply_chat_template(Renderer._to_dicts(r, c.messages, __import__("drafters.render").render._IdMap("passthrough", c.id)),
+        tok.apply_chat_template(r.call_renderer.dicts(c.messages, IdMap("passthrough", c.id)),
                                 tools=tools_to_openai(c.tools), chat_template=r.chat_template, tokenize=False)
     t_one = time.perf_counter() - t0
     calls = r.report.calls

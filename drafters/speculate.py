@@ -1,17 +1,16 @@
 """Speculative decoding for any proposer (greedy and exact rejection sampling).
 
-One readable file: the Proposer interface, the decoding loop (DSPARK.md 5.1) that drives a frozen target
-and any proposer (a DSpark drafter, the n-gram baseline, or none), and pure what-if functions for
-confidence-based truncation (DSPARK.md 5.3) and the hardware-aware prefix scheduler (DSPARK.md 6).
-Accepted length (tau) is NOT computed here: drafters/evaluate.py is the one place that does it.
+One readable file: the Proposer interface and the decoding loop (DSPARK.md 5.1) that drives a frozen target
+and any proposer (a DSpark drafter, the n-gram baseline, or none). The what-if functions for confidence
+truncation and the prefix scheduler are in drafters/whatif.py.
+Accepted length (tau) is NOT computed here: drafters/evaluate/metrics.py is the one place that does it.
 """
 
 from __future__ import annotations
 
-import bisect
 import copy
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -317,14 +316,7 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
     Raises TracedraftError(code="bad_input") for an empty prompt or a negative budget.
     """
     ids = torch.as_tensor(prompt_ids, dtype=torch.long).reshape(-1)
-    if ids.numel() == 0:
-        raise TracedraftError("bad_input", "empty prompt", "prompt_ids")
-    if max_new_tokens < 0:
-        raise TracedraftError("bad_input", f"max_new_tokens must be >= 0, got {max_new_tokens}", "max_new_tokens")
-    if stop_strings and tokenizer is None:
-        tokenizer = getattr(target, "tokenizer", None)
-        if tokenizer is None:
-            raise TracedraftError("bad_input", "stop_strings need a tokenizer", "tokenizer")
+    tokenizer = _check_inputs(target, ids, max_new_tokens, stop_strings, tokenizer)
     device = torch.device(getattr(target, "device", "cpu"))
     greedy = temperature < GREEDY_TEMPERATURE
     gen = torch.Generator(device=device).manual_seed(seed)
@@ -339,19 +331,7 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
         return out
 
     with torch.inference_mode():
-        if shared_prefill is None:
-            pre = prefill(target, ids, layer_ids)
-        else:
-            pre = shared_prefill
-            if layer_ids and not set(layer_ids) <= set(pre.layer_ids or ()):
-                raise TracedraftError("bad_input", f"shared prefill has features of layers {pre.layer_ids}, "
-                                      f"the proposer needs {layer_ids}", "shared_prefill")
-        clock.target += pre.seconds
-        cache = copy.deepcopy(pre.cache) if shared_prefill is not None else pre.cache
-        aux = pre.aux
-        if aux is not None and layer_ids and list(pre.layer_ids) != layer_ids:
-            d = aux.shape[-1] // len(pre.layer_ids)
-            aux = torch.cat([aux[..., pre.layer_ids.index(i) * d:(pre.layer_ids.index(i) + 1) * d] for i in layer_ids], -1)
+        pre, cache, aux = _prompt_state(target, ids, layer_ids, shared_prefill, clock)
         cache_len = int(ids.numel())
         last = pre.last_logits  # [1, V]
         if greedy:
@@ -371,68 +351,30 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
             out.finish_reason = "stop"
 
         while not finished and len(out.tokens) < max_new_tokens:
-            remaining = max_new_tokens - len(out.tokens)
-            drafts = ids.new_empty(0).to(device)
-            dprobs = conf = None
-            drafted = 0
+            # Never verify more drafts than the budget can commit (a + 1 <= remaining): an end effect.
+            budget = min(block_size, max_new_tokens - len(out.tokens) - 1)
             if proposer is not None and block_size > 0:
-                t = clock.start()
-                prop = proposer.propose(anchor, temperature, draft_gen)
-                clock.add_drafter(t)
-                drafted = int(prop.tokens.numel())
-                # Never verify more drafts than the budget can commit (a + 1 <= remaining): an end effect.
-                n = min(drafted, block_size, remaining - 1)
-                if confidence_threshold > 0 and prop.confidences is not None and n > 0:
-                    low = (prop.confidences[:n] < confidence_threshold).nonzero()
-                    if low.numel():
-                        n = int(low[0, 0])
-                drafts = prop.tokens[:n].to(device=device, dtype=torch.long)
-                if prop.probs is not None and not greedy:
-                    dprobs = prop.probs[:n]
-                if prop.confidences is not None:
-                    conf = prop.confidences[:n].float().tolist()
-            n = int(drafts.numel())
-            verify_in = torch.cat([torch.tensor([anchor], device=device), drafts]).unsqueeze(0)
+                draft = _draft(proposer, anchor, temperature, draft_gen, budget, confidence_threshold, greedy,
+                               clock, device)
+            else:
+                draft = _Draft(ids.new_empty(0).to(device), None, None, 0)
+            verify_in = torch.cat([torch.tensor([anchor], device=device), draft.tokens]).unsqueeze(0)
             t = clock.start()
             step = target.step(verify_in, cache, layer_ids)
             clock.add_target(t)
             cache = step.past_key_values
             logits = step.logits[0].float()  # [n+1, V]
             if greedy:
-                a, nxt = verify_greedy(drafts, logits)
+                a, nxt = verify_greedy(draft.tokens, logits)
             else:
-                a, nxt = verify_sampling(drafts, dprobs, logits, temperature, gen)
-            accepted = drafts[:a].tolist()
-            new = accepted + [nxt]
-            # An accepted stop token ends generation: that round counts a, no bonus (DSPARK.md 5.1 step 6).
-            eos = False
-            for i, tok in enumerate(new):
-                if tok in stops:
-                    new = new[: i + 1]
-                    eos = True
-                    a = min(a, i + 1)  # drafts past an accepted stop token are void, not accepted
-                    break
-            rnd = Round(proposed=n, accepted=a, confidences=conf, positions=list(range(1, len(new) + 1)),
-                        eos=eos, drafted=drafted)
-            margins = _margins(logits[: len(new)])
+                a, nxt = verify_sampling(draft.tokens, draft.probs, logits, temperature, gen)
             start = len(out.tokens)
-            out.tokens.extend(new)
-            out.positions.extend(rnd.positions)
-            out.round_index.extend([len(out.rounds)] * len(new))
-            out.margins.extend(margins)
-            out.rounds.append(rnd)
-            if eos:
+            rnd = _commit_round(out, draft, a, nxt, logits, stops)
+            if rnd.eos:
                 out.finish_reason = "stop"
                 finished = True
-            if stop_strings:
-                cut = _stop_string_cut(tokenizer, out.tokens, stop_strings, start)
-                if cut is not None:
-                    keep, s = cut
-                    drop = len(out.tokens) - keep
-                    if drop:
-                        del out.tokens[keep:], out.positions[keep:], out.round_index[keep:], out.margins[keep:]
-                        rnd.positions = rnd.positions[: len(rnd.positions) - drop]
-                    out.finish_reason, out.stop_string, finished = "stop_string", s, True
+            if stop_strings and _trim_stop_string(out, rnd, tokenizer, stop_strings, start):
+                finished = True
             if finished:
                 break
             # Keep anchor + accepted drafts in the target cache; the next anchor (nxt) is not in it yet.
@@ -451,6 +393,107 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
     return out
 
 
+def _check_inputs(target, ids: torch.Tensor, max_new_tokens: int, stop_strings: Sequence[str], tokenizer):
+    """The tokenizer stop strings are decoded with (``target.tokenizer`` when none is given). Raises
+    TracedraftError(code="bad_input") for an empty prompt, a negative budget or stop strings without one."""
+    if ids.numel() == 0:
+        raise TracedraftError("bad_input", "empty prompt", "prompt_ids")
+    if max_new_tokens < 0:
+        raise TracedraftError("bad_input", f"max_new_tokens must be >= 0, got {max_new_tokens}", "max_new_tokens")
+    if stop_strings and tokenizer is None:
+        tokenizer = getattr(target, "tokenizer", None)
+        if tokenizer is None:
+            raise TracedraftError("bad_input", "stop_strings need a tokenizer", "tokenizer")
+    return tokenizer
+
+
+def _prompt_state(target, ids: torch.Tensor, layer_ids: list[int] | None, shared_prefill: Prefill | None,
+                  clock: _Clock) -> tuple[Prefill, object, torch.Tensor | None]:
+    """(prefill, KV cache to extend, features [1, T, m*d] of ``layer_ids`` in that order or None): a fresh
+    prefill, or a shared one whose cache is copied and whose time is charged to this generation.
+    Raises TracedraftError(code="bad_input") when a shared prefill lacks the proposer's layers."""
+    if shared_prefill is None:
+        pre = prefill(target, ids, layer_ids)
+    else:
+        pre = shared_prefill
+        if layer_ids and not set(layer_ids) <= set(pre.layer_ids or ()):
+            raise TracedraftError("bad_input", f"shared prefill has features of layers {pre.layer_ids}, "
+                                  f"the proposer needs {layer_ids}", "shared_prefill")
+    clock.target += pre.seconds
+    cache = copy.deepcopy(pre.cache) if shared_prefill is not None else pre.cache
+    aux = pre.aux
+    if aux is not None and layer_ids and list(pre.layer_ids) != layer_ids:
+        d = aux.shape[-1] // len(pre.layer_ids)
+        aux = torch.cat([aux[..., pre.layer_ids.index(i) * d:(pre.layer_ids.index(i) + 1) * d] for i in layer_ids], -1)
+    return pre, cache, aux
+
+
+@dataclass
+class _Draft:
+    """This round's drafts as verified: tokens LongTensor [n]; probs FloatTensor [n, V] (sampling only, else
+    None); confidences (n floats) or None; drafted: how many the proposer offered before any cut."""
+
+    tokens: torch.Tensor
+    probs: torch.Tensor | None
+    confidences: list[float] | None
+    drafted: int
+
+
+def _draft(proposer: Proposer, anchor: int, temperature: float, draft_gen: torch.Generator, budget: int,
+           confidence_threshold: float, greedy: bool, clock: _Clock, device: torch.device) -> _Draft:
+    """Ask the proposer for a block after ``anchor`` and cut it to ``budget`` drafts, then at the first slot
+    whose confidence is below ``confidence_threshold`` (static truncation, DSPARK.md 5.3)."""
+    t = clock.start()
+    prop = proposer.propose(anchor, temperature, draft_gen)
+    clock.add_drafter(t)
+    drafted = int(prop.tokens.numel())
+    n = min(drafted, budget)
+    if confidence_threshold > 0 and prop.confidences is not None and n > 0:
+        low = (prop.confidences[:n] < confidence_threshold).nonzero()
+        if low.numel():
+            n = int(low[0, 0])
+    probs = prop.probs[:n] if prop.probs is not None and not greedy else None
+    conf = prop.confidences[:n].float().tolist() if prop.confidences is not None else None
+    return _Draft(prop.tokens[:n].to(device=device, dtype=torch.long), probs, conf, drafted)
+
+
+def _commit_round(out: Generation, draft: _Draft, a: int, nxt: int, logits: torch.Tensor, stops: set[int]) -> Round:
+    """Append the round's committed tokens (the ``a`` accepted drafts, then ``nxt``) to ``out`` and record
+    the Round. An accepted stop token ends generation there: that round counts a, no bonus (DSPARK.md 5.1
+    step 6). ``logits`` [n+1, V] give each committed token's margin."""
+    new = draft.tokens[:a].tolist() + [nxt]
+    eos = False
+    for i, tok in enumerate(new):
+        if tok in stops:
+            new = new[: i + 1]
+            eos = True
+            a = min(a, i + 1)  # drafts past an accepted stop token are void, not accepted
+            break
+    rnd = Round(proposed=int(draft.tokens.numel()), accepted=a, confidences=draft.confidences,
+                positions=list(range(1, len(new) + 1)), eos=eos, drafted=draft.drafted)
+    out.tokens.extend(new)
+    out.positions.extend(rnd.positions)
+    out.round_index.extend([len(out.rounds)] * len(new))
+    out.margins.extend(_margins(logits[: len(new)]))
+    out.rounds.append(rnd)
+    return rnd
+
+
+def _trim_stop_string(out: Generation, rnd: Round, tokenizer, stop_strings: Sequence[str], start: int) -> bool:
+    """If a token from index ``start`` on completes a stop string, drop the tokens after it (from ``out``
+    and the round's positions), record the stop string and return True."""
+    cut = _stop_string_cut(tokenizer, out.tokens, stop_strings, start)
+    if cut is None:
+        return False
+    keep, s = cut
+    drop = len(out.tokens) - keep
+    if drop:
+        del out.tokens[keep:], out.positions[keep:], out.round_index[keep:], out.margins[keep:]
+        rnd.positions = rnd.positions[: len(rnd.positions) - drop]
+    out.finish_reason, out.stop_string = "stop_string", s
+    return True
+
+
 def plain_generate(target, prompt_ids, max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
                    stop_token_ids: Sequence[int] = (), stop_strings: Sequence[str] = (),
                    tokenizer=None) -> Generation:
@@ -458,118 +501,3 @@ def plain_generate(target, prompt_ids, max_new_tokens: int, temperature: float =
     speculative-vs-plain speed compares the same loop, cache handling and sampler."""
     return speculative_generate(target, None, prompt_ids, max_new_tokens, temperature=temperature, seed=seed,
                                 stop_token_ids=stop_token_ids, stop_strings=stop_strings, tokenizer=tokenizer)
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Offline what-if analysis: confidence truncation (DSPARK.md 5.3) and the prefix scheduler (DSPARK.md 6).
-# Pure functions over recorded confidences; nothing here touches a model.
-# ---------------------------------------------------------------------------------------------------------
-
-
-def threshold_length(confidences: Sequence[float], threshold: float) -> int:
-    """Static confidence truncation (DSPARK.md 5.3): the number of leading slots whose per-slot (conditional)
-    confidence is >= threshold; the proposal is cut at the first slot below it. threshold 0 keeps all."""
-    for k, c in enumerate(confidences):
-        if c < threshold:
-            return k
-    return len(confidences)
-
-
-def survival(confidences: Sequence[float]) -> list[float]:
-    """Prefix survival a_j = prod_{i<=j} c_i (DSPARK.md 6): the predicted probability that drafts 1..j are
-    all accepted, from per-slot conditional confidences c_1..c_n."""
-    out, acc = [], 1.0
-    for c in confidences:
-        acc *= float(c)
-        out.append(acc)
-    return out
-
-
-def sps_lookup(table: Mapping[int, float] | Sequence[tuple[int, float]]) -> Callable[[int], float]:
-    """A steps-per-second curve SPS(B) from a profiled table {tokens in the forward batch: target
-    verification steps per second}. Piecewise-linear between measured B, clamped outside the range.
-    Raises TracedraftError(code="bad_sps_table") for an empty table or a non-positive rate."""
-    items = sorted((int(b), float(s)) for b, s in (table.items() if isinstance(table, Mapping) else table))
-    if not items or any(s <= 0 for _, s in items):
-        raise TracedraftError("bad_sps_table", "the steps-per-second table must be non-empty and positive",
-                              "sps_table")
-    xs = [b for b, _ in items]
-    ys = [s for _, s in items]
-
-    def sps(b: int) -> float:
-        if b <= xs[0]:
-            return ys[0]
-        if b >= xs[-1]:
-            return ys[-1]
-        i = bisect.bisect_left(xs, b)
-        if xs[i] == b:
-            return ys[i]
-        x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
-        return y0 + (y1 - y0) * (b - x0) / (x1 - x0)
-
-    return sps
-
-
-def schedule_prefix_lengths(confidences: Sequence[Sequence[float]],
-                            sps: Mapping[int, float] | Sequence[tuple[int, float]] | Callable[[int], float]
-                            ) -> list[int]:
-    """Hardware-aware prefix scheduler, DSPARK.md 6 (paper Algorithm 1 with early stop).
-
-    confidences: per active request r, calibrated conditional confidences c_{r,1..gamma_r}.
-    sps: SPS(B), target verification steps/s for B tokens in the forward batch (table or callable).
-    Returns lengths l_r in {0..gamma_r} maximising Theta = tau * SPS(B), B = sum_r (1 + l_r),
-    tau = sum_r (1 + sum_{j<=l_r} a_{r,j}), a_{r,j} = prod_{i<=j} c_{r,i}: survivals are admitted in
-    descending order (ties: smaller j first) and the walk stops at the first admission that does not
-    improve Theta, which keeps admission non-anticipating and therefore lossless (Appendix A).
-    """
-    f = sps if callable(sps) else sps_lookup(sps)
-    R = len(confidences)
-    lengths = [0] * R
-    if R == 0:
-        return lengths
-    pairs = [(a, j, r) for r, cs in enumerate(confidences) for j, a in enumerate(survival(cs), start=1) if a > 0]
-    pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
-    B, tau = R, float(R)
-    best = tau * f(B)
-    for a, j, r in pairs:
-        B += 1
-        tau += a
-        theta = tau * f(B)
-        if theta <= best:
-            break
-        best = theta
-        lengths[r] = j
-    return lengths
-
-
-def what_if_truncation(rounds: Sequence[Round], threshold: float | None = None,
-                       sps: Mapping[int, float] | Sequence[tuple[int, float]] | None = None) -> dict:
-    """Per-round counterfactual of verifying only a prefix of each recorded round (threshold 0 runs).
-
-    For each round with confidences, the verified length l is threshold_length(c, threshold) or the
-    scheduler's choice for a single request (schedule_prefix_lengths([c], sps)); the round would then
-    commit min(a, l) + 1 tokens while verifying l + 1. Rounds without confidences keep l = n. This ignores
-    that a different cut changes later rounds' anchors, so it is an estimate; rerun the loop with
-    ``confidence_threshold`` for the exact figure. Returns {"rounds", "tokens", "verified_tokens",
-    "accepted_draft_rate", "rejected_drafts"} (tau from these counts is evaluate.py's job).
-    """
-    if (threshold is None) == (sps is None):
-        raise TracedraftError("bad_input", "give exactly one of threshold or sps", "what_if_truncation")
-    f = None if sps is None else sps_lookup(sps) if not callable(sps) else sps
-    tokens = verified = acc_drafts = ver_drafts = 0
-    for r in rounds:
-        n = r.proposed
-        if r.confidences is not None and n > 0:
-            c = r.confidences[:n]
-            ell = threshold_length(c, threshold) if f is None else schedule_prefix_lengths([c], f)[0]
-        else:
-            ell = n
-        a = min(r.accepted, ell)
-        tokens += a + (0 if (r.eos and a == r.accepted and r.committed == r.accepted) else 1)
-        verified += ell + 1
-        acc_drafts += a
-        ver_drafts += ell
-    nr = len(rounds)
-    return {"rounds": nr, "tokens": tokens, "verified_tokens": verified,
-            "accepted_draft_rate": acc_drafts / ver_drafts if ver_drafts else 0.0,
-            "rejected_drafts": ver_drafts - acc_drafts}

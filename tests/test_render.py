@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from drafters.render import SUPERVISED, Renderer, RenderError, Segment
+from drafters.render.generated import decode_ends
 from drafters.traces.model import (
     Conversation,
     LLMCall,
@@ -126,6 +127,17 @@ def renderer(tok):
 # ------------------------------------------------------------------------------------------------- tests
 
 
+def test_segment_values_are_stable_and_shared():
+    """Shards, reports and training's per-segment weights store these numbers: one enum, values fixed."""
+    import drafters.segments
+
+    assert Segment is drafters.segments.Segment
+    assert [(s.name, int(s)) for s in Segment] == [
+        ("MARKUP", 0), ("SYSTEM", 1), ("USER", 2), ("TOOL_RESULT", 3), ("TEXT", 4), ("REASONING", 5),
+        ("TOOL_NAME", 6), ("TOOL_ARGS", 7), ("TOOL_STRUCTURE", 8),
+    ]
+
+
 def test_packed_masks_cover_exactly_the_assistant_turns(tok, renderer):
     seqs = renderer.render_conversation(weather_conversation())
     assert len(seqs) == 1, renderer.report.to_dict()
@@ -205,8 +217,28 @@ def test_render_prompt_matches_serving_and_packed_rows(tok, renderer):
         assert p.completion_ids[-1] == tok.convert_tokens_to_ids("<|im_end|>")
         sup_calls += list(zip(p.completion_ids, p.completion_segments))
         assert renderer.segment_completion(p.completion_ids) == p.completion_segments
+        # The context is labelled too (never supervised): the system message and the user's question.
+        assert len(p.prompt_segments) == len(p.prompt_ids)
+        assert segment_text(tok, p.prompt_ids, p.prompt_segments, Segment.SYSTEM) == "You are a weather agent."
+        assert Segment.USER in p.prompt_segments
     # Packed and per-call rendering agree on every supervised token and its segment.
     assert sup_packed == sup_calls
+
+
+def test_label_generated_text_per_character(renderer):
+    """Character labels of generated text: the tool name, its JSON arguments, the markup around them."""
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    text = "Let me check." + call
+    labels = renderer.label_generated_text(text)
+    assert len(labels) == len(text)
+
+    def chars(which):
+        return "".join(c for c, s in zip(text, labels) if s == which)
+
+    assert chars(Segment.TEXT) == "Let me check."
+    assert chars(Segment.TOOL_NAME) == "get_weather"
+    assert chars(Segment.TOOL_ARGS) == '{"city": "Paris"}'
+    assert chars(Segment.TOOL_STRUCTURE) == call.replace("get_weather", "").replace('{"city": "Paris"}', "")
 
 
 def _openai_messages(call: LLMCall) -> list[dict]:
@@ -356,7 +388,7 @@ def test_segment_completion_is_linear_and_matches_prefix_decoding(tok, renderer)
     segs = renderer.segment_completion(ids)
     elapsed = time.perf_counter() - t0
     full = tok.decode(ids, skip_special_tokens=False)
-    ends = renderer._decode_ends(ids, full)
+    ends = decode_ends(ids, full, renderer.codec)
     checked = 0
     for i in range(0, len(ids), 37):
         prefix = tok.decode(ids[: i + 1], skip_special_tokens=False)

@@ -201,19 +201,20 @@ def test_fast_render_is_byte_identical_to_apply_chat_template(name, kwargs):
     """The renderer calls transformers' compiled template directly on messages converted once per
     conversation; every render (each call's prompt and context + answer, both argument forms, with and
     without reasoning) equals apply_chat_template's text byte for byte."""
-    from drafters.render import _IdMap, tools_to_openai
+    from drafters.render import tools_to_openai
+    from drafters.render.messages import IdMap
 
     tok, tpl = setup(name)
     r = Renderer(tok, chat_template=tpl, template_kwargs=kwargs)
-    assert r._fast is not None and not r.report.warnings.get("fast_render_differs")
+    assert r.template.fast is not None and not r.report.warnings.get("fast_render_differs")
     for conv in (weather_conversation(), weather_conversation(string_args=False, reasoning=False)):
         calls = list(conv.calls())
-        shared = r._shared_dicts(conv, calls, _IdMap(r.dialect.ids, conv.id))
+        shared = r._shared_dicts(conv, calls, IdMap(r.dialect.ids, conv.id))
         assert shared is not None and len(shared) == len(calls) == 4
         tools = tools_to_openai(conv.tools)
         for call, dicts in zip(calls, shared):
-            # The conversation-level conversion is the per-call conversion (no lookahead in _to_dicts).
-            assert dicts == r._call_dicts(call, _IdMap(r.dialect.ids, conv.id))
+            # The conversation-level conversion is the per-call conversion (no lookahead in to_dicts).
+            assert dicts == r.call_renderer.call_dicts(call, IdMap(r.dialect.ids, conv.id))
             for msgs, gen in ((dicts[:-1], True), (dicts, False)):
                 plain = [{k: v for k, v in m.items() if k != "thinking"} for m in msgs]
                 try:
@@ -221,22 +222,22 @@ def test_fast_render_is_byte_identical_to_apply_chat_template(name, kwargs):
                                                    add_generation_prompt=gen, **kwargs)
                 except jinja2.TemplateError:  # raise_exception() in the template: the fast path raises too
                     with pytest.raises(RenderError):
-                        r._apply(msgs, r._tools_for(conv.tools), gen, prepared=True)
+                        r.template.apply(msgs, r.template.tools_for(conv.tools), gen, prepared=True)
                     continue
-                assert r._apply(msgs, r._tools_for(conv.tools), gen, prepared=True) == want
+                assert r.template.apply(msgs, r.template.tools_for(conv.tools), gen, prepared=True) == want
 
 
 def test_fast_render_falls_back_when_it_differs(monkeypatch):
     """If transformers' internals ever render differently from apply_chat_template, the probe renders
     notice it and the renderer uses apply_chat_template (same rows as with the fast path)."""
-    from drafters import render as render_mod
+    from drafters.render import template as template_mod
 
     tok, tpl = setup("Qwen-Qwen2.5-7B-Instruct")
     fast_rows = Renderer(tok, chat_template=tpl).render_conversation(weather_conversation())
-    orig = render_mod._FastTemplate.render
-    monkeypatch.setattr(render_mod._FastTemplate, "render", lambda self, *a: orig(self, *a) + " ")
+    orig = template_mod.FastTemplate.render
+    monkeypatch.setattr(template_mod.FastTemplate, "render", lambda self, *a: orig(self, *a) + " ")
     r = Renderer(tok, chat_template=tpl)
-    assert r._fast is None and r.report.warnings["fast_render_differs"] == 1
+    assert r.template.fast is None and r.report.warnings["fast_render_differs"] == 1
     rows = r.render_conversation(weather_conversation())
     assert [(s.input_ids, s.loss_mask, s.segments) for s in rows] == [
         (s.input_ids, s.loss_mask, s.segments) for s in fast_rows]

@@ -12,16 +12,8 @@ import drafters.speculate as spec
 from drafters.baselines import NGramProposer, NoDraftProposer, make_baseline
 from drafters.errors import TracedraftError
 from drafters.evaluate import tau_of
-from drafters.speculate import (
-    Proposal,
-    plain_generate,
-    schedule_prefix_lengths,
-    speculative_generate,
-    survival,
-    threshold_length,
-    verify_sampling,
-    what_if_truncation,
-)
+from drafters.speculate import Proposal, plain_generate, speculative_generate, verify_sampling
+from drafters.whatif import schedule_prefix_lengths, survival, threshold_length, what_if_truncation
 from tests._speculate_helpers import (
     AdversarialProposer,
     FeatureProposer,
@@ -337,6 +329,18 @@ def test_what_if_truncation_counts():
     assert w0["tokens"] == 6 and w0["verified_tokens"] == 8 and w0["rejected_drafts"] == 2
     ws = what_if_truncation(rounds, sps={1: 100.0, 4: 100.0})
     assert ws["verified_tokens"] == 8
+
+
+def test_whatif_imports_without_torch():
+    """The what-if functions are pure: reading a stored report's rounds needs no torch."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys, drafters.whatif; print('torch' in sys.modules); sys.exit('torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 # ----------------------------------------------------------------------------- DSpark proposer

@@ -1,6 +1,6 @@
 """Where acceptance is measured: one interface for the in-process (hf), SGLang (GPU) and llama.cpp (CPU)
 engines. An engine replays rendered prompts with one drafter and returns, per call, the counters the
-report needs; tau itself is computed only in drafters/evaluate.py (``engine_summary``)."""
+report needs; tau itself is computed only in drafters/evaluate/metrics.py (``engine_summary``)."""
 
 from __future__ import annotations
 

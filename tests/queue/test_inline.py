@@ -56,7 +56,7 @@ def test_inline_job_runs_every_stage_in_process(inline):
 
     assert job.result["validating"]["pid"] == os.getpid()
     calls = read_calls(settings.home / "work" / job.id)
-    assert [c["stage"] for c in calls if c["event"] == "end"] == ["validate", "prepare", "train", "evaluate",
+    assert [c["stage"] for c in calls if c["event"] == "end"] == ["validate", "prepare", "regenerate", "train", "evaluate",
                                                                    "register"]
 
 

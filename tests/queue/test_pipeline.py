@@ -35,7 +35,7 @@ def test_job_runs_through_all_stages_on_a_separate_worker(queue_env, workers):
     # ran in the worker's pool process, not in this test process
     assert job.result["validating"]["pid"] not in (w.pid, __import__("os").getpid())
     calls = read_calls(queue_env.workdir(job_id))
-    for stage in ("validate", "prepare", "train", "evaluate", "register"):
+    for stage in ("validate", "prepare", "regenerate", "train", "evaluate", "register"):
         assert len(_ends(calls, stage)) == 1, stage
     # the event stream tells the story in order, with gapless sequence numbers
     events = queue_env.events(job_id)

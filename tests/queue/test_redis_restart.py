@@ -17,7 +17,7 @@ from tests.queue.fault_stack import PrivateRedis
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.redis_restart, pytest.mark.timeout(120)]
 
-STAGES = ("validate", "prepare", "train", "evaluate", "register")
+STAGES = ("validate", "prepare", "regenerate", "train", "evaluate", "register")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,284 @@
+"""Training labels: the assistant's strings located in its rendered completion (segment spans, the
+template-injected prefix, the end-of-turn token), context messages labelled in a rendered prompt, and the
+per-character labels and loss masks turned into per-token labels through the tokenizer's offsets."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from drafters.render.codec import TokenCodec
+from drafters.render.records import CallRender, Dialect, Span
+from drafters.segments import Segment
+
+_CONTEXT_SEGMENT = {"system": Segment.SYSTEM, "user": Segment.USER, "tool": Segment.TOOL_RESULT}
+
+
+class _Located(NamedTuple):
+    """An assistant string found in the completion text; ``end`` -1 marks arguments not found verbatim."""
+
+    start: int
+    end: int
+    segment: int
+    is_tool: bool
+
+
+def label_completion(comp: dict, text: str, dialect: Dialect, added_re: re.Pattern | None,
+                     warnings: Counter) -> tuple[list[Span], int, int]:
+    """Locate the assistant's strings (reasoning, text, tool names and arguments, in order) in its rendered
+    completion ``text``; the gaps between them are structure.
+
+    ``comp`` is the completion's template dict; ``added_re`` the tokenizer's added tokens (`TokenCodec`).
+    Returns (spans, sup_start, end): labelled spans covering ``text[sup_start:end]``, where
+    ``text[:sup_start]`` is template-injected (an empty reasoning wrapper) and ``end`` is just after the
+    end-of-turn token. Strings that cannot be found are counted in ``warnings`` (``not_located:SEGMENT``).
+    """
+    sup_start = 0
+    reasoning = comp.get("reasoning_content") or ""
+    if not reasoning and dialect.injected_reasoning and text.startswith(dialect.injected_reasoning):
+        sup_start = len(dialect.injected_reasoning)
+    found, cursor = _locate(_completion_pieces(comp), text, sup_start, warnings)
+    end = eot_end(text, cursor, dialect.eot_tokens, added_re, warnings)
+    found = _close_approximate_args(found, end, warnings)
+    return _completion_spans(found, sup_start, end, bool(comp.get("tool_calls"))), sup_start, end
+
+
+def _completion_pieces(comp: dict) -> list[tuple[Any, int, bool]]:
+    """(candidate strings, segment, is_tool) for each assistant string, in the order the template writes."""
+    pieces: list[tuple[Any, int, bool]] = []
+    reasoning = comp.get("reasoning_content") or ""
+    if reasoning:
+        pieces.append(([reasoning.strip()], Segment.REASONING, False))
+    content = comp.get("content") or ""
+    if content.strip():
+        pieces.append(([content.strip()], Segment.TEXT, False))
+    for tc in comp.get("tool_calls") or []:
+        fn = tc["function"]
+        pieces.append(([fn["name"]], Segment.TOOL_NAME, True))
+        pieces.append((arg_candidates(fn["arguments"]), Segment.TOOL_ARGS, True))
+    return pieces
+
+
+def _locate(pieces: list[tuple[Any, int, bool]], text: str, cursor: int,
+            warnings: Counter) -> tuple[list[_Located], int]:
+    """Find each piece's first candidate after the previous piece. Returns (found, cursor after the last)."""
+    found: list[_Located] = []
+    for cands, seg, is_tool in pieces:
+        hit = None
+        for s in cands:
+            if not s:
+                continue
+            i = text.find(s, cursor)
+            if i >= 0:
+                hit = (i, i + len(s))
+                break
+        if hit is None:
+            warnings[f"not_located:{Segment(seg).name}"] += 1
+            if seg == Segment.TOOL_ARGS:
+                found.append(_Located(cursor, -1, seg, is_tool))  # approximate: the gap after the name
+            continue
+        found.append(_Located(hit[0], hit[1], seg, is_tool))
+        cursor = hit[1]
+    return found, cursor
+
+
+def _close_approximate_args(found: list[_Located], end: int, warnings: Counter) -> list[_Located]:
+    """Arguments not found verbatim run up to the next located piece or the end-of-turn token; empty
+    pieces are dropped."""
+    fixed = []
+    for k, f in enumerate(found):
+        if f.end < 0:
+            nxt = next((g.start for g in found[k + 1:] if g.end >= 0), None)
+            f = f._replace(end=nxt if nxt is not None else end)
+            warnings["args_located_approx"] += 1
+        fixed.append(f)
+    return [f for f in fixed if f.end > f.start]
+
+
+def _completion_spans(found: list[_Located], sup_start: int, end: int, ended_tool: bool) -> list[Span]:
+    """Spans covering ``[sup_start, end)``: the located pieces and the gaps between them (tool structure
+    from the first tool piece on, else the segment before), then the tail up to and including the
+    end-of-turn token (tool structure when the message makes tool calls, else text)."""
+    spans: list[Span] = []
+    pos = sup_start
+    first_tool = next((f.start for f in found if f.is_tool), None)
+    prev_seg: int | None = None
+    for s, e, seg, is_tool in found:
+        if s > pos:
+            in_tool = first_tool is not None and s >= first_tool
+            gap = Segment.TOOL_STRUCTURE if (is_tool or in_tool) else (prev_seg if prev_seg is not None else seg)
+            spans.append(Span(pos, s, int(gap)))
+        spans.append(Span(s, e, int(seg)))
+        pos = e
+        prev_seg = seg
+    if end > pos:
+        tail = Segment.TOOL_STRUCTURE if ended_tool else Segment.TEXT
+        spans.append(Span(pos, end, int(tail)))
+    return spans
+
+
+def eot_end(text: str, cursor: int, eot_tokens: tuple[str, ...], added_re: re.Pattern | None,
+            warnings: Counter) -> int:
+    """Index just past the end-of-turn token at or after ``cursor`` (the engine stops there): the first of
+    ``eot_tokens``; failing that the last added token of the tail (gpt-oss ``<|call|>``, counted as
+    ``end_of_turn_guessed``), else the whole text (``no_end_of_turn_token``)."""
+    best = -1
+    for t in eot_tokens:
+        i = text.find(t, cursor)
+        if i >= 0 and (best < 0 or i < best):
+            best = i
+            best_end = i + len(t)
+    if best >= 0:
+        return best_end
+    if added_re is not None:
+        last = None
+        for m in added_re.finditer(text, cursor):
+            last = m
+        if last is not None:
+            warnings["end_of_turn_guessed"] += 1
+            return last.end()
+    warnings["no_end_of_turn_token"] += 1
+    return len(text)
+
+
+def context_labels(msgs: list[dict], text: str, seg: bytearray, start: int, end: int) -> None:
+    """Label context messages' contents located in order in ``text[start:end]``, writing ``seg`` [len(text)]
+    in place: system, user and tool result text by role, earlier assistant turns by their parts."""
+    cursor = start
+    for m in msgs:
+        for cands, lab in _context_pieces(m):
+            for c in cands:
+                if not c:
+                    continue
+                i = text.find(c, cursor, end)
+                if i >= 0:
+                    seg[i:i + len(c)] = bytes([lab]) * len(c)
+                    cursor = i + len(c)
+                    break
+
+
+def _context_pieces(m: dict) -> list[tuple[Any, int]]:
+    """(candidate strings, segment) of one context message, in the order the template writes them."""
+    role = m.get("role")
+    if role == "assistant":
+        pieces: list[tuple[Any, int]] = []
+        if m.get("reasoning_content"):
+            pieces.append(([m["reasoning_content"].strip()], Segment.REASONING))
+        if (m.get("content") or "").strip():
+            pieces.append(([m["content"].strip()], Segment.TEXT))
+        for tc in m.get("tool_calls") or []:
+            pieces.append(([tc["function"]["name"]], Segment.TOOL_NAME))
+            pieces.append((arg_candidates(tc["function"]["arguments"]), Segment.TOOL_ARGS))
+        return pieces
+    s = (m.get("content") or "").strip()
+    if not s:
+        return []
+    # The content as written, or JSON-escaped (a template that writes it with tojson).
+    cands = [s, json.dumps(s, ensure_ascii=False)[1:-1], json.dumps(s)[1:-1]]
+    return [(cands, _CONTEXT_SEGMENT.get(role, Segment.USER))]
+
+
+def completion_labels(r: CallRender) -> tuple[bytearray, bytearray]:
+    """Per-character (segment, loss mask) of ``r.completion_text``: its spans, mask 1 from ``sup_start``."""
+    n = len(r.completion_text)
+    seg = bytearray(n)
+    msk = bytearray(n)
+    for s, e, lab in r.spans:
+        seg[s:e] = bytes([lab]) * (e - s)
+    msk[r.sup_start:n] = b"\x01" * (n - r.sup_start)
+    return seg, msk
+
+
+def prompt_labels(r: CallRender, codec: TokenCodec) -> tuple[list[int], list[int]]:
+    """(token ids [T], segments [T]) of the call's served prompt, its context messages labelled."""
+    ids, offs = codec.encode(r.prompt_text)
+    pseg = bytearray(len(r.prompt_text))
+    context_labels(r.ctx_dicts, r.prompt_text, pseg, 0, len(r.prompt_text))
+    return ids, token_labels(offs, pseg, pseg)[0]
+
+
+def encode_labeled(codec: TokenCodec, text: str, seg: bytearray, msk: bytearray):
+    """(token ids [T], segments [T], loss mask [T]) of ``text`` with per-character labels ``seg``/``msk``."""
+    ids, offs = codec.encode(text)
+    segs, mask = token_labels(offs, seg, msk)
+    return ids, segs, mask
+
+
+def arg_candidates(value: Any) -> Iterator[str]:
+    """Ways a template writes arguments, most common first: verbatim string, or transformers' ``tojson``
+    variants. Lazy: callers stop at the first one found, so the rarer dumps are usually never made."""
+    if isinstance(value, str):
+        yield value
+        return
+    seen: set[str] = set()
+    for kw in ({}, {"separators": (",", ":")}, {"ensure_ascii": True}, {"indent": 2}, {"indent": 4}):
+        c = json.dumps(value, **{"ensure_ascii": False, **kw})
+        if c not in seen:
+            seen.add(c)
+            yield c
+
+
+def offsets_array(offsets) -> np.ndarray:
+    """Token char offsets as an int64 array [T, 2] (start, end), from a list of pairs or such an array."""
+    if isinstance(offsets, np.ndarray):
+        return offsets.astype(np.int64, copy=False).reshape(-1, 2)
+    # fromiter over the flattened pairs: about 4x faster than np.asarray on a list of tuples.
+    flat = np.fromiter(itertools.chain.from_iterable(offsets), dtype=np.int64, count=2 * len(offsets))
+    return flat.reshape(-1, 2)
+
+
+class TokenStarts:
+    """Char positions where the tokenized text may be split: the start of a token that no earlier token
+    extends past. ``pos in starts`` and ``starts.get(pos, default)`` (the first token starting there) are
+    binary searches over the offsets [T, 2], so no per-token Python object is built."""
+
+    def __init__(self, offsets):
+        a = offsets_array(offsets)
+        s, e = a[:, 0], a[:, 1]
+        prev_end = np.zeros_like(e)  # max end of the tokens before each token (0 before the first)
+        if len(e) > 1:
+            np.maximum.accumulate(e[:-1], out=prev_end[1:])
+            np.maximum(prev_end, 0, out=prev_end)
+        self._idx = np.flatnonzero(s >= prev_end)  # token indices, increasing
+        self._pos = s[self._idx]  # their starts, non-decreasing (so the first of equal starts is found first)
+
+    def get(self, pos: int, default: int | None = None) -> int | None:
+        k = int(np.searchsorted(self._pos, pos, side="left"))
+        if k < len(self._pos) and self._pos[k] == pos:
+            return int(self._idx[k])
+        return default
+
+    def __contains__(self, pos: int) -> bool:
+        return self.get(pos) is not None
+
+
+def token_starts(offsets) -> TokenStarts:
+    """Char position -> token index for every token start (a position where the text may be split): the
+    first token starting there, provided no earlier token ends after it. ``offsets`` [T, 2]."""
+    return TokenStarts(offsets)
+
+
+def token_labels(offsets, seg: bytearray, msk: bytearray) -> tuple[list[int], list[int]]:
+    """Per-token (segment, mask) from per-char arrays: segment of the token's middle char; mask 1 when any
+    char of the token is supervised (supervised spans are contiguous, so the two ends suffice). Tokens
+    without chars of their own get (0, 0). ``offsets`` [T, 2]; returns two lists [T]."""
+    a = offsets_array(offsets)
+    n = len(seg)
+    if not len(a) or n == 0:
+        return [0] * len(a), [0] * len(a)
+    s, e = a[:, 0], a[:, 1]
+    ok = (e > s) & (s < n)
+    sg = np.frombuffer(bytes(seg), dtype=np.uint8)
+    mk = np.frombuffer(bytes(msk), dtype=np.uint8)
+    first = np.where(ok, s, 0)
+    last = np.minimum(np.where(ok, e - 1, 0), n - 1)
+    mid = np.minimum(np.where(ok, (s + e - 1) // 2, 0), n - 1)
+    segs = np.where(ok, sg[mid], 0)
+    mask = np.where(ok, (mk[first] | mk[last]) != 0, False)
+    return segs.tolist(), mask.astype(np.int64).tolist()
