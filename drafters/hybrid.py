@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import torch
 
 from drafters.errors import TracedraftError
-from drafters.speculate import Proposal, Proposer, survival
+from drafters.speculate import Proposal, Proposer
+from drafters.whatif import survival
 
 #: The name a round's choice carries when the drafter's proposal was kept.
 DRAFTER = "drafter"
