@@ -101,7 +101,8 @@ def test_kill9_during_training_resumes_from_checkpoint(queue_env, workers):
     # attempt numbers count each stage's real attempts: the stages after training ran once
     started = {e.data["stage"]: e.data["attempt"] for e in queue_env.events(job_id)
                if e.type == "stage" and (e.data or {}).get("status") == "running"}
-    assert started == {"validating": 1, "preparing": 1, "regenerating": 1, "training": 2, "evaluating": 1, "registering": 1}
+    assert started == {"validating": 1, "preparing": 1, "regenerating": 1, "training": 2, "evaluating": 1,
+                       "registering": 1}
     # the dead worker's un-acknowledged message was deleted: the broker never hands it out again
     from tests.queue.conftest import redis_client
 
