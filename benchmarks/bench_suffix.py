@@ -27,7 +27,7 @@ from transformers import AutoTokenizer
 
 from drafters.baselines import NGramProposer
 from drafters.render import Renderer
-from drafters.suffix_decoding import GLOBAL, SuffixProposer, build_global_index, training_outputs
+from drafters.baselines.suffix_decoding import GLOBAL, SuffixProposer, build_global_index, training_outputs
 from drafters.traces.ingest import ingest, split_conversations
 
 ROOT = Path(__file__).resolve().parents[1]

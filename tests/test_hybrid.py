@@ -13,9 +13,9 @@ from drafters.baselines import NGramProposer
 from drafters.dspark.proposer import DSparkProposer
 from drafters.errors import TracedraftError
 from drafters.evaluate import evaluate, tau_of
-from drafters.hybrid import DRAFTER, HybridProposer, expected_accepted
+from drafters.baselines.hybrid import DRAFTER, HybridProposer, expected_accepted
 from drafters.speculate import Proposal, plain_generate, speculative_generate
-from drafters.suffix_decoding import SuffixProposal, SuffixProposer, suffix_baselines
+from drafters.baselines.suffix_decoding import SuffixProposal, SuffixProposer, suffix_baselines
 from drafters.target import Target
 from tests._speculate_helpers import SelfProposer, tiny_target
 from tests._suffix_helpers import BigramTarget

@@ -13,8 +13,8 @@ import torch
 from drafters.errors import TracedraftError
 from drafters.evaluate import tau_of
 from drafters.speculate import plain_generate, speculative_generate
-from drafters.suffix_automaton import Match, SuffixAutomaton
-from drafters.suffix_decoding import (
+from drafters.baselines.suffix_automaton import Match, SuffixAutomaton
+from drafters.baselines.suffix_decoding import (
     GLOBAL,
     REQUEST,
     SuffixProposer,

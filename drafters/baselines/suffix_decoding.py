@@ -35,9 +35,9 @@ from typing import Any
 import torch
 
 from drafters.errors import TracedraftError
-from drafters.hybrid import HybridProposer
+from drafters.baselines.hybrid import HybridProposer
 from drafters.speculate import Proposal, Proposer
-from drafters.suffix_automaton import Match, SuffixAutomaton
+from drafters.baselines.suffix_automaton import Match, SuffixAutomaton
 
 #: Where a suffix draft came from: the request's own context or the global index of training outputs.
 REQUEST, GLOBAL = "request", "global"
