@@ -252,7 +252,7 @@ def report_summary(job: Job, warnings: list[dict[str, Any]] | None = None) -> di
         name: {"tau": p.get("tau"), "rounds": p.get("rounds"), "tokens": p.get("tokens"),
                "tau_by_segment": {seg: v.get("tau") for seg, v in (p.get("by_segment") or {}).items()},
                "tokens_per_s": (p.get("timing") or {}).get("tokens_per_s"),
-               "speedup_vs_plain": p.get("speedup_vs_plain")}
+               "speedup_vs_plain": p.get("speedup_vs_plain"), "what_if": bool(p.get("what_if"))}
         for name, p in (report.get("proposers") or {}).items()
     }
     heldout = report.get("heldout") or {}

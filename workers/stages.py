@@ -737,19 +737,28 @@ def _replay(ctx, engine, target, prompts, settings, compare, progress, *, candid
     """Replay the held-out prompts for the candidate and the incumbent (and, in-process, the n-gram
     baseline) on ``engine``; returns the evaluation report."""
     from drafters.baselines import NGramProposer
+    from drafters.baselines.suffix_decoding import suffix_baselines, training_outputs
     from drafters.dspark.proposer import DSparkProposer
     from drafters.evaluate import engine_report
     from drafters.evaluate import evaluate as run_evaluation
     from drafters.render import Renderer
+    from drafters.shards import load_sequences
 
     tspec = _target_spec(ctx)
     if engine == "hf":
         renderer = Renderer(target.tokenizer, chat_template=tspec.get("chat_template"),
                             template_kwargs=tspec.get("template_kwargs") or {})
+        block = candidate.config.block_size
         proposers = {"candidate": DSparkProposer(candidate), incumbent_name: DSparkProposer(incumbent),
-                     "ngram": NGramProposer(block_size=candidate.config.block_size)}
+                     "ngram": NGramProposer(block_size=block)}
+        # Suffix decoding over the organization's training outputs (the target's own answers when they
+        # were regenerated), and the what-if hybrid of the candidate with it.
+        rows = _training_rows(ctx, ctx.workdir / "prepared")
+        outputs = training_outputs(load_sequences(rows / "train.safetensors"))
+        proposers |= suffix_baselines(outputs, block, drafter=DSparkProposer(candidate))
+        pairs = [("candidate", "ngram"), ("candidate", "suffix"), ("candidate", "hybrid")]
         return run_evaluation(target, proposers, prompts, **settings, segmenter=renderer.segment_completion,
-                              compare=compare + [("candidate", "ngram")], engine="hf", progress=progress)
+                              compare=compare + pairs, engine="hf", progress=progress)
     eng = _engine(ctx, engine, target)
     runs = {}
     for i, (name, path) in enumerate((("candidate", best), (incumbent_name, incumbent_dir))):

@@ -124,9 +124,11 @@ def evaluate(target: Any, proposers: Mapping[str, Any], prompts: Sequence[Any], 
     p_tokens = sum(len(g.tokens) for g in plain)
     p_secs = sum(g.total_s for g in plain)
     p_tps = p_tokens / p_secs if p_secs > 0 else None
-    for e in entries.values():
+    for name, e in entries.items():
         tps = e["timing"]["tokens_per_s"]
-        e["speedup_vs_plain"] = tps / p_tps if tps and p_tps else None
+        # A what-if proposer (the hybrid) is served by no engine: its tau holds, its speed does not.
+        e["what_if"] = bool(getattr(proposers[name], "what_if", False))
+        e["speedup_vs_plain"] = tps / p_tps if tps and p_tps and not e["what_if"] else None
     info = target.info() if hasattr(target, "info") else {}
     report = EvalReport({
         "schema": SCHEMA, "convention": CONVENTION, "end_effects": END_EFFECTS,
