@@ -351,12 +351,12 @@ def test_bf16_compute_trains_under_autocast_and_keeps_fp32_weights(target, tmp_p
 
 
 def test_segment_weights_oversample_tool_args():
-    from drafters.train import _anchors, _collate, _Seq
+    from drafters.train.data import _anchors, _collate, _Seq
 
     s = TRAIN[0]
     item = _Seq(torch.tensor(s.input_ids), torch.tensor(s.loss_mask), torch.tensor(s.segments), "t0")
     _ids, mask, seg = _collate([item])
-    from drafters.train import _resolve_segment_weights
+    from drafters.train.data import _resolve_segment_weights
 
     heavy = _resolve_segment_weights({"TOOL_ARGS": 50.0})
     counts = {True: 0, False: 0}
