@@ -123,10 +123,10 @@ def _fsdp_worker(rank: int, world: int, tdir: str, out: str, port: int) -> None:
 
     # A micro-batch with no valid slot on rank 1 only (all blocks dummy): the heads get no gradient there,
     # and the reduce-scatter must still match rank 0's (else gloo aborts the process).
-    from drafters.train.parallel import _shard_fsdp
+    from drafters.train.parallel import shard_fsdp
 
     du = make_drafter(t)
-    unit, _ = _shard_fsdp(du, torch.device("cpu"), world, 64)
+    unit, _ = shard_fsdp(du, torch.device("cpu"), world, 64)
     s = TRAIN[rank]
     ids, mask = torch.tensor([s.input_ids]), torch.tensor([s.loss_mask])
     aux, last = t.features(ids, [0, 2])

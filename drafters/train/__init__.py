@@ -35,6 +35,11 @@ other parallel mode (with the same world size and grad_accum, which resume check
 ``out_dir/best/`` holds the export with the highest validation expected accepted length (``best.json`` says
 which step). Resume (``resume=True``) continues exactly from ``out_dir/latest.json``; warm start
 (``TrainConfig.init_from``) only loads drafter weights and starts a fresh optimizer and schedule.
+
+Files: ``config`` (TrainConfig, the LR schedule), ``data`` (sequences, packing, the epoch plan, anchors,
+segment weights, a step's micro-batches), ``features`` (the target feature cache), ``parallel`` (process
+group, DDP all-reduce, FSDP2 sharding), ``optim`` (the drafter's parallel form, master weights, AdamW, one
+update), ``state`` (checkpoints, best export, resume), ``loop`` (``train``), ``cli`` (the command line).
 """
 
 from drafters.train.cli import main

@@ -14,14 +14,15 @@ import torch
 import torch.distributed as dist
 
 from drafters.train.config import PARALLEL_MODES, TrainConfig
-from drafters.train.loop import TrainProgress, train
-from drafters.train.parallel import _init_distributed
+from drafters.train.loop import TrainProgress, TrainResult, train
+from drafters.train.parallel import init_distributed
+
+#: TrainConfig fields of these types become flags (--max-steps, --lr, ...); the others come by --config-json.
+FLAG_TYPES = {"int": int, "int | None": int, "float": float, "float | None": float, "str": str, "str | None": str}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m drafters.train --target T --train seqs.safetensors --val val.safetensors --out DIR``;
-    under ``torchrun --nproc-per-node N`` the same command trains data-parallel (``--parallel fsdp``:
-    sharded with FSDP2, see ``train``)."""
+def parser() -> argparse.ArgumentParser:
+    """The command line's arguments: data, target, drafter shape, and one flag per scalar TrainConfig field."""
     ap = argparse.ArgumentParser(prog="python -m drafters.train", description=__doc__.split("\n")[0])
     ap.add_argument("--target", required=True, help="HF id (local cache), model dir, .gguf, or smollm2-135m-instruct")
     ap.add_argument("--train", required=True, help="prepared sequences (drafters.shards.save_sequences)")
@@ -44,70 +45,96 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--progress-jsonl", action="store_true",
                     help="rank 0 prints each progress report as a JSON line on stdout (how a worker follows it)")
     for f in dataclasses.fields(TrainConfig):
-        if f.type in ("int | None", "int", "float", "float | None", "str", "str | None") and f.name != "init_from":
-            typ = {"int": int, "float": float, "str": str}[f.type.split(" ")[0]]
+        if f.type in FLAG_TYPES and f.name != "init_from":
             extra: dict[str, Any] = {"choices": PARALLEL_MODES} if f.name == "parallel" else {}
-            ap.add_argument("--" + f.name.replace("_", "-"), type=typ, default=None, **extra)
-    a = ap.parse_args(argv)
-    rank, world, device = _init_distributed()
+            ap.add_argument("--" + f.name.replace("_", "-"), type=FLAG_TYPES[f.type], default=None, **extra)
+    return ap
+
+
+def train_config(args: argparse.Namespace) -> TrainConfig:
+    """--config-json, overridden by the TrainConfig flags given, and --init-from."""
+    values: dict[str, Any] = json.loads(Path(args.config_json).read_text()) if args.config_json else {}
+    if "betas" in values:
+        values["betas"] = tuple(values["betas"])
+    values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
+                   if getattr(args, f.name, None) is not None})
+    values["init_from"] = args.init_from or values.get("init_from")
+    return TrainConfig(**values)
+
+
+def build_drafter(args: argparse.Namespace, cfg: TrainConfig, target: Any, device: torch.device) -> Any:
+    """A new drafter for ``target`` (the shape of --init-from's config.json when warm starting, else
+    --drafter-json with the shape flags over it), initialised from ``cfg.seed``: fp32 on CPU, trainable
+    weights in bf16 on GPU."""
     from drafters.dspark.config import DSparkConfig
     from drafters.dspark.model import DSparkDrafter
-    from drafters.shards import load_sequences
-    from drafters.target import load_target
 
-    target = load_target(a.target, device=device, cache_dir=a.cache_dir, dtype=a.target_dtype)
-    if device.type == "cpu":
-        target.feature_dtype = torch.float32  # the fp32 drafter trains on fp32 features (bf16 target or not)
-    kw: dict[str, Any] = json.loads(Path(a.config_json).read_text()) if a.config_json else {}
-    if "betas" in kw:
-        kw["betas"] = tuple(kw["betas"])
-    kw.update({f.name: getattr(a, f.name) for f in dataclasses.fields(TrainConfig)
-               if getattr(a, f.name, None) is not None})
-    kw["init_from"] = a.init_from or kw.get("init_from")
-    cfg = TrainConfig(**kw)
-    a.init_from = cfg.init_from
-    if a.init_from:
-        dcfg = DSparkConfig.from_deepspec_dict(json.loads((Path(a.init_from) / "config.json").read_text()))
+    if cfg.init_from:
+        config = DSparkConfig.from_deepspec_dict(json.loads((Path(cfg.init_from) / "config.json").read_text()))
     else:
-        over: dict[str, Any] = json.loads(Path(a.drafter_json).read_text()) if a.drafter_json else {}
-        over["num_hidden_layers"] = a.num_layers or over.get("num_hidden_layers") or (5 if device.type == "cuda" else 1)
-        if a.target_layer_ids:
-            over["target_layer_ids"] = [int(x) for x in a.target_layer_ids.split(",")]
+        shape: dict[str, Any] = json.loads(Path(args.drafter_json).read_text()) if args.drafter_json else {}
+        shape["num_hidden_layers"] = (args.num_layers or shape.get("num_hidden_layers")
+                                      or (5 if device.type == "cuda" else 1))
+        if args.target_layer_ids:
+            shape["target_layer_ids"] = [int(x) for x in args.target_layer_ids.split(",")]
         for k in ("block_size", "markov_rank", "mask_token_id"):
-            if getattr(a, k) is not None:
-                over[k] = getattr(a, k)
-        dcfg = DSparkConfig.from_target(target.config, target.tokenizer, **over)
+            if getattr(args, k) is not None:
+                shape[k] = getattr(args, k)
+        config = DSparkConfig.from_target(target.config, target.tokenizer, **shape)
     torch.manual_seed(cfg.seed)  # the drafter's initial weights follow the seed (train() broadcasts rank 0's)
-    emb, head = target.embed_weight, target.lm_head_weight
+    embed, head = target.embed_weight, target.lm_head_weight
     if device.type == "cpu":
-        emb, head = emb.float(), head.float()  # the drafter trains in fp32 on CPU, whatever the target's dtype
-    drafter = DSparkDrafter(dcfg, emb, head).to(device)
+        embed, head = embed.float(), head.float()  # the drafter trains in fp32 on CPU, whatever the target's dtype
+    drafter = DSparkDrafter(config, embed, head).to(device)
     if device.type == "cuda":
         for p in drafter.parameters():
             if p.requires_grad:
                 p.data = p.data.to(torch.bfloat16)
-    tr = load_sequences(Path(a.train))
-    va = load_sequences(Path(a.val)) if a.val else []
+    return drafter
 
-    def show(p: TrainProgress) -> None:
-        if a.progress_jsonl:
-            if rank == 0:
-                print(json.dumps({"progress": p.to_dict()}, default=str), flush=True)
-        elif p.phase == "train":
-            print(f"step {p.step}/{p.total_steps} loss {p.loss:.4f} lr {p.lr:.2e} {p.tokens_per_s or 0:.0f} tok/s "
-                  f"eta {p.eta_s or 0:.0f}s", file=sys.stderr, flush=True)
-        elif p.phase == "validate":
-            print(f"validate step {p.step}: expected tau {p.val_expected_tau:.3f}", file=sys.stderr, flush=True)
 
-    res = train(target, drafter, tr, va, cfg, Path(a.out), progress=show, resume=not a.no_resume,
-                handle_sigterm=True)
+def show_progress(report: TrainProgress, *, jsonl: bool, rank: int) -> None:
+    """A progress report: a JSON line on stdout (rank 0, --progress-jsonl), else a short line on stderr."""
+    if jsonl:
+        if rank == 0:
+            print(json.dumps({"progress": report.to_dict()}, default=str), flush=True)
+    elif report.phase == "train":
+        print(f"step {report.step}/{report.total_steps} loss {report.loss:.4f} lr {report.lr:.2e} "
+              f"{report.tokens_per_s or 0:.0f} tok/s eta {report.eta_s or 0:.0f}s", file=sys.stderr, flush=True)
+    elif report.phase == "validate":
+        print(f"validate step {report.step}: expected tau {report.val_expected_tau:.3f}", file=sys.stderr,
+              flush=True)
+
+
+def show_result(result: TrainResult, *, as_json: bool, jsonl: bool) -> None:
+    if as_json or jsonl:
+        print(json.dumps({"result": result.to_dict()} if jsonl else result.to_dict(), default=str), flush=True)
+    else:
+        print(f"done: {result.steps} steps ({result.stop_reason}), best expected tau {result.best_expected_tau}, "
+              f"best {result.best_dir}, last {result.last_dir}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m drafters.train --target T --train seqs.safetensors --val val.safetensors --out DIR``;
+    under ``torchrun --nproc-per-node N`` the same command trains data-parallel (``--parallel fsdp``:
+    sharded with FSDP2, see ``train``). Returns the exit status: 0, or 130 when stopped (SIGTERM)."""
+    args = parser().parse_args(argv)
+    rank, world, device = init_distributed()
+    from drafters.shards import load_sequences
+    from drafters.target import load_target
+
+    target = load_target(args.target, device=device, cache_dir=args.cache_dir, dtype=args.target_dtype)
+    if device.type == "cpu":
+        target.feature_dtype = torch.float32  # the fp32 drafter trains on fp32 features (bf16 target or not)
+    cfg = train_config(args)
+    drafter = build_drafter(args, cfg, target, device)
+    train_seqs = load_sequences(Path(args.train))
+    val_seqs = load_sequences(Path(args.val)) if args.val else []
+    result = train(target, drafter, train_seqs, val_seqs, cfg, Path(args.out),
+                   progress=lambda p: show_progress(p, jsonl=args.progress_jsonl, rank=rank),
+                   resume=not args.no_resume, handle_sigterm=True)
     if rank == 0:
-        if a.json or a.progress_jsonl:
-            print(json.dumps({"result": res.to_dict()} if a.progress_jsonl else res.to_dict(), default=str),
-                  flush=True)
-        else:
-            print(f"done: {res.steps} steps ({res.stop_reason}), best expected tau {res.best_expected_tau}, "
-                  f"best {res.best_dir}, last {res.last_dir}")
+        show_result(result, as_json=args.json, jsonl=args.progress_jsonl)
     if world > 1:
         dist.destroy_process_group()
-    return 130 if res.cancelled else 0
+    return 130 if result.cancelled else 0

@@ -1,5 +1,5 @@
-"""Data parallelism: the process group (DDP-style SUM all-reduces), FSDP2 sharding of the drafter, and
-the choice between them."""
+"""Data parallelism: the process group (DDP-style SUM all-reduces), FSDP2 sharding of the drafter, the
+choice between them, and starting the process group under torchrun."""
 
 from __future__ import annotations
 
@@ -12,34 +12,43 @@ import torch.distributed as dist
 
 from drafters.dspark.losses import dspark_loss
 from drafters.train.config import TrainError
-from drafters.train.state import _trainable
 
 
-class _Dist:
+class ProcessGroup:
+    """The default torch.distributed process group as the loop uses it; every method is a no-op (or the
+    identity) in a single process. Collective methods: all ranks call them in the same order."""
+
     def __init__(self) -> None:
         self.on = dist.is_available() and dist.is_initialized()
         self.rank = dist.get_rank() if self.on else 0
         self.world = dist.get_world_size() if self.on else 1
 
-    def sum_(self, t: torch.Tensor) -> torch.Tensor:
-        if self.on and self.world > 1:
+    @property
+    def multi(self) -> bool:
+        """More than one process takes part."""
+        return self.on and self.world > 1
+
+    def sum(self, t: torch.Tensor) -> torch.Tensor:
+        """SUM-all-reduce ``t`` in place; returns it."""
+        if self.multi:
             dist.all_reduce(t, op=dist.ReduceOp.SUM)
         return t
 
     def any(self, flag: bool, device: torch.device) -> bool:
-        if not (self.on and self.world > 1):
+        """True on every rank when ``flag`` is true on any rank (a stop request seen by rank 0 alone)."""
+        if not self.multi:
             return flag
         t = torch.tensor([1.0 if flag else 0.0], device=device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return bool(t.item() > 0)
 
     def barrier(self) -> None:
-        if self.on and self.world > 1:
+        if self.multi:
             dist.barrier()
 
     def sum_grads(self, params: list[torch.Tensor]) -> None:
         """SUM-all-reduce gradients in one flat buffer (the loss already carries the global denominator)."""
-        if not (self.on and self.world > 1):
+        if not self.multi:
             return
         grads = [p.grad for p in params]
         flat = torch.cat([g.reshape(-1) for g in grads])
@@ -50,8 +59,20 @@ class _Dist:
             g.copy_(flat[o: o + n].view_as(g))
             o += n
 
+    def broadcast_weights(self, drafter: Any) -> None:
+        """Give every rank rank 0's drafter weights (all but the frozen embed_tokens / lm_head), as DDP's
+        constructor does: ranks that built (or LoRA-wrapped) their drafters from different RNG states would
+        otherwise train different models forever."""
+        if not self.on:
+            return
+        frozen = {id(drafter.embed_tokens.weight), id(drafter.lm_head.weight)}
+        with torch.no_grad():
+            for p in drafter.parameters():
+                if id(p) not in frozen:
+                    dist.broadcast(p.data, src=0)
 
-class _LossUnit(torch.nn.Module):
+
+class LossUnit(torch.nn.Module):
     """The module FSDP2 shards (``parallel="fsdp"``): its forward is the whole DSpark loss of a micro-batch.
 
     FSDP2 all-gathers a unit's weights in a pre-forward hook and reduce-scatters their gradients from
@@ -96,9 +117,9 @@ def choose_parallel(n_trainable: int, free_bytes: int | None, budget: float = 0.
     return "fsdp" if n_trainable * REPLICATED_BYTES_PER_PARAM > budget * free_bytes else "ddp"
 
 
-def _shard_fsdp(drafter: Any, device: torch.device, world: int, anchor_chunk: int,
+def shard_fsdp(drafter: Any, device: torch.device, world: int, anchor_chunk: int,
                 masters: Callable[[int], torch.Tensor] | None = None,
-                matmul_dtype: torch.dtype = torch.float32) -> tuple[_LossUnit, dict[str, torch.dtype]]:
+                matmul_dtype: torch.dtype = torch.float32) -> tuple[LossUnit, dict[str, torch.dtype]]:
     """Shard ``drafter``'s weights (all but embed_tokens / lm_head) over the default process group with
     FSDP2, in place; returns the root unit and the original dtype of every sharded parameter by name.
 
@@ -106,7 +127,7 @@ def _shard_fsdp(drafter: Any, device: torch.device, world: int, anchor_chunk: in
     trainable weights were lower precision (bf16 on GPU), ``MixedPrecisionPolicy(param_dtype=that dtype,
     reduce_dtype=fp32)`` gathers them in that dtype for compute and reduce-scatters gradients in fp32, the
     FSDP form of the replicated path's "bf16 model + fp32 master copies" (DSPARK.md 8). Gradients are summed
-    over ranks, not averaged: the loss already divides by the all-reduced weight sum (step 3 of the module
+    over ranks, not averaged: the loss already divides by the all-reduced weight sum (step 3 of the package
     docstring). ``masters(i)``, when given, returns the fp32 value of trainable parameter i (resume).
     Raises TrainError(code="invalid_train_config", where="parallel") when the trainable weights do not share
     one dtype.
@@ -116,7 +137,7 @@ def _shard_fsdp(drafter: Any, device: torch.device, world: int, anchor_chunk: in
 
     frozen = {drafter.embed_tokens.weight, drafter.lm_head.weight}
     frozen_ids = {id(p) for p in frozen}
-    trainable = [p for _, p in _trainable(drafter)]
+    trainable = [p for p in drafter.parameters() if p.requires_grad]
     dtypes = {p.dtype for p in trainable}
     if len(dtypes) != 1:
         raise TrainError("invalid_train_config", f"parallel='fsdp' needs one dtype for the trainable weights, "
@@ -135,7 +156,7 @@ def _shard_fsdp(drafter: Any, device: torch.device, world: int, anchor_chunk: in
                 p.copy_(masters(i).to(p.device))
     mp = MixedPrecisionPolicy(param_dtype=None if compute == torch.float32 else compute,
                               reduce_dtype=torch.float32, cast_forward_inputs=False)  # keep denom in fp32
-    unit = _LossUnit(drafter, anchor_chunk, matmul_dtype)
+    unit = LossUnit(drafter, anchor_chunk, matmul_dtype)
     fully_shard(unit, mesh=init_device_mesh(device.type, (world,)), mp_policy=mp, ignored_params=frozen)
     unit.set_gradient_divide_factor(1.0)
     unit.set_force_sum_reduction_for_comms(True)  # plain SUM (gloo has no PREMUL_SUM)
@@ -146,13 +167,13 @@ def _shard_fsdp(drafter: Any, device: torch.device, world: int, anchor_chunk: in
     return unit, orig
 
 
-def _drop_fsdp_state_dict_hooks(unit: _LossUnit) -> None:
+def _drop_fsdp_state_dict_hooks(unit: LossUnit) -> None:
     """Remove the state-dict hooks FSDP2 puts on the drafter's submodules.
 
     FSDP2 (torch 2.13) registers, on every module owning a sharded parameter, a pre-``state_dict`` and a
     pre-``load_state_dict`` hook that re-registers the sharded DTensors on the module. Ours is a different
     protocol: the drafter's own ``state_dict`` (the DeepSpec export, the LoRA state) is read only inside
-    ``_Unsharded``, where it must see the gathered full tensors, and after training the drafter is handed
+    ``Unsharded``, where it must see the gathered full tensors, and after training the drafter is handed
     back plain, where a leftover hook would swap the shards back in. The hooks are registered by the param
     group's lazy init (run here first; it does not register them twice). Private FSDP2 attributes: torch is
     pinned, and a missing attribute raises rather than exporting shards silently.
@@ -165,11 +186,11 @@ def _drop_fsdp_state_dict_hooks(unit: _LossUnit) -> None:
                 h.remove()
 
 
-class _Unsharded:
-    """``with _Unsharded(unit):`` the drafter holds full (gathered) weights, in the compute dtype, on every
+class Unsharded:
+    """``with Unsharded(unit):`` the drafter holds full (gathered) weights, in the compute dtype, on every
     rank (validation, exports); resharded on exit. A no-op without FSDP. Collective: all ranks enter."""
 
-    def __init__(self, unit: _LossUnit | None):
+    def __init__(self, unit: LossUnit | None):
         self.unit = unit
 
     def __enter__(self) -> None:
@@ -181,14 +202,14 @@ class _Unsharded:
             self.unit.reshard()
 
 
-def _gather(t: torch.Tensor) -> torch.Tensor:
+def gather_full(t: torch.Tensor) -> torch.Tensor:
     """The full value of a (possibly FSDP-sharded) tensor. Collective for a DTensor: all ranks call it."""
     from torch.distributed.tensor import DTensor
 
     return t.full_tensor() if isinstance(t, DTensor) else t
 
 
-def _like(full: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
+def shard_like(full: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
     """``full`` (a whole tensor read from a checkpoint) laid out as ``param``: this rank's shard when the
     parameter is an FSDP DTensor (sliced locally, no communication), else unchanged."""
     from torch.distributed.tensor import DTensor, distribute_tensor
@@ -198,7 +219,7 @@ def _like(full: torch.Tensor, param: torch.Tensor) -> torch.Tensor:
     return distribute_tensor(full.to(param.device), param.device_mesh, param.placements, src_data_rank=None)
 
 
-def _unshard_for_good(drafter: Any, orig: dict[str, torch.dtype]) -> None:
+def unshard_for_good(drafter: Any, orig: dict[str, torch.dtype]) -> None:
     """Replace the drafter's sharded parameters by plain full ones in their original dtypes (the trained
     drafter handed back to the caller, as the replicated path does). Collective."""
     from torch.distributed.tensor import DTensor
@@ -213,7 +234,7 @@ def _unshard_for_good(drafter: Any, orig: dict[str, torch.dtype]) -> None:
             setattr(mod, attr, torch.nn.Parameter(full, requires_grad=p.requires_grad))
 
 
-def _init_distributed() -> tuple[int, int, torch.device]:
+def init_distributed() -> tuple[int, int, torch.device]:
     """Start the process group when launched by torchrun (WORLD_SIZE > 1): nccl on CUDA, gloo on CPU."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     local = int(os.environ.get("LOCAL_RANK", "0"))
