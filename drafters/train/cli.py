@@ -1,5 +1,6 @@
-"""Fine-tune a DSpark drafter against a frozen target (DSPARK.md 2-4, 8): the command line
-(``python -m drafters.train``, also under ``torchrun``)."""
+"""Fine-tune a DSpark drafter against a frozen target (DSPARK.md 2-4, 8).
+
+The command line: ``python -m drafters.train``, also under ``torchrun`` (see ``main``)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import argparse
 import dataclasses
 import json
 import sys
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.distributed as dist
@@ -17,8 +19,16 @@ from drafters.train.config import PARALLEL_MODES, TrainConfig
 from drafters.train.loop import TrainProgress, TrainResult, train
 from drafters.train.parallel import init_distributed
 
-#: TrainConfig fields of these types become flags (--max-steps, --lr, ...); the others come by --config-json.
-FLAG_TYPES = {"int": int, "int | None": int, "float": float, "float | None": float, "str": str, "str | None": str}
+
+def _flag_type(annotation: Any) -> type | None:
+    """int, float or str for a TrainConfig field that becomes a flag (a number, a string, one of several
+    strings, or None), else None (betas, segment_weights and lora come by --config-json)."""
+    if typing.get_origin(annotation) is Literal:
+        return str
+    options = [a for a in typing.get_args(annotation) if a is not type(None)] or [annotation]
+    if len(options) != 1:
+        return None
+    return options[0] if options[0] in (int, float, str) else None
 
 
 def parser() -> argparse.ArgumentParser:
@@ -44,22 +54,23 @@ def parser() -> argparse.ArgumentParser:
                     help="target precision (default bf16 on GPU, fp32 on CPU)")
     ap.add_argument("--progress-jsonl", action="store_true",
                     help="rank 0 prints each progress report as a JSON line on stdout (how a worker follows it)")
+    hints = typing.get_type_hints(TrainConfig)  # Annotated bounds dropped: TrainConfig.validate checks them
     for f in dataclasses.fields(TrainConfig):
-        if f.type in FLAG_TYPES and f.name != "init_from":
+        flag_type = _flag_type(hints[f.name])
+        if flag_type is not None and f.name != "init_from":
             extra: dict[str, Any] = {"choices": PARALLEL_MODES} if f.name == "parallel" else {}
-            ap.add_argument("--" + f.name.replace("_", "-"), type=FLAG_TYPES[f.type], default=None, **extra)
+            ap.add_argument("--" + f.name.replace("_", "-"), type=flag_type, default=None, **extra)
     return ap
 
 
 def train_config(args: argparse.Namespace) -> TrainConfig:
-    """--config-json, overridden by the TrainConfig flags given, and --init-from."""
+    """--config-json, overridden by the TrainConfig flags given, and --init-from; validated before anything
+    is loaded. Raises TrainError("invalid_train_config", where=<field>) (``TrainConfig.from_dict``)."""
     values: dict[str, Any] = json.loads(Path(args.config_json).read_text()) if args.config_json else {}
-    if "betas" in values:
-        values["betas"] = tuple(values["betas"])
     values.update({f.name: getattr(args, f.name) for f in dataclasses.fields(TrainConfig)
                    if getattr(args, f.name, None) is not None})
     values["init_from"] = args.init_from or values.get("init_from")
-    return TrainConfig(**values)
+    return TrainConfig.from_dict(values)
 
 
 def build_drafter(args: argparse.Namespace, cfg: TrainConfig, target: Any, device: torch.device) -> Any:
@@ -119,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     under ``torchrun --nproc-per-node N`` the same command trains data-parallel (``--parallel fsdp``:
     sharded with FSDP2, see ``train``). Returns the exit status: 0, or 130 when stopped (SIGTERM)."""
     args = parser().parse_args(argv)
+    cfg = train_config(args)  # a bad config fails here, before the target loads
     rank, world, device = init_distributed()
     from drafters.shards import load_sequences
     from drafters.target import load_target
@@ -126,7 +138,6 @@ def main(argv: list[str] | None = None) -> int:
     target = load_target(args.target, device=device, cache_dir=args.cache_dir, dtype=args.target_dtype)
     if device.type == "cpu":
         target.feature_dtype = torch.float32  # the fp32 drafter trains on fp32 features (bf16 target or not)
-    cfg = train_config(args)
     drafter = build_drafter(args, cfg, target, device)
     train_seqs = load_sequences(Path(args.train))
     val_seqs = load_sequences(Path(args.val)) if args.val else []

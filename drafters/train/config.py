@@ -1,17 +1,37 @@
-"""Training configuration (``TrainConfig``), its errors, and the learning-rate schedule."""
+"""Training configuration (``TrainConfig``), its errors, and the learning-rate schedule.
+
+``TrainConfig`` is checked against the value types of ``drafters.recipe`` (the bounds the job API's recipe
+uses), so a config built in code, read from ``--config-json`` or resolved from a recipe fails the same way:
+TrainError("invalid_train_config", where=<field>).
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
+import typing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, get_args
+
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from drafters.errors import TracedraftError
+from drafters.recipe import (
+    FeatureCacheMode,
+    Fraction,
+    NonNegativeFloat,
+    NonNegativeInt,
+    ParallelMode,
+    PositiveFloat,
+    PositiveInt,
+    Precision,
+)
 
-PARALLEL_MODES = ("auto", "ddp", "fsdp")
+PARALLEL_MODES = get_args(ParallelMode)
 
 # Segment label values (drafters.render.Segment, stable per the module contract); used to resolve names
 # in TrainConfig.segment_weights without importing the renderer.
@@ -23,6 +43,29 @@ SEGMENT_VALUES = {
 
 class TrainError(TracedraftError):
     """Training cannot start or continue; ``where`` names the config field, file or checkpoint."""
+
+
+def _known_segments(weights: dict[str | int, float]) -> dict[str | int, float]:
+    unknown = [k for k in weights if isinstance(k, str) and not k.isdigit() and k.upper() not in SEGMENT_VALUES]
+    if unknown:
+        raise ValueError(f"unknown segment {unknown[0]!r}; known: {sorted(SEGMENT_VALUES)}")
+    return weights
+
+
+#: Anchor sampling weight per segment name (any case) or value: finite, >= 0.
+SegmentWeights = Annotated[dict[str | int, Annotated[float, Field(ge=0, allow_inf_nan=False)]],
+                           AfterValidator(_known_segments)]
+
+
+class LoraSettings(TypedDict, total=False):
+    """``drafters.dspark.lora.apply_lora`` arguments (unset ones take its defaults)."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+
+    r: PositiveInt
+    alpha: PositiveFloat
+    dropout: Fraction
+    train_norms: bool
 
 
 @dataclass
@@ -60,74 +103,70 @@ class TrainConfig:
     runs in the drafter's own dtype.
     """
 
-    max_steps: int | None = None
+    max_steps: NonNegativeInt | None = None
     epochs: float = 1.0
-    time_budget_s: float | None = None
-    lr: float = 6e-4
-    warmup_ratio: float = 0.04
-    weight_decay: float = 0.0
+    time_budget_s: PositiveFloat | None = None
+    lr: PositiveFloat = 6e-4
+    warmup_ratio: Fraction = 0.04
+    weight_decay: NonNegativeFloat = 0.0
     betas: tuple[float, float] = (0.9, 0.999)
-    max_grad_norm: float = 1.0
-    grad_accum: int = 1
-    tokens_per_batch: int = 4096
-    max_seq_len: int | None = None
-    num_anchors: int = 512
+    max_grad_norm: PositiveFloat = 1.0
+    grad_accum: PositiveInt = 1
+    tokens_per_batch: PositiveInt = 4096
+    max_seq_len: NonNegativeInt | None = None  # 0 or None: tokens_per_batch
+    num_anchors: PositiveInt = 512
     seed: int = 42
-    checkpoint_every: int = 0
-    keep_last: int = 2
-    validate_every: int = 0
-    val_max_seqs: int | None = None
-    segment_weights: dict[str | int, float] = field(
+    checkpoint_every: NonNegativeInt = 0
+    keep_last: PositiveInt = 2
+    validate_every: NonNegativeInt = 0
+    val_max_seqs: NonNegativeInt | None = None  # 0 or None: all
+    segment_weights: SegmentWeights = field(
         default_factory=lambda: {"TOOL_NAME": 2.0, "TOOL_ARGS": 2.0}
     )
-    feature_cache: str = "auto"
-    feature_cache_max_bytes: int = 4 << 30
+    feature_cache: FeatureCacheMode = "auto"
+    feature_cache_max_bytes: NonNegativeInt = 4 << 30
     feature_cache_dir: str | None = None
-    anchor_chunk: int = 64
+    anchor_chunk: PositiveInt = 64
     init_from: str | None = None
-    lora: dict | None = None
-    log_every: int = 1
-    parallel: str = "auto"
-    loss_matmul_dtype: str = "auto"
-    compute_dtype: str = "auto"
+    lora: LoraSettings | None = None
+    log_every: PositiveInt = 1
+    parallel: ParallelMode = "auto"
+    loss_matmul_dtype: Precision = "auto"
+    compute_dtype: Precision = "auto"
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrainConfig:
+        """A validated TrainConfig from ``to_dict``-shaped values (a JSON file's). Raises
+        TrainError("invalid_train_config", where=<field>) for an unknown field or an unusable value."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        for key in values:
+            if key not in names:
+                raise TrainError("invalid_train_config", f"unknown TrainConfig field {key!r}", key)
+        cfg = cls(**values)
+        if "betas" in values:
+            cfg.betas = tuple(values["betas"])  # a JSON list
+        if cfg.segment_weights:  # JSON object keys are strings: segment values come back as "7"
+            cfg.segment_weights = {int(k) if isinstance(k, str) and k.isdigit() else k: w
+                                   for k, w in cfg.segment_weights.items()}
+        cfg.validate()
+        return cfg
 
     def validate(self) -> None:
-        """Raise TrainError(code="invalid_train_config", where=<field>) for unusable values."""
-        def bad(f: str, msg: str) -> None:
-            raise TrainError("invalid_train_config", msg, f)
-
-        if self.max_steps is not None and self.max_steps < 0:
-            bad("max_steps", f"max_steps must be >= 0, got {self.max_steps}")
+        """Check every field against its type and bounds (``drafters.recipe``'s value types; strictly: no
+        string is taken for a number, no float for an int) and the fields against each other. Raises
+        TrainError(code="invalid_train_config", where=<field>) for the first unusable value."""
+        for name, adapter in _field_adapters().items():
+            value = getattr(self, name)
+            try:
+                adapter.validate_python(tuple(value) if name == "betas" else value, strict=True)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                path = ".".join(str(x) for x in (name, *err["loc"]))
+                raise TrainError("invalid_train_config", f"{path}: {err['msg']}, got {err['input']!r}",
+                                 name) from None
         if self.max_steps is None and not self.epochs > 0:
-            bad("epochs", f"epochs must be > 0 when max_steps is unset, got {self.epochs}")
-        if not self.lr > 0:
-            bad("lr", f"lr must be > 0, got {self.lr}")
-        if not 0 <= self.warmup_ratio < 1:
-            bad("warmup_ratio", f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
-        for f in ("grad_accum", "tokens_per_batch", "num_anchors", "keep_last", "anchor_chunk", "log_every"):
-            if int(getattr(self, f)) < 1:
-                bad(f, f"{f} must be >= 1, got {getattr(self, f)}")
-        for f in ("checkpoint_every", "validate_every"):
-            if int(getattr(self, f)) < 0:
-                bad(f, f"{f} must be >= 0, got {getattr(self, f)}")
-        if self.loss_matmul_dtype not in ("auto", "float32", "bfloat16"):
-            bad("loss_matmul_dtype", f"loss_matmul_dtype must be auto, float32 or bfloat16, got "
-                f"{self.loss_matmul_dtype!r}")
-        if self.compute_dtype not in ("auto", "float32", "bfloat16"):
-            bad("compute_dtype", f"compute_dtype must be auto, float32 or bfloat16, got {self.compute_dtype!r}")
-        if self.parallel not in PARALLEL_MODES:
-            bad("parallel", f"parallel must be one of {'|'.join(PARALLEL_MODES)}, got {self.parallel!r}")
-        if self.feature_cache not in ("auto", "on", "off"):
-            bad("feature_cache", f"feature_cache must be auto|on|off, got {self.feature_cache!r}")
-        if self.lora is not None:
-            extra = set(self.lora) - {"r", "alpha", "dropout", "train_norms"}
-            if not isinstance(self.lora, dict) or extra:
-                bad("lora", f"lora must be a dict with keys r, alpha, dropout, train_norms; got extra {extra}")
-        for k, w in self.segment_weights.items():
-            if isinstance(k, str) and k.upper() not in SEGMENT_VALUES:
-                bad("segment_weights", f"unknown segment {k!r}; known: {sorted(SEGMENT_VALUES)}")
-            if not (w >= 0 and math.isfinite(w)):
-                bad("segment_weights", f"segment weight for {k!r} must be finite and >= 0, got {w}")
+            raise TrainError("invalid_train_config", f"epochs must be > 0 when max_steps is unset, got "
+                             f"{self.epochs}", "epochs")
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -151,3 +190,10 @@ def lr_factor(step: int, total: int, warmup_ratio: float) -> float:
         return (step + 1) / warmup
     rest = max(1, total - warmup)
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, (step - warmup) / rest)))
+
+
+@functools.cache
+def _field_adapters() -> dict[str, TypeAdapter]:
+    """A pydantic validator per TrainConfig field, from its annotation (built once, on first use)."""
+    hints = typing.get_type_hints(TrainConfig, include_extras=True)
+    return {f.name: TypeAdapter(hints[f.name]) for f in dataclasses.fields(TrainConfig)}
