@@ -295,10 +295,12 @@ def train(ctx: StageContext) -> dict[str, Any]:
     sync.restore()
 
     def progress(p: dict[str, Any]) -> None:
+        # "schedule": the horizon a time budget set (total_steps is 0 before it is known)
         ctx.progress(p["step"] / max(1, p["total_steps"]), p.get("eta_s"),
-                     message=p.get("message") if p.get("phase") in ("cache", "validate") else None)
-        if p.get("phase") == "validate" or p["step"] % 10 == 0:
-            ctx.metrics(p, f"{p.get('phase')} step {p['step']}/{p['total_steps']}")
+                     message=p.get("message") if p.get("phase") in ("cache", "validate", "schedule") else None)
+        if p.get("phase") in ("validate", "schedule") or p["step"] % 10 == 0:
+            ctx.metrics(p, p["message"] if p.get("phase") == "schedule"
+                        else f"{p.get('phase')} step {p['step']}/{p['total_steps']}")
         sync.push()
 
     if nproc > 1:
@@ -318,7 +320,7 @@ def train(ctx: StageContext) -> dict[str, Any]:
             "best": _publish(ctx, best, "best"),
             "stop_reason": result["stop_reason"], "best_expected_tau": result["best_expected_tau"],
             "initial_expected_tau": result["initial_expected_tau"], "feature_cache": result["feature_cache"],
-            "parallel": result["parallel"], "processes": nproc,
+            "parallel": result["parallel"], "processes": nproc, "schedule": result.get("schedule"),
             "drafter_config": drafter_config, "train_config": cfg.to_dict(),
             "base_drafter": str(ctx.spec.get("base_drafter") or "") or None,
             "history": result["history"][-40:]}

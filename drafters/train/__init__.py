@@ -24,7 +24,9 @@ What one optimizer step does:
 4. Clip (``max_grad_norm``, the global norm over all ranks' shards under FSDP), AdamW on fp32 master copies
    of the trainable parameters (embed/lm_head frozen), copy back if the model is bf16 (under FSDP the fp32
    shards are the masters and MixedPrecisionPolicy gathers them in bf16 for compute); learning rate =
-   linear warmup then cosine decay to 0 (DSPARK.md 4.2).
+   linear warmup then cosine decay to 0 (DSPARK.md 4.2). Under a time budget the schedule's length is
+   estimated from the measured step time so that warm-up and decay end with the budget (``Schedule``,
+   ``Budget`` in ``config``), and kept in the checkpoint.
 
 Checkpoints ``out_dir/step_XXXXXX/`` = the DeepSpec-native export (config.json + model.safetensors) plus
 ``training_state.safetensors`` (AdamW moments, fp32 master weights, RNG states) and ``training_state.json``
@@ -36,17 +38,20 @@ other parallel mode (with the same world size and grad_accum, which resume check
 which step). Resume (``resume=True``) continues exactly from ``out_dir/latest.json``; warm start
 (``TrainConfig.init_from``) only loads drafter weights and starts a fresh optimizer and schedule.
 
-Files: ``config`` (TrainConfig, the LR schedule), ``data`` (sequences, packing, the epoch plan, anchors,
+Files: ``config`` (TrainConfig, the LR schedule and its time-budget horizon), ``resolve`` (a job's recipe
+for this machine: the CPU and GPU "auto" tables), ``data`` (sequences, packing, the epoch plan, anchors,
 segment weights, a step's micro-batches), ``features`` (the target feature cache), ``parallel`` (process
 group, DDP all-reduce, FSDP2 sharding), ``optim`` (the drafter's parallel form, master weights, AdamW, one
-update), ``state`` (checkpoints, best export, resume), ``loop`` (``train``), ``cli`` (the command line).
+update), ``state`` (checkpoints, best export, resume), ``progress`` (reports, result, measured pace),
+``loop`` (``train``), ``cli`` (the command line).
 """
 
 from drafters.train.cli import main
 from drafters.train.config import PARALLEL_MODES, SEGMENT_VALUES, TrainConfig, TrainError, lr_factor
 from drafters.train.features import FeatureCache, feature_bytes_per_token
-from drafters.train.loop import TrainProgress, TrainResult, train
+from drafters.train.loop import train
 from drafters.train.parallel import REPLICATED_BYTES_PER_PARAM, choose_parallel
+from drafters.train.progress import TrainProgress, TrainResult
 from drafters.train.state import BEST, BEST_JSON, LATEST, STATE_JSON, STATE_TENSORS, load_drafter_weights
 
 __all__ = [

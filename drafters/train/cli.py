@@ -16,8 +16,9 @@ import torch
 import torch.distributed as dist
 
 from drafters.train.config import PARALLEL_MODES, TrainConfig
-from drafters.train.loop import TrainProgress, TrainResult, train
+from drafters.train.loop import train
 from drafters.train.parallel import init_distributed
+from drafters.train.progress import TrainProgress, TrainResult
 
 
 def _flag_type(annotation: Any) -> type | None:
@@ -115,6 +116,8 @@ def show_progress(report: TrainProgress, *, jsonl: bool, rank: int) -> None:
     elif report.phase == "validate":
         print(f"validate step {report.step}: expected tau {report.val_expected_tau:.3f}", file=sys.stderr,
               flush=True)
+    elif report.phase == "schedule":
+        print(report.message, file=sys.stderr, flush=True)
 
 
 def show_result(result: TrainResult, *, as_json: bool, jsonl: bool) -> None:

@@ -46,7 +46,8 @@ class TrainError(TracedraftError):
 
 
 def _known_segments(weights: dict[str | int, float]) -> dict[str | int, float]:
-    unknown = [k for k in weights if isinstance(k, str) and not k.isdigit() and k.upper() not in SEGMENT_VALUES]
+    names = [k for k in weights if isinstance(k, str) and not k.isdigit()]
+    unknown = [k for k in names if k.upper() not in SEGMENT_VALUES]
     if unknown:
         raise ValueError(f"unknown segment {unknown[0]!r}; known: {sorted(SEGMENT_VALUES)}")
     return weights
@@ -73,15 +74,19 @@ class TrainConfig:
     """Hyper-parameters and run options (defaults: DSPARK.md 4.1/4.2 and 8 where they apply).
 
     Schedule: ``max_steps`` optimizer steps, or ``epochs`` over the training set when max_steps is None.
-    ``time_budget_s`` stops early (with a checkpoint) when the wall clock runs out; the LR schedule still
-    spans max_steps. ``tokens_per_batch``: padded tokens (B * T_max) per micro-batch per rank; one optimizer
-    step sees ``world_size * grad_accum`` micro-batches. ``num_anchors``: blocks per sequence (512 in
-    DeepSpec). ``segment_weights``: anchor sampling weight by the Segment (name or value) of the anchor's
-    first predicted token; 0 excludes. ``feature_cache``: "auto" (cache on disk when the estimate fits
+    ``time_budget_s``: seconds the whole run may take (set-up, feature cache, validations and checkpoints
+    included, counted across resumes). The schedule then fits the budget: the step time is measured on the
+    first steps and the horizon set so that warm-up and cosine decay end when the budget does (``Schedule``,
+    ``Budget``), at most max_steps / epochs when they are given (both None: the budget alone decides); if
+    the clock runs out anyway the run stops early, with a checkpoint. ``tokens_per_batch``: padded tokens
+    (B * T_max) per micro-batch per rank; one optimizer step sees ``world_size * grad_accum`` micro-batches.
+    ``num_anchors``: blocks per sequence (512 in DeepSpec). ``segment_weights``: anchor sampling weight by
+    the Segment (name or value) of the anchor's first predicted token; 0 excludes. ``feature_cache``: "auto" (cache on disk when the estimate fits
     ``feature_cache_max_bytes``), "on" (cache or raise), "off" (online target forward every micro-batch).
-    ``checkpoint_every`` / ``validate_every``: steps (0 = only at the end); ``keep_last``: step checkpoints
-    kept. ``init_from``: a checkpoint directory whose drafter weights start the run (warm start, fresh
-    optimizer). ``lora``: None for full fine-tuning (the default, DSPARK.md 8.5) or
+    ``checkpoint_every`` / ``validate_every``: steps (0 = only at the end; None = a tenth / a quarter of the
+    schedule, at least 10 steps: what a time-budgeted run without max_steps needs); ``keep_last``: step
+    checkpoints kept. ``init_from``: a checkpoint directory whose drafter weights start the run (warm start,
+    fresh optimizer). ``lora``: None for full fine-tuning (the default, DSPARK.md 8.5) or
     ``{"r": 16, "alpha": 32, "dropout": 0.0, "train_norms": True}`` for peft LoRA adapters
     (drafters.dspark.lora: backbone linears + fc adapted, Markov/confidence heads fully trained); exports are
     merged, the unmerged state travels in the training state for resume. ``parallel``: how a multi-process
@@ -104,7 +109,7 @@ class TrainConfig:
     """
 
     max_steps: NonNegativeInt | None = None
-    epochs: float = 1.0
+    epochs: PositiveFloat | None = 1.0
     time_budget_s: PositiveFloat | None = None
     lr: PositiveFloat = 6e-4
     warmup_ratio: Fraction = 0.04
@@ -116,9 +121,9 @@ class TrainConfig:
     max_seq_len: NonNegativeInt | None = None  # 0 or None: tokens_per_batch
     num_anchors: PositiveInt = 512
     seed: int = 42
-    checkpoint_every: NonNegativeInt = 0
+    checkpoint_every: NonNegativeInt | None = 0
     keep_last: PositiveInt = 2
-    validate_every: NonNegativeInt = 0
+    validate_every: NonNegativeInt | None = 0
     val_max_seqs: NonNegativeInt | None = None  # 0 or None: all
     segment_weights: SegmentWeights = field(
         default_factory=lambda: {"TOOL_NAME": 2.0, "TOOL_ARGS": 2.0}
@@ -164,9 +169,17 @@ class TrainConfig:
                 path = ".".join(str(x) for x in (name, *err["loc"]))
                 raise TrainError("invalid_train_config", f"{path}: {err['msg']}, got {err['input']!r}",
                                  name) from None
-        if self.max_steps is None and not self.epochs > 0:
-            raise TrainError("invalid_train_config", f"epochs must be > 0 when max_steps is unset, got "
-                             f"{self.epochs}", "epochs")
+        if self.max_steps is None and self.epochs is None and self.time_budget_s is None:
+            raise TrainError("invalid_train_config", "the run has no end: give max_steps, epochs or "
+                             "time_budget_s", "max_steps")
+
+    def validate_interval(self, total_steps: int) -> int:
+        """Steps between validations in a schedule of ``total_steps`` (0: only at the end)."""
+        return self.validate_every if self.validate_every is not None else max(10, total_steps // 4)
+
+    def checkpoint_interval(self, total_steps: int) -> int:
+        """Steps between checkpoints in a schedule of ``total_steps`` (0: only at the end)."""
+        return self.checkpoint_every if self.checkpoint_every is not None else max(10, total_steps // 10)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -182,14 +195,107 @@ class TrainConfig:
         return hashlib.sha256(json.dumps({k: d[k] for k in keys}, sort_keys=True).encode()).hexdigest()[:16]
 
 
+#: Steps a time-budgeted run times, after its first (which pays one-off costs), before it sets its horizon.
+PROBE_STEPS = 3
+
+
+@dataclass
+class Schedule:
+    """The learning-rate schedule (DSPARK.md 4.2, DeepSpec ``optim.py``): LR multiplier (step+1)/warmup_steps
+    during the warm-up, then cosine decay to 0 at ``total_steps`` (steps 0-based).
+
+    Without a time budget it is fixed (``fixed``: warmup_ratio of max_steps or of the epochs' steps). Under
+    a budget ``total_steps`` is None while the run times its first ``PROBE_STEPS + 1`` steps, which follow
+    the cap's schedule (its warm-up is the longest the run can have, so they start no faster than the
+    estimated one will) or, without a cap, run at LR 0 (nothing is known of the length yet); then
+    ``Budget.fit`` sets it and re-estimates it every tenth of the schedule. The warm-up length comes from
+    the first estimate and is kept (set anew only if the horizon falls to it). ``cap``: the most
+    steps (max_steps / epochs; None: the budget alone decides).
+    ``step_s`` / ``estimated_at``: the seconds per step and the step of the last estimate. A checkpoint
+    stores it: a resumed run keeps its horizon and warm-up.
+    """
+
+    total_steps: int | None
+    warmup_steps: int = 0
+    cap: int | None = None
+    step_s: float | None = None
+    estimated_at: int | None = None
+
+    @classmethod
+    def fixed(cls, total_steps: int, warmup_ratio: float) -> Schedule:
+        return cls(total_steps, int(warmup_ratio * total_steps), cap=total_steps)
+
+    @property
+    def end(self) -> int | None:
+        """Where the loop stops: the horizon, the cap while the horizon is unknown, else None."""
+        return self.total_steps if self.total_steps is not None else self.cap
+
+    @classmethod
+    def budgeted(cls, cap: int | None, warmup_ratio: float) -> Schedule:
+        """The schedule of a time-budgeted run before its first estimate."""
+        return cls(None, int(warmup_ratio * cap) if cap is not None else 0, cap=cap)
+
+    def factor(self, step: int) -> float:
+        """LR multiplier of optimizer step ``step`` (0-based); 0 while neither horizon nor cap is known."""
+        total = self.end
+        if total is None:
+            return 0.0
+        if step < self.warmup_steps:
+            return (step + 1) / self.warmup_steps
+        rest = max(1, total - self.warmup_steps)
+        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, (step - self.warmup_steps) / rest)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 def lr_factor(step: int, total: int, warmup_ratio: float) -> float:
-    """LR multiplier of optimizer step ``step`` (0-based): (step+1)/warmup during warmup, then cosine to 0
-    over the remaining steps (DSPARK.md 4.2, DeepSpec ``optim.py``)."""
-    warmup = int(warmup_ratio * total)
-    if step < warmup:
-        return (step + 1) / warmup
-    rest = max(1, total - warmup)
-    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, (step - warmup) / rest)))
+    """LR multiplier of optimizer step ``step`` (0-based) in the fixed schedule of ``total`` steps: linear
+    warm-up over ``int(warmup_ratio * total)`` steps, then cosine to 0 (``Schedule``)."""
+    return Schedule.fixed(total, warmup_ratio).factor(step)
+
+
+@dataclass
+class Budget:
+    """A time budget and the costs the run measured, in seconds: ``seconds`` (``TrainConfig.time_budget_s``),
+    ``validate_s`` one validation, ``checkpoint_s`` one checkpoint (the latest measured)."""
+
+    seconds: float
+    validate_s: float = 0.0
+    checkpoint_s: float = 0.0
+
+    def overhead(self, cfg: TrainConfig, step: int, horizon: int) -> float:
+        """Seconds of the validations and checkpoints a schedule of ``horizon`` steps still brings after
+        ``step``: the periodic ones before the horizon and the final ones."""
+
+        def periodic(every: int) -> int:
+            return max(0, (horizon - 1) // every - step // every) if every else 0
+
+        validations = periodic(cfg.validate_interval(horizon)) + 1
+        checkpoints = periodic(cfg.checkpoint_interval(horizon)) + 1
+        return validations * self.validate_s + checkpoints * self.checkpoint_s
+
+    def fit(self, schedule: Schedule, cfg: TrainConfig, step: int, used_s: float, step_s: float) -> Schedule:
+        """``schedule`` re-estimated at ``step`` (steps done) with ``used_s`` of the budget spent and
+        ``step_s`` seconds per optimizer step: the longest horizon, at most ``schedule.cap``, whose remaining
+        steps ((H - step) * step_s) and ``overhead`` fit in what is left; ``step`` itself when nothing more
+        fits (the run ends now). The warm-up is ``cfg.warmup_ratio`` of the first estimate's horizon, kept
+        by the later ones (unless the horizon falls to it)."""
+        left = self.seconds - used_s
+        step_s = max(step_s, 1e-9)
+        low = step
+        high = step + max(0, int(left / step_s))
+        if schedule.cap is not None:
+            high = max(step, min(high, schedule.cap))
+        while low < high:  # the cost grows with the horizon: the last one that fits
+            mid = (low + high + 1) // 2
+            if (mid - step) * step_s + self.overhead(cfg, step, mid) <= left:
+                low = mid
+            else:
+                high = mid - 1
+        kept = schedule.total_steps is not None and schedule.warmup_steps < low
+        warmup = schedule.warmup_steps if kept else int(cfg.warmup_ratio * low)
+        return Schedule(low, warmup, schedule.cap, step_s, step)
 
 
 @functools.cache

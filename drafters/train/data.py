@@ -165,11 +165,14 @@ class TrainData:
     val_batches: list[list[int]]
     segment_table: torch.Tensor | None  # [16] anchor weight per segment value; None when all weigh 1
 
-    def total_steps(self, cfg: TrainConfig, per_step: int) -> int:
-        """Optimizer steps of the run: ``cfg.max_steps``, else ``cfg.epochs`` of the plan's micro-batches
-        divided by the micro-batches per step (at least 1)."""
+    def step_cap(self, cfg: TrainConfig, per_step: int) -> int | None:
+        """The most optimizer steps of the run: ``cfg.max_steps``, else ``cfg.epochs`` of the plan's
+        micro-batches divided by the micro-batches per step (at least 1); None when neither is set (a time
+        budget alone then sets the length)."""
         if cfg.max_steps is not None:
             return int(cfg.max_steps)
+        if cfg.epochs is None:
+            return None
         return max(1, int(cfg.epochs * len(self.plan.epoch(0)) // per_step))
 
 

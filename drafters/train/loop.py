@@ -5,7 +5,6 @@ docstring)."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import signal
 import threading
 import time
@@ -18,83 +17,38 @@ import torch
 
 from drafters.cpu_memory import reuse_freed_memory
 from drafters.dspark.losses import dspark_loss, position_weights, slot_validity
-from drafters.train.config import TrainConfig, TrainError, lr_factor
+from drafters.train.config import PROBE_STEPS, Budget, Schedule, TrainConfig, TrainError
 from drafters.train.data import MicroBatch, TrainData, load_data, step_micro_batches, val_micro_batch
 from drafters.train.features import FeatureSource, open_features
 from drafters.train.optim import Model, Precision, build_model, optimizer_update, prepare_drafter
 from drafters.train.parallel import ProcessGroup, Unsharded
-from drafters.train.state import BEST, best_so_far, find_resume_point, save_best, save_step
-
-
-@dataclass
-class TrainProgress:
-    """One progress report (after every ``log_every`` steps, after validation, during cache building).
-
-    phase: "cache" | "validate" | "train" | "done"; step/total_steps: optimizer steps; loss/ce/l1/conf:
-    global weighted means of the last step (DSPARK.md 2.2); lr; grad_norm (before clipping); tokens_per_s:
-    real (non-pad) training tokens per second over all ranks, averaged since the run (re)started; eta_s:
-    seconds to max_steps at that rate (or to the time budget, whichever is sooner); val_expected_tau: the
-    latest validation expected accepted length (bonus token included), best_expected_tau the best so far.
-    """
-
-    phase: str
-    step: int
-    total_steps: int
-    epoch: float = 0.0
-    loss: float | None = None
-    ce: float | None = None
-    l1: float | None = None
-    conf: float | None = None
-    lr: float | None = None
-    grad_norm: float | None = None
-    tokens_per_s: float | None = None
-    eta_s: float | None = None
-    elapsed_s: float = 0.0
-    val_expected_tau: float | None = None
-    best_expected_tau: float | None = None
-    message: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-@dataclass
-class TrainResult:
-    """Outcome of ``train``: best_dir (export with the best validation expected tau; the last export when
-    there is no validation set), last_dir (latest step checkpoint), steps done, cancelled (stopped by
-    should_stop/SIGTERM), stop_reason ("max_steps" | "time_budget" | "cancelled"), history (one dict per
-    logged step and per validation), best_expected_tau, initial_expected_tau (step 0 or the resumed
-    step), feature_cache (how features were produced: {"mode", "dir", "bytes", "estimate_bytes"}),
-    parallel ("single" | "ddp" | "fsdp": how the run actually held the drafter)."""
-
-    best_dir: Path | None
-    last_dir: Path | None
-    steps: int
-    cancelled: bool
-    history: list[dict[str, Any]]
-    stop_reason: str = "max_steps"
-    best_expected_tau: float | None = None
-    initial_expected_tau: float | None = None
-    feature_cache: dict[str, Any] = field(default_factory=dict)
-    parallel: str = "single"
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["best_dir"] = str(self.best_dir) if self.best_dir else None
-        d["last_dir"] = str(self.last_dir) if self.last_dir else None
-        return d
+from drafters.train.progress import Pace, Reporter, TrainProgress, TrainResult
+from drafters.train.state import BEST, Checkpoint, best_so_far, find_resume_point, save_best, save_step
 
 
 @dataclass
 class RunState:
-    """Where the run is: saved in every checkpoint's training_state.json and restored on resume."""
+    """Where the run is: saved in every checkpoint's training_state.json and restored on resume.
+    ``used_before_s``: seconds of the time budget spent by the processes before this one (the time between
+    their last checkpoint and a kill is not counted: those steps are done again)."""
 
-    total_steps: int
+    schedule: Schedule
     step: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
     best_tau: float | None = None
     best_step: int | None = None
     last_dir: Path | None = None
+    used_before_s: float = 0.0
+    horizon_kept: bool = False  # resumed with a horizon a time budget set: no re-estimate
+
+    @property
+    def total_steps(self) -> int:
+        """The horizon for progress reports (0 while a time-budgeted run has not set it)."""
+        return self.schedule.total_steps or 0
+
+    def running(self) -> bool:
+        """Steps remain: below the horizon (or the cap, or without either, while it is measured)."""
+        return self.schedule.end is None or self.step < self.schedule.end
 
     def last_tau(self) -> float | None:
         """The latest validation's expected accepted length."""
@@ -120,29 +74,12 @@ class Run:
     model: Model
     slot_weights: torch.Tensor  # fp32 [block_size] position weights of the loss (DSPARK.md 1.7)
     report: Reporter
+    budget: Budget | None  # cfg.time_budget_s and its measured costs
 
     @property
     def per_step(self) -> int:
         """Micro-batches per optimizer step over all ranks (the global batch)."""
         return self.group.world * self.cfg.grad_accum
-
-
-class Reporter:
-    """Hands progress reports to the caller's callback, on rank 0 only, stamped with the seconds since
-    the run started (``clock``: a monotonic clock in seconds)."""
-
-    def __init__(self, progress: Callable[[TrainProgress], None] | None, rank: int,
-                 clock: Callable[[], float] = time.perf_counter):
-        self.progress, self.rank, self.clock = progress, rank, clock
-        self.started = clock()
-
-    def elapsed(self) -> float:
-        return self.clock() - self.started
-
-    def emit(self, report: TrainProgress) -> None:
-        report.elapsed_s = round(self.elapsed(), 3)
-        if self.progress is not None and self.rank == 0:
-            self.progress(report)
 
 
 @dataclass
@@ -166,21 +103,6 @@ class StepStats:
                 "epoch": self.epoch}
 
 
-@dataclass
-class Pace:
-    """Tokens per second and time left, measured since this process's loop started."""
-
-    started: float
-    steps: int = 0
-    tokens: int = 0
-
-    def tokens_per_s(self, now: float) -> float | None:
-        return self.tokens / (now - self.started) if now > self.started else None
-
-    def eta(self, now: float, steps_left: int) -> float:
-        return (now - self.started) / max(1, self.steps) * steps_left
-
-
 def train(
     target: Any,
     drafter: Any,
@@ -193,6 +115,7 @@ def train(
     should_stop: Callable[[], bool] | None = None,
     resume: bool = True,
     handle_sigterm: bool = False,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> TrainResult:
     """Train ``drafter`` on ``train_seqs`` (RenderedSequence-like: input_ids, loss_mask, segments) against
     the frozen ``target`` (drafters.target.Target); see the package docstring for one step's maths.
@@ -201,7 +124,8 @@ def train(
     (c* = 1 - TV, DSPARK.md 2.2) at step 0, every ``validate_every`` steps and at the end; the best is kept
     in ``out_dir/best``. ``should_stop`` is polled between steps (and SIGTERM when ``handle_sigterm``; the
     previous handler is restored on return): the run checkpoints and returns ``cancelled=True``. With
-    ``resume=True`` an existing ``out_dir/latest.json`` continues that run exactly.
+    ``resume=True`` an existing ``out_dir/latest.json`` continues that run exactly. ``clock``: seconds, for
+    the time budget and the rates reported (tests pass a fake one).
     Data parallel when torch.distributed is initialised (every rank calls train with the same arguments;
     rank 0 writes files and builds the feature cache while the others wait). ``cfg.parallel`` = "ddp":
     the drafter and its AdamW state are replicated on every rank. "fsdp": the drafter's weights other than
@@ -214,13 +138,15 @@ def train(
     glibc settings, restored on return).
     """
     with reuse_freed_memory(enabled=drafter.fc.weight.device.type == "cpu"):
-        run, state = _set_up(target, drafter, train_seqs, val_seqs, cfg, Path(out_dir), progress, resume)
+        run, state = _set_up(target, drafter, train_seqs, val_seqs, cfg, Path(out_dir), progress, resume,
+                             clock)
         return _run(run, state, should_stop, handle_sigterm)
 
 
 
 def _set_up(target: Any, drafter: Any, train_seqs: Sequence[Any], val_seqs: Sequence[Any], cfg: TrainConfig,
-            out_dir: Path, progress: Callable[[TrainProgress], None] | None, resume: bool) -> tuple[Run, RunState]:
+            out_dir: Path, progress: Callable[[TrainProgress], None] | None, resume: bool,
+            clock: Callable[[], float]) -> tuple[Run, RunState]:
     """Everything before the first step: config and target checks, data, features, the drafter's starting
     weights, its parallel form and optimizer, and the state to continue from. Collective."""
     cfg.validate()
@@ -234,39 +160,62 @@ def _set_up(target: Any, drafter: Any, train_seqs: Sequence[Any], val_seqs: Sequ
                          f"{target.hidden_size}", "hidden_size")
     data = load_data(train_seqs, val_seqs, cfg)
     per_step = group.world * cfg.grad_accum
-    total = data.total_steps(cfg, per_step)
-    report = Reporter(progress, group.rank)
+    cap = data.step_cap(cfg, per_step)
+    if cfg.time_budget_s is not None:
+        schedule = Schedule.budgeted(cap, cfg.warmup_ratio)
+    else:
+        schedule = Schedule.fixed(cap, cfg.warmup_ratio)  # type: ignore[arg-type]  (validate: a cap is set)
+    report = Reporter(progress, group.rank, clock)
 
     def cache_progress(done: int, n: int) -> None:
-        report.emit(TrainProgress("cache", 0, total, message=f"features {done}/{n}"))
+        report.emit(TrainProgress("cache", 0, schedule.total_steps or 0, message=f"features {done}/{n}"))
 
     features = open_features(target, layer_ids, data, cfg, out_dir, group, device, cache_progress)
     checkpoint = find_resume_point(out_dir, cfg, per_step) if resume else None
     prepare_drafter(drafter, cfg, checkpoint)  # into the full drafter, before any sharding
     group.broadcast_weights(drafter)
     model = build_model(drafter, cfg, group, device, precision, checkpoint)
-    state = RunState(total_steps=total)
+    budget = Budget(cfg.time_budget_s) if cfg.time_budget_s is not None else None
+    state = RunState(schedule)
     if checkpoint is not None:
-        best_tau, best_step = best_so_far(out_dir, checkpoint.record)
-        state = RunState(total, int(checkpoint.record["step"]), list(checkpoint.record.get("history", [])),
-                         best_tau, best_step, checkpoint.dir)
+        state = _resumed_state(checkpoint, out_dir, schedule, budget)
     group.barrier()
     slot_weights = position_weights(drafter.config.block_size, drafter.config.loss_decay_gamma)
-    return Run(cfg, out_dir, group, device, target, data, features, model, slot_weights, report), state
+    run = Run(cfg, out_dir, group, device, target, data, features, model, slot_weights, report, budget)
+    return run, state
 
 
-def _run(run: Run, state: RunState, should_stop: Callable[[], bool] | None, handle_sigterm: bool) -> TrainResult:
+def _resumed_state(checkpoint: Checkpoint, out_dir: Path, schedule: Schedule,
+                   budget: Budget | None) -> RunState:
+    """The state a checkpoint continues from: its step, history, best, schedule (the horizon it set; a
+    checkpoint without one had the fixed ``schedule``) and time budget spent; ``budget`` takes the costs it
+    measured."""
+    record = checkpoint.record
+    best_tau, best_step = best_so_far(out_dir, record)
+    if record.get("schedule"):
+        schedule = Schedule(**record["schedule"])
+    if budget is not None:
+        budget.validate_s = record.get("budget_costs", {}).get("validate_s", 0.0)
+        budget.checkpoint_s = record.get("budget_costs", {}).get("checkpoint_s", 0.0)
+    return RunState(schedule, int(record["step"]), list(record.get("history", [])), best_tau, best_step,
+                    checkpoint.dir, float(record.get("budget_used_s") or 0.0),
+                    horizon_kept=budget is not None and schedule.total_steps is not None)
+
+
+def _run(run: Run, state: RunState, should_stop: Callable[[], bool] | None,
+         handle_sigterm: bool) -> TrainResult:
     """Validate at the start, train to the end (or a stop), validate and checkpoint at the end."""
     model = run.model
     initial_tau = state.validated_at(state.step)
     if initial_tau is None:
-        initial_tau = run_validation(run, state)
+        initial_tau = _timed_validation(run, state)
     with _stop_requests(run, should_stop, handle_sigterm) as stopping:
         stop_reason = _loop(run, state, stopping)
         if stop_reason != "cancelled" and not (state.history and state.history[-1].get("phase") == "validate"
                                                and state.history[-1]["step"] == state.step):
             run_validation(run, state)
-        if state.last_dir is None or state.last_dir.name != f"step_{state.step:06d}" or not state.last_dir.is_dir():
+        last = state.last_dir
+        if last is None or last.name != f"step_{state.step:06d}" or not last.is_dir():
             state.last_dir = save(run, state)
     if state.best_tau is None:  # no validation data: the last export is the best we know
         save_best(run.out_dir, state.step, None, model, run.group)
@@ -276,34 +225,94 @@ def _run(run: Run, state: RunState, should_stop: Callable[[], bool] | None, hand
     return TrainResult(best_dir=run.out_dir / BEST, last_dir=state.last_dir, steps=state.step,
                        cancelled=stop_reason == "cancelled", history=state.history, stop_reason=stop_reason,
                        best_expected_tau=state.best_tau, initial_expected_tau=initial_tau,
-                       feature_cache=run.features.info, parallel=model.parallel)
+                       feature_cache=run.features.info, parallel=model.parallel,
+                       schedule=state.schedule.to_dict())
 
 
 def _loop(run: Run, state: RunState, stopping: Callable[[], bool]) -> str:
-    """Optimizer steps until ``state.total_steps``; returns why it stopped: "max_steps", "cancelled" or
-    "time_budget". Reports progress every ``log_every`` steps, validates every ``validate_every`` and
-    checkpoints every ``checkpoint_every`` steps (the final ones are the caller's)."""
+    """Optimizer steps until the end of the schedule; returns why it stopped: "max_steps" (the step cap),
+    "time_budget" (the horizon the budget set, or the clock ran out), "cancelled". Reports progress every
+    ``log_every`` steps, validates and checkpoints at the config's intervals (the final ones are the
+    caller's), and under a time budget sets and re-estimates the horizon (``_fit_schedule``)."""
     cfg, group = run.cfg, run.group
     pace = Pace(run.report.clock())
-    while state.step < state.total_steps:
+    while state.running():
+        pace.tick(run.report.clock())
+        if run.budget is not None:
+            _fit_schedule(run, state, pace)
+            if not state.running():
+                break
         if stopping():
             return "cancelled"
-        if cfg.time_budget_s is not None and group.any(run.report.elapsed() > cfg.time_budget_s, run.device):
+        if run.budget is not None and group.any(_used_s(run, state) > run.budget.seconds, run.device):
             return "time_budget"
-        lr = cfg.lr * lr_factor(state.step, state.total_steps, cfg.warmup_ratio)
+        lr = cfg.lr * state.schedule.factor(state.step)
         stats = train_step(run, step_micro_batches(run.data, cfg, state.step, group.rank, group.world,
                                                    run.slot_weights), lr)
         state.step += 1
         state.history.append(stats.record(state.step))
         pace.steps += 1
         pace.tokens += stats.tokens
-        if state.step % cfg.log_every == 0 or state.step == state.total_steps:
+        known = state.schedule.total_steps is not None  # a time-budgeted run reports once it is estimated
+        if known and (state.step % cfg.log_every == 0 or not state.running()):
             _report_step(run, state, stats, pace)
-        if cfg.validate_every and state.step % cfg.validate_every == 0 and state.step < state.total_steps:
-            run_validation(run, state)
-        if cfg.checkpoint_every and state.step % cfg.checkpoint_every == 0 and state.step < state.total_steps:
-            state.last_dir = save(run, state)
-    return "max_steps"
+        _periodic_validation_and_checkpoint(run, state, pace)
+    at_cap = state.schedule.cap is not None and state.step >= state.schedule.cap
+    return "time_budget" if run.budget is not None and not at_cap else "max_steps"
+
+
+def _periodic_validation_and_checkpoint(run: Run, state: RunState, pace: Pace) -> None:
+    total = state.schedule.total_steps
+    if total is None or state.step >= total:  # the final ones come after the loop
+        return
+    started = run.report.clock()
+    validate_every, checkpoint_every = run.cfg.validate_interval(total), run.cfg.checkpoint_interval(total)
+    if validate_every and state.step % validate_every == 0:
+        _timed_validation(run, state)
+    if checkpoint_every and state.step % checkpoint_every == 0:
+        state.last_dir = _timed_save(run, state)
+    pace.excluded_s += run.report.clock() - started
+
+
+def _used_s(run: Run, state: RunState) -> float:
+    """Seconds of the time budget spent: by earlier processes of the run and by this one."""
+    return state.used_before_s + run.report.elapsed()
+
+
+def _fit_schedule(run: Run, state: RunState, pace: Pace) -> None:
+    """Set the horizon once ``PROBE_STEPS`` steps after the first are timed, then re-estimate it every tenth
+    of the schedule (``Budget.fit``) from the steps timed since the last estimate, and report each change.
+    A resumed run keeps the horizon its checkpoint stored (``state.horizon_kept``). The measurements are
+    maxima over the ranks, so every rank sets the same horizon; collective when due (all ranks are at the
+    same step with the same schedule and window)."""
+    schedule, budget = state.schedule, run.budget
+    assert budget is not None
+    if state.horizon_kept:
+        return
+    every = PROBE_STEPS if schedule.total_steps is None else max(PROBE_STEPS, schedule.total_steps // 10)
+    if pace.timed_steps < every or (schedule.total_steps is not None and state.step >= schedule.total_steps):
+        return
+    now = run.report.clock()
+    step_s, used_s, budget.validate_s, budget.checkpoint_s = run.group.max(
+        [pace.step_s(now), _used_s(run, state), budget.validate_s, budget.checkpoint_s], run.device)
+    timed = pace.timed_steps
+    pace.restart_window(now)
+    state.schedule = budget.fit(schedule, run.cfg, state.step, used_s, step_s)
+    if schedule.total_steps is None or state.schedule.total_steps != schedule.total_steps:
+        _report_schedule(run, state, used_s, timed)
+
+
+def _report_schedule(run: Run, state: RunState, used_s: float, timed_steps: int) -> None:
+    schedule, budget = state.schedule, run.budget
+    assert budget is not None and schedule.total_steps is not None and schedule.step_s is not None
+    capped = schedule.total_steps == schedule.cap and schedule.cap is not None
+    message = (f"time budget {budget.seconds:.0f} s, {used_s:.0f} s used at step {state.step}: "
+               f"{schedule.step_s:.3g} s per step (mean of {timed_steps} steps), "
+               f"{budget.validate_s:.3g} s per validation, {budget.checkpoint_s:.3g} s per checkpoint -> "
+               f"schedule of {schedule.total_steps} steps, warm-up {schedule.warmup_steps}"
+               + (" (the step cap)" if capped else ", cosine decay to the end of the budget"))
+    run.report.emit(TrainProgress("schedule", state.step, schedule.total_steps, message=message,
+                                  val_expected_tau=state.last_tau(), best_expected_tau=state.best_tau))
 
 
 def train_step(run: Run, micro_batches: list[MicroBatch], lr: float) -> StepStats:
@@ -346,12 +355,13 @@ def forward_backward(run: Run, mb: MicroBatch, denom: torch.Tensor) -> torch.Ten
 def _report_step(run: Run, state: RunState, stats: StepStats, pace: Pace) -> None:
     now = run.report.clock()
     eta = pace.eta(now, state.total_steps - state.step)
-    if run.cfg.time_budget_s is not None:
-        eta = min(eta, max(0.0, run.cfg.time_budget_s - run.report.elapsed()))
+    if run.budget is not None:
+        eta = min(eta, max(0.0, run.budget.seconds - _used_s(run, state)))
     run.report.emit(TrainProgress(
         "train", state.step, state.total_steps, epoch=float(stats.epoch), loss=stats.loss, ce=stats.ce,
-        l1=stats.l1, conf=stats.conf, lr=stats.lr, grad_norm=stats.grad_norm, tokens_per_s=pace.tokens_per_s(now),
-        eta_s=eta, val_expected_tau=state.last_tau(), best_expected_tau=state.best_tau))
+        l1=stats.l1, conf=stats.conf, lr=stats.lr, grad_norm=stats.grad_norm,
+        tokens_per_s=pace.tokens_per_s(now), eta_s=eta, val_expected_tau=state.last_tau(),
+        best_expected_tau=state.best_tau))
 
 
 @torch.no_grad()
@@ -408,6 +418,24 @@ def run_validation(run: Run, state: RunState) -> float | None:
     return result["expected_tau"]
 
 
+def _timed_validation(run: Run, state: RunState) -> float | None:
+    """``run_validation``, its duration kept as the budget's cost of a validation."""
+    started = run.report.clock()
+    tau = run_validation(run, state)
+    if run.budget is not None:
+        run.budget.validate_s = run.report.clock() - started
+    return tau
+
+
+def _timed_save(run: Run, state: RunState) -> Path:
+    """``save``, its duration kept as the budget's cost of a checkpoint."""
+    started = run.report.clock()
+    path = save(run, state)
+    if run.budget is not None:
+        run.budget.checkpoint_s = run.report.clock() - started
+    return path
+
+
 def save(run: Run, state: RunState) -> Path:
     """Checkpoint ``state.step`` (``state.save_step``) with its training_state.json record. Collective."""
     cfg, model = run.cfg, run.model
@@ -417,7 +445,10 @@ def save(run: Run, state: RunState) -> Path:
               "config": cfg.to_dict(), "param_names": model.names, "mixed_precision": model.mixed,
               "best_expected_tau": state.best_tau, "best_step": state.best_step, "history": state.history,
               "target": run.target.info() if hasattr(run.target, "info") else None,
-              "feature_cache": run.features.info}
+              "feature_cache": run.features.info, "schedule": state.schedule.to_dict(),
+              "budget_used_s": _used_s(run, state),
+              "budget_costs": {"validate_s": run.budget.validate_s, "checkpoint_s": run.budget.checkpoint_s}
+              if run.budget is not None else None}
     return save_step(run.out_dir, state.step, model, run.group, record, cfg.keep_last)
 
 

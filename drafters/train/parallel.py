@@ -42,6 +42,14 @@ class ProcessGroup:
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return bool(t.item() > 0)
 
+    def max(self, values: list[float], device: torch.device) -> list[float]:
+        """The element-wise maximum of ``values`` over the ranks (every rank gets the same numbers)."""
+        if not self.multi:
+            return values
+        t = torch.tensor(values, dtype=torch.float64, device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t.tolist()
+
     def barrier(self) -> None:
         if self.multi:
             dist.barrier()

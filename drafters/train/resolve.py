@@ -100,22 +100,32 @@ def _given(value: Any, default: Any) -> Any:
 def resolve_recipe(recipe: StageRecipe, machine: Machine, *, init_from: str | None = None) -> ResolvedRecipe:
     """``recipe`` with every "auto" resolved for ``machine`` (``MachineDefaults``, ``Machine.precision``);
     ``init_from``: the base drafter's checkpoint directory of a warm start. Checkpoints come every tenth and
-    validations every quarter of the steps (at least 10 steps apart) unless the recipe says. Raises
-    TrainError("invalid_train_config") if the result is not a usable TrainConfig (``TrainConfig.validate``)."""
+    validations every quarter of the steps (at least 10 steps apart) unless the recipe says. With a time
+    budget the budget is the schedule: the trainer fits warm-up and decay into it (``Budget``), capped by
+    max_steps / epochs only where the recipe gives them, and the intervals follow the horizon it sets.
+    Raises TrainError("invalid_train_config") if the result is not a usable TrainConfig."""
     auto = machine.defaults
-    max_steps = int(_given(recipe.max_steps, auto.max_steps))
+    budget = _given(recipe.time_budget_s, None)
+    if budget is None:
+        max_steps: int | None = int(_given(recipe.max_steps, auto.max_steps))
+        checkpoint_every: int | None = max(10, max_steps // 10)
+        validate_every: int | None = max(10, max_steps // 4)
+    else:  # None: a tenth / a quarter of the horizon the budget sets
+        max_steps, checkpoint_every, validate_every = _given(recipe.max_steps, None), None, None
     precision = {"loss_matmul_dtype": machine.precision, "compute_dtype": machine.precision}
     tunables = {k: getattr(recipe, k) for k in TUNABLES if getattr(recipe, k) != "auto"}
+    if budget is not None:
+        tunables.setdefault("epochs", None)  # no epoch cap unless the recipe gives one
     cfg = TrainConfig(
         max_steps=max_steps,
-        time_budget_s=_given(recipe.time_budget_s, None),
+        time_budget_s=budget,
         lr=float(_given(recipe.lr, auto.lr)),
         num_anchors=int(_given(recipe.num_anchors, auto.num_anchors)),
         seed=int(_given(recipe.seed, 0)),
         tokens_per_batch=int(_given(recipe.tokens_per_batch, auto.tokens_per_batch)),
         val_max_seqs=_given(recipe.val_max_seqs, auto.val_max_seqs),
-        checkpoint_every=int(_given(recipe.checkpoint_every, max(10, max_steps // 10))),
-        validate_every=int(_given(recipe.validate_every, max(10, max_steps // 4))),
+        checkpoint_every=_given(recipe.checkpoint_every, checkpoint_every),
+        validate_every=_given(recipe.validate_every, validate_every),
         init_from=init_from,
         lora=dict(LORA_DEFAULTS) if recipe.mode == "lora" else None,
         **{**precision, **tunables},
