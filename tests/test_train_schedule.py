@@ -94,6 +94,10 @@ def test_budget_fit_is_the_longest_horizon_that_fits_and_is_stable():
     slower = budget.fit(first, c, step=40, used_s=48.0, step_s=2.0)
     assert slower.total_steps == 64 and slower.warmup_steps == 8
     assert budget.fit(first, c, step=40, used_s=101.0, step_s=1.0).total_steps == 40  # spent: stop now
+    # an estimate during the warm-up resizes it, never below the steps done: twice as slow from step 6
+    # leaves 88 s for 39 steps and 5 validations, and a warm-up of 10% = 4 < 6 steps ends it now
+    early = budget.fit(first, c, step=6, used_s=12.0, step_s=2.0)
+    assert (early.total_steps, early.warmup_steps) == (45, 6) and early.factor(6) == 1.0
     capped = budget.fit(Schedule.budgeted(50, 0.1), c, step=4, used_s=10.0, step_s=1.0)
     assert (capped.total_steps, capped.warmup_steps) == (50, 5)
 
@@ -172,11 +176,13 @@ def test_step_cap_under_a_generous_budget_is_the_fixed_schedule(target, tmp_path
     assert lrs(capped) == lrs(fixed)  # the timed first steps followed the cap's warm-up, as the estimate does
 
 
-def test_training_stage_states_the_estimate(target_dir, tmp_path):  # noqa: F811
+def test_training_stage_states_the_estimate(target_dir, tmp_path, monkeypatch):  # noqa: F811
     """recipe.time_budget_s reaches the trainer through the stage, and the estimate reaches the job as a
-    progress message. A cap far inside the budget makes the outcome independent of the machine's speed."""
+    progress message. A cap far inside the budget, and an estimate after the 3 timed steps whatever share
+    of the budget they took, make the outcome independent of the machine's speed."""
     from tests.test_train_fsdp import _run_train_stage
 
+    monkeypatch.setattr(train_loop, "PROBE_FRACTION", 0.0)
     messages: list[str] = []
     out, _ = _run_train_stage(target_dir, tmp_path, "work", time_budget_s=3600.0, max_steps=6,
                               progress=lambda frac, eta=None, message=None: messages.append(message))

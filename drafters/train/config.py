@@ -195,8 +195,10 @@ class TrainConfig:
         return hashlib.sha256(json.dumps({k: d[k] for k in keys}, sort_keys=True).encode()).hexdigest()[:16]
 
 
-#: Steps a time-budgeted run times, after its first (which pays one-off costs), before it sets its horizon.
+#: A time-budgeted run times at least PROBE_STEPS steps after its first (which pays one-off costs), and at
+#: least PROBE_FRACTION of its budget, before it sets its horizon (a few short batches would mislead it).
 PROBE_STEPS = 3
+PROBE_FRACTION = 0.01
 
 
 @dataclass
@@ -205,12 +207,12 @@ class Schedule:
     during the warm-up, then cosine decay to 0 at ``total_steps`` (steps 0-based).
 
     Without a time budget it is fixed (``fixed``: warmup_ratio of max_steps or of the epochs' steps). Under
-    a budget ``total_steps`` is None while the run times its first ``PROBE_STEPS + 1`` steps, which follow
-    the cap's schedule (its warm-up is the longest the run can have, so they start no faster than the
-    estimated one will) or, without a cap, run at LR 0 (nothing is known of the length yet); then
-    ``Budget.fit`` sets it and re-estimates it every tenth of the schedule. The warm-up length comes from
-    the first estimate and is kept (set anew only if the horizon falls to it). ``cap``: the most
-    steps (max_steps / epochs; None: the budget alone decides).
+    a budget ``total_steps`` is None while the run times its first steps (``PROBE_STEPS``,
+    ``PROBE_FRACTION``), which follow the cap's schedule (its warm-up is the longest the run can have, so
+    they start no faster than the estimated one will) or, without a cap, run at LR 0 (nothing is known of
+    the length yet); then ``Budget.fit`` sets it and re-estimates it every tenth of the schedule. The
+    warm-up is warmup_ratio of the horizon while it lasts (never shorter than the steps done), and stays as
+    it was once it is over. ``cap``: the most steps (max_steps / epochs; None: the budget alone decides).
     ``step_s`` / ``estimated_at``: the seconds per step and the step of the last estimate. A checkpoint
     stores it: a resumed run keeps its horizon and warm-up.
     """
@@ -279,8 +281,8 @@ class Budget:
         """``schedule`` re-estimated at ``step`` (steps done) with ``used_s`` of the budget spent and
         ``step_s`` seconds per optimizer step: the longest horizon, at most ``schedule.cap``, whose remaining
         steps ((H - step) * step_s) and ``overhead`` fit in what is left; ``step`` itself when nothing more
-        fits (the run ends now). The warm-up is ``cfg.warmup_ratio`` of the first estimate's horizon, kept
-        by the later ones (unless the horizon falls to it)."""
+        fits (the run ends now). During the warm-up its length becomes ``cfg.warmup_ratio`` of the new
+        horizon, at least the steps done (an estimate never sends the ramp back); after it, it is kept."""
         left = self.seconds - used_s
         step_s = max(step_s, 1e-9)
         low = step
@@ -293,8 +295,9 @@ class Budget:
                 low = mid
             else:
                 high = mid - 1
-        kept = schedule.total_steps is not None and schedule.warmup_steps < low
-        warmup = schedule.warmup_steps if kept else int(cfg.warmup_ratio * low)
+        unknown = schedule.total_steps is None and schedule.cap is None  # the timed steps ran at LR 0
+        warming_up = unknown or step < schedule.warmup_steps
+        warmup = max(int(cfg.warmup_ratio * low), step) if warming_up else schedule.warmup_steps
         return Schedule(low, warmup, schedule.cap, step_s, step)
 
 

@@ -17,7 +17,7 @@ import torch
 
 from drafters.cpu_memory import reuse_freed_memory
 from drafters.dspark.losses import dspark_loss, position_weights, slot_validity
-from drafters.train.config import PROBE_STEPS, Budget, Schedule, TrainConfig, TrainError
+from drafters.train.config import PROBE_FRACTION, PROBE_STEPS, Budget, Schedule, TrainConfig, TrainError
 from drafters.train.data import MicroBatch, TrainData, load_data, step_micro_batches, val_micro_batch
 from drafters.train.features import FeatureSource, open_features
 from drafters.train.optim import Model, Precision, build_model, optimizer_update, prepare_drafter
@@ -280,11 +280,12 @@ def _used_s(run: Run, state: RunState) -> float:
 
 
 def _fit_schedule(run: Run, state: RunState, pace: Pace) -> None:
-    """Set the horizon once ``PROBE_STEPS`` steps after the first are timed, then re-estimate it every tenth
-    of the schedule (``Budget.fit``) from the steps timed since the last estimate, and report each change.
-    A resumed run keeps the horizon its checkpoint stored (``state.horizon_kept``). The measurements are
-    maxima over the ranks, so every rank sets the same horizon; collective when due (all ranks are at the
-    same step with the same schedule and window)."""
+    """Set the horizon once the steps after the first are timed over ``PROBE_STEPS`` steps and
+    ``PROBE_FRACTION`` of the budget, then re-estimate it every tenth of the schedule (``Budget.fit``) from
+    the steps timed since the last estimate, and report each change. A resumed run keeps the horizon its
+    checkpoint stored (``state.horizon_kept``). Every decision and measurement is agreed over the ranks (the
+    probe's end by any rank, the measurements as maxima), so every rank sets the same horizon at the same
+    step: collective on every rank alike."""
     schedule, budget = state.schedule, run.budget
     assert budget is not None
     if state.horizon_kept:
@@ -293,6 +294,9 @@ def _fit_schedule(run: Run, state: RunState, pace: Pace) -> None:
     if pace.timed_steps < every or (schedule.total_steps is not None and state.step >= schedule.total_steps):
         return
     now = run.report.clock()
+    probed = pace.window_s(now) >= PROBE_FRACTION * budget.seconds
+    if schedule.total_steps is None and not run.group.any(probed, run.device):
+        return
     step_s, used_s, budget.validate_s, budget.checkpoint_s = run.group.max(
         [pace.step_s(now), _used_s(run, state), budget.validate_s, budget.checkpoint_s], run.device)
     timed = pace.timed_steps

@@ -127,7 +127,11 @@ class Pace:
         """Steps in the window."""
         return self.steps - self.window_steps if self.window_t is not None else 0
 
+    def window_s(self, now: float) -> float:
+        """Seconds of training in the window (validations and checkpoints left out)."""
+        return now - self.window_t - self.excluded_s if self.window_t is not None else 0.0
+
     def step_s(self, now: float) -> float:
         """Mean seconds of training per step in the window (call with ``timed_steps`` > 0)."""
-        assert self.window_t is not None and self.timed_steps > 0
-        return (now - self.window_t - self.excluded_s) / self.timed_steps
+        assert self.timed_steps > 0
+        return self.window_s(now) / self.timed_steps
