@@ -184,7 +184,7 @@ def report(args, tcfg, med, T, precisions: list[str], recipe: str | None) -> Non
                 print(f"    / the {tp} target base forward: "
                       + ", ".join(f"{pr} step {med[f'full_{pr}_{n}_{A}'] / base:.2f} (backbone "
                                   f"{med[f'backbone_{pr}_{n}_{A}'] / base:.2f})" for pr in precisions) + goal)
-    # The goal at the CPU recipe's 16 anchors (workers.stages.CPU_DEFAULTS), in the precision the training stage
+    # The goal at the CPU recipe's 16 anchors (drafters.train.resolve.CPU_DEFAULTS), in the precision the training stage
     # runs on this CPU (target and drafter step alike), or, forced to both, for each pairing. A "bf16" drafter
     # step is the bf16 recipe: bf16 loss matmuls and the backbone under bf16 autocast.
     if 16 in args.anchors:

@@ -11,7 +11,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "transformers", "peft", "safetensors.torch", "sglang")
-DRAFTERS_LIGHT = ("drafters.traces", "drafters.errors", "drafters.checksums")
+DRAFTERS_LIGHT = ("drafters.traces", "drafters.errors", "drafters.checksums", "drafters.recipe")
 
 
 def imports_of(path: Path) -> list[tuple[int, str]]:
@@ -56,9 +56,11 @@ def test_service_never_imports_torch_heavy_drafters_or_workers() -> None:
     assert violations("service", forbidden) == []
 
 
-@pytest.mark.parametrize("module", ["service.cli", "service.api.app", "service.queue", "service.registry"])
+@pytest.mark.parametrize("module", ["service.cli", "service.api.app", "service.queue", "service.registry",
+                                    *DRAFTERS_LIGHT])
 def test_service_modules_import_without_torch(module: str) -> None:
-    """The API and CLI start on machines without a GPU stack: importing them loads no torch."""
+    """The API and CLI start on machines without a GPU stack: importing them, or the light parts of drafters
+    they may import, loads no torch."""
     base = REPO / module.replace(".", "/")  # a module file or a package
     if not (base.with_suffix(".py").exists() or (base / "__init__.py").exists()):
         pytest.skip(f"{module} does not exist yet")

@@ -351,17 +351,16 @@ def test_bf16_compute_trains_under_autocast_and_keeps_fp32_weights(target, tmp_p
 
 
 def test_segment_weights_oversample_tool_args():
-    from drafters.train import _anchors, _collate, _Seq
+    from drafters.train.data import Seq as TrainSeq
+    from drafters.train.data import batch_anchors, collate, segment_weight_table
 
     s = TRAIN[0]
-    item = _Seq(torch.tensor(s.input_ids), torch.tensor(s.loss_mask), torch.tensor(s.segments), "t0")
-    _ids, mask, seg = _collate([item])
-    from drafters.train import _resolve_segment_weights
-
-    heavy = _resolve_segment_weights({"TOOL_ARGS": 50.0})
+    item = TrainSeq(torch.tensor(s.input_ids), torch.tensor(s.loss_mask), torch.tensor(s.segments), "t0")
+    _ids, mask, seg = collate([item])
+    heavy = segment_weight_table({"TOOL_ARGS": 50.0})
     counts = {True: 0, False: 0}
     for k in range(200):
-        a, keep = _anchors(mask, seg, 2, [k], heavy)
+        a, keep = batch_anchors(mask, seg, 2, [k], heavy)
         for p in a[0][keep[0]].tolist():
             counts[int(seg[0, p + 1]) == TOOL_ARGS] += 1
     assert counts[True] > 3 * counts[False]

@@ -123,10 +123,10 @@ def _fsdp_worker(rank: int, world: int, tdir: str, out: str, port: int) -> None:
 
     # A micro-batch with no valid slot on rank 1 only (all blocks dummy): the heads get no gradient there,
     # and the reduce-scatter must still match rank 0's (else gloo aborts the process).
-    from drafters.train import _shard_fsdp
+    from drafters.train.parallel import shard_fsdp
 
     du = make_drafter(t)
-    unit, _ = _shard_fsdp(du, torch.device("cpu"), world, 64)
+    unit, _ = shard_fsdp(du, torch.device("cpu"), world, 64)
     s = TRAIN[rank]
     ids, mask = torch.tensor([s.input_ids]), torch.tensor([s.loss_mask])
     aux, last = t.features(ids, [0, 2])
@@ -259,7 +259,7 @@ def test_parallel_mode_is_validated_and_single_process_fsdp_runs_unsharded(targe
     with pytest.raises(TrainError) as e:
         train(target, make_drafter(target), TRAIN, VAL, cfg(parallel="zero3"), tmp_path / "bad")
     assert e.value.code == "invalid_train_config" and e.value.where == "parallel"
-    assert "ddp|fsdp" in e.value.message
+    assert "'ddp' or 'fsdp'" in e.value.message and "zero3" in e.value.message
     # no process group: FSDP has nothing to shard over, the run is the plain one (same losses)
     r_f = train(target, make_drafter(target), TRAIN, [], cfg(max_steps=2, parallel="fsdp"), tmp_path / "f")
     r_p = train(target, make_drafter(target), TRAIN, [], cfg(max_steps=2), tmp_path / "p")

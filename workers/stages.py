@@ -29,38 +29,15 @@ from typing import Any
 
 from workers.context import StageContext
 
-# "auto" on a CPU-only machine is sized for the README demo (well under 15 minutes on 2 cores, set-up included);
-# on a GPU worker it follows DSPARK.md 4.1 and 8.
-CPU_DEFAULTS = {"num_draft_layers": 1, "max_seq_len": 512, "max_calls": 6, "max_new_tokens": 32,
-                "max_steps": 100, "num_anchors": 16, "lr": 1e-3, "tokens_per_batch": 1024,
-                "max_train_tokens": 24_000, "val_max_seqs": 4, "regenerate_max_tokens": 256,
-                "regenerate_slots": 4}
-GPU_DEFAULTS = {"num_draft_layers": 5, "max_seq_len": 4096, "max_calls": 500, "max_new_tokens": 512,
-                "max_steps": 3000, "num_anchors": 512, "lr": 2e-4, "tokens_per_batch": 8192,
-                "max_train_tokens": None, "val_max_seqs": 256, "regenerate_max_tokens": 2048,
-                "regenerate_slots": 64}
-
 
 def _auto(value: Any, key: str) -> Any:
-    """Resolve an "auto" (or missing) setting for this machine (CPU demo vs GPU worker)."""
+    """Resolve an "auto" (or missing) setting for this machine (``drafters.train.resolve.MachineDefaults``:
+    CPU demo vs GPU worker)."""
     if value not in (None, "auto"):
         return value
-    import torch
+    from drafters.train.resolve import Machine
 
-    return (GPU_DEFAULTS if torch.cuda.is_available() else CPU_DEFAULTS)[key]
-
-
-#: recipe.mode "lora": peft adapters on the backbone and fc (DSPARK.md 8.5 trains fully; LoRA is our option).
-LORA_DEFAULTS = {"r": 16, "alpha": 32, "dropout": 0.0, "train_norms": True}
-
-
-def _cpu_bf16_or_auto() -> str:
-    """"auto" for the loss's V-sized matmuls and for the drafter's compute precision: bf16 on CPUs with native
-    bf16 (the fp32 drafter then trains under bf16 autocast, and the loss's head casts are cached: 1.3-1.5x
-    faster loss, about 2x faster backbone there), else the trainer's own rule (bf16 when the drafter is bf16)."""
-    from drafters.target import cpu_bf16_fast
-
-    return "bfloat16" if _device() == "cpu" and cpu_bf16_fast() else "auto"
+    return getattr(Machine.detect().defaults, key)
 
 
 def _device() -> str:
@@ -79,13 +56,14 @@ def _load_target(ctx: StageContext, *, for_training: bool = False):
     greedy lossless check compares exact arithmetic (the recipe's ``target_dtype`` overrides)."""
     import torch
 
+    from drafters.recipe import StageRecipe
     from drafters.target import cpu_bf16_fast, load_target
 
-    dtype = (ctx.spec.get("recipe") or {}).get("target_dtype") if for_training else None
-    if for_training and dtype in (None, "auto") and _device() == "cpu" and cpu_bf16_fast():
+    dtype = StageRecipe.from_spec(ctx.spec.get("recipe")).target_dtype if for_training else "auto"
+    if for_training and dtype == "auto" and _device() == "cpu" and cpu_bf16_fast():
         dtype = "bfloat16"
     target = load_target(_target_spec(ctx)["model"], device=_device(), cache_dir=ctx.settings.cache_dir,
-                         dtype=None if dtype in (None, "auto") else dtype)
+                         dtype=None if dtype == "auto" else dtype)
     if _device() == "cpu":
         target.feature_dtype = torch.float32
     return target
@@ -354,7 +332,9 @@ def _prompts_to_regenerate(ctx: StageContext, prepared: Path, max_len: int, samp
 
     from drafters.shards import load_prompts, take_tokens
 
-    recipe = dict(ctx.spec.get("recipe") or {})
+    from drafters.recipe import StageRecipe
+
+    recipe = StageRecipe.from_spec(ctx.spec.get("recipe"))
     room = min(sampling.max_tokens, 64)  # an answer shorter than this would rarely be worth a row
     train, val = (load_prompts(prepared / name) for name in ("train_prompts.jsonl", "heldout_prompts.jsonl"))
     fits = [p for p in train if len(p.prompt_ids) + room <= max_len]
@@ -362,10 +342,10 @@ def _prompts_to_regenerate(ctx: StageContext, prepared: Path, max_len: int, samp
     sized = [SimpleNamespace(prompt=p, input_ids=range(len(p.prompt_ids) + min(len(p.completion_ids),
                                                                              sampling.max_tokens)))
              for p in fits]
-    chosen = [s.prompt for s in take_tokens(sized, _auto(recipe.get("max_train_tokens"), "max_train_tokens"),
-                                            int(recipe.get("seed") or 0))]
+    seed = 0 if recipe.seed == "auto" else recipe.seed
+    chosen = [s.prompt for s in take_tokens(sized, _auto(recipe.max_train_tokens, "max_train_tokens"), seed)]
     val_fits = [p for p in val if len(p.prompt_ids) + room <= max_len]
-    n_val = _auto(recipe.get("val_max_seqs"), "val_max_seqs")
+    n_val = _auto(recipe.val_max_seqs, "val_max_seqs")
     return chosen, val_fits[:n_val] if n_val else val_fits, {
         "skipped_context_too_long": len(train) - len(fits), "skipped_over_token_budget": len(fits) - len(chosen)}
 
@@ -486,23 +466,6 @@ def _training_rows(ctx: StageContext, prepared: Path) -> Path:
 # --------------------------------------------------------------------------------------------------- train
 
 
-def _drafter_overrides(ctx: StageContext) -> dict[str, Any]:
-    """The recipe's DSparkConfig.from_target overrides (shape of a new drafter)."""
-    recipe = dict(ctx.spec.get("recipe") or {})
-    overrides = {"num_hidden_layers": int(_auto(recipe.get("num_draft_layers"), "num_draft_layers")),
-                 "block_size": int(recipe.get("block_size") or 7)}
-    for key in ("markov_rank", "markov_head_type", "target_layer_ids", "mask_token_id", "loss_decay_gamma"):
-        if recipe.get(key) not in (None, "auto"):
-            overrides[key] = recipe[key]
-    return overrides
-
-
-def _drafter_config(ctx: StageContext, target):
-    from drafters.dspark.config import DSparkConfig
-
-    return DSparkConfig.from_target(target.model.config, tokenizer=target.tokenizer, **_drafter_overrides(ctx))
-
-
 def _base_drafter_dir(ctx: StageContext) -> Path | None:
     """Resolve the job's base drafter to a local directory: a registry reference, or a local directory where
     the job policy is off (the embedded run; workers refuse paths: ``service.policy``)."""
@@ -525,36 +488,18 @@ def _base_drafter_dir(ctx: StageContext) -> Path | None:
 def train(ctx: StageContext) -> dict[str, Any]:
     """Fine-tune a DSpark drafter against the frozen target (resumes from the work directory's checkpoints):
     in this process, or under torchrun when the worker has several GPUs (``Settings.train_processes``)."""
+    from drafters.recipe import StageRecipe
     from drafters.shards import load_sequences, take_tokens
-    from drafters.train import TrainConfig
+    from drafters.train.resolve import Machine, resolve_recipe
     from workers.torchrun import train_processes
 
-    recipe = dict(ctx.spec.get("recipe") or {})
+    recipe = StageRecipe.from_spec(ctx.spec.get("recipe"))
     base = _base_drafter_dir(ctx)
+    resolved = resolve_recipe(recipe, Machine.detect(), init_from=str(base) if base else None)
+    cfg = resolved.train
     prepared = _fetch(ctx, ctx.results["preparing"]["prepared"], ctx.workdir / "prepared")
-    seed = int(recipe.get("seed") or 0)
     rows = _training_rows(ctx, prepared)
-    train_seqs = take_tokens(load_sequences(rows / "train.safetensors"),
-                             _auto(recipe.get("max_train_tokens"), "max_train_tokens"), seed)
-    max_steps = int(_auto(recipe.get("max_steps"), "max_steps"))
-    bf16_or_auto = _cpu_bf16_or_auto()
-    tunables = ("warmup_ratio", "weight_decay", "max_grad_norm", "grad_accum", "keep_last", "segment_weights",
-                "feature_cache", "epochs", "parallel", "loss_matmul_dtype", "compute_dtype")
-    cfg = TrainConfig(
-        max_steps=max_steps,
-        time_budget_s=recipe.get("time_budget_s"),
-        lr=float(_auto(recipe.get("lr"), "lr")),
-        num_anchors=int(_auto(recipe.get("num_anchors"), "num_anchors")),
-        seed=seed,
-        tokens_per_batch=int(_auto(recipe.get("tokens_per_batch"), "tokens_per_batch")),
-        val_max_seqs=_auto(recipe.get("val_max_seqs"), "val_max_seqs"),
-        checkpoint_every=int(recipe.get("checkpoint_every") or max(10, max_steps // 10)),
-        validate_every=int(recipe.get("validate_every") or max(10, max_steps // 4)),
-        init_from=str(base) if base else None,
-        lora=LORA_DEFAULTS if recipe.get("mode") == "lora" else None,
-        **{"loss_matmul_dtype": bf16_or_auto, "compute_dtype": bf16_or_auto,
-           **{k: recipe[k] for k in tunables if recipe.get(k) not in (None, "auto")}},
-    )
+    train_seqs = take_tokens(load_sequences(rows / "train.safetensors"), resolved.max_train_tokens, cfg.seed)
     nproc = train_processes(int(getattr(ctx.settings, "train_processes", 0) or 0))
     if cfg.parallel == "fsdp" and nproc == 1 and not _torch_distributed():
         # The stage trains inside this worker process; FSDP needs a process group (torchrun) to shard over.
@@ -568,19 +513,21 @@ def train(ctx: StageContext) -> dict[str, Any]:
     sync.restore()
 
     def progress(p: dict[str, Any]) -> None:
+        # "schedule": the horizon a time budget set (total_steps is 0 before it is known)
         ctx.progress(p["step"] / max(1, p["total_steps"]), p.get("eta_s"),
-                     message=p.get("message") if p.get("phase") in ("cache", "validate") else None)
-        if p.get("phase") == "validate" or p["step"] % 10 == 0:
-            ctx.metrics(p, f"{p.get('phase')} step {p['step']}/{p['total_steps']}")
+                     message=p.get("message") if p.get("phase") in ("cache", "validate", "schedule") else None)
+        if p.get("phase") in ("validate", "schedule") or p["step"] % 10 == 0:
+            ctx.metrics(p, p["message"] if p.get("phase") == "schedule"
+                        else f"{p.get('phase')} step {p['step']}/{p['total_steps']}")
         sync.push()
 
     if nproc > 1:
-        result = _train_torchrun(ctx, nproc, cfg, train_seqs, rows / "val.safetensors", base, run_dir,
-                                 progress)
+        result = _train_torchrun(ctx, nproc, cfg, resolved.drafter, recipe.target_dtype, train_seqs,
+                                 rows / "val.safetensors", base, run_dir, progress)
         drafter_config = None
     else:
-        result, drafter_config = _train_here(ctx, cfg, train_seqs, load_sequences(rows / "val.safetensors"),
-                                             base, run_dir, progress)
+        result, drafter_config = _train_here(ctx, cfg, resolved.drafter, train_seqs,
+                                             load_sequences(rows / "val.safetensors"), base, run_dir, progress)
     sync.push()
     if result.get("cancelled"):
         return {"cancelled": True, "steps": result.get("steps"), "last_dir": result.get("last_dir")}
@@ -591,23 +538,29 @@ def train(ctx: StageContext) -> dict[str, Any]:
             "best": _publish(ctx, best, "best"),
             "stop_reason": result["stop_reason"], "best_expected_tau": result["best_expected_tau"],
             "initial_expected_tau": result["initial_expected_tau"], "feature_cache": result["feature_cache"],
-            "parallel": result["parallel"], "processes": nproc,
+            "parallel": result["parallel"], "processes": nproc, "schedule": result.get("schedule"),
             "drafter_config": drafter_config, "train_config": cfg.to_dict(),
             "base_drafter": str(ctx.spec.get("base_drafter") or "") or None,
             "history": result["history"][-40:]}
 
 
-def _train_here(ctx: StageContext, cfg, train_seqs, val_seqs, base: Path | None, run_dir: Path, progress):
-    """Train in this process. Returns (TrainResult.to_dict(), the drafter's DeepSpec config)."""
+def _train_here(ctx: StageContext, cfg, drafter_shape: dict[str, Any], train_seqs, val_seqs, base: Path | None,
+                run_dir: Path, progress):
+    """Train in this process (a new drafter of ``drafter_shape``, DSparkConfig.from_target overrides, unless
+    warm starting from ``base``). Returns (TrainResult.to_dict(), the drafter's DeepSpec config)."""
     import torch
 
     from drafters.dspark.checkpoint import validate_checkpoint
+    from drafters.dspark.config import DSparkConfig
     from drafters.dspark.model import DSparkDrafter
     from drafters.train import train as run_training
 
     target = _load_target(ctx, for_training=True)
     # A warm start keeps the base drafter's shape (its config) and takes its weights, with a fresh optimizer.
-    config = validate_checkpoint(base, target.model.config).config if base else _drafter_config(ctx, target)
+    if base:
+        config = validate_checkpoint(base, target.model.config).config
+    else:
+        config = DSparkConfig.from_target(target.model.config, tokenizer=target.tokenizer, **drafter_shape)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)  # the initial weights follow the recipe's seed: a job is reproducible
         drafter = DSparkDrafter(config, *_drafter_weights(target)).to(target.device)
@@ -616,9 +569,11 @@ def _train_here(ctx: StageContext, cfg, train_seqs, val_seqs, base: Path | None,
     return result.to_dict(), drafter.config.to_deepspec_dict()
 
 
-def _train_torchrun(ctx: StageContext, nproc: int, cfg, train_seqs, val_path: Path, base: Path | None,
-                    run_dir: Path, progress) -> dict[str, Any]:
-    """Train under ``torchrun --nproc-per-node nproc`` (workers/torchrun.py). Returns TrainResult.to_dict()."""
+def _train_torchrun(ctx: StageContext, nproc: int, cfg, drafter_shape: dict[str, Any], target_dtype: str,
+                    train_seqs, val_path: Path, base: Path | None, run_dir: Path, progress) -> dict[str, Any]:
+    """Train under ``torchrun --nproc-per-node nproc`` (workers/torchrun.py): ``cfg`` and ``drafter_shape``
+    travel as JSON files, ``target_dtype`` (the recipe's) as a flag unless "auto". Returns
+    TrainResult.to_dict()."""
     from drafters.shards import save_sequences
     from workers.torchrun import run_torchrun
 
@@ -626,13 +581,12 @@ def _train_torchrun(ctx: StageContext, nproc: int, cfg, train_seqs, val_path: Pa
     launch.mkdir(parents=True, exist_ok=True)
     save_sequences(train_seqs, launch / "train.safetensors")  # the recipe's token budget, as in-process
     (launch / "train_config.json").write_text(json.dumps(cfg.to_dict()))
-    (launch / "drafter.json").write_text(json.dumps(_drafter_overrides(ctx)))
-    dtype = (ctx.spec.get("recipe") or {}).get("target_dtype")
+    (launch / "drafter.json").write_text(json.dumps(drafter_shape))
     args = ["--target", _target_spec(ctx)["model"], "--cache-dir", str(ctx.settings.cache_dir),
             "--train", str(launch / "train.safetensors"), "--val", str(val_path), "--out", str(run_dir),
             "--config-json", str(launch / "train_config.json"), "--drafter-json", str(launch / "drafter.json")]
-    if dtype not in (None, "auto"):
-        args += ["--target-dtype", str(dtype)]
+    if target_dtype != "auto":
+        args += ["--target-dtype", target_dtype]
     if base:
         args += ["--init-from", str(base)]
     ctx.event("info", "message", f"training under torchrun with {nproc} processes", {"processes": nproc})

@@ -2,7 +2,7 @@
 
 Requests forbid unknown fields (``extra="forbid"``: a typo is a 422 ``unknown_field``, never silently
 ignored). Every recipe and evaluation setting accepts ``"auto"`` (the default), which the worker resolves
-for its machine (workers/stages.py: CPU demo vs GPU defaults); the stored job spec omits ``auto``
+for its machine (drafters.train.resolve: CPU demo vs GPU defaults); the stored job spec omits ``auto``
 values so the worker's defaults apply. Responses are complete models, so ``/openapi.json`` documents
 every field.
 """
@@ -15,9 +15,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
 
-Auto = Literal["auto"]
-PositiveIntOrAuto = Annotated[int, Field(gt=0)] | Auto
-PositiveFloatOrAuto = Annotated[float, Field(gt=0)] | Auto
+from drafters.recipe import Auto, PositiveIntOrAuto, Recipe
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
 MAX_METADATA_KEYS = 16
@@ -153,53 +151,6 @@ class DataOptions(Request_):
         default="auto", description="Regenerate every training answer with the target before training: "
         "'auto' = when the traces were written by another model (the model_mismatch warning).")
     regeneration: RegenerationOptions = Field(default_factory=RegenerationOptions)
-
-
-class Recipe(Request_):
-    """Fine-tuning recipe; every field defaults to ``auto`` (DSPARK.md for the meaning of each)."""
-
-    mode: Literal["auto", "full", "lora"] = Field(
-        default="auto", description="'full' fine-tunes every drafter weight (DSPARK.md 8.5); 'lora' trains peft "
-        "LoRA adapters (r 16, alpha 32) on the backbone and fc plus the Markov and confidence heads, merged "
-        "before export. 'auto' = 'full'.")
-    epochs: PositiveFloatOrAuto = "auto"
-    max_steps: PositiveIntOrAuto = "auto"
-    time_budget_s: PositiveFloatOrAuto = "auto"
-    lr: PositiveFloatOrAuto = "auto"
-    warmup_ratio: Annotated[float, Field(ge=0, lt=1)] | Auto = "auto"
-    weight_decay: Annotated[float, Field(ge=0)] | Auto = "auto"
-    max_grad_norm: PositiveFloatOrAuto = "auto"
-    grad_accum: PositiveIntOrAuto = "auto"
-    tokens_per_batch: PositiveIntOrAuto = "auto"
-    num_anchors: PositiveIntOrAuto = "auto"
-    block_size: Annotated[int, Field(ge=1, le=64)] | Auto = "auto"
-    num_draft_layers: Annotated[int, Field(ge=1, le=64)] | Auto = "auto"
-    target_layer_ids: list[Annotated[int, Field(ge=0)]] | Auto = "auto"
-    markov_rank: PositiveIntOrAuto = "auto"
-    markov_head_type: str | Auto = "auto"
-    loss_decay_gamma: PositiveFloatOrAuto = "auto"
-    segment_weights: dict[str, Annotated[float, Field(ge=0)]] | Auto = "auto"
-    checkpoint_every: PositiveIntOrAuto = "auto"
-    validate_every: PositiveIntOrAuto = "auto"
-    keep_last: PositiveIntOrAuto = "auto"
-    seed: Annotated[int, Field(ge=0)] | Auto = "auto"
-    loss_matmul_dtype: Literal["auto", "float32", "bfloat16"] = Field(
-        default="auto",
-        description="Precision of the loss's vocabulary-sized matmuls (softmax and loss terms are always fp32): "
-                    "'auto' = bfloat16 on GPUs and on CPUs with native bf16, else float32.")
-    compute_dtype: Literal["auto", "float32", "bfloat16"] = Field(
-        default="auto",
-        description="Precision of the drafter's own matmuls (backbone, fc, heads); weights, gradients and "
-                    "optimizer state stay fp32 on CPU: 'bfloat16' trains under bf16 autocast (mixed precision). "
-                    "'auto' = bfloat16 on CPUs with native bf16 (on GPUs the drafter's weights are bf16 already), "
-                    "else float32.")
-    parallel: Literal["auto", "ddp", "fsdp"] = Field(
-        default="auto",
-        description="Multi-process data parallelism: 'ddp' replicates the drafter on every process, 'fsdp' "
-                    "shards its weights and optimizer state (FSDP2). Takes effect only when training runs "
-                    "under torchrun (python -m drafters.train); a stage worker trains in one process. "
-                    "'auto' = 'fsdp' when the replicated training state would take over 40% of the free GPU "
-                    "memory, else 'ddp'.")
 
 
 class EvaluationSettings(Request_):

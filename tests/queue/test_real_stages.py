@@ -91,12 +91,17 @@ def test_job_runs_every_real_stage_across_two_machines(queue_env, workers, share
     job = queue_env.wait(job_id, timeout=600)
     assert job.status == "succeeded", job.error
     assert [v.version for v in _versions(queue_env, job_id)] == [1]
-    assert job.result["evaluating"]["report"]["proposers"]["candidate"]["tau"] >= 1.0
+    proposers = job.result["evaluating"]["report"]["proposers"]
+    assert proposers["candidate"]["tau"] >= 1.0
+    assert {"ngram", "suffix", "hybrid"} <= set(proposers) and proposers["hybrid"]["what_if"] is True
+    assert proposers["hybrid"]["speedup_vs_plain"] is None and proposers["suffix"]["what_if"] is False
     # Each machine did its own stages and got the others' outputs from the store only.
     # (the prepared data reached the gpu machine through the store: its stage ran from the fetched copy)
     cpu_work, gpu_work = cpu_home / "work" / job_id, gpu_home / "work" / job_id
     assert not cpu_work.exists()  # the job ended there (register): its work directory went with it
-    assert not (gpu_work / "canonical").exists() and not (gpu_work / "raw").exists()
+    # The gpu machine fetched the scrubbed canonical conversations (regeneration reads their tools), never
+    # the raw upload.
+    assert not (gpu_work / "raw").exists()
 
 
 def test_training_killed_resumes_on_another_machine_from_the_store(queue_env, workers, shared_store,
