@@ -1,4 +1,4 @@
-"""Load test of the REST API (issue 10): N concurrent clients against a real uvicorn server.
+"""Load test of the REST API: N concurrent clients against a real uvicorn server.
 
     .venv/bin/python benchmarks/bench_api.py                       # 50 clients, 60 s
     .venv/bin/python benchmarks/bench_api.py --duration 10 --clients 20
@@ -18,7 +18,7 @@ non-upload calls, throughput, the load average before and after (the machine may
 seconds per request of the server processes, of this client process and of PostgreSQL during the load (Linux
 /proc), and from those the throughput the CPUs could give if nothing else ran on them (the capacity: measured
 anew by every run, so a share of it compares runs on one machine only roughly).
-Goal (issue 10): zero errors and p99 under 200 ms for non-upload calls.
+Goal: zero errors and p99 under 200 ms for non-upload calls.
 
 ``--think-time S`` gives each client a pause between an answer and its next request, drawn from an
 exponential distribution of mean S seconds (the "users with a wait time" model of locust): the latency then

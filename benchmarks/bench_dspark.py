@@ -4,8 +4,8 @@ Measures, per training sequence (default 512 tokens, block 7, 16 and 64 anchors)
   - target forward: the base model with hidden states (what feature extraction needs) and the full
     CausalLM forward (base + LM head over all positions);
   - drafter forward+backward of the whole DSpark loss (backbone + Markov/confidence heads + full-vocab
-    CE/L1/BCE, DSPARK.md 2.2), and the backbone alone;
-for 1 and 5 draft layers. Goals (issue 5): drafter fwd+bwd / target forward <= 0.3 (1 layer), <= 0.6 (5).
+    CE/L1/BCE, docs/dspark.md 2.2), and the backbone alone;
+for 1 and 5 draft layers. Goals: drafter fwd+bwd / target forward <= 0.3 (1 layer), <= 0.6 (5).
 Random weights (built from a LlamaConfig): timing does not depend on the values.
 
 Precision (``--precision``): ``auto`` (default) measures what the training stage runs on this machine

@@ -1,5 +1,5 @@
 """Accepted length of one drafter measured by llama.cpp's llama-server and by the in-process hf engine on the
-same held-out prompts at temperature 0 (issue 12), plus llama.cpp's token identity against the target alone.
+same held-out prompts at temperature 0, plus llama.cpp's token identity against the target alone.
 
     .venv/bin/python benchmarks/bench_llamacpp.py --drafter CKPT_DIR [--prompts heldout_prompts.jsonl]
         [--calls 12] [--pick first|spread] [--max-new-tokens 64] [--f32-target] [--threads 2] [--json out.json]

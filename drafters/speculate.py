@@ -1,6 +1,6 @@
 """Speculative decoding for any proposer (greedy and exact rejection sampling).
 
-One readable file: the Proposer interface and the decoding loop (DSPARK.md 5.1) that drives a frozen target
+One readable file: the Proposer interface and the decoding loop (docs/dspark.md 5.1) that drives a frozen target
 and any proposer (a DSpark drafter, the n-gram baseline, or none). The what-if functions for confidence
 truncation and the prefix scheduler are in drafters/whatif.py.
 Accepted length (tau) is NOT computed here: drafters/evaluate/metrics.py is the one place that does it.
@@ -52,14 +52,14 @@ class Proposer(Protocol):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The loop (DSPARK.md 5.1). One function for every proposer; proposer=None is plain decoding through the
+# The loop (docs/dspark.md 5.1). One function for every proposer; proposer=None is plain decoding through the
 # same code path (a round with zero drafts), so speculative-vs-plain timings compare like for like.
 # ---------------------------------------------------------------------------------------------------------
 
 #: The residual max(0, p_t - p_d) is renormalised unless its mass is at most this; then p_t is used
-#: (DSPARK.md 5.1 step 4: "falls back to p_t if the residual mass <= 1e-8").
+#: (docs/dspark.md 5.1 step 4: "falls back to p_t if the residual mass <= 1e-8").
 RESIDUAL_EPS = 1e-8
-#: Below this temperature sampling is greedy (DSPARK.md 5.1 step 3: "< 1e-5 ... one-hot argmax").
+#: Below this temperature sampling is greedy (docs/dspark.md 5.1 step 3: "< 1e-5 ... one-hot argmax").
 GREEDY_TEMPERATURE = 1e-5
 
 
@@ -70,10 +70,10 @@ class Round:
     proposed: n, drafts verified by the target this round (after any truncation), 0 for plain decoding.
     accepted: a, leading drafts the target accepted (0 <= a <= n).
     confidences: the proposer's per-slot confidences for the n verified drafts (conditional sigmoid scores,
-        DSPARK.md 1.6), or None.
+        docs/dspark.md 1.6), or None.
     positions: for each token this round committed, its position in the block: accepted draft i -> i
         (1-based), the target's corrected/bonus token -> a + 1. Normally [1..a+1]; [1..a] when an accepted
-        stop token ended generation (no bonus, DSPARK.md 5.1 step 6); shorter when a stop string or the
+        stop token ended generation (no bonus, docs/dspark.md 5.1 step 6); shorter when a stop string or the
         token budget cut the round.
     eos: an accepted draft or the round's own token was a stop token (generation ended in this round).
     drafted: drafts the proposer offered before confidence truncation (>= proposed).
@@ -88,7 +88,7 @@ class Round:
 
     @property
     def committed(self) -> int:
-        """Tokens this round added to the output (its acceptance length, DSPARK.md 5.2)."""
+        """Tokens this round added to the output (its acceptance length, docs/dspark.md 5.2)."""
         return len(self.positions)
 
     def to_dict(self) -> dict:
@@ -223,7 +223,7 @@ def _margins(logits: torch.Tensor) -> list[float]:
 
 
 def verify_greedy(drafts: torch.Tensor, logits: torch.Tensor) -> tuple[int, int]:
-    """Greedy verification: accept while the draft equals the target's argmax (DSPARK.md 5.1 step 4).
+    """Greedy verification: accept while the draft equals the target's argmax (docs/dspark.md 5.1 step 4).
 
     drafts: LongTensor [n]; logits: [n+1, V] target logits for [anchor, d1..dn] (row i predicts the token
     after input i). Returns (a, next_token): a = leading matches, next_token = target argmax at row a
@@ -240,7 +240,7 @@ def verify_greedy(drafts: torch.Tensor, logits: torch.Tensor) -> tuple[int, int]
 
 def verify_sampling(drafts: torch.Tensor, draft_probs: torch.Tensor | None, logits: torch.Tensor,
                     temperature: float, generator: torch.Generator | None) -> tuple[int, int]:
-    """Exact speculative sampling (Leviathan et al. 2023; Chen et al. 2023; DSPARK.md 5.1 step 4).
+    """Exact speculative sampling (Leviathan et al. 2023; Chen et al. 2023; docs/dspark.md 5.1 step 4).
 
     drafts: LongTensor [n]; draft_probs: FloatTensor [n, V] (the distribution each draft was sampled from)
     or None for a deterministic proposer (one-hot on the draft); logits: [n+1, V] target logits.
@@ -294,7 +294,7 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
                          temperature: float = 0.0, seed: int = 0, stop_token_ids: Sequence[int] = (),
                          stop_strings: Sequence[str] = (), tokenizer=None,
                          confidence_threshold: float = 0.0, shared_prefill: Prefill | None = None) -> Generation:
-    """Generate up to ``max_new_tokens`` tokens with speculative decoding (DSPARK.md 5.1), batch size 1.
+    """Generate up to ``max_new_tokens`` tokens with speculative decoding (docs/dspark.md 5.1), batch size 1.
 
     target: drafters.target.Target (uses ``step(input_ids [1,t], past_key_values, layer_ids) ->
         TargetStep(logits [1,t,V] fp32, aux [1,t,m*d] | None, past_key_values)`` and ``device``).
@@ -305,7 +305,7 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
     stop_token_ids: an accepted or sampled stop token ends generation and is kept in ``tokens``.
     stop_strings: generation ends at the first token whose decoded text completes one (needs tokenizer,
         taken from ``target.tokenizer`` when not given); the tokens after it are dropped.
-    confidence_threshold: static truncation (DSPARK.md 5.3): the proposal is cut at the first slot whose
+    confidence_threshold: static truncation (docs/dspark.md 5.3): the proposal is cut at the first slot whose
         confidence < threshold (0 verifies everything; proposals without confidences are never cut).
     shared_prefill: ``prefill(target, prompt_ids, layer_ids)`` computed once for several generations (its
         layer ids must cover the proposer's); its cache is copied and its time charged to this generation.
@@ -442,7 +442,7 @@ class _Draft:
 def _draft(proposer: Proposer, anchor: int, temperature: float, draft_gen: torch.Generator, budget: int,
            confidence_threshold: float, greedy: bool, clock: _Clock, device: torch.device) -> _Draft:
     """Ask the proposer for a block after ``anchor`` and cut it to ``budget`` drafts, then at the first slot
-    whose confidence is below ``confidence_threshold`` (static truncation, DSPARK.md 5.3)."""
+    whose confidence is below ``confidence_threshold`` (static truncation, docs/dspark.md 5.3)."""
     t = clock.start()
     prop = proposer.propose(anchor, temperature, draft_gen)
     clock.add_drafter(t)
@@ -459,7 +459,7 @@ def _draft(proposer: Proposer, anchor: int, temperature: float, draft_gen: torch
 
 def _commit_round(out: Generation, draft: _Draft, a: int, nxt: int, logits: torch.Tensor, stops: set[int]) -> Round:
     """Append the round's committed tokens (the ``a`` accepted drafts, then ``nxt``) to ``out`` and record
-    the Round. An accepted stop token ends generation there: that round counts a, no bonus (DSPARK.md 5.1
+    the Round. An accepted stop token ends generation there: that round counts a, no bonus (docs/dspark.md 5.1
     step 6). ``logits`` [n+1, V] give each committed token's margin."""
     new = draft.tokens[:a].tolist() + [nxt]
     eos = False

@@ -1,11 +1,11 @@
 """The frozen target model: loading (HF id, local dir, GGUF), hidden-state features and KV-cached steps.
 
-Layer-id convention (DSPARK.md 1.2, DeepSpec): id ``l`` is the raw output of decoder layer ``l`` (pre final
+Layer-id convention (docs/dspark.md 1.2, DeepSpec): id ``l`` is the raw output of decoder layer ``l`` (pre final
 norm) = HF ``output_hidden_states[l + 1]``; id ``-1`` is the embedding output (= ``hidden_states[0]``). The
 last layer ``L - 1`` is refused because HF replaces that entry by the post-norm state and engines disagree on
 it; the post-norm final hidden state travels separately as ``last``.
 
-Features are captured with forward hooks on the decoder layers (DSPARK.md 3.4/3.5) so the target never has to
+Features are captured with forward hooks on the decoder layers (docs/dspark.md 3.4/3.5) so the target never has to
 materialise all ``L + 1`` hidden states, and ``features()`` runs the base model only (no LM head: target logits
 for the loss are recomputed from ``last`` with the drafter's frozen LM head copy, chunked over anchors).
 """
@@ -51,7 +51,7 @@ class TargetLoadError(TracedraftError):
 class TargetStep:
     """Result of one KV-cached target step.
 
-    logits: FloatTensor [1, t, V] in fp32 (verification does its softmax in fp32, DSPARK.md 5.1 step 3).
+    logits: FloatTensor [1, t, V] in fp32 (verification does its softmax in fp32, docs/dspark.md 5.1 step 3).
     aux: [1, t, m*d] in the model dtype (concat of the selected layers' outputs), or None if no layers asked.
     past_key_values: the updated ``transformers.DynamicCache`` (crop with ``crop_cache``).
     """
@@ -139,7 +139,7 @@ class Target:
 
     @property
     def embed_weight(self) -> torch.Tensor:
-        """Input embedding matrix [V, d] (the drafter keeps a frozen copy, DSPARK.md 1.1)."""
+        """Input embedding matrix [V, d] (the drafter keeps a frozen copy, docs/dspark.md 1.1)."""
         return self.model.get_input_embeddings().weight
 
     @property
@@ -163,7 +163,7 @@ class Target:
 
     # ------------------------------------------------------------------ hooks
     def check_layer_ids(self, layer_ids: list[int]) -> list[int]:
-        """Validate layer ids (DSPARK.md 1.2): strictly increasing, in {-1} U [0, L-2].
+        """Validate layer ids (docs/dspark.md 1.2): strictly increasing, in {-1} U [0, L-2].
 
         Raises TracedraftError(code="bad_layer_ids", where="layer_ids").
         """
@@ -177,7 +177,7 @@ class Target:
             raise TracedraftError(
                 "bad_layer_ids",
                 f"layer ids {bad} outside [-1, {self.num_layers - 2}] (the last layer {self.num_layers - 1} "
-                "is excluded: HF replaces it by the normed state, DSPARK.md 1.2)",
+                "is excluded: HF replaces it by the normed state, docs/dspark.md 1.2)",
                 "layer_ids",
             )
         return ids
@@ -211,7 +211,7 @@ class Target:
     def features(
         self, input_ids: torch.Tensor, layer_ids: list[int], attention_mask: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Target features for drafter training (DSPARK.md 3.4).
+        """Target features for drafter training (docs/dspark.md 3.4).
 
         input_ids: LongTensor [B, T] (right padding needs no mask: causal attention keeps real positions
         unaffected by trailing pads). Returns (aux [B, T, m*d], last [B, T, d]) in the model dtype: aux is the

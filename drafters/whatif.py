@@ -1,5 +1,5 @@
-"""Offline what-if analysis: confidence truncation (DSPARK.md 5.3) and the hardware-aware prefix scheduler
-(DSPARK.md 6). Pure functions over recorded confidences; nothing here touches a model (no torch).
+"""Offline what-if analysis: confidence truncation (docs/dspark.md 5.3) and the hardware-aware prefix scheduler
+(docs/dspark.md 6). Pure functions over recorded confidences; nothing here touches a model (no torch).
 Accepted length (tau) is not computed here either: drafters.evaluate.metrics turns these counts into tau.
 """
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def threshold_length(confidences: Sequence[float], threshold: float) -> int:
-    """Static confidence truncation (DSPARK.md 5.3): the number of leading slots whose per-slot (conditional)
+    """Static confidence truncation (docs/dspark.md 5.3): the number of leading slots whose per-slot (conditional)
     confidence is >= threshold; the proposal is cut at the first slot below it. threshold 0 keeps all."""
     for k, c in enumerate(confidences):
         if c < threshold:
@@ -25,7 +25,7 @@ def threshold_length(confidences: Sequence[float], threshold: float) -> int:
 
 
 def survival(confidences: Sequence[float]) -> list[float]:
-    """Prefix survival a_j = prod_{i<=j} c_i (DSPARK.md 6): the predicted probability that drafts 1..j are
+    """Prefix survival a_j = prod_{i<=j} c_i (docs/dspark.md 6): the predicted probability that drafts 1..j are
     all accepted, from per-slot conditional confidences c_1..c_n."""
     out, acc = [], 1.0
     for c in confidences:
@@ -62,7 +62,7 @@ def sps_lookup(table: Mapping[int, float] | Sequence[tuple[int, float]]) -> Call
 def schedule_prefix_lengths(confidences: Sequence[Sequence[float]],
                             sps: Mapping[int, float] | Sequence[tuple[int, float]] | Callable[[int], float]
                             ) -> list[int]:
-    """Hardware-aware prefix scheduler, DSPARK.md 6 (paper Algorithm 1 with early stop).
+    """Hardware-aware prefix scheduler, docs/dspark.md 6 (paper Algorithm 1 with early stop).
 
     confidences: per active request r, calibrated conditional confidences c_{r,1..gamma_r}.
     sps: SPS(B), target verification steps/s for B tokens in the forward batch (table or callable).

@@ -1,4 +1,4 @@
-"""Job state and THE job event writer (ARCHITECTURE.md section 3: "one event writer").
+"""Job state and THE job event writer (docs/architecture.md section 3: "one event writer").
 
 Everything that changes a job's status, stage, progress, result or error goes through this module, and
 every change a user should see is also appended to the job's event stream (``job_events``), so the API

@@ -1,4 +1,4 @@
-"""The Celery application and the job dispatcher (ARCHITECTURE.md section 3; issue 9).
+"""The Celery application and the job dispatcher (docs/architecture.md section 3).
 
 The database is the source of truth for a job; Celery only dispatches. This module holds no task code:
 the API and CLI enqueue by task *name* (``dispatch``), and only a worker (or the embedded inline

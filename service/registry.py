@@ -1,4 +1,4 @@
-"""The drafter registry (ARCHITECTURE.md section 4, issue 8): immutable versions, aliases, history, gc.
+"""The drafter registry (docs/architecture.md section 4): immutable versions, aliases, history, gc.
 
 - ``register_version``: uploads a checkpoint, then records an immutable ``DrafterVersion``; exactly once
   per job (``drafter_versions.job_id`` is UNIQUE). When the promotion gate passed, the alias
@@ -14,7 +14,7 @@
 - ``gc`` (``service.gc``): deletes store files no live row references, older than a retention.
 - ``diff_versions``: what changed between two versions (config, lineage, report, files).
 
-- ``publish_export``: records a file derived from a version's weights (the llama.cpp GGUF of issue 12)
+- ``publish_export``: records a file derived from a version's weights
   beside its checkpoint: stored under ``<checkpoint>/exports/``, its sha256 added to the version's
   ``files`` (so the files route serves it, verified, and promotion re-verifies it) and its record (size,
   format, converter, who, when) under ``lineage["exports"][name]``. The weights never change; publishing
@@ -330,7 +330,7 @@ def register_version(
     return version
 
 
-# --- derived exports (issue 12) ---------------------------------------------------------------------------
+# --- derived exports ---------------------------------------------------------------------------
 
 EXPORTS_DIR = "exports"
 EXPORT_NAME_RE = re.compile(r"^exports/[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")

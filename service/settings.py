@@ -1,11 +1,11 @@
-"""The one settings object of tracedraft (ARCHITECTURE.md section 1: "one settings object").
+"""The one settings object of tracedraft (docs/architecture.md section 1: "one settings object").
 
 Every field is read from an environment variable named ``TRACEDRAFT_<FIELD>`` (upper case), e.g.
 ``TRACEDRAFT_DATABASE_URL``. Defaults give the embedded mode (SQLite file, local artifact directory,
 in-process pipeline) under ``~/.tracedraft``; the stack (docker-compose, a cluster) sets the URLs.
 
 ``Settings.env_vars()`` lists every variable name with its description, so the README and
-docker-compose.yml can be checked against it (issue 11).
+docker-compose.yml can be checked against it.
 
 Tests override settings with ``override_settings(...)`` (a context manager) or, for FastAPI,
 ``app.dependency_overrides[get_settings]``.

@@ -1,4 +1,4 @@
-"""The artifact store (ARCHITECTURE.md section 1: "one artifact store"): one interface over fsspec.
+"""The artifact store (docs/architecture.md section 1: "one artifact store"): one interface over fsspec.
 
 A local directory by default (``file:///...``), any fsspec URI in a cluster (``s3://bucket/prefix``,
 ``memory://name`` in tests). Keys are relative POSIX paths under the store's root; URIs are

@@ -1,4 +1,4 @@
-"""Tiny targets and reference proposers for the speculative-decoding and evaluation tests (issue 7)."""
+"""Tiny targets and reference proposers for the speculative-decoding and evaluation tests."""
 
 from __future__ import annotations
 

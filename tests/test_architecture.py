@@ -1,4 +1,4 @@
-"""The rules of the house (ARCHITECTURE.md section 1), checked on the source and on real imports."""
+"""The rules of the house (docs/architecture.md section 1), checked on the source and on real imports."""
 
 from __future__ import annotations
 

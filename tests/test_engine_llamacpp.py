@@ -1,4 +1,4 @@
-"""llama.cpp engine (issue 12): /metrics parsing and tau, the build cache logic, export pre-checks, the engine
+"""llama.cpp engine: /metrics parsing and tau, the build cache logic, export pre-checks, the engine
 against a fake llama-server (fast); against the real llama-server built from llama-cpp-python's sources with
 SmolLM2-135M-Instruct (slow): tau agrees with the hf engine, output identical to the target alone, and a
 drafter with a known bigram Markov head gives exactly the simulated accepted counts, round by round.

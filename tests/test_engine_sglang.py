@@ -1,4 +1,4 @@
-"""SGLang engine client (issue 7) against a local stub HTTP server returning recorded response shapes of
+"""SGLang engine client against a local stub HTTP server returning recorded response shapes of
 each SGLang field-name generation and each failure: speculation off, 5xx, timeouts, a server that dies."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ PROMPTS = [Prompt("c/0", [1, 2, 3]), Prompt("c/1", [4, 5, 6, 7])]
 
 
 def _meta(generation: str, verify: int, accepted: int, completion: int) -> dict:
-    """Recorded meta_info shapes (SERVING.md 3), newest first."""
+    """Recorded meta_info shapes (docs/serving.md 3), newest first."""
     base = {"id": "x", "finish_reason": {"type": "length", "length": completion}, "prompt_tokens": 3,
             "completion_tokens": completion, "cached_tokens": 0, "e2e_latency": 0.05}
     hist = [verify - accepted // 3, 0, 0, accepted // 3] if accepted % 3 == 0 else None

@@ -1,4 +1,4 @@
-"""Evaluation (issue 7): tau conventions and known answers, losslessness assertion, metrics on constructed
+"""Evaluation: tau conventions and known answers, losslessness assertion, metrics on constructed
 inputs (conditional acceptance, ECE/AUROC/Brier, temperature scaling, bootstrap), the gate, report files."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The main job end to end: `tracedraft run` on real traces, as a user runs it (issue 2).
+"""The main job end to end: `tracedraft run` on real traces, as a user runs it.
 
 The fast tests drive the real CLI in a subprocess with a tiny random target that uses SmolLM2's real
 tokenizer; the slow test runs the README's quick start with the real SmolLM2-135M-Instruct target and

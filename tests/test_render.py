@@ -187,7 +187,7 @@ def test_segments(tok, renderer):
 
 def test_end_of_turn_belongs_to_the_assistant(tok, renderer):
     """The stop token is the last supervised token of its own turn, labelled by how the turn ended; the
-    newline after it is markup (TRACES.md: stop token attributed to the next message)."""
+    newline after it is markup (docs/traces.md: stop token attributed to the next message)."""
     seq = renderer.render_conversation(weather_conversation())[0]
     im_end = tok.convert_tokens_to_ids("<|im_end|>")
     labels = [seq.segments[k] for k, t in enumerate(seq.input_ids) if t == im_end and seq.loss_mask[k]]
@@ -292,7 +292,7 @@ def test_mask_is_not_all_ones_without_generation_markers(tok, renderer):
 
 
 def test_smollm2_own_template_is_rejected_for_tool_traces(tok):
-    """SmolLM2's own template ignores tools: an agent call would train on empty text (TRACES.md)."""
+    """SmolLM2's own template ignores tools: an agent call would train on empty text (docs/traces.md)."""
     r = Renderer(tok)
     assert r.dialect.tool_error
     with pytest.raises(RenderError) as e:

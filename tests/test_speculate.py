@@ -1,4 +1,4 @@
-"""Speculative decoding loop (issue 7): losslessness, exact sampling, known answers, stop handling,
+"""Speculative decoding loop: losslessness, exact sampling, known answers, stop handling,
 n-gram baseline and the what-if scheduler."""
 
 from __future__ import annotations
@@ -312,7 +312,7 @@ def test_scheduler_algorithm1_with_early_stop():
     flat = {b: 100.0 for b in range(1, 20)}
     assert schedule_prefix_lengths([[0.9, 0.9], [0.5]], flat) == [2, 1]
     # Theta: B=2 tau=2 -> 200; +0.9 -> B=3, 2.9*100=290; +0.81 -> B=4, 3.71*50=185.5 < 290: stop, even though
-    # B=5 would reach 4.21*200 = 842 (not looking past the first drop keeps it lossless, DSPARK.md 6).
+    # B=5 would reach 4.21*200 = 842 (not looking past the first drop keeps it lossless, docs/dspark.md 6).
     jagged = {2: 100.0, 3: 100.0, 4: 50.0, 5: 200.0}
     assert schedule_prefix_lengths([[0.9, 0.9], [0.5]], jagged) == [1, 0]
     assert schedule_prefix_lengths([], flat) == []

@@ -42,7 +42,7 @@ def test_features_match_output_hidden_states(layer_ids):
     with torch.no_grad():
         hs = t.model(ids, output_hidden_states=True).hidden_states
     assert aux.shape == (2, 11, 64 * len(layer_ids))
-    ref = torch.cat([hs[l + 1] for l in layer_ids], dim=-1)  # layer-output convention, DSPARK.md 1.2
+    ref = torch.cat([hs[l + 1] for l in layer_ids], dim=-1)  # layer-output convention, docs/dspark.md 1.2
     torch.testing.assert_close(aux, ref, rtol=0, atol=0)
     torch.testing.assert_close(last, hs[-1], rtol=0, atol=0)  # post-norm final state
 

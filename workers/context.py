@@ -1,4 +1,4 @@
-"""What a stage function gets: ``StageContext`` (issue 9), and the transient-error convention.
+"""What a stage function gets: ``StageContext``, and the transient-error convention.
 
 A stage function (``workers.stages.validate/prepare/train/evaluate/register``) is
 ``fn(ctx: StageContext) -> dict`` (JSON-able; stored as ``job.result[<job stage>]``). It reports through

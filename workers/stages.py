@@ -605,7 +605,7 @@ def _engine(ctx: StageContext, name: str, target):
         from drafters.engines.sglang import SGLangEngine
 
         sg = dict(tspec.get("sglang") or {})
-        # One server launch per drafter (SGLang has no hot swap of the draft; SERVING.md 1).
+        # One server launch per drafter (SGLang has no hot swap of the draft; docs/serving.md 1).
         return SGLangEngine(target_path=sg.get("model_path") or tspec["model"], port=int(sg.get("port") or 30000),
                             extra_args=sg.get("extra_args") or (), log_dir=ctx.workdir / "engine-logs")
     if name == "llamacpp":

@@ -1,4 +1,4 @@
-"""Multi-GPU training from a stage: the gpu worker starts ``torchrun -m drafters.train`` (ARCHITECTURE.md 2).
+"""Multi-GPU training from a stage: the gpu worker starts ``torchrun -m drafters.train`` (docs/architecture.md 2).
 
 A Celery worker process cannot itself become N ranks, so a training stage that should use N > 1 processes
 (``Settings.train_processes``; 0 = one per visible CUDA GPU) launches the trainer's own command line under

@@ -1,4 +1,4 @@
-"""Start a stage worker: ``tracedraft worker --queue cpu|gpu [--concurrency N]`` (issue 9).
+"""Start a stage worker: ``tracedraft worker --queue cpu|gpu [--concurrency N]``.
 
 ``run_worker(queue, concurrency)`` runs a Celery worker (prefork pool) on the ``cpu`` or ``gpu`` queue
 (or both, ``cpu,gpu``, for a single-machine setup) with the long-task rules of ``service.queue``:

@@ -1,4 +1,4 @@
-"""DSpark drafter: config, model, losses, anchor sampling, proposer, checkpoints, LoRA (DSPARK.md, SERVING.md 2).
+"""DSpark drafter: config, model, losses, anchor sampling, proposer, checkpoints, LoRA (docs/dspark.md, docs/serving.md 2).
 
 Submodules import torch; import them directly (``from drafters.dspark.model import DSparkDrafter``) or through
 the names below.

@@ -1,4 +1,4 @@
-"""Anchor sampling for DSpark training (DSPARK.md 2.4)."""
+"""Anchor sampling for DSpark training (docs/dspark.md 2.4)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ class AnchorError(TracedraftError):
 
 def anchor_candidates(loss_mask: Tensor) -> Tensor:
     """BoolTensor [T]: p in [0, T-2] with loss_mask[p] = loss_mask[p+1] = 1 (anchor and its first target
-    both inside an assistant span, DSPARK.md 2.4)."""
+    both inside an assistant span, docs/dspark.md 2.4)."""
     lm = loss_mask.bool()
     cand = torch.zeros_like(lm)
     if lm.numel() >= 2:
@@ -24,7 +24,7 @@ def anchor_candidates(loss_mask: Tensor) -> Tensor:
 
 def sample_anchors(loss_mask: Tensor, num_anchors: int, generator: torch.Generator | None = None,
                    weights: Tensor | None = None) -> tuple[Tensor, Tensor]:
-    """Sample up to ``num_anchors`` anchor positions without replacement, sorted ascending (DSPARK.md 2.4).
+    """Sample up to ``num_anchors`` anchor positions without replacement, sorted ascending (docs/dspark.md 2.4).
 
     Args:
         loss_mask: [T] 0/1 (1 = assistant-generated token).

@@ -1,5 +1,5 @@
-"""DSpark checkpoints: the DeepSpec-native layout that SGLang, vLLM and llama.cpp load (SERVING.md 2),
-its validator, and importers for the vLLM speculators and SGLang SpecForge layouts (DSPARK.md 7).
+"""DSpark checkpoints: the DeepSpec-native layout that SGLang, vLLM and llama.cpp load (docs/serving.md 2),
+its validator, and importers for the vLLM speculators and SGLang SpecForge layouts (docs/dspark.md 7).
 
 Layout: a directory with ``config.json`` (flat Qwen3-style, ``architectures: ["Qwen3DSparkModel"]``) and
 ``model.safetensors`` (no ``model.`` prefix; ``embed_tokens.weight`` / ``lm_head.weight`` optional).
@@ -67,7 +67,7 @@ class CheckpointInfo:
 
 
 def expected_tensor_shapes(cfg: DSparkConfig) -> dict[str, tuple[int, ...]]:
-    """Required tensor names -> shapes of SERVING.md 2 for a config (embed/lm_head excluded)."""
+    """Required tensor names -> shapes of docs/serving.md 2 for a config (embed/lm_head excluded)."""
     H, V, r, hd = cfg.hidden_size, cfg.vocab_size, cfg.markov_rank, cfg.head_dim
     nh, nkv, I = cfg.num_attention_heads, cfg.num_key_value_heads, cfg.intermediate_size
     out: dict[str, tuple[int, ...]] = {
@@ -121,7 +121,7 @@ def _write_dir(out_dir: Path, config_dict: dict[str, Any], tensors: dict[str, Te
 
 def save_checkpoint(drafter: DSparkDrafter, out_dir: str | Path, include_embeddings: bool = False
                     ) -> dict[str, str]:
-    """Export the drafter in the DeepSpec-native layout (SERVING.md 2) and validate the result.
+    """Export the drafter in the DeepSpec-native layout (docs/serving.md 2) and validate the result.
 
     Writes ``config.json`` and ``model.safetensors`` (tensor names = state_dict names, no prefix; frozen
     ``embed_tokens``/``lm_head`` only when ``include_embeddings``), nothing else. A LoRA-wrapped drafter
@@ -198,7 +198,7 @@ def _check_config_dict(d: dict[str, Any], target_config: Any = None) -> DSparkCo
 
 def validate_checkpoint(path: str | Path, target_config: Any = None, check_finite: bool = True
                         ) -> CheckpointInfo:
-    """Check a DeepSpec-native checkpoint directory the way an engine would read it (SERVING.md 2).
+    """Check a DeepSpec-native checkpoint directory the way an engine would read it (docs/serving.md 2).
 
     Checks: no pickle files; config.json keys and values (architectures, model_type, no
     speculators_model_type, required keys, mask_token_id < vocab_size, markov_rank > 0, target_layer_ids
@@ -284,7 +284,7 @@ def load_checkpoint(path: str | Path, embed_weight: Tensor | None = None, lm_hea
                     dtype: torch.dtype | None = None) -> DSparkDrafter:
     """Validate and load a DeepSpec-native checkpoint (warm start: weights only).
 
-    embed_weight / lm_head_weight: [V, d] from the target (preferred; DSPARK.md 8.1). When None, the
+    embed_weight / lm_head_weight: [V, d] from the target (preferred; docs/dspark.md 8.1). When None, the
     checkpoint's copies are used, and CheckpointError(code="missing_embeddings") is raised if it has none.
     When both exist and differ, the target's are used with a warning. Parameters keep the checkpoint's dtype
     unless ``dtype`` is given; tensors are loaded bit-exactly.
@@ -387,7 +387,7 @@ def _num_target_layers(d: dict[str, Any], target_config: Any) -> int:
 
 
 def _speculators_to_deepspec(d: dict[str, Any], target_config: Any) -> dict[str, Any]:
-    """speculators DSpark config -> DeepSpec-native dict (DSPARK.md 7)."""
+    """speculators DSpark config -> DeepSpec-native dict (docs/dspark.md 7)."""
     if d.get("sample_from_anchor") is False:
         raise CheckpointError("unsupported_layout", "sample_from_anchor is false: slot k predicts p+k (slot 0 "
                               "untrained, block_size-1 drafts); the DeepSpec layout is anchor-first and engines "
@@ -436,7 +436,7 @@ def _speculators_to_deepspec(d: dict[str, Any], target_config: Any) -> dict[str,
 
 def _specforge_to_deepspec(d: dict[str, Any], target_config: Any) -> dict[str, Any]:
     """SpecForge DSpark config (DSpark keys inside dflash_config) -> DeepSpec-native dict. SpecForge uses the
-    same layer-output convention for target_layer_ids as DeepSpec (DSPARK.md 1.3)."""
+    same layer-output convention for target_layer_ids as DeepSpec (docs/dspark.md 1.3)."""
     dfc = d["dflash_config"]
     out = {k: d[k] for k in _QWEN3_DIM_KEYS if k in d}
     for k in _DSPARK_CONFIG_KEYS:
@@ -461,7 +461,7 @@ def _specforge_to_deepspec(d: dict[str, Any], target_config: Any) -> dict[str, A
 def import_checkpoint(src: str | Path, out_dir: str | Path, *, target_config: Any = None,
                       include_embeddings: bool = False) -> CheckpointInfo:
     """Convert a DeepSpec, vLLM speculators or SpecForge DSpark checkpoint to our DeepSpec-native layout in
-    ``out_dir`` (weights only: a warm start, DSPARK.md 8) and validate it.
+    ``out_dir`` (weights only: a warm start, docs/dspark.md 8) and validate it.
 
     Tensor names lose ``model.`` / ``_orig_mod.`` / ``module.`` prefixes; speculators' frozen
     ``verifier_lm_head``/``verifier_norm`` and its ``t2d``/``d2t`` vocabulary maps (identity for a full

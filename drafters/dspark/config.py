@@ -1,8 +1,8 @@
-"""DSpark drafter configuration (DSPARK.md 1, 4.3; SERVING.md 2).
+"""DSpark drafter configuration (docs/dspark.md 1, 4.3; docs/serving.md 2).
 
-The drafter copies every layer dimension from its target (DSPARK.md 1.1: "the draft config is a deep copy of
+The drafter copies every layer dimension from its target (docs/dspark.md 1.1: "the draft config is a deep copy of
 the target's HF config with overrides") and adds the DSpark knobs. `to_deepspec_dict` writes the flat
-Qwen3-style ``config.json`` that SGLang, vLLM, llama.cpp and DeepSpec load (SERVING.md 2);
+Qwen3-style ``config.json`` that SGLang, vLLM, llama.cpp and DeepSpec load (docs/serving.md 2);
 `from_deepspec_dict` reads it back.
 """
 
@@ -32,7 +32,7 @@ class ConfigError(TracedraftError):
 
 
 def default_target_layer_ids(num_layers: int, k: int = 5) -> list[int]:
-    """The DFlash rule for which target layers feed the drafter (DSPARK.md 1.3).
+    """The DFlash rule for which target layers feed the drafter (docs/dspark.md 1.3).
 
     k = 1 -> [L // 2]; otherwise ids_i = round(1 + i * (L - 4) / (k - 1)), i = 0..k-1, i.e. evenly spaced
     from layer 1 to layer L - 3 (layer-output convention: id l = HF ``hidden_states[l + 1]``).
@@ -63,7 +63,7 @@ def _tok_len(tokenizer: Any) -> int:
 
 
 def choose_mask_token_id(vocab_size: int, tokenizer: Any = None) -> int:
-    """Pick the MASK token id of the block stream (DSPARK.md "Decisions": must be a valid target id).
+    """Pick the MASK token id of the block stream (docs/dspark.md "Decisions": must be a valid target id).
 
     - ``vocab_size > len(tokenizer)``: the first spare (padded, never produced) row, ``len(tokenizer)``
       (Qwen3: 151669 of 151936).
@@ -133,12 +133,12 @@ def _rope_from_hf(cfg: Any) -> tuple[float, dict | None]:
 
 @dataclass
 class DSparkConfig:
-    """Target dims + DSpark knobs (contract in /tmp/tracedraft-contracts.md, DSPARK.md 4.1 defaults).
+    """Target dims + DSpark knobs (docs/dspark.md 4.1 defaults).
 
     ``target_layer_ids`` use the layer-output convention (id l = HF ``hidden_states[l + 1]``, -1 = the
     embedding output); ``None`` means the DFlash default with 5 layers. ``mask_token_id`` None is resolved
     by `from_target` (choose_mask_token_id). ``loss_decay_gamma`` is beta of the position weights
-    exp(-(k-1)/beta) (DSPARK.md 1.7), separate from ``block_size``.
+    exp(-(k-1)/beta) (docs/dspark.md 1.7), separate from ``block_size``.
     """
 
     hidden_size: int
@@ -212,7 +212,7 @@ class DSparkConfig:
                 bad("target_layer_ids", f"layer id {i} is outside [-1, {L - 1}] for a {L}-layer target")
         if ids[-1] == L - 1:
             bad("target_layer_ids", f"layer id {L - 1} is the target's last layer, whose HF hidden state is "
-                "post-norm; exclude it (DSPARK.md 1.2)")
+                "post-norm; exclude it (docs/dspark.md 1.2)")
         if self.loss_decay_gamma <= 0:
             bad("loss_decay_gamma", f"loss_decay_gamma must be > 0, got {self.loss_decay_gamma}")
         for f in ("ce_loss_alpha", "l1_loss_alpha", "confidence_head_alpha"):
@@ -288,7 +288,7 @@ class DSparkConfig:
 
     # ------------------------------------------------------------------ serialisation
     def to_deepspec_dict(self) -> dict[str, Any]:
-        """The flat Qwen3-style config.json of SERVING.md 2 / DSPARK.md 4.3.
+        """The flat Qwen3-style config.json of docs/serving.md 2 / docs/dspark.md 4.3.
 
         Never writes ``speculators_model_type`` (SGLang would switch slot conventions).
         """

@@ -1,4 +1,4 @@
-"""LoRA fine-tuning of a DSpark drafter through peft (DSPARK.md 8 item 5; no reference implementation has it).
+"""LoRA fine-tuning of a DSpark drafter through peft (docs/dspark.md 8 item 5; no reference implementation has it).
 
 Adapters go on the backbone linears (q/k/v/o, gate/up/down of every draft layer) and on ``fc``; the Markov
 head (W1, W2 and the gated/RNN projections) and the confidence head are trained fully because they hold

@@ -1,4 +1,4 @@
-"""DSpark training losses (DSPARK.md 2.1-2.3; paper Eq. 10).
+"""DSpark training losses (docs/dspark.md 2.1-2.3; paper Eq. 10).
 
 L = ce_loss_alpha * L_ce + l1_loss_alpha * L_l1 + confidence_head_alpha * L_conf with, for block n with
 anchor p and slot j (label position q = p + j + 1) and weight W[n, j] = M[n, j] * exp(-j / beta):
@@ -6,7 +6,7 @@ anchor p and slot j (label position q = p + j + 1) and weight W[n, j] = M[n, j] 
   L_l1   = sum W * ||p_d - p_t||_1 / sum W                     (full L1, range 0..2)
   L_conf = sum W * BCE_logits(c, c*) / sum W,  c* = clamp(1 - 0.5 ||p_d - p_t||_1, 0, 1) detached
 where Z = lm_head(h) + Markov bias (teacher-forced), p_d = softmax(Z), p_t = softmax(lm_head(last[q - 1]))
-with the drafter's frozen LM head. Softmax, CE, L1 and BCE are always fp32 (DSPARK.md 2.2 "all in fp32
+with the drafter's frozen LM head. Softmax, CE, L1 and BCE are always fp32 (docs/dspark.md 2.2 "all in fp32
 softmax"); the three V-sized matmuls that produce the logits run in ``matmul_dtype``: fp32 by default, bf16
 on request, which is what DeepSpec computes (bf16 weights, logits upcast before the softmax) and 2-4x faster
 on CPUs with native bf16 and on GPUs.
@@ -42,7 +42,7 @@ class LossOutput:
     total: scalar with grad (the weighted sum of the three terms); ce, l1, conf: detached scalars (each
     already normalised by sum W); accept_rate_per_slot: [g] mean analytic acceptance c* over valid slots
     (NaN where a slot has none); expected_tau: mean over valid blocks of 1 + sum_k prod_{i<=k} c*_i
-    (DSPARK.md 2.2 ``tau_probabilistic``; NaN when no block is valid); n_valid: number of valid slots;
+    (docs/dspark.md 2.2 ``tau_probabilistic``; NaN when no block is valid); n_valid: number of valid slots;
     weight_sum: sum W (the denominator; all-reduce it across ranks for the global mean); n_blocks: valid blocks.
     """
 
@@ -58,13 +58,13 @@ class LossOutput:
 
 
 def position_weights(block_size: int, beta: float = 4.0) -> Tensor:
-    """w_k = exp(-(k-1)/beta), k = 1..block_size (DSPARK.md 1.7). -> fp32 [block_size]."""
+    """w_k = exp(-(k-1)/beta), k = 1..block_size (docs/dspark.md 1.7). -> fp32 [block_size]."""
     return torch.exp(-torch.arange(block_size, dtype=torch.float32) / beta)
 
 
 def slot_validity(loss_mask: Tensor, anchors: Tensor, keep: Tensor, block_size: int) -> Tensor:
     """M [B, N, g] bool = keep & (q < T) & loss_mask[q], q = p + j + 1, made prefix-contiguous by a
-    cumulative AND over j (DSPARK.md 2.1)."""
+    cumulative AND over j (docs/dspark.md 2.1)."""
     B, T = loss_mask.shape
     q = anchors.long().unsqueeze(-1) + torch.arange(1, block_size + 1, device=anchors.device)
     ok = torch.gather(loss_mask.bool(), 1, q.clamp(max=T - 1).reshape(B, -1)).reshape(q.shape)
@@ -135,8 +135,8 @@ class _DraftAndTargetLogits(torch.autograd.Function):
     buffer (``addmm_``).
 
     forward(h [S,d], pre [S,r], last [U,d], lm_w [V,d] frozen, w2 [V,r]) -> (Z [S,V], z_t [U,V] no grad);
-    all in one floating dtype. Gradients (DSPARK.md 2.2 with Z as above): dh = dZ lm_w, dpre = dZ w2,
-    dw2 = dZ^T pre; none for lm_w (shared and frozen, DSPARK.md 1.2) or last (target features).
+    all in one floating dtype. Gradients (docs/dspark.md 2.2 with Z as above): dh = dZ lm_w, dpre = dZ w2,
+    dw2 = dZ^T pre; none for lm_w (shared and frozen, docs/dspark.md 1.2) or last (target features).
     """
 
     @staticmethod
@@ -192,7 +192,7 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
                 target_last_hidden: Tensor, anchors: Tensor, keep: Tensor, anchor_chunk: int = 64,
                 weight_sum: Tensor | None = None, recompute: bool | None = None,
                 matmul_dtype: torch.dtype = torch.float32) -> LossOutput:
-    """The DSpark loss of DSPARK.md 2.2 for a batch of sequences.
+    """The DSpark loss of docs/dspark.md 2.2 for a batch of sequences.
 
     Args:
         drafter: the DSparkDrafter (its config holds alphas, beta = loss_decay_gamma, block size).
@@ -202,7 +202,7 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
         anchors: LongTensor [B, N]; keep: BoolTensor [B, N] (see anchors.sample_anchors).
         anchor_chunk: anchors per chunk of the V-sized computations (bounds peak memory, see module doc).
         weight_sum: optional denominator to use instead of the local sum W (pass the all-reduced value in
-            data-parallel training; DSPARK.md 2.2 "distributed normalisation").
+            data-parallel training; docs/dspark.md 2.2 "distributed normalisation").
         recompute: run each chunk under activation checkpointing (saved memory per chunk = its inputs; costs
             one more forward of the heads in backward). None = only when an [S, V] fp32 tensor over all S
             valid slots would exceed RECOMPUTE_BYTES (256 MiB), i.e. when chunking alone would not bound
@@ -257,7 +257,7 @@ def dspark_loss(drafter: DSparkDrafter, input_ids: Tensor, loss_mask: Tensor, ta
     if conf_logit is not None and S:
         conf_num = (W_v * F.binary_cross_entropy_with_logits(conf_logit[b_i, n_i, j_i], cstar_v,
                                                              reduction="none")).sum()
-    with torch.no_grad():  # diagnostics (DSPARK.md 2.2): per-slot analytic acceptance, expected tau
+    with torch.no_grad():  # diagnostics (docs/dspark.md 2.2): per-slot analytic acceptance, expected tau
         cstar = torch.zeros(B, N, g, device=dev)
         cstar[b_i, n_i, j_i] = cstar_v
         Mf = M.float()

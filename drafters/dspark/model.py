@@ -1,14 +1,14 @@
-"""The DSpark drafter (DSPARK.md 1): parallel DFlash-style backbone with KV injection, anchor-first blocks,
+"""The DSpark drafter (docs/dspark.md 1): parallel DFlash-style backbone with KV injection, anchor-first blocks,
 Markov head (sequential stage) and confidence head.
 
-Submodule names equal the DeepSpec-native tensor names of SERVING.md 2 (embed_tokens, fc, hidden_norm,
+Submodule names equal the DeepSpec-native tensor names of docs/serving.md 2 (embed_tokens, fc, hidden_norm,
 layers.{i}.self_attn.{q,k,v,o}_proj / q_norm / k_norm, layers.{i}.mlp.{gate,up,down}_proj,
 layers.{i}.{input,post_attention}_layernorm, norm, lm_head, markov_head.markov_w1 / markov_w2 /
 gate_proj / joint_proj, confidence_head.proj), so ``state_dict()`` is the checkpoint without renaming.
 
 Two forward paths share every weight and every equation:
-- training (``forward``): many anchors of one sequence at once, block-sparse attention (DSPARK.md 1.2);
-- inference (``infer_block``): one block after a context-only K/V cache (DSPARK.md 5.1 step 2), used by
+- training (``forward``): many anchors of one sequence at once, block-sparse attention (docs/dspark.md 1.2);
+- inference (``infer_block``): one block after a context-only K/V cache (docs/dspark.md 5.1 step 2), used by
   `drafters.dspark.proposer.DSparkProposer`.
 """
 
@@ -83,7 +83,7 @@ def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 
 class DSparkAttention(nn.Module):
     """Qwen3 attention with per-head q_norm/k_norm, GQA, RoPE; keys/values come from the injected context
-    and from the block itself (DSPARK.md 1.2 step 3)."""
+    and from the block itself (docs/dspark.md 1.2 step 3)."""
 
     def __init__(self, c: DSparkConfig):
         super().__init__()
@@ -124,7 +124,7 @@ class DSparkMLP(nn.Module):
 
 class DSparkDecoderLayer(nn.Module):
     """Pre-norm Qwen3 decoder layer without causal mask; input_layernorm applies to the block stream only,
-    never to the injected context H_ctx (DSPARK.md 1.2)."""
+    never to the injected context H_ctx (docs/dspark.md 1.2)."""
 
     def __init__(self, c: DSparkConfig):
         super().__init__()
@@ -144,7 +144,7 @@ class DSparkDecoderLayer(nn.Module):
 
 
 class MarkovHead(nn.Module):
-    """Sequential stage (DSPARK.md 1.5, paper Eq. 4-6). Bias B_k added to the base logits U_k.
+    """Sequential stage (docs/dspark.md 1.5, paper Eq. 4-6). Bias B_k added to the base logits U_k.
 
     vanilla: B_k = W2(W1[x_{k-1}]); gated: B_k = W2(sigmoid(gate_proj([h_k; W1[x_{k-1}]])) * W1[x_{k-1}]);
     rnn: z_k = [s_{k-1}; W1[x_{k-1}]; h_k], (a, c, o) = joint_proj(z_k), s_k = s(a) s_{k-1} + (1 - s(a))
@@ -176,7 +176,7 @@ class MarkovHead(nn.Module):
         a, cand, o = self.joint_proj(torch.cat([state, e, h], -1)).chunk(3, dim=-1)
         g = torch.sigmoid(a)
         new_state = g * state + (1 - g) * torch.tanh(cand)
-        return torch.tanh(o), new_state  # bias uses o from z_k (which holds s_{k-1}), DSPARK.md 1.5
+        return torch.tanh(o), new_state  # bias uses o from z_k (which holds s_{k-1}), docs/dspark.md 1.5
 
     def step(self, prev: Tensor, h: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """One slot of the sequential sampler. prev LongTensor [...], h [..., d] -> (bias [..., V], state)."""
@@ -203,7 +203,7 @@ class MarkovHead(nn.Module):
 
 class ConfidenceHead(nn.Module):
     """c_k = proj([h_k; W1[x_{k-1}]]) (logit; sigmoid gives the conditional acceptance probability),
-    DSPARK.md 1.6. Without the Markov input: proj(h_k)."""
+    docs/dspark.md 1.6. Without the Markov input: proj(h_k)."""
 
     def __init__(self, c: DSparkConfig):
         super().__init__()
@@ -219,7 +219,7 @@ class ConfidenceHead(nn.Module):
 
 
 class DSparkDrafter(nn.Module):
-    """DSpark drafter (DSPARK.md 1).
+    """DSpark drafter (docs/dspark.md 1).
 
     Args:
         config: DSparkConfig (mask_token_id must be set).
@@ -280,7 +280,7 @@ class DSparkDrafter(nn.Module):
         return self.config.block_size
 
     def trainable_parameters(self) -> list[nn.Parameter]:
-        """Everything except the frozen embed_tokens / lm_head (DSPARK.md 8)."""
+        """Everything except the frozen embed_tokens / lm_head (docs/dspark.md 8)."""
         return [p for n, p in self.named_parameters() if p.requires_grad]
 
     def rope(self, positions: Tensor) -> tuple[Tensor, Tensor]:
@@ -290,14 +290,14 @@ class DSparkDrafter(nn.Module):
         return emb.cos(), emb.sin()
 
     def project_context(self, target_aux: Tensor) -> Tensor:
-        """H_ctx = hidden_norm(fc(X)); X [B, T, m*d] -> [B, T, d] (DSPARK.md 1.2 step 1)."""
+        """H_ctx = hidden_norm(fc(X)); X [B, T, m*d] -> [B, T, d] (docs/dspark.md 1.2 step 1)."""
         if target_aux.shape[-1] != self.config.target_hidden_size:
             raise ConfigError("shape_mismatch", f"target_aux has width {target_aux.shape[-1]}, expected "
                               f"m*d = {self.config.target_hidden_size}", "target_aux")
         return self.hidden_norm(self.fc(target_aux.to(self.fc.weight.dtype)))
 
     def block_input_ids(self, input_ids: Tensor, anchors: Tensor, keep: Tensor) -> Tensor:
-        """[anchor, MASK x (g-1)] per block; dummy blocks are all MASK (DSPARK.md 2.4). -> [B, N, g]."""
+        """[anchor, MASK x (g-1)] per block; dummy blocks are all MASK (docs/dspark.md 2.4). -> [B, N, g]."""
         B, N = anchors.shape
         g = self.config.block_size
         blk = torch.full((B, N, g), self.config.mask_token_id, dtype=torch.long, device=input_ids.device)
@@ -311,7 +311,7 @@ class DSparkDrafter(nn.Module):
 
     def markov_bias(self, prev_tokens: Tensor, h: Tensor) -> Tensor:
         """Teacher-forced Markov bias B. prev_tokens [B,N,g] (anchor then ground truth), h [B,N,g,d]
-        -> [B,N,g,V]; corrected logits Z = logits(h) + B (DSPARK.md 1.5)."""
+        -> [B,N,g,V]; corrected logits Z = logits(h) + B (docs/dspark.md 1.5)."""
         return self.markov_head(prev_tokens, h).float()
 
     def corrected_logits(self, h: Tensor, prev_tokens: Tensor) -> Tensor:
@@ -319,7 +319,7 @@ class DSparkDrafter(nn.Module):
         return self.logits(h) + self.markov_bias(prev_tokens, h)
 
     def confidence_logits(self, h: Tensor, prev_tokens: Tensor, prev_emb: Tensor | None = None) -> Tensor:
-        """Confidence logits c [B,N,g] (sigmoid -> per-slot conditional acceptance), DSPARK.md 1.6.
+        """Confidence logits c [B,N,g] (sigmoid -> per-slot conditional acceptance), docs/dspark.md 1.6.
         ``prev_emb`` [B,N,g,r]: W1[prev_tokens] if already looked up. Raises ConfigError when the confidence
         head is disabled."""
         if self.confidence_head is None:
@@ -332,7 +332,7 @@ class DSparkDrafter(nn.Module):
 
     # -------------------------------------------------------------------- training forward
     def training_mask(self, anchors: Tensor, keep: Tensor, T: int) -> Tensor:
-        """Boolean attention mask [B, 1, N*g, T + N*g] of DSPARK.md 1.2 (True = may attend).
+        """Boolean attention mask [B, 1, N*g, T + N*g] of docs/dspark.md 1.2 (True = may attend).
 
         A query of block n sees context key t iff t < anchor_n (and t >= anchor_n - W with a sliding window
         W) and sees all g slots of its own block, nothing of other blocks. Dummy blocks (keep False) are
@@ -357,7 +357,7 @@ class DSparkDrafter(nn.Module):
 
         Args:
             input_ids: LongTensor [B, T] (transcript tokens; only the anchors' tokens are read).
-            target_aux: [B, T, m*d] the target's selected-layer outputs (DSPARK.md 1.2 step 1).
+            target_aux: [B, T, m*d] the target's selected-layer outputs (docs/dspark.md 1.2 step 1).
             anchors: LongTensor [B, N] anchor positions p (slot j predicts p + j + 1).
             keep: BoolTensor [B, N]; False = dummy block.
         Returns:
@@ -395,14 +395,14 @@ class DSparkDrafter(nn.Module):
                 outs.append(F.scaled_dot_product_attention(q[:, :, qs], k, v, attn_mask=m,
                                                            enable_gqa=attn.nh != attn.nkv))
             o = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)
-            o = o * keep_q.to(o.dtype)  # dummy blocks attend to nothing (DSPARK.md 2.4)
+            o = o * keep_q.to(o.dtype)  # dummy blocks attend to nothing (docs/dspark.md 2.4)
             h = layer.finish(h, o)
         return self.norm(h).reshape(B, N, g, -1)
 
     # -------------------------------------------------------------------- inference
     def infer_block(self, anchor: int, start: int, new_features: Tensor | None,
                     cache: list[tuple[Tensor, Tensor]] | None) -> tuple[Tensor, list[tuple[Tensor, Tensor]]]:
-        """One draft block after a context-only K/V cache (DSPARK.md 5.1 step 2).
+        """One draft block after a context-only K/V cache (docs/dspark.md 5.1 step 2).
 
         Args:
             anchor: the last committed token (the target's bonus/corrected token) at position ``start``.

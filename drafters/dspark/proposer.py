@@ -1,13 +1,13 @@
-"""DSparkProposer: a DSparkDrafter behind the `drafters.speculate.Proposer` protocol (DSPARK.md 5.1).
+"""DSparkProposer: a DSparkDrafter behind the `drafters.speculate.Proposer` protocol (docs/dspark.md 5.1).
 
 Per request the proposer keeps, for every draft layer, the K/V of the *context* only (positions
 0..start-1, projected from the target's features). Each `propose` runs the not-yet-cached context and the
 block [anchor, MASK x (g-1)] at positions start..start+g-1 in one drafter call, keeps the context K/V, drops
-the block's K/V (the "crop back to start" of DSPARK.md 5.1 step 2), then samples the g drafts one after
-another through the Markov head (DSPARK.md 1.5), in fp32.
+the block's K/V (the "crop back to start" of docs/dspark.md 5.1 step 2), then samples the g drafts one after
+another through the Markov head (docs/dspark.md 1.5), in fp32.
 
 Greedy (temperature < 1e-5): tokens are the argmax of the Markov-corrected logits and ``probs`` are ONE-HOT
-on them, as DeepSpec's evaluator treats both draft and target at temperature 0 (DSPARK.md 5.1 step 3).
+on them, as DeepSpec's evaluator treats both draft and target at temperature 0 (docs/dspark.md 5.1 step 3).
 Otherwise probs = softmax(Z / temperature) in fp32 and tokens are sampled from them with ``generator``.
 """
 
@@ -29,7 +29,7 @@ class DSparkProposer:
     Args:
         drafter: the drafter (put in eval mode; its device is used).
         confidence_threshold: 0 = always propose block_size tokens; t > 0 cuts the block at the first slot
-            whose sigmoid(c_k) < t (per-slot conditional score, DSPARK.md 5.3).
+            whose sigmoid(c_k) < t (per-slot conditional score, docs/dspark.md 5.3).
     Attributes: block_size (g), layer_ids (the target layers whose outputs ``features`` must hold).
     """
 

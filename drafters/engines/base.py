@@ -54,7 +54,7 @@ class EngineRun:
 class Engine(abc.ABC):
     """An acceptance-measuring engine. Implementations: engines.hf.HFEngine (in-process, exact per-round
     data), engines.sglang.SGLangEngine (launches or attaches to an SGLang server); llama.cpp follows the
-    same interface (its counters: timings.draft_n / draft_n_accepted, /metrics deltas; SERVING.md 3)."""
+    same interface (its counters: timings.draft_n / draft_n_accepted, /metrics deltas; docs/serving.md 3)."""
 
     name: str = "engine"
 

@@ -1,4 +1,4 @@
-"""The SGLang engine: accepted length as the serving engine sees it (SERVING.md 1 and 3).
+"""The SGLang engine: accepted length as the serving engine sees it (docs/serving.md 1 and 3).
 
 Per drafter: launch ``python -m sglang.launch_server --model-path TARGET --speculative-algorithm DSPARK
 --speculative-draft-model-path DRAFT`` (no hot swap: one server per drafter), wait for /health, check that
@@ -28,7 +28,7 @@ import httpx
 from drafters.engines.base import CallMeasurement, Engine, EngineRun, stop_process_group
 from drafters.errors import TracedraftError
 
-# Field names, newest first (SERVING.md 3). Extend here when SGLang renames them again.
+# Field names, newest first (docs/serving.md 3). Extend here when SGLang renames them again.
 VERIFY_FIELDS = ("spec_verify_ct",)
 ACCEPTED_FIELDS = ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num")
 PROPOSED_FIELDS = ("spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num")
@@ -195,7 +195,7 @@ class SGLangServer:
 
     command: the launcher prefix (default ``[sys.executable, "-m", "sglang.launch_server"]``; tests pass a
     stub). Adds --model-path, --speculative-algorithm DSPARK, --speculative-draft-model-path, --host,
-    --port and ``extra_args``. The env gets SGLANG_RAGGED_VERIFY_MODE=static (SERVING.md 1: measure the
+    --port and ``extra_args``. The env gets SGLANG_RAGGED_VERIFY_MODE=static (docs/serving.md 1: measure the
     whole block). Logs go to a file whose tail is quoted on failure.
     """
 
@@ -253,7 +253,7 @@ class SGLangEngine(Engine):
     running server; ``measure(prompts, drafter)`` then checks /server_info names DSPARK and, if drafter is
     given, that draft path. Every pass flushes the prefix cache first. ``EngineRun.info`` records the SGLang
     version and server args; ``EngineRun.flags`` carries FLAG_COMPLETION_FALLBACK when some response had no
-    accepted-drafts field (tau then from completion_tokens / verify rounds, which runs high; SERVING.md 3).
+    accepted-drafts field (tau then from completion_tokens / verify rounds, which runs high; docs/serving.md 3).
     """
 
     name = "sglang"

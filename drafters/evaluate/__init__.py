@@ -1,11 +1,11 @@
 """Evaluation: replay held-out calls, collect verification rounds, compute accepted length and the rest.
 
-THE one place tau is computed (ARCHITECTURE.md 1 and 5): ``drafters.evaluate.metrics``. Convention, stated
+THE one place tau is computed (docs/architecture.md 1 and 5): ``drafters.evaluate.metrics``. Convention, stated
 in every report: tau = mean over verification rounds of (accepted drafts + 1), bonus token included;
-maximum block_size + 1 (DSPARK.md 5.2). End effects: a round ended by an accepted stop token counts a (no
+maximum block_size + 1 (docs/dspark.md 5.2). End effects: a round ended by an accepted stop token counts a (no
 bonus); a round cut by a stop string or by max_new_tokens counts the tokens it committed; the token sampled
 at prefill belongs to no round. Remote engines that only return counters use ``tau_from_counts``
-(SERVING.md 3).
+(docs/serving.md 3).
 
 Modules: ``metrics`` (tau, conditional acceptance, ECE/AUROC/Brier, sequential temperature scaling, paired
 bootstrap, engine counters), ``replay`` (``evaluate``: replay + losslessness check + EvalReport;

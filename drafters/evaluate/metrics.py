@@ -18,15 +18,15 @@ from drafters.whatif import what_if_truncation
 
 CONVENTION = ("tau = mean over verification rounds of (accepted drafts + 1), bonus token included; "
               "maximum block_size + 1")
-END_EFFECTS = ("a round ended by an accepted stop token counts a (no bonus, DSPARK.md 5.2); a round cut by a "
+END_EFFECTS = ("a round ended by an accepted stop token counts a (no bonus, docs/dspark.md 5.2); a round cut by a "
                "stop string or max_new_tokens counts the tokens it committed; the prefill token is in no round")
 SEGMENT_RULE = ("each round is attributed to the segment of its first committed token; per-segment tau = mean "
                 "of (committed tokens) over the rounds attributed to that segment")
 CONDITIONAL_RULE = ("position k: rounds that verified slot k with slots 1..k-1 all accepted (slots after an "
-                    "accepted stop token skipped); rate = share of them that accepted slot k (DSPARK.md 5.2)")
+                    "accepted stop token skipped); rate = share of them that accepted slot k (docs/dspark.md 5.2)")
 CALIBRATION_RULE = ("per slot k of rounds at threshold 0: prediction = prod_{i<=k} confidence_i, label = slots "
                     "1..k all accepted; ECE with 20 equal-width bins, AUROC (Mann-Whitney, ties 1/2), Brier; "
-                    "sequential temperature scaling (DSPARK.md 5.4) fitted on the 'fit' split of calls (stable "
+                    "sequential temperature scaling (docs/dspark.md 5.4) fitted on the 'fit' split of calls (stable "
                     "hash of call_id), all metrics on the other split")
 PAIRED_RULE = ("per call present in both: tau_call = mean over that call's rounds; difference candidate minus "
                "incumbent; mean with a percentile bootstrap 95% interval over calls (fixed seed)")
@@ -58,7 +58,7 @@ def tau_from_sums(sum_lengths: int, n_rounds: int) -> float:
 
 
 def tau_from_counts(accepted_drafts: int, verify_rounds: int) -> float:
-    """Engine counters (SERVING.md 3): tau = 1 + sum(accepted drafts) / sum(verification rounds), both
+    """Engine counters (docs/serving.md 3): tau = 1 + sum(accepted drafts) / sum(verification rounds), both
     summed over all requests (never a mean of per-request ratios). Raises TracedraftError(code=
     "speculation_off") when verify_rounds <= 0: speculation did not engage and tau 1 would be a lie."""
     if verify_rounds <= 0:
@@ -69,7 +69,7 @@ def tau_from_counts(accepted_drafts: int, verify_rounds: int) -> float:
 
 def tau_from_completion(completion_tokens: int, verify_rounds: int) -> float:
     """Fallback when no accepted-drafts counter exists: completion_tokens / verify rounds. Runs high by about
-    1/rounds because the prefill token is counted (SERVING.md 3); the report flags it."""
+    1/rounds because the prefill token is counted (docs/serving.md 3); the report flags it."""
     if verify_rounds <= 0:
         raise TracedraftError("speculation_off", "no verification rounds: speculation did not engage",
                               "spec_verify_ct")
@@ -90,7 +90,7 @@ def _na(r: Any) -> tuple[int, int]:
 
 
 def conditional_acceptance(rounds: Sequence[Any], max_k: int | None = None) -> list[dict]:
-    """Position-wise conditional acceptance (DSPARK.md 5.2, paper 4.3.1 Fig. 2).
+    """Position-wise conditional acceptance (docs/dspark.md 5.2, paper 4.3.1 Fig. 2).
 
     For slot k = 1..max_k: denominator = rounds with n >= k and a >= k-1 (slots after an accepted stop
     token skipped), numerator = those with a >= k. Also the prefix survival (rounds with a >= k over rounds
@@ -117,12 +117,12 @@ def conditional_acceptance(rounds: Sequence[Any], max_k: int | None = None) -> l
 
 
 # ---------------------------------------------------------------------------------------------------------
-# calibration (DSPARK.md 5.3, 5.4)
+# calibration (docs/dspark.md 5.3, 5.4)
 # ---------------------------------------------------------------------------------------------------------
 
 def ece(pred: Sequence[float], label: Sequence[float], bins: int = 20) -> float:
     """Expected calibration error, equal-width bins on [0, 1]: sum_bins count * |mean pred - mean label| /
-    total (DSPARK.md 5.3). NaN for no samples."""
+    total (docs/dspark.md 5.3). NaN for no samples."""
     p = np.asarray(pred, dtype=np.float64)
     y = np.asarray(label, dtype=np.float64)
     if p.size == 0:
@@ -186,7 +186,7 @@ def _logit(c: float) -> float:
 
 def calibration_samples(rounds: Sequence[Any], temperatures: Sequence[float] | None = None
                         ) -> dict[int, tuple[list[float], list[int]]]:
-    """Per slot k: (predicted prefix survival, label) over rounds carrying confidences (DSPARK.md 5.3).
+    """Per slot k: (predicted prefix survival, label) over rounds carrying confidences (docs/dspark.md 5.3).
 
     Prediction = prod_{i<=k} sigmoid(logit(c_i) / T_i) (T_i = 1 without temperatures); label = 1 if a >= k.
     Slots after an accepted stop token are skipped.
@@ -214,7 +214,7 @@ def calibration_samples(rounds: Sequence[Any], temperatures: Sequence[float] | N
 
 def fit_sequential_temperatures(rounds: Sequence[Any], grid: Sequence[float] = TS_GRID, bins: int = 20
                                 ) -> list[float]:
-    """Sequential temperature scaling (DSPARK.md 5.4, paper 3.2.1): for k = 1..gamma, with T_1..T_{k-1}
+    """Sequential temperature scaling (docs/dspark.md 5.4, paper 3.2.1): for k = 1..gamma, with T_1..T_{k-1}
     fixed, grid-search T_k minimising the ECE of prod_{i<=k} sigmoid(z_i / T_i) against the prefix label at
     k. Returns [T_1..T_gamma] (1.0 where slot k has no samples). Grid: log-spaced 0.25..4 by default."""
     gamma = 0
@@ -266,7 +266,7 @@ SWEEP_THRESHOLDS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
 
 
 def threshold_sweep(rounds: Sequence[Any], thresholds: Sequence[float] = SWEEP_THRESHOLDS) -> list[dict]:
-    """Offline what-if of static confidence truncation (DSPARK.md 5.3, paper Fig. 5) over rounds recorded
+    """Offline what-if of static confidence truncation (docs/dspark.md 5.3, paper Fig. 5) over rounds recorded
     at threshold 0: per threshold, estimated tau (committed tokens per round), verified tokens per round and
     the acceptance rate of verified drafts. Per-round counterfactual (whatif.what_if_truncation): later
     anchors are assumed unchanged, so rerun with ``confidence_threshold`` for exact figures."""
@@ -341,7 +341,7 @@ def paired_comparisons(entries: Mapping[str, Mapping], compare: Sequence[tuple[s
 
 
 # ---------------------------------------------------------------------------------------------------------
-# engine runs (counters only, e.g. SGLang): the same tau, from sums over requests (SERVING.md 3)
+# engine runs (counters only, e.g. SGLang): the same tau, from sums over requests (docs/serving.md 3)
 # ---------------------------------------------------------------------------------------------------------
 
 def engine_summary(run: Any) -> dict:

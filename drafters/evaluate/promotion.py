@@ -12,7 +12,7 @@ from drafters.evaluate.report import EvalReport
 
 @dataclass
 class GatePolicy:
-    """Promotion policy (ARCHITECTURE.md 5): the candidate wins when the lower end of the paired bootstrap
+    """Promotion policy (docs/architecture.md 5): the candidate wins when the lower end of the paired bootstrap
     95% interval of (candidate - incumbent) per-call tau is above 0, its pooled relative gain is at least
     min_gain, and no segment with at least min_support rounds on both sides loses more than
     max_segment_loss (relative). min_calls: fewest paired calls for any verdict."""
@@ -52,7 +52,7 @@ def _pick(report: Mapping, name: str | None, role: str) -> str:
 
 def gate(candidate: Mapping, incumbent: Mapping | None = None, policy: GatePolicy | Mapping | None = None, *,
          candidate_name: str | None = None, incumbent_name: str | None = None) -> GateDecision:
-    """The promotion decision, a pure function of reports and the policy (ARCHITECTURE.md 5).
+    """The promotion decision, a pure function of reports and the policy (docs/architecture.md 5).
 
     Two forms: gate(candidate_report, incumbent_report, policy) compares the candidate's proposer (named,
     or the one non-baseline proposer) with the incumbent report's; gate(report, None, policy,

@@ -5,8 +5,8 @@ with the target's own chat template (or one the user gives), through transformer
 environment (the text of `tokenizer.apply_chat_template(..., tokenize=False)`, byte for byte; its compiled
 template is called directly, see `_FastTemplate`), passing `tools=` and the template
 options the serving engine (SGLang / vLLM OpenAI endpoint) would pass, then tokenizes the text the way the
-engine does (`add_special_tokens=False`). See DSPARK.md 3.2 for what DeepSpec does and why agent traces
-need more, and TRACES.md "Rendering and loss-mask traps" for the public failures guarded against here.
+engine does (`add_special_tokens=False`). See docs/dspark.md 3.2 for what DeepSpec does and why agent traces
+need more, and docs/traces.md "Rendering and loss-mask traps" for the public failures guarded against here.
 
 How the supervised span is found (never a regex on one template):
 

@@ -6,7 +6,7 @@ line); with ``on_error="skip"`` every error is recorded and the run goes on.
 
 Memory is bounded whatever the input size: the first ``max_problems`` problems are kept in detail, the
 rest only as counts per code; with ``problems_path`` every problem is also streamed as one JSON line to
-a file as it happens (the "report is written as it goes" of issue 3). Original secret values never reach
+a file as it happens. Original secret values never reach
 the report: parsers put locations and codes in problems, not content, and scrub counts are per type.
 """
 
@@ -240,7 +240,7 @@ class ValidationReport:
     def check_target(self, target_name: str | None) -> bool:
         """Warn when the traces were written by models other than ``target_name``.
 
-        Closed-model traces are contexts, not targets (TRACES.md): the drafter must learn the target's
+        Closed-model traces are contexts, not targets (docs/traces.md): the drafter must learn the target's
         own continuations, so the user should regenerate the completions with the target. Returns True
         when a mismatch was found. Names match case-insensitively, ignoring an org prefix
         ("HuggingFaceTB/SmolLM2-135M-Instruct" matches "smollm2-135m-instruct").

@@ -17,7 +17,7 @@ values (kept consistent: the raw string, re-parsed, equals the scrubbed object),
 definitions' descriptions.
 
 Speed: patterns are precompiled and each is guarded by a cheap substring test, so text without, say,
-an ``@`` never runs the email regex (goal: parse+normalize+scrub >= 10 MB/s per core, issue 3).
+an ``@`` never runs the email regex (goal: parse+normalize+scrub >= 10 MB/s per core).
 """
 
 from __future__ import annotations

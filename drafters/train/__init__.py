@@ -1,4 +1,4 @@
-"""Fine-tune a DSpark drafter against a frozen target (DSPARK.md 2-4, 8).
+"""Fine-tune a DSpark drafter against a frozen target (docs/dspark.md 2-4, 8).
 
 One entry point for every scale: ``train(...)`` in-process (CPU demo, tests, workers) and
 ``python -m drafters.train ...`` (also under ``torchrun``: WORLD_SIZE > 1 starts data parallelism over
@@ -13,18 +13,18 @@ What one optimizer step does:
    ``seed + epoch``, bucketed by length and packed so that B * T_max <= ``tokens_per_batch``); rank r gets
    micro-batches r, r + W, ... so the data position is a single global counter (exact resume, and the same
    global batch whatever W x grad_accum split is used).
-2. Sample anchors per sequence (DSPARK.md 2.4) with per-segment weights on the first predicted token, from a
+2. Sample anchors per sequence (docs/dspark.md 2.4) with per-segment weights on the first predicted token, from a
    generator seeded by (seed, epoch, sequence index): no RNG stream has to be carried across steps.
 3. Compute the loss denominator sum W of the WHOLE step first (all micro-batches, all-reduced over ranks), then
    run each micro-batch: target features (online under no_grad, or from the on-disk cache), ``dspark_loss``
    with that global denominator, backward. Gradients are summed over micro-batches and all-reduced (SUM) over
-   ranks, which makes the update the exact global weighted mean of DSPARK.md 2.2 (DeepSpec divides by the
+   ranks, which makes the update the exact global weighted mean of docs/dspark.md 2.2 (DeepSpec divides by the
    all-reduced denominator times world size and lets DDP average: the same quantity). Under FSDP each
    micro-batch's backward reduce-scatters (SUM, fp32) into the rank's gradient shard instead: the same sum.
 4. Clip (``max_grad_norm``, the global norm over all ranks' shards under FSDP), AdamW on fp32 master copies
    of the trainable parameters (embed/lm_head frozen), copy back if the model is bf16 (under FSDP the fp32
    shards are the masters and MixedPrecisionPolicy gathers them in bf16 for compute); learning rate =
-   linear warmup then cosine decay to 0 (DSPARK.md 4.2). Under a time budget the schedule's length is
+   linear warmup then cosine decay to 0 (docs/dspark.md 4.2). Under a time budget the schedule's length is
    estimated from the measured step time so that warm-up and decay end with the budget (``Schedule``,
    ``Budget`` in ``config``), and kept in the checkpoint.
 

@@ -1,4 +1,4 @@
-"""Fine-tune a DSpark drafter against a frozen target (DSPARK.md 2-4, 8).
+"""Fine-tune a DSpark drafter against a frozen target (docs/dspark.md 2-4, 8).
 
 The command line: ``python -m drafters.train``, also under ``torchrun`` (see ``main``)."""
 

@@ -68,7 +68,7 @@ class LoraSettings(TypedDict, total=False):
 
 @dataclass
 class TrainConfig:
-    """Hyper-parameters and run options (defaults: DSPARK.md 4.1/4.2 and 8 where they apply).
+    """Hyper-parameters and run options (defaults: docs/dspark.md 4.1/4.2 and 8 where they apply).
 
     Schedule: ``max_steps`` optimizer steps, or ``epochs`` over the training set when max_steps is None.
     ``time_budget_s``: seconds the whole run may take (set-up, feature cache, validations and checkpoints
@@ -83,7 +83,7 @@ class TrainConfig:
     ``checkpoint_every`` / ``validate_every``: steps (0 = only at the end; None = a tenth / a quarter of the
     schedule, at least 10 steps: what a time-budgeted run without max_steps needs); ``keep_last``: step
     checkpoints kept. ``init_from``: a checkpoint directory whose drafter weights start the run (warm start,
-    fresh optimizer). ``lora``: None for full fine-tuning (the default, DSPARK.md 8.5) or
+    fresh optimizer). ``lora``: None for full fine-tuning (the default, docs/dspark.md 8.5) or
     ``{"r": 16, "alpha": 32, "dropout": 0.0, "train_norms": True}`` for peft LoRA adapters
     (drafters.dspark.lora: backbone linears + fc adapted, Markov/confidence heads fully trained); exports are
     merged, the unmerged state travels in the training state for resume. ``parallel``: how a multi-process
@@ -99,7 +99,7 @@ class TrainConfig:
     head is bf16 (GPU training), else float32. Softmax and the loss terms are fp32 in every case.
     ``compute_dtype``: precision of the drafter's own matrix products (backbone, fc, heads) when its weights
     are fp32: "bfloat16" runs each micro-batch's forward under ``torch.autocast`` in bf16 (weights, gradients
-    and AdamW stay fp32: mixed precision, DeepSpec's "precision bf16" of DSPARK.md 4.1; the backbone's
+    and AdamW stay fp32: mixed precision, DeepSpec's "precision bf16" of docs/dspark.md 4.1; the backbone's
     forward+backward about 2x faster on a CPU with native bf16, benchmarks/bench_dspark.py), "float32" or
     "auto" (the drafter's own dtype: bf16 weights on GPU need no autocast) run it as is. Validation always
     runs in the drafter's own dtype.
@@ -200,7 +200,7 @@ PROBE_FRACTION = 0.01
 
 @dataclass
 class Schedule:
-    """The learning-rate schedule (DSPARK.md 4.2, DeepSpec ``optim.py``): LR multiplier (step+1)/warmup_steps
+    """The learning-rate schedule (docs/dspark.md 4.2, DeepSpec ``optim.py``): LR multiplier (step+1)/warmup_steps
     during the warm-up, then cosine decay to 0 at ``total_steps`` (steps 0-based).
 
     Without a time budget it is fixed (``fixed``: warmup_ratio of max_steps or of the epochs' steps). Under

@@ -145,7 +145,7 @@ class MicroBatch:
     mask: torch.Tensor  # long [B, T] loss mask (0 on pads)
     anchors: torch.Tensor  # long [B, N]
     keep: torch.Tensor  # bool [B, N]
-    weight_sum: torch.Tensor  # fp32 [] sum of the position weights of its valid slots (DSPARK.md 2.2)
+    weight_sum: torch.Tensor  # fp32 [] sum of the position weights of its valid slots (docs/dspark.md 2.2)
     epoch: int
 
     @property

@@ -23,12 +23,12 @@ from drafters.train.parallel import ProcessGroup
 
 def feature_bytes_per_token(hidden_size: int, num_aux_layers: int, bytes_per_el: int = 4) -> int:
     """Cache bytes per token: ids int32 + loss mask + segment uint8 (6 B) plus (m + 1) hidden vectors
-    (m selected layers and the final hidden): 6 + bytes * d * (m + 1) (DSPARK.md 3.4; fp32 on CPU)."""
+    (m selected layers and the final hidden): 6 + bytes * d * (m + 1) (docs/dspark.md 3.4; fp32 on CPU)."""
     return 6 + bytes_per_el * hidden_size * (num_aux_layers + 1)
 
 
 class FeatureCache:
-    """On-disk target features: safetensors shards + ``manifest.json`` (DSPARK.md 3.4, our layout).
+    """On-disk target features: safetensors shards + ``manifest.json`` (docs/dspark.md 3.4, our layout).
 
     Per sequence key k: ``aux.k`` [T, m*d], ``last.k`` [T, d] (the target dtype), ``ids.k`` int32 [T],
     ``mask.k`` / ``seg.k`` uint8 [T]. The manifest records the fingerprint (target identity, layer ids,

@@ -72,7 +72,7 @@ class Run:
     data: TrainData
     features: FeatureSource
     model: Model
-    slot_weights: torch.Tensor  # fp32 [block_size] position weights of the loss (DSPARK.md 1.7)
+    slot_weights: torch.Tensor  # fp32 [block_size] position weights of the loss (docs/dspark.md 1.7)
     report: Reporter
     budget: Budget | None  # cfg.time_budget_s and its measured costs
 
@@ -84,7 +84,7 @@ class Run:
 
 @dataclass
 class StepStats:
-    """One optimizer step, over all ranks: the global weighted means of the loss and its terms (DSPARK.md
+    """One optimizer step, over all ranks: the global weighted means of the loss and its terms (docs/dspark.md
     2.2), real tokens, gradient norm before clipping, learning rate, epoch of its last micro-batch."""
 
     loss: float
@@ -121,7 +121,7 @@ def train(
     the frozen ``target`` (drafters.target.Target); see the package docstring for one step's maths.
 
     Validation on ``val_seqs`` (fixed anchors) reports the expected accepted length 1 + sum_k prod c*_i
-    (c* = 1 - TV, DSPARK.md 2.2) at step 0, every ``validate_every`` steps and at the end; the best is kept
+    (c* = 1 - TV, docs/dspark.md 2.2) at step 0, every ``validate_every`` steps and at the end; the best is kept
     in ``out_dir/best``. ``should_stop`` is polled between steps (and SIGTERM when ``handle_sigterm``; the
     previous handler is restored on return): the run checkpoints and returns ``cancelled=True``. With
     ``resume=True`` an existing ``out_dir/latest.json`` continues that run exactly. ``clock``: seconds, for
@@ -370,7 +370,7 @@ def _report_step(run: Run, state: RunState, stats: StepStats, pace: Pace) -> Non
 
 @torch.no_grad()
 def validate(run: Run) -> dict[str, Any] | None:
-    """Expected accepted length 1 + sum_k prod_{i<=k} c*_i (c* = 1 - TV, DSPARK.md 2.2) over the fixed
+    """Expected accepted length 1 + sum_k prod_{i<=k} c*_i (c* = 1 - TV, docs/dspark.md 2.2) over the fixed
     validation blocks of all ranks, the weighted loss, and the acceptance rate per block slot; None without
     validation blocks. Runs the drafter as it is (the caller gathers FSDP shards). Collective."""
     cfg, group, device, drafter = run.cfg, run.group, run.device, run.model.drafter

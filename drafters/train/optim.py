@@ -1,6 +1,6 @@
 """The drafter as the optimizer trains it: its starting weights (warm start, LoRA, resume), the parallel
 form it takes (replicated or FSDP-sharded), fp32 master weights, AdamW, the precision its micro-batches
-compute in, and one optimizer update (reduce, clip, step; DSPARK.md 4.1-4.2)."""
+compute in, and one optimizer update (reduce, clip, step; docs/dspark.md 4.1-4.2)."""
 
 from __future__ import annotations
 

@@ -115,7 +115,7 @@ REPLICATED_BYTES_PER_PARAM = 18
 
 
 def choose_parallel(n_trainable: int, free_bytes: int | None, budget: float = 0.4) -> str:
-    """"auto" parallel mode (issue 6: FSDP when the drafter does not fit): "fsdp" when the replicated
+    """"auto" parallel mode (FSDP when the drafter does not fit): "fsdp" when the replicated
     training state (``REPLICATED_BYTES_PER_PARAM`` x ``n_trainable`` bytes) would take more than ``budget``
     of the device's free memory (the rest is for the frozen target and activations), else "ddp".
     ``free_bytes`` None (CPU) -> "ddp". Example: a 5-layer Qwen3-4B drafter (~1.2e9 trainable incl. fc and
@@ -134,7 +134,7 @@ def shard_fsdp(drafter: Any, device: torch.device, world: int, anchor_chunk: int
     The sharded parameters are fp32 (upcast here): they are the optimizer's master weights. When the
     trainable weights were lower precision (bf16 on GPU), ``MixedPrecisionPolicy(param_dtype=that dtype,
     reduce_dtype=fp32)`` gathers them in that dtype for compute and reduce-scatters gradients in fp32, the
-    FSDP form of the replicated path's "bf16 model + fp32 master copies" (DSPARK.md 8). Gradients are summed
+    FSDP form of the replicated path's "bf16 model + fp32 master copies" (docs/dspark.md 8). Gradients are summed
     over ranks, not averaged: the loss already divides by the all-reduced weight sum (step 3 of the package
     docstring). ``masters(i)``, when given, returns the fp32 value of trainable parameter i (resume).
     Raises TrainError(code="invalid_train_config", where="parallel") when the trainable weights do not share

@@ -19,7 +19,7 @@ class TrainProgress:
     phase: "cache" | "validate" | "schedule" (a time budget's horizon set or re-estimated, said in
     ``message``) | "train" | "done"; step/total_steps: optimizer steps (total_steps 0: not known yet, while a
     time-budgeted run times its first steps); loss/ce/l1/conf:
-    global weighted means of the last step (DSPARK.md 2.2); lr; grad_norm (before clipping); tokens_per_s:
+    global weighted means of the last step (docs/dspark.md 2.2); lr; grad_norm (before clipping); tokens_per_s:
     real (non-pad) training tokens per second over all ranks, averaged since the run (re)started; eta_s:
     seconds to total_steps at that rate (or to the time budget, whichever is sooner); val_expected_tau: the
     latest validation expected accepted length (bonus token included), best_expected_tau the best so far.

@@ -37,7 +37,7 @@ BEST_JSON = "best.json"
 
 
 def export_drafter(drafter: Any, out: Path) -> None:
-    """The DeepSpec-native export (config.json + model.safetensors, SERVING.md 2); LoRA adapters are
+    """The DeepSpec-native export (config.json + model.safetensors, docs/serving.md 2); LoRA adapters are
     merged into a copy first so engines load a plain drafter."""
     if has_lora(drafter):
         from drafters.dspark.lora import merge_lora

@@ -1,4 +1,4 @@
-"""The FastAPI application of tracedraft (issue 10): ``create_app(settings)``, and ``app`` for uvicorn.
+"""The FastAPI application of tracedraft: ``create_app(settings)``, and ``app`` for uvicorn.
 
 ``tracedraft serve`` runs ``uvicorn.run(create_app(), ...)``; ``uvicorn service.api.app:app`` works too:
 the module attribute ``app`` is built lazily from ``get_settings()`` on first access, so importing this

@@ -1,4 +1,4 @@
-"""The API's one error shape and the exception handlers that produce it (issue 10).
+"""The API's one error shape and the exception handlers that produce it.
 
 Every error response, whatever raised it, is ``{"error": {"code", "message", "param"}}``:
 

@@ -1,5 +1,5 @@
 """Streaming dataset uploads: the request body as a sync stream, multipart parsing, sniffing, bounded
-decompression (issue 10, "Uploads").
+decompression.
 
 The upload route runs the whole store-and-register step in a worker thread (the artifact store and the
 database are synchronous). That thread pulls the request body chunk by chunk from the event loop

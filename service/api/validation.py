@@ -1,4 +1,4 @@
-"""Validation of small uploads inside the API process (issue 10; ARCHITECTURE.md section 2, step 2).
+"""Validation of small uploads inside the API process (docs/architecture.md section 2, step 2).
 
 Stages belong to jobs, so a dataset on its own has no queue task. An upload whose decompressed size is at
 most ``settings.inline_validation_max_bytes`` is validated here, before the API answers, with the same

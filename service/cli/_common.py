@@ -139,7 +139,7 @@ DEFAULT_API_URL = "http://127.0.0.1:8000"
 
 
 class ApiClient:
-    """A thin httpx client of the tracedraft REST API (issue 10's routes).
+    """A thin httpx client of the tracedraft REST API (routes).
 
     Every non-2xx answer raises ``CliError`` with the API's ``{"error": {"code","message","param"}}``
     (code, message, param -> where) and the HTTP status; a connection failure raises ``CliError``

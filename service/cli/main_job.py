@@ -1,4 +1,4 @@
-"""``tracedraft run``: the whole main job on the embedded default (ARCHITECTURE.md section 2).
+"""``tracedraft run``: the whole main job on the embedded default (docs/architecture.md section 2).
 
 Registered on the app by ``service.cli``; its options are part of the README and the tests.
 """

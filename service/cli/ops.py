@@ -1,7 +1,7 @@
 """Operator verbs: ``serve`` (the API under uvicorn), ``worker`` (a stage worker), ``db upgrade|current``.
 
 ``worker`` replaces this process with ``python -m workers.worker`` (exec): the service package never
-imports ``workers`` (ARCHITECTURE.md section 1), and signals (SIGTERM from docker stop) then reach the
+imports ``workers`` (docs/architecture.md section 1), and signals (SIGTERM from docker stop) then reach the
 Celery worker directly.
 """
 

@@ -1,4 +1,4 @@
-"""SQLAlchemy 2.0 models of the control plane (ARCHITECTURE.md sections 2-4, issue 8).
+"""SQLAlchemy 2.0 models of the control plane (docs/architecture.md sections 2-4).
 
 Tables: organizations, api_keys, datasets, jobs, job_events (append-only), drafters, drafter_versions
 (immutable), aliases (mutable pointers) and alias_events (their audit history).
@@ -56,7 +56,7 @@ TERMINAL_STATUSES = frozenset({JobStatus.succeeded, JobStatus.failed, JobStatus.
 
 
 class Stage(enum.StrEnum):
-    """Pipeline stages in execution order (ARCHITECTURE.md section 2, steps 2 and 4-7)."""
+    """Pipeline stages in execution order (docs/architecture.md section 2, steps 2 and 4-7)."""
 
     validating = "validating"
     preparing = "preparing"
@@ -152,7 +152,7 @@ class Dataset(Base):
 
 
 class Job(Base):
-    """A fine-tuning job; the database is its source of truth (ARCHITECTURE.md section 3).
+    """A fine-tuning job; the database is its source of truth (docs/architecture.md section 3).
 
     ``result`` maps stage name -> that stage's output (e.g. ``{"preparing": {"shards_uri": ...},
     "training": {"checkpoints": [...]}, "registering": {"version": 3}}``). ``error`` is
@@ -256,7 +256,7 @@ class Drafter(Base):
 
 
 class DrafterVersion(Base):
-    """An immutable registered drafter version (ARCHITECTURE.md section 4).
+    """An immutable registered drafter version (docs/architecture.md section 4).
 
     ``files`` maps file name (relative to ``checkpoint_uri``) -> sha256; ``lineage`` holds job id, dataset
     sha256s, base version, target model and revision, ``tokenizer_sha256``, ``chat_template_sha256``,

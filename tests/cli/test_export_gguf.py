@@ -1,4 +1,4 @@
-"""``drafters export --format gguf`` (issue 12): an operator converts a version to llama.cpp's draft GGUF and
+"""``drafters export --format gguf``: an operator converts a version to llama.cpp's draft GGUF and
 publishes it beside the checkpoint in the registry (sha256 with the version's files, record in the lineage,
 idempotent, verified on download, served to the owning organization only); on SQLite and PostgreSQL.
 

@@ -1,4 +1,4 @@
-"""Claude Code session transcripts: sample counts and the README/TRACES.md pitfalls."""
+"""Claude Code session transcripts: sample counts and the pitfalls of docs/traces.md."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Random corruption of the part-B sample files never crashes a parser (issue 3, 'How it is checked').
+"""Random corruption of the part-B sample files never crashes a parser.
 
 Two corruptions, seeded so failures reproduce: text-level (cut, delete, duplicate, swap a span) and
 structure-level (valid JSON whose values are replaced by values of the wrong type: null, [], {}, 1, "x").

@@ -39,7 +39,7 @@ RECORD = {
 
 
 def test_jsonl_record_with_string_and_object_arguments():
-    """TRACES.md: arguments are a JSON string on the wire and an object in many logs; keep both the raw
+    """docs/traces.md: arguments are a JSON string on the wire and an object in many logs; keep both the raw
     string and the parsed object."""
     convs, report = _parse_text(json.dumps(RECORD) + "\n")
     (conv,) = convs

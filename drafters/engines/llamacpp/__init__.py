@@ -1,4 +1,4 @@
-"""The llama.cpp engine: accepted length as llama.cpp's ``llama-server`` sees it, on CPU (SERVING.md 3).
+"""The llama.cpp engine: accepted length as llama.cpp's ``llama-server`` sees it, on CPU (docs/serving.md 3).
 
 Per drafter: export the DeepSpec-native checkpoint to GGUF with the vendored ``convert_hf_to_gguf.py
 --target-model-dir`` (``gguf.export_gguf``), start one ``llama-server -m TARGET.gguf -md DRAFT.gguf

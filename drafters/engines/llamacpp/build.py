@@ -1,5 +1,5 @@
 """Build llama.cpp's ``llama-server`` (CPU only) from the sources vendored in the PyPI sdist of
-``llama-cpp-python``, once per version, into a cache directory outside the clone (SERVING.md 3, issue 12).
+``llama-cpp-python``, once per version, into a cache directory outside the clone (docs/serving.md 3).
 
 Torch-free and stdlib-only, so the CLI can run it as a subprocess::
 
@@ -51,7 +51,7 @@ DSPARK_EVIDENCE = (("common/speculative.cpp", "draft-dspark"), ("conversion/qwen
 # GGML_LLAMAFILE=OFF: llamafile's tinyBLAS takes every matmul with 2 or more tokens (ggml-cpu.c; sgemm.cpp
 # refuses n < 2), so a verification round and single-token decoding summed dot products in different orders
 # and flipped near-tied argmaxes. Without it both go through ggml's vec_dot, one fixed order per output
-# element whatever the batch: speculative output equals the target alone token for token (issue 12).
+# element whatever the batch: speculative output equals the target alone token for token.
 CMAKE_FLAGS = (
     "-DCMAKE_BUILD_TYPE=Release", "-DGGML_CUDA=OFF", "-DGGML_METAL=OFF", "-DGGML_VULKAN=OFF",
     "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_SERVER=ON",

