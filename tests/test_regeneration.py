@@ -249,6 +249,7 @@ def _stage_ctx(tmp_path, target_dir, *, regenerate="auto", mismatch=True, templa
 def test_the_stage_regenerates_stores_and_reuses(tmp_path, tiny_target_dir):
     from drafters.shards import load_sequences
     from workers import stages
+    from workers.stages.common import training_rows
 
     ctx, _ = _stage_ctx(tmp_path, tiny_target_dir)
     out = stages.regenerate(ctx)
@@ -258,7 +259,7 @@ def test_the_stage_regenerates_stores_and_reuses(tmp_path, tiny_target_dir):
                                                                                              n_train + n_held, 0)
     assert report["engine"] == "hf" and 0 < report["tokens"] <= 12 * (n_train + n_held)
     ctx.results["regenerating"] = out  # as the pipeline stores a stage's result for the next ones
-    rows_dir = stages._training_rows(ctx, tmp_path / "prepared")
+    rows_dir = training_rows(ctx, tmp_path / "prepared")
     rows = load_sequences(rows_dir / "train.safetensors")
     assert rows_dir.name == "regenerated" and len(rows) == n_train == report["rows"]
     assert len(load_sequences(rows_dir / "val.safetensors")) == n_held
@@ -273,10 +274,11 @@ def test_the_stage_regenerates_stores_and_reuses(tmp_path, tiny_target_dir):
 @pytest.mark.parametrize("regenerate, mismatch", [("never", True), ("auto", False)])
 def test_the_stage_is_skipped_when_not_asked_or_not_needed(tmp_path, tiny_target_dir, regenerate, mismatch):
     from workers import stages
+    from workers.stages.common import training_rows
 
     ctx, _ = _stage_ctx(tmp_path, tiny_target_dir, regenerate=regenerate, mismatch=mismatch)
     ctx.results["regenerating"] = out = stages.regenerate(ctx)
-    assert out["regenerated"] is False and stages._training_rows(ctx, tmp_path / "prepared") == tmp_path / "prepared"
+    assert out["regenerated"] is False and training_rows(ctx, tmp_path / "prepared") == tmp_path / "prepared"
 
 
 def test_tool_traces_need_a_template_that_writes_tool_calls(tmp_path, tiny_target_dir):

@@ -3,7 +3,7 @@
 Stages belong to jobs, so a dataset on its own has no queue task. An upload whose decompressed size is at
 most ``settings.inline_validation_max_bytes`` is validated here, before the API answers, with the same
 torch-free ingestion (``drafters.traces.ingest``) and the same outcome as a job's validate stage
-(workers/stages.py ``validate``): the canonical train/held-out JSONL under ``datasets/<id>/`` and the
+(workers/stages/validate.py): the canonical train/held-out JSONL under ``datasets/<id>/`` and the
 report recorded with ``service.datasets.record_validation``. Larger uploads stay ``validating`` until
 the validate stage of a job that uses them runs.
 

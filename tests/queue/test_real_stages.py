@@ -1,4 +1,4 @@
-"""The real pipeline (workers/stages.py) on Celery workers, as the stack runs it (issues 2 and 9).
+"""The real pipeline (workers/stages/) on Celery workers, as the stack runs it.
 
 Two workers stand for two machines: a cpu worker and a gpu worker with separate home (work) directories
 and one shared artifact store, so every hand-over between stages goes through the store. The target is

@@ -1,0 +1,143 @@
+"""The evaluate stage: replay the held-out calls with every proposer and apply the promotion gate
+(drafters.evaluate)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from workers.context import StageContext
+from workers.stages.common import (
+    auto,
+    base_drafter_dir,
+    fetch,
+    load_job_target,
+    publish,
+    target_spec,
+    training_rows,
+)
+
+
+def _engine(ctx: StageContext, name: str, target):
+    """The acceptance-measuring engine a job asked for (``evaluation.engine``); hf is in-process."""
+    tspec = target_spec(ctx)
+    if name == "sglang":
+        from drafters.engines.sglang import SGLangEngine
+
+        sg = dict(tspec.get("sglang") or {})
+        # One server launch per drafter (SGLang has no hot swap of the draft; docs/serving.md 1).
+        return SGLangEngine(target_path=sg.get("model_path") or tspec["model"], port=int(sg.get("port") or 30000),
+                            extra_args=sg.get("extra_args") or (), log_dir=ctx.workdir / "engine-logs")
+    if name == "llamacpp":
+        from drafters.engines.llamacpp import LlamaCppEngine, export_target_gguf
+        from drafters.target import convert_gguf
+
+        src = Path(target.source_path or "")
+        target_dir = convert_gguf(src, ctx.settings.cache_dir) if src.suffix == ".gguf" else src
+        # Serve the exact fp32 weights the hf engine uses, so tau compares like with like across engines.
+        gguf = export_target_gguf(target_dir, ctx.workdir / "llamacpp" / "target-f32.gguf")
+        return LlamaCppEngine(gguf, target_dir=target_dir, work_dir=ctx.workdir / "llamacpp")
+    from drafters.errors import TracedraftError
+
+    raise TracedraftError("unknown_engine", f"unknown evaluation engine {name!r}: use hf, sglang or llamacpp",
+                          where="evaluation.engine")
+
+
+def evaluate(ctx: StageContext) -> dict[str, Any]:
+    """Replay held-out calls with the candidate, the incumbent and (in-process) the n-gram baseline, on the
+    job's engine; write the report and apply the promotion gate."""
+    import torch
+
+    from drafters.dspark.checkpoint import load_checkpoint, save_checkpoint
+    from drafters.dspark.model import DSparkDrafter
+    from drafters.evaluate import gate, write_report
+    from drafters.shards import load_prompts
+
+    espec = dict(ctx.spec.get("evaluation") or {})
+    engine = espec.get("engine") or "auto"
+    engine = "hf" if engine == "auto" else engine
+    target = load_job_target(ctx)
+    trained = ctx.results["training"]
+    best = fetch(ctx, trained["best"], ctx.workdir / "best")
+    candidate = load_checkpoint(best, target.embed_weight, target.lm_head_weight,
+                                target_config=target.model.config).to(target.device).eval()
+    incumbent_dir = base_drafter_dir(ctx)
+    if incumbent_dir is not None:
+        incumbent_name = "base"
+        incumbent = load_checkpoint(incumbent_dir, target.embed_weight, target.lm_head_weight,
+                                    target_config=target.model.config).to(target.device).eval()
+    else:
+        # No incumbent: compare with an untrained drafter of the same shape (what training bought).
+        incumbent_name = "untrained"
+        torch.manual_seed(int((ctx.spec.get("recipe") or {}).get("seed") or 0))
+        incumbent = DSparkDrafter(candidate.config, target.embed_weight, target.lm_head_weight).to(target.device).eval()
+        incumbent_dir = ctx.workdir / "untrained"
+        if engine != "hf":
+            save_checkpoint(incumbent, incumbent_dir)
+    prepared = fetch(ctx, ctx.results["preparing"]["prepared"], ctx.workdir / "prepared")
+    prompts = load_prompts(prepared / "heldout_prompts.jsonl")[: int(auto(espec.get("max_calls"), "max_calls"))]
+    settings = {"max_new_tokens": int(auto(espec.get("max_new_tokens"), "max_new_tokens")),
+                "temperature": float(espec.get("temperature") or 0.0), "seed": int(espec.get("seed") or 0)}
+    compare = [("candidate", incumbent_name)]
+    started = time.monotonic()
+
+    class Cancelled(Exception):
+        pass
+
+    def progress(done: int, total: int) -> None:
+        elapsed = time.monotonic() - started
+        ctx.progress(done / max(1, total), elapsed / done * (total - done) if done else None)
+        if ctx.cancelled():  # the replays are independent: stopping between two of them loses nothing
+            raise Cancelled
+
+    try:
+        report = _replay(ctx, engine, target, prompts, settings, compare, progress, candidate=candidate,
+                         incumbent=incumbent, incumbent_name=incumbent_name, best=best, incumbent_dir=incumbent_dir)
+    except Cancelled:
+        return {"cancelled": True}
+    policy = {k: v for k, v in (ctx.spec.get("promotion") or {}).items()
+              if k in ("min_gain", "max_segment_loss", "min_support", "min_calls")}
+    decision = gate(report, None, policy, candidate_name="candidate", incumbent_name=incumbent_name)
+    out_dir = ctx.workdir / "report"
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    write_report(report, out_dir)
+    return {"report": dict(report), "gate": decision.to_dict(), "report_dir": str(out_dir), "engine": engine,
+            "report_files": publish(ctx, out_dir, "report"), "incumbent": incumbent_name}
+
+
+def _replay(ctx, engine, target, prompts, settings, compare, progress, *, candidate, incumbent, incumbent_name,
+            best, incumbent_dir):
+    """Replay the held-out prompts for the candidate and the incumbent (and, in-process, the n-gram
+    baseline) on ``engine``; returns the evaluation report."""
+    from drafters.baselines import NGramProposer
+    from drafters.baselines.suffix_decoding import suffix_baselines, training_outputs
+    from drafters.dspark.proposer import DSparkProposer
+    from drafters.evaluate import engine_report
+    from drafters.evaluate import evaluate as run_evaluation
+    from drafters.render import Renderer
+    from drafters.shards import load_sequences
+
+    tspec = target_spec(ctx)
+    if engine == "hf":
+        renderer = Renderer(target.tokenizer, chat_template=tspec.get("chat_template"),
+                            template_kwargs=tspec.get("template_kwargs") or {})
+        block = candidate.config.block_size
+        proposers = {"candidate": DSparkProposer(candidate), incumbent_name: DSparkProposer(incumbent),
+                     "ngram": NGramProposer(block_size=block)}
+        # Suffix decoding over the organization's training outputs (the target's own answers when they
+        # were regenerated), and the what-if hybrid of the candidate with it.
+        rows = training_rows(ctx, ctx.workdir / "prepared")
+        outputs = training_outputs(load_sequences(rows / "train.safetensors"))
+        proposers |= suffix_baselines(outputs, block, drafter=DSparkProposer(candidate))
+        pairs = [("candidate", "ngram"), ("candidate", "suffix"), ("candidate", "hybrid")]
+        return run_evaluation(target, proposers, prompts, **settings, segmenter=renderer.segment_completion,
+                              compare=compare + pairs, engine="hf", progress=progress)
+    eng = _engine(ctx, engine, target)
+    runs = {}
+    for i, (name, path) in enumerate((("candidate", best), (incumbent_name, incumbent_dir))):
+        runs[name] = eng.measure(prompts, path, **settings)
+        progress(i + 1, 2)
+    return engine_report(runs, target=tspec["model"], **settings, compare=compare)
