@@ -1,6 +1,6 @@
 """Publish a drafter version's llama.cpp draft GGUF beside its checkpoint: convert the verified checkpoint
 with llama.cpp's converter against the version's target, check that the GGUF says the version's block size, and
-store it as an export of the version (``service.registry.publish_export``: sha256 in the version's files,
+store it as an export of the version (``service.registry_exports.publish_export``: sha256 in the version's files,
 record in its lineage). A GGUF already published and intact in the store is reused, not converted again.
 
 The converter runs as a subprocess, ``python -m drafters.engines.llamacpp export``: the service never imports
@@ -35,7 +35,7 @@ LLAMACPP_VERSION = "0.3.36"
 
 @dataclass(frozen=True)
 class GgufPublication:
-    """What ``publish_gguf`` did: ``version`` (the version number), ``export`` (a registry.PublishedExport:
+    """What ``publish_gguf`` did: ``version`` (the version number), ``export`` (a registry_exports.PublishedExport:
     name, uri, sha256, size, ``published`` False when an intact one was reused, record), ``path`` (the
     verified copy written to ``out_dir``, None when none was asked for)."""
 
@@ -80,10 +80,10 @@ def publish_gguf(session: Any, store: Any, org: Any, version: Any, *, outtype: s
     target: where to find the version's target (default the target recorded with the version). out_dir:
     also write a copy there, verified against the published sha256. progress: told before a conversion
     starts. No transaction is held while the converter runs. Raises TracedraftError (module docstring)."""
-    from service import registry
+    from service import registry_exports
     from service.storage import ArtifactError
 
-    fname = registry.export_file_name("gguf", outtype)
+    fname = registry_exports.export_file_name("gguf", outtype)
     number = version.version  # read before the conversion ends the session's transaction
     with tempfile.TemporaryDirectory(prefix="tracedraft-gguf-") as tmp:
         try:
@@ -105,7 +105,7 @@ def _intact_export(store: Any, version: Any, fname: str) -> Any:
     """The version's published ``fname`` as a PublishedExport (``published`` False) when the store holds it
     with its recorded sha256; None when it was never published, or is lost or altered in the store (it is
     then converted again, and ``publish_export`` repairs the stored file)."""
-    from service import registry
+    from service import registry_exports
     from service.storage import ArtifactError
 
     recorded = (version.files or {}).get(fname)
@@ -116,9 +116,9 @@ def _intact_export(store: Any, version: Any, fname: str) -> Any:
         store.verify(key, recorded)
     except ArtifactError:
         return None
-    record = registry.export_record(version, fname) or {}
+    record = registry_exports.export_record(version, fname) or {}
     size = int(record.get("size") or 0)
-    return registry.PublishedExport(fname, store.uri(key), recorded, size, published=False, record=record)
+    return registry_exports.PublishedExport(fname, store.uri(key), recorded, size, published=False, record=record)
 
 
 def _convert_and_publish(session: Any, store: Any, org: Any, version: Any, fname: str, work_dir: Path, *,
@@ -128,12 +128,12 @@ def _convert_and_publish(session: Any, store: Any, org: Any, version: Any, fname
     """Fetch the verified checkpoint into ``work_dir``, convert it, check the block size, publish the GGUF.
     Returns (PublishedExport, the local GGUF). Raises TracedraftError(gguf_export_mismatch) when the GGUF's
     block size is not the version's, and the converter's and the registry's errors."""
-    from service import registry
+    from service import registry_exports
 
     name, n, ckpt_uri = version.drafter.name, version.version, version.checkpoint_uri
     spec = target or (version.lineage or {}).get("target_model") or version.drafter.target_model
     block = (version.config or {}).get("block_size")
-    ckpt_files = registry.checkpoint_files(version)
+    ckpt_files = registry_exports.checkpoint_files(version)
     if progress is not None:
         progress(f"{name}@v{n}: converting to GGUF ({outtype}) against target {spec} ...")
     # The converter names the model after this directory (general.name): a fixed name per
@@ -150,7 +150,7 @@ def _convert_and_publish(session: Any, store: Any, org: Any, version: Any, fname
             "llamacpp_version": info.get("llamacpp_version") or llamacpp_version,
             "converter": "convert_hf_to_gguf.py --target-model-dir",
             "checkpoint_files": dict(sorted(ckpt_files.items()))}
-    return registry.publish_export(session, store, org, name, n, gguf, fname, meta, actor=actor), gguf
+    return registry_exports.publish_export(session, store, org, name, n, gguf, fname, meta, actor=actor), gguf
 
 
 def _copy_out(store: Any, pub: Any, gguf: Path | None, out_dir: Path) -> Path:

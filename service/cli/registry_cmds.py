@@ -288,8 +288,8 @@ def _checkpoint_only(files: dict[str, str]) -> dict[str, str]:
 
 
 def _export_name(outtype: str) -> str:
-    """The name a GGUF export has in a version's files (``service.registry.export_file_name``)."""
-    from service.registry import export_file_name
+    """The name a GGUF export has in a version's files (``service.registry_exports.export_file_name``)."""
+    from service.registry_exports import export_file_name
 
     return export_file_name("gguf", outtype)
 

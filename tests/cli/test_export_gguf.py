@@ -172,7 +172,7 @@ def test_published_gguf_downloads_verified_for_its_organization_only(stack, cli,
 
 
 def test_other_bytes_under_a_published_name_are_refused(stack, converter, tmp_path):
-    from service import registry
+    from service import registry_exports
     from service.registry import RegistryError
 
     stack.register(1)
@@ -180,16 +180,16 @@ def test_other_bytes_under_a_published_name_are_refused(stack, converter, tmp_pa
     first.write_bytes(b"GGUF one")
     second.write_bytes(b"GGUF two")
     with stack.Session() as s:
-        pub = registry.publish_export(s, stack.store, stack.org, "smol-agent", 1, first, NAME, {"format": "gguf"},
+        pub = registry_exports.publish_export(s, stack.store, stack.org, "smol-agent", 1, first, NAME, {"format": "gguf"},
                                       actor="t")
         assert pub.published and pub.sha256 == _sha(b"GGUF one")
-        again = registry.publish_export(s, stack.store, stack.org, "smol-agent", 1, first, NAME, {}, actor="t2")
+        again = registry_exports.publish_export(s, stack.store, stack.org, "smol-agent", 1, first, NAME, {}, actor="t2")
         assert again.published is False and again.record["created_by"] == "t"
         with pytest.raises(RegistryError) as e:
-            registry.publish_export(s, stack.store, stack.org, "smol-agent", 1, second, NAME, {}, actor="t")
+            registry_exports.publish_export(s, stack.store, stack.org, "smol-agent", 1, second, NAME, {}, actor="t")
         assert e.value.code == "export_conflict"
         with pytest.raises(RegistryError) as e:
-            registry.publish_export(s, stack.store, stack.org, "smol-agent", 1, first, "model.safetensors", {},
+            registry_exports.publish_export(s, stack.store, stack.org, "smol-agent", 1, first, "model.safetensors", {},
                                     actor="t")
         assert e.value.code == "invalid_value"
     assert _version(stack, 1).files[NAME] == _sha(b"GGUF one")
