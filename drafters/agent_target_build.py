@@ -54,27 +54,29 @@ LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", 
 
 @dataclass
 class BuildConfig:
-    """The adapter's recipe. ``tool_epochs`` / ``text_epochs``: passes over the rows that hold a tool call /
-    over the rows that do not (text answers only; fewer passes keep the training within its CPU budget
-    while the model still learns when to answer in text); ``rows_per_step``: rendered rows per optimizer step
-    (the loss is the mean over their supervised tokens); ``max_seq_len``: rows longer than this lose context from the left
-    (``Renderer``); ``threads``: torch CPU threads (the figures are reproduced bit for bit only with the
-    same count); ``max_new_tokens``: the answer limit of the measurement."""
+    """The adapter's recipe. ``tool_epochs``: passes over the rendered rows that hold a tool call;
+    ``text_share``: the seeded share of the other rows (text answers only) added to the first pass (they
+    keep the model answering in text where no tool fits; all of them would double the CPU time);
+    ``rows_per_step``: rows per optimizer step (the loss is the mean over their supervised tokens);
+    ``max_seq_len``: rows longer than this lose context from the left (``Renderer``); ``threads``: torch CPU
+    threads (the adapter is reproduced bit for bit only with the same count; on a shared 2-core machine one
+    thread ran faster than two); ``max_new_tokens`` / ``batch_size``: the measurement's answer limit and
+    batch (``drafters.tool_call_eval.greedy_answers``)."""
 
     seed: int = 0
     r: int = 16
     alpha: int = 32
     dropout: float = 0.05
-    tool_epochs: int = 2
-    text_epochs: int = 1
+    tool_epochs: int = 1
+    text_share: float = 0.25
     lr: float = 1e-3
     warmup_frac: float = 0.05
     rows_per_step: int = 2
     max_seq_len: int = 1024
     heldout_fraction: float = 0.1
     threads: int = 1
-    max_new_tokens: int = 128
-    batch_size: int = 8
+    max_new_tokens: int = 96
+    batch_size: int = 16
 
 
 # ------------------------------------------------------------------------------------------------ data
@@ -182,15 +184,17 @@ def row_loss(causal_lm: Any, row: Any, autocast: bool) -> Any:
 
 
 def step_schedule(rows: Sequence[Any], cfg: BuildConfig) -> list[list[int]]:
-    """Row indices of each optimizer step. Epoch e covers the rows with a tool call while e < ``tool_epochs``
-    and the others while e < ``text_epochs``, in a seeded shuffle cut into groups of ``rows_per_step``."""
+    """Row indices of each optimizer step: every pass shuffles (seeded) the rows with a tool call, plus in
+    the first pass a seeded ``text_share`` of the others, and cuts them into groups of ``rows_per_step``."""
     from drafters.render import Segment
 
-    tool = [any(s == Segment.TOOL_NAME for s in r.segments) for r in rows]
     rng = random.Random(cfg.seed)
+    tool = [i for i, r in enumerate(rows) if Segment.TOOL_NAME in r.segments]
+    text = [i for i, r in enumerate(rows) if Segment.TOOL_NAME not in r.segments]
+    text = sorted(rng.sample(text, round(cfg.text_share * len(text))))
     steps: list[list[int]] = []
-    for epoch in range(max(cfg.tool_epochs, cfg.text_epochs)):
-        order = [i for i in range(len(rows)) if epoch < (cfg.tool_epochs if tool[i] else cfg.text_epochs)]
+    for epoch in range(cfg.tool_epochs):
+        order = tool + (text if epoch == 0 else [])
         rng.shuffle(order)
         steps += [order[i : i + cfg.rows_per_step] for i in range(0, len(order), cfg.rows_per_step)]
     return steps
@@ -201,8 +205,8 @@ def train_adapter(
 ) -> tuple[Any, dict[str, Any]]:
     """Wrap ``model`` (a transformers causal LM, fp32, CPU) in LoRA adapters and train them on ``rows``.
 
-    Returns (the peft model, stats: steps, seconds, supervised tokens seen, the mean loss of the first and
-    last tenth of the steps in nats per token)."""
+    Returns (the peft model, stats: steps, wall and CPU seconds, supervised tokens seen, the mean loss of
+    the first and last tenth of the steps in nats per token)."""
     import torch
     from peft import get_peft_model
 
@@ -223,7 +227,7 @@ def train_adapter(
     autocast = cpu_bf16_fast()
     losses: list[float] = []
     seen = 0
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with reuse_freed_memory():
         for k, group in enumerate(steps):
             n_sup = sum(sum(rows[i].loss_mask[1:]) for i in group)
@@ -231,7 +235,7 @@ def train_adapter(
             for i in group:
                 loss = row_loss(causal_lm, rows[i], autocast) / n_sup
                 loss.backward()
-                total += float(loss)
+                total += loss.item()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             sched.step()
@@ -248,6 +252,7 @@ def train_adapter(
     stats = {
         "steps": len(steps),
         "seconds": round(time.perf_counter() - t0, 1),
+        "cpu_seconds": round(time.process_time() - c0, 1),
         "supervised_tokens": seen,
         "bf16_autocast": autocast,
         "loss_first_tenth": sum(losses[:tenth]) / tenth,
