@@ -17,12 +17,15 @@ traces' agent turns teaches it the tool-call format of the tool-aware template. 
    ``drafters.render`` (the loss mask covers the assistant's own tokens and its end-of-turn token).
 3. Train LoRA adapters (peft) on the attention and MLP projections of every layer, fp32 weights under bf16
    autocast where the CPU has native bf16; loss = mean cross-entropy over the supervised tokens of a step
-   (the LM head runs on those positions only); AdamW, linear warm-up then linear decay; rows shuffled by
-   the seed, per epoch.
+   (the LM head runs on those positions only); AdamW, linear warm-up then linear decay; the rows with a
+   tool call plus a seeded share of the text-only rows, shuffled by the seed (``BuildConfig``). The
+   committed adapter took 1000 s of CPU time (one thread; 43 min wall on a 2-core Xeon shared with other
+   work); its ``build_record.json`` holds the figures.
 4. Save ``adapter_model.safetensors`` (bf16), peft's ``adapter_config.json``, the template and
    ``build_record.json`` (configuration, data digests, the adapter's sha256, training time, machine).
-5. Measure (``drafters.tool_call_eval``) the merged agent, loaded as any target from the saved files, and
-   the base model on the held-out calls; the figures go to stdout and into the record.
+5. Measure (``drafters.tool_call_eval``, greedy, in-process transformers) the merged agent, loaded as any
+   target from the saved files, and the base model (unless ``--skip-base``) on the held-out calls; the
+   figures go to stdout and into the record.
 """
 
 from __future__ import annotations
@@ -445,8 +448,47 @@ def build(
     return record
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: build (unless ``--measure-only``), then measure the agent and the base."""
+def measure_into_record(
+    out_dir: Path,
+    traces: Sequence[Path],
+    template_path: Path,
+    cfg: BuildConfig,
+    *,
+    with_base: bool = True,
+    max_calls: int | None = None,
+    cache_dir: str | None = None,
+    outcomes: Path | None = None,
+) -> dict[str, Any]:
+    """Measure the adapter in ``out_dir`` (merged into the base through the real loading path, cached) and,
+    when ``with_base``, the base model on the held-out calls; store the figures in the build record (and
+    every answer in ``outcomes`` when given). Returns the figures."""
+    from drafters.agent_target import agent_target_dir
+    from drafters.target import load_target
+
+    record_path = out_dir / RECORD_FILE
+    record = json.loads(record_path.read_text())
+    split = split_examples(traces, record["config"]["heldout_fraction"])
+    template = template_path.read_text(encoding="utf-8")
+    if out_dir.resolve() == ADAPTER_DIR:
+        agent = load_target(AGENT_SPEC, cache_dir=cache_dir)
+    else:
+        agent = load_target(str(agent_target_dir(cache_dir, adapter_dir=out_dir)), cache_dir=cache_dir)
+    figures = {AGENT_SPEC: measure_split(agent, split, template, cfg, max_calls=max_calls)}
+    del agent
+    if with_base:
+        base = load_target(SMOLLM2_SPEC, cache_dir=cache_dir)
+        figures[SMOLLM2_SPEC] = measure_split(base, split, template, cfg, max_calls=max_calls)
+    record["figures"] = {spec: {k: v for k, v in f.items() if k != "outcomes"} for spec, f in figures.items()}
+    record["figures"].update(
+        max_calls=max_calls, max_new_tokens=cfg.max_new_tokens, batch_size=cfg.batch_size
+    )
+    record_path.write_text(json.dumps(record, indent=1) + "\n")
+    if outcomes is not None:
+        outcomes.write_text(json.dumps({spec: f["outcomes"] for spec, f in figures.items()}, indent=1))
+    return record["figures"]
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m drafters.agent_target_build", description=__doc__.split("\n")[0]
     )
@@ -466,38 +508,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     for f, default in asdict(BuildConfig()).items():
         ap.add_argument(f"--{f.replace('_', '-')}", type=type(default), default=default)
-    a = ap.parse_args(argv)
-    cfg = BuildConfig(**{f: getattr(a, f) for f in asdict(BuildConfig())})
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: build (unless ``--measure-only``), then measure the agent (and the base) and print the
+    figures."""
     import torch
 
+    a = _parser().parse_args(argv)
+    cfg = BuildConfig(**{f: getattr(a, f) for f in asdict(BuildConfig())})
     torch.set_num_threads(cfg.threads)
     traces = example_trace_files(a.traces)
     if not a.measure_only:
         build(a.out, cfg, traces=traces, template_path=a.template, cache_dir=a.cache_dir)
-    record_path = a.out / RECORD_FILE
-    record = json.loads(record_path.read_text())
-    split = split_examples(traces, record["config"]["heldout_fraction"])
-    template = a.template.read_text(encoding="utf-8")
-    figures = {}
-    from drafters.agent_target import agent_target_dir
-    from drafters.target import load_target
-
-    # The agent is measured through the real loading path: the files in --out merged into the base, cached.
-    if a.out.resolve() == ADAPTER_DIR:
-        agent = load_target(AGENT_SPEC, cache_dir=a.cache_dir)
-    else:
-        agent = load_target(str(agent_target_dir(a.cache_dir, adapter_dir=a.out)), cache_dir=a.cache_dir)
-    figures[AGENT_SPEC] = measure_split(agent, split, template, cfg, max_calls=a.max_calls)
-    del agent
-    if not a.skip_base:
-        base = load_target(SMOLLM2_SPEC, cache_dir=a.cache_dir)
-        figures[SMOLLM2_SPEC] = measure_split(base, split, template, cfg, max_calls=a.max_calls)
-    record["figures"] = {spec: {k: v for k, v in f.items() if k != "outcomes"} for spec, f in figures.items()}
-    record["figures"]["max_calls"] = a.max_calls
-    record["figures"]["max_new_tokens"] = cfg.max_new_tokens
-    record_path.write_text(json.dumps(record, indent=1) + "\n")
-    if a.outcomes is not None:
-        a.outcomes.write_text(json.dumps({spec: f["outcomes"] for spec, f in figures.items()}, indent=1))
+    measure_into_record(
+        a.out,
+        traces,
+        a.template,
+        cfg,
+        with_base=not a.skip_base,
+        max_calls=a.max_calls,
+        cache_dir=a.cache_dir,
+        outcomes=a.outcomes,
+    )
     return 0
 
 
