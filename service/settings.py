@@ -165,11 +165,12 @@ class Settings(BaseSettings):
 
     # --- what a job may load (POST /v1/jobs; the embedded `tracedraft run` does not go through it) -------
     allowed_targets: list[str] = Field(
-        default_factory=lambda: ["smollm2-135m-instruct"],
+        default_factory=lambda: ["smollm2-135m-instruct", "smollm2-135m-agent"],
         description='JSON list of the targets a job may name in `target.model`: exact specs or HF ids, or '
         'glob patterns (fnmatch, case-sensitive) such as "Qwen/Qwen3-*". Setting it replaces the default '
-        '["smollm2-135m-instruct"], so keep that entry to allow the demo target. Local paths are allowed '
-        "only under TRACEDRAFT_ALLOWED_TARGET_DIRS (or when listed here exactly).",
+        '["smollm2-135m-instruct", "smollm2-135m-agent"], so keep those entries to allow the demo targets '
+        "(the plain chat model and its tool-calling agent). Local paths are allowed only under "
+        "TRACEDRAFT_ALLOWED_TARGET_DIRS (or when listed here exactly).",
     )
     allowed_target_dirs: list[str] = Field(
         default_factory=list,

@@ -141,7 +141,9 @@ def test_target_path_rules(tmp_path):
 
     # No directories allowed (the default): every path is refused, even under the home directory.
     plain = _policy(tmp_path)
-    assert plain.allowed_targets == ["smollm2-135m-instruct"] and plain.allowed_target_dirs == []
+    assert plain.allowed_targets == ["smollm2-135m-instruct", "smollm2-135m-agent"]
+    assert plain.allowed_target_dirs == []
+    check_target("smollm2-135m-agent", plain)  # both demo targets are allowed by default
     assert _refused(check_target, str(models / "a.gguf"), plain).code == "target_not_allowed"
 
 

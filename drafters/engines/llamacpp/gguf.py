@@ -224,7 +224,12 @@ def resolve_target_files(spec: str, cache_dir: str | Path | None = None) -> tupl
     "smollm2-135m-instruct" or a .gguf file (converted once by ``drafters.target.convert_gguf``; the GGUF
     itself is what llama-server serves), a local model directory, or a HF id in the local cache (offline).
     Raises TargetLoadError (drafters.target) when not found."""
-    from drafters.target import SMOLLM2_SPEC, TargetLoadError, convert_gguf, smollm2_gguf_path
+    from drafters.target import AGENT_SPEC, SMOLLM2_SPEC, TargetLoadError, convert_gguf, smollm2_gguf_path
+
+    if spec == AGENT_SPEC:  # a merged transformers directory: export_target_gguf converts it
+        from drafters.agent_target import agent_target_dir
+
+        return agent_target_dir(cache_dir), None
 
     gguf = smollm2_gguf_path() if spec == SMOLLM2_SPEC else Path(spec).expanduser() if spec.lower().endswith(
         ".gguf") else None
