@@ -56,7 +56,11 @@ def content_parts(content: Any) -> list:
             if kind in ("reasoning", "thinking"):
                 keys = ("text", "thinking", "reasoning", "value")
                 text = next((item[k] for k in keys if isinstance(item.get(k), str)), "")
-                parts.append(ReasoningPart(text, signature=item.get("signature")))
+                parts.append(ReasoningPart(text, signature=item.get("signature"),
+                                           redacted=bool(item.get("redacted"))))
+                continue
+            if kind in ("redacted_reasoning", "omitted_reasoning"):  # Letta: kept encrypted or left out
+                parts.append(ReasoningPart("", signature=item.get("data"), redacted=True))
                 continue
             if kind not in _TEXT_KINDS:
                 # A typed part of another kind (a tool call, a citation, ...): a placeholder of its type,

@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from drafters.traces.formats._content import (
     as_list,
-    as_text,
+    content_parts,
     link_models,
     merge_adjacent_tool_messages,
     tool_defs,
@@ -35,12 +35,10 @@ from drafters.traces.model import (
     Conversation,
     LLMCall,
     Message,
-    ReasoningPart,
     Source,
     TextPart,
     ToolCallPart,
     ToolResultPart,
-    UnsupportedPart,
 )
 
 NAME = "inspect_ai"
@@ -70,25 +68,6 @@ def _resolve(value: Any, attachments: dict) -> Any:
     return value
 
 
-def _parts(content: Any) -> list:
-    if isinstance(content, str):
-        return [TextPart(content)] if content else []
-    parts: list = []
-    for block in as_list(content):
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            if block.get("text"):
-                parts.append(TextPart(as_text(block["text"])))
-        elif kind == "reasoning":
-            parts.append(ReasoningPart(as_text(block.get("reasoning")), signature=block.get("signature"),
-                                       redacted=bool(block.get("redacted"))))
-        elif kind in _MEDIA:
-            parts.append(UnsupportedPart(_MEDIA[kind]))
-        else:
-            parts.append(UnsupportedPart(str(kind)))
-    return parts
 
 
 def _message(raw: Any, model: str | None = None) -> Message | None:
@@ -96,10 +75,10 @@ def _message(raw: Any, model: str | None = None) -> Message | None:
         return None
     role = raw["role"]
     if role == "tool":
-        text = "".join(p.text for p in _parts(raw.get("content")) if isinstance(p, TextPart))
+        text = "".join(p.text for p in content_parts(raw.get("content")) if isinstance(p, TextPart))
         return Message("tool", [ToolResultPart(raw.get("tool_call_id"), text, is_error=raw.get("error") is not None,
                                                name=raw.get("function"))])
-    parts = _parts(raw.get("content"))
+    parts = content_parts(raw.get("content"))
     if role != "assistant":
         return Message(role, parts)
     for call in as_list(raw.get("tool_calls")):

@@ -26,22 +26,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO
 
-from drafters.traces.formats._content import as_list, as_text, tool_defs
+from drafters.traces.formats._content import as_list, content_parts, tool_defs
 from drafters.traces.formats._reading import load_json, src
 from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
     Message,
-    ReasoningPart,
     Source,
     TextPart,
     ToolCallPart,
     ToolDef,
     ToolResultPart,
-    UnsupportedPart,
 )
 
 NAME = "letta"
@@ -57,35 +55,15 @@ def sniff(head: str, filename: str) -> bool:
                                          or '"in_context_message_ids"' in window)
 
 
-def _parts(content: Any) -> list:
-    if isinstance(content, str):
-        return [TextPart(content)] if content else []
-    parts: list = []
-    for block in as_list(content):
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            if block.get("text"):
-                parts.append(TextPart(as_text(block["text"])))
-        elif kind == "reasoning":
-            parts.append(ReasoningPart(as_text(block.get("reasoning")), signature=block.get("signature")))
-        elif kind in ("redacted_reasoning", "omitted_reasoning"):
-            parts.append(ReasoningPart("", signature=block.get("data"), redacted=True))
-        elif kind in _MEDIA:
-            parts.append(UnsupportedPart(_MEDIA[kind]))
-        else:
-            parts.append(UnsupportedPart(str(kind)))
-    return parts
 
 
 def _message(raw: dict, model: str | None) -> Message:
     role = raw.get("role")
     content = raw.get("content") if raw.get("content") is not None else raw.get("text")
     if role == "tool":
-        text = "".join(p.text for p in _parts(content) if isinstance(p, TextPart))
+        text = "".join(p.text for p in content_parts(content) if isinstance(p, TextPart))
         return Message("tool", [ToolResultPart(raw.get("tool_call_id"), text, name=raw.get("name"))])
-    parts = _parts(content)
+    parts = content_parts(content)
     if role == "assistant":
         for call in as_list(raw.get("tool_calls")):
             fn = call.get("function") if isinstance(call, dict) and isinstance(call.get("function"), dict) else {}
