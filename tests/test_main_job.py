@@ -116,6 +116,7 @@ def test_unknown_engine_is_refused_before_anything_runs(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # the whole demo: regeneration, training, five proposers replayed
 def test_quickstart_on_smollm2_training_beats_untrained(tmp_path: Path) -> None:
     """The README's quick start exactly (the CPU auto recipe): the trained drafter's tau is above the untrained
     drafter's of the same shape, and the paired per-call difference is positive (deterministic: fixed seeds,

@@ -125,7 +125,7 @@ class RegenerationOptions(Request_):
     engine: Literal["auto", "llamacpp", "openai", "hf"] = Field(
         default="auto", description="'openai': an OpenAI-compatible /v1/completions endpoint (SGLang, vLLM); "
         "'llamacpp': llama-server on this worker; 'hf': the target in the worker's process. 'auto' = 'openai' "
-        "when an endpoint is named, else 'llamacpp' when it is installed, else 'hf'.")
+        "when an endpoint is named, else 'hf' (the exact tokens the hf evaluation's target writes).")
     endpoint: HttpUrl | None = Field(default=None, description="Base URL of the OpenAI-compatible server "
                                      "(default: target.sglang.endpoint).")
     model: str | None = Field(default=None, max_length=500, description="Model name the endpoint serves "

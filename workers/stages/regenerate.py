@@ -137,13 +137,12 @@ def _regeneration_options(ctx: StageContext) -> dict[str, Any]:
 
 def _regeneration_backend(ctx: StageContext, renderer, options: dict[str, Any], longest_prompt: int):
     """(backend, target identity, close) for the job's regeneration engine. "auto": the OpenAI-compatible
-    endpoint when the job names one (a GPU cluster's SGLang), else llama.cpp's llama-server when it is
-    installed, else the target in this process."""
+    endpoint when the job names one (a GPU cluster's SGLang), else the target in this process."""
     engine = options["engine"]
     if engine == "auto":
-        from drafters.engines.llamacpp.build import is_installed
-
-        engine = "openai" if options["endpoint"] else "llamacpp" if is_installed() else "hf"
+        # In-process generation writes exactly the tokens the hf evaluation's target writes (same weights,
+        # same arithmetic), batched; llama-server on the fp32 GGUF is the explicit choice ("llamacpp").
+        engine = "openai" if options["endpoint"] else "hf"
     stop = _stop_ids(renderer)
     slots = int(auto(options["slots"], "regenerate_slots"))
     if engine == "openai":
