@@ -55,7 +55,11 @@ def test_run_end_to_end_on_tiny_target(tmp_path: Path, tiny_target_dir: Path) ->
     summary = json.loads(proc.stdout)
     assert summary["status"] == "succeeded"
     assert summary["training"]["steps"] == 12
-    assert set(summary["proposers"]) == {"candidate", "untrained", "ngram"}
+    assert set(summary["proposers"]) == {"candidate", "untrained", "ngram", "suffix", "hybrid"}
+    assert [n for n, p in summary["proposers"].items() if p["what_if"]] == ["hybrid"]
+    # The traces were written by other models: the target regenerated the answers it trains on.
+    regen = summary["regeneration"]
+    assert regen["engine"] == "hf" and regen["calls"] > 0 and regen["generated"] + regen["reused"] == regen["calls"]
     assert 1 <= summary["heldout_calls"] <= 3
     assert summary["generated_tokens"] > 0
     for p in summary["proposers"].values():
