@@ -8,7 +8,6 @@ import json
 
 import httpx
 import pytest
-import torch
 
 from drafters.errors import TracedraftError
 from drafters.regeneration import (
