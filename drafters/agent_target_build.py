@@ -47,6 +47,7 @@ from typing import Any
 
 from drafters.agent_target import ADAPTER_DIR, ADAPTER_FILE, RECORD_FILE, TEMPLATE_FILE
 from drafters.target import AGENT_SPEC, SMOLLM2_SPEC, sha256_file
+from drafters.traces.io import stored_upload_name
 from drafters.traces.model import Conversation, LLMCall
 
 REPO = Path(__file__).resolve().parents[1]
@@ -92,14 +93,10 @@ def example_trace_files(root: Path = EXAMPLE_TRACES) -> list[Path]:
 
 
 def upload_names(paths: Sequence[Path]) -> list[str]:
-    """The names a job's dataset stores ``paths`` under, in upload order (service/datasets.py,
-    ``validate_dataset``: 3-digit index, the first 16 hex digits of the sha256, the sanitized last two
-    suffixes). They end up in the conversation ids of formats that name conversations after their file."""
-    out = []
-    for i, p in enumerate(paths):
-        suffix = "".join(s for s in Path(p.name).suffixes[-2:] if s[1:].isalnum() and len(s) <= 8)
-        out.append(f"{i:03d}-{sha256_file(p)[:16]}{suffix}")
-    return out
+    """The names a job's dataset reads ``paths`` under, in upload order (``stored_upload_name``, the rule
+    service/datasets.py uses). They end up in the conversation ids of formats that name conversations after
+    their file."""
+    return [stored_upload_name(i, sha256_file(p), p.name) for i, p in enumerate(paths)]
 
 
 @dataclass

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from drafters.errors import TracedraftError
+from drafters.traces.io import stored_upload_name
 from service.db.models import Dataset, DatasetStatus, Job, JobStatus
 from service.storage import ArtifactStore, Stored
 
@@ -153,11 +154,6 @@ def delete_dataset(session: Session, store: ArtifactStore, org_id: str, dataset_
     session.commit()
 
 
-def _suffix(name: str) -> str:
-    # Only a sanitized extension survives (format sniffing uses it as a hint), never the name itself.
-    return "".join(s for s in Path(name).suffixes[-2:] if s[1:].isalnum() and len(s) <= 8)
-
-
 def _rename_paths(obj: Any, names: Mapping[str, str]) -> Any:
     """Replace work-directory file paths by the user's display names, anywhere in a JSON-able value."""
     if isinstance(obj, str):
@@ -200,7 +196,7 @@ def validate_dataset(
         raise DatasetError("not_found", f"dataset {dataset_id} not found", where="dataset_id")
     paths, names = [], {}
     for i, f in enumerate(raw_files(dataset)):
-        dest = Path(workdir) / "raw" / f"{i:03d}-{f['sha256'][:16]}{_suffix(f['name'])}"
+        dest = Path(workdir) / "raw" / stored_upload_name(i, f["sha256"], f["name"])
         if not dest.exists():
             store.get_file(f["uri"], dest, f["sha256"])
         paths.append(dest)

@@ -26,7 +26,6 @@ from drafters.agent_target_build import (
     save_adapter,
     split_examples,
     step_schedule,
-    upload_names,
 )
 from drafters.render import Segment
 from drafters.target import AGENT_SPEC, SMOLLM2_SPEC, TargetLoadError, sha256_file
@@ -137,8 +136,7 @@ def test_upload_names_give_the_demo_jobs_split(split, tmp_path):
         ds = datasets.create_dataset_from_paths(session, store, org.id, example_trace_files())
         datasets.validate_dataset(session, store, ds.id, tmp_path / "work", heldout_fraction=0.1)
     engine.dispose()
-    raw = sorted(p.name for p in (tmp_path / "work" / "raw").iterdir())
-    assert raw == sorted(upload_names(example_trace_files()))
+    assert not (tmp_path / "work" / "raw").exists()  # the raw bytes live in the store only
     job_held = {c.content_hash() for c in read_canonical(tmp_path / "work" / "canonical" / "heldout.jsonl")}
     assert job_held == split.demo_heldout
     assert not job_held & {c.content_hash() for c in split.train}
@@ -249,7 +247,6 @@ def test_agent_target_loads_merged_and_writes_tool_calls(split):
 
 @pytest.mark.slow
 def test_agent_target_exports_to_gguf_that_llama_server_serves(split, tmp_path):
-    from drafters.engines import llamacpp_build as lb
     from drafters.engines.llamacpp import (
         LlamaClient,
         LlamaServer,
@@ -257,6 +254,7 @@ def test_agent_target_exports_to_gguf_that_llama_server_serves(split, tmp_path):
         read_gguf_metadata,
         resolve_target_files,
     )
+    from drafters.engines.llamacpp import build as lb
     from drafters.render import Renderer
     from drafters.target import load_target
     from drafters.tool_call_eval import greedy_answers
@@ -265,7 +263,7 @@ def test_agent_target_exports_to_gguf_that_llama_server_serves(split, tmp_path):
         binary = lb.find_llama_server()
     except lb.LlamaCppBuildError as e:
         pytest.skip(
-            f"llama-server not built ({e.code}); run `.venv/bin/python -m drafters.engines.llamacpp_build`"
+            f"llama-server not built ({e.code}); run `tracedraft engines install llamacpp`"
         )
     target_dir, target_gguf = resolve_target_files(AGENT_SPEC)
     agent = load_target(AGENT_SPEC)

@@ -24,6 +24,15 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 ZIP_MAGIC = b"PK\x03\x04"  # an archive of JSON files (Inspect AI ``.eval`` logs): read as their concatenation
 
 
+def stored_upload_name(index: int, sha256: str, name: str) -> str:
+    """The name an uploaded trace file is read under in a job's work directory: its 3-digit index in the
+    upload, the first 16 hex digits of its sha256 and its sanitized last two suffixes (format detection uses
+    them as a hint). The user's file name itself never reaches a path. Formats that name conversations after
+    their file put this name in the conversation ids, so the held-out split depends on it."""
+    suffix = "".join(s for s in Path(name).suffixes[-2:] if s[1:].isalnum() and len(s) <= 8)
+    return f"{index:03d}-{sha256[:16]}{suffix}"
+
+
 def compression_of(path: str | Path) -> str | None:
     """"gzip", "zstd", "zip" or None, from the file's first bytes. Raises OSError when unreadable."""
     with open(path, "rb") as f:
