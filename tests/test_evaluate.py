@@ -323,3 +323,31 @@ def test_threshold_sweep_in_report(report):
     # Higher thresholds verify fewer drafts per round.
     v = [s["verified_per_round"] for s in sweep]
     assert all(b <= a + 1e-12 for a, b in itertools.pairwise(v)) and v[-1] < v[0]
+
+
+def test_pooled_tau_ci_resamples_calls_and_segments_pair_per_call():
+    """Pooled tau is the ratio of sums (not the mean of per-call taus); its interval resamples whole calls;
+    per segment, the paired difference uses only calls with rounds of that segment on both sides."""
+    from drafters.evaluate import compare_entries, pooled_tau_ci
+
+    def entry(calls):  # calls: [(sum_len, rounds, {segment: (sum_len, rounds)})]
+        return {"per_call": [{"call_id": f"c/{i}", "sum_len": s, "rounds": r,
+                              "segments": {k: list(v) for k, v in segs.items()}}
+                             for i, (s, r, segs) in enumerate(calls)],
+                "by_segment": {k: {"tau": 0.0, "rounds": 1} for _, _, segs in calls for k in segs}}
+
+    a = entry([(30, 10, {"tool_args": (20, 5), "text": (10, 5)}), (10, 10, {"text": (10, 10)}),
+               (40, 10, {"tool_args": (40, 10)})])
+    tau, lo, hi = pooled_tau_ci(a)
+    assert tau == pytest.approx(80 / 30) and lo < tau < hi and lo >= 1.0 and hi <= 4.0
+    assert pooled_tau_ci(a, "tool_args")[0] == pytest.approx(60 / 15)  # mean of per-call taus would be 4.0 too
+    assert pooled_tau_ci(a, "text")[0] == pytest.approx(20 / 15)
+    assert all(np.isnan(pooled_tau_ci(a, "reasoning")))
+    same = pooled_tau_ci(entry([(30, 10, {}), (30, 10, {})]))
+    assert same == (3.0, 3.0, 3.0)  # identical calls: no spread
+    b = entry([(20, 10, {"tool_args": (10, 5), "text": (10, 5)}), (10, 10, {"text": (10, 10)}),
+               (20, 10, {"text": (20, 10)})])
+    seg = compare_entries(a, b)["by_segment"]
+    # tool_args: only call 0 has tool_args rounds on both sides: 20/5 - 10/5 = 2.0
+    assert seg["tool_args"]["calls"] == 1 and seg["tool_args"]["mean_diff"] == pytest.approx(2.0)
+    assert seg["text"]["calls"] == 2 and seg["text"]["mean_diff"] == pytest.approx(0.0)

@@ -29,7 +29,8 @@ CALIBRATION_RULE = ("per slot k of rounds at threshold 0: prediction = prod_{i<=
                     "sequential temperature scaling (docs/dspark.md 5.4) fitted on the 'fit' split of calls (stable "
                     "hash of call_id), all metrics on the other split")
 PAIRED_RULE = ("per call present in both: tau_call = mean over that call's rounds; difference candidate minus "
-               "incumbent; mean with a percentile bootstrap 95% interval over calls (fixed seed)")
+               "incumbent; mean with a percentile bootstrap 95% interval over calls (fixed seed); per segment the "
+               "same over the calls with rounds of that segment on both sides")
 BOOTSTRAP_SAMPLES = 2000
 TS_GRID = tuple(float(x) for x in np.exp(np.linspace(math.log(0.25), math.log(4.0), 49)))
 
@@ -299,25 +300,60 @@ def bootstrap_mean_ci(values: Sequence[float], n_boot: int = BOOTSTRAP_SAMPLES, 
     return mean, float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
 
 
-def _per_call_tau(entry: Mapping) -> dict[str, tuple[int, int]]:
-    return {c["call_id"]: (int(c["sum_len"]), int(c["rounds"])) for c in entry["per_call"] if c["rounds"] > 0}
+def _per_call_tau(entry: Mapping, segment: str | None = None) -> dict[str, tuple[int, int]]:
+    """call_id -> (sum of round lengths, rounds) over the call's rounds, or over those attributed to
+    ``segment`` (SEGMENT_RULE); calls with no such round are left out."""
+    out = {}
+    for c in entry["per_call"]:
+        sums = (c["sum_len"], c["rounds"]) if segment is None else (c.get("segments") or {}).get(segment)
+        if sums and sums[1] > 0:
+            out[c["call_id"]] = (int(sums[0]), int(sums[1]))
+    return out
+
+
+def pooled_tau_ci(entry: Mapping, segment: str | None = None, n_boot: int = BOOTSTRAP_SAMPLES, seed: int = 0,
+                  level: float = 0.95) -> tuple[float, float, float]:
+    """(tau, lo, hi): a proposer entry's pooled tau (all rounds, or the rounds of ``segment``) with a
+    percentile bootstrap interval that resamples whole calls (rounds of one call are not independent).
+    NaNs when no call has such a round."""
+    sums = np.asarray(list(_per_call_tau(entry, segment).values()), dtype=np.float64).reshape(-1, 2)
+    if sums.shape[0] == 0:
+        return float("nan"), float("nan"), float("nan")
+    tau = float(sums[:, 0].sum() / sums[:, 1].sum())
+    if sums.shape[0] == 1:
+        return tau, tau, tau
+    rng = np.random.default_rng(seed)
+    pick = sums[rng.integers(0, sums.shape[0], size=(n_boot, sums.shape[0]))]
+    taus = pick[..., 0].sum(axis=1) / pick[..., 1].sum(axis=1)
+    alpha = (1 - level) / 2
+    return tau, float(np.quantile(taus, alpha)), float(np.quantile(taus, 1 - alpha))
+
+
+def _paired_diffs(cand: Mapping, inc: Mapping, segment: str | None = None) -> list[float]:
+    """Per call present in both (with rounds of ``segment`` on both sides): candidate tau minus incumbent tau."""
+    a, b = _per_call_tau(cand, segment), _per_call_tau(inc, segment)
+    return [a[c][0] / a[c][1] - b[c][0] / b[c][1] for c in sorted(set(a) & set(b))]
 
 
 def compare_entries(cand: Mapping, inc: Mapping, seed: int = 0) -> dict:
     """Paired per-call comparison of two proposer entries (PAIRED_RULE), plus pooled tau on the common
-    calls, relative gain and per-segment tau on both sides."""
+    calls, relative gain, and per segment the tau on both sides with the paired difference and its interval."""
     a, b = _per_call_tau(cand), _per_call_tau(inc)
     common = sorted(set(a) & set(b))
-    diffs = [a[c][0] / a[c][1] - b[c][0] / b[c][1] for c in common]
+    diffs = _paired_diffs(cand, inc)
     mean, lo, hi = bootstrap_mean_ci(diffs, seed=seed)
     ta = tau_from_sums(sum(a[c][0] for c in common), sum(a[c][1] for c in common))
     tb = tau_from_sums(sum(b[c][0] for c in common), sum(b[c][1] for c in common))
     segs = {}
     for s in sorted(set(cand.get("by_segment", {})) | set(inc.get("by_segment", {}))):
         sa, sb = cand.get("by_segment", {}).get(s), inc.get("by_segment", {}).get(s)
+        diffs = _paired_diffs(cand, inc, s)
+        d_mean, d_lo, d_hi = bootstrap_mean_ci(diffs, seed=seed)
         segs[s] = {"candidate_tau": sa["tau"] if sa else None, "incumbent_tau": sb["tau"] if sb else None,
                    "candidate_rounds": sa["rounds"] if sa else 0, "incumbent_rounds": sb["rounds"] if sb else 0,
-                   "relative": (sa["tau"] / sb["tau"] - 1.0) if sa and sb and sb["tau"] else None}
+                   "relative": (sa["tau"] / sb["tau"] - 1.0) if sa and sb and sb["tau"] else None,
+                   "calls": len(diffs), "mean_diff": d_mean if diffs else None,
+                   "ci95": [d_lo, d_hi] if diffs else None}
     return {"calls": len(common), "mean_diff": mean, "ci95": [lo, hi], "candidate_tau": ta,
             "incumbent_tau": tb, "relative_gain": (ta / tb - 1.0) if common and tb else None,
             "by_segment": segs, "rule": PAIRED_RULE, "bootstrap_samples": BOOTSTRAP_SAMPLES, "seed": seed}

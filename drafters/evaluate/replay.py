@@ -220,17 +220,16 @@ def _proposer_entry(name: str, prop: Any, prompts: Sequence[Any], gens: list, pl
         all_rounds.extend(g.rounds)
         (fit_rounds if calibration_split(p.call_id) == "fit" else eval_rounds).extend(g.rounds)
         segs = segmenter(list(g.tokens)) if segmenter else None
-        if segs is not None:
-            for s, v in _segment_rounds(g, list(segs)).items():
-                seg_groups.setdefault(s, []).extend(v)
-        else:
-            seg_groups.setdefault("all", []).extend(lengths)
+        call_segs = _segment_rounds(g, list(segs)) if segs is not None else {"all": lengths}
+        for s, v in call_segs.items():
+            seg_groups.setdefault(s, []).extend(v)
         ctx = len(p.prompt_ids)
         records.append({"lengths": lengths, "turn": turn_index(p), "ctx": context_bucket(ctx, bucket_edges)})
         per_call.append({"call_id": p.call_id, "conversation_id": getattr(p, "conversation_id", None),
                          "turn": turn_index(p), "context_len": ctx, "rounds": len(lengths),
                          "sum_len": sum(lengths), "tau": tau_from_sums(sum(lengths), len(lengths)),
-                         "tokens": len(g.tokens), "seconds": g.total_s, "finish_reason": g.finish_reason})
+                         "tokens": len(g.tokens), "seconds": g.total_s, "finish_reason": g.finish_reason,
+                         "segments": {k: [sum(v), len(v)] for k, v in sorted(call_segs.items())}})
     block = int(getattr(prop, "block_size", 0) or 0) if prop is not None else 0
     sum_len = sum(r.committed for r in all_rounds)
     n_rounds = len(all_rounds)
