@@ -112,6 +112,15 @@ class Renderer:
         `drafters.render.generated.segment_completion`)."""
         return segment_completion(token_ids, self.codec, self.dialect)
 
+    def end_of_turn_ids(self) -> list[int]:
+        """Token ids that end an assistant turn: the template's end-of-turn tokens, then the tokenizer's eos
+        (what regeneration stops at)."""
+        tok = self.tokenizer
+        ids = [tok.convert_tokens_to_ids(t) for t in self.dialect.eot_tokens]
+        if tok.eos_token_id is not None:
+            ids.append(tok.eos_token_id)
+        return list(dict.fromkeys(i for i in ids if i is not None and i >= 0))
+
     def label_generated_text(self, text: str) -> bytearray:
         """Character-level `Segment` labels [len(text)] of generated text (the rules of `segment_completion`,
         before they are mapped to tokens): tool-call names, arguments and markup, reasoning, text."""

@@ -52,7 +52,7 @@ def regenerate(ctx: StageContext) -> dict[str, Any]:
     store = RegenerationStore(Path(ctx.settings.cache_dir) / "regenerations" / str(ctx.org_id))
     try:
         answers, report = run(train_prompts + val_prompts, backend, store, target_id=target_id,
-                              sampling=options["sampling"], stop_ids=_stop_ids(renderer),
+                              sampling=options["sampling"], stop_ids=renderer.end_of_turn_ids(),
                               progress=lambda f, m: ctx.progress(f, message=m), cancelled=ctx.cancelled)
     finally:
         close()
@@ -143,7 +143,7 @@ def _regeneration_backend(ctx: StageContext, renderer, options: dict[str, Any], 
         # In-process generation writes exactly the tokens the hf evaluation's target writes (same weights,
         # same arithmetic), batched; llama-server on the fp32 GGUF is the explicit choice ("llamacpp").
         engine = "openai" if options["endpoint"] else "hf"
-    stop = _stop_ids(renderer)
+    stop = renderer.end_of_turn_ids()
     slots = int(auto(options["slots"], "regenerate_slots"))
     if engine == "openai":
         from drafters.regeneration import OpenAIBackend
@@ -186,12 +186,3 @@ def _llamacpp_backend(ctx: StageContext, stop: list[int], slots: int, per_slot: 
         server.stop()
 
     return backend, f"gguf:{sha256_file(gguf)}", close
-
-
-def _stop_ids(renderer) -> list[int]:
-    """Token ids that end an assistant turn: the template's end-of-turn tokens, then the tokenizer's eos."""
-    tok = renderer.tokenizer
-    ids = [tok.convert_tokens_to_ids(t) for t in renderer.dialect.eot_tokens]
-    if tok.eos_token_id is not None:
-        ids.append(tok.eos_token_id)
-    return list(dict.fromkeys(i for i in ids if i is not None and i >= 0))
