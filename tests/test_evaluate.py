@@ -351,3 +351,13 @@ def test_pooled_tau_ci_resamples_calls_and_segments_pair_per_call():
     # tool_args: only call 0 has tool_args rounds on both sides: 20/5 - 10/5 = 2.0
     assert seg["tool_args"]["calls"] == 1 and seg["tool_args"]["mean_diff"] == pytest.approx(2.0)
     assert seg["text"]["calls"] == 2 and seg["text"]["mean_diff"] == pytest.approx(0.0)
+
+
+def test_spread_calls_takes_calls_round_robin_over_conversations():
+    from drafters.evaluate import spread_calls
+
+    prompts = [Prompt(f"{c}/{i}", [1], conversation_id=c) for c, n in (("a", 4), ("b", 1), ("c", 2))
+               for i in range(n)]
+    assert [p.call_id for p in spread_calls(prompts, 5)] == ["a/0", "b/0", "c/0", "a/1", "c/1"]
+    assert [p.call_id for p in spread_calls(prompts, 2)] == ["a/0", "b/0"]
+    assert len(spread_calls(prompts, 100)) == 7 and spread_calls(prompts, 0) == []

@@ -54,6 +54,7 @@ from drafters.evaluate.replay import (
     engine_report,
     evaluate,
     segment_name,
+    spread_calls,
     turn_index,
 )
 from drafters.evaluate.report import SCHEMA, EvalReport
@@ -93,6 +94,7 @@ __all__ = [
     "reliability_bins",
     "round_length",
     "segment_name",
+    "spread_calls",
     "tau_by_group",
     "tau_from_completion",
     "tau_from_counts",

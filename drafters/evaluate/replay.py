@@ -59,6 +59,20 @@ def context_bucket(n: int, edges: Sequence[int] = DEFAULT_BUCKETS) -> str:
     return str(n)
 
 
+def spread_calls(prompts: Sequence[Any], n: int) -> list[Any]:
+    """At most ``n`` of ``prompts`` (RenderedPrompt-like, with ``conversation_id``), taken round-robin over
+    their conversations in order (the first call of each conversation, then the second, ...): a small
+    evaluation sample then covers many conversations instead of the first calls of the first one."""
+    by_conv: dict[Any, list[Any]] = {}
+    for p in prompts:
+        by_conv.setdefault(getattr(p, "conversation_id", None), []).append(p)
+    queues, out, depth = list(by_conv.values()), [], 0
+    while len(out) < n and any(depth < len(q) for q in queues):
+        out.extend(q[depth] for q in queues if depth < len(q))
+        depth += 1
+    return out[:n]
+
+
 def _segment_rounds(gen, segs: list[int]) -> dict[str, list[int]]:
     """Round lengths grouped by the segment of each round's first committed token (SEGMENT_RULE)."""
     out: dict[str, list[int]] = {}

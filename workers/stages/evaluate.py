@@ -52,7 +52,7 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
 
     from drafters.dspark.checkpoint import load_checkpoint, save_checkpoint
     from drafters.dspark.model import DSparkDrafter
-    from drafters.evaluate import gate, write_report
+    from drafters.evaluate import gate, spread_calls, write_report
     from drafters.shards import load_prompts
 
     espec = dict(ctx.spec.get("evaluation") or {})
@@ -77,7 +77,8 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
         if engine != "hf":
             save_checkpoint(incumbent, incumbent_dir)
     prepared = fetch(ctx, ctx.results["preparing"]["prepared"], ctx.workdir / "prepared")
-    prompts = load_prompts(prepared / "heldout_prompts.jsonl")[: int(auto(espec.get("max_calls"), "max_calls"))]
+    prompts = spread_calls(load_prompts(prepared / "heldout_prompts.jsonl"),
+                           int(auto(espec.get("max_calls"), "max_calls")))
     settings = {"max_new_tokens": int(auto(espec.get("max_new_tokens"), "max_new_tokens")),
                 "temperature": float(espec.get("temperature") or 0.0), "seed": int(espec.get("seed") or 0)}
     compare = [("candidate", incumbent_name)]
