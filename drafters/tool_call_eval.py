@@ -1,155 +1,27 @@
-"""How well a target writes tool calls: greedy replay of held-out calls, parsing and schema validation.
+"""How well a target writes tool calls: greedy replay of held-out calls, and the counts of what it wrote.
 
-A tool call is what the tool-aware ChatML template (examples/chat_templates/chatml_tools.jinja, the Hermes /
-Qwen convention) writes for an assistant tool call, one block per call:
-
-    <tool_call>
-    {"name": NAME, "arguments": {...}}
-    </tool_call>
-
-``parse_tool_calls`` finds every block in generated text (an opening marker without its closing marker is a
-tool call that does not parse), ``check_tool_call`` validates one against the tool definitions the call
-offered (the name is one of them, the arguments satisfy its JSON schema, ``schema_problems``), and
-``measure_tool_calls`` replays held-out calls greedily with an in-process transformers model and counts:
+``measure_tool_calls`` replays held-out calls greedily with an in-process transformers model. The tool
+calls of each answer are found, parsed and checked against the tools the call offered by
+``drafters.toolcalls``, the checks regeneration applies too: the renderer's own labelling of the template's
+tool-call markup (for examples/chat_templates/chatml_tools.jinja, the Hermes / Qwen convention, one
+``<tool_call>`` block per call), and JSON Schema validation of the arguments. It counts:
 
 - the tool-call rate: the share of calls whose output holds at least one tool call, over the calls whose
   recorded answer was a tool call and over all calls;
-- the share of emitted tool calls that parse (a JSON object with a string ``name`` and an object
-  ``arguments``) and that validate against the conversation's tool schemas.
+- the share of emitted tool calls that parse (a name and JSON arguments in the template's markup; a call
+  cut before the end of its arguments does not) and that validate (the name is one of the offered tools,
+  the arguments satisfy its parameter schema).
 """
 
 from __future__ import annotations
 
-import json
-import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from drafters.traces.model import LLMCall, ToolCallPart, ToolDef
-
-TOOL_CALL_OPEN = "<tool_call>"
-TOOL_CALL_CLOSE = "</tool_call>"
-
-#: JSON Schema ``type`` names and the Python values that satisfy them (bool is not a number in JSON).
-_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v),
-    "integer": lambda v: (
-        (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer())
-    ),
-}
-
-
-@dataclass
-class ParsedToolCall:
-    """One tool-call block of generated text.
-
-    ``raw``: the text between the markers (to the end of the text when unterminated); ``name`` and
-    ``arguments``: the parsed values when the block parses, else None; ``error``: why it does not parse
-    (None when it does).
-    """
-
-    raw: str
-    name: str | None
-    arguments: dict[str, Any] | None
-    error: str | None
-
-    @property
-    def parsed(self) -> bool:
-        return self.error is None
-
-
-def parse_tool_calls(text: str) -> list[ParsedToolCall]:
-    """Every ``<tool_call>...</tool_call>`` block of ``text``, in order.
-
-    A block parses when its content (whitespace stripped) is a JSON object with a string ``name`` and an
-    object ``arguments``; a block whose closing marker never came (the end of turn or the token limit cut
-    it) is returned with ``error="unterminated"``. Text outside the blocks is ignored.
-    """
-    out: list[ParsedToolCall] = []
-    pos = text.find(TOOL_CALL_OPEN)
-    while pos >= 0:
-        start = pos + len(TOOL_CALL_OPEN)
-        end = text.find(TOOL_CALL_CLOSE, start)
-        if end < 0:
-            out.append(ParsedToolCall(text[start:], None, None, "unterminated"))
-            break
-        out.append(_parse_block(text[start:end]))
-        pos = text.find(TOOL_CALL_OPEN, end + len(TOOL_CALL_CLOSE))
-    return out
-
-
-def _parse_block(raw: str) -> ParsedToolCall:
-    try:
-        value = json.loads(raw.strip())
-    except ValueError as e:
-        return ParsedToolCall(raw, None, None, f"not JSON: {e}")
-    if not isinstance(value, dict):
-        return ParsedToolCall(raw, None, None, f"not a JSON object but {type(value).__name__}")
-    name, args = value.get("name"), value.get("arguments")
-    if not isinstance(name, str):
-        return ParsedToolCall(raw, None, None, "no string 'name'")
-    if not isinstance(args, dict):
-        return ParsedToolCall(raw, name, None, "'arguments' is not a JSON object")
-    return ParsedToolCall(raw, name, args, None)
-
-
-def schema_problems(value: Any, schema: Any, where: str = "arguments") -> list[str]:
-    """Where ``value`` breaks the JSON ``schema`` (empty list: it validates).
-
-    Checks the keywords tool definitions use: ``type`` (a name or a list of names), ``enum``, ``const``,
-    ``properties``, ``required``, ``additionalProperties`` (false or a schema) and ``items`` (a schema).
-    Other keywords (``format``, ``pattern``, ``minimum``, ``$ref``...) are not checked: a value can only be
-    judged valid too often, never wrongly invalid. A schema that is not an object accepts everything.
-    """
-    if not isinstance(schema, dict):
-        return []
-    problems: list[str] = []
-    types = schema.get("type")
-    names = [types] if isinstance(types, str) else list(types) if isinstance(types, list) else []
-    known = [t for t in names if t in _JSON_TYPES]
-    if known and not any(_JSON_TYPES[t](value) for t in known):
-        return [f"{where}: expected {'/'.join(known)}, got {type(value).__name__}"]
-    if "enum" in schema and isinstance(schema["enum"], list) and value not in schema["enum"]:
-        problems.append(f"{where}: {value!r} is not one of {schema['enum']}")
-    if "const" in schema and value != schema["const"]:
-        problems.append(f"{where}: {value!r} is not {schema['const']!r}")
-    if isinstance(value, dict):
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = schema.get("required") if isinstance(schema.get("required"), list) else []
-        problems += [f"{where}: missing required {k!r}" for k in required if k not in value]
-        extra = schema.get("additionalProperties", True)
-        for k, v in value.items():
-            if k in props:
-                problems += schema_problems(v, props[k], f"{where}.{k}")
-            elif extra is False:
-                problems.append(f"{where}: unexpected property {k!r}")
-            elif isinstance(extra, dict):
-                problems += schema_problems(v, extra, f"{where}.{k}")
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for i, v in enumerate(value):
-            problems += schema_problems(v, schema["items"], f"{where}[{i}]")
-    return problems
-
-
-def check_tool_call(call: ParsedToolCall, tools: Sequence[ToolDef]) -> list[str]:
-    """Why the tool call is not valid for the offered ``tools`` (empty list: it parses, names one of them,
-    and its arguments satisfy that tool's parameter schema, see ``schema_problems``)."""
-    if not call.parsed:
-        return [f"does not parse: {call.error}"]
-    by_name = {t.name: t for t in tools}
-    if call.name not in by_name:
-        return [f"unknown tool {call.name!r} (offered: {sorted(by_name)})"]
-    return schema_problems(call.arguments, by_name[call.name].parameters)
-
-
-# ------------------------------------------------------------------------------------------------ replay
+from drafters.toolcalls import check_tool_calls, find_tool_calls
+from drafters.traces.model import LLMCall, ToolCallPart
 
 
 @dataclass
@@ -158,8 +30,8 @@ class CallOutcome:
 
     ``recorded_tool_call``: the logged answer held a tool call; ``recorded_names``: its tool names;
     ``text``: the greedy output (special tokens kept, cut after the end-of-turn token); ``tool_calls``: the
-    number of blocks in it, ``parsed`` and ``valid`` how many of them parse and validate;
-    ``problems``: the first problem of each invalid block.
+    number of tool calls in it, ``parsed`` and ``valid`` how many of them parse and validate;
+    ``problems``: ``"<code>: <detail>"`` of each invalid one (the codes of ``drafters.toolcalls``).
     """
 
     call_id: str
@@ -273,21 +145,25 @@ def recorded_tool_names(call: LLMCall) -> list[str]:
     return [p.name for p in call.completion.parts if isinstance(p, ToolCallPart)]
 
 
-def outcome_of(call: LLMCall, text: str) -> CallOutcome:
-    """Parse and validate the tool calls of ``text``, the target's answer to ``call``."""
-    blocks = parse_tool_calls(text)
-    checks = [check_tool_call(b, call.tools) for b in blocks]
+def outcome_of(call: LLMCall, text: str, renderer: Any) -> CallOutcome:
+    """Find, parse and check the tool calls of ``text``, the target's answer to ``call``.
+
+    renderer: the ``drafters.render.Renderer`` whose template rendered the prompt (its probed markup says
+    how a tool call is written; ``drafters.toolcalls.find_tool_calls``)."""
+    from drafters.render import tools_to_openai
+
+    found = check_tool_calls(find_tool_calls(renderer, text), tools_to_openai(call.tools))
     names = recorded_tool_names(call)
     return CallOutcome(
         call_id=call.id,
         recorded_tool_call=bool(names),
         recorded_names=names,
         text=text,
-        tool_calls=len(blocks),
-        parsed=sum(b.parsed for b in blocks),
-        valid=sum(not c for c in checks),
-        first_name=blocks[0].name if blocks else None,
-        problems=[c[0] for c in checks if c],
+        tool_calls=len(found),
+        parsed=sum(c.parsed for c in found),
+        valid=sum(c.error is None for c in found),
+        first_name=found[0].name if found else None,
+        problems=[f"{c.error}: {c.detail}" for c in found if c.error],
     )
 
 
@@ -364,11 +240,12 @@ def measure_tool_calls(
 
     model: a transformers causal LM (the target's ``model``); renderer: a ``drafters.render.Renderer``
     whose template is the one the target serves with (it renders each call's prompt, as the serving engine
-    would); max_new_tokens: the answer's token limit (a tool call cut by it counts as one that does not
-    parse); batch_size: see ``greedy_answers``. Calls the template cannot render raise ``RenderError``.
+    would, and its markup finds the tool calls); max_new_tokens: the answer's token limit (a tool call it
+    cuts before the end of its arguments does not parse); batch_size: see ``greedy_answers``. Calls the
+    template cannot render raise ``RenderError``.
     """
     t0 = time.perf_counter()
     prompts = [renderer.render_prompt(call).prompt_ids for call in calls]
     texts = greedy_answers(model, tokenizer, prompts, max_new_tokens, batch_size)
-    outcomes = [outcome_of(call, text) for call, text in zip(calls, texts)]
+    outcomes = [outcome_of(call, text, renderer) for call, text in zip(calls, texts)]
     return figures_of(outcomes, max_new_tokens, time.perf_counter() - t0)

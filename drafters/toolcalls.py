@@ -36,6 +36,11 @@ class GeneratedToolCall:
     error: str | None = None
     detail: str = ""
 
+    @property
+    def parsed(self) -> bool:
+        """Whether a name and JSON arguments were read (valid or not against the tools)."""
+        return self.error not in ("unparseable", "invalid_json")
+
 
 @dataclass
 class ToolCallStats:

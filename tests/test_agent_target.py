@@ -221,7 +221,7 @@ def test_agent_target_loads_merged_and_writes_tool_calls(split):
 
     from drafters.render import Renderer
     from drafters.target import load_target, load_tokenizer
-    from drafters.tool_call_eval import check_tool_call, greedy_answers, parse_tool_calls
+    from drafters.tool_call_eval import greedy_answers, outcome_of
 
     agent, base = load_target(AGENT_SPEC), load_target(SMOLLM2_SPEC)
     assert agent.name == AGENT_SPEC and agent.revision.startswith("lora:") and agent.dtype == torch.float32
@@ -235,12 +235,13 @@ def test_agent_target_loads_merged_and_writes_tool_calls(split):
     assert agent.tokenizer.chat_template == template == load_tokenizer(AGENT_SPEC).chat_template
 
     call = _first_training_tool_call(split)
-    prompt = Renderer(agent.tokenizer, chat_template=template).render_prompt(call).prompt_ids
+    renderer = Renderer(agent.tokenizer, chat_template=template)
+    prompt = renderer.render_prompt(call).prompt_ids
     assert len(prompt) < BuildConfig().max_seq_len  # trained on whole
     (text,) = greedy_answers(agent.model, agent.tokenizer, [prompt], max_new_tokens=96, batch_size=1)
     assert text.startswith("<tool_call>\n"), text
-    (tool_call,) = parse_tool_calls(text)
-    assert check_tool_call(tool_call, call.tools) == [], text
+    outcome = outcome_of(call, text, renderer)
+    assert (outcome.tool_calls, outcome.valid, outcome.problems) == (1, 1, []), text
     (plain,) = greedy_answers(base.model, base.tokenizer, [prompt], max_new_tokens=96, batch_size=1)
     assert not plain.startswith("<tool_call>")  # the adapter made the difference
 

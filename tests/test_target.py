@@ -10,7 +10,7 @@ import torch
 import transformers
 
 from drafters.errors import TracedraftError
-from drafters.target import Target, TargetLoadError, crop_cache, load_target
+from drafters.target import Target, TargetLoadError, build_once, crop_cache, load_target
 
 
 def tiny_target(seed: int = 0, layers: int = 4) -> Target:
@@ -107,6 +107,50 @@ def test_load_local_dir_and_errors(tmp_path):
         load_target(str(bad), cache_dir=tmp_path)
     assert e.value.code == "target_load_failed"
     assert not list((tmp_path / "targets").glob(".*tmp*"))  # no half-written cache left
+
+
+def test_build_once_writes_the_marker_last_and_builds_once(tmp_path):
+    dest = tmp_path / "targets" / "abc"
+    built = []
+
+    def build(tmp):
+        built.append(tmp)
+        assert tmp.is_dir() and tmp != dest and not dest.exists()  # written beside dest, not in place
+        (tmp / "weights.bin").write_text("w")
+        return {"source": "x", "source_sha256": "abc"}
+
+    assert build_once(dest, build) == dest and build_once(dest, build) == dest
+    assert len(built) == 1  # the second call found the marker
+    meta = json.loads((dest / "tracedraft_target.json").read_text())
+    assert (meta["source"], meta["source_sha256"]) == ("x", "abc")
+    assert meta["converted_at"].endswith("Z") and meta["conversion_seconds"] >= 0
+    assert (dest / "weights.bin").read_text() == "w"
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["abc"]  # no temporary directory left
+
+
+def test_build_once_leaves_nothing_when_the_build_fails(tmp_path):
+    dest = tmp_path / "targets" / "abc"
+
+    def build(tmp):
+        (tmp / "half.bin").write_text("half")
+        raise RuntimeError("disk full")
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        build_once(dest, build)
+    assert list(dest.parent.iterdir()) == []
+
+
+def test_build_once_keeps_the_copy_another_process_finished_first(tmp_path):
+    dest = tmp_path / "targets" / "abc"
+
+    def build(tmp):
+        dest.mkdir()  # the other process renames its complete copy in while this one builds
+        (dest / "tracedraft_target.json").write_text('{"by": "other"}')
+        return {"by": "this"}
+
+    assert build_once(dest, build) == dest
+    assert json.loads((dest / "tracedraft_target.json").read_text()) == {"by": "other"}
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["abc"]
 
 
 @pytest.mark.slow

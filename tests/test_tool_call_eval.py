@@ -1,19 +1,15 @@
-"""drafters.tool_call_eval: tool-call blocks parsed from generated text, schema validation, the figures, and
-batched greedy replay agreeing with one-at-a-time replay."""
+"""drafters.tool_call_eval: the tool calls of an answer counted through the one parser (drafters.toolcalls,
+with the real SmolLM2 tokenizer and the shipped tool-aware template), the figures, and batched greedy replay
+agreeing with one-at-a-time replay."""
 
 from __future__ import annotations
 
 import pytest
 
-from drafters.tool_call_eval import (
-    check_tool_call,
-    figures_of,
-    greedy_answers,
-    outcome_of,
-    parse_tool_calls,
-    schema_problems,
-)
+from drafters.render import Renderer
+from drafters.tool_call_eval import figures_of, greedy_answers, outcome_of
 from drafters.traces.model import LLMCall, Message, TextPart, ToolCallPart, ToolDef
+from tests.test_render import CHATML_TOOLS, smollm2_tokenizer
 
 WEATHER = ToolDef(
     "get_weather",
@@ -32,69 +28,66 @@ WEATHER = ToolDef(
 )
 
 
+@pytest.fixture(scope="module")
+def renderer():
+    return Renderer(smollm2_tokenizer(), chat_template=str(CHATML_TOOLS))
+
+
 def block(body: str) -> str:
     return f"<tool_call>\n{body}\n</tool_call>"
 
 
-def test_parse_blocks_in_order_with_their_errors():
+def weather_call(args: str) -> str:
+    return block(f'{{"name": "get_weather", "arguments": {args}}}')
+
+
+def test_counts_parsed_and_broken_calls(renderer):
     text = (
         "Let me look.\n"
-        + block('{"name": "get_weather", "arguments": {"city": "Oslo"}}')
+        + weather_call('{"city": "Oslo"}')
         + "\n"
-        + block('{"name": "get_weather", "arguments": "{\\"city\\": \\"Rome\\"}"}')
+        + weather_call('"{\\"city\\": \\"Rome\\"}"')  # arguments as a JSON string (OpenAI's wire form)
         + block("{not json}")
         + block('["get_weather"]')
         + block('{"arguments": {}}')
-        + '<tool_call>\n{"name": "get_weather", "argu'
+        + '<tool_call>\n{"name": "get_weather", "argu\n'  # cut before its arguments
+        + '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Os'  # cut inside its arguments, at the end
     )
-    calls = parse_tool_calls(text)
-    assert [c.parsed for c in calls] == [True, False, False, False, False, False]
-    assert (calls[0].name, calls[0].arguments) == ("get_weather", {"city": "Oslo"})
-    assert calls[1].error == "'arguments' is not a JSON object" and calls[1].name == "get_weather"
-    assert calls[2].error.startswith("not JSON")
-    assert calls[3].error == "not a JSON object but list"
-    assert calls[4].error == "no string 'name'"
-    assert calls[5].error == "unterminated" and calls[5].raw.startswith('\n{"name"')
-    assert parse_tool_calls("plain text, no call <tool_response>x</tool_response>") == []
+    o = outcome_of(_call(0, True), text, renderer)
+    assert (o.tool_calls, o.parsed, o.valid) == (7, 2, 2)
+    assert o.first_name == "get_weather"
+    assert [p.split(":")[0] for p in o.problems] == ["invalid_json"] + ["unparseable"] * 4
+    plain = outcome_of(_call(0, True), "plain text, no call <tool_response>x</tool_response>", renderer)
+    assert (plain.tool_calls, plain.parsed, plain.valid, plain.first_name) == (0, 0, 0, None)
 
 
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
-        ({"city": "Oslo", "days": 3, "unit": "C", "tags": ["a"]}, None),
-        ({"city": "Oslo", "days": 3.0}, None),  # JSON has one number type: 3.0 is an integer
-        ({}, "arguments: missing required 'city'"),
-        ({"city": 5}, "arguments.city: expected string, got int"),
-        ({"city": "Oslo", "days": True}, "arguments.days: expected integer, got bool"),
-        ({"city": "Oslo", "days": 2.5}, "arguments.days: expected integer, got float"),
-        ({"city": "Oslo", "unit": "K"}, "arguments.unit: 'K' is not one of ['C', 'F']"),
-        ({"city": "Oslo", "tags": ["a", 1]}, "arguments.tags[1]: expected string, got int"),
-        ({"city": "Oslo", "country": "NO"}, "arguments: unexpected property 'country'"),
+        ('{"city": "Oslo", "days": 3, "unit": "C", "tags": ["a"]}', None),
+        ('{"city": "Oslo", "days": 3.0}', None),  # JSON has one number type: 3.0 is an integer
+        ("{}", "schema_mismatch: (arguments): 'city' is a required property"),
+        ('{"city": 5}', "schema_mismatch: city: 5 is not of type 'string'"),
+        ('{"city": "Oslo", "days": true}', "schema_mismatch: days: True is not of type 'integer'"),
+        ('{"city": "Oslo", "days": 2.5}', "schema_mismatch: days: 2.5 is not of type 'integer'"),
+        ('{"city": "Oslo", "unit": "K"}', "schema_mismatch: unit: 'K' is not one of ['C', 'F']"),
+        ('{"city": "Oslo", "tags": ["a", 1]}', "schema_mismatch: tags/1: 1 is not of type 'string'"),
+        ('{"city": "Oslo", "country": "NO"}',
+         "schema_mismatch: (arguments): Additional properties are not allowed ('country' was unexpected)"),
     ],
 )
-def test_schema_problems(args, problem):
-    problems = schema_problems(args, WEATHER.parameters)
-    assert problems == ([] if problem is None else [problem])
+def test_arguments_are_validated_against_the_tool_schema(renderer, args, problem):
+    o = outcome_of(_call(0, True), weather_call(args), renderer)
+    assert (o.tool_calls, o.parsed, o.valid) == (1, 1, 1 if problem is None else 0)
+    assert o.problems == ([] if problem is None else [problem])
 
 
-def test_schema_keywords_not_checked_never_refuse():
-    schema = {"type": ["string", "null"], "format": "date", "pattern": "^x$", "minLength": 5}
-    assert schema_problems(None, schema) == [] and schema_problems("y", schema) == []
-    assert schema_problems(3, schema) == ["arguments: expected string/null, got int"]
-    assert schema_problems({"a": 1}, "not a schema") == []
-
-
-def test_check_tool_call_names_the_tool_and_validates_its_arguments():
-    ok, unknown, bad = parse_tool_calls(
-        block('{"name": "get_weather", "arguments": {"city": "Oslo"}}')
-        + block('{"name": "get_news", "arguments": {}}')
-        + block('{"name": "get_weather", "arguments": {"days": 1}}')
-    )
-    assert check_tool_call(ok, [WEATHER]) == []
-    assert check_tool_call(unknown, [WEATHER]) == ["unknown tool 'get_news' (offered: ['get_weather'])"]
-    assert check_tool_call(bad, [WEATHER]) == ["arguments: missing required 'city'"]
-    (cut,) = parse_tool_calls("<tool_call>\n{")
-    assert check_tool_call(cut, [WEATHER]) == ["does not parse: unterminated"]
+def test_the_name_must_be_an_offered_tool(renderer):
+    text = block('{"name": "get_news", "arguments": {}}') + weather_call('{"days": 1}')
+    o = outcome_of(_call(0, True), text, renderer)
+    assert (o.tool_calls, o.parsed, o.valid, o.first_name) == (2, 2, 0, "get_news")
+    assert o.problems == ["unknown_tool: no tool named 'get_news' in the call's tools",
+                          "schema_mismatch: (arguments): 'city' is a required property"]
 
 
 def _call(index: int, answer_tool: bool) -> LLMCall:
@@ -106,15 +99,15 @@ def _call(index: int, answer_tool: bool) -> LLMCall:
     return LLMCall("conv", index, [WEATHER], [Message("user", [TextPart("hi")])], Message("assistant", parts))
 
 
-def test_figures_count_rates_over_the_right_calls():
-    good = block('{"name": "get_weather", "arguments": {"city": "Oslo"}}') + "<|im_end|>"
+def test_figures_count_rates_over_the_right_calls(renderer):
+    good = weather_call('{"city": "Oslo"}') + "<|im_end|>"
     wrong_name = block('{"name": "get_time", "arguments": {}}') + "<|im_end|>"
     outcomes = [
-        outcome_of(_call(0, True), good),  # recorded tool call, answered with a valid one
-        outcome_of(_call(1, True), wrong_name),  # recorded tool call, answered with an invalid one
-        outcome_of(_call(2, True), "It is sunny.<|im_end|>"),  # recorded tool call, answered in text
-        outcome_of(_call(3, False), "Hi!<|im_end|>"),  # recorded text, kept text
-        outcome_of(_call(4, False), good + good),  # recorded text, answered with two valid tool calls
+        outcome_of(_call(0, True), good, renderer),  # recorded tool call, answered with a valid one
+        outcome_of(_call(1, True), wrong_name, renderer),  # recorded tool call, answered with an invalid one
+        outcome_of(_call(2, True), "It is sunny.<|im_end|>", renderer),  # recorded tool call, answered in text
+        outcome_of(_call(3, False), "Hi!<|im_end|>", renderer),  # recorded text, kept text
+        outcome_of(_call(4, False), good + good, renderer),  # recorded text, two valid tool calls
     ]
     f = figures_of(outcomes, max_new_tokens=64, seconds=1.0)
     assert (f.calls, f.recorded_tool_calls, f.calls_with_tool_call) == (5, 3, 3)
@@ -123,7 +116,7 @@ def test_figures_count_rates_over_the_right_calls():
     assert (f.tool_calls, f.parsed, f.valid) == (4, 4, 3)
     assert f.parse_share == 1.0 and f.valid_share == pytest.approx(3 / 4)
     assert f.name_match == pytest.approx(1 / 3)
-    assert outcomes[1].problems == ["unknown tool 'get_time' (offered: ['get_weather'])"]
+    assert outcomes[1].problems == ["unknown_tool: no tool named 'get_time' in the call's tools"]
     d = f.to_dict()
     assert d["rate_recorded"] == f.rate_recorded and "outcomes" not in d
     assert "66.7% (2/3)" in f.summary()

@@ -76,10 +76,8 @@ def train_config(args: argparse.Namespace) -> TrainConfig:
 
 def build_drafter(args: argparse.Namespace, cfg: TrainConfig, target: Any, device: torch.device) -> Any:
     """A new drafter for ``target`` (the shape of --init-from's config.json when warm starting, else
-    --drafter-json with the shape flags over it), initialised from ``cfg.seed``: fp32 on CPU, trainable
-    weights in bf16 on GPU."""
+    --drafter-json with the shape flags over it), initialised from ``cfg.seed`` (``new_drafter``)."""
     from drafters.dspark.config import DSparkConfig
-    from drafters.dspark.model import DSparkDrafter
 
     if cfg.init_from:
         config = DSparkConfig.from_deepspec_dict(json.loads((Path(cfg.init_from) / "config.json").read_text()))
@@ -93,7 +91,16 @@ def build_drafter(args: argparse.Namespace, cfg: TrainConfig, target: Any, devic
             if getattr(args, k) is not None:
                 shape[k] = getattr(args, k)
         config = DSparkConfig.from_target(target.config, target.tokenizer, **shape)
-    torch.manual_seed(cfg.seed)  # the drafter's initial weights follow the seed (train() broadcasts rank 0's)
+    return new_drafter(config, cfg.seed, target, device)
+
+
+def new_drafter(config: Any, seed: int, target: Any, device: torch.device) -> Any:
+    """A new ``DSparkDrafter`` of ``config`` (a ``DSparkConfig``) for ``target``, its weights initialised
+    from ``seed``: fp32 on CPU (the frozen embedding and LM head copied to fp32 whatever the target's
+    dtype), trainable weights in bf16 on GPU (AdamW keeps fp32 master copies, ``drafters.train.optim``)."""
+    from drafters.dspark.model import DSparkDrafter
+
+    torch.manual_seed(seed)  # the drafter's initial weights follow the seed (train() broadcasts rank 0's)
     embed, head = target.embed_weight, target.lm_head_weight
     if device.type == "cpu":
         embed, head = embed.float(), head.float()  # the drafter trains in fp32 on CPU, whatever the target's dtype
