@@ -49,14 +49,6 @@ def load_job_target(ctx: StageContext, *, for_training: bool = False):
     return target
 
 
-def drafter_weights(target):
-    """The target's embedding and LM head for the drafter's frozen copies: fp32 on CPU (the drafter trains
-    in fp32 there), the target's own tensors on GPU."""
-    if target.device.type == "cpu":
-        return target.embed_weight.float(), target.lm_head_weight.float()
-    return target.embed_weight, target.lm_head_weight
-
-
 def torch_distributed() -> bool:
     """Whether this process belongs to a torch.distributed process group (never, for a Celery worker)."""
     import torch.distributed as dist

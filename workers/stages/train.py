@@ -10,7 +10,6 @@ from workers.context import StageContext
 from workers.stages.common import (
     CheckpointSync,
     base_drafter_dir,
-    drafter_weights,
     fetch,
     load_job_target,
     publish,
@@ -87,8 +86,8 @@ def _train_here(ctx: StageContext, cfg, drafter_shape: dict[str, Any], train_seq
 
     from drafters.dspark.checkpoint import validate_checkpoint
     from drafters.dspark.config import DSparkConfig
-    from drafters.dspark.model import DSparkDrafter
     from drafters.train import train as run_training
+    from drafters.train.cli import new_drafter
 
     target = load_job_target(ctx, for_training=True)
     # A warm start keeps the base drafter's shape (its config) and takes its weights, with a fresh optimizer.
@@ -96,9 +95,8 @@ def _train_here(ctx: StageContext, cfg, drafter_shape: dict[str, Any], train_seq
         config = validate_checkpoint(base, target.model.config).config
     else:
         config = DSparkConfig.from_target(target.model.config, tokenizer=target.tokenizer, **drafter_shape)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed)  # the initial weights follow the recipe's seed: a job is reproducible
-        drafter = DSparkDrafter(config, *drafter_weights(target)).to(target.device)
+    with torch.random.fork_rng(devices=[]):  # the initial weights follow the recipe's seed: reproducible
+        drafter = new_drafter(config, cfg.seed, target, target.device)  # bf16 trainable weights on GPU
     result = run_training(target, drafter, train_seqs, val_seqs, cfg, run_dir,
                           progress=lambda p: progress(p.to_dict()), should_stop=ctx.cancelled, resume=True)
     return result.to_dict(), drafter.config.to_deepspec_dict()
