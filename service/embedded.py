@@ -256,6 +256,11 @@ def report_summary(job: Job, warnings: list[dict[str, Any]] | None = None) -> di
         for name, p in (report.get("proposers") or {}).items()
     }
     heldout = report.get("heldout") or {}
+    paired = {key: {"candidate": c.get("candidate"), "incumbent": c.get("incumbent"), "calls": c.get("calls"),
+                    "mean_diff": c.get("mean_diff"), "ci95": c.get("ci95"),
+                    "by_segment": {seg: {k: v.get(k) for k in ("calls", "mean_diff", "ci95")}
+                                   for seg, v in (c.get("by_segment") or {}).items()}}
+              for key, c in (report.get("comparisons") or {}).items()}
     return {
         "job_id": job.id,
         "status": job.status,
@@ -264,6 +269,7 @@ def report_summary(job: Job, warnings: list[dict[str, Any]] | None = None) -> di
         "convention": report.get("convention"),
         "proposers": proposers,
         "plain_tokens_per_s": (report.get("plain") or {}).get("tokens_per_s"),
+        "comparisons": paired,
         "lossless": report.get("lossless"),
         "gate": evaluated.get("gate"),
         "regeneration": (result.get("regenerating") or {}).get("report"),

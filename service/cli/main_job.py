@@ -120,6 +120,7 @@ def print_summary(s: dict) -> None:
                       _f(p["tokens_per_s"]), _f(p["speedup_vs_plain"], "x"))
     table.add_row("plain decoding", "", *[""] * len(segments), _f(s.get("plain_tokens_per_s")), "1.00x")
     console.print(table)
+    print_comparisons(s, segments)
     r = s.get("regeneration")
     if r:
         tc = r.get("tool_calls") or {}
@@ -140,6 +141,37 @@ def print_summary(s: dict) -> None:
     console.print(f"checkpoint: {reg.get('checkpoint_uri')}")
     if reg.get("report_uri"):
         console.print(f"report:     {reg['report_uri']}/report.html (and report.json)")
+
+
+def print_comparisons(s: dict, segments: list[str]) -> None:
+    """The paired per-call differences of the trained drafter against each other proposer (overall and by
+    segment, 95% intervals), then, plainly, every segment where a baseline still has the higher tau."""
+    for c in (s.get("comparisons") or {}).values():
+        if c.get("mean_diff") is None:
+            continue
+        parts = [f"overall {_diff(c)}"] + [f"{seg} {_diff(v)}" for seg, v in c["by_segment"].items()
+                                           if v.get("mean_diff") is not None]
+        console.print(f"{c['candidate']} - {c['incumbent']} per call: " + "; ".join(parts))
+    props = s["proposers"]
+    cand = props.get("candidate")
+    if not cand:
+        return
+    ahead = []
+    for name in ("ngram", "suffix"):
+        base = props.get(name)
+        if base and (base["tau"] or 0) > (cand["tau"] or 0):
+            ahead.append(f"{name} overall ({_f(base['tau'])} vs {_f(cand['tau'])})")
+        for seg in segments if base else ():
+            theirs, ours = base["tau_by_segment"].get(seg), cand["tau_by_segment"].get(seg)
+            if theirs is not None and theirs > (ours or 0):
+                ahead.append(f"{name} on {seg} ({_f(theirs)} vs {_f(ours)})")
+    if ahead:
+        console.print("[yellow]baselines still ahead of the trained drafter:[/] " + ", ".join(ahead))
+
+
+def _diff(c: dict) -> str:
+    lo, hi = c["ci95"]
+    return f"{c['mean_diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] ({c['calls']} calls)"
 
 
 def _f(value, suffix: str = "") -> str:

@@ -1,0 +1,43 @@
+"""`tracedraft run`'s printed summary: paired differences by segment and the baselines still ahead."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from service.cli import main_job
+
+
+def _summary() -> dict:
+    seg = {"tool_args": 1.8, "text": 1.1}
+    return {
+        "job_id": "job_x", "status": "succeeded", "heldout_calls": 6, "generated_tokens": 192,
+        "proposers": {
+            "candidate": {"tau": 1.5, "tau_by_segment": seg, "tokens_per_s": 9.0, "speedup_vs_plain": 1.2},
+            "untrained": {"tau": 1.0, "tau_by_segment": {"tool_args": 1.0, "text": 1.0}, "tokens_per_s": 7.0,
+                          "speedup_vs_plain": 0.9},
+            "ngram": {"tau": 1.4, "tau_by_segment": {"tool_args": 1.2, "text": 1.6}, "tokens_per_s": 9.0,
+                      "speedup_vs_plain": 1.1},
+            "suffix": {"tau": 1.7, "tau_by_segment": {"tool_args": 1.9, "text": 1.0}, "tokens_per_s": 9.5,
+                       "speedup_vs_plain": 1.3},
+        },
+        "comparisons": {"candidate__vs__untrained": {
+            "candidate": "candidate", "incumbent": "untrained", "calls": 6, "mean_diff": 0.5, "ci95": [0.2, 0.8],
+            "by_segment": {"tool_args": {"calls": 5, "mean_diff": 0.75, "ci95": [0.4, 1.1]},
+                           "text": {"calls": 3, "mean_diff": None, "ci95": None}}}},
+        "gate": {}, "registry": {},
+    }
+
+
+def test_summary_prints_paired_segments_and_where_baselines_win(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(main_job, "console", Console(file=out, width=300, color_system=None))
+    main_job.print_summary(_summary())
+    text = out.getvalue()
+    assert ("candidate - untrained per call: overall +0.500 [+0.200, +0.800] (6 calls); "
+            "tool_args +0.750 [+0.400, +1.100] (5 calls)") in text
+    ahead = text.split("baselines still ahead of the trained drafter:")[1]
+    assert "ngram on text (1.60 vs 1.10)" in ahead and "suffix overall (1.70 vs 1.50)" in ahead
+    assert "suffix on tool_args (1.90 vs 1.80)" in ahead
+    assert "ngram overall" not in ahead and "ngram on tool_args" not in ahead and "suffix on text" not in ahead
