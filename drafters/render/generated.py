@@ -43,6 +43,7 @@ def segment_completion(token_ids: list[int], codec: TokenCodec, dialect: Dialect
             saw_tool = True
         if tok in eot:
             out[i] = int(Segment.TOOL_STRUCTURE if saw_tool else Segment.TEXT)
+            saw_tool = False  # the rule is per turn
     return out
 
 
@@ -54,28 +55,38 @@ def label_generated_text(text: str, dialect: Dialect) -> bytearray:
     (`drafters.render.markup.parse_calls`: names, arguments as one JSON value or as keys and values, with
     indexed or id-carrying markers), and around them text and inline reasoning
     (`drafters.render.labels.prose_pieces`); then the rule of training labels
-    (`drafters.render.labels.completion_spans`) labels the pieces and the markup between them, and the
-    end-of-turn token (the first of the dialect's). Text after it stays TEXT.
+    (`drafters.render.labels.completion_spans`) labels the pieces, the markup between them and the
+    end-of-turn token. Text that goes on after an end-of-turn token (a generation not stopped there) is
+    labelled the same way, turn by turn.
     """
-    stop, end = _end_of_turn(text, dialect.eot_tokens)
-    calls, regions = parse_calls(text, dialect, stop)
+    seg = bytearray([Segment.TEXT]) * len(text)
+    start = 0
+    while start < len(text):
+        start = _label_turn(text, start, dialect, seg)
+    return seg
+
+
+def _label_turn(text: str, start: int, dialect: Dialect, seg: bytearray) -> int:
+    """Label ``text`` from ``start`` to just after the next end-of-turn token (or its end) into ``seg``;
+    returns where that turn ends."""
+    stop, end = _end_of_turn(text, start, dialect.eot_tokens)
+    calls, regions = parse_calls(text, dialect, start, stop)
     found = list(calls)
-    pos = 0
+    pos = start
     for s, e in regions + [(stop, stop)]:
         found += [Located(a, b, g, False) for a, b, g in prose_pieces(text, pos, s, dialect)]
         pos = max(pos, e)
     found.sort()
-    seg = bytearray([Segment.TEXT]) * len(text)
-    for s, e, lab in completion_spans(found, 0, end, bool(calls)):
+    for s, e, lab in completion_spans(found, start, end, bool(calls)):
         seg[s:e] = bytes([lab]) * (e - s)
-    return seg
+    return end
 
 
-def _end_of_turn(text: str, eot_tokens: tuple[str, ...]) -> tuple[int, int]:
-    """(start, end) of the first end-of-turn token in ``text``; (len, len) when there is none."""
+def _end_of_turn(text: str, start: int, eot_tokens: tuple[str, ...]) -> tuple[int, int]:
+    """(start, end) of the first end-of-turn token in ``text[start:]``; (len, len) when there is none."""
     best = (len(text), len(text))
     for t in eot_tokens:
-        i = text.find(t, 0, best[0])
+        i = text.find(t, start, best[0])
         if i >= 0:
             best = (i, i + len(t))
     return best

@@ -122,8 +122,8 @@ def _patterns(prefix: str, mid: str, suffix: str | None, nxt: str | None, end: s
         tail if ID_SLOT not in tail else "")
 
 
-def parse_calls(text: str, d: Dialect, stop: int) -> tuple[list[Located], list[tuple[int, int]]]:
-    """The tool calls written in ``text[:stop]`` in ``d``'s markup: their names (TOOL_NAME) and arguments
+def parse_calls(text: str, d: Dialect, start: int, stop: int) -> tuple[list[Located], list[tuple[int, int]]]:
+    """The tool calls written in ``text[start:stop]`` in ``d``'s markup: their names (TOOL_NAME) and arguments
     (TOOL_ARGS: one JSON value, or each key and value) as pieces in order, and the (start, end) of each
     run of call markup (one call, or parallel calls with their section markers). Arguments that do not
     parse (cut short, or not JSON) run to ``stop``. An opening not followed by a name is not a call."""
@@ -133,7 +133,7 @@ def parse_calls(text: str, d: Dialect, stop: int) -> tuple[list[Located], list[t
                   d.arg_pair_sep)
     pieces: list[Located] = []
     regions: list[tuple[int, int]] = []
-    pos = 0
+    pos = start
     while (m := p.open.search(text, pos, stop)) is not None:
         k = _call(text, m.end(), stop, p, pieces)
         if k is None:
