@@ -16,7 +16,17 @@ How the supervised span is found (never a regex on one template):
   form the template wrote them) are located in order; the gaps are structure. The end-of-turn token is the
   first end-of-turn marker after the last piece (found by a probe render: the first added token after an
   assistant turn's content). Text after it (e.g. ChatML's trailing newline) is template markup: the engine
-  stops at the end-of-turn token, the model never generates it.
+  stops at the end-of-turn token, the model never generates it. A template that writes no end token of its
+  own (GLM) hands over with the next message's role token (``<|observation|>`` before tool results,
+  ``<|user|>`` after an answer): the model generates it, so it ends the answer and is supervised
+  (PrimeIntellect-ai/prime-rl#2644).
+- Tool-call arguments are located as one JSON value, or key by key and value by value when the template
+  writes them as pairs (GLM's ``<arg_key>``/``<arg_value>``); inline ``<think>...</think>`` in the content
+  is reasoning. Generated text is labelled by the same rule (``generated``), its calls found by the markup
+  probing learned (``markup``: indexed markers such as Kimi-K2's ``functions.NAME:IDX`` included).
+- Tool-call ids are given in the form that pairs each call with its result in the render (Mistral's nine
+  alphanumerics, Kimi-K2's ``functions.NAME:IDX``); a template whose results name ids its calls do not
+  show is counted under ``tool_call_ids_unpaired``.
 - Text the template injects (an empty ``<think>\\n\\n</think>\\n\\n`` that Qwen3 writes into the last turn
   when the message has no reasoning) is detected by probing the template's reasoning wrapper and is
   masked out (NVIDIA-NeMo/Automodel#3739).
@@ -30,6 +40,7 @@ Modules: ``renderer`` (`Renderer`, the entry point), ``template`` (which templat
 ``probe`` (what the template supports: `Dialect`), ``messages`` (canonical messages as template dicts),
 ``calls`` (one call's prompt and labelled completion), ``labels`` (training labels and loss masks),
 ``packing`` (packed and per-call rows), ``generated`` (labels of generated tokens, for evaluation),
+``markup`` (the tool-call markup learned by probing, and calls found in generated text by it),
 ``codec`` (tokenization with offsets), ``records`` (the types). Callers import from ``drafters.render``.
 """
 

@@ -63,9 +63,18 @@ class CallRenderer:
             ctext = full[len(prompt):]
         else:
             ctext = self._answer_region(call, ctx, tools, prompt, full)
+        ctext += self._borrowed_turn_end(comp, ctext)
         spans, sup_start, end = label_completion(comp, ctext, self.dialect, self.codec.added_re,
                                                  self.warnings)
         return CallRender(call, ctx, comp, prompt, ctext[:end], spans, sup_start)
+
+    def _borrowed_turn_end(self, comp: dict, ctext: str) -> str:
+        """The token that ends this answer when the template writes none of its own: the role token of the
+        message the model hands over to (GLM: ``<|observation|>`` after tool calls, ``<|user|>`` after an
+        answer), which the model generates and the engine stops at; the next message's render starts with
+        it, so a packed conversation still reads as one text. Empty for other templates."""
+        tok = self.dialect.turn_end_tool if comp.get("tool_calls") else self.dialect.turn_end_text
+        return tok if tok and not ctext.endswith(tok) else ""
 
     def _answer_region(self, call: LLMCall, ctx: list[dict], tools: Any, prompt: str, full: str) -> str:
         """The assistant's rendered text when the template rewrites the context once the answer follows it

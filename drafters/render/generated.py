@@ -1,26 +1,23 @@
 """Labels of generated text: segment labels for tokens a model generated (no logged message to locate),
-found from the template's reasoning wrapper and tool-call markup learned by probing, with the same rules as
-the training labels. Evaluation uses them to report accepted length per segment."""
+its pieces found by the template's reasoning wrapper and tool-call markup learned by probing, labelled by
+the rule of training labels (one rule, `drafters.render.labels.completion_spans`). Evaluation uses them to
+report accepted length per segment."""
 
 from __future__ import annotations
 
-import json
-
 from drafters.render.codec import TokenCodec
+from drafters.render.labels import Located, completion_spans, prose_pieces
+from drafters.render.markup import parse_calls
 from drafters.render.records import Dialect
 from drafters.segments import Segment
-
-_SPACE = " \t\n"
 
 
 def segment_completion(token_ids: list[int], codec: TokenCodec, dialect: Dialect) -> list[int]:
     """Segment labels [n] for generated tokens [n], with the rules used for training labels.
 
-    Decodes the tokens, finds the template's tool-call markup (learned from a probe render, e.g.
-    ``<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>``) and labels names TOOL_NAME,
-    argument JSON TOOL_ARGS and the markup around them TOOL_STRUCTURE; text inside the reasoning
-    wrapper (``<think>...</think>``) is REASONING; the rest TEXT. End-of-turn tokens follow the
-    training rule (TOOL_STRUCTURE after a tool call, else TEXT).
+    Decodes the tokens, labels the text per character (`label_generated_text`) and gives each token the
+    label of its middle character, as training labels do. End-of-turn tokens follow the training rule
+    (TOOL_STRUCTURE after a tool call, else TEXT).
     """
     ids = list(token_ids)
     if not ids:
@@ -46,16 +43,53 @@ def segment_completion(token_ids: list[int], codec: TokenCodec, dialect: Dialect
             saw_tool = True
         if tok in eot:
             out[i] = int(Segment.TOOL_STRUCTURE if saw_tool else Segment.TEXT)
+            saw_tool = False  # the rule is per turn
     return out
 
 
 def label_generated_text(text: str, dialect: Dialect) -> bytearray:
     """Character-level `Segment` labels [len(text)] of generated text (the rules of `segment_completion`,
-    before they are mapped to tokens): tool-call names, arguments and markup, reasoning, text."""
+    before they are mapped to tokens).
+
+    The pieces of the answer are found in the text: tool calls by the template's markup learned by probing
+    (`drafters.render.markup.parse_calls`: names, arguments as one JSON value or as keys and values, with
+    indexed or id-carrying markers), and around them text and inline reasoning
+    (`drafters.render.labels.prose_pieces`); then the rule of training labels
+    (`drafters.render.labels.completion_spans`) labels the pieces, the markup between them and the
+    end-of-turn token. Text that goes on after an end-of-turn token (a generation not stopped there) is
+    labelled the same way, turn by turn.
+    """
     seg = bytearray([Segment.TEXT]) * len(text)
-    _label_reasoning(text, seg, dialect.reasoning_open, dialect.reasoning_close)
-    _label_tool_calls(text, seg, dialect)
+    start = 0
+    while start < len(text):
+        start = _label_turn(text, start, dialect, seg)
     return seg
+
+
+def _label_turn(text: str, start: int, dialect: Dialect, seg: bytearray) -> int:
+    """Label ``text`` from ``start`` to just after the next end-of-turn token (or its end) into ``seg``;
+    returns where that turn ends."""
+    stop, end = _end_of_turn(text, start, dialect.eot_tokens)
+    calls, regions = parse_calls(text, dialect, start, stop)
+    found = list(calls)
+    pos = start
+    for s, e in regions + [(stop, stop)]:
+        found += [Located(a, b, g, False) for a, b, g in prose_pieces(text, pos, s, dialect)]
+        pos = max(pos, e)
+    found.sort()
+    for s, e, lab in completion_spans(found, start, end, bool(calls)):
+        seg[s:e] = bytes([lab]) * (e - s)
+    return end
+
+
+def _end_of_turn(text: str, start: int, eot_tokens: tuple[str, ...]) -> tuple[int, int]:
+    """(start, end) of the first end-of-turn token in ``text[start:]``; (len, len) when there is none."""
+    best = (len(text), len(text))
+    for t in eot_tokens:
+        i = text.find(t, start, best[0])
+        if i >= 0:
+            best = (i, i + len(t))
+    return best
 
 
 def decode_ends(ids: list[int], text: str, codec: TokenCodec) -> list[int]:
@@ -90,63 +124,3 @@ def _stream_ends(ids: list[int], backend) -> tuple[list[int], str] | None:
     except Exception:  # noqa: BLE001 - an old tokenizers or an odd decoder: the caller decodes prefixes
         return None
     return ends, "".join(chunks)
-
-
-def _label_reasoning(text: str, seg: bytearray, open_: str, close: str) -> None:
-    """Label each reasoning wrapper (``open_`` to ``close``, or to the end) REASONING, in place."""
-    pos = 0
-    while True:
-        i = text.find(open_, pos)
-        if i < 0:
-            break
-        j = text.find(close, i + len(open_))
-        j = len(text) if j < 0 else j + len(close)
-        while j < len(text) and text[j] in _SPACE:  # the gap after the wrapper, as in training labels
-            j += 1
-        seg[i:j] = bytes([Segment.REASONING]) * (j - i)
-        pos = j
-
-
-def _label_tool_calls(text: str, seg: bytearray, dialect: Dialect) -> None:
-    """Label each tool call written in the probed markup (prefix, name, mid, JSON arguments, suffix) in
-    place: names TOOL_NAME, arguments TOOL_ARGS, the markup TOOL_STRUCTURE."""
-    if not dialect.call_prefix or dialect.call_mid is None:
-        return
-    prefix = dialect.call_prefix.lstrip()
-    mid = dialect.call_mid
-    suffix = (dialect.call_suffix or "").rstrip()
-    decoder = json.JSONDecoder()
-    pos = 0
-    while True:
-        i = text.find(prefix, pos)
-        if i < 0:
-            break
-        ns = i + len(prefix)
-        ne = text.find(mid, ns)
-        if ne < 0 or "\n" in text[ns:ne]:
-            pos = ns
-            continue
-        while i > 0 and text[i - 1] in _SPACE and seg[i - 1] == Segment.TEXT:
-            i -= 1  # the separator before a call is tool structure, as in training labels
-        seg[i:ns] = bytes([Segment.TOOL_STRUCTURE]) * (ns - i)
-        seg[ns:ne] = bytes([Segment.TOOL_NAME]) * (ne - ns)
-        a = ne + len(mid)
-        seg[ne:a] = bytes([Segment.TOOL_STRUCTURE]) * (a - ne)
-        try:
-            _, ae = decoder.raw_decode(text, a)
-        except ValueError:
-            ae = len(text)  # truncated or invalid arguments: the rest is arguments
-        seg[a:ae] = bytes([Segment.TOOL_ARGS]) * (ae - a)
-        se = _suffix_end(text, ae, suffix)
-        seg[ae:se] = bytes([Segment.TOOL_STRUCTURE]) * (se - ae)
-        pos = max(se, i + 1)
-
-
-def _suffix_end(text: str, ae: int, suffix: str) -> int:
-    """End of the call markup after arguments ending at ``ae``: the suffix right there, else the next
-    occurrence of its last 12 characters, else ``ae``."""
-    if suffix and text.startswith(suffix, ae):
-        return ae + len(suffix)
-    tail = suffix.strip()[-12:]
-    k = text.find(tail, ae) if suffix.strip() else -1
-    return k + len(tail) if k >= 0 else ae

@@ -16,12 +16,14 @@ import numpy as np
 from drafters.render.codec import TokenCodec
 from drafters.render.records import CallRender, Dialect, Span
 from drafters.segments import Segment
+from drafters.traces.model import inline_reasoning_spans
 
 _CONTEXT_SEGMENT = {"system": Segment.SYSTEM, "user": Segment.USER, "tool": Segment.TOOL_RESULT}
 
 
-class _Located(NamedTuple):
-    """An assistant string found in the completion text; ``end`` -1 marks arguments not found verbatim."""
+class Located(NamedTuple):
+    """An assistant string found in a completion text (a logged message's piece located in its render, or
+    a piece parsed from generated text); ``end`` -1 marks arguments not found verbatim."""
 
     start: int
     end: int
@@ -43,32 +45,69 @@ def label_completion(comp: dict, text: str, dialect: Dialect, added_re: re.Patte
     reasoning = comp.get("reasoning_content") or ""
     if not reasoning and dialect.injected_reasoning and text.startswith(dialect.injected_reasoning):
         sup_start = len(dialect.injected_reasoning)
-    found, cursor = _locate(_completion_pieces(comp), text, sup_start, warnings)
+    found, cursor = _locate(_completion_pieces(comp, dialect), text, sup_start, warnings)
     end = eot_end(text, cursor, dialect.eot_tokens, added_re, warnings)
     found = _close_approximate_args(found, end, warnings)
-    return _completion_spans(found, sup_start, end, bool(comp.get("tool_calls"))), sup_start, end
+    return completion_spans(found, sup_start, end, bool(comp.get("tool_calls"))), sup_start, end
 
 
-def _completion_pieces(comp: dict) -> list[tuple[Any, int, bool]]:
-    """(candidate strings, segment, is_tool) for each assistant string, in the order the template writes."""
+def _completion_pieces(comp: dict, dialect: Dialect) -> list[tuple[Any, int, bool]]:
+    """(candidate strings, segment, is_tool) for each assistant string, in the order the template writes:
+    reasoning, the content's text and inline reasoning (`prose_pieces`), then each call's name and its
+    arguments (one JSON value, or each key and value when the template writes pairs)."""
     pieces: list[tuple[Any, int, bool]] = []
     reasoning = comp.get("reasoning_content") or ""
-    if reasoning:
+    if reasoning.strip():
         pieces.append(([reasoning.strip()], Segment.REASONING, False))
     content = comp.get("content") or ""
-    if content.strip():
-        pieces.append(([content.strip()], Segment.TEXT, False))
+    for s, e, seg in prose_pieces(content, 0, len(content), dialect):
+        pieces.append(([content[s:e]], seg, False))
     for tc in comp.get("tool_calls") or []:
         fn = tc["function"]
         pieces.append(([fn["name"]], Segment.TOOL_NAME, True))
-        pieces.append((arg_candidates(fn["arguments"]), Segment.TOOL_ARGS, True))
+        args = fn["arguments"]
+        if dialect.arg_form == "pairs" and isinstance(args, dict):
+            for k, v in args.items():
+                for piece in (str(k), v):
+                    if piece != "":  # an empty value has nothing to locate
+                        pieces.append((arg_candidates(piece), Segment.TOOL_ARGS, True))
+        else:
+            pieces.append((arg_candidates(args), Segment.TOOL_ARGS, True))
     return pieces
 
 
+def prose_pieces(text: str, start: int, end: int, dialect: Dialect) -> list[tuple[int, int, int]]:
+    """(start, end, segment) of the reasoning and text in ``text[start:end]``, stripped of surrounding
+    whitespace: the inside of each inline reasoning block (the template's wrapper, e.g.
+    ``<think>...</think>``; an empty block as a whole) is REASONING, the text around them TEXT. One rule
+    for a logged message's content and for generated text, so both are labelled alike."""
+    out: list[tuple[int, int, int]] = []
+    opn, cls = dialect.reasoning_open, dialect.reasoning_close
+    pos = start
+    for s, e in inline_reasoning_spans(text[start:end], opn, cls):
+        s, e = s + start, e + start
+        out += _stripped(text, pos, s, Segment.TEXT)
+        inner_end = e - len(cls) if text.endswith(cls, s, e) else e
+        # An empty block (Qwen3's <think>\n\n</think>) is reasoning as a whole: there is no inside.
+        out += _stripped(text, s + len(opn), inner_end, Segment.REASONING) or [(s, e, Segment.REASONING)]
+        pos = e
+    out += _stripped(text, pos, end, Segment.TEXT)
+    return out
+
+
+def _stripped(text: str, s: int, e: int, seg: int) -> list[tuple[int, int, int]]:
+    """``[(s', e', seg)]`` for ``text[s:e]`` without surrounding whitespace, or [] when blank."""
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    return [(s, e, seg)] if e > s else []
+
+
 def _locate(pieces: list[tuple[Any, int, bool]], text: str, cursor: int,
-            warnings: Counter) -> tuple[list[_Located], int]:
+            warnings: Counter) -> tuple[list[Located], int]:
     """Find each piece's first candidate after the previous piece. Returns (found, cursor after the last)."""
-    found: list[_Located] = []
+    found: list[Located] = []
     for cands, seg, is_tool in pieces:
         hit = None
         for s in cands:
@@ -81,14 +120,14 @@ def _locate(pieces: list[tuple[Any, int, bool]], text: str, cursor: int,
         if hit is None:
             warnings[f"not_located:{Segment(seg).name}"] += 1
             if seg == Segment.TOOL_ARGS:
-                found.append(_Located(cursor, -1, seg, is_tool))  # approximate: the gap after the name
+                found.append(Located(cursor, -1, seg, is_tool))  # approximate: the gap after the name
             continue
-        found.append(_Located(hit[0], hit[1], seg, is_tool))
+        found.append(Located(hit[0], hit[1], seg, is_tool))
         cursor = hit[1]
     return found, cursor
 
 
-def _close_approximate_args(found: list[_Located], end: int, warnings: Counter) -> list[_Located]:
+def _close_approximate_args(found: list[Located], end: int, warnings: Counter) -> list[Located]:
     """Arguments not found verbatim run up to the next located piece or the end-of-turn token; empty
     pieces are dropped."""
     fixed = []
@@ -101,10 +140,11 @@ def _close_approximate_args(found: list[_Located], end: int, warnings: Counter) 
     return [f for f in fixed if f.end > f.start]
 
 
-def _completion_spans(found: list[_Located], sup_start: int, end: int, ended_tool: bool) -> list[Span]:
-    """Spans covering ``[sup_start, end)``: the located pieces and the gaps between them (tool structure
-    from the first tool piece on, else the segment before), then the tail up to and including the
-    end-of-turn token (tool structure when the message makes tool calls, else text)."""
+def completion_spans(found: list[Located], sup_start: int, end: int, ended_tool: bool) -> list[Span]:
+    """Spans covering ``[sup_start, end)``: the pieces (in order) and the gaps between them (tool structure
+    from the first tool piece on, else the segment before, or the first piece's before it), then the tail
+    up to and including the end-of-turn token (tool structure when the message makes tool calls, else
+    text). The labelling rule of training labels and of generated text (drafters.render.generated)."""
     spans: list[Span] = []
     pos = sup_start
     first_tool = next((f.start for f in found if f.is_tool), None)

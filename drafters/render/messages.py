@@ -34,15 +34,23 @@ def tools_to_openai(tools: Iterable[ToolDef]) -> list[dict[str, Any]] | None:
 
 
 class IdMap:
-    """Tool-call ids for one conversation, in the form the template needs, consistent across calls."""
+    """Tool-call ids for one conversation, in the form the template needs, consistent across calls.
+
+    Modes: ``passthrough`` (the recorded id), ``alnum9`` (Mistral: exactly nine alphanumerics) and
+    ``functions_index`` (Kimi-K2 writes every call as ``functions.NAME:IDX``, IDX its position in the
+    message, whatever id it is given, while a tool result shows the id it is given: the result is given
+    that same form so the two pair up).
+    """
 
     def __init__(self, mode: str, conversation_id: str):
         self.mode = mode
         self.conversation_id = conversation_id
         self.known: dict[str, str] = {}
 
-    def get(self, original: str | None, ordinal: int) -> str:
-        """The template-side id of tool call ``original`` (``None``: the ``ordinal``-th call without one)."""
+    def get(self, original: str | None, ordinal: int, name: str = "", position: int = 0) -> str:
+        """The template-side id of tool call ``original`` (``None``: the ``ordinal``-th call without one);
+        ``name`` and ``position`` (its index among the message's calls) are the call's, for
+        ``functions_index``."""
         key = original if original is not None else f"#{ordinal}"
         if key in self.known:
             return self.known[key]
@@ -52,6 +60,8 @@ class IdMap:
             else:
                 digest = hashlib.sha256(f"{self.conversation_id}\0{key}".encode()).digest()
                 new = "".join(_ALNUM[b % len(_ALNUM)] for b in digest[:9])
+        elif self.mode == "functions_index":
+            new = f"functions.{name}:{position}"
         else:
             new = original if original else f"call_{ordinal}"
         self.known[key] = new
@@ -139,8 +149,8 @@ class _DictBuilder:
             msg["reasoning_content"] = reasoning
         if calls:
             tcs = []
-            for c in calls:
-                cid = self.ids.get(c.id, self.ordinal)
+            for k, c in enumerate(calls):
+                cid = self.ids.get(c.id, self.ordinal, c.name, k)
                 self.ordinal += 1
                 self.names[cid] = c.name
                 self.pending.append(cid)
@@ -152,7 +162,7 @@ class _DictBuilder:
     def _results(self, results: list[ToolResultPart]) -> None:
         for r in results:
             if r.call_id is not None:
-                cid = self.ids.get(r.call_id, self.ordinal)
+                cid = self.ids.get(r.call_id, self.ordinal, r.name or "")
             else:
                 cid = self.pending[0] if self.pending else self.ids.get(None, self.ordinal)
             if cid in self.pending:

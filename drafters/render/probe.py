@@ -1,7 +1,8 @@
 """Template probing: the small conversations rendered once per template to learn what it supports and how
-it writes things (`Dialect`): the end-of-turn marker, the reasoning wrapper and what it injects, argument
-type, empty content, tool-call id form, whether tool definitions, calls and results survive, and the
-tool-call markup around a name and its arguments."""
+it writes things (`Dialect`): the end-of-turn marker (its own, or the next message's role token), the
+reasoning wrapper and what it injects, argument type and form (JSON or key/value pairs), empty content,
+the tool-call id form that pairs calls with their results, whether tool definitions, calls and results
+survive, and the tool-call markup around names and arguments (`drafters.render.markup`)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import itertools
 import json
 from collections import Counter
 
+from drafters.render import markup
 from drafters.render.calls import CallRenderer
 from drafters.render.codec import TokenCodec
 from drafters.render.labels import arg_candidates
 from drafters.render.messages import IdMap, to_dicts, tools_to_openai
-from drafters.render.records import Dialect, RenderError
+from drafters.render.records import CallRender, Dialect, RenderError
 from drafters.render.template import ChatTemplate
-from drafters.segments import Segment
 from drafters.traces.model import LLMCall, Message, TextPart, ToolCallPart, ToolDef, ToolResultPart
 
 _PROBE_TOOL = ToolDef(
@@ -28,6 +29,7 @@ _PROBE_TOOL = ToolDef(
     },
 )
 _PROBE_ARGS = {"query": "probe argument qz", "limit": 3}
+_PROBE_ARGS_2 = {"query": "probe second qz", "limit": 7}
 _PROBE_RESULT = "probe result qz"
 _PROBE_SYSTEM = "Probe system qz."
 _PROBE_USER = "Probe user qz?"
@@ -45,32 +47,59 @@ def probe_dialect(template: ChatTemplate, codec: TokenCodec, warnings: Counter) 
     """
     template.verify_fast = template.fast is not None
     d = Dialect()
-    d.eot_tokens = _probe_eot(template, codec)
+    d.eot_tokens, d.turn_end_text = _probe_eot(template, codec)
     d.injected_reasoning, d.reasoning_open, d.reasoning_close = _probe_reasoning(template)
     if _probe_tools(template, d):
+        _probe_tool_turn_end(template, codec, d)
         _probe_call_markup(template, codec, d, warnings)
     template.verify_fast = False
     return d
 
 
-def _probe_eot(template: ChatTemplate, codec: TokenCodec) -> tuple[str, ...]:
-    """The end-of-turn markers: the first added token after an assistant turn's content, then EOS."""
+def _probe_eot(template: ChatTemplate, codec: TokenCodec) -> tuple[tuple[str, ...], str | None]:
+    """(end-of-turn markers, borrowed end of an answer). The markers: the first added token after an
+    assistant turn's content, then EOS. That token is borrowed when the template writes nothing after the
+    answer and the next message's render starts with it (GLM's ``<|user|>``): the turn has no end token of
+    its own, the model ends it with the next role's token."""
     eot: list[str] = []
-    msgs = [
-        {"role": "user", "content": _PROBE_USER},
-        {"role": "assistant", "content": _PROBE_ANSWER},
-        {"role": "user", "content": _PROBE_FOLLOWUP},
-    ]
-    text = template.try_apply(msgs, None, False)
+    borrowed = None
+    user = [{"role": "user", "content": _PROBE_USER}]
+    answer = {"role": "assistant", "content": _PROBE_ANSWER}
+    text = template.try_apply(user + [answer, {"role": "user", "content": _PROBE_FOLLOWUP}], None, False)
     if text and _PROBE_ANSWER in text and _PROBE_FOLLOWUP in text and codec.added_re is not None:
         a = text.index(_PROBE_ANSWER) + len(_PROBE_ANSWER)
         m = codec.added_re.search(text, a, text.index(_PROBE_FOLLOWUP, a))
         if m:
             eot.append(m.group(0))
+            own = template.try_apply(user + [answer], None, False)
+            if (own is not None and own.endswith(_PROBE_ANSWER) and text.startswith(own)
+                    and text.startswith(m.group(0), len(own))):
+                borrowed = m.group(0)
     eos = getattr(codec.tokenizer, "eos_token", None)
     if eos and eos not in eot:
         eot.append(eos)
-    return tuple(eot)
+    return tuple(eot), borrowed
+
+
+def _probe_tool_turn_end(template: ChatTemplate, codec: TokenCodec, d: Dialect) -> None:
+    """Set ``d.turn_end_tool`` (and add it to the end-of-turn markers) when a tool-call turn has no
+    end-of-turn token of its own and the tool result's render starts with an added token (GLM's
+    ``<|observation|>``): the model generates it to hand over to the tools."""
+    if codec.added_re is None:
+        return
+    dicts = to_dicts(_probe_conversation(), IdMap(d.ids, "probe"), d, template.prepare)
+    tools = tools_to_openai([_PROBE_TOOL])
+    own = template.try_apply(dicts[:3], tools, False)
+    full = template.try_apply(dicts, tools, False)
+    if own is None or full is None or not full.startswith(own) or _PROBE_USER not in own:
+        return
+    if any(t in own[own.index(_PROBE_USER):] for t in d.eot_tokens):
+        return  # the template ends the turn itself (ChatML's <|im_end|>)
+    m = codec.added_re.match(full, len(own))
+    if m is not None:
+        d.turn_end_tool = m.group(0)
+        if m.group(0) not in d.eot_tokens:
+            d.eot_tokens += (m.group(0),)
 
 
 def _probe_reasoning(template: ChatTemplate) -> tuple[str, str, str]:
@@ -113,15 +142,15 @@ def _probe_conversation() -> list[Message]:
 
 
 def _probe_tools(template: ChatTemplate, d: Dialect) -> bool:
-    """Set ``d``'s argument type, empty content, id form and tool support from the best-rendering trial
-    (``tool_error`` when some tool content is dropped). False when every trial raises."""
+    """Set ``d``'s argument type and form, empty content, id form and tool support from the best-rendering
+    trial (``tool_error`` when some tool content is dropped). False when every trial raises."""
     best = _best_tool_trial(template, _probe_conversation(), tools_to_openai([_PROBE_TOOL]))
     if best is None:
         d.tool_support = {"definitions": False, "calls": False, "results": False}
         d.tool_error = "the chat template raises on every probe conversation with a tool call and result"
         return False
-    d.args, d.empty_content, d.ids = best.args, best.empty_content, best.ids
-    d.tool_support = best.tool_support
+    d.args, d.arg_form, d.empty_content, d.ids = best.args, best.arg_form, best.empty_content, best.ids
+    d.tool_support, d.ids_paired = best.tool_support, best.ids_paired
     missing = [k for k, v in d.tool_support.items() if not v]
     if missing:
         d.tool_error = (
@@ -132,58 +161,83 @@ def _probe_tools(template: ChatTemplate, d: Dialect) -> bool:
 
 
 def _best_tool_trial(template: ChatTemplate, conv: list[Message], tools: list[dict] | None) -> Dialect | None:
-    """The first trial conventions that keep the most tool content (definitions, calls, results), trying
-    both id forms for each argument type and content convention until one keeps all three."""
-    best: tuple[int, Dialect] | None = None
+    """The first trial conventions that keep the most tool content (definitions, calls, results) and,
+    among those, pair each call's id with its result's: every id form for each argument type and content
+    convention until one keeps all three with ids paired."""
+    best: tuple[tuple[int, bool], Dialect] | None = None
     for args, empty in itertools.product(("object", "string"), ("empty", "omit")):
-        for idm in ("passthrough", "alnum9"):
+        for idm in ("passthrough", "alnum9", "functions_index"):
             trial = Dialect(args=args, empty_content=empty, ids=idm)
-            dicts = to_dicts(conv, IdMap(idm, "probe"), trial, template.prepare)
-            text = template.try_apply(dicts, tools, True)
+            ids = IdMap(idm, "probe")
+            text = template.try_apply(to_dicts(conv, ids, trial, template.prepare), tools, True)
             if text is None:
                 continue
             user_at = text.find(_PROBE_USER)
+            found = _probe_args_in(text, args, user_at) if user_at >= 0 else None
             support = {
                 "definitions": _PROBE_TOOL.description in text,
-                "calls": (_args_single_encoded(text, args) and user_at >= 0
-                          and _PROBE_TOOL.name in text[user_at:]),
+                "calls": found is not None and _PROBE_TOOL.name in text[user_at:],
                 "results": _PROBE_RESULT in text,
             }
-            score = sum(support.values())
+            paired = found is None or all(text.count(i) != 1 or text.index(i) < found[1]
+                                          for i in ids.known.values())
+            score = (sum(support.values()), paired)
             if best is None or score > best[0]:
-                trial.tool_support = support
+                trial.tool_support, trial.ids_paired = support, paired
+                trial.arg_form = found[0] if found is not None else "json"
                 best = (score, trial)
-        if best is not None and best[0] == 3:
+        if best is not None and best[0] == (3, True):
             break
     return best[1] if best is not None else None
 
 
+def _probe_args_in(text: str, mode: str, start: int) -> tuple[str, int] | None:
+    """(form, end) of the probe arguments written once in ``text[start:]``: "json" (one JSON value, not a
+    JSON string inside JSON) or "pairs" (each key and value in order, values as the template writes them:
+    strings verbatim, others as JSON); None when they are not there."""
+    if mode == "string":
+        raw = json.dumps(_PROBE_ARGS, ensure_ascii=False, separators=(",", ":"))
+        i = text.find(raw, start)
+        if i < 0 or json.dumps(raw)[1:-1] in text.replace(raw, ""):
+            return None
+        return "json", i + len(raw)
+    for c in arg_candidates(_PROBE_ARGS):
+        i = text.find(c, start)
+        if i >= 0:
+            return "json", i + len(c)
+    cursor = start
+    for piece in (p for k, v in _PROBE_ARGS.items() for p in (k, v)):
+        c = next(arg_candidates(piece))
+        i = text.find(c, cursor)
+        if i < 0:
+            return None
+        cursor = i + len(c)
+    return "pairs", cursor
+
+
 def _probe_call_markup(template: ChatTemplate, codec: TokenCodec, d: Dialect, warnings: Counter) -> None:
-    """Set ``d``'s tool-call markup (text before the name, between name and arguments, after the arguments)
-    from the probe call rendered as a completion; `segment_completion` finds calls in generated text by it."""
+    """Set ``d``'s tool-call markup from the probe call rendered as a completion, alone and next to a second
+    call (`drafters.render.markup.learn`); `segment_completion` finds calls in generated text by it. A
+    template that refuses parallel calls (Llama 3.1) is probed with the single call only."""
     conv = _probe_conversation()
-    call = LLMCall("probe", 0, [_PROBE_TOOL], conv[:2], conv[2])
+    single = _render_probe_call(template, codec, d, conv, conv[2], warnings)
+    if single is None:
+        return
+    second = ToolCallPart.from_raw("call_probe_0002", _PROBE_TOOL.name, dict(_PROBE_ARGS_2))
+    both = Message("assistant", [conv[2].parts[0], second])
+    parallel = _render_probe_call(template, codec, d, conv, both, Counter())
+    ids = single[1] + (parallel[1] if parallel is not None else [])
+    markup.learn(d, single[0], parallel[0] if parallel is not None else None, ids, codec.added_re)
+
+
+def _render_probe_call(template: ChatTemplate, codec: TokenCodec, d: Dialect, conv: list[Message],
+                       completion: Message, warnings: Counter) -> tuple[CallRender, list[str]] | None:
+    """The probe conversation's first two messages followed by ``completion``, rendered as a call, and the
+    tool-call ids the template got; None when it raises."""
+    ids = IdMap(d.ids, "probe")
+    call = LLMCall("probe", 0, [_PROBE_TOOL], conv[:2], completion)
     try:
-        pr = CallRenderer(template, d, codec, warnings).render(call, IdMap(d.ids, "probe"))
+        r = CallRenderer(template, d, codec, warnings).render(call, ids)
     except RenderError:
-        return
-    c = pr.completion_text
-    name = next((sp for sp in pr.spans if sp.segment == Segment.TOOL_NAME), None)
-    args = next((sp for sp in pr.spans if sp.segment == Segment.TOOL_ARGS), None)
-    if name is None or args is None:
-        return
-    eot_at = len(c)
-    for t in d.eot_tokens:
-        if c.endswith(t):
-            eot_at = len(c) - len(t)
-    d.call_prefix = c[pr.sup_start:name.start]
-    d.call_mid = c[name.end:args.start]
-    d.call_suffix = c[args.end:eot_at]
-
-
-def _args_single_encoded(text: str, mode: str) -> bool:
-    """Whether the probe arguments appear in ``text`` encoded once (not a JSON string inside JSON)."""
-    if mode == "object":
-        return any(c in text for c in arg_candidates(_PROBE_ARGS))
-    raw = json.dumps(_PROBE_ARGS, ensure_ascii=False, separators=(",", ":"))
-    return raw in text and json.dumps(raw)[1:-1] not in text.replace(raw, "")
+        return None
+    return r, list(ids.known.values())

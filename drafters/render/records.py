@@ -96,20 +96,36 @@ class RenderReport:
 
 @dataclass
 class Dialect:
-    """Per-template decisions, found by probe renders at construction."""
+    """Per-template decisions, found by probe renders at construction (drafters.render.probe).
+
+    The tool-call markup (``call_*`` and ``arg_*``) is literal template text in which a run of digits stands
+    for any index (Kimi-K2 ``functions.NAME:0``) and ``ID_SLOT`` for a tool-call id (Mistral); see
+    `drafters.render.markup`.
+    """
 
     args: str = "object"  # "object": pass the parsed mapping; "string": pass the JSON string verbatim
+    arg_form: str = "json"  # how the template writes arguments: "json" (one JSON value) or "pairs" (GLM)
     empty_content: str = "empty"  # tool-call turns without text: "empty" -> content "", "omit" -> no key
-    ids: str = "passthrough"  # "passthrough" or "alnum9" (Mistral: exactly nine alphanumerics)
+    ids: str = "passthrough"  # "passthrough", "alnum9" (Mistral) or "functions_index" (Kimi-K2), see IdMap
+    ids_paired: bool = True  # False: a tool result shows an id its call does not (no id form pairs them)
     tool_support: dict[str, bool] = field(default_factory=dict)  # definitions / calls / results rendered
     tool_error: str | None = None
     eot_tokens: tuple[str, ...] = ()
+    # The next message's role token that ends an assistant turn when the template writes no end-of-turn
+    # token of its own (GLM: <|user|> after an answer, <|observation|> before tool results); the model
+    # generates it and the engine stops there, so it is part of the answer.
+    turn_end_text: str | None = None
+    turn_end_tool: str | None = None
     injected_reasoning: str = ""  # empty reasoning wrapper the template writes when there is no reasoning
     reasoning_open: str = "<think>"
     reasoning_close: str = "</think>"
-    call_prefix: str | None = None  # text before a tool name, e.g. '<tool_call>\n{"name": "'
+    call_prefix: str | None = None  # text before the first tool name, e.g. '<tool_call>\n{"name": "'
     call_mid: str | None = None  # between name and arguments, e.g. '", "arguments": '
-    call_suffix: str | None = None  # after arguments, e.g. '}\n</tool_call>'
+    call_suffix: str | None = None  # after a call's arguments, e.g. '}\n</tool_call>'
+    call_next: str | None = None  # between a call's suffix and the next call's name (parallel calls)
+    call_end: str = ""  # after the last call's suffix (a section end: Kimi-K2 <|tool_calls_section_end|>)
+    arg_key_end: str | None = None  # "pairs": between a key and its value ('</arg_key>\n<arg_value>')
+    arg_pair_sep: str | None = None  # "pairs": between a value and the next key
 
 
 class Span(NamedTuple):

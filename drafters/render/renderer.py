@@ -40,6 +40,9 @@ class Renderer:
         RenderError(code="template_drops_tool_content"): raised by `render_conversation` / `render_prompt`
             for a conversation with tools when the template silently drops tool definitions, calls or
             results (not for a user-supplied template); `require_tool_support()` raises it eagerly.
+
+    Warnings (``report.warnings``, stable codes): ``tool_call_ids_unpaired``, once per conversation or
+    prompt with tools, when the template shows tool results under ids their calls do not show.
     """
 
     def __init__(
@@ -162,6 +165,11 @@ class Renderer:
         return [dicts[: ends[n - 1]] for n in spans]
 
     def _check_tools(self) -> None:
+        """Raise or count what the probe found wrong with tool content, once per conversation or prompt
+        with tools: dropped content (see the class), and tool results whose ids their calls do not show
+        (``tool_call_ids_unpaired``: the template rewrites call ids in a form no `IdMap` mode matches)."""
+        if not self.dialect.ids_paired:
+            self.report.warnings["tool_call_ids_unpaired"] += 1
         if self.dialect.tool_error:
             if self.user_template:
                 self.report.warnings["user_template_drops_tool_content"] += 1

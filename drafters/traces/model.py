@@ -275,6 +275,22 @@ class Conversation:
 # --------------------------------------------------------------------------------------- (de)serialization
 
 
+def inline_reasoning_spans(text: str, open_: str = "<think>", close: str = "</think>") -> list[tuple[int, int]]:
+    """(start, end) of each reasoning block written inline in an assistant's text, wrapper included: from
+    ``open_`` to just after ``close``, or to the end of the text when it is not closed. Agents that log a
+    model's raw output keep ``<think>...</think>`` inside the message content, next to its text and tool
+    calls: those characters are reasoning, not text (counted so in the validation report, labelled so by
+    drafters.render)."""
+    spans = []
+    pos = 0
+    while (i := text.find(open_, pos)) >= 0:
+        j = text.find(close, i + len(open_))
+        j = len(text) if j < 0 else j + len(close)
+        spans.append((i, j))
+        pos = j
+    return spans
+
+
 def message_to_dict(message: Message) -> dict[str, Any]:
     data = {"role": message.role, "model": message.model, "parts": [asdict(p) for p in message.parts]}
     if message.meta:  # only when set, so hashes of ordinary messages do not change

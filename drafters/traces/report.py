@@ -27,6 +27,7 @@ from drafters.traces.model import (
     ToolCallPart,
     ToolResultPart,
     UnsupportedPart,
+    inline_reasoning_spans,
 )
 
 Severity = Literal["error", "warning"]
@@ -197,7 +198,7 @@ class ValidationReport:
         for message in conv.messages:
             if message.meta:
                 self.counts["meta_messages"] += 1
-            self._count_parts(message.parts)
+            self._count_parts(message.parts, message.role)
         for message in completions if completions is not None else conv.messages:
             if message.role != "assistant":
                 continue
@@ -208,10 +209,13 @@ class ValidationReport:
             if message.model:
                 self.models[message.model] += 1
 
-    def _count_parts(self, parts) -> None:
+    def _count_parts(self, parts, role: str) -> None:
         for p in parts:
             if isinstance(p, TextPart):
-                self.chars["text"] += len(p.text)
+                # An assistant's inline <think>...</think> is reasoning, as rendering labels it.
+                inline = sum(e - s for s, e in inline_reasoning_spans(p.text)) if role == "assistant" else 0
+                self.chars["reasoning"] += inline
+                self.chars["text"] += len(p.text) - inline
             elif isinstance(p, ToolCallPart):
                 self.chars["tool_args"] += len(p.raw_arguments) + len(p.name)
             elif isinstance(p, ReasoningPart):

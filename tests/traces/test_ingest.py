@@ -191,6 +191,23 @@ def test_huge_tool_output_kept_whole(tmp_path):
     assert result.report.chars["tool_results"] == len(big)
 
 
+def test_inline_think_next_to_tool_calls_counts_as_reasoning(tmp_path):
+    """An assistant's <think>...</think> written inside content next to its tool calls is reasoning in the
+    character counts (`tracedraft datasets validate`), as rendering labels it; a user's is text."""
+    think = "<think>\nNeed the file first.\n</think>"
+    rec = {"messages": [{"role": "user", "content": "show <think>x</think>"},
+                        {"role": "assistant", "content": think + "\n\nReading.", "tool_calls": [
+                            {"id": "c", "type": "function", "function": {"name": "cat", "arguments": "{}"}}]},
+                        {"role": "tool", "tool_call_id": "c", "content": "data"},
+                        {"role": "assistant", "content": "Done."}]}
+    path = _write_jsonl(tmp_path / "think.jsonl", [rec])
+    result = ingest([path], scrub=False)
+    chars = result.report.chars
+    assert chars["reasoning"] == len(think)
+    assert chars["text"] == len("show <think>x</think>") + len("\n\nReading.") + len("Done.")
+    assert result.report.files[str(path)]["chars"]["reasoning"] == len(think)
+
+
 def test_traces_package_is_torch_free():
     import subprocess
     import sys

@@ -1,0 +1,217 @@
+"""The template's tool-call markup: learned from probe renders of one call and of two parallel calls
+(`learn`), and the tool calls of generated text found by it (`parse_calls`), so generated tokens are
+labelled by the rule of training labels. Markup is literal template text in which a run of digits stands
+for any index (Kimi-K2 writes ``functions.NAME:0``, ``:1``, ... before the arguments) and `ID_SLOT` for a
+tool-call id (Mistral writes ``"id": "..."`` after them)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from typing import NamedTuple
+
+from drafters.render.labels import Located
+from drafters.render.records import CallRender, Dialect, Span
+from drafters.segments import Segment
+
+ID_SLOT = "\x00"  # never in template text
+_NAME = re.compile(r"[\w.\-]+")
+_DECODER = json.JSONDecoder()
+
+
+# ------------------------------------------------------------------------------------------------ learn
+
+
+def learn(d: Dialect, single: CallRender, parallel: CallRender | None, ids: list[str], added_re) -> None:
+    """Set ``d``'s call markup (``call_*``, and ``arg_*`` for key/value arguments) from the probe call
+    rendered alone (``single``) and, when the template renders them, two parallel calls (``parallel``):
+    what a call's suffix is, what separates two calls and what ends the last one. ``ids`` are the probe
+    calls' ids as the template got them; ``added_re`` the tokenizer's added tokens (the split between
+    suffix and section end never cuts one). Leaves ``d`` as it is when the probe's name or arguments are
+    not found."""
+    one = _calls(single.spans)
+    if not one or not one[0][1]:
+        return
+    c = single.completion_text
+    name, args = one[0]
+    d.call_prefix = _slot(c[single.sup_start:name.start], ids)
+    d.call_mid = _slot(c[name.end:args[0].start], ids)
+    d.call_suffix, d.call_next, d.call_end = _slot(c[args[-1].end:_eot_at(c, d)], ids), None, ""
+    if d.arg_form == "pairs" and len(args) >= 3:
+        d.arg_key_end = c[args[0].end:args[1].start]
+        d.arg_pair_sep = c[args[1].end:args[2].start]
+    two = _calls(parallel.spans) if parallel is not None else []
+    if len(two) == 2 and two[0][1] and two[1][1]:
+        t = parallel.completion_text
+        between = _slot(t[two[0][1][-1].end:two[1][0].start], ids)
+        last = _slot(t[two[1][1][-1].end:_eot_at(t, d)], ids)
+        k = _common_prefix(between, last, added_re)
+        d.call_suffix, d.call_next, d.call_end = last[:k], between[k:], last[k:]
+
+
+def _calls(spans: list[Span]) -> list[tuple[Span, list[Span]]]:
+    """(name span, argument spans) of each tool call in a rendered completion's spans."""
+    out: list[tuple[Span, list[Span]]] = []
+    for sp in spans:
+        if sp.segment == Segment.TOOL_NAME:
+            out.append((sp, []))
+        elif sp.segment == Segment.TOOL_ARGS and out:
+            out[-1][1].append(sp)
+    return out
+
+
+def _eot_at(text: str, d: Dialect) -> int:
+    """Where the end-of-turn token that ends ``text`` starts (``len(text)`` when none does)."""
+    for t in d.eot_tokens:
+        if text.endswith(t):
+            return len(text) - len(t)
+    return len(text)
+
+
+def _slot(markup: str, ids: list[str]) -> str:
+    for i in ids:
+        if i:
+            markup = markup.replace(i, ID_SLOT)
+    return markup
+
+
+def _common_prefix(a: str, b: str, added_re) -> int:
+    """Length of the common prefix of ``a`` and ``b``, shortened so it never ends inside an added token
+    (``<|tool_call_end|><|tool_call`` is not a prefix of ``<|tool_call_begin|>``)."""
+    k = len(os.path.commonprefix([a, b]))
+    changed = added_re is not None
+    while changed:
+        changed = False
+        for s in (a, b):
+            for m in added_re.finditer(s, 0, min(len(s), k + 64)):
+                if m.start() < k < m.end():
+                    k, changed = m.start(), True
+    return k
+
+
+# ------------------------------------------------------------------------------------------------ parse
+
+
+class _Patterns(NamedTuple):
+    open: re.Pattern
+    mid: re.Pattern
+    suffix: re.Pattern | None
+    next: re.Pattern | None
+    end: re.Pattern | None
+    key_end: re.Pattern | None
+    pair_sep: re.Pattern | None
+    suffix_tail: str  # the suffix's last literal characters, found when the suffix itself is not
+
+
+def _compile(markup: str) -> re.Pattern:
+    parts = re.split(r"(\x00|\d+)", markup)
+    return re.compile("".join(
+        r"\d+" if p.isdigit() else r"[^\n]+?" if p == ID_SLOT else re.escape(p) for p in parts if p))
+
+
+@functools.lru_cache(maxsize=64)
+def _patterns(prefix: str, mid: str, suffix: str | None, nxt: str | None, end: str, key_end: str | None,
+              pair_sep: str | None) -> _Patterns:
+    tail = (suffix or "").strip()[-12:]
+    return _Patterns(
+        _compile(prefix.lstrip()), _compile(mid), _compile(suffix) if suffix else None,
+        _compile(nxt) if nxt else None, _compile(end) if end else None,
+        _compile(key_end) if key_end else None, _compile(pair_sep) if pair_sep else None,
+        tail if ID_SLOT not in tail else "")
+
+
+def parse_calls(text: str, d: Dialect, start: int, stop: int) -> tuple[list[Located], list[tuple[int, int]]]:
+    """The tool calls written in ``text[start:stop]`` in ``d``'s markup: their names (TOOL_NAME) and arguments
+    (TOOL_ARGS: one JSON value, or each key and value) as pieces in order, and the (start, end) of each
+    run of call markup (one call, or parallel calls with their section markers). Arguments that do not
+    parse (cut short, or not JSON) run to ``stop``. An opening not followed by a name is not a call."""
+    if not d.call_prefix or d.call_mid is None:
+        return [], []
+    p = _patterns(d.call_prefix, d.call_mid, d.call_suffix, d.call_next, d.call_end, d.arg_key_end,
+                  d.arg_pair_sep)
+    pieces: list[Located] = []
+    regions: list[tuple[int, int]] = []
+    pos = start
+    while (m := p.open.search(text, pos, stop)) is not None:
+        k = _call(text, m.end(), stop, p, pieces)
+        if k is None:
+            pos = m.end()
+            continue
+        while p.next is not None and (n := p.next.match(text, k, stop)) is not None:
+            k2 = _call(text, n.end(), stop, p, pieces)
+            if k2 is None:
+                break
+            k = k2
+        if p.end is not None and (e := p.end.match(text, k, stop)) is not None:
+            k = e.end()
+        regions.append((m.start(), k))
+        pos = max(k, m.end())
+    return pieces, regions
+
+
+def _call(text: str, k: int, stop: int, p: _Patterns, pieces: list[Located]) -> int | None:
+    """Parse one call whose name starts at ``k``; append its pieces. Returns the end of its suffix, or None
+    when no name is there. The name ends at the markup before the arguments on its line, else (a call
+    without arguments) after its identifier characters."""
+    line = text.find("\n", k, stop)
+    line = stop if line < 0 else line
+    mm = p.mid.search(text, k, stop)
+    if mm is not None and k < mm.start() <= line:
+        pieces.append(Located(k, mm.start(), Segment.TOOL_NAME, True))
+        a = mm.end()
+        ae = _pairs(text, a, stop, p, pieces) if p.key_end is not None else _json(text, a, stop, pieces)
+    else:
+        nm = _NAME.match(text, k, stop)
+        if nm is None:
+            return None
+        pieces.append(Located(k, nm.end(), Segment.TOOL_NAME, True))
+        ae = nm.end()
+    return _suffix_end(text, ae, stop, p)
+
+
+def _json(text: str, a: int, stop: int, pieces: list[Located]) -> int:
+    try:
+        ae = min(_DECODER.raw_decode(text, a)[1], stop)
+    except ValueError:
+        ae = stop
+    _arg(pieces, a, ae)
+    return ae
+
+
+def _pairs(text: str, a: int, stop: int, p: _Patterns, pieces: list[Located]) -> int:
+    """Key/value arguments from ``a``: key, key end, value, then the pair separator and the next key, or
+    the call's suffix. Returns where the last value ends."""
+    while True:
+        km = p.key_end.search(text, a, stop)
+        if km is None:
+            _arg(pieces, a, stop)
+            return stop
+        _arg(pieces, a, km.start())
+        v = km.end()
+        sm = p.suffix.search(text, v, stop) if p.suffix is not None else None
+        ve = sm.start() if sm is not None else stop
+        pm = p.pair_sep.search(text, v, ve) if p.pair_sep is not None else None
+        if pm is None:
+            _arg(pieces, v, ve)
+            return ve
+        _arg(pieces, v, pm.start())
+        a = pm.end()
+
+
+def _arg(pieces: list[Located], s: int, e: int) -> None:
+    if e > s:
+        pieces.append(Located(s, e, Segment.TOOL_ARGS, True))
+
+
+def _suffix_end(text: str, ae: int, stop: int, p: _Patterns) -> int:
+    """End of the call's suffix after its arguments: the suffix right there, else the next occurrence of
+    its last characters, else ``ae``."""
+    if p.suffix is None:
+        return ae
+    m = p.suffix.match(text, ae, stop)
+    if m is not None:
+        return m.end()
+    k = text.find(p.suffix_tail, ae, stop) if p.suffix_tail else -1
+    return k + len(p.suffix_tail) if k >= 0 else ae
