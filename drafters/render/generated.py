@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from drafters.render.codec import TokenCodec
 from drafters.render.labels import Located, completion_spans, prose_pieces
-from drafters.render.markup import parse_calls
+from drafters.render.markup import ParsedCall, call_pieces, parse_calls
 from drafters.render.records import Dialect
 from drafters.segments import Segment
 
@@ -71,7 +71,7 @@ def _label_turn(text: str, start: int, dialect: Dialect, seg: bytearray) -> int:
     returns where that turn ends."""
     stop, end = _end_of_turn(text, start, dialect.eot_tokens)
     calls, regions = parse_calls(text, dialect, start, stop)
-    found = list(calls)
+    found = call_pieces(calls)
     pos = start
     for s, e in regions + [(stop, stop)]:
         found += [Located(a, b, g, False) for a, b, g in prose_pieces(text, pos, s, dialect)]
@@ -80,6 +80,19 @@ def _label_turn(text: str, start: int, dialect: Dialect, seg: bytearray) -> int:
     for s, e, lab in completion_spans(found, start, end, bool(calls)):
         seg[s:e] = bytes([lab]) * (e - s)
     return end
+
+
+def generated_calls(text: str, dialect: Dialect) -> list[ParsedCall]:
+    """The tool calls of generated text, in order, as labelling finds them (turn by turn, by the markup
+    probing learned: `drafters.render.markup.parse_calls`); what the tool-call checks of regeneration and
+    evaluation read (`drafters.toolcalls`)."""
+    calls: list[ParsedCall] = []
+    start = 0
+    while start < len(text):
+        stop, end = _end_of_turn(text, start, dialect.eot_tokens)
+        calls += parse_calls(text, dialect, start, stop)[0]
+        start = end
+    return calls
 
 
 def _end_of_turn(text: str, start: int, eot_tokens: tuple[str, ...]) -> tuple[int, int]:

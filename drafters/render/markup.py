@@ -122,87 +122,102 @@ def _patterns(prefix: str, mid: str, suffix: str | None, nxt: str | None, end: s
         tail if ID_SLOT not in tail else "")
 
 
-def parse_calls(text: str, d: Dialect, start: int, stop: int) -> tuple[list[Located], list[tuple[int, int]]]:
-    """The tool calls written in ``text[start:stop]`` in ``d``'s markup: their names (TOOL_NAME) and arguments
-    (TOOL_ARGS: one JSON value, or each key and value) as pieces in order, and the (start, end) of each
-    run of call markup (one call, or parallel calls with their section markers). Arguments that do not
+class ParsedCall(NamedTuple):
+    """One tool call found in generated text. ``name`` and ``args`` are TOOL_NAME / TOOL_ARGS pieces; ``args``
+    is one JSON value, or for key/value arguments key, value, key, value, ... (a value may be empty, and a
+    call cut inside a key ends with that key); ``closed``: the call's suffix follows its arguments (a call
+    cut short has none); ``end``: where the call's markup ends."""
+
+    name: Located
+    args: list[Located]
+    closed: bool
+    end: int
+
+
+def parse_calls(text: str, d: Dialect, start: int, stop: int) -> tuple[list[ParsedCall], list[tuple[int, int]]]:
+    """The tool calls written in ``text[start:stop]`` in ``d``'s markup, in order, and the (start, end) of
+    each run of call markup (one call, or parallel calls with their section markers). Arguments that do not
     parse (cut short, or not JSON) run to ``stop``. An opening not followed by a name is not a call."""
     if not d.call_prefix or d.call_mid is None:
         return [], []
     p = _patterns(d.call_prefix, d.call_mid, d.call_suffix, d.call_next, d.call_end, d.arg_key_end,
                   d.arg_pair_sep)
-    pieces: list[Located] = []
+    calls: list[ParsedCall] = []
     regions: list[tuple[int, int]] = []
     pos = start
     while (m := p.open.search(text, pos, stop)) is not None:
-        k = _call(text, m.end(), stop, p, pieces)
-        if k is None:
+        call = _call(text, m.end(), stop, p)
+        if call is None:
             pos = m.end()
             continue
+        calls.append(call)
+        k = call.end
         while p.next is not None and (n := p.next.match(text, k, stop)) is not None:
-            k2 = _call(text, n.end(), stop, p, pieces)
-            if k2 is None:
+            if (call := _call(text, n.end(), stop, p)) is None:
                 break
-            k = k2
+            calls.append(call)
+            k = call.end
         if p.end is not None and (e := p.end.match(text, k, stop)) is not None:
             k = e.end()
         regions.append((m.start(), k))
         pos = max(k, m.end())
-    return pieces, regions
+    return calls, regions
 
 
-def _call(text: str, k: int, stop: int, p: _Patterns, pieces: list[Located]) -> int | None:
-    """Parse one call whose name starts at ``k``; append its pieces. Returns the end of its suffix, or None
-    when no name is there. The name ends at the markup before the arguments on its line, else (a call
-    without arguments) after its identifier characters."""
+def call_pieces(calls: list[ParsedCall]) -> list[Located]:
+    """The calls' names and arguments as the pieces labelling sees, in order (empty values left out)."""
+    return [piece for c in calls for piece in (c.name, *c.args) if piece.end > piece.start]
+
+
+def _call(text: str, k: int, stop: int, p: _Patterns) -> ParsedCall | None:
+    """Parse one call whose name starts at ``k``; None when no name is there. The name ends at the markup
+    before the arguments on its line, else (a call without arguments) after its identifier characters."""
     line = text.find("\n", k, stop)
     line = stop if line < 0 else line
     mm = p.mid.search(text, k, stop)
     if mm is not None and k < mm.start() <= line:
-        pieces.append(Located(k, mm.start(), Segment.TOOL_NAME, True))
+        name = _piece(k, mm.start(), Segment.TOOL_NAME)
         a = mm.end()
-        ae = _pairs(text, a, stop, p, pieces) if p.key_end is not None else _json(text, a, stop, pieces)
+        args = _pairs(text, a, stop, p) if p.key_end is not None else _json(text, a, stop)
+        ae = args[-1].end if args else a
     else:
         nm = _NAME.match(text, k, stop)
         if nm is None:
             return None
-        pieces.append(Located(k, nm.end(), Segment.TOOL_NAME, True))
-        ae = nm.end()
-    return _suffix_end(text, ae, stop, p)
+        name, args, ae = _piece(k, nm.end(), Segment.TOOL_NAME), [], nm.end()
+    end = _suffix_end(text, ae, stop, p)
+    return ParsedCall(name, args, p.suffix is None or end > ae, end)
 
 
-def _json(text: str, a: int, stop: int, pieces: list[Located]) -> int:
+def _json(text: str, a: int, stop: int) -> list[Located]:
     try:
         ae = min(_DECODER.raw_decode(text, a)[1], stop)
     except ValueError:
         ae = stop
-    _arg(pieces, a, ae)
-    return ae
+    return [_piece(a, ae)] if ae > a else []
 
 
-def _pairs(text: str, a: int, stop: int, p: _Patterns, pieces: list[Located]) -> int:
+def _pairs(text: str, a: int, stop: int, p: _Patterns) -> list[Located]:
     """Key/value arguments from ``a``: key, key end, value, then the pair separator and the next key, or
-    the call's suffix. Returns where the last value ends."""
+    the call's suffix. A key without its key end (cut short, maybe empty) runs to ``stop``."""
+    out: list[Located] = []
     while True:
         km = p.key_end.search(text, a, stop)
         if km is None:
-            _arg(pieces, a, stop)
-            return stop
-        _arg(pieces, a, km.start())
+            return out + [_piece(a, stop)]
+        out.append(_piece(a, km.start()))
         v = km.end()
         sm = p.suffix.search(text, v, stop) if p.suffix is not None else None
         ve = sm.start() if sm is not None else stop
         pm = p.pair_sep.search(text, v, ve) if p.pair_sep is not None else None
         if pm is None:
-            _arg(pieces, v, ve)
-            return ve
-        _arg(pieces, v, pm.start())
+            return out + [_piece(v, ve)]
+        out.append(_piece(v, pm.start()))
         a = pm.end()
 
 
-def _arg(pieces: list[Located], s: int, e: int) -> None:
-    if e > s:
-        pieces.append(Located(s, e, Segment.TOOL_ARGS, True))
+def _piece(s: int, e: int, segment: int = Segment.TOOL_ARGS) -> Located:
+    return Located(s, e, segment, True)
 
 
 def _suffix_end(text: str, ae: int, stop: int, p: _Patterns) -> int:

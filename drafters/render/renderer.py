@@ -7,8 +7,9 @@ from typing import Any
 
 from drafters.render.calls import CallRenderer
 from drafters.render.codec import TokenCodec
-from drafters.render.generated import label_generated_text, segment_completion
+from drafters.render.generated import generated_calls, label_generated_text, segment_completion
 from drafters.render.labels import completion_labels, encode_labeled, prompt_labels
+from drafters.render.markup import ParsedCall
 from drafters.render.messages import IdMap, has_tool_content
 from drafters.render.packing import call_row, pack_blocker, pack_calls
 from drafters.render.probe import probe_dialect
@@ -128,6 +129,11 @@ class Renderer:
         """Character-level `Segment` labels [len(text)] of generated text (the rules of `segment_completion`,
         before they are mapped to tokens): tool-call names, arguments and markup, reasoning, text."""
         return label_generated_text(text, self.dialect)
+
+    def generated_calls(self, text: str) -> list[ParsedCall]:
+        """The tool calls of generated text as labelling finds them: names and argument pieces (character
+        offsets in ``text``), see `drafters.render.generated.generated_calls`."""
+        return generated_calls(text, self.dialect)
 
     # ------------------------------------------------------------------------------------------- calls
 
