@@ -8,9 +8,10 @@ tool-call markup (for examples/chat_templates/chatml_tools.jinja, the Hermes / Q
 
 - the tool-call rate: the share of calls whose output holds at least one tool call, over the calls whose
   recorded answer was a tool call and over all calls;
-- the share of emitted tool calls that parse (a name and JSON arguments in the template's markup; a call
-  cut before the end of its arguments does not) and that validate (the name is one of the offered tools,
-  the arguments satisfy its parameter schema).
+- the share of emitted tool calls that parse (a name and arguments in the template's markup, one JSON value
+  or key/value pairs as GLM writes them; a call cut before the end of its arguments does not) and that
+  validate (the name is one of the offered tools, the arguments, pairs typed by its schema, satisfy its
+  parameter schema).
 """
 
 from __future__ import annotations
