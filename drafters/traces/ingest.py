@@ -23,7 +23,7 @@ from drafters.traces import io as tio
 from drafters.traces.detect import detect_format
 from drafters.traces.formats import get_format
 from drafters.traces.formats.base import TraceFormat
-from drafters.traces.mapping import load_mapping
+from drafters.traces.mapping import Mapping, load_mapping
 from drafters.traces.model import (
     Conversation,
     ReasoningPart,
@@ -99,7 +99,7 @@ def iter_conversations(
     scrub: bool | ScrubConfig | Scrubber = True,
     report: ValidationReport | None = None,
     dedup: bool = True,
-    mapping: str | os.PathLike[str] | None = None,
+    mapping: str | os.PathLike[str] | Mapping | None = None,
 ) -> Iterator[Conversation]:
     """Stream validated, scrubbed, deduplicated conversations from ``paths`` (files or directories).
 
@@ -108,8 +108,8 @@ def iter_conversations(
         on_error: "skip" reports bad input and goes on; "fail" raises ``TraceError`` at the first error.
         scrub: True (defaults), False, a ``ScrubConfig`` or a ``Scrubber`` (shared placeholders).
         report: the report to fill (a new one is made when None; pass one to read it afterwards).
-        mapping: a declared mapping file (``drafters/traces/mapping.py``) to read every file with, instead
-            of detecting formats.
+        mapping: a declared mapping (``drafters/traces/mapping.py``), as its file or already checked
+            (``parse_mapping``), to read every file with instead of detecting formats.
     Raises:
         TraceError only with on_error="fail" or for a bad ``mapping`` file (code ``bad_mapping``); KeyError
         for an unknown ``format`` name.
@@ -124,7 +124,7 @@ def iter_conversations(
         scrubber = Scrubber() if scrub else None
     forced: TraceFormat | None = get_format(format) if format else None
     if mapping is not None:
-        forced = load_mapping(mapping).format()
+        forced = (mapping if isinstance(mapping, Mapping) else load_mapping(mapping)).format()
     seen: set[bytes] = set()
     try:
         for path in expand_paths(paths):
@@ -322,7 +322,7 @@ def ingest(
     heldout_fraction: float = 0.1,
     problems_path: str | os.PathLike[str] | None = None,
     target_model: str | None = None,
-    mapping: str | os.PathLike[str] | None = None,
+    mapping: str | os.PathLike[str] | Mapping | None = None,
 ) -> IngestResult:
     """Ingest every file into memory: ``IngestResult(conversations, report, split)``.
 
