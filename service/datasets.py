@@ -5,6 +5,11 @@ the user sent it, whatever the parser later thinks of it, so nothing is ever los
 the manifest (``options["files"]``: name, sha256, uri, size) and its ``sha256`` is the hash of that
 manifest, so the same files give the same dataset hash. The user's file names are metadata only: they
 are never used as paths.
+
+A dataset in a format that has no module can carry a declared mapping (``drafters/traces/mapping.py``):
+checked when the dataset is created (``bad_mapping``), stored content-addressed like the raw files, recorded
+as ``options["mapping"]`` (name, sha256, uri, size) and covered by the dataset's ``sha256``; every
+validation of the dataset reads its files with it.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ import hashlib
 import json
 import shutil
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -24,11 +30,23 @@ from drafters.traces.io import stored_upload_name
 from service.db.models import Dataset, DatasetStatus, Job, JobStatus
 from service.storage import ArtifactStore, Stored
 
+if TYPE_CHECKING:
+    from drafters.traces.mapping import Mapping as TraceMapping
+
 MAX_NAME = 255
+MAX_MAPPING_BYTES = 64 * 1024  # a declared mapping is a few hundred bytes; it is read into memory
 
 
 class DatasetError(TracedraftError):
-    """Codes: ``not_found``, ``dataset_in_use``, ``empty_upload``, ``dataset_not_ready``."""
+    """Codes: ``not_found``, ``dataset_in_use``, ``empty_upload``, ``dataset_not_ready``, ``bad_mapping``."""
+
+
+@dataclass(frozen=True)
+class MappingFile:
+    """A declared mapping file as the user gave it: its file name (display only, never a path) and bytes."""
+
+    name: str
+    data: bytes
 
 
 def safe_name(name: str | None) -> str:
@@ -38,9 +56,55 @@ def safe_name(name: str | None) -> str:
     return (cleaned or "upload")[:MAX_NAME]
 
 
-def manifest_sha256(files: list[Mapping[str, Any]]) -> str:
-    """sha256 of the ordered file hashes: the dataset's identity."""
-    return hashlib.sha256(json.dumps([f["sha256"] for f in files]).encode()).hexdigest()
+def manifest_sha256(files: list[Mapping[str, Any]], mapping_sha256: str | None = None) -> str:
+    """sha256 of the ordered file hashes (and of the declared mapping's hash, when the dataset has one):
+    the dataset's identity."""
+    hashes = [f["sha256"] for f in files]
+    payload: Any = hashes if mapping_sha256 is None else {"files": hashes, "mapping": mapping_sha256}
+    return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
+
+
+def check_mapping(mapping: MappingFile) -> TraceMapping:
+    """Parse and check a declared mapping file (``drafters.traces.mapping.parse_mapping``).
+
+    Raises:
+        DatasetError ``bad_mapping`` (where: the file's display name and the field at fault) when the file
+        is over ``MAX_MAPPING_BYTES``, not UTF-8, not YAML/JSON, or not a valid mapping.
+    """
+    from drafters.traces.mapping import parse_mapping
+
+    name = safe_name(mapping.name)
+    if len(mapping.data) > MAX_MAPPING_BYTES:
+        raise DatasetError("bad_mapping", f"the mapping file {name!r} is over {MAX_MAPPING_BYTES} bytes "
+                           "(a mapping is a few hundred)", where=name)
+    try:
+        text = mapping.data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DatasetError("bad_mapping", f"the mapping file {name!r} is not UTF-8 text ({exc.reason} at byte "
+                           f"{exc.start})", where=name) from None
+    try:
+        return parse_mapping(text, name)
+    except TracedraftError as exc:
+        raise DatasetError("bad_mapping", f"the mapping file {name!r} is refused: {exc.message}",
+                           where=exc.where or name) from None
+
+
+def attach_mapping(store: ArtifactStore, dataset: Dataset, mapping: MappingFile) -> TraceMapping:
+    """Check ``mapping`` (``check_mapping``), store its bytes content-addressed (``raw/<sha256>``, like the
+    trace files) and record it on ``dataset``: ``options["mapping"]`` = {name, sha256, uri, size}, and the
+    dataset's sha256 then covers it (the same traces read with another mapping are another dataset). Does
+    not commit. Raises DatasetError ``bad_mapping`` before anything is stored."""
+    checked = check_mapping(mapping)
+    stored = store.put_raw(mapping.data)
+    entry = {"name": safe_name(mapping.name), "sha256": stored.sha256, "uri": stored.uri, "size": stored.size}
+    dataset.options = {**dict(dataset.options or {}), "mapping": entry}
+    dataset.sha256 = manifest_sha256(raw_files(dataset), stored.sha256)
+    return checked
+
+
+def mapping_entry(dataset: Dataset) -> dict[str, Any] | None:
+    """The dataset's declared mapping ({"name", "sha256", "uri", "size"}), or None when it has none."""
+    return (dataset.options or {}).get("mapping")
 
 
 def create_dataset(
@@ -52,14 +116,18 @@ def create_dataset(
     name: str | None = None,
     options: Mapping[str, Any] | None = None,
     max_bytes: int | None = None,
+    mapping: MappingFile | None = None,
     commit: bool = True,
 ) -> Dataset:
-    """Store each ``(file name, binary stream)`` under its sha256 and create a ``validating`` dataset.
+    """Store each ``(file name, binary stream)`` under its sha256 and create a ``validating`` dataset, with
+    its declared ``mapping`` when given (``attach_mapping``).
 
     ``max_bytes`` bounds the total size (ArtifactError ``payload_too_large`` while streaming; what was
     written stays content-addressed and unreferenced until gc). Raises DatasetError ``empty_upload`` when
-    no bytes arrived.
+    no bytes arrived, ``bad_mapping`` for a mapping that does not check.
     """
+    if mapping is not None:
+        check_mapping(mapping)  # a bad mapping is refused before any trace byte is stored
     files: list[dict[str, Any]] = []
     remaining = max_bytes
     for filename, stream in uploads:
@@ -78,6 +146,8 @@ def create_dataset(
         options={**dict(options or {}), "files": files},
         size_bytes=sum(f["size"] for f in files),
     )
+    if mapping is not None:
+        attach_mapping(store, dataset, mapping)
     session.add(dataset)
     session.flush()
     if commit:
@@ -86,9 +156,13 @@ def create_dataset(
 
 
 def create_dataset_from_paths(
-    session: Session, store: ArtifactStore, org_id: str, paths: Iterable[str | Path], **kwargs: Any
+    session: Session, store: ArtifactStore, org_id: str, paths: Iterable[str | Path], *,
+    mapping: str | Path | None = None, **kwargs: Any
 ) -> Dataset:
-    """``create_dataset`` for local files (the embedded ``tracedraft run``)."""
+    """``create_dataset`` for local files (the embedded ``tracedraft run``), with the declared mapping file
+    ``mapping`` when given. Raises DatasetError ``bad_mapping`` when that file cannot be read or checked."""
+    if mapping is not None:
+        kwargs["mapping"] = read_mapping_file(mapping)
     opened = [Path(p).expanduser() for p in paths]
     handles = [p.open("rb") for p in opened]
     try:
@@ -96,6 +170,18 @@ def create_dataset_from_paths(
     finally:
         for h in handles:
             h.close()
+
+
+def read_mapping_file(path: str | Path) -> MappingFile:
+    """A local mapping file as a ``MappingFile`` (at most ``MAX_MAPPING_BYTES`` + 1 bytes are read, so
+    ``check_mapping`` can refuse a larger one). Raises DatasetError ``bad_mapping`` when it cannot be read."""
+    path = Path(path).expanduser()
+    try:
+        with path.open("rb") as f:
+            return MappingFile(path.name, f.read(MAX_MAPPING_BYTES + 1))
+    except OSError as exc:
+        raise DatasetError("bad_mapping", f"cannot read the mapping file: {exc.strerror or exc}",
+                           where=str(path)) from None
 
 
 def raw_files(dataset: Dataset) -> list[dict[str, Any]]:
@@ -185,27 +271,29 @@ def validate_dataset(
 
     The one validation path: the API runs it for small uploads, a job's validate stage for the rest. Raw
     files land in ``workdir/raw/`` under names made of their index and hash (the user's file name is
-    never a path) and are removed once parsed; the report speaks of the user's file names. Failure codes
-    (``dataset.error``): ``no_valid_conversations`` (the first errors are in the message), ``not_enough_data`` (no training or
-    no held-out conversation), or the first bad record's code with ``on_error="fail"``.
+    never a path) and are removed once parsed; the report speaks of the user's file names. A dataset with a
+    declared mapping (``mapping_entry``) is read with it instead of detecting formats, and its report says
+    so (``report["mapping"]``: file, sha256, format). Failure codes (``dataset.error``):
+    ``no_valid_conversations`` (the first errors are in the message), ``not_enough_data`` (no training or
+    no held-out conversation), ``format_and_mapping`` (a forced ``format`` for a dataset with a mapping),
+    ``bad_mapping``, or the first bad record's code with ``on_error="fail"``.
     """
     from drafters.traces.ingest import ingest, split_conversations, write_canonical
 
     dataset = session.get(Dataset, dataset_id)
     if dataset is None:
         raise DatasetError("not_found", f"dataset {dataset_id} not found", where="dataset_id")
-    paths, names = [], {}
-    for i, f in enumerate(raw_files(dataset)):
-        dest = Path(workdir) / "raw" / stored_upload_name(i, f["sha256"], f["name"])
-        if not dest.exists():
-            store.get_file(f["uri"], dest, f["sha256"])
-        paths.append(dest)
-        names[str(dest)] = f["name"]
-        names[dest.name] = f["name"]
+    entry = mapping_entry(dataset)
+    mapping_bytes = store.get_bytes(entry["uri"], entry["sha256"], entry["size"]) if entry else None
+    paths, names = _fetch_raw(store, dataset, Path(workdir) / "raw")
     try:
+        if entry and format:
+            raise DatasetError("format_and_mapping", f"the dataset is read with its declared mapping "
+                               f"{entry['name']!r}: a forced format ({format!r}) cannot apply too", where="format")
+        mapping = check_mapping(MappingFile(entry["name"], mapping_bytes or b"")) if entry else None
         result = ingest(paths, format=format, on_error=on_error, scrub=scrub, heldout_fraction=heldout_fraction,
-                        target_model=target_model)
-    except TracedraftError as exc:  # on_error="fail": the first bad record
+                        target_model=target_model, mapping=mapping)
+    except TracedraftError as exc:  # on_error="fail": the first bad record; or the mapping
         error = {"code": exc.code, "message": _rename_paths(exc.message, names),
                  "param": _rename_paths(exc.where, names) if exc.where else None}
         return record_validation(session, dataset_id, report={"ok": False, "on_error": on_error, "errors": [error]},
@@ -213,6 +301,8 @@ def validate_dataset(
     finally:
         shutil.rmtree(Path(workdir) / "raw", ignore_errors=True)  # the raw bytes live in the store only
     report = _rename_paths(result.report.to_dict(), names)
+    if entry and mapping is not None:
+        report["mapping"] = {"file": entry["name"], "sha256": entry["sha256"], "format": mapping.format().name}
     train, held = split_conversations(result.conversations, heldout_fraction, min_heldout=1)
     out = Path(workdir) / "canonical"
     out.mkdir(parents=True, exist_ok=True)
@@ -227,18 +317,38 @@ def validate_dataset(
         "calls": sum(1 for c in result.conversations for _ in c.calls()),
         "heldout_calls": sum(1 for c in held for _ in c.calls()),
     }
-    error = None
-    if not result.conversations:
-        first = [f"{p.get('file')}{':' + str(p['line']) if p.get('line') else ''} [{p['code']}] {p['message']}"
-                 for p in report.get("errors", [])[:3]]
-        error = {"code": "no_valid_conversations",
-                 "message": "no conversation could be read from the dataset" + (": " + "; ".join(first) if first else ""),
-                 "param": "dataset"}
-    elif not train or not held:
-        error = {"code": "not_enough_data",
-                 "message": f"need at least one training and one held-out conversation, got {len(train)} "
-                            f"and {len(held)} (of {len(result.conversations)} valid conversations)",
-                 "param": "dataset"}
+    error = _split_error(report, counts)
     formats = sorted({c.source.format for c in result.conversations})
     return record_validation(session, dataset_id, report=report, canonical=stored, format=",".join(formats) or None,
                              counts=counts, failed=error is not None, error=error)
+
+
+def _fetch_raw(store: ArtifactStore, dataset: Dataset, raw_dir: Path) -> tuple[list[Path], dict[str, str]]:
+    """Fetch the dataset's raw files (hash-verified) into ``raw_dir`` under ``stored_upload_name``s.
+    Returns (their local paths in upload order, {local path or file name: the user's display name})."""
+    paths, names = [], {}
+    for i, f in enumerate(raw_files(dataset)):
+        dest = raw_dir / stored_upload_name(i, f["sha256"], f["name"])
+        if not dest.exists():
+            store.get_file(f["uri"], dest, f["sha256"])
+        paths.append(dest)
+        names[str(dest)] = f["name"]
+        names[dest.name] = f["name"]
+    return paths, names
+
+
+def _split_error(report: Mapping[str, Any], counts: Mapping[str, int]) -> dict[str, Any] | None:
+    """The dataset's error when validation left nothing to train on or nothing to hold out, else None."""
+    if not counts["conversations"]:
+        first = [f"{p.get('file')}{':' + str(p['line']) if p.get('line') else ''} [{p['code']}] {p['message']}"
+                 for p in report.get("errors", [])[:3]]
+        return {"code": "no_valid_conversations",
+                "message": "no conversation could be read from the dataset" + (": " + "; ".join(first) if first else ""),
+                "param": "dataset"}
+    if not counts["train_conversations"] or not counts["heldout_conversations"]:
+        return {"code": "not_enough_data",
+                "message": f"need at least one training and one held-out conversation, got "
+                           f"{counts['train_conversations']} and {counts['heldout_conversations']} (of "
+                           f"{counts['conversations']} valid conversations)",
+                "param": "dataset"}
+    return None

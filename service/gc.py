@@ -3,8 +3,8 @@
 A file is live when any row of the control plane points at it, directly or through a prefix:
 
 - a dataset (any status): every raw file of its manifest (``options["files"]``, all N of a multi-file
-  dataset, and ``raw_uri``), and everything under ``datasets/<id>/`` (canonical train and held-out files,
-  the validation report);
+  dataset, and ``raw_uri``), its declared mapping file (``options["mapping"]``), and everything under
+  ``datasets/<id>/`` (canonical train and held-out files, the validation report);
 - a drafter version: its checkpoint prefix (with its published ``exports/``) and every file ``files``
   lists, its report prefix and files;
 - a job: every store URI inside its ``result``; and while it can still resume (queued, running, failed or
@@ -128,6 +128,7 @@ def live_references(session: Session, store: ArtifactStore) -> References:
         files = (options or {}).get("files") or []
         for i, f in enumerate(files, 1):
             add((f or {}).get("uri"), f"dataset {ds_id} raw file {i}/{len(files)}")
+        add(((options or {}).get("mapping") or {}).get("uri"), f"dataset {ds_id} mapping file")
         add(canonical, f"dataset {ds_id} canonical file")
         refs.prefixes.setdefault(f"datasets/{ds_id}/", f"dataset {ds_id}")
     for v_id, ckpt, files, rep, rep_files in session.execute(

@@ -39,6 +39,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "target_not_allowed": 422,
     "endpoint_not_allowed": 422,
     "base_drafter_not_allowed": 422,
+    "bad_mapping": 422,
     "dataset_not_found": 404,
     "unauthorized": 401,
     "forbidden": 403,

@@ -71,11 +71,14 @@ class DatasetOut(Response_):
     object: Literal["dataset"] = "dataset"
     name: str
     status: Literal["validating", "ready", "failed"]
-    sha256: str = Field(description="sha256 of the ordered file hashes: the dataset's identity.")
+    sha256: str = Field(description="sha256 of the ordered file hashes (and of the mapping's, when there is "
+                        "one): the dataset's identity.")
     size_bytes: int
     format: str | None = None
     compression: str | None = None
     files: list[DatasetFile] = Field(default_factory=list)
+    mapping: DatasetFile | None = Field(default=None, description="The declared mapping file the traces are "
+                                        "read with (uploaded as the `mapping` part), or null: formats detected.")
     counts: dict[str, Any] = Field(default_factory=dict)
     error: ErrorDetail | None = None
     report: dict[str, Any] | None = Field(default=None, description="The validation report, once validated.")

@@ -116,14 +116,14 @@ class Part:
         """Up to ``n`` bytes of this part (any amount for n < 0); b"" at its end."""
         return self._stream._read_part(self, n)
 
-    def read_all(self, limit: int) -> bytes:
-        """The whole part, refusing more than ``limit`` bytes (a plain form field)."""
+    def read_all(self, limit: int, *, status: int = 422, code: str = "invalid_value") -> bytes:
+        """The whole part, refusing more than ``limit`` bytes (a plain form field, or a small file such as a
+        mapping: 413 ``payload_too_large`` there) with ``status`` and ``code`` as soon as it passes."""
         out = bytearray()
         while chunk := self.read():
             out += chunk
             if len(out) > limit:
-                raise ApiError(422, "invalid_value", f"form field {self.name!r} is longer than {limit} bytes",
-                               self.name)
+                raise ApiError(status, code, f"form field {self.name!r} is longer than {limit} bytes", self.name)
         return bytes(out)
 
 

@@ -30,7 +30,9 @@ log = logging.getLogger("tracedraft.api")
 def validate_dataset(session: Session, store: ArtifactStore, dataset: Dataset, settings: Settings) -> Dataset:
     """Validate an uploaded dataset now, in a private temporary directory (``service.datasets.validate_dataset``,
     the same path a job's validate stage takes). Options from ``dataset.options``: ``format`` (None detects per
-    file), ``on_error`` (skip|fail). Commits; returns the dataset, ``ready`` or ``failed`` with its report."""
+    file), ``on_error`` (skip|fail); a declared ``mapping`` there is fetched and used by
+    ``service.datasets.validate_dataset`` itself. Commits; returns the dataset, ``ready`` or ``failed`` with
+    its report."""
     opts = dict(dataset.options or {})
     tmp_root = Path(settings.cache_dir or tempfile.gettempdir())
     tmp_root.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
-"""``/v1/datasets``: upload (streamed, bounded, sniffed), list, get, report, delete."""
+"""``/v1/datasets``: upload (streamed, bounded, sniffed; optionally with a declared mapping), list, get,
+report, delete."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from service.api.uploads import (
     Budget,
     InspectingReader,
     MultipartStream,
+    Part,
     RawBodyReader,
     multipart_boundary,
 )
@@ -47,12 +49,16 @@ UPLOAD_BODY: dict[str, Any] = {
     "requestBody": {
         "required": True,
         "description": "Trace files (JSON/JSONL, optionally gzip or zstd). Multipart: one or more `file` "
-        "fields; or the raw bytes of one file as the body (name it with `?filename=`).",
+        "fields, and optionally one `mapping` field: a declared mapping file (YAML or JSON, at most "
+        f"{datasets_mod.MAX_MAPPING_BYTES} bytes) for a trace format that has no module, checked at once "
+        "(422 `bad_mapping`) and kept with the dataset; or the raw bytes of one file as the body (name it "
+        "with `?filename=`).",
         "content": {
             "multipart/form-data": {"schema": {
                 "type": "object",
                 "properties": {
                     "file": {"type": "array", "items": _BINARY},
+                    "mapping": _BINARY,
                     "name": {"type": "string", "maxLength": 300},
                     "format": {"type": "string", "maxLength": 64},
                     "on_error": {"type": "string", "enum": ["skip", "fail"]},
@@ -82,13 +88,16 @@ def _check_format(fmt: str | None, param: str = "format") -> str | None:
 
 
 def dataset_out(ds: Dataset, *, with_report: bool = True) -> DatasetOut:
-    """The API view of a dataset row (manifest from ``options["files"]``, never internal URIs)."""
+    """The API view of a dataset row (manifest from ``options["files"]``, its declared mapping from
+    ``options["mapping"]``, never internal URIs)."""
     files = [DatasetFile(name=f.get("name", ""), sha256=f.get("sha256", ""), size=int(f.get("size", 0)),
                          compression=f.get("compression"), decompressed_size=f.get("decompressed_size"))
              for f in datasets_mod.raw_files(ds)]
+    entry = datasets_mod.mapping_entry(ds)
+    mapping = DatasetFile(name=entry["name"], sha256=entry["sha256"], size=int(entry["size"])) if entry else None
     return DatasetOut(
         id=ds.id, name=ds.name, status=ds.status, sha256=ds.sha256, size_bytes=ds.size_bytes, format=ds.format,
-        compression=ds.compression, files=files, counts=dict(ds.counts or {}),
+        compression=ds.compression, files=files, mapping=mapping, counts=dict(ds.counts or {}),
         error=ErrorDetail(**public_error(ds.error)) if ds.error else None,
         report=ds.report if with_report else None, created_at=ds.created_at, updated_at=ds.updated_at,
     )
@@ -109,6 +118,7 @@ def _receive(request_pull: BodyPuller, *, multipart_boundary_: bytes | None, fil
     budget = Budget(settings.max_decompressed_bytes, settings.max_compression_ratio)
     inspectors: list[InspectingReader] = []
     form: dict[str, str] = {}
+    mappings: list[datasets_mod.MappingFile] = []
 
     def uploads():
         if multipart_boundary_ is None:
@@ -123,6 +133,8 @@ def _receive(request_pull: BodyPuller, *, multipart_boundary_: bytes | None, fil
                 insp = InspectingReader(part, budget, name)
                 inspectors.append(insp)
                 yield name, insp
+            elif part.name == "mapping":
+                mappings.append(_read_mapping(part, given_before=bool(mappings)))
             elif part.name in FORM_FIELDS:
                 if part.name in form:
                     raise ApiError(422, "invalid_value", f"form field {part.name!r} given twice", part.name)
@@ -161,6 +173,10 @@ def _receive(request_pull: BodyPuller, *, multipart_boundary_: bytes | None, fil
         except ApiError:
             db.rollback()
             raise
+    if mappings and opts.get("format"):
+        db.rollback()
+        raise ApiError(422, "format_and_mapping", "give a trace format or a mapping, not both: the mapping "
+                       "says how to read the files", "mapping")
     if form.get("name", "").strip():
         dataset.name = datasets_mod.safe_name(form["name"])[:300]
     elif query_opts.get("name"):
@@ -173,6 +189,12 @@ def _receive(request_pull: BodyPuller, *, multipart_boundary_: bytes | None, fil
     dataset.options = {**{k: v for k, v in opts.items() if v is not None}, "files": files}
     kinds = sorted({i.compression for i in inspectors if i.compression})
     dataset.compression = ",".join(kinds) or None
+    if mappings:
+        try:
+            datasets_mod.attach_mapping(store, dataset, mappings[0])
+        except BaseException:
+            db.rollback()
+            raise
     db.commit()
 
     decompressed = sum(i.decompressed_size for i in inspectors)
@@ -185,6 +207,18 @@ def _receive(request_pull: BodyPuller, *, multipart_boundary_: bytes | None, fil
             db.rollback()
             log.warning("inline validation of dataset %s failed: %s", dataset.id, type(exc).__name__)
     return dataset
+
+
+def _read_mapping(part: Part, *, given_before: bool) -> datasets_mod.MappingFile:
+    """The ``mapping`` part, read whole (bounded: 413) and checked at once (422 ``bad_mapping``), so a bad
+    mapping sent before the files is refused before they are stored."""
+    if given_before:
+        raise ApiError(422, "invalid_value", "form field 'mapping' given twice: a dataset has one mapping",
+                       "mapping")
+    data = part.read_all(datasets_mod.MAX_MAPPING_BYTES, status=413, code="payload_too_large")
+    mapping = datasets_mod.MappingFile(datasets_mod.safe_name(part.filename or "mapping"), data)
+    datasets_mod.check_mapping(mapping)
+    return mapping
 
 
 @router.post(
