@@ -78,15 +78,18 @@ def build_spec(
     }
 
 
-def submit(settings: Settings, paths: list[Path], spec: dict[str, Any]) -> str:
-    """Store the raw files, create the dataset and the job; returns the job id."""
+def submit(settings: Settings, paths: list[Path], spec: dict[str, Any], mapping: Path | None = None) -> str:
+    """Store the raw files (and the declared ``mapping`` file, checked first: DatasetError ``bad_mapping``),
+    create the dataset and the job; returns the job id."""
     missing = [str(p) for p in paths if not Path(p).expanduser().is_file()]
     if missing:
         raise TracedraftError("file_not_found", f"no such trace file: {', '.join(missing)}", where=missing[0])
+    if mapping is not None and not Path(mapping).expanduser().is_file():
+        raise TracedraftError("file_not_found", f"no such mapping file: {mapping}", where="--mapping")
     store = ArtifactStore.from_settings(settings)
     with db.session_scope(settings.database_url) as session:
         org = local_org(session)
-        dataset = datasets.create_dataset_from_paths(session, store, org.id, paths, commit=False)
+        dataset = datasets.create_dataset_from_paths(session, store, org.id, paths, mapping=mapping, commit=False)
         job = jobs.create_job(session, org, dataset, spec, commit=False)
         session.flush()
         return job.id

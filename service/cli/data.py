@@ -154,6 +154,8 @@ def datasets_upload(
     files: list[Path] = typer.Argument(..., help="Trace files (JSON/JSONL, optionally .gz or .zst)."),
     name: str | None = typer.Option(None, "--name", help="Display name of the dataset."),
     trace_format: str | None = typer.Option(None, "--format", help="Force a format (default: detect)."),
+    mapping: Path | None = typer.Option(None, "--mapping", help="Declared mapping file (YAML/JSON) to read a "
+                                        "format that has no module with; kept with the dataset."),
     on_error: str | None = typer.Option(None, "--on-error", help="skip (default) or fail."),
     wait: bool = typer.Option(False, "--wait", help="Wait until validation finished and print the report."),
     timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait with --wait."),
@@ -161,21 +163,25 @@ def datasets_upload(
     api_key: str | None = ApiKeyOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Upload trace files as one dataset (streamed; the raw bytes are kept under their sha256).
+    """Upload trace files as one dataset (streamed; the raw bytes are kept under their sha256). With
+    --mapping, the files are read with that declared mapping (checked by the API at once: bad_mapping).
 
     Example: tracedraft datasets upload traces/*.jsonl --name support-agent --wait
+    Example: tracedraft datasets upload export.jsonl --mapping support-bot.mapping.yaml --wait
     """
     with handled():
-        missing = [str(f) for f in files if not f.is_file()]
+        missing = [str(f) for f in [*files, *([mapping] if mapping else [])] if not f.is_file()]
         if missing:
             raise CliError("not_found", f"no such file: {', '.join(missing)}", where=missing[0])
         form = {k: v for k, v in {"name": name, "format": trace_format, "on_error": on_error}.items() if v}
         with make_client(api_url, api_key) as client:
-            handles = [open(f, "rb") for f in files]  # noqa: SIM115 - closed below
+            # the mapping goes first: the API checks it before it stores any trace file
+            parts = [*([("mapping", mapping)] if mapping else []), *[("file", f) for f in files]]
+            handles = [open(f, "rb") for _, f in parts]  # noqa: SIM115 - closed below
             try:
                 ds = client.post("/v1/datasets", data=form,
-                                 files=[("file", (f.name, h, "application/octet-stream"))
-                                        for f, h in zip(files, handles, strict=True)])
+                                 files=[(field, (f.name, h, "application/octet-stream"))
+                                        for (field, f), h in zip(parts, handles, strict=True)])
             finally:
                 for h in handles:
                     h.close()
@@ -239,6 +245,9 @@ def datasets_show(
     if files:
         console.print(table("Files", ["name", "sha256", "bytes", "compression"],
                             [[f.get("name"), f.get("sha256"), f.get("size"), f.get("compression")] for f in files]))
+    if ds.get("mapping"):
+        m = ds["mapping"]
+        console.print(escape(f"read with the declared mapping {m.get('name')} (sha256 {m.get('sha256')})"))
     if ds.get("error"):
         e = ds["error"]
         console.print("[red]error[/red] " + escape(f"[{e.get('code')}] {e.get('message')}"))

@@ -40,6 +40,8 @@ def run(
                                "install llamacpp` first)."),
     name: str | None = typer.Option(None, "--name", help="Drafter name in the registry."),
     trace_format: str | None = typer.Option(None, "--format", help="Force a trace format (default: detect)."),
+    mapping: Path | None = typer.Option(None, "--mapping", help="Declared mapping file (YAML/JSON) to read a "
+                                        "trace format that has no module with (drafters/traces/mapping.py)."),
     regenerate: str = typer.Option("auto", "--regenerate", help="Regenerate the training answers with the "
                                    "target first: auto (when the traces were written by another model), "
                                    "always, never."),
@@ -67,6 +69,9 @@ def run(
             if engine not in ("hf", "llamacpp"):
                 raise TracedraftError("unknown_engine", f"unknown engine {engine!r}: use hf or llamacpp (sglang "
                                       "runs on GPU workers through `tracedraft jobs submit`)", where="--engine")
+            if mapping is not None and trace_format:
+                raise TracedraftError("format_and_mapping", "give --format or --mapping, not both: the mapping "
+                                      "says how to read the files", where="--mapping")
             if regenerate not in ("auto", "always", "never"):
                 raise TracedraftError("bad_option", f"--regenerate must be auto, always or never, not "
                                       f"{regenerate!r}", where="--regenerate")
@@ -76,7 +81,7 @@ def run(
                 num_draft_layers=draft_layers, drafter_name=name, trace_format=trace_format,
                 regenerate=regenerate,
             )
-            job_id, stage = embedded.submit(settings, traces, spec), "validate"
+            job_id, stage = embedded.submit(settings, traces, spec, mapping=mapping), "validate"
         if not as_json:
             console.print(f"job [bold]{job_id}[/bold]  (database {settings.database_url})", soft_wrap=True)
         # --json: the summary alone on stdout; progress lines and warnings still reach the user, on stderr
