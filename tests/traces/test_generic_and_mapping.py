@@ -15,7 +15,7 @@ import pytest
 
 from drafters.traces.detect import detect_format
 from drafters.traces.ingest import ingest
-from drafters.traces.mapping import jsonpath, load_mapping, mapping_from_dict
+from drafters.traces.mapping import jsonpath, load_mapping, mapping_from_dict, parse_mapping
 from drafters.traces.report import TraceError
 
 G = Path(__file__).parent / "fixtures" / "generic"
@@ -85,12 +85,32 @@ def test_in_house_format_refused_by_shape_then_read_with_its_declared_mapping():
     ({"roles": {"customer": "human"}}, "roles"),
     ({"messages": "turns"}, "messages"),
     ({"colour": "blue"}, "colour"),
+    ({"content": {"key": "utterance"}}, "content"),
+    ({"tool_call": {"id": ["action_id"]}}, "tool_call"),
+    ({"tool_result": {"output": "text"}}, "tool_result"),
+    ({"name": "n" * 41}, "name"),
+    ({"roles": {"customer": ["user"]}}, "roles"),
 ])
 def test_bad_mapping_is_refused_with_the_field(change, field):
     base = {"messages": "$.turns", "role": "speaker", "roles": {"customer": "user"}}
     with pytest.raises(TraceError) as info:
         mapping_from_dict({**base, **change}, "m.yaml")
     assert info.value.code == "bad_mapping" and field in info.value.where
+
+
+def test_mapping_text_is_bounded_before_it_is_read():
+    """A YAML alias bomb (9**8 leaves from a few lines) is refused by counting, not by expanding it."""
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]" for i in range(8)]
+    with pytest.raises(TraceError) as info:
+        parse_mapping("\n".join([*lines, "messages: $.turns", "role: speaker", "roles: {customer: user}"]), "b.yaml")
+    assert info.value.code == "bad_mapping" and info.value.where == "b.yaml ((file))"
+    with pytest.raises(TraceError) as info:
+        parse_mapping("[" * 100_000, "deep.yaml")
+    assert info.value.code == "bad_mapping" and info.value.where == "deep.yaml"
+    m = parse_mapping((G / "inhouse_support.mapping.yaml").read_text(encoding="utf-8").replace("name: support-bot", ""),
+                      "in-house.mapping.yaml")
+    assert m.format().name == "mapping:in-house.mapping"  # no name: the file's, never a path
 
 
 def test_jsonpath_subset():
