@@ -109,13 +109,29 @@ def test_a_killed_run_resumes_with_the_answers_it_stored(tmp_path, tok, prompts)
     assert len(first.asked) == 2
     second = ScriptedBackend(tok, script, batch_size=2)
     answers, report = regenerate(plist, second, store, target_id="t", sampling=Sampling(), stop_ids=stop)
-    assert second.asked == [p.call_id for p in plist[2:]]  # only the calls not stored before the kill
+    assert sorted(second.asked + first.asked) == sorted(p.call_id for p in plist)  # only those not stored
     assert (report.reused, report.generated, report.calls) == (2, len(plist) - 2, len(plist))
     assert {k: tok.decode(a.token_ids) for k, a in answers.items()} == script
     # Another target, or other sampling, is another answer: nothing is reused.
     third = ScriptedBackend(tok, script, batch_size=2)
     regenerate(plist, third, store, target_id="t", sampling=Sampling(seed=1), stop_ids=stop)
     assert len(third.asked) == len(plist)
+
+
+def test_calls_are_batched_by_recorded_answer_length_then_prompt_length(tok):
+    """A batch decodes until its longest answer ends: short answers go together, then similar prompts."""
+    from types import SimpleNamespace
+
+    def prompt(call_id, n_prompt, n_answer):
+        return SimpleNamespace(call_id=call_id, prompt_ids=list(range(1, n_prompt + 1)),
+                               completion_ids=[5] * n_answer)
+
+    plist = [prompt("long", 10, 400), prompt("tool", 50, 30), prompt("text", 20, 120), prompt("tool2", 5, 30),
+             prompt("unknown", 8, 0)]
+    backend = ScriptedBackend(tok, {p.call_id: "ok<|im_end|>" for p in plist}, batch_size=2)
+    stop = [tok.convert_tokens_to_ids("<|im_end|>")]
+    regenerate(plist, backend, _mem_store(), target_id="t", sampling=Sampling(max_tokens=160), stop_ids=stop)
+    assert backend.asked == ["unknown", "tool2", "tool", "text", "long"]  # (0,8) (30,5) (30,50) (120,20) (160,10)
 
 
 def test_rows_keep_the_recorded_context_byte_for_byte(tok, renderer, prompts):
@@ -283,9 +299,8 @@ def test_the_stage_is_skipped_when_not_asked_or_not_needed(tmp_path, tiny_target
 def test_tool_traces_need_a_template_that_writes_tool_calls(tmp_path, tiny_target_dir):
     """SmolLM2's own template drops tools: the target cannot be asked to call them, even where a user
     gave that template (prepare then only warns)."""
-    from workers import stages
-
     from drafters.target import load_tokenizer
+    from workers import stages
 
     own = load_tokenizer(str(tiny_target_dir)).chat_template  # given by the user: prepare only warns
     ctx, _ = _stage_ctx(tmp_path, tiny_target_dir, template_text=own)

@@ -79,7 +79,7 @@ def regenerate(prompts: Sequence[Any], backend: Backend, store: RegenerationStor
             report.reused += 1
         else:
             pending.append((p, key))
-    pending.sort(key=lambda pk: len(pk[0].prompt_ids))  # batches of similar lengths pad little
+    pending.sort(key=lambda pk: _batch_order(pk[0], sampling.max_tokens))
     start = time.perf_counter()
     for b in range(0, len(pending), backend.batch_size):
         if cancelled is not None and cancelled():
@@ -102,6 +102,15 @@ def regenerate(prompts: Sequence[Any], backend: Backend, store: RegenerationStor
             progress(*_progress(report, len(pending)))
     report.truncated = sum(a.truncated for a in done.values())
     return done, report
+
+
+def _batch_order(prompt: Any, max_tokens: int) -> tuple[int, int]:
+    """Sort key of a prompt in the queue: its recorded answer's length (capped at ``max_tokens``; 0 when
+    unknown), then its own length. A batch decodes until its longest answer ends, and on a CPU a decode step
+    costs several times a prefilled token, so answers of similar length go together (short tool calls
+    are not held back by long texts); prompt length comes second, for little padding."""
+    recorded = len(getattr(prompt, "completion_ids", None) or ())
+    return min(recorded, max_tokens), len(prompt.prompt_ids)
 
 
 def _progress(report: RegenerationReport, pending: int) -> tuple[float, str]:
