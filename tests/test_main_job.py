@@ -121,19 +121,23 @@ def test_unknown_engine_is_refused_before_anything_runs(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(2400)  # the whole demo: regeneration, training, five proposers replayed
-def test_quickstart_on_smollm2_training_beats_untrained(tmp_path: Path) -> None:
-    """The README's quick start exactly (the CPU auto recipe): the trained drafter's tau is above the untrained
-    drafter's of the same shape, and the paired per-call difference is positive (deterministic: fixed seeds,
-    greedy evaluation)."""
+def test_quickstart_on_the_agent_target_training_beats_untrained(tmp_path: Path) -> None:
+    """The README's quick start exactly (scripts/demo: the agent target, the CPU auto recipe): the target's
+    answers are regenerated and some call tools; the trained drafter's tau is above the untrained drafter's of
+    the same shape with a positive paired per-call difference (deterministic: fixed seeds, greedy evaluation);
+    the report has a tool_args column for every proposer."""
     home = tmp_path / "home"
     files = [str(p) for p in sorted(TRACES.iterdir()) if p.suffix != ".md"]
-    proc = tracedraft(home, "run", *files, "--target", "smollm2-135m-instruct", "--chat-template", str(CHATML_TOOLS),
+    proc = tracedraft(home, "run", *files, "--target", "smollm2-135m-agent", "--chat-template", str(CHATML_TOOLS),
                       "--json", timeout=3600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     summary = json.loads(proc.stdout)
+    regen = summary["regeneration"]
+    assert regen["calls"] > 0 and regen["tool_calls"]["answers_with_tool_calls"] > 0
     trained, untrained = summary["proposers"]["candidate"]["tau"], summary["proposers"]["untrained"]["tau"]
     assert trained > untrained, (trained, untrained)
     assert summary["gate"]["details"]["comparison"]["mean_diff"] > 0
+    assert all("tool_args" in p["tau_by_segment"] for p in summary["proposers"].values())
     assert summary["lossless"]["checked"] and summary["lossless"]["calls_checked"] > 0
     assert len(versions(home)) == 1
 
