@@ -30,7 +30,7 @@ def test_the_api_recipe_is_the_drafters_recipe():
 def test_auto_resolves_per_machine():
     cpu = resolve_recipe(StageRecipe(), CPU)
     t = cpu.train
-    assert (t.max_steps, t.lr, t.num_anchors, t.tokens_per_batch) == (100, 1e-3, 16, 1024)
+    assert (t.max_steps, t.lr, t.num_anchors, t.tokens_per_batch) == (100, 3e-3, 16, 1024)
     assert (t.checkpoint_every, t.validate_every, t.val_max_seqs) == (10, 25, 4)
     assert (t.seed, t.time_budget_s, t.lora, t.init_from) == (0, None, None, None)
     assert t.loss_matmul_dtype == t.compute_dtype == "auto"
