@@ -101,10 +101,11 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
     becomes a leading ReasoningPart; legacy ``function_call`` becomes a ToolCallPart with id None. An
     assistant message with OpenAI fine-tuning's ``"weight": 0`` (or another trainer's equivalent, see
     ``_content.trained``) is context only (``supervised=False``).
-    Tool (and legacy ``function``) messages become one ToolResultPart. An assistant message with no
-    content, reasoning, refusal or calls whose other keys hold data (calls under ``invocations``, say) gets
-    one ``UnsupportedPart`` per such key (kind ``key:NAME``): ingestion refuses the conversation with
-    ``unknown_content`` instead of reading an empty turn (docs/traces.md, the silent-loss rule).
+    Tool (and legacy ``function``) messages become one ToolResultPart. An assistant message gets one
+    ``UnsupportedPart`` (kind ``key:NAME``) per non-standard key holding what would be lost: any data when
+    it has no content, reasoning, refusal or calls; a list of call-shaped objects (calls under
+    ``invocations``, say) when it has. Ingestion then refuses the conversation with ``unknown_content``
+    instead of reading an empty turn or dropping calls (docs/traces.md, the silent-loss rule).
     """
     role = _ROLE_MAP.get(msg.get("role"))  # type: ignore[arg-type]
     if role is None:
@@ -141,8 +142,8 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         fc = msg.get("function_call")
         if isinstance(fc, dict):
             parts.append(ToolCallPart.from_raw(None, str(fc.get("name", "")), fc.get("arguments")))
-    if role == "assistant" and not parts:
-        for key in _unread_keys(msg):
+    if role == "assistant":
+        for key in _unread_keys(msg, bool(parts)):
             parts.append(UnsupportedPart(f"key:{key}"))  # an unknown kind: ingestion says unknown_content
     msg_model = msg.get("model") if isinstance(msg.get("model"), str) else None
     if role != "assistant":
@@ -150,10 +151,22 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
     return Message(role, parts, model=msg_model or model, supervised=_content.trained(msg))
 
 
-def _unread_keys(msg: dict[str, Any]) -> list[str]:
-    """Keys outside ``_ASSISTANT_KEYS`` holding data (not null, empty or false), e.g. calls logged under a
-    non-standard name such as ``invocations``."""
-    return [str(k) for k, v in msg.items() if k not in _ASSISTANT_KEYS and v not in (None, "", [], {}, False)]
+def _unread_keys(msg: dict[str, Any], has_parts: bool) -> list[str]:
+    """Keys outside ``_ASSISTANT_KEYS`` that hold content this reader would lose: with no other part, any
+    data (not null, empty or false); beside content, a list of tool-call-shaped objects (calls logged under
+    a non-standard name such as ``invocations``)."""
+    unknown = [(str(k), v) for k, v in msg.items() if k not in _ASSISTANT_KEYS]
+    if not has_parts:
+        return [k for k, v in unknown if v not in (None, "", [], {}, False)]
+    return [k for k, v in unknown if isinstance(v, list) and v and all(_call_shaped(c) for c in v)]
+
+
+def _call_shaped(value: Any) -> bool:
+    """An object shaped like a tool call: OpenAI's ``function`` object, or a name with arguments/input."""
+    if not isinstance(value, dict):
+        return False
+    return isinstance(value.get("function"), dict) or (
+        "name" in value and any(k in value for k in ("arguments", "input", "args", "parameters")))
 
 
 def messages_from_openai(
