@@ -196,7 +196,7 @@ class Mapping:
     def _calls(self, raw: dict, at: str, reading: _Reading) -> list[ToolCallPart]:
         """The assistant message's tool calls; their absence and an absent name are tallied/reported."""
         keys = self.tool_call
-        found = _lookup(raw, self.tool_calls or "")
+        found = get(raw, self.tool_calls or "", _ABSENT)
         if reading.tool_calls is not None:
             reading.tool_calls.observe(raw, found, self._message_keys())
         out = []
@@ -204,7 +204,7 @@ class Mapping:
             if not isinstance(call, dict):
                 continue
             where = f"{at}.{self.tool_calls}[{k}]"
-            arguments = _lookup(call, keys.get("arguments", "arguments"))
+            arguments = get(call, keys.get("arguments", "arguments"), _ABSENT)
             reading.arguments.observe(call, arguments, {keys.get(f, f).split(".")[0] for f in ("id", "name")})
             name = reading.required(call, keys.get("name", "name"), "tool_call.name", where)
             out.append(ToolCallPart.from_raw(as_text(get(call, keys.get("id", "id"))) or None, as_text(name),
@@ -216,17 +216,7 @@ class Mapping:
         return {k.split(".")[0] for k in (self.role, self.content, self.tool_calls) if k}
 
 
-_ABSENT = object()
-
-
-def _lookup(obj: Any, dotted: str) -> Any:
-    """``obj[a][b]`` for ``dotted`` = ``"a.b"``, or ``_ABSENT`` when a step is missing (a present null is
-    None: the key is there, its value is empty)."""
-    for key in dotted.split("."):
-        if not isinstance(obj, dict) or key not in obj:
-            return _ABSENT
-        obj = obj[key]
-    return obj
+_ABSENT = object()  # get()'s default: a mapped key that is not in the record
 
 
 def _holds_data(value: Any) -> bool:
@@ -249,7 +239,7 @@ class _PathUse:
     unmapped: Counter[str] = field(default_factory=Counter)
 
     def observe(self, obj: dict, found: Any, mapped: set[str]) -> None:
-        """Tally one lookup of ``key`` in ``obj`` (``found`` is ``_lookup``'s answer)."""
+        """Tally one lookup of ``key`` in ``obj`` (``found``: its value, or ``_ABSENT``)."""
         self.looked += 1
         if found is not _ABSENT:
             self.matched += 1
@@ -282,7 +272,7 @@ class _Reading:
     def required(self, obj: dict, key: str, name: str, at: str) -> Any:
         """The value of a required mapped ``key`` in ``obj`` (``at`` is its JSONPath); when absent,
         ``mapping_field_missing`` is reported and None returned (the caller's conversation is dropped)."""
-        value = _lookup(obj, key)
+        value = get(obj, key, _ABSENT)
         if value is _ABSENT:
             self.missing += 1
             self.problems.error("mapping_field_missing", f"the mapping's {name} key {key!r} is not in this "
