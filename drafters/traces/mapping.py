@@ -29,8 +29,12 @@ Example (``support-bot.mapping.yaml``) for records like
 JSONPath here is the common subset: ``$`` (the record), ``.key``, ``['key with spaces']``, ``[0]`` and
 ``[*]``. Records are the lines of a JSONL file, the elements of a top-level array, or the document.
 A role value the mapping does not list is an error (``unknown_role``) naming the value and where; a path
-that finds nothing is ``no_messages_found``; a mapping file with a mistake raises ``TraceError``
-(``bad_mapping``) before anything is read.
+that finds nothing is ``no_messages_found``; a required key that is not in a record (``content`` of a message
+without tool calls, the tool call's ``name``, the tool result's ``content``) is ``mapping_field_missing`` at that
+record and field, and its conversation is dropped; an optional key (``tool_calls``, ``tool_call.arguments``) that
+matches nowhere in a file whose messages or calls hold other, unmapped data is ``mapping_field_never_matched``
+for the file (docs/traces.md: ``ok`` means the content was understood); a mapping file with a mistake raises
+``TraceError`` (``bad_mapping``) before anything is read.
 
 Use: ``tracedraft datasets validate --mapping support-bot.mapping.yaml traces/*.jsonl`` or
 ``ingest(paths, mapping="support-bot.mapping.yaml")``. The service keeps a mapping with its dataset (the
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +122,7 @@ class Mapping:
         """One conversation per message list the ``messages`` path finds in each record."""
         fmt = f"mapping:{self.name}"
         stem = filename.rsplit("/", 1)[-1]
+        reading_uses = self._optional_uses()
         for source, record in _reading.load_json_or_lines(stream, filename, problems, fmt):
             found = jsonpath(record, self.messages)
             if not found:
@@ -127,17 +133,29 @@ class Mapping:
                     problems.error("not_an_object", f"{where} is a {type(msgs).__name__}, not a list of messages",
                                    source, where)
                     continue
-                conv = self._conversation(record, where, msgs, source, problems)
+                conv = self._conversation(record, where, msgs, _Reading(source, problems, *reading_uses))
                 if conv is not None:
                     loc = source.line if source.line is not None else source.record
                     suffix = f"#{where}" if len(found) > 1 else ""
                     cid = as_text(jsonpath(record, self.id)[0][1]) if self.id and jsonpath(record, self.id) else loc
                     conv.id = f"{fmt}:{stem}:{cid}{suffix}"
                     yield conv
+        for use in reading_uses:
+            if use is not None:
+                use.report(Source(fmt, filename), problems)
 
-    def _conversation(self, record: Any, where: str, msgs: list, source: Source,
-                      problems: ProblemSink) -> Conversation | None:
+    def _optional_uses(self) -> tuple[_PathUse | None, _PathUse]:
+        """(tool_calls, tool_call.arguments): the optional keys whose never matching in a file is checked
+        (``_PathUse.report``); None when the mapping declares no tool calls."""
+        calls = _PathUse("tool_calls", self.tool_calls, "assistant message") if self.tool_calls else None
+        return calls, _PathUse("tool_call.arguments", self.tool_call.get("arguments", "arguments"), "tool call")
+
+    def _conversation(self, record: Any, where: str, msgs: list, reading: _Reading) -> Conversation | None:
+        """The record's messages at ``where``; None (reported) when one cannot be read or a required mapped
+        key is absent (its content would be lost)."""
         messages: list[Message] = []
+        source, problems = reading.source, reading.problems
+        missing_before = reading.missing
         for i, raw in enumerate(msgs):
             at = f"{where}[{i}]"
             if not isinstance(raw, dict):
@@ -149,29 +167,118 @@ class Mapping:
                 problems.error("unknown_role", f"role {value!r} (key {self.role}) is not in the mapping's roles",
                                source, at)
                 return None
-            message = self._message(raw, role)
+            message = self._message(raw, role, at, reading)
             if role == "tool" and messages and messages[-1].role == "tool":
                 messages[-1].parts.extend(message.parts)
             else:
                 messages.append(message)
+        if reading.missing > missing_before:
+            return None
         tools = jsonpath(record, self.tools) if self.tools else []
         return Conversation(id="", source=source, tools=tool_defs(tools[0][1]) if tools else [], messages=messages)
 
-    def _message(self, raw: dict, role: str) -> Message:
+    def _message(self, raw: dict, role: str, at: str, reading: _Reading) -> Message:
+        """One message; a required mapped key that is absent is reported (``mapping_field_missing``)."""
         if role == "tool":
-            content = get(raw, self.tool_result.get("content", "content"))
+            key = self.tool_result.get("content", "content")
+            content = reading.required(raw, key, "tool_result.content", at)
             text = content if isinstance(content, str) else as_text(content)
             return Message("tool", [ToolResultPart(as_text(get(raw, self.tool_result.get("id", "tool_call_id")))
                                                    or None, text)])
-        parts = content_parts(get(raw, self.content)) if self.content else []
-        if role == "assistant" and self.tool_calls:
-            keys = self.tool_call
-            for call in as_list(get(raw, self.tool_calls)):
-                if isinstance(call, dict):
-                    parts.append(ToolCallPart.from_raw(as_text(get(call, keys.get("id", "id"))) or None,
-                                                       as_text(get(call, keys.get("name", "name"))),
-                                                       get(call, keys.get("arguments", "arguments"))))
-        return Message(role, parts)  # type: ignore[arg-type]
+        calls = self._calls(raw, at, reading) if role == "assistant" and self.tool_calls else []
+        parts: list = []
+        if self.content:
+            # Content may be absent only beside tool calls (an assistant turn that only calls tools).
+            value = get(raw, self.content) if calls else reading.required(raw, self.content, "content", at)
+            parts = content_parts(value)
+        return Message(role, parts + calls)  # type: ignore[arg-type]
+
+    def _calls(self, raw: dict, at: str, reading: _Reading) -> list[ToolCallPart]:
+        """The assistant message's tool calls; their absence and an absent name are tallied/reported."""
+        keys = self.tool_call
+        found = get(raw, self.tool_calls or "", _ABSENT)
+        if reading.tool_calls is not None:
+            reading.tool_calls.observe(raw, found, self._message_keys())
+        out = []
+        for k, call in enumerate(as_list(None if found is _ABSENT else found)):
+            if not isinstance(call, dict):
+                continue
+            where = f"{at}.{self.tool_calls}[{k}]"
+            arguments = get(call, keys.get("arguments", "arguments"), _ABSENT)
+            reading.arguments.observe(call, arguments, {keys.get(f, f).split(".")[0] for f in ("id", "name")})
+            name = reading.required(call, keys.get("name", "name"), "tool_call.name", where)
+            out.append(ToolCallPart.from_raw(as_text(get(call, keys.get("id", "id"))) or None, as_text(name),
+                                             None if arguments is _ABSENT else arguments))
+        return out
+
+    def _message_keys(self) -> set[str]:
+        """The top-level keys of a non-tool message that the mapping reads."""
+        return {k.split(".")[0] for k in (self.role, self.content, self.tool_calls) if k}
+
+
+_ABSENT = object()  # get()'s default: a mapped key that is not in the record
+
+
+def _holds_data(value: Any) -> bool:
+    """True for a value that can hold calls or arguments: a non-empty object or list, or JSON text of one."""
+    if isinstance(value, str):
+        return value.lstrip()[:1] in ("{", "[")
+    return isinstance(value, (dict, list)) and bool(value)
+
+
+@dataclass
+class _PathUse:
+    """One file's use of an optional mapped key: the objects it was looked for in, those where it matched,
+    and the unmapped keys holding data on the others (where a misspelt key's content sits)."""
+
+    name: str  # the mapping's field, e.g. "tool_calls"
+    key: str  # its value, the key looked up
+    holder: str  # what it is looked for in, e.g. "assistant message"
+    looked: int = 0
+    matched: int = 0
+    unmapped: Counter[str] = field(default_factory=Counter)
+
+    def observe(self, obj: dict, found: Any, mapped: set[str]) -> None:
+        """Tally one lookup of ``key`` in ``obj`` (``found``: its value, or ``_ABSENT``)."""
+        self.looked += 1
+        if found is not _ABSENT:
+            self.matched += 1
+            return
+        mapped = mapped | {self.key.split(".")[0]}
+        self.unmapped.update(str(k) for k, v in obj.items() if k not in mapped and _holds_data(v))
+
+    def report(self, source: Source, problems: ProblemSink) -> None:
+        """``mapping_field_never_matched`` when the key matched nowhere in the file while the objects held
+        other, unmapped data: the content under them (calls, arguments) would be lost."""
+        if self.matched or not self.unmapped:
+            return
+        keys = ", ".join(f"{k!r} x{n}" for k, n in self.unmapped.most_common(5))
+        problems.error("mapping_field_never_matched",
+                       f"the mapping's {self.name} key {self.key!r} is in none of the file's {self.looked} "
+                       f"{self.holder}s, which hold unmapped data under {keys}: that content would be lost "
+                       "(is the key misspelt?)", source, self.name)
+
+
+@dataclass
+class _Reading:
+    """What reading one file's records with a mapping needs: where problems go and what is tallied."""
+
+    source: Source
+    problems: ProblemSink
+    tool_calls: _PathUse | None
+    arguments: _PathUse
+    missing: int = 0  # required mapped keys found absent so far
+
+    def required(self, obj: dict, key: str, name: str, at: str) -> Any:
+        """The value of a required mapped ``key`` in ``obj`` (``at`` is its JSONPath); when absent,
+        ``mapping_field_missing`` is reported and None returned (the caller's conversation is dropped)."""
+        value = get(obj, key, _ABSENT)
+        if value is _ABSENT:
+            self.missing += 1
+            self.problems.error("mapping_field_missing", f"the mapping's {name} key {key!r} is not in this "
+                                f"record ({at}.{key}): its content would be lost", self.source, f"{at}.{key}")
+            return None
+        return value
 
 
 def load_mapping(path: str | Path) -> Mapping:

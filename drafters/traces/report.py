@@ -54,6 +54,10 @@ CODES: dict[str, str] = {
     "text, reasoning or tool calls would be lost)",
     "content_lost": "no message of a conversation has any text, reasoning, tool call or tool result left",
     "no_conversations": "a recognized file gave no conversation and no other error said why",
+    "mapping_field_missing": "a key the declared mapping requires (content of a message without tool calls, a tool "
+    "call's name, a tool result's content) is not in the record (dropped: its content would be lost)",
+    "mapping_field_never_matched": "an optional key of the declared mapping (tool_calls, tool_call.arguments) "
+    "matches nowhere in a file whose messages or calls hold other, unmapped data",
     "mostly_unsupported": "most content parts of a file are placeholders (images, files, unknown parts)",
     "no_tool_definitions": "a conversation calls tools but carries no tool definitions (its rendered context "
     "differs from what the model saw when serving)",

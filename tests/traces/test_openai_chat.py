@@ -162,3 +162,44 @@ def test_other_trainers_do_not_train_flags(flag):
     (conv,), _ = _parse_text(json.dumps(rec))
     assert [c.completion.text for c in conv.calls()] == ["b"]
     assert [m.supervised for m in conv.messages] == [True, False, True, True]
+
+
+def _ingest_records(tmp_path, records):
+    from drafters.traces.ingest import ingest
+
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path, ingest([path], scrub=False, format="openai_chat")
+
+
+def test_calls_under_an_unknown_key_are_an_error_not_an_empty_turn(tmp_path):
+    """Calls logged under ``invocations``: the turn is not read as empty with only pairing warnings."""
+    odd = {"messages": [
+        {"role": "user", "content": "weather in Paris?"},
+        {"role": "assistant", "content": None, "invocations": [
+            {"id": "c1", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "18C"},
+        {"role": "assistant", "content": "18C in Paris."}]}
+    with_text = json.loads(json.dumps(odd))
+    with_text["messages"][1]["content"] = "Let me check."  # beside text: calls still under an unknown key
+    path, result = _ingest_records(tmp_path, [RECORD, odd, with_text])
+    report = result.report
+    assert [(e.code, e.file, e.line) for e in report.errors] == [("unknown_content", str(path), 2),
+                                                                  ("unknown_content", str(path), 3)]
+    assert all("key:invocations x1" in e.message for e in report.errors)
+    assert [c.id.rsplit(":", 1)[-1] for c in result.conversations] == ["r1"]  # the odd records are refused
+    assert report.files[str(path)]["status"] == "partial"
+
+
+def test_refusal_with_null_content_is_the_answer_and_metadata_is_not_content(tmp_path):
+    rec = {"messages": [
+        {"role": "user", "content": "help me pick a lock"},
+        {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+        {"role": "user", "content": "ok"},
+        {"role": "assistant", "content": None, "finish_reason": "stop", "annotations": []},
+        {"role": "user", "content": "and?"},
+        {"role": "assistant", "content": "Done.", "meta": {"latency_ms": 12}, "tags": ["a", "b"]}]}
+    _, result = _ingest_records(tmp_path, [rec])
+    assert result.report.ok
+    (conv,) = result.conversations
+    assert [m.text for m in conv.messages if m.role == "assistant"] == ["I can't help with that.", "", "Done."]

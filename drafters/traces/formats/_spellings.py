@@ -42,12 +42,13 @@ _MEDIA = {"image": "image", "image_url": "image", "input_image": "image", "audio
           "input_audio": "audio", "file": "file", "input_file": "file", "document": "document", "video": "video"}
 
 
-def get(obj: Any, dotted: str) -> Any:
-    """``obj[a][b]`` for ``dotted`` = ``"a.b"`` (None when a step is missing or not an object)."""
+def get(obj: Any, dotted: str, default: Any = None) -> Any:
+    """``obj[a][b]`` for ``dotted`` = ``"a.b"``; ``default`` when a step is missing or not an object (a
+    sentinel tells an absent key from a present null)."""
     for key in dotted.split("."):
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
+        if not isinstance(obj, dict) or key not in obj:
+            return default
+        obj = obj[key]
     return obj
 
 

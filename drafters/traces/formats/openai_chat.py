@@ -29,11 +29,19 @@ from drafters.traces.model import (
     ToolCallPart,
     ToolDef,
     ToolResultPart,
+    UnsupportedPart,
 )
 
 NAME = "openai_chat"
 _ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
              "tool": "tool", "function": "tool"}
+# Keys of an assistant message that the reader takes, or that are metadata by the API's definition; data under
+# any other key of a message with no content and no calls is content this reader would lose.
+_ASSISTANT_KEYS = frozenset({
+    "role", "content", "tool_calls", "function_call", "reasoning_content", "reasoning", "refusal", "model", "name",
+    "audio", "annotations", "weight", "loss_weight", "train", "training", "id", "prefix", "created", "finish_reason",
+    "index", "logprobs", "metadata", "timestamp", "usage",
+})
 _UNSUPPORTED_PART_KINDS = {"image_url": "image", "input_image": "image", "input_audio": "audio",
                            "audio": "audio", "file": "file", "input_file": "file"}
 
@@ -93,7 +101,11 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
     becomes a leading ReasoningPart; legacy ``function_call`` becomes a ToolCallPart with id None. An
     assistant message with OpenAI fine-tuning's ``"weight": 0`` (or another trainer's equivalent, see
     ``_content.trained``) is context only (``supervised=False``).
-    Tool (and legacy ``function``) messages become one ToolResultPart.
+    Tool (and legacy ``function``) messages become one ToolResultPart. An assistant message gets one
+    ``UnsupportedPart`` (kind ``key:NAME``) per non-standard key holding what would be lost: any data when
+    it has no content, reasoning, refusal or calls; a list of call-shaped objects (calls under
+    ``invocations``, say) when it has. Ingestion then refuses the conversation with ``unknown_content``
+    instead of reading an empty turn or dropping calls (docs/traces.md, the silent-loss rule).
     """
     role = _ROLE_MAP.get(msg.get("role"))  # type: ignore[arg-type]
     if role is None:
@@ -119,6 +131,8 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
                 parts.append(ReasoningPart(msg[key]))
                 break
     parts.extend(_content_parts(msg.get("content")))
+    if role == "assistant" and isinstance(msg.get("refusal"), str) and msg["refusal"] and not parts:
+        parts.append(TextPart(msg["refusal"]))  # content null, the answer is the refusal
     if role == "assistant":
         for call in msg.get("tool_calls") or []:
             if not isinstance(call, dict):
@@ -128,10 +142,31 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         fc = msg.get("function_call")
         if isinstance(fc, dict):
             parts.append(ToolCallPart.from_raw(None, str(fc.get("name", "")), fc.get("arguments")))
+    if role == "assistant":
+        for key in _unread_keys(msg, bool(parts)):
+            parts.append(UnsupportedPart(f"key:{key}"))  # an unknown kind: ingestion says unknown_content
     msg_model = msg.get("model") if isinstance(msg.get("model"), str) else None
     if role != "assistant":
         return Message(role, parts)  # type: ignore[arg-type]
     return Message(role, parts, model=msg_model or model, supervised=_content.trained(msg))
+
+
+def _unread_keys(msg: dict[str, Any], has_parts: bool) -> list[str]:
+    """Keys outside ``_ASSISTANT_KEYS`` that hold content this reader would lose: with no other part, any
+    data (not null, empty or false); beside content, a list of tool-call-shaped objects (calls logged under
+    a non-standard name such as ``invocations``)."""
+    unknown = [(str(k), v) for k, v in msg.items() if k not in _ASSISTANT_KEYS]
+    if not has_parts:
+        return [k for k, v in unknown if v not in (None, "", [], {}, False)]
+    return [k for k, v in unknown if isinstance(v, list) and v and all(_call_shaped(c) for c in v)]
+
+
+def _call_shaped(value: Any) -> bool:
+    """An object shaped like a tool call: OpenAI's ``function`` object, or a name with arguments/input."""
+    if not isinstance(value, dict):
+        return False
+    return isinstance(value.get("function"), dict) or (
+        "name" in value and any(k in value for k in ("arguments", "input", "args", "parameters")))
 
 
 def messages_from_openai(

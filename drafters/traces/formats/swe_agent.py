@@ -7,8 +7,9 @@ tool_calls?, tool_call_ids?}``); ``trajectory[]`` (``{response, thought, action,
 state}``) stores the same steps a second time. ``history`` is used (it is what the model saw);
 ``trajectory`` only when a file has no history. A run whose trajectory has more steps than its
 history has assistant messages (the final ``submit`` step is often missing from history) gets a
-``history_shorter_than_trajectory`` warning: the missing step's exact model output (tool call
-included) is not recorded, so it is not invented.
+``history_shorter_than_trajectory`` warning, unless only the last step is missing: then that step's
+``response`` is the final model turn (in a function-calling run with the call of a bare action such as
+``submit``, arguments ``{}``, id not recorded). Other missing steps are not invented.
 
 Classic runs write the command as free text after the reasoning: the assistant text is the
 completion, there is no structured tool call. Function-calling runs use OpenAI ``tool_calls`` with
@@ -127,6 +128,10 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         messages = history_to_messages(history, source, problems, model)
         n_assistant = sum(1 for m in history if isinstance(m, dict) and m.get("role") == "assistant"
                           and not m.get("is_demo"))
+        final = _final_step_turn(traj, n_assistant, messages, model)
+        if final is not None:
+            messages.append(final)
+            n_assistant += 1
         if len(traj) > n_assistant:
             problems.warning("history_shorter_than_trajectory",
                              f"trajectory has {len(traj)} steps but history only {n_assistant} model turns; "
@@ -138,6 +143,25 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         problems.error("empty_conversation", "no history and no trajectory", src(NAME, filename, record="$"))
         return
     yield Conversation(id=Path(filename).name, source=source, messages=messages)
+
+
+def _final_step_turn(traj: list, n_assistant: int, messages: list[Message], model: str | None) -> Message | None:
+    """The model turn of a final trajectory step that history lacks (SWE-agent often leaves the ``submit``
+    step out of history): its ``response`` text, plus, in a function-calling run, the call of a bare
+    action such as ``submit`` (arguments ``{}``; the call id is not recorded). None unless exactly the last
+    step is missing after an observation, and it has a response."""
+    if len(traj) != n_assistant + 1 or not messages or messages[-1].role == "assistant":
+        return None
+    step = traj[-1]
+    response = step.get("response") if isinstance(step, dict) else None
+    if not isinstance(response, str) or not response:
+        return None
+    parts: list = [TextPart(response)]
+    action = step.get("action") if isinstance(step.get("action"), str) else ""
+    calls_used = any(m.tool_calls for m in messages if m.role == "assistant")
+    if calls_used and action.strip() and len(action.split()) == 1:
+        parts.append(ToolCallPart.from_raw(None, action.strip(), {}))
+    return Message("assistant", parts, model=model)
 
 
 def _model_name(doc: dict) -> str | None:

@@ -1,0 +1,125 @@
+"""A declared mapping whose key is not in the records is an error, never a quiet loss of content.
+
+The export here is an in-house shape written for these tests (a helpdesk log of ``who`` / ``txt`` turns with
+``calls``); the expected counts are walked from the raw records, not from the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from drafters.traces.ingest import ingest
+from drafters.traces.mapping import mapping_from_dict
+from drafters.traces.report import TraceError
+
+RECORDS = [
+    {"conv": "c1", "log": [
+        {"who": "u", "txt": "Is ticket 41 closed?"},
+        {"who": "a", "txt": "Checking.", "calls": [{"cid": "k1", "fn": "ticket", "params": {"n": 41}}]},
+        {"who": "t", "cid": "k1", "out": "ticket 41: open"},
+        {"who": "a", "txt": "Ticket 41 is still open."}]},
+    {"conv": "c2", "log": [
+        {"who": "u", "txt": "Close 7 and 8."},
+        {"who": "a", "calls": [{"cid": "k2", "fn": "close", "params": {"n": 7}},
+                               {"cid": "k3", "fn": "close", "params": {"n": 8}}]},
+        {"who": "t", "cid": "k2", "out": "closed 7"},
+        {"who": "t", "cid": "k3", "out": "closed 8"},
+        {"who": "a", "txt": "Both are closed."}]},
+    {"conv": "c3", "log": [{"who": "u", "txt": "hello"}, {"who": "a", "txt": "Hi, how can I help?"}]},
+]
+MAPPING = {"name": "helpdesk", "messages": "$.log", "role": "who", "roles": {"u": "user", "a": "assistant", "t": "tool"},
+           "content": "txt", "tool_calls": "calls", "tool_call": {"id": "cid", "name": "fn", "arguments": "params"},
+           "tool_result": {"id": "cid", "content": "out"}, "id": "$.conv"}
+
+
+def _raw_turns():
+    """(line, index, turn) of every turn of the export."""
+    return [(line, i, t) for line, r in enumerate(RECORDS, 1) for i, t in enumerate(r["log"])]
+
+
+def _ingest(tmp_path: Path, on_error: str = "skip", records=RECORDS, **change):
+    path = tmp_path / "helpdesk.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path, ingest([path], scrub=False, on_error=on_error, mapping=mapping_from_dict({**MAPPING, **change}))
+
+
+def _codes(report):
+    return sorted(p.code for p in report.errors)
+
+
+def test_correct_mapping_reads_everything(tmp_path):
+    _, result = _ingest(tmp_path)
+    report = result.report
+    assert report.ok and report.counts["conversations"] == len(RECORDS)
+    n_calls = sum(len(t.get("calls", [])) for _, _, t in _raw_turns())
+    assert report.counts["tool_calls"] == n_calls == 3
+
+
+def test_content_key_absent_is_an_error_per_message_not_empty_text(tmp_path):
+    path, result = _ingest(tmp_path, content="text")
+    report = result.report
+    # Every user turn and every assistant turn without calls needs its content: walked from the raw turns.
+    want = [(line, f"$.log[{i}].text") for line, i, t in _raw_turns() if t["who"] == "u" or
+            (t["who"] == "a" and not t.get("calls"))]
+    assert len(want) == 6
+    assert [(p.line, p.field) for p in report.errors] == want
+    assert _codes(report) == ["mapping_field_missing"] * 6 and not report.ok
+    assert "content key 'text'" in report.errors[0].message and "$.log[0].text" in report.errors[0].message
+    assert report.counts["conversations"] == 0 and report.files[str(path)]["status"] == "refused"
+
+
+def test_content_key_absent_fails_with_where_on_error_fail(tmp_path):
+    path = tmp_path / "helpdesk.jsonl"
+    with pytest.raises(TraceError) as info:
+        _ingest(tmp_path, on_error="fail", content="text")
+    assert info.value.code == "mapping_field_missing" and info.value.where == f"{path}:1 ($.log[0].text)"
+
+
+def test_tool_result_content_key_absent(tmp_path):
+    _, result = _ingest(tmp_path, tool_result={"id": "cid", "content": "output"})
+    report = result.report
+    want = [(line, f"$.log[{i}].output") for line, i, t in _raw_turns() if t["who"] == "t"]
+    assert len(want) == 3 and [(p.line, p.field) for p in report.errors] == want
+    assert _codes(report) == ["mapping_field_missing"] * 3 and "tool_result.content" in report.errors[0].message
+    assert report.counts["conversations"] == 1  # only c3 has no tool result
+
+
+def test_tool_call_name_key_absent(tmp_path):
+    _, result = _ingest(tmp_path, tool_call={"id": "cid", "name": "function", "arguments": "params"})
+    report = result.report
+    want = [(line, f"$.log[{i}].calls[{k}].function") for line, i, t in _raw_turns()
+            for k, _ in enumerate(t.get("calls", []))]
+    assert [(p.line, p.field) for p in report.errors] == want
+    assert _codes(report) == ["mapping_field_missing"] * 3 and "tool_call.name" in report.errors[0].message
+
+
+def test_tool_calls_key_that_never_matches_is_a_file_error(tmp_path):
+    path, result = _ingest(tmp_path, tool_calls="invocation")
+    report = result.report
+    # c2's first answer is only calls: read without them it has no content either, so that is said too.
+    missing, err = report.errors
+    assert (missing.code, missing.line, missing.field) == ("mapping_field_missing", 2, "$.log[1].txt")
+    assert (err.code, err.file, err.line, err.field) == ("mapping_field_never_matched", str(path), None, "tool_calls")
+    n_assistant = sum(t["who"] == "a" for _, _, t in _raw_turns())
+    n_with_calls = sum(bool(t.get("calls")) for _, _, t in _raw_turns())
+    assert f"none of the file's {n_assistant} assistant messages" in err.message
+    assert f"'calls' x{n_with_calls}" in err.message and "'invocation'" in err.message
+    assert report.files[str(path)]["status"] == "partial"
+
+
+def test_arguments_key_that_never_matches_is_a_file_error(tmp_path):
+    _, result = _ingest(tmp_path, tool_call={"id": "cid", "name": "fn", "arguments": "args"})
+    report = result.report
+    (err,) = report.errors
+    assert (err.code, err.field) == ("mapping_field_never_matched", "tool_call.arguments")
+    assert "'params' x3" in err.message and "none of the file's 3 tool calls" in err.message
+
+
+def test_optional_keys_absent_without_other_data_stay_ok(tmp_path):
+    """An export without any tool calls, whose mapping declares them: nothing is lost, nothing said."""
+    records = [{"conv": "c9", "log": [{"who": "u", "txt": "hi"}, {"who": "a", "txt": "hello", "ts": "12:00"}]}]
+    _, result = _ingest(tmp_path, records=records)
+    assert result.report.ok and result.report.counts["conversations"] == 1
