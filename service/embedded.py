@@ -10,6 +10,7 @@ Ctrl-C requests a cancel (the training stage checkpoints and stops) and prints h
 from __future__ import annotations
 
 import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -178,6 +179,11 @@ def run_job(
             failure.append(exc)
 
     thread = threading.Thread(target=work, name=f"pipeline-{job_id}", daemon=True)
+    if threading.current_thread() is threading.main_thread():
+        # Ctrl-C must reach the loop below as KeyboardInterrupt even when this process was started with
+        # SIGINT ignored (a background job of a non-interactive shell inherits SIG_IGN, and Python then
+        # installs no handler of its own).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     columns = [TextColumn("{task.description:<11}"), BarColumn(bar_width=24), TextColumn("{task.percentage:>3.0f}%"),
                TimeElapsedColumn(), TextColumn("{task.fields[eta]}"), TextColumn("{task.fields[info]}")]
     after = 0
