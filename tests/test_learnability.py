@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-# About 13 min on the 2-core AVX2-only EPYC (fp32): over the suite's 900 s default per test.
+# More than 15 min on the 2-core AVX2-only EPYC (fp32, 2 threads): over the suite's 900 s default per test.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 BLOCK_SIZE = 7
