@@ -68,11 +68,9 @@ BASELINES = ("ngram", "suffix", "hybrid")
 
 @dataclass
 class Corpus:
-    """One training set: the prompts (RenderedPrompt), the target's answers, the training rows and what
-    regenerating them cost."""
+    """One training set: its training rows (context + the target's answer) and what regenerating them cost."""
 
     name: str
-    prompts: list[Any]
     rows: list[Any]
     report: dict[str, Any]
 
@@ -133,15 +131,15 @@ def build_prompts(renderer: Renderer, split, args) -> tuple[list, list, list, di
 def regenerate_corpus(name: str, prompts: list, target, renderer: Renderer, tools_of: dict, args) -> Corpus:
     """The target's greedy answers to ``prompts`` (stored under the cache, reused on a rerun) as rows."""
     store = RegenerationStore(args.cache / "regenerations")
-    backend = HFBackend(target, renderer.end_of_turn_ids(), batch_size=16)
+    stop = renderer.end_of_turn_ids()
     sampling = Sampling(temperature=0.0, max_tokens=args.max_answer)
-    answers, report = regenerate(prompts, backend, store, target_id=f"{AGENT_SPEC}:fp32", sampling=sampling,
-                                 stop_ids=renderer.end_of_turn_ids(),
+    answers, report = regenerate(prompts, HFBackend(target, stop, batch_size=16), store,
+                                 target_id=f"{AGENT_SPEC}:fp32", sampling=sampling, stop_ids=stop,
                                  progress=lambda f, m: print(f"  {name}: {m}", flush=True))
     rows, stats = regenerated_rows(prompts, answers, renderer, tools_of)
     rows = [r for r in rows if len(r.input_ids) <= args.max_seq_len]
     report.tool_calls = stats.to_dict()
-    return Corpus(name, prompts, rows, report.to_dict())
+    return Corpus(name, rows, report.to_dict())
 
 
 def train_drafter(name: str, target, rows: list, args, init_from: Path | None = None) -> tuple[Any, dict]:
