@@ -83,6 +83,16 @@ def _versions(qe, job_id: str) -> list:
         return list(s.scalars(sa.select(DrafterVersion).where(DrafterVersion.job_id == job_id)))
 
 
+def _gone(path: Path, timeout: float) -> bool:
+    """Whether ``path`` is gone within ``timeout`` seconds (a worker cleans up after committing the status)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not path.exists()
+
+
 def test_job_runs_every_real_stage_across_two_machines(queue_env, workers, shared_store, tiny_target_dir,
                                                        tmp_path: Path) -> None:
     _, cpu_home = _machine(workers, tmp_path, "cpu-machine", "cpu", tiny_target_dir)
@@ -98,7 +108,8 @@ def test_job_runs_every_real_stage_across_two_machines(queue_env, workers, share
     # Each machine did its own stages and got the others' outputs from the store only.
     # (the prepared data reached the gpu machine through the store: its stage ran from the fetched copy)
     cpu_work, gpu_work = cpu_home / "work" / job_id, gpu_home / "work" / job_id
-    assert not cpu_work.exists()  # the job ended there (register): its work directory went with it
+    # The job ended there (register): its work directory goes with it, just after the status commit.
+    assert _gone(cpu_work, timeout=30)
     # The gpu machine fetched the scrubbed canonical conversations (regeneration reads their tools), never
     # the raw upload.
     assert not (gpu_work / "raw").exists()
