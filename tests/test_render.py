@@ -26,7 +26,7 @@ from drafters.traces.model import (
 
 ROOT = Path(__file__).resolve().parents[1]
 CHATML_TOOLS = ROOT / "examples" / "chat_templates" / "chatml_tools.jinja"
-TEMPLATES = Path("/work/shared/data/chat_templates")
+TEMPLATES = ROOT / "tests" / "fixtures" / "chat_templates"
 
 
 # ----------------------------------------------------------------------------------------------- helpers

@@ -11,14 +11,13 @@ from drafters.traces.formats import get_format
 from drafters.traces.model import Conversation
 from drafters.traces.report import ValidationReport
 
-DATA = Path("/work/shared/data/traces")
+DATA = Path(__file__).resolve().parent / "fixtures" / "corpus"
 
 
 def sample(rel: str) -> Path:
-    """A sample file under the shared corpus; the test is skipped when the corpus is absent."""
+    """A sample file of the trace corpus (tests/traces/fixtures/corpus); a missing one fails the test."""
     path = DATA / rel
-    if not path.exists():
-        pytest.skip(f"sample corpus not available: {path}")
+    assert path.is_file(), f"no such corpus file: {path}"
     return path
 
 
@@ -44,6 +43,4 @@ def totals(convs: list[Conversation]) -> tuple[int, int, int]:
 
 @pytest.fixture
 def data_dir() -> Path:
-    if not DATA.exists():
-        pytest.skip("sample corpus not available")
     return DATA
