@@ -1,4 +1,4 @@
-"""drafters.render over real chat templates (fixtures in /work/shared/data/chat_templates, read bytes-exact),
+"""drafters.render over real chat templates (fixtures in tests/fixtures/chat_templates, read bytes-exact),
 each with a tokenizer whose markers are single tokens (SmolLM2's tokenizer plus the template's markers)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import jinja2
 import pytest
 
 from drafters.render import SUPERVISED, Renderer, RenderError, Segment
+from drafters.traces.model import TextPart
 from tests.test_render import (
     read_template,
     supervised_runs,
@@ -17,8 +18,7 @@ from tests.test_render import (
     weather_conversation,
 )
 
-TEMPLATES = Path("/work/shared/data/chat_templates")
-pytestmark = pytest.mark.skipif(not TEMPLATES.is_dir(), reason="chat template fixtures not available")
+TEMPLATES = Path(__file__).resolve().parent / "fixtures" / "chat_templates"
 
 QWEN_EXTRA = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
 MARKERS = {
@@ -110,6 +110,27 @@ def test_qwen3_injected_empty_think_is_not_supervised():
     assert all(g == Segment.TEXT for g in labels[n_inj:])
     row = r.render_conversation(weather_conversation())[1]
     assert supervised_runs(tok, row) == ["It is 18 C and raining in Paris.<|im_end|>"]
+
+
+def test_qwen3_think_wrapper_before_a_tool_call_is_reasoning():
+    """A turn that reasons and then calls a tool: ``<think>`` and ``</think>`` are reasoning, the markup
+    from ``<tool_call>`` on is tool structure (the closing tag is not tool structure just because a call
+    follows it), alike in training labels and in the labels of the same tokens as generated text."""
+    import dataclasses
+
+    tok, r = make("Qwen-Qwen3-0.6B")
+    call = list(weather_conversation().calls())[2]
+    # The Rome turn reasons, says "Checking." and calls: without the text the call follows </think>.
+    parts = [q for q in call.completion.parts if not isinstance(q, TextPart)]
+    call = dataclasses.replace(call, completion=dataclasses.replace(call.completion, parts=parts))
+    p = r.render_prompt(call)
+    rows = [(tok.decode([i]), Segment(g).name) for i, g in zip(p.completion_ids, p.completion_segments)]
+    k = [t for t, _ in rows].index("</think>")
+    assert "".join(t for t, _ in rows[:k + 1]) == "<think>\nNeed the Rome weather.\n</think>"
+    assert all(g == "REASONING" for _, g in rows[:k + 1]), rows[:k + 1]
+    assert [t for t, g in rows[k + 1:] if g != "TOOL_STRUCTURE"][:1] == ["get"]  # then the call's markup
+    generated = [(tok.decode([i]), Segment(g).name) for i, g in zip(p.completion_ids, r.segment_completion(p.completion_ids))]
+    assert generated == rows
 
 
 def test_qwen3_enable_thinking_false_puts_empty_think_in_the_prompt():

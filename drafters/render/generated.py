@@ -6,7 +6,7 @@ report accepted length per segment."""
 from __future__ import annotations
 
 from drafters.render.codec import TokenCodec
-from drafters.render.labels import Located, completion_spans, prose_pieces
+from drafters.render.labels import Located, completion_spans, prose_pieces, wrap_reasoning
 from drafters.render.markup import ParsedCall, call_pieces, parse_calls
 from drafters.render.records import Dialect
 from drafters.segments import Segment
@@ -76,7 +76,7 @@ def _label_turn(text: str, start: int, dialect: Dialect, seg: bytearray) -> int:
     for s, e in regions + [(stop, stop)]:
         found += [Located(a, b, g, False) for a, b, g in prose_pieces(text, pos, s, dialect)]
         pos = max(pos, e)
-    found.sort()
+    found = wrap_reasoning(sorted(found), text, start, end, dialect)
     for s, e, lab in completion_spans(found, start, end, bool(calls)):
         seg[s:e] = bytes([lab]) * (e - s)
     return end

@@ -47,7 +47,7 @@ def label_completion(comp: dict, text: str, dialect: Dialect, added_re: re.Patte
         sup_start = len(dialect.injected_reasoning)
     found, cursor = _locate(_completion_pieces(comp, dialect), text, sup_start, warnings)
     end = eot_end(text, cursor, dialect.eot_tokens, added_re, warnings)
-    found = _close_approximate_args(found, end, warnings)
+    found = wrap_reasoning(_close_approximate_args(found, end, warnings), text, sup_start, end, dialect)
     return completion_spans(found, sup_start, end, bool(comp.get("tool_calls"))), sup_start, end
 
 
@@ -138,6 +138,29 @@ def _close_approximate_args(found: list[Located], end: int, warnings: Counter) -
             warnings["args_located_approx"] += 1
         fixed.append(f)
     return [f for f in fixed if f.end > f.start]
+
+
+def wrap_reasoning(found: list[Located], text: str, start: int, end: int, dialect: Dialect) -> list[Located]:
+    """``found`` (sorted, inside ``text[start:end]``) with each reasoning piece stretched over its wrapper
+    tags (``dialect.reasoning_open`` before it, ``reasoning_close`` after it, across whitespace): the tags
+    are reasoning whatever comes next, so a tool call right after ``</think>`` does not make the closing tag
+    tool structure. Part of the one labelling rule (training labels and generated text alike)."""
+    out = []
+    for k, f in enumerate(found):
+        if f.segment == Segment.REASONING:
+            lo = out[-1].end if out else start
+            hi = found[k + 1].start if k + 1 < len(found) else end
+            s, e = f.start, f.end
+            while s > lo and text[s - 1].isspace():
+                s -= 1
+            while e < hi and text[e].isspace():
+                e += 1
+            opn, cls = dialect.reasoning_open, dialect.reasoning_close
+            new_s = s - len(opn) if opn and s - len(opn) >= lo and text.endswith(opn, lo, s) else f.start
+            new_e = e + len(cls) if cls and text.startswith(cls, e, hi) else f.end
+            f = f._replace(start=new_s, end=new_e)
+        out.append(f)
+    return out
 
 
 def completion_spans(found: list[Located], sup_start: int, end: int, ended_tool: bool) -> list[Span]:
