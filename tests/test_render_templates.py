@@ -4,6 +4,7 @@ each with a tokenizer whose markers are single tokens (SmolLM2's tokenizer plus 
 from __future__ import annotations
 
 import functools
+from collections import Counter
 from pathlib import Path
 
 import jinja2
@@ -262,3 +263,22 @@ def test_fast_render_falls_back_when_it_differs(monkeypatch):
     rows = r.render_conversation(weather_conversation())
     assert [(s.input_ids, s.loss_mask, s.segments) for s in rows] == [
         (s.input_ids, s.loss_mask, s.segments) for s in fast_rows]
+
+
+def test_fast_path_keeps_the_sandbox():
+    """The fast path reads a message's keys directly but is still transformers' sandbox: dict methods
+    work as in Jinja (``items()``), a key named like a dict method is the method, and a template that
+    reaches for Python internals (``__class__``, also as a message key) is refused, not rendered."""
+    from drafters.render.template import ChatTemplate
+
+    tok, _ = setup("Qwen-Qwen2.5-7B-Instruct")
+    ok = ("{% for m in messages %}{{ m.role }}:{{ m.content }}|{% for k, v in m.items() %}{{ k }},{% endfor %}"
+          "{{ m.keys is callable }}{% endfor %}")
+    t = ChatTemplate(tok, ok, None, Counter())
+    msgs = [{"role": "user", "content": "hi", "keys": "shadowed"}]
+    assert t.fast is not None
+    assert t.apply(msgs, None, False) == t.apply_slow(msgs, None, False) == "user:hi|role,content,keys,True"
+    for evil in ("{{ messages[0].__class__.__mro__ }}", "{{ messages[0].role.__class__.__base__ }}"):
+        t = ChatTemplate(tok, evil, None, Counter())
+        with pytest.raises(RenderError, match="template_error|unsafe|SecurityError"):
+            t.apply([{"role": "user", "content": "x", "__class__": "y"}], None, False)
