@@ -103,7 +103,7 @@ class Problem:
 _COUNT_KEYS = (
     "files",
     "files_unreadable",
-    "records",
+    "records",  # what the reader read: JSONL lines, top-level array items, one per JSON document, log blocks
     "conversations",
     "calls",
     "tool_calls",

@@ -238,3 +238,20 @@ def test_shared_content_reader_never_dumps_unknown_parts_as_text():
     assert parts[0] == TextPart("a") and parts[1] == ReasoningPart("b") and parts[3] == TextPart("c")
     assert parts[2] == UnsupportedPart("tool_call") and parts[2].lost
     assert parts[4].kind == "image" and not parts[4].lost
+
+
+def test_every_corpus_file_counts_the_records_it_read():
+    """``records`` is what the reader read, in every format: a JSON array's items (counted here with json),
+    one per JSONL line or JSON document; it was 0 for the formats read as one document or streamed
+    (Langfuse, OpenTelemetry, tau-bench, ShareGPT arrays, SWE-agent, ...), which made a report read as if
+    nothing had been read."""
+    corpus = Path(__file__).resolve().parent / "fixtures" / "corpus"
+    files = sorted(p for p in corpus.glob("*/*") if p.is_file())
+    assert len(files) > 40
+    for path in files:
+        report = ingest([path]).report
+        assert report.counts["records"] >= 1, path.name
+        if path.suffix == ".json":
+            doc = json.loads(path.read_text(encoding="utf-8"))
+            if isinstance(doc, list):
+                assert report.counts["records"] == len(doc), path.name

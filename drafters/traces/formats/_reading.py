@@ -90,11 +90,13 @@ def load_json(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -
     memory stays bounded."""
     text = stream.read()
     try:
-        return json.loads(text)
+        doc = json.loads(text)
     except ValueError as exc:
         problems.error("invalid_json", f"file is not valid JSON: {exc.msg}",
                        Source(fmt, filename, line=getattr(exc, "lineno", None)))
         return None
+    count(problems, "records", len(doc) if isinstance(doc, list) else 1)
+    return doc
 
 
 def load_json_or_lines(
@@ -229,6 +231,7 @@ def iter_values(
             line += buf.count("\n", 0, cut)
             buf = buf[cut:]
             continue
+        count(problems, "records")
         yield line, ordinal, value
         ordinal += 1
         line += buf.count("\n", 0, end)

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from drafters.traces.formats._reading import src
+from drafters.traces.formats._reading import count, src
 from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, LLMCall, Message, TextPart
@@ -105,6 +105,7 @@ def _llm_log(lines, filename: str, problems: ProblemSink) -> Iterator[Conversati
         if line.startswith("TO LLM"):
             close_message()
             close_call()
+            count(problems, "records")  # a record of the LLM log is one logged request
             block_line = lineno
             continue
         if line.startswith("LLM RESPONSE"):
@@ -189,6 +190,7 @@ def _chat_md(lines, filename: str, problems: ProblemSink) -> Iterator[Conversati
         if line.startswith("# aider chat started at"):
             yield from close_session()
             sessions += 1
+            count(problems, "records")  # a record of the chat history is one session
             session_line, model = lineno, None
             continue
         if line.startswith("####"):
