@@ -116,6 +116,60 @@ _COUNT_KEYS = (
 _CHAR_KEYS = ("tool_args", "text", "reasoning", "tool_results")
 
 
+def _part_chars(part, role: str) -> dict[str, int]:
+    """Characters of one part by kind (``_CHAR_KEYS``); an assistant's inline ``<think>...</think>`` is
+    reasoning, as rendering labels it."""
+    if isinstance(part, TextPart):
+        inline = sum(e - s for s, e in inline_reasoning_spans(part.text)) if role == "assistant" else 0
+        return {"reasoning": inline, "text": len(part.text) - inline}
+    if isinstance(part, ToolCallPart):
+        return {"tool_args": len(part.raw_arguments) + len(part.name)}
+    if isinstance(part, ReasoningPart):
+        return {"reasoning": len(part.text)}
+    if isinstance(part, ToolResultPart):
+        return {"tool_results": len(part.content)}
+    return {}
+
+
+def _part_key(part, role: str) -> tuple | None:
+    """What a part says, without ids or metadata: the same content seen in two views is one content."""
+    if isinstance(part, (TextPart, ReasoningPart)):
+        return role, type(part).__name__, part.text
+    if isinstance(part, ToolCallPart):
+        return role, "tool_call", part.name, part.raw_arguments
+    if isinstance(part, ToolResultPart):
+        return role, "tool_result", part.content
+    return None
+
+
+def _content_chars(conv: Conversation) -> Counter[str]:
+    """Characters per kind of everything the conversation holds: its transcript and, for sources that log
+    each LLM call with its own context (Langfuse, OpenTelemetry, cassettes), every call's context and
+    completion, which may hold content the final transcript lacks (another agent's calls in one trace).
+    Each distinct content counts as often as the most any single view (the transcript, or one call's
+    context plus completion) holds it: a history repeated in every call counts once, two identical
+    parallel calls twice, whether a log writes them in one message or split over two."""
+    views = [list(conv.messages)]
+    views += [[*c.context, c.completion] for c in conv.explicit_calls or []]
+    most: dict[tuple, int] = {}
+    chars: dict[tuple, dict[str, int]] = {}
+    for view in views:
+        seen: Counter[tuple] = Counter()
+        for m in view:
+            for p in m.parts:
+                key = _part_key(p, m.role)
+                if key is not None:
+                    seen[key] += 1
+                    chars.setdefault(key, _part_chars(p, m.role))
+        for key, n in seen.items():
+            most[key] = max(most.get(key, 0), n)
+    out: Counter[str] = Counter({k: 0 for k in _CHAR_KEYS})
+    for key, n in most.items():
+        for kind, c in chars[key].items():
+            out[kind] += n * c
+    return out
+
+
 class ValidationReport:
     """Problems, counts, models seen and scrub counts of one ingestion run (a ``ProblemSink``).
 
@@ -197,12 +251,12 @@ class ValidationReport:
         calls = list(conv.calls())
         self.counts["calls"] += len(calls)
         completions = [c.completion for c in calls] if conv.explicit_calls is not None else None
-        # Characters per segment over the transcript (explicit-call sources: over the completions plus
-        # the last context, which is the transcript they carry in ``messages``).
         for message in conv.messages:
             if message.meta:
                 self.counts["meta_messages"] += 1
-            self._count_parts(message.parts, message.role)
+            self._count_unsupported(message.parts)
+        for kind, n in _content_chars(conv).items():
+            self.chars[kind] += n
         for message in completions if completions is not None else conv.messages:
             if message.role != "assistant":
                 continue
@@ -213,20 +267,9 @@ class ValidationReport:
             if message.model:
                 self.models[message.model] += 1
 
-    def _count_parts(self, parts, role: str) -> None:
+    def _count_unsupported(self, parts) -> None:
         for p in parts:
-            if isinstance(p, TextPart):
-                # An assistant's inline <think>...</think> is reasoning, as rendering labels it.
-                inline = sum(e - s for s, e in inline_reasoning_spans(p.text)) if role == "assistant" else 0
-                self.chars["reasoning"] += inline
-                self.chars["text"] += len(p.text) - inline
-            elif isinstance(p, ToolCallPart):
-                self.chars["tool_args"] += len(p.raw_arguments) + len(p.name)
-            elif isinstance(p, ReasoningPart):
-                self.chars["reasoning"] += len(p.text)
-            elif isinstance(p, ToolResultPart):
-                self.chars["tool_results"] += len(p.content)
-            elif isinstance(p, UnsupportedPart):
+            if isinstance(p, UnsupportedPart):
                 self.counts["unsupported_parts"] += p.count
                 self.unsupported[p.kind] += p.count
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+from drafters.traces.ingest import ingest
+
 from ._helpers_b import codes, parse_text, read
-from .conftest import parse_file, sample, totals
+from .conftest import DATA, parse_file, sample, totals
 
 D = "langfuse_trace_export/"
 
@@ -124,3 +126,22 @@ def test_generation_without_readable_output_refuses_the_file(tmp_path):
     report = ingest([path], scrub=False).report
     assert not report.ok and [p.code for p in report.errors] == ["no_conversations"]
     assert report.errors[0].file == str(path)
+
+
+def test_chars_count_every_agent_of_a_trace_once():
+    """The report's characters per kind cover every call of a trace, not only the final transcript: in
+    the pydantic-ai export a joke-writer agent makes three tool calls before a critic agent's single call
+    ends the trace; the writer's three tool results (found in the raw file by their text, 92 + 97 + 88
+    characters) were missing (tool_results 0). A history repeated in every logged call counts once, and
+    Koog's two parallel calls, logged in one message and later split over two, count twice, not four
+    times (HelloTool and ByeTool, each with {"name":"Bob"})."""
+    import re
+
+    folder = DATA / "langfuse_trace_export"
+    path = folder / "langfuse__pydantic-ai-tools-2025-12-04.json"
+    raw = path.read_text(encoding="utf-8")
+    results = set(re.findall(r"(?:Pun|Dad joke|One-liner) idea:[^\"\\]*", raw))
+    assert len(results) == 3
+    assert ingest([path], scrub=False).report.chars["tool_results"] == sum(map(len, results)) == 277
+    koog = ingest([folder / "langfuse__koog-2025-08-26.json"], scrub=False).report.chars
+    assert koog["tool_args"] == len("HelloTool") + len("ByeTool") + 2 * len('{"name":"Bob"}')
