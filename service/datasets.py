@@ -241,13 +241,14 @@ def delete_dataset(session: Session, store: ArtifactStore, org_id: str, dataset_
 
 
 def _rename_paths(obj: Any, names: Mapping[str, str]) -> Any:
-    """Replace work-directory file paths by the user's display names, anywhere in a JSON-able value."""
+    """Replace work-directory file paths by the user's display names, anywhere in a JSON-able value (keys
+    too: the report's ``files`` is keyed by path)."""
     if isinstance(obj, str):
         for local, display in names.items():
             obj = obj.replace(local, display)
         return obj
     if isinstance(obj, dict):
-        return {k: _rename_paths(v, names) for k, v in obj.items()}
+        return {_rename_paths(k, names): _rename_paths(v, names) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_rename_paths(v, names) for v in obj]
     return obj
@@ -332,8 +333,10 @@ def _fetch_raw(store: ArtifactStore, dataset: Dataset, raw_dir: Path) -> tuple[l
         if not dest.exists():
             store.get_file(f["uri"], dest, f["sha256"])
         paths.append(dest)
-        names[str(dest)] = f["name"]
-        names[dest.name] = f["name"]
+        # Two uploads of one name stay two entries of the report (its files are keyed by name).
+        shown = f["name"] if f["name"] not in names.values() else f"{f['name']} #{i + 1}"
+        names[str(dest)] = shown
+        names[dest.name] = shown
     return paths, names
 
 

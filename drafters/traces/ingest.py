@@ -125,21 +125,22 @@ def iter_conversations(
     forced: TraceFormat | None = get_format(format) if format else None
     if mapping is not None:
         forced = (mapping if isinstance(mapping, Mapping) else load_mapping(mapping)).format()
-    seen: set[bytes] = set()
+    seen: dict[bytes, str] = {}  # conversation content hash -> the file it was first read from
     try:
         for path in expand_paths(paths):
             report.counts["files"] += 1
             marks, chars = _file_marks(report), dict(report.chars)
-            fmt_name = yield from _read_file(path, forced, report, scrubber, seen if dedup else None)
+            dup_of: set[str] = set()
+            fmt_name = yield from _read_file(path, forced, report, scrubber, seen if dedup else None, dup_of)
             after = _file_marks(report)
             report.add_file(str(path), fmt_name, *(a - b for a, b in zip(after, marks, strict=True)),
-                            chars={k: v - chars[k] for k, v in report.chars.items()})
+                            chars={k: v - chars[k] for k, v in report.chars.items()}, duplicate_of=sorted(dup_of))
     finally:
         report.close()
 
 
 def _read_file(path: Path, forced: TraceFormat | None, report: ValidationReport, scrubber: Scrubber | None,
-               seen: set[bytes] | None) -> Generator[Conversation, None, str | None]:
+               seen: dict[bytes, str] | None, dup_of: set[str]) -> Generator[Conversation, None, str | None]:
     """Detect, parse, check, deduplicate (when ``seen`` is given) and scrub one file's conversations.
     Returns the format's name (None when none was recognized); every problem goes to ``report``."""
     name = str(path)
@@ -163,8 +164,9 @@ def _read_file(path: Path, forced: TraceFormat | None, report: ValidationReport,
                     digest = bytes.fromhex(conv.content_hash())
                     if digest in seen:
                         report.counts["duplicates_dropped"] += 1
+                        dup_of.add(seen[digest])
                         continue
-                    seen.add(digest)
+                    seen[digest] = name
                 if scrubber is not None:
                     before = scrubber.counts.copy()
                     conv = scrubber.scrub_conversation(conv)

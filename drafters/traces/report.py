@@ -274,16 +274,21 @@ class ValidationReport:
                 self.unsupported[p.kind] += p.count
 
     def add_file(self, name: str, format: str | None, conversations: int, calls: int, errors: int,
-                 warnings: int, chars: dict[str, int] | None = None) -> None:
+                 warnings: int, chars: dict[str, int] | None = None, duplicate_of: list[str] | None = None) -> None:
         """Record one file's outcome; ``status`` is "ok" (understood, no error), "partial" (conversations
-        kept, some content refused) or "refused" (nothing kept; the errors say why). ``chars`` are the
-        file's characters per segment kind (a file whose text or tool calls vanished shows zeros)."""
-        status = "refused" if conversations == 0 else "partial" if errors else "ok"
+        kept, some content refused), "duplicate" (understood, no error, but every conversation was already
+        read from the files in ``duplicate_of``) or "refused" (nothing kept; the errors say why). ``chars``
+        are the file's characters per segment kind (a file whose text or tool calls vanished shows zeros)."""
+        if conversations == 0:
+            status = "duplicate" if duplicate_of and not errors else "refused"
+        else:
+            status = "partial" if errors else "ok"
         self.counts["files_" + status] = self.counts.get("files_" + status, 0) + 1
         if len(self.files) >= self.max_problems:  # bounded like the problem lists; the counts stay complete
             return
         self.files[name] = {"format": format, "conversations": conversations, "calls": calls, "errors": errors,
-                            "warnings": warnings, "status": status, "chars": dict(chars or {})}
+                            "warnings": warnings, "status": status, "chars": dict(chars or {}),
+                            "duplicate_of": list(duplicate_of or [])}
 
     def add_scrub_counts(self, counts: dict[str, int]) -> None:
         self.scrub_counts.update({k: v for k, v in counts.items() if v})

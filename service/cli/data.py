@@ -39,6 +39,13 @@ TERMINAL = ("succeeded", "failed", "cancelled")
 # --- the validation report, for people ---------------------------------------------------------------------
 
 
+def _file_status(summary: dict) -> str:
+    """A file's status; a duplicate names the file(s) that held its conversations first."""
+    status = summary.get("status") or "-"
+    dup = summary.get("duplicate_of") or []
+    return f"{status} of {', '.join(Path(d).name for d in dup)}" if status == "duplicate" and dup else status
+
+
 def _where(p: dict[str, Any]) -> str:
     loc = p.get("file") or ""
     if p.get("line") is not None:
@@ -68,7 +75,7 @@ def print_report(report: dict[str, Any], title: str = "Validation report") -> No
         console.print(table("Files", ["file", "format", "conversations", "calls", "errors", "status",
                                       "chars text/reasoning/args/results"],
                             [[k, v.get("format") or "-", v.get("conversations"), v.get("calls"), v.get("errors"),
-                              v.get("status"), "/".join(str((v.get("chars") or {}).get(c, 0)) for c in kinds)]
+                              _file_status(v), "/".join(str((v.get("chars") or {}).get(c, 0)) for c in kinds)]
                              for k, v in files.items()]))
     by_code = report.get("problem_counts") or {}
     if by_code:

@@ -250,3 +250,21 @@ def test_list_pagination_get_and_delete(client, org_a, dispatched):
     r = client.delete(f"/v1/datasets/{ids[0]}", headers=org_a.h())
     assert r.status_code == 200 and r.json() == {"id": ids[0], "object": "dataset", "deleted": True}
     assert client.get(f"/v1/datasets/{ids[0]}", headers=org_a.h()).status_code == 404
+
+
+def test_report_names_files_by_their_upload_names_only(client, org_a):
+    """The validation report speaks of the user's file names, in its keys too (they were work-directory
+    paths), and a file repeating another's conversations is "duplicate" of that file by its name."""
+    data = make_traces(20, tag="d")
+    r = client.post("/v1/datasets", headers=org_a.h(),
+                    files=[("file", ("first.jsonl", data)), ("file", ("again.jsonl", data))])
+    assert r.status_code == 201, r.text
+    files = r.json()["report"]["files"]
+    assert set(files) == {"first.jsonl", "again.jsonl"}
+    assert (files["first.jsonl"]["status"], files["first.jsonl"]["conversations"]) == ("ok", 20)
+    assert files["again.jsonl"]["status"] == "duplicate"
+    assert files["again.jsonl"]["duplicate_of"] == ["first.jsonl"]
+    same = client.post("/v1/datasets", headers=org_a.h(),
+                       files=[("file", ("runs.jsonl", make_traces(20, tag="e"))),
+                              ("file", ("runs.jsonl", make_traces(20, tag="f")))])
+    assert set(same.json()["report"]["files"]) == {"runs.jsonl", "runs.jsonl #2"}

@@ -212,7 +212,8 @@ def test_datasets_validate_a_directory_of_mixed_field_files(tmp_path: Path, cli)
     fx = Path(__file__).parents[1] / "traces" / "fixtures"
     d = tmp_path / "field"
     d.mkdir()
-    for name in ("llamafactory_v1_reason_tool_use.json", "inspect_ai_log.eval", "vercel_ai_openai_steps.json",
+    for name in ("llamafactory_v1_reason_tool_use.json", "inspect_ai_log.eval", "inspect_ai_log.json",
+                 "vercel_ai_openai_steps.json",
                  "trae_agent_trajectory.json", "letta_memgpt_indices.af", "letta_customer_service.af",
                  "any_agent_trace_no_input.json", "generic/langchain_chat_history.json", "generic/preference_pairs.json"):
         shutil.copy(fx / name, d / Path(name).name)
@@ -231,7 +232,7 @@ def test_datasets_validate_a_directory_of_mixed_field_files(tmp_path: Path, cli)
             "letta_memgpt_indices.af": (1, "ok"), "langchain_chat_history.json": (1, "ok"), "events": (1, "ok"),
             "cut.jsonl": (1, "partial"), "letta_customer_service.af": (0, "refused"),
             "any_agent_trace_no_input.json": (0, "refused"), "preference_pairs.json": (0, "refused"),
-            "NOTES.txt": (0, "refused")}
+            "NOTES.txt": (0, "refused"), "inspect_ai_log.json": (0, "duplicate")}
     assert {k: (v["conversations"], v["status"]) for k, v in files.items()} == want
     codes = {(Path(p["file"]).name, p["code"]) for p in rep["errors"]}
     assert {("cut.jsonl", "invalid_json"), ("letta_customer_service.af", "no_assistant_message"),
@@ -241,3 +242,4 @@ def test_datasets_validate_a_directory_of_mixed_field_files(tmp_path: Path, cli)
     assert cut["line"] == 2
     text = cli("datasets", "validate", d, api=False)
     assert "result: ok" not in text.out and "refused" in text.out
+    assert "duplicate of inspect_ai_log.eval" in text.out  # the same log as .eval and .json: understood once

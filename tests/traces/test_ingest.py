@@ -255,3 +255,21 @@ def test_every_corpus_file_counts_the_records_it_read():
             doc = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(doc, list):
                 assert report.counts["records"] == len(doc), path.name
+
+
+def test_a_file_repeating_earlier_files_is_duplicate_not_refused(tmp_path):
+    """A file whose every conversation was already read (Inspect's .json and .eval of one log) is
+    understood: status "duplicate" naming the file it repeats, not "refused" with no error to say why."""
+    import shutil
+
+    fx = Path(__file__).resolve().parent / "fixtures"
+    for name in ("inspect_ai_log.eval", "inspect_ai_log.json"):
+        shutil.copy(fx / name, tmp_path / name)
+    report = ingest([tmp_path]).report
+    files = {Path(k).name: v for k, v in report.files.items()}
+    assert (files["inspect_ai_log.eval"]["status"], files["inspect_ai_log.eval"]["conversations"]) == ("ok", 2)
+    dup = files["inspect_ai_log.json"]
+    assert (dup["status"], dup["conversations"], dup["errors"]) == ("duplicate", 0, 0)
+    assert dup["duplicate_of"] == [str(tmp_path / "inspect_ai_log.eval")]
+    assert report.counts["duplicates_dropped"] == 2 and report.counts["files_duplicate"] == 1
+    assert "files_refused" not in report.counts
