@@ -315,7 +315,9 @@ def _load_dir(path: Path, device: torch.device, dtype: torch.dtype, **kw: Any) -
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, **kw)
     try:
         tok = AutoTokenizer.from_pretrained(str(path), **kw)
-    except Exception:  # noqa: BLE001  a weights-only dir is still a usable target (tests, engines bring their own tokenizer)
+    except Exception as e:  # noqa: BLE001  a weights-only dir is still a usable target (tests, engines bring their own tokenizer)
+        if _needs_remote_code(e):
+            raise
         tok = None
     return model.to(device), tok
 
@@ -401,12 +403,30 @@ def _write_converted(gguf_path: Path, sha: str, out_dir: Path) -> dict[str, Any]
     return {"source": str(gguf_path), "source_sha256": sha, "name": gguf_path.stem}
 
 
+def _needs_remote_code(e: BaseException) -> bool:
+    """Whether transformers refused to run a repository's own code (``trust_remote_code`` not given)."""
+    return "trust_remote_code" in str(e)
+
+
+def _load_failed(e: Exception, spec: str, path: Path, what: str) -> TargetLoadError:
+    """The TargetLoadError for a failed load of ``path``: ``target_needs_remote_code`` when the repository
+    ships its own code and ``trust_remote_code`` was not given, else ``target_load_failed``."""
+    if _needs_remote_code(e):
+        return TargetLoadError(
+            "target_needs_remote_code",
+            f"target '{spec}' ships its own Python code ({path}), which runs only with trust_remote_code: set "
+            "target.trust_remote_code: true in the job spec (on a server the operator must allow the target in "
+            "TRACEDRAFT_REMOTE_CODE_TARGETS), or --trust-remote-code on the command line", str(path))
+    return TargetLoadError("target_load_failed", f"{what} failed: {type(e).__name__}: {e}", str(path))
+
+
 def load_target(
     spec: str,
     *,
     device: str | torch.device = "cpu",
     dtype: torch.dtype | str | None = None,
     cache_dir: str | Path | None = None,
+    trust_remote_code: bool = False,
 ) -> Target:
     """Load a frozen target.
 
@@ -414,9 +434,10 @@ def load_target(
     model with the committed tool-call LoRA adapter merged in once under ``cache_dir/targets/agent-<key>/``,
     ``drafters.agent_target``), a path to a ``.gguf`` file (converted once to safetensors under
     ``cache_dir/targets/<sha256>/``), a local HF model directory, or a HF hub id looked up in the local HF
-    cache only (no download). dtype defaults to bf16 on CUDA, fp32 on CPU.
-    Raises TargetLoadError: ``target_not_found`` naming every place looked, ``target_load_failed`` with
-    the cause.
+    cache only (no download). dtype defaults to bf16 on CUDA, fp32 on CPU. ``trust_remote_code`` lets a
+    local directory or cached hub model run its repository's own Python code (Kimi-K2's tokenizer).
+    Raises TargetLoadError: ``target_not_found`` naming every place looked, ``target_needs_remote_code``,
+    ``target_load_failed`` with the cause.
     """
     device = torch.device(device)
     dt = _default_dtype(device, dtype)
@@ -452,11 +473,9 @@ def load_target(
                 "target_not_found", f"{path} exists but has no config.json (not a HF model directory)", str(path)
             )
         try:
-            model, tok = _load_dir(path, device, dt)
+            model, tok = _load_dir(path, device, dt, trust_remote_code=trust_remote_code)
         except Exception as e:
-            raise TargetLoadError(
-                "target_load_failed", f"loading {path} failed: {type(e).__name__}: {e}", str(path)
-            ) from e
+            raise _load_failed(e, spec, path, f"loading {path}") from e
         src = _weights_digest(path)
         return Target(model, tok, path.name, revision=None, source_sha256=src, source_path=str(path.resolve()))
 
@@ -477,11 +496,9 @@ def load_target(
             spec,
         ) from e
     try:
-        model, tok = _load_dir(snap, device, dt, local_files_only=True)
+        model, tok = _load_dir(snap, device, dt, local_files_only=True, trust_remote_code=trust_remote_code)
     except Exception as e:
-        raise TargetLoadError(
-            "target_load_failed", f"loading '{spec}' from {snap} failed: {type(e).__name__}: {e}", str(snap)
-        ) from e
+        raise _load_failed(e, spec, snap, f"loading '{spec}' from {snap}") from e
     return Target(model, tok, spec, revision=snap.name, source_sha256=None, source_path=str(snap))
 
 
@@ -509,12 +526,13 @@ def _weights_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def load_tokenizer(spec: str, *, cache_dir: str | Path | None = None) -> Any:
+def load_tokenizer(spec: str, *, cache_dir: str | Path | None = None, trust_remote_code: bool = False) -> Any:
     """The target's tokenizer without loading its weights (the prepare stage runs on CPU workers).
 
     Same ``spec`` forms as ``load_target``. A GGUF target is converted first and the agent target merged
     (once, cached), since the tokenizer saved beside those weights is the one training and serving use (the
-    agent's carries its tool-aware chat template). Raises TargetLoadError.
+    agent's carries its tool-aware chat template). ``trust_remote_code`` as in ``load_target``. Raises
+    TargetLoadError (``target_not_found``, ``target_needs_remote_code``, ``target_load_failed``).
     """
     from transformers import AutoTokenizer
 
@@ -532,8 +550,10 @@ def load_tokenizer(spec: str, *, cache_dir: str | Path | None = None) -> Any:
     else:
         path, kw = Path(spec), {"local_files_only": True}
     try:
-        return AutoTokenizer.from_pretrained(str(path), **kw)
+        return AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code, **kw)
     except Exception as e:
+        if _needs_remote_code(e):
+            raise _load_failed(e, spec, path, "") from e
         raise TargetLoadError(
             "target_not_found" if kw else "target_load_failed",
             f"loading the tokenizer of target '{spec}' failed; looked in {'the local HF cache (offline) and ' if kw else ''}"

@@ -55,6 +55,7 @@ def build_spec(
     drafter_name: str | None,
     trace_format: str | None,
     regenerate: str = "auto",
+    trust_remote_code: bool = False,
 ) -> dict[str, Any]:
     """The job spec a `tracedraft run` invocation stands for (the same shape ``POST /v1/jobs`` takes)."""
     template_text = None
@@ -66,7 +67,8 @@ def build_spec(
         template_text = path.read_bytes().decode("utf-8")  # bytes exact: no newline translation
     return {
         "target": {"model": target, "chat_template": template_text,
-                   "chat_template_name": chat_template.name if chat_template else None},
+                   "chat_template_name": chat_template.name if chat_template else None,
+                   "trust_remote_code": trust_remote_code},
         "data": {"format": trace_format, "on_error": "skip", "scrub": True, "regenerate": regenerate},
         "base_drafter": base_drafter,
         "drafter_name": drafter_name,

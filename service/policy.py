@@ -15,6 +15,8 @@ queue, and a worker's disk is the one whose symlinks matter:
   API's machine its real path, symlinks followed, must lie under the real path of the same directory).
   Relative paths and ``~`` are refused: they would resolve against the worker's working directory or home.
 - ``allowed_sglang_hosts``: the endpoint's host (case-insensitive, IPv6 brackets dropped).
+- ``remote_code_targets``: the targets that may load with ``trust_remote_code`` (their repository's Python
+  code runs on the worker), exact entries or globs; none by default.
 
 - ``base_drafter``: a registry reference only (``name@alias``, ``name@v3``, ``name:3``), never a path.
 
@@ -70,6 +72,16 @@ def _path_allowed(spec: str, dirs: list[str]) -> bool:
     return False
 
 
+def _listed(model: str, patterns: list[str], dirs: list[str]) -> bool:
+    """Whether ``model`` is an exact entry of ``patterns``, an id-like spec matching one of its globs, or an
+    absolute path under one of ``dirs``."""
+    if model in patterns:
+        return True
+    if _is_id_like(model):
+        return any(_GLOB_CHARS & set(p) and fnmatch.fnmatchcase(model, p) for p in patterns)
+    return _path_allowed(model, dirs)
+
+
 def check_target(model: str, settings: Settings, param: str = "target.model") -> None:
     """Refuse a target spec the operator did not allow.
 
@@ -78,12 +90,7 @@ def check_target(model: str, settings: Settings, param: str = "target.model") ->
     ``target_not_allowed`` (where ``param``) otherwise.
     """
     allowed = list(settings.allowed_targets or [])
-    if model in allowed:
-        return
-    if _is_id_like(model):
-        if any(_GLOB_CHARS & set(p) and fnmatch.fnmatchcase(model, p) for p in allowed):
-            return
-    elif _path_allowed(model, list(settings.allowed_target_dirs or [])):
+    if _listed(model, allowed, list(settings.allowed_target_dirs or [])):
         return
     shown = ", ".join(allowed[:10]) + (" ..." if len(allowed) > 10 else "")
     kind = "target" if _is_id_like(model) else "local target path"
@@ -92,6 +99,23 @@ def check_target(model: str, settings: Settings, param: str = "target.model") ->
         f"{kind} {model[:200]!r} is not allowed on this server; allowed targets: {shown or '(none)'}"
         + ("" if _is_id_like(model) else "; local paths must be absolute and lie under a directory the "
            "operator allowed (TRACEDRAFT_ALLOWED_TARGET_DIRS)"),
+        where=param,
+    )
+
+
+def check_remote_code(model: str, trust_remote_code: bool, settings: Settings,
+                      param: str = "target.trust_remote_code") -> None:
+    """Refuse ``trust_remote_code`` for a target the operator did not vet: it runs the Python files of the
+    model's repository on the worker (Kimi-K2's tokenizer is such code). Allowed when ``model`` is an exact
+    entry or matches a glob of ``settings.remote_code_targets`` (paths: exact entries only). Raises
+    TracedraftError ``remote_code_not_allowed`` (where ``param``)."""
+    allowed = list(settings.remote_code_targets or [])
+    if not trust_remote_code or _listed(model, allowed, []):
+        return
+    raise TracedraftError(
+        "remote_code_not_allowed",
+        f"target {model[:200]!r} may not run its repository's own code on this server (trust_remote_code); "
+        "the operator allows it per target in TRACEDRAFT_REMOTE_CODE_TARGETS",
         where=param,
     )
 
@@ -125,10 +149,12 @@ def check_base_drafter_ref(ref: str | None, param: str = "base_drafter") -> None
 def check_job_spec(spec: dict[str, Any], settings: Settings) -> None:
     """Apply every rule above to a stored job spec (``job.spec``), as a worker does before each stage.
 
-    Raises TracedraftError ``target_not_allowed`` / ``endpoint_not_allowed`` / ``base_drafter_not_allowed``.
+    Raises TracedraftError ``target_not_allowed`` / ``remote_code_not_allowed`` / ``endpoint_not_allowed`` /
+    ``base_drafter_not_allowed``.
     """
     target = spec.get("target") or {}
     check_target(str(target.get("model") or ""), settings)
+    check_remote_code(str(target.get("model") or ""), bool(target.get("trust_remote_code")), settings)
     endpoint = (target.get("sglang") or {}).get("endpoint")
     if endpoint:
         check_sglang_endpoint(urlsplit(str(endpoint)).hostname, settings)

@@ -183,12 +183,19 @@ class Settings(BaseSettings):
         'at. Default ["127.0.0.1", "localhost", "sglang"].',
     )
 
+    remote_code_targets: list[str] = Field(
+        default_factory=list,
+        description='JSON list of the targets a job may load with `target.trust_remote_code: true` (which runs '
+        "the Python files of the model's repository on the worker; Kimi-K2's tokenizer needs it): exact specs "
+        'or globs as in TRACEDRAFT_ALLOWED_TARGETS, e.g. ["moonshotai/Kimi-K2-*"]. Default empty: none.',
+    )
+
     enforce_job_policy: bool = Field(
         default=True,
-        description="Workers re-check each job's target, SGLang endpoint and base drafter against the three "
-        "lists above before every stage, failing the job with target_not_allowed / endpoint_not_allowed / "
-        "base_drafter_not_allowed. The embedded `tracedraft run` turns it off in its own process: its user "
-        "is the operator and names local paths.",
+        description="Workers re-check each job's target, its remote code, SGLang endpoint and base drafter "
+        "against the lists above before every stage, failing the job with target_not_allowed / "
+        "remote_code_not_allowed / endpoint_not_allowed / base_drafter_not_allowed. The embedded "
+        "`tracedraft run` turns it off in its own process: its user is the operator and names local paths.",
     )
 
     # --- jobs and registry -------------------------------------------------------------------------------

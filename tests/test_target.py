@@ -186,3 +186,30 @@ def test_smollm2_gguf_conversion_and_generate(tmp_path):
         toks.append(int(nxt))
         s = t.step(nxt, s.past_key_values, [1, 8])
     assert toks == out[0, ids.shape[1]: ids.shape[1] + 8].tolist()
+
+
+def test_a_tokenizer_shipping_its_own_code_needs_trust_remote_code(tmp_path, tiny_target_dir):
+    """A target whose repository ships its tokenizer as Python code (Kimi-K2's tiktoken tokenizer) loads only
+    with trust_remote_code, and without it the error says so with a code (it used to load as "no
+    tokenizer" and fail later at rendering)."""
+    import shutil
+
+    from drafters.target import load_tokenizer
+
+    d = tmp_path / "remote-code-target"
+    shutil.copytree(tiny_target_dir, d)
+    cfg = json.loads((d / "tokenizer_config.json").read_text())
+    cfg["tokenizer_class"] = "OwnTokenizerFast"
+    cfg["auto_map"] = {"AutoTokenizer": [None, "tokenization_own.OwnTokenizerFast"]}
+    (d / "tokenizer_config.json").write_text(json.dumps(cfg))
+    (d / "tokenization_own.py").write_text(
+        "from transformers import PreTrainedTokenizerFast\n\n\n"
+        "class OwnTokenizerFast(PreTrainedTokenizerFast):\n    ran_repository_code = True\n")
+    for load in (lambda **kw: load_tokenizer(str(d), **kw), lambda **kw: load_target(str(d), **kw)):
+        with pytest.raises(TargetLoadError) as e:
+            load()
+        assert e.value.code == "target_needs_remote_code" and "trust_remote_code" in e.value.message
+    tok = load_tokenizer(str(d), trust_remote_code=True)
+    assert type(tok).__name__ == "OwnTokenizerFast" and tok.ran_repository_code
+    target = load_target(str(d), trust_remote_code=True)
+    assert type(target.tokenizer).__name__ == "OwnTokenizerFast" and target.num_layers == 8

@@ -37,6 +37,7 @@ log = logging.getLogger("tracedraft.api")
 STATUS_BY_CODE: dict[str, int] = {
     "not_found": 404,
     "target_not_allowed": 422,
+    "remote_code_not_allowed": 422,
     "endpoint_not_allowed": 422,
     "base_drafter_not_allowed": 422,
     "bad_mapping": 422,

@@ -119,6 +119,9 @@ class TargetSpec(Request_):
     template_kwargs: dict[str, Any] = Field(default_factory=dict)
     max_seq_len: PositiveIntOrAuto = "auto"
     tokenizer_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    trust_remote_code: bool = Field(default=False, description="Load the target's tokenizer and model with "
+                                    "the Python code of its repository (Kimi-K2's tokenizer needs it); the "
+                                    "operator allows it per target (TRACEDRAFT_REMOTE_CODE_TARGETS).")
     sglang: SGLangSpec | None = None
 
 

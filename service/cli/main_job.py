@@ -45,6 +45,9 @@ def run(
     regenerate: str = typer.Option("auto", "--regenerate", help="Regenerate the training answers with the "
                                    "target first: auto (when the traces were written by another model), "
                                    "always, never."),
+    trust_remote_code: bool = typer.Option(False, "--trust-remote-code", help="Let the target's repository "
+                                           "run its own Python code (Kimi-K2's tokenizer needs it); only for "
+                                           "a model whose code you trust."),
     resume_job: str | None = typer.Option(None, "--resume", help="Resume a cancelled or failed job by id."),
     as_json: bool = typer.Option(False, "--json", help="Print the final report as JSON on stdout (progress lines "
                                  "and warnings go to stderr)."),
@@ -79,7 +82,7 @@ def run(
                 target=target, chat_template=chat_template, base_drafter=base_drafter, max_steps=max_steps,
                 time_budget_min=time_budget, engine=engine, max_calls=max_calls, max_new_tokens=max_new_tokens,
                 num_draft_layers=draft_layers, drafter_name=name, trace_format=trace_format,
-                regenerate=regenerate,
+                regenerate=regenerate, trust_remote_code=trust_remote_code,
             )
             job_id, stage = embedded.submit(settings, traces, spec, mapping=mapping), "validate"
         if not as_json:

@@ -25,7 +25,7 @@ def test_create_job_stores_spec_and_dispatches_validate(client, app, org_a, disp
     assert job["metadata"] == {"team": "search"}
     # "auto" values are left out of the stored spec (the worker's defaults apply); set values are kept.
     assert job["spec"]["recipe"] == {"lr": 3e-4, "block_size": 7}
-    assert job["spec"]["target"] == {"model": "smollm2-135m-instruct", "template_kwargs": {}}
+    assert job["spec"]["target"] == {"model": "smollm2-135m-instruct", "template_kwargs": {}, "trust_remote_code": False}
     assert job["spec"]["evaluation"] == {"engine": "hf", "temperature": 0.0, "seed": 0}
     assert job["spec"]["promotion"]["min_gain"] == 0.05 and job["spec"]["drafter_name"] == "smol-agent"
     _join(app)

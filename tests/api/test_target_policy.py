@@ -234,3 +234,30 @@ def test_worker_refuses_a_job_the_operator_no_longer_allows(tmp_path, db_url, di
             e.dispose()
         tasks._engines.clear()
         app.state.engine.dispose()
+
+
+def test_remote_code_only_for_targets_the_operator_vetted(tmp_path, db_url, dispatched):
+    """trust_remote_code runs the target repository's Python on the worker: refused (422 over HTTP, a failed
+    stage on a worker) unless the target matches the operator's TRACEDRAFT_REMOTE_CODE_TARGETS."""
+    settings = make_settings(tmp_path, db_url, allowed_targets=["smollm2-135m-instruct", "moonshotai/*"],
+                             remote_code_targets=["moonshotai/Kimi-K2-*"])
+    app = create_app(settings)
+    try:
+        with _member_with_dataset(app, "org-rc") as (client, h, ds):
+            def post(model: str, trust: bool):
+                return client.post("/v1/jobs", json=job_body(ds["id"], target={"model": model,
+                                                                               "trust_remote_code": trust}), headers=h)
+
+            assert post("moonshotai/Kimi-K2-Instruct", True).status_code == 201
+            assert post("moonshotai/Moonlight-16B", False).status_code == 201
+            for model in ("moonshotai/Moonlight-16B", "smollm2-135m-instruct"):
+                r = post(model, True)
+                assert r.status_code == 422, r.text
+                assert (r.json()["error"]["code"], r.json()["error"]["param"]) == (
+                    "remote_code_not_allowed", "target.trust_remote_code")
+    finally:
+        app.state.engine.dispose()
+    spec = {"target": {"model": "moonshotai/Kimi-K2-Instruct", "trust_remote_code": True}}
+    check_job_spec(spec, settings)
+    err = _refused(check_job_spec, spec, _policy(tmp_path, allowed_targets=["moonshotai/*"]))
+    assert (err.code, err.where) == ("remote_code_not_allowed", "target.trust_remote_code")

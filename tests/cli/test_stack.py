@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import typing
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,8 +30,8 @@ CLIENT_VARS = {"TRACEDRAFT_API_URL": "Base URL of the API for the CLI's user and
                "(default http://127.0.0.1:8000).",
                "TRACEDRAFT_API_KEY": "API key the CLI sends as `Authorization: Bearer ...`."}
 #: Settings whose environment value is JSON (pydantic-settings parses them; Settings(**kw) does not).
-JSON_SETTINGS = ("artifact_storage_options", "cors_origins", "allowed_targets", "allowed_target_dirs",
-                 "allowed_sglang_hosts")
+#: Settings read from the environment as JSON (lists and mappings).
+JSON_SETTINGS = tuple(k for k, f in Settings.model_fields.items() if typing.get_origin(f.annotation) in (list, dict))
 TABLE_START, TABLE_END = "<!-- env-table:start -->", "<!-- env-table:end -->"
 
 

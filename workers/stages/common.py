@@ -42,8 +42,10 @@ def load_job_target(ctx: StageContext, *, for_training: bool = False):
     dtype = StageRecipe.from_spec(ctx.spec.get("recipe")).target_dtype if for_training else "auto"
     if for_training and dtype == "auto" and device() == "cpu" and cpu_bf16_fast():
         dtype = "bfloat16"
-    target = load_target(target_spec(ctx)["model"], device=device(), cache_dir=ctx.settings.cache_dir,
-                         dtype=None if dtype == "auto" else dtype)
+    tspec = target_spec(ctx)
+    target = load_target(tspec["model"], device=device(), cache_dir=ctx.settings.cache_dir,
+                         dtype=None if dtype == "auto" else dtype,
+                         trust_remote_code=bool(tspec.get("trust_remote_code")))
     if device() == "cpu":
         target.feature_dtype = torch.float32
     return target
@@ -142,7 +144,8 @@ def job_renderer(ctx: StageContext):
     from drafters.target import load_tokenizer
 
     tspec = target_spec(ctx)
-    tokenizer = load_tokenizer(tspec["model"], cache_dir=ctx.settings.cache_dir)
+    tokenizer = load_tokenizer(tspec["model"], cache_dir=ctx.settings.cache_dir,
+                               trust_remote_code=bool(tspec.get("trust_remote_code")))
     return Renderer(tokenizer, chat_template=tspec.get("chat_template"),
                     template_kwargs=tspec.get("template_kwargs") or {},
                     max_seq_len=auto(tspec.get("max_seq_len"), "max_seq_len"))

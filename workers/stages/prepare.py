@@ -7,27 +7,16 @@ import json
 from typing import Any
 
 from workers.context import StageContext
-from workers.stages.common import (
-    auto,
-    fetch,
-    publish,
-    target_spec,
-)
+from workers.stages.common import fetch, job_renderer, publish
 
 
 def prepare(ctx: StageContext) -> dict[str, Any]:
     """Render every training conversation and every held-out call through the target's chat template."""
     from drafters.errors import TracedraftError
-    from drafters.render import Renderer
     from drafters.shards import save_prompts, save_sequences
-    from drafters.target import load_tokenizer
     from drafters.traces.ingest import read_canonical
 
-    tspec = target_spec(ctx)
-    tokenizer = load_tokenizer(tspec["model"], cache_dir=ctx.settings.cache_dir)
-    renderer = Renderer(tokenizer, chat_template=tspec.get("chat_template"),
-                        template_kwargs=tspec.get("template_kwargs") or {},
-                        max_seq_len=auto(tspec.get("max_seq_len"), "max_seq_len"))
+    renderer = job_renderer(ctx)
     canonical = fetch(ctx, ctx.results["validating"]["canonical"], ctx.workdir / "canonical")
     train_convs = list(read_canonical(canonical / "train.jsonl"))
     held_convs = list(read_canonical(canonical / "heldout.jsonl"))

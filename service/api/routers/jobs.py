@@ -37,7 +37,7 @@ from service.api.schemas import (
 )
 from service.db.base import utcnow
 from service.db.models import TERMINAL_STATUSES, DatasetStatus, Job, JobEvent
-from service.policy import check_base_drafter_ref, check_sglang_endpoint, check_target
+from service.policy import check_base_drafter_ref, check_remote_code, check_sglang_endpoint, check_target
 from service.settings import Settings
 from service.storage import public_error, redact_uris
 
@@ -91,7 +91,9 @@ def _check_base_drafter(db: Any, caller: Caller, ref: str | None) -> None:
     summary="Create a fine-tuning job",
     description="`target.model` must be allowed by the operator (TRACEDRAFT_ALLOWED_TARGETS, or a local path "
     "under TRACEDRAFT_ALLOWED_TARGET_DIRS), else 422 `target_not_allowed`; `target.sglang.endpoint` must "
-    "point at a host of TRACEDRAFT_ALLOWED_SGLANG_HOSTS, else 422 `endpoint_not_allowed`.",
+    "point at a host of TRACEDRAFT_ALLOWED_SGLANG_HOSTS, else 422 `endpoint_not_allowed`; "
+    "`target.trust_remote_code` needs the target in TRACEDRAFT_REMOTE_CODE_TARGETS, else 422 "
+    "`remote_code_not_allowed`.",
 )
 async def create_job(
     body: JobCreate,
@@ -126,6 +128,7 @@ def _create_job(request: Request, db: Session, caller: Caller, settings: Setting
             return job_out(replay), False
     # What a worker would load or call: only what the operator allowed (service/policy.py; workers check again).
     check_target(body.target.model, settings)
+    check_remote_code(body.target.model, body.target.trust_remote_code, settings)
     if body.target.sglang is not None and body.target.sglang.endpoint is not None:
         check_sglang_endpoint(body.target.sglang.endpoint.host, settings)
     if body.data.regeneration.endpoint is not None:
