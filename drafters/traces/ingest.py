@@ -111,7 +111,8 @@ def iter_conversations(
         mapping: a declared mapping (``drafters/traces/mapping.py``), as its file or already checked
             (``parse_mapping``), to read every file with instead of detecting formats.
     Raises:
-        TraceError only with on_error="fail" or for a bad ``mapping`` file (code ``bad_mapping``); KeyError
+        TraceError only with on_error="fail", for a bad ``mapping`` file (code ``bad_mapping``) or a ``format``
+        given with a ``mapping`` (``format_and_mapping``); KeyError
         for an unknown ``format`` name.
     """
     report = report if report is not None else ValidationReport(on_error)
@@ -122,6 +123,9 @@ def iter_conversations(
         scrubber = Scrubber(scrub)
     else:
         scrubber = Scrubber() if scrub else None
+    if format and mapping is not None:
+        raise TraceError("format_and_mapping", "give a format or a mapping, not both: the mapping says how to "
+                         "read the files", where="format")
     forced: TraceFormat | None = get_format(format) if format else None
     if mapping is not None:
         forced = (mapping if isinstance(mapping, Mapping) else load_mapping(mapping)).format()
@@ -134,7 +138,8 @@ def iter_conversations(
             fmt_name = yield from _read_file(path, forced, report, scrubber, seen if dedup else None, dup_of)
             after = _file_marks(report)
             report.add_file(str(path), fmt_name, *(a - b for a, b in zip(after, marks, strict=True)),
-                            chars={k: v - chars[k] for k, v in report.chars.items()}, duplicate_of=sorted(dup_of))
+                            chars={k: v - chars[k] for k, v in report.chars.items()},
+                            duplicate_of=sorted(dup_of - {str(path)}))  # repeats inside a file are not "of" it
     finally:
         report.close()
 
@@ -273,6 +278,10 @@ def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | Non
         return None
     if not any(m.role == "assistant" for m in messages) and not conv.explicit_calls:
         report.error("no_assistant_message", "conversation has no assistant message (no LLM call)", src)
+        return None
+    if next(iter(conv.calls()), None) is None:
+        report.error("no_llm_call", "no assistant message has a context before it (the log starts with the "
+                     "model's answer): no LLM call to train on", src)
         return None
     _check_tool_pairing(conv, report)
     n_calls = sum(1 for m in all_messages for p in m.parts if isinstance(p, ToolCallPart))

@@ -33,7 +33,7 @@ that finds nothing is ``no_messages_found``; a required key that is not in a rec
 without tool calls, the tool call's ``name``, the tool result's ``content``) is ``mapping_field_missing`` at that
 record and field, and its conversation is dropped; an optional key (``tool_calls``, ``tool_call.arguments``) that
 matches nowhere in a file whose messages or calls hold other, unmapped data is ``mapping_field_never_matched``
-for the file (docs/traces.md: ``ok`` means the content was understood); a mapping file with a mistake raises
+for the file, and so is a declared ``tools`` or ``id`` path that finds nothing in any record of the file (docs/traces.md: ``ok`` means the content was understood); a mapping file with a mistake raises
 ``TraceError`` (``bad_mapping``) before anything is read.
 
 Use: ``tracedraft datasets validate --mapping support-bot.mapping.yaml traces/*.jsonl`` or
@@ -123,11 +123,16 @@ class Mapping:
         fmt = f"mapping:{self.name}"
         stem = filename.rsplit("/", 1)[-1]
         reading_uses = self._optional_uses()
+        record_paths = [_PathUse(name, path, "record") for name, path in (("tools", self.tools), ("id", self.id))
+                        if path]
         for source, record in _reading.load_json_or_lines(stream, filename, problems, fmt):
             found = jsonpath(record, self.messages)
             if not found:
                 problems.error("no_messages_found", f"the mapping's messages path {self.messages} finds nothing", source)
                 continue
+            for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake
+                use.observe(record if isinstance(record, dict) else {}, jsonpath(record, use.key) or _ABSENT,
+                            {_root_key(self.messages)})
             for where, msgs in found:
                 if not isinstance(msgs, list):
                     problems.error("not_an_object", f"{where} is a {type(msgs).__name__}, not a list of messages",
@@ -140,7 +145,7 @@ class Mapping:
                     cid = as_text(jsonpath(record, self.id)[0][1]) if self.id and jsonpath(record, self.id) else loc
                     conv.id = f"{fmt}:{stem}:{cid}{suffix}"
                     yield conv
-        for use in reading_uses:
+        for use in [*reading_uses, *record_paths]:
             if use is not None:
                 use.report(Source(fmt, filename), problems)
 
@@ -224,6 +229,12 @@ def _holds_data(value: Any) -> bool:
     if isinstance(value, str):
         return value.lstrip()[:1] in ("{", "[")
     return isinstance(value, (dict, list)) and bool(value)
+
+
+def _root_key(path: str) -> str:
+    """The record key a JSONPath starts with (``$.a.b`` -> ``a``, ``$['a b'][0]`` -> ``a b``)."""
+    m = re.match(r"^\$(?:\.([^.\[]+)|\['([^']*)'\])", path)
+    return (m.group(1) or m.group(2)) if m else ""
 
 
 @dataclass

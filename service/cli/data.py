@@ -114,7 +114,7 @@ def datasets_validate(
 
     Example: tracedraft datasets validate traces/ --json > report.json
     """
-    from drafters.traces.ingest import ingest
+    from drafters.traces.ingest import ingest, split_conversations
 
     if on_error not in ("skip", "fail"):
         raise typer.BadParameter("must be skip or fail", param_hint="--on-error")
@@ -125,10 +125,9 @@ def datasets_validate(
         result = ingest(files, format=trace_format, on_error=on_error, scrub=scrub,  # type: ignore[arg-type]
                         mapping=mapping)
         report = result.report.to_dict()
-        splits = {"train": 0, "heldout": 0}
-        for conv in result.conversations:
-            splits[result.split(conv.id)] += 1
-        report["split"] = splits
+        # The split a dataset of these files gets (service.datasets: at least one conversation held out).
+        train, held = split_conversations(result.conversations, result.heldout_fraction, min_heldout=1)
+        splits = report["split"] = {"train": len(train), "heldout": len(held)}
     if as_json:
         print_json(report)
     else:

@@ -124,3 +124,13 @@ def test_run_refuses_a_mapping_before_anything_is_created(embedded_run, tmp_path
         assert s.scalar(select(func.count()).select_from(Dataset)) == 0
         assert s.scalar(select(func.count()).select_from(Job)) == 0
     engine.dispose()
+
+
+def test_validate_refuses_a_format_with_a_mapping(cli, tmp_path: Path):
+    """`datasets validate` refuses --format with --mapping as `run` and the API do (it read with the
+    mapping and ignored --format)."""
+    export = tmp_path / "export.jsonl"
+    export.write_bytes(inhouse_export(3))
+    r = cli("datasets", "validate", export, "--mapping", MAPPING, "--format", "openai_chat", api=False)
+    assert r.code == 1 and "error [format_and_mapping]" in r.err, (r.code, r.err)
+    assert cli("datasets", "validate", export, "--mapping", MAPPING, api=False).code == 0

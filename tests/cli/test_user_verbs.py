@@ -243,3 +243,15 @@ def test_datasets_validate_a_directory_of_mixed_field_files(tmp_path: Path, cli)
     text = cli("datasets", "validate", d, api=False)
     assert "result: ok" not in text.out and "refused" in text.out
     assert "duplicate of inspect_ai_log.eval" in text.out  # the same log as .eval and .json: understood once
+
+
+def test_validate_previews_the_split_a_dataset_gets(cli):
+    """The offline preview splits as a dataset is split (at least one conversation held out): two
+    conversations whose ids both hash into train show 1 train / 1 held-out, as the service stores them."""
+    from drafters.traces.ingest import ingest, split_of
+
+    path = Path(__file__).parents[1] / "traces" / "fixtures" / "inspect_ai_log.eval"
+    ids = [c.id for c in ingest([path]).conversations]
+    assert len(ids) == 2 and all(split_of(i) == "train" for i in ids)  # the plain hash split holds none out
+    r = cli("datasets", "validate", path, "--json", api=False)
+    assert r.code == 0 and r.json["split"] == {"train": 1, "heldout": 1}

@@ -68,3 +68,24 @@ def test_exec_stream_warns_missing_prompt():
     (call,) = [p for m in convs[0].messages for p in m.tool_calls]
     assert call.arguments == {"command": "zsh -lc ls"}
     assert "hello.txt" in convs[0].messages[1].tool_results[0].content
+
+
+def test_an_item_type_of_a_newer_codex_is_lost_content_not_ok(tmp_path):
+    """A response_item whose payload type the reader does not know (here a renamed function_call) used to
+    vanish: the file stayed ok with one tool call fewer. It is now an error (unknown_content), the
+    conversation is not trained on (the file, one session, is refused)."""
+    from drafters.traces.ingest import ingest
+
+    src = sample("codex_cli_rollout/agentcmd__rollout-2025-09-25T15-12-14-019982b8.jsonl")
+    lines = src.read_text(encoding="utf-8").splitlines()
+    calls = [i for i, ln in enumerate(lines) if '"type":"function_call"' in ln.replace(" ", "")]
+    assert len(calls) == 34  # counted in the raw file
+    rec = json.loads(lines[calls[3]])
+    rec["payload"]["type"] = "custom_tool_call_v9"
+    lines[calls[3]] = json.dumps(rec)
+    bad = tmp_path / "rollout.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert ingest([src]).report.files[str(src)]["status"] == "ok"
+    report = ingest([bad]).report
+    assert report.problem_counts.get("error:unknown_content") == 1
+    assert report.files[str(bad)]["status"] == "refused" and report.counts["conversations"] == 0

@@ -273,3 +273,15 @@ def test_a_file_repeating_earlier_files_is_duplicate_not_refused(tmp_path):
     assert dup["duplicate_of"] == [str(tmp_path / "inspect_ai_log.eval")]
     assert report.counts["duplicates_dropped"] == 2 and report.counts["files_duplicate"] == 1
     assert "files_refused" not in report.counts
+
+
+def test_a_log_with_an_answer_but_no_context_is_an_error(tmp_path):
+    """A one-line Claude Code log holding only an assistant tool call (the real corpus file) has no LLM
+    call to train on: it was "ok" with 1 conversation and 0 calls; now no_llm_call, refused."""
+    path = Path(__file__).resolve().parent / "fixtures" / "corpus" / "mcp_in_transcripts" / \
+        "agentcmd__claude_tool-mcp__happy__change_title.jsonl"
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    assert [x["type"] for x in lines] == ["assistant"]  # counted in the raw file
+    report = ingest([path]).report
+    assert [(e.code, e.line) for e in report.errors] == [("no_llm_call", 1)]
+    assert report.files[str(path)]["status"] == "refused" and report.counts["conversations"] == 0

@@ -123,3 +123,19 @@ def test_optional_keys_absent_without_other_data_stay_ok(tmp_path):
     records = [{"conv": "c9", "log": [{"who": "u", "txt": "hi"}, {"who": "a", "txt": "hello", "ts": "12:00"}]}]
     _, result = _ingest(tmp_path, records=records)
     assert result.report.ok and result.report.counts["conversations"] == 1
+
+
+@pytest.mark.parametrize("field", ["tools", "id"])
+def test_record_path_that_never_matches_is_a_file_error(tmp_path, field):
+    """A declared ``tools`` or ``id`` JSONPath that finds nothing in any record (``$.tool_box`` where the
+    export says ``toolbox``) used to leave the file ok while the tool definitions (or the ids) were lost."""
+    records = [{**r, "toolbox": [{"name": "ticket", "parameters": {"type": "object"}}]} for r in RECORDS]
+    good = {"tools": "$.toolbox", "id": "$.conv"}
+    _, result = _ingest(tmp_path, records=records, **good)
+    assert result.report.ok and all(c.tools for c in result.conversations)
+    path, result = _ingest(tmp_path, records=records, **{**good, field: "$.tool_box"})
+    (err,) = result.report.errors
+    assert (err.code, err.file, err.field) == ("mapping_field_never_matched", str(path), field)
+    assert f"none of the file's {len(RECORDS)} records" in err.message and "'toolbox' x3" in err.message
+    assert "'log'" not in err.message  # the messages are mapped
+    assert result.report.files[str(path)]["status"] == "partial"

@@ -30,6 +30,14 @@ def count(problems: ProblemSink, key: str, n: int = 1) -> None:
         fn(key, n)
 
 
+def _why(exc: ValueError, with_line: bool) -> str:
+    """A JSON decoding error's reason and position (``Expecting ',' delimiter: column 12``)."""
+    msg, col = getattr(exc, "msg", str(exc)), getattr(exc, "colno", None)
+    if col is None:
+        return msg
+    return f"{msg}: line {exc.lineno} column {col}" if with_line else f"{msg}: column {col}"  # type: ignore[attr-defined]
+
+
 def head_has(head: str, *patterns: str) -> bool:
     """True when every regex in ``patterns`` occurs in ``head``."""
     return all(re.search(p, head) for p in patterns)
@@ -78,7 +86,7 @@ def iter_json_lines(
         try:
             value = json.loads(line)
         except ValueError as exc:
-            problems.error("invalid_json", f"line is not valid JSON: {exc.msg} at column {exc.colno}",
+            problems.error("invalid_json", f"line is not valid JSON: {_why(exc, False)}",
                            Source(fmt, filename, line=lineno))
             continue
         yield lineno, value
@@ -92,7 +100,7 @@ def load_json(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -
     try:
         doc = json.loads(text)
     except ValueError as exc:
-        problems.error("invalid_json", f"file is not valid JSON: {exc.msg}",
+        problems.error("invalid_json", f"file is not valid JSON: {_why(exc, True)}",
                        Source(fmt, filename, line=getattr(exc, "lineno", None)))
         return None
     count(problems, "records", len(doc) if isinstance(doc, list) else 1)
@@ -121,7 +129,7 @@ def load_json_or_lines(
         try:
             value = json.loads(text)
         except ValueError as exc:
-            problems.error("invalid_json", f"file is not valid JSON: {exc.msg}",
+            problems.error("invalid_json", f"file is not valid JSON: {_why(exc, True)}",
                            Source(fmt, filename, line=exc.lineno + lead))
             return
         for i, item in enumerate(value):
@@ -149,7 +157,7 @@ def load_json_or_lines(
                 try:
                     yield Source(fmt, filename, line=lineno), json.loads(line)
                 except ValueError as exc:
-                    problems.error("invalid_json", f"line is not valid JSON: {exc.msg}",
+                    problems.error("invalid_json", f"line is not valid JSON: {_why(exc, False)}",
                                    Source(fmt, filename, line=lineno))
             return
         count(problems, "records")
@@ -219,8 +227,9 @@ def iter_values(
             at_end = exc.pos >= len(buf) - 1 or exc.msg.startswith("Unterminated")
             if at_end and fill():
                 continue
-            problems.error("invalid_json", f"not valid JSON: {exc.msg}", src(fmt, filename, line=line,
-                           record=f"$[{ordinal}]" if in_array else None))
+            why = exc.msg.removesuffix(" starting at")  # the position is the record's, given by its source
+            problems.error("invalid_json", f"not valid JSON: {why}",
+                           src(fmt, filename, line=line, record=f"$[{ordinal}]" if in_array else None))
             ordinal += 1
             # resynchronise at the next value indented like this record (a nested object of the
             # broken record is indented deeper and is skipped)

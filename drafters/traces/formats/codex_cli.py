@@ -125,6 +125,8 @@ def _exec_item(item: Any, messages: list[Message]) -> None:
                                                         is_error=item.get("exit_code") not in (0, None))]))
     elif kind in ("file_change", "mcp_tool_call", "web_search", "todo_list"):
         assistant().parts.append(UnsupportedPart(str(kind)))
+    elif kind != "error":  # an item type of a newer Codex: reported as lost content (unknown_content)
+        assistant().parts.append(UnsupportedPart(str(kind)))
 
 
 FORMAT = TraceFormat(NAME, "OpenAI Codex CLI rollouts (response_item) and codex exec --json streams", sniff, parse)

@@ -33,6 +33,8 @@ _MODEL_SIDE = {"function_call", "custom_tool_call", "local_shell_call", "reasoni
 _OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
 _SERVER = {"web_search_call", "file_search_call", "mcp_call", "mcp_list_tools", "code_interpreter_call",
            "image_generation_call", "computer_call", "mcp_approval_request"}
+#: Items that carry no content of their own (a pointer to an earlier item, the client's approval answer).
+_NO_CONTENT = {"item_reference", "mcp_approval_response", "computer_call_output"}
 
 
 def _content_parts(content: Any) -> list:
@@ -103,6 +105,10 @@ def items_to_messages(items: list[Any], model: str | None = None) -> list[Messag
             out.append(Message("tool", [ToolResultPart(item.get("call_id"), _output_text(item.get("output")))]))
         elif kind in _SERVER:
             assistant().parts.append(UnsupportedPart("server_tool_use"))
+        elif kind not in _NO_CONTENT:
+            # An item type this reader does not know (a newer API): a counted placeholder whose kind is not
+            # deliberate, so ingestion reports the loss (unknown_content) instead of dropping it unseen.
+            assistant().parts.append(UnsupportedPart(str(kind)))
     return out
 
 
