@@ -15,8 +15,11 @@ def detect_format(head: str, filename: str) -> TraceFormat:
     file (OpenAI messages inside) is not taken for plain OpenAI chat.
 
     Raises:
-        TraceError(code="unknown_format") naming every format tried, with ``where=filename``.
+        TraceError(code="unknown_format") naming every format tried, with ``where=filename``;
+        TraceError(code="empty_file") for an empty file.
     """
+    if not head.strip():
+        raise TraceError("empty_file", "the file is empty (or only whitespace)", filename)
     tried: list[str] = []
     for fmt in all_formats():
         tried.append(fmt.name)
@@ -27,6 +30,7 @@ def detect_format(head: str, filename: str) -> TraceFormat:
             continue
     raise TraceError(
         "unknown_format",
-        f"no trace format recognizes this file; tried: {', '.join(tried) or '(no formats registered)'}",
+        "no trace format recognizes this file; for an in-house format, declare where its messages sit with a "
+        f"mapping (--mapping, docs/traces.md); tried: {', '.join(tried) or '(no formats registered)'}",
         filename,
     )

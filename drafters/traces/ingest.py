@@ -155,7 +155,7 @@ def _read_file(path: Path, forced: TraceFormat | None, report: ValidationReport,
             try:
                 fmt = detect_format(tio.read_head(path), path.name)
             except TraceError as exc:
-                report.error("unknown_format", exc.message, Source("", name))
+                report.error(exc.code, exc.message, Source("", name))  # unknown_format, empty_file
                 return None
         report.formats[fmt.name] += 1
         tally = _FileTally(_error_count(report), _error_count(report, "warning"))

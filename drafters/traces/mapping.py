@@ -169,8 +169,9 @@ class Mapping:
             value = get(raw, self.role)
             role = self.roles.get(value) if isinstance(value, str) else None
             if role is None:
-                problems.error("unknown_role", f"role {value!r} (key {self.role}) is not in the mapping's roles",
-                               source, at)
+                why = (f"has no role key {self.role!r}" if value is _ABSENT or value is None
+                       else f"has role {value!r} (key {self.role}), which is not in the mapping's roles")
+                problems.error("unknown_role", f"the message {why}", source, at)
                 return None
             message = self._message(raw, role, at, reading)
             if role == "tool" and messages and messages[-1].role == "tool":

@@ -43,6 +43,8 @@ CODES: dict[str, str] = {
     "tool_result_without_call": "a tool result answers no earlier tool call",
     "empty_conversation": "a record holds no messages",
     "no_assistant_message": "a conversation has no assistant message, so no LLM call to train on",
+    "empty_file": "the file is empty",
+    "unknown_record": "a record of a type the format's reader does not know",
     "no_llm_call": "a conversation's assistant messages have no context before them (a log cut at its start)",
     "arguments_not_json": "tool-call arguments are not a JSON object (kept raw)",
     "unsupported_content": "images, audio or files were replaced by counted placeholders",

@@ -104,8 +104,9 @@ def test_edge_case_non_object_lines_are_reported_per_line():
     """README: the edge-case fixture holds valid JSON that is not an object, and a bad 'message'."""
     convs, report = parse_file("claude_code", sample("claude_code_jsonl/claude-code-log__edge_cases.jsonl"))
     bad = sorted((p.line, p.code) for p in report.errors)
-    # line 11: "message": "error"; 13: a string; 14: {"silly": "this"}; 15: 42; 16: [1]
-    assert bad == [(11, "not_an_object"), (13, "not_an_object"), (14, "not_an_object"),
+    # line 11: "message": "error"; 13: a string; 14: {"silly": "this"} (an object of no known type); 15: 42;
+    # 16: [1]
+    assert bad == [(11, "not_an_object"), (13, "not_an_object"), (14, "unknown_record"),
                    (15, "not_an_object"), (16, "not_an_object")]
 
 

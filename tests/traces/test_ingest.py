@@ -285,3 +285,14 @@ def test_a_log_with_an_answer_but_no_context_is_an_error(tmp_path):
     report = ingest([path]).report
     assert [(e.code, e.line) for e in report.errors] == [("no_llm_call", 1)]
     assert report.files[str(path)]["status"] == "refused" and report.counts["conversations"] == 0
+
+
+def test_empty_and_unknown_files_say_what_to_do(tmp_path):
+    """An empty file is empty_file (not "no format recognizes it" with the list of every format); an
+    unrecognized one points at declared mappings."""
+    (tmp_path / "empty.jsonl").write_text("\n  \n", encoding="utf-8")
+    (tmp_path / "inhouse.jsonl").write_text('{"turns": [{"who": "me", "said": "hi"}]}\n', encoding="utf-8")
+    report = ingest([tmp_path]).report
+    by_file = {Path(e.file).name: e for e in report.errors}
+    assert by_file["empty.jsonl"].code == "empty_file" and "tried" not in by_file["empty.jsonl"].message
+    assert by_file["inhouse.jsonl"].code == "unknown_format" and "--mapping" in by_file["inhouse.jsonl"].message

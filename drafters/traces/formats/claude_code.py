@@ -121,7 +121,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             continue
         kind = line.get("type")
         if kind not in _LINE_TYPES:
-            problems.error("not_an_object", f"unknown line type {kind!r}", src, field="type")
+            problems.error("unknown_record", f"unknown line type {kind!r}", src, field="type")
             continue
         transcript_lines += 1
         uuid = line.get("uuid")
