@@ -15,6 +15,7 @@ Example (``support-bot.mapping.yaml``) for records like
       system: system
       tool: tool
     content: utterance             # key holding a string or a list of content blocks (common spellings)
+    reasoning: thoughts            # optional: key holding an assistant message's reasoning text
     tool_calls: actions            # optional: key holding the assistant's calls (a list)
     tool_call:                     # optional: keys inside one call (defaults: id, name, arguments)
       id: action_id
@@ -58,13 +59,14 @@ from drafters.traces.formats import _reading
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._spellings import content_parts, get
 from drafters.traces.formats.base import ProblemSink, TraceFormat
-from drafters.traces.model import Conversation, Message, Source, ToolCallPart, ToolResultPart
+from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolCallPart, ToolResultPart
 from drafters.traces.report import TraceError
 
 _ROLES = ("system", "user", "assistant", "tool")
 _STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[(\d+)\]|\[\*\]")
-_KEYS = {"name", "messages", "role", "roles", "content", "tool_calls", "tool_call", "tool_result", "tools", "id"}
-_TEXT_KEYS = ("name", "messages", "role", "content", "tool_calls", "tools", "id")
+_KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
+         "tools", "id"}
+_TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id")
 _SUB_KEYS = {"tool_call": {"id", "name", "arguments"}, "tool_result": {"id", "content"}}
 MAX_VALUES = 2000  # values in a mapping file, aliases counted at each use (an upload is untrusted)
 MAX_NAME = 40  # characters of a mapping's name ("mapping:NAME" is stored as a dataset's format)
@@ -107,6 +109,7 @@ class Mapping:
     role: str
     roles: dict[str, str]
     content: str | None = None
+    reasoning: str | None = None
     tool_calls: str | None = None
     tool_call: dict[str, str] = field(default_factory=lambda: {"id": "id", "name": "name", "arguments": "arguments"})
     tool_result: dict[str, str] = field(default_factory=lambda: {"id": "tool_call_id", "content": "content"})
@@ -151,7 +154,8 @@ class Mapping:
 
     def _optional_uses(self) -> tuple[_PathUse | None, _PathUse]:
         """(tool_calls, tool_call.arguments): the optional keys whose never matching in a file is checked
-        (``_PathUse.report``); None when the mapping declares no tool calls."""
+        (``_PathUse.report``); None when the mapping declares no tool calls. (``reasoning`` is not checked:
+        a model that never reasons leaves it unmatched with nothing lost.)"""
         calls = _PathUse("tool_calls", self.tool_calls, "assistant message") if self.tool_calls else None
         return calls, _PathUse("tool_call.arguments", self.tool_call.get("arguments", "arguments"), "tool call")
 
@@ -192,12 +196,19 @@ class Mapping:
             return Message("tool", [ToolResultPart(as_text(get(raw, self.tool_result.get("id", "tool_call_id")))
                                                    or None, text)])
         calls = self._calls(raw, at, reading) if role == "assistant" and self.tool_calls else []
+        thought = self._reasoning(raw) if role == "assistant" else []
         parts: list = []
         if self.content:
-            # Content may be absent only beside tool calls (an assistant turn that only calls tools).
-            value = get(raw, self.content) if calls else reading.required(raw, self.content, "content", at)
+            # Content may be absent only beside tool calls or reasoning (a turn that only thinks and calls).
+            value = (get(raw, self.content) if calls or thought
+                     else reading.required(raw, self.content, "content", at))
             parts = content_parts(value)
-        return Message(role, parts + calls)  # type: ignore[arg-type]
+        return Message(role, thought + parts + calls)  # type: ignore[arg-type]
+
+    def _reasoning(self, raw: dict) -> list[ReasoningPart]:
+        """The assistant message's reasoning (the ``reasoning`` key's text), when the mapping declares it."""
+        text = as_text(get(raw, self.reasoning)) if self.reasoning else ""
+        return [ReasoningPart(text)] if text else []
 
     def _calls(self, raw: dict, at: str, reading: _Reading) -> list[ToolCallPart]:
         """The assistant message's tool calls; their absence and an absent name are tallied/reported."""
@@ -219,7 +230,7 @@ class Mapping:
 
     def _message_keys(self) -> set[str]:
         """The top-level keys of a non-tool message that the mapping reads."""
-        return {k.split(".")[0] for k in (self.role, self.content, self.tool_calls) if k}
+        return {k.split(".")[0] for k in (self.role, self.content, self.reasoning, self.tool_calls) if k}
 
 
 _ABSENT = object()  # get()'s default: a mapped key that is not in the record
@@ -379,7 +390,7 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
     defaults = Mapping("", "$", "", {})
     return Mapping(
         name=data.get("name") or Path(where).stem[:MAX_NAME], messages=data["messages"], role=data["role"],
-        roles={str(k): v for k, v in roles.items()}, content=data.get("content"),
+        roles={str(k): v for k, v in roles.items()}, content=data.get("content"), reasoning=data.get("reasoning"),
         tool_calls=data.get("tool_calls"), tool_call={**defaults.tool_call, **(data.get("tool_call") or {})},
         tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
         id=data.get("id"))

@@ -147,3 +147,20 @@ def test_a_message_without_the_role_key_says_so(tmp_path):
     (err,) = result.report.errors
     assert (err.code, err.line, err.field) == ("unknown_role", 1, "$.log[0]")
     assert "has no role key 'who'" in err.message
+
+
+def test_reasoning_key_is_read_as_reasoning(tmp_path):
+    """A mapping's ``reasoning`` key: an assistant's thoughts are reasoning (they were dropped, file ok,
+    0 reasoning characters); an answer with thoughts and calls but no text needs no content key."""
+    records = [{"conv": "c1", "log": [
+        {"who": "u", "txt": "Is ticket 41 closed?"},
+        {"who": "a", "think": "Look it up first.", "calls": [{"cid": "k1", "fn": "ticket", "params": {"n": 41}}]},
+        {"who": "t", "cid": "k1", "out": "ticket 41: open"},
+        {"who": "a", "think": "It is open.", "txt": "Ticket 41 is still open."}]}]
+    _, dropped = _ingest(tmp_path, records=records)
+    assert dropped.report.chars["reasoning"] == 0  # without the key the thoughts are not read
+    _, result = _ingest(tmp_path, records=records, reasoning="think")
+    report = result.report
+    assert report.ok and report.chars["reasoning"] == len("Look it up first.") + len("It is open.")
+    answer = result.conversations[0].messages[-1]
+    assert [type(p).__name__ for p in answer.parts] == ["ReasoningPart", "TextPart"]
