@@ -203,3 +203,21 @@ def test_refusal_with_null_content_is_the_answer_and_metadata_is_not_content(tmp
     assert result.report.ok
     (conv,) = result.conversations
     assert [m.text for m in conv.messages if m.role == "assistant"] == ["I can't help with that.", "", "Done."]
+
+
+def test_reasoning_under_thinking_is_read_and_under_another_name_is_an_error(tmp_path):
+    """Ollama logs an answer's reasoning as ``thinking``: read as reasoning. Text under a key whose name
+    says reasoning but that no reader knows (``thoughts``) used to vanish (file ok, 0 reasoning
+    characters): now unknown_content."""
+    def rec(key: str, i: int) -> dict:
+        return {"id": f"t{i}", "messages": [
+            {"role": "user", "content": "2+2?"},
+            {"role": "assistant", key: "Add two and two.", "content": "4"}]}
+
+    path, result = _ingest_records(tmp_path, [rec("thinking", 1), rec("thoughts", 2)])
+    report = result.report
+    assert [(e.code, e.line) for e in report.errors] == [("unknown_content", 2)]
+    assert "key:thoughts x1" in report.errors[0].message
+    (conv,) = result.conversations
+    assert [type(p).__name__ for p in conv.messages[-1].parts] == ["ReasoningPart", "TextPart"]
+    assert report.chars["reasoning"] == len("Add two and two.")

@@ -15,6 +15,7 @@ and the parsed object (``ToolCallPart.from_raw``). ``to_openai_messages`` is the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -37,8 +38,10 @@ _ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assista
              "tool": "tool", "function": "tool"}
 # Keys of an assistant message that the reader takes, or that are metadata by the API's definition; data under
 # any other key of a message with no content and no calls is content this reader would lose.
+#: Where assistant reasoning is logged as a string (vLLM/DeepSeek/OpenRouter; Ollama writes ``thinking``).
+_REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 _ASSISTANT_KEYS = frozenset({
-    "role", "content", "tool_calls", "function_call", "reasoning_content", "reasoning", "refusal", "model", "name",
+    "role", "content", "tool_calls", "function_call", *_REASONING_KEYS, "refusal", "model", "name",
     "audio", "annotations", "weight", "loss_weight", "train", "training", "id", "prefix", "created", "finish_reason",
     "index", "logprobs", "metadata", "timestamp", "usage",
 })
@@ -126,7 +129,7 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         return Message("tool", parts)
     parts = []
     if role == "assistant":
-        for key in ("reasoning_content", "reasoning"):
+        for key in _REASONING_KEYS:
             if isinstance(msg.get(key), str) and msg[key]:
                 parts.append(ReasoningPart(msg[key]))
                 break
@@ -151,14 +154,18 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
     return Message(role, parts, model=msg_model or model, supervised=_content.trained(msg))
 
 
+_REASONING_NAME = re.compile(r"think|thought|reason", re.IGNORECASE)
+
+
 def _unread_keys(msg: dict[str, Any], has_parts: bool) -> list[str]:
     """Keys outside ``_ASSISTANT_KEYS`` that hold content this reader would lose: with no other part, any
     data (not null, empty or false); beside content, a list of tool-call-shaped objects (calls logged under
-    a non-standard name such as ``invocations``)."""
+    a non-standard name such as ``invocations``) or text under a name that says reasoning (``thoughts``)."""
     unknown = [(str(k), v) for k, v in msg.items() if k not in _ASSISTANT_KEYS]
     if not has_parts:
         return [k for k, v in unknown if v not in (None, "", [], {}, False)]
-    return [k for k, v in unknown if isinstance(v, list) and v and all(_call_shaped(c) for c in v)]
+    return [k for k, v in unknown if (isinstance(v, list) and v and all(_call_shaped(c) for c in v))
+            or (isinstance(v, str) and v.strip() and _REASONING_NAME.search(k))]
 
 
 def _call_shaped(value: Any) -> bool:
