@@ -19,7 +19,8 @@ held-out agent calls (calls of conversations that have tools):
 
 Training budgets are equal: (a) and (b) train ``--steps`` steps from the same random start with the same
 anchors per sequence, tokens per batch, learning rate and schedule; (c) starts from (a) and trains
-``--steps`` more on (b)'s data (the released drafter's own training is not the user's cost). Printed: tau
+``--steps`` more on (b)'s data (the released drafter's own training is not the user's cost). Anchors,
+tokens per batch and learning rate default to the training stage's CPU recipe. Printed: tau
 overall and by segment (tool-call arguments, tool-call structure, tool names, text, reasoning) with 95%
 bootstrap intervals that resample whole calls, the paired per-call differences of (b) and (c) against every
 other proposer, wall times, and a PNG plot (``--out``). Regenerated answers are stored content-addressed
@@ -58,6 +59,7 @@ from drafters.target import AGENT_SPEC, load_target
 from drafters.traces.model import LLMCall, Message, TextPart
 from drafters.train.cli import new_drafter
 from drafters.train.config import TrainConfig
+from drafters.train.resolve import CPU_DEFAULTS
 from drafters.train.loop import train
 from drafters.train.resolve import Machine
 
@@ -78,11 +80,13 @@ class Corpus:
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=400, help="training steps per drafter (c: this many more)")
-    ap.add_argument("--anchors", type=int, default=32, help="anchors (blocks) per sequence per step")
-    ap.add_argument("--lr", type=float, default=1e-3)
+    # The training stage's CPU recipe (drafters/train/resolve.py CPU_DEFAULTS) unless told otherwise.
+    ap.add_argument("--anchors", type=int, default=CPU_DEFAULTS.num_anchors,
+                    help="anchors (blocks) per sequence per step")
+    ap.add_argument("--lr", type=float, default=CPU_DEFAULTS.lr)
     ap.add_argument("--layers", type=int, default=1, help="draft layers")
     ap.add_argument("--block-size", type=int, default=7)
-    ap.add_argument("--tokens-per-batch", type=int, default=2048)
+    ap.add_argument("--tokens-per-batch", type=int, default=CPU_DEFAULTS.tokens_per_batch)
     ap.add_argument("--max-seq-len", type=int, default=1024, help="longest training row (context + answer)")
     ap.add_argument("--max-answer", type=int, default=128, help="regeneration max_tokens")
     ap.add_argument("--train-calls", type=int, default=160, help="agent training calls regenerated (and as many "
