@@ -213,3 +213,23 @@ def test_rewound_branch_is_reported():
     # Parallel tool results under one parent are not a fork (VibeCodingTracker has such a pair).
     _, report = parse_file("claude_code", sample("claude_code_jsonl/VibeCodingTracker__test_conversation.jsonl"))
     assert not report.warnings
+
+
+def test_an_unknown_block_is_located_on_its_line(tmp_path):
+    """A content block of a type the reader does not know refuses the session (unknown_content, at the
+    session's first line); a warning names the line the block is on, so it can be found in a long log."""
+    from drafters.traces.ingest import ingest
+
+    src = sample("claude_code_jsonl/fasthooks__sample_main_transcript.jsonl")
+    lines = src.read_text(encoding="utf-8").splitlines()
+    k = next(i for i, ln in enumerate(lines) if '"type":"assistant"' in ln.replace(" ", "")
+             and '"tool_use"' in ln and i > 2)
+    rec = json.loads(lines[k])
+    rec["message"]["content"].append({"type": "hologram", "data": "x"})
+    lines[k] = json.dumps(rec)
+    bad = tmp_path / "session.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = ingest([bad]).report
+    assert [e.code for e in report.errors] == ["unknown_content"]
+    (warn,) = [w for w in report.warnings if w.code == "unknown_block"]
+    assert (warn.line, warn.field) == (k + 1, "message.content") and "hologram" in warn.message

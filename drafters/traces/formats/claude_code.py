@@ -30,7 +30,7 @@ from typing import IO, Any
 from drafters.traces.formats import _reading
 from drafters.traces.formats.anthropic_messages import blocks_to_messages
 from drafters.traces.formats.base import ProblemSink, TraceFormat
-from drafters.traces.model import Conversation, LLMCall, Message, Source
+from drafters.traces.model import Conversation, LLMCall, Message, Source, UnsupportedPart
 
 NAME = "claude_code"
 
@@ -87,6 +87,15 @@ def _is_meta(line: dict[str, Any], content: Any) -> bool:
         texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
         text = texts[0] if len(texts) == 1 and len(content) == 1 else None
     return isinstance(text, str) and text.lstrip().startswith(_META_PREFIXES)
+
+
+def _mark_unknown(messages: list[Message], src: Source, problems: ProblemSink) -> None:
+    """Say on which line a block of an unknown type sits (``unknown_block``): ingestion refuses the whole
+    session with ``unknown_content`` at its first line, and a session runs to thousands of lines."""
+    kinds = sorted({p.kind for m in messages for p in m.parts if isinstance(p, UnsupportedPart) and p.lost})
+    if kinds:
+        problems.warning("unknown_block", f"content block(s) of unknown type {', '.join(kinds)} on this line",
+                         src, field="message.content")
 
 
 def _records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[tuple[Source, Any]]:
@@ -165,6 +174,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             if model == "<synthetic>":
                 continue  # written by Claude Code itself (API errors, "No response requested.")
             new = blocks_to_messages("assistant", content, model=model)
+            _mark_unknown(new, src, problems)
             mid = msg.get("id") if isinstance(msg.get("id"), str) else None
             if mid is not None and mid in conv.by_msg_id:
                 # Another content block of the same API response: merge (parallel calls, usage once).
@@ -177,8 +187,9 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             conv.messages.extend(new)
         else:
             meta = _is_meta(line, content)
-            conv.messages.extend(m for m in blocks_to_messages("user", content, meta=meta)
-                                 if m.parts or m.role == "tool")
+            new = [m for m in blocks_to_messages("user", content, meta=meta) if m.parts or m.role == "tool"]
+            _mark_unknown(new, src, problems)
+            conv.messages.extend(new)
     if hook_records and not transcript_lines:
         problems.error(
             "not_a_transcript",
