@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, NoReturn, Self
 
@@ -22,8 +23,14 @@ from rich.text import Text
 
 from drafters.errors import TracedraftError
 
-console = Console()
-err_console = Console(stderr=True)
+def _width(stream) -> int | None:
+    """Rich's width: the terminal's, or COLUMNS; 200 when output goes to a file or pipe (rich's 80 folds
+    file paths in tables into pieces)."""
+    return None if "COLUMNS" in os.environ or stream.isatty() else 200
+
+
+console = Console(width=_width(sys.stdout))
+err_console = Console(stderr=True, width=_width(sys.stderr))
 
 EXIT_OK = 0
 EXIT_ERROR = 1
