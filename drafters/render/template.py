@@ -42,8 +42,9 @@ class FastTemplate:
 
             plain = ctu._plain_template_data
             alias = ctu._alias_reasoning_fields
-            # Same name resolution (a template name in a dict of templates) and compile cache as
-            # apply_chat_template; ``tools`` only matters when no template is given, never the case here.
+            # Same name resolution (a template name in a dict of templates) and environment as
+            # apply_chat_template, compiled once here in an overlay of it (``_dict_first``); ``tools`` only
+            # matters when no template is given, never the case here.
             text = tokenizer.get_chat_template(template)
             compiled = _dict_first(ctu._compile_jinja_template(text).environment).from_string(text)
             kwargs = plain({**tokenizer.special_tokens_map, **template_kwargs})
