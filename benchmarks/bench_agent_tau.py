@@ -59,9 +59,8 @@ from drafters.target import AGENT_SPEC, load_target
 from drafters.traces.model import LLMCall, Message, TextPart
 from drafters.train.cli import new_drafter
 from drafters.train.config import TrainConfig
-from drafters.train.resolve import CPU_DEFAULTS
 from drafters.train.loop import train
-from drafters.train.resolve import Machine
+from drafters.train.resolve import CPU_DEFAULTS, Machine
 
 SEGMENTS = ("tool_args", "tool_structure", "tool_name", "text", "reasoning")
 DRAFTERS = ("generic", "agent", "warm")

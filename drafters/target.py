@@ -315,7 +315,7 @@ def _load_dir(path: Path, device: torch.device, dtype: torch.dtype, **kw: Any) -
     model = AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype, **kw)
     try:
         tok = AutoTokenizer.from_pretrained(str(path), **kw)
-    except Exception as e:  # noqa: BLE001  a weights-only dir is still a usable target (tests, engines bring their own tokenizer)
+    except Exception as e:  # a weights-only dir is still a usable target (tests, engines bring their own tokenizer)
         if _needs_remote_code(e):
             raise
         tok = None

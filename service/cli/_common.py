@@ -23,6 +23,7 @@ from rich.text import Text
 
 from drafters.errors import TracedraftError
 
+
 def _width(stream) -> int | None:
     """Rich's width: the terminal's, or COLUMNS; 200 when output goes to a file or pipe (rich's 80 folds
     file paths in tables into pieces)."""
@@ -316,6 +317,6 @@ def local_actor() -> str:
 
     try:
         user = getpass.getuser()
-    except Exception:  # noqa: BLE001 - no passwd entry in some containers
+    except Exception:
         user = str(os.getuid())
     return f"cli:{user}@{socket.gethostname()}"

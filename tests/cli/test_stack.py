@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-import typing
 import shutil
 import subprocess
+import typing
 from pathlib import Path
 
 import pytest

@@ -143,7 +143,7 @@ def test_record_path_that_never_matches_is_a_file_error(tmp_path, field):
 
 def test_a_message_without_the_role_key_says_so(tmp_path):
     records = [{"conv": "c1", "log": [{"txt": "Is ticket 41 closed?"}, {"who": "a", "txt": "Yes."}]}]
-    path, result = _ingest(tmp_path, records=records)
+    _, result = _ingest(tmp_path, records=records)
     (err,) = result.report.errors
     assert (err.code, err.line, err.field) == ("unknown_role", 1, "$.log[0]")
     assert "has no role key 'who'" in err.message

@@ -214,7 +214,7 @@ def test_reasoning_under_thinking_is_read_and_under_another_name_is_an_error(tmp
             {"role": "user", "content": "2+2?"},
             {"role": "assistant", key: "Add two and two.", "content": "4"}]}
 
-    path, result = _ingest_records(tmp_path, [rec("thinking", 1), rec("thoughts", 2)])
+    _, result = _ingest_records(tmp_path, [rec("thinking", 1), rec("thoughts", 2)])
     report = result.report
     assert [(e.code, e.line) for e in report.errors] == [("unknown_content", 2)]
     assert "key:thoughts x1" in report.errors[0].message

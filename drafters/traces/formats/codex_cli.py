@@ -123,9 +123,9 @@ def _exec_item(item: Any, messages: list[Message]) -> None:
         assistant().parts.append(ToolCallPart.from_raw(cid, "shell", {"command": item.get("command", "")}))
         messages.append(Message("tool", [ToolResultPart(cid, item.get("aggregated_output") or "",
                                                         is_error=item.get("exit_code") not in (0, None))]))
-    elif kind in ("file_change", "mcp_tool_call", "web_search", "todo_list"):
-        assistant().parts.append(UnsupportedPart(str(kind)))
-    elif kind != "error":  # an item type of a newer Codex: reported as lost content (unknown_content)
+    elif kind != "error":
+        # file_change, mcp_tool_call, web_search, todo_list and item types of a newer Codex: content this
+        # reader does not turn into messages, reported as lost (unknown_content), never dropped unseen.
         assistant().parts.append(UnsupportedPart(str(kind)))
 
 
