@@ -5,7 +5,7 @@ report needs; tau itself is computed only in drafters/evaluate/metrics.py (``eng
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +64,36 @@ class Engine(abc.ABC):
         """Replay every prompt (RenderedPrompt-like: call_id, prompt_ids) with ``drafter`` (a checkpoint
         directory, a Proposer for in-process engines, or None for plain decoding where supported).
         Raises TracedraftError with a stable code on any engine failure; never returns partial silence."""
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` for a server started in its own session: the kernel sends it SIGTERM when the thread
+    that started it dies (Linux ``prctl(PR_SET_PDEATHSIG)``), so a worker killed with SIGKILL, or a job cut
+    by a timeout, leaves no llama-server or SGLang server behind holding memory and a port (its own session
+    keeps it out of the parent's signals otherwise). A child whose parent died before the call exits at
+    once. None where prctl is not available (the server then outlives a killed parent, as before).
+
+    Start servers from a thread that outlives them (the stage's own thread does)."""
+    import ctypes
+    import ctypes.util
+    import os
+    import signal
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:  # runs in the child between fork and exec: keep it to two calls
+        prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
 
 
 def stop_process_group(process: Any, grace_s: float) -> None:

@@ -25,7 +25,7 @@ from typing import Any, Self
 
 import httpx
 
-from drafters.engines.base import CallMeasurement, Engine, EngineRun, stop_process_group
+from drafters.engines.base import CallMeasurement, Engine, EngineRun, die_with_parent, stop_process_group
 from drafters.errors import TracedraftError
 
 # Field names, newest first (docs/serving.md 3). Extend here when SGLang renames them again.
@@ -217,7 +217,8 @@ class SGLangServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:  # the child keeps its own copy of the descriptor
             self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=self.env,
-                                            start_new_session=True)  # own process group: stop() ends workers
+                                            start_new_session=True,  # own process group: stop() ends workers
+                                            preexec_fn=die_with_parent())
         client = SGLangClient(self.base_url, timeout=10.0, process=self.process, log_path=self.log_path)
         deadline = time.monotonic() + self.startup_timeout
         try:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
-from drafters.engines.base import stop_process_group
+from drafters.engines.base import die_with_parent, stop_process_group
 from drafters.engines.llamacpp.metrics import SpecCounters
 from drafters.errors import TracedraftError
 
@@ -80,7 +80,8 @@ class LlamaServer:
 
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                            preexec_fn=die_with_parent())
         deadline = time.monotonic() + self.startup_timeout
         try:
             with httpx.Client(base_url=self.base_url, timeout=5.0) as c:
