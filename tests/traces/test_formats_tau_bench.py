@@ -78,3 +78,16 @@ def test_corrupted_record_is_reported_and_others_kept():
     convs, report = parse_text("tau_bench", "\n".join(lines), "torn.json")
     assert codes(report)[0] == "invalid_json" and report.errors[0].record == "$[0]"
     assert len(convs) == 39
+
+
+def test_a_function_given_as_a_string_is_named_as_such():
+    """A tool call whose ``function`` is a string (the name itself) is a bad_tool_call that says so, not
+    "a tool call without a name"."""
+    rec = [{"task_id": 1, "reward": 1.0, "traj": [
+        {"role": "user", "content": "cancel order 7"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": "cancel_order"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "assistant", "content": "Cancelled."}]}]
+    _, report = parse_text("tau_bench", json.dumps(rec))
+    (err,) = report.errors
+    assert err.code == "bad_tool_call" and "'function' is a string" in err.message

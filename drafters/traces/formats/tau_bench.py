@@ -83,7 +83,9 @@ def convert(raw_messages: list, field: str, source, problems: ProblemSink, model
                     continue
                 fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
                 if not isinstance(fn.get("name"), str):
-                    problems.error("bad_tool_call", "tool call without a name", source, f"{where}.tool_calls[{k}]")
+                    why = ("'function' is a string, not an object with name and arguments"
+                           if isinstance(tc.get("function"), str) else "tool call without a name")
+                    problems.error("bad_tool_call", why, source, f"{where}.tool_calls[{k}]")
                     continue
                 call = ToolCallPart.from_raw(tc.get("id") or None, fn["name"], fn.get("arguments"))
                 if not call.arguments_valid:
