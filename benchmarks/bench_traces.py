@@ -2,8 +2,9 @@
 
     .venv/bin/python benchmarks/bench_traces.py [--corpus DIR] [--size-mb 200] [--repeat 3]
 
-1. Throughput on the trace corpus (tests/traces/fixtures/corpus; one core, one process): every file of the corpus goes through
-   ``iter_conversations`` (detect, parse, validate, scrub, dedup); MB/s = input bytes (decompressed) / s.
+1. Throughput on the trace corpus (tests/traces/fixtures/corpus; one core, one process): every file of the
+   corpus goes through ``iter_conversations`` (detect, parse, validate, scrub, dedup); MB/s = input bytes
+   (decompressed) / s.
    Reported for the whole corpus and per format.
 2. A synthetic OpenAI-chat JSONL file of ``--size-mb`` MB (agent-like records: tool calls with
    arguments, long tool results, some secrets and e-mails to scrub) is generated in a temp dir and
@@ -132,7 +133,8 @@ def synthetic_peak(size_mb: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parents[1] / "tests" / "traces" / "fixtures" / "corpus")
+    ap.add_argument("--corpus", type=Path,
+                    default=Path(__file__).resolve().parents[1] / "tests" / "traces" / "fixtures" / "corpus")
     ap.add_argument("--size-mb", type=int, default=200, help="synthetic file size (issue goal: 1024)")
     ap.add_argument("--repeat", type=int, default=3, help="best of N per corpus file")
     ap.add_argument("--skip-corpus", action="store_true")

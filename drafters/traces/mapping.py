@@ -34,7 +34,8 @@ that finds nothing is ``no_messages_found``; a required key that is not in a rec
 without tool calls, the tool call's ``name``, the tool result's ``content``) is ``mapping_field_missing`` at that
 record and field, and its conversation is dropped; an optional key (``tool_calls``, ``tool_call.arguments``) that
 matches nowhere in a file whose messages or calls hold other, unmapped data is ``mapping_field_never_matched``
-for the file, and so is a declared ``tools`` or ``id`` path that finds nothing in any record of the file (docs/traces.md: ``ok`` means the content was understood); a mapping file with a mistake raises
+for the file, and so is a declared ``tools`` or ``id`` path that finds nothing in any record of the file
+(docs/traces.md: ``ok`` means the content was understood); a mapping file with a mistake raises
 ``TraceError`` (``bad_mapping``) before anything is read.
 
 Use: ``tracedraft datasets validate --mapping support-bot.mapping.yaml traces/*.jsonl`` or

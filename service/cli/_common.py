@@ -317,6 +317,6 @@ def local_actor() -> str:
 
     try:
         user = getpass.getuser()
-    except Exception:
+    except Exception:  # no passwd entry in some containers
         user = str(os.getuid())
     return f"cli:{user}@{socket.gethostname()}"

@@ -156,11 +156,12 @@ def test_reasoning_key_is_read_as_reasoning(tmp_path):
         {"who": "u", "txt": "Is ticket 41 closed?"},
         {"who": "a", "think": "Look it up first.", "calls": [{"cid": "k1", "fn": "ticket", "params": {"n": 41}}]},
         {"who": "t", "cid": "k1", "out": "ticket 41: open"},
-        {"who": "a", "think": "It is open.", "txt": "Ticket 41 is still open."}]}]
+        {"who": "a", "think": "It is open.", "txt": "Ticket 41 is still open."},
+        {"who": "u", "txt": "Thanks."}, {"who": "a", "txt": "You're welcome."}]}]  # no thoughts: no reasoning
     _, dropped = _ingest(tmp_path, records=records)
     assert dropped.report.chars["reasoning"] == 0  # without the key the thoughts are not read
     _, result = _ingest(tmp_path, records=records, reasoning="think")
     report = result.report
     assert report.ok and report.chars["reasoning"] == len("Look it up first.") + len("It is open.")
-    answer = result.conversations[0].messages[-1]
-    assert [type(p).__name__ for p in answer.parts] == ["ReasoningPart", "TextPart"]
+    kinds = [[type(p).__name__ for p in m.parts] for m in result.conversations[0].messages if m.role == "assistant"]
+    assert kinds == [["ReasoningPart", "ToolCallPart"], ["ReasoningPart", "TextPart"], ["TextPart"]]
