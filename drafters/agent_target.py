@@ -15,14 +15,14 @@ import hashlib
 import json
 from pathlib import Path
 
-from drafters.target import (
-    _MARKER,
+from drafters.checksums import sha256_file
+from drafters.target_cache import (
     AGENT_SPEC,
+    CACHE_MARKER,
     TargetLoadError,
     build_once,
     convert_gguf,
     default_cache_dir,
-    sha256_file,
     smollm2_gguf_path,
 )
 
@@ -88,7 +88,7 @@ def agent_target_dir(cache_dir: str | Path | None = None, adapter_dir: str | Pat
     """
     gguf = smollm2_gguf_path()
     base_dir = convert_gguf(gguf, cache_dir)
-    base_sha = json.loads((base_dir / _MARKER).read_text())["source_sha256"]
+    base_sha = json.loads((base_dir / CACHE_MARKER).read_text())["source_sha256"]
     files = adapter_files(adapter_dir)
     key = agent_key(base_sha, adapter_dir)
     dest = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) / "targets" / f"agent-{key}"

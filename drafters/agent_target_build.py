@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from drafters.agent_target import ADAPTER_DIR, ADAPTER_FILE, RECORD_FILE, TEMPLATE_FILE
-from drafters.target import AGENT_SPEC, SMOLLM2_SPEC, sha256_file
+from drafters.checksums import sha256_file
+from drafters.target_cache import AGENT_SPEC, SMOLLM2_SPEC
 from drafters.traces.io import stored_upload_name
 from drafters.traces.model import Conversation, LLMCall
 
@@ -410,7 +411,7 @@ def build(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from drafters.target import convert_gguf, smollm2_gguf_path
+    from drafters.target_cache import convert_gguf, smollm2_gguf_path
 
     torch.set_num_threads(cfg.threads)
     template = template_path.read_text(encoding="utf-8")

@@ -27,8 +27,9 @@ from drafters.agent_target_build import (
     split_examples,
     step_schedule,
 )
+from drafters.checksums import sha256_file
 from drafters.render import Segment
-from drafters.target import AGENT_SPEC, SMOLLM2_SPEC, TargetLoadError, sha256_file
+from drafters.target_cache import AGENT_SPEC, SMOLLM2_SPEC, TargetLoadError
 
 
 @pytest.fixture(scope="module")

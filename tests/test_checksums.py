@@ -24,11 +24,11 @@ def test_sha256_file_streams_any_chunk_size(tmp_path):
 
 
 def test_every_module_that_hashes_files_uses_the_one_copy():
-    from drafters import target
+    from drafters import agent_target
     from drafters.dspark import checkpoint
     from drafters.engines.llamacpp import build
     from service import gguf_export, storage
     from service.cli import registry_api
 
-    for module in (checkpoint, build, target, gguf_export, storage, registry_api):
+    for module in (checkpoint, build, agent_target, gguf_export, storage, registry_api):
         assert module.sha256_file is sha256_file, module.__name__

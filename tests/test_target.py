@@ -10,7 +10,8 @@ import torch
 import transformers
 
 from drafters.errors import TracedraftError
-from drafters.target import Target, TargetLoadError, build_once, crop_cache, load_target
+from drafters.target import Target, TargetLoadError, crop_cache, load_target
+from drafters.target_cache import build_once
 
 
 def tiny_target(seed: int = 0, layers: int = 4) -> Target:

@@ -282,7 +282,8 @@ def test_gguf_export_end_to_end_with_the_real_converter(stack, cli, tmp_path, mo
     from drafters.dspark.checkpoint import save_checkpoint
     from drafters.dspark.config import DSparkConfig
     from drafters.dspark.model import DSparkDrafter
-    from drafters.target import SMOLLM2_SPEC, default_cache_dir, load_target
+    from drafters.target import load_target
+    from drafters.target_cache import SMOLLM2_SPEC, default_cache_dir
     from service import jobs, registry
 
     torch.manual_seed(0)

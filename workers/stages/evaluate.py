@@ -32,7 +32,7 @@ def _engine(ctx: StageContext, name: str, target):
                             extra_args=sg.get("extra_args") or (), log_dir=ctx.workdir / "engine-logs")
     if name == "llamacpp":
         from drafters.engines.llamacpp import LlamaCppEngine, export_target_gguf
-        from drafters.target import convert_gguf
+        from drafters.target_cache import convert_gguf
 
         src = Path(target.source_path or "")
         target_dir = convert_gguf(src, ctx.settings.cache_dir) if src.suffix == ".gguf" else src

@@ -77,7 +77,7 @@ def _tokens_equal_report(spec: Sequence[CallMeasurement], plain: Sequence[CallMe
 class LlamaCppEngine(Engine):
     """Measure DSpark drafters with llama.cpp's llama-server (CPU).
 
-    target_gguf: the target as GGUF (for SmolLM2, ``drafters.target.smollm2_gguf_path()``; or
+    target_gguf: the target as GGUF (for SmolLM2, ``drafters.target_cache.smollm2_gguf_path()``; or
     ``export_target_gguf`` of a transformers directory). target_dir: the target's transformers directory,
     needed to export checkpoint-directory drafters (``export_gguf``). llama_server: an existing binary (else
     $TRACEDRAFT_LLAMA_SERVER, else the cached build of ``version``; never builds). check_lossless: also run

@@ -122,7 +122,7 @@ def export_gguf(checkpoint_dir: str | Path, target_dir: str | Path, out_path: st
 
     Runs the vendored ``convert_hf_to_gguf.py CHECKPOINT --target-model-dir TARGET --outtype OUTTYPE`` of the
     installed llama.cpp ``version`` (``build.install_llamacpp``). target_dir: a transformers
-    directory of the target with config and tokenizer (for a GGUF target, ``drafters.target.convert_gguf``'s
+    directory of the target with config and tokenizer (for a GGUF target, ``drafters.target_cache.convert_gguf``'s
     output); the converter takes the vocabulary from it, and the engine takes embeddings (mask token row
     included) and LM head from the target at run time. The converter shifts ``target_layer_ids`` by one
     itself (our ids are layer outputs, llama.cpp's are layer inputs).
@@ -221,10 +221,16 @@ def export_target_gguf(target_dir: str | Path, out_path: str | Path, *, version:
 
 def resolve_target_files(spec: str, cache_dir: str | Path | None = None) -> tuple[Path, Path | None]:
     """(transformers target directory, target GGUF or None) for a target spec as ``load_target`` takes it:
-    "smollm2-135m-instruct" or a .gguf file (converted once by ``drafters.target.convert_gguf``; the GGUF
+    "smollm2-135m-instruct" or a .gguf file (converted once by ``drafters.target_cache.convert_gguf``; the GGUF
     itself is what llama-server serves), a local model directory, or a HF id in the local cache (offline).
     Raises TargetLoadError (drafters.target) when not found."""
-    from drafters.target import AGENT_SPEC, SMOLLM2_SPEC, TargetLoadError, convert_gguf, smollm2_gguf_path
+    from drafters.target_cache import (
+        AGENT_SPEC,
+        SMOLLM2_SPEC,
+        TargetLoadError,
+        convert_gguf,
+        smollm2_gguf_path,
+    )
 
     if spec == AGENT_SPEC:  # a merged transformers directory: export_target_gguf converts it
         from drafters.agent_target import agent_target_dir
