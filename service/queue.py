@@ -280,11 +280,3 @@ class StageLock:
             {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
         ).first()
         return row is not None
-
-
-def requeue_stale_jobs(*args: Any, **kwargs: Any) -> list[str]:
-    """Re-dispatch jobs whose worker died (lapsed lease) or whose message is gone: see
-    ``service.reconciler.requeue_stale_jobs`` (kept here, where callers have always found it)."""
-    from service.reconciler import requeue_stale_jobs as run
-
-    return run(*args, **kwargs)

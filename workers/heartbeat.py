@@ -3,7 +3,7 @@
 ``Heartbeat(sessions, job_id, owner, lease_s)`` renews every ``lease_s / 3`` seconds in a daemon thread
 (``service.jobs.renew_lease``) from ``start()`` to ``stop()``. When the worker dies (kill -9, a lost
 machine) the renewals stop, the lease lapses ``lease_s`` seconds later at most, and the reconciler of any
-live worker re-dispatches the stage (``service.queue.requeue_stale_jobs``), which resumes from its last
+live worker re-dispatches the stage (``service.reconciler.requeue_stale_jobs``), which resumes from its last
 checkpoint. A renewal that fails on a database hiccup is retried at the next beat; ``lost`` is set when
 the lease turned out to belong to someone else (the job ended or was taken over).
 """

@@ -6,7 +6,7 @@ Create Date: 2026-12-01
 
 ``lease_owner`` names the worker process holding the job's current stage (``host:pid:task id``);
 ``lease_expires_at`` is renewed by its heartbeat every third of the lease. The reconciler re-dispatches a
-running job whose lease has lapsed (``service.queue.requeue_stale_jobs``). ``dispatched_at`` records the
+running job whose lease has lapsed (``service.reconciler.requeue_stale_jobs``). ``dispatched_at`` records the
 last successful enqueue, so a job whose first dispatch failed (broker down) is re-sent at once.
 """
 

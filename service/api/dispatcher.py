@@ -4,7 +4,7 @@
   publish is a short Redis write, but Celery keeps its result backend per thread and kombu its channel per
   connection: a thread per job rebuilt them on every job creation (a Redis client each time). When the
   broker is down, kombu retries the publish for a while and then ``dispatch`` raises; the failure is
-  logged and the reconciler (``service.queue.requeue_stale_jobs``) re-dispatches the committed job.
+  logged and the reconciler (``service.reconciler.requeue_stale_jobs``) re-dispatches the committed job.
 - pipeline=inline (the embedded mode): ``dispatch`` runs the whole pipeline, so each job gets a thread
   of its own (jobs run side by side); the threads are kept in ``threads`` so tests can join them.
 

@@ -231,7 +231,8 @@ def test_reconciler_requeues_only_stale_unheld_jobs(queue_env):
 
     from service import jobs
     from service.db import Job
-    from service.queue import StageLock, requeue_stale_jobs
+    from service.queue import StageLock
+    from service.reconciler import requeue_stale_jobs
 
     fresh = queue_env.submit({}, dispatch=False)
     stale = queue_env.submit({}, dispatch=False)
