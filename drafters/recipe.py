@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from drafters.errors import TracedraftError
+from drafters.segments import Segment
 
 Auto = Literal["auto"]
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -30,6 +31,25 @@ PositiveFloatOrAuto = PositiveFloat | Auto
 Precision = Literal["auto", "float32", "bfloat16"]
 #: How a multi-process run holds the drafter: replicated ("ddp") or sharded ("fsdp"); "auto" picks by memory.
 ParallelMode = Literal["auto", "ddp", "fsdp"]
+#: The Markov head's recurrence over the block (docs/dspark.md 1.5).
+MarkovHeadType = Literal["vanilla", "gated", "rnn"]
+
+# Segment names -> label values (drafters.segments), to resolve the names in TrainConfig.segment_weights.
+SEGMENT_VALUES = {segment.name: int(segment) for segment in Segment}
+
+
+def _known_segments(weights: dict[str | int, float]) -> dict[str | int, float]:
+    names = [k for k in weights if isinstance(k, str) and not k.isdigit()]
+    unknown = [k for k in names if k.upper() not in SEGMENT_VALUES]
+    if unknown:
+        raise ValueError(f"unknown segment {unknown[0]!r}; known: {sorted(SEGMENT_VALUES)}")
+    return weights
+
+
+#: Anchor sampling weight per segment name (any case) or value: finite, >= 0.
+SegmentWeights = Annotated[dict[str | int, Annotated[float, Field(ge=0, allow_inf_nan=False)]],
+                           AfterValidator(_known_segments)]
+
 #: Target features: cached on disk ("on"), computed per micro-batch ("off"), or cached when they fit ("auto").
 FeatureCacheMode = Literal["auto", "on", "off"]
 
@@ -57,9 +77,9 @@ class Recipe(BaseModel):
     num_draft_layers: Annotated[int, Field(ge=1, le=64)] | Auto = "auto"
     target_layer_ids: list[NonNegativeInt] | Auto = "auto"
     markov_rank: PositiveIntOrAuto = "auto"
-    markov_head_type: str | Auto = "auto"
+    markov_head_type: MarkovHeadType | Auto = "auto"
     loss_decay_gamma: PositiveFloatOrAuto = "auto"
-    segment_weights: dict[str, NonNegativeFloat] | Auto = "auto"
+    segment_weights: SegmentWeights | Auto = "auto"
     checkpoint_every: PositiveIntOrAuto = "auto"
     validate_every: PositiveIntOrAuto = "auto"
     keep_last: PositiveIntOrAuto = "auto"

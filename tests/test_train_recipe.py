@@ -34,7 +34,7 @@ def test_auto_resolves_per_machine():
     assert (t.checkpoint_every, t.validate_every, t.val_max_seqs) == (10, 25, 4)
     assert (t.seed, t.time_budget_s, t.lora, t.init_from) == (0, None, None, None)
     assert t.loss_matmul_dtype == t.compute_dtype == "auto"
-    assert cpu.drafter == {"num_hidden_layers": 1, "block_size": 7} and cpu.max_train_tokens == 24_000
+    assert cpu.drafter == {"num_hidden_layers": 1} and cpu.max_train_tokens == 24_000
     assert resolve_recipe(StageRecipe(), CPU_BF16).train.compute_dtype == "bfloat16"
     gpu = resolve_recipe(StageRecipe(), GPU)
     t = gpu.train
@@ -132,3 +132,20 @@ def test_cli_validates_before_loading_anything(tmp_path, extra, config, where):
     with pytest.raises(TrainError) as e:
         main(args)
     assert e.value.code == "invalid_train_config" and e.value.where == where
+
+
+def test_the_api_recipe_refuses_what_the_trainer_would_refuse():
+    """One set of value types: an unknown segment or Markov head type is refused when the job is submitted,
+    not later in the training stage."""
+    with pytest.raises(ValidationError, match="unknown segment 'tool_argz'"):
+        Recipe(segment_weights={"tool_argz": 2.0})
+    with pytest.raises(ValidationError, match="markov_head_type"):
+        Recipe(markov_head_type="lstm")
+    assert Recipe(segment_weights={"tool_args": 4.0}, markov_head_type="gated").markov_head_type == "gated"
+
+
+def test_training_target_dtype_auto_follows_the_cpu():
+    assert Machine("cpu", cpu_bf16=True).training_target_dtype("auto") == "bfloat16"
+    assert Machine("cpu", cpu_bf16=False).training_target_dtype("auto") is None
+    assert Machine("cuda").training_target_dtype("auto") is None
+    assert Machine("cpu", cpu_bf16=True).training_target_dtype("float32") == "float32"

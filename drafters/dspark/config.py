@@ -12,11 +12,12 @@ import dataclasses
 import itertools
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from drafters.errors import TracedraftError
+from drafters.recipe import MarkovHeadType
 
-MARKOV_HEAD_TYPES = ("vanilla", "gated", "rnn")
+MARKOV_HEAD_TYPES = get_args(MarkovHeadType)
 SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3")
 ARCHITECTURE = "Qwen3DSparkModel"
 

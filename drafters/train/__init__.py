@@ -46,8 +46,9 @@ update), ``state`` (checkpoints, best export, resume), ``progress`` (reports, re
 ``loop`` (``train``), ``cli`` (the command line).
 """
 
+from drafters.recipe import SEGMENT_VALUES
 from drafters.train.cli import main
-from drafters.train.config import PARALLEL_MODES, SEGMENT_VALUES, TrainConfig, TrainError, lr_factor
+from drafters.train.config import PARALLEL_MODES, TrainConfig, TrainError, lr_factor
 from drafters.train.features import FeatureCache, feature_bytes_per_token
 from drafters.train.loop import train
 from drafters.train.parallel import REPLICATED_BYTES_PER_PARAM, choose_parallel

@@ -19,6 +19,7 @@ from drafters.train.config import PARALLEL_MODES, TrainConfig
 from drafters.train.loop import train
 from drafters.train.parallel import init_distributed
 from drafters.train.progress import TrainProgress, TrainResult
+from drafters.train.resolve import Machine
 
 
 def _flag_type(annotation: Any) -> type | None:
@@ -83,8 +84,9 @@ def build_drafter(args: argparse.Namespace, cfg: TrainConfig, target: Any, devic
         config = DSparkConfig.from_deepspec_dict(json.loads((Path(cfg.init_from) / "config.json").read_text()))
     else:
         shape: dict[str, Any] = json.loads(Path(args.drafter_json).read_text()) if args.drafter_json else {}
+        machine = Machine("cuda" if device.type == "cuda" else "cpu")
         shape["num_hidden_layers"] = (args.num_layers or shape.get("num_hidden_layers")
-                                      or (5 if device.type == "cuda" else 1))
+                                      or machine.defaults.num_draft_layers)
         if args.target_layer_ids:
             shape["target_layer_ids"] = [int(x) for x in args.target_layer_ids.split(",")]
         for k in ("block_size", "markov_rank", "mask_token_id"):

@@ -14,9 +14,9 @@ import json
 import math
 import typing
 from dataclasses import dataclass, field
-from typing import Annotated, Any, get_args
+from typing import Any, get_args
 
-from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from drafters.errors import TracedraftError
@@ -29,30 +29,13 @@ from drafters.recipe import (
     PositiveFloat,
     PositiveInt,
     Precision,
+    SegmentWeights,
 )
-from drafters.segments import Segment
 
 PARALLEL_MODES = get_args(ParallelMode)
 
-# Segment names -> label values (drafters.segments), to resolve the names in TrainConfig.segment_weights.
-SEGMENT_VALUES = {segment.name: int(segment) for segment in Segment}
-
-
 class TrainError(TracedraftError):
     """Training cannot start or continue; ``where`` names the config field, file or checkpoint."""
-
-
-def _known_segments(weights: dict[str | int, float]) -> dict[str | int, float]:
-    names = [k for k in weights if isinstance(k, str) and not k.isdigit()]
-    unknown = [k for k in names if k.upper() not in SEGMENT_VALUES]
-    if unknown:
-        raise ValueError(f"unknown segment {unknown[0]!r}; known: {sorted(SEGMENT_VALUES)}")
-    return weights
-
-
-#: Anchor sampling weight per segment name (any case) or value: finite, >= 0.
-SegmentWeights = Annotated[dict[str | int, Annotated[float, Field(ge=0, allow_inf_nan=False)]],
-                           AfterValidator(_known_segments)]
 
 
 class LoraSettings(TypedDict, total=False):

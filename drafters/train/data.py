@@ -18,7 +18,9 @@ import torch
 
 from drafters.dspark.anchors import anchor_candidates, sample_anchors
 from drafters.dspark.losses import slot_validity
-from drafters.train.config import SEGMENT_VALUES, TrainConfig, TrainError
+from drafters.recipe import SEGMENT_VALUES
+from drafters.segments import Segment
+from drafters.train.config import TrainConfig, TrainError
 
 
 def seed_mix(*parts: int) -> int:
@@ -27,10 +29,10 @@ def seed_mix(*parts: int) -> int:
     return int.from_bytes(h, "little") & ((1 << 63) - 1)
 
 
-def segment_weight_table(sw: dict[str | int, float]) -> torch.Tensor:
-    """Per-segment-value weight table [16] fp32 (unlisted segments weigh 1)."""
-    table = torch.ones(16, dtype=torch.float32)
-    for k, w in sw.items():
+def segment_weight_table(weights: dict[str | int, float]) -> torch.Tensor:
+    """Per-segment-value weight table [len(Segment)] fp32 (unlisted segments weigh 1)."""
+    table = torch.ones(len(Segment), dtype=torch.float32)
+    for k, w in weights.items():
         v = SEGMENT_VALUES[k.upper()] if isinstance(k, str) and not k.isdigit() else int(k)
         table[v] = float(w)
     return table
@@ -53,7 +55,7 @@ def to_seqs(seqs: Sequence[Any], max_len: int, prefix: str) -> list[Seq]:
     out = []
     for i, s in enumerate(seqs):
         n = min(len(s.input_ids), max_len)
-        seg = list(s.segments)[:n] if getattr(s, "segments", None) else [4] * n
+        seg = list(s.segments)[:n] if getattr(s, "segments", None) else [int(Segment.TEXT)] * n
         if len(s.loss_mask) < n or len(seg) < n:
             raise TrainError("bad_sequence", f"sequence {i} has loss_mask/segments shorter than input_ids",
                              f"{prefix}_seqs[{i}]")
@@ -129,7 +131,7 @@ def batch_anchors(mask: torch.Tensor, seg: torch.Tensor, num: int, seeds: list[i
         w = None
         if table is not None:
             w = torch.ones(mask.shape[1])
-            w[:-1] = table[seg[b, 1:].clamp(0, 15)]
+            w[:-1] = table[seg[b, 1:].clamp(0, len(table) - 1)]
         a, k = sample_anchors(mask[b], num, torch.Generator().manual_seed(seeds[b]), w)
         anchors.append(a)
         keeps.append(k)

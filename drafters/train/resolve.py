@@ -53,7 +53,7 @@ TUNABLES = ("warmup_ratio", "weight_decay", "max_grad_norm", "grad_accum", "keep
             "feature_cache", "epochs", "parallel", "loss_matmul_dtype", "compute_dtype")
 
 #: Recipe fields handed to DSparkConfig.from_target as they are unless "auto" (its rules apply then).
-DRAFTER_SHAPE = ("markov_rank", "markov_head_type", "target_layer_ids", "mask_token_id", "loss_decay_gamma")
+DRAFTER_SHAPE = ("block_size", "markov_rank", "markov_head_type", "target_layer_ids", "mask_token_id", "loss_decay_gamma")
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,14 @@ class Machine:
         else "auto" (the trainer's own rule: bf16 when the drafter is bf16, as on a GPU)."""
         return "bfloat16" if self.device == "cpu" and self.cpu_bf16 else "auto"
 
+    def training_target_dtype(self, requested: str) -> str | None:
+        """What the recipe's ``target_dtype`` becomes while training: as given unless "auto"; "auto" is
+        bfloat16 on a CPU with native bf16 (several times faster; the target hands fp32 features to the fp32
+        drafter), else None (the loader's default: fp32 on CPU, bf16 on GPU)."""
+        if requested != "auto":
+            return requested
+        return "bfloat16" if self.device == "cpu" and self.cpu_bf16 else None
+
 
 @dataclass(frozen=True)
 class ResolvedRecipe:
@@ -100,6 +108,11 @@ class ResolvedRecipe:
 
 def _given(value: Any, default: Any) -> Any:
     return default if value == "auto" else value
+
+
+def resolved_seed(recipe: StageRecipe) -> int:
+    """The recipe's seed ("auto": 0), for every stage that draws at random (data selection, training)."""
+    return int(_given(recipe.seed, 0))
 
 
 def resolve_recipe(recipe: StageRecipe, machine: Machine, *, init_from: str | None = None) -> ResolvedRecipe:
@@ -126,7 +139,7 @@ def resolve_recipe(recipe: StageRecipe, machine: Machine, *, init_from: str | No
         time_budget_s=budget,
         lr=float(_given(recipe.lr, auto.lr)),
         num_anchors=int(_given(recipe.num_anchors, auto.num_anchors)),
-        seed=int(_given(recipe.seed, 0)),
+        seed=resolved_seed(recipe),
         tokens_per_batch=int(_given(recipe.tokens_per_batch, auto.tokens_per_batch)),
         val_max_seqs=_given(recipe.val_max_seqs, auto.val_max_seqs),
         checkpoint_every=_given(recipe.checkpoint_every, checkpoint_every),
@@ -136,7 +149,6 @@ def resolve_recipe(recipe: StageRecipe, machine: Machine, *, init_from: str | No
         **{**precision, **tunables},
     )
     cfg.validate()
-    drafter = {"num_hidden_layers": int(_given(recipe.num_draft_layers, auto.num_draft_layers)),
-               "block_size": int(_given(recipe.block_size, 7))}
+    drafter: dict[str, Any] = {"num_hidden_layers": int(_given(recipe.num_draft_layers, auto.num_draft_layers))}
     drafter.update({k: getattr(recipe, k) for k in DRAFTER_SHAPE if getattr(recipe, k) != "auto"})
     return ResolvedRecipe(cfg, drafter, _given(recipe.max_train_tokens, auto.max_train_tokens))

@@ -37,14 +37,13 @@ def load_job_target(ctx: StageContext, *, for_training: bool = False):
     import torch
 
     from drafters.recipe import StageRecipe
-    from drafters.target import cpu_bf16_fast, load_target
+    from drafters.target import load_target
+    from drafters.train.resolve import Machine
 
-    dtype = StageRecipe.from_spec(ctx.spec.get("recipe")).target_dtype if for_training else "auto"
-    if for_training and dtype == "auto" and device() == "cpu" and cpu_bf16_fast():
-        dtype = "bfloat16"
+    recipe = StageRecipe.from_spec(ctx.spec.get("recipe"))
+    dtype = Machine.detect().training_target_dtype(recipe.target_dtype) if for_training else None
     tspec = target_spec(ctx)
-    target = load_target(tspec["model"], device=device(), cache_dir=ctx.settings.cache_dir,
-                         dtype=None if dtype == "auto" else dtype,
+    target = load_target(tspec["model"], device=device(), cache_dir=ctx.settings.cache_dir, dtype=dtype,
                          trust_remote_code=bool(tspec.get("trust_remote_code")))
     if device() == "cpu":
         target.feature_dtype = torch.float32

@@ -89,6 +89,7 @@ def _prompts_to_regenerate(ctx: StageContext, prepared: Path, max_len: int, samp
 
     from drafters.recipe import StageRecipe
     from drafters.shards import load_prompts, take_tokens
+    from drafters.train.resolve import resolved_seed
 
     recipe = StageRecipe.from_spec(ctx.spec.get("recipe"))
     room = min(sampling.max_tokens, 64)  # an answer shorter than this would rarely be worth a row
@@ -98,8 +99,8 @@ def _prompts_to_regenerate(ctx: StageContext, prepared: Path, max_len: int, samp
     sized = [SimpleNamespace(prompt=p, input_ids=range(len(p.prompt_ids) + min(len(p.completion_ids),
                                                                              sampling.max_tokens)))
              for p in fits]
-    seed = 0 if recipe.seed == "auto" else recipe.seed
-    chosen = [s.prompt for s in take_tokens(sized, auto(recipe.max_train_tokens, "max_train_tokens"), seed)]
+    budget = auto(recipe.max_train_tokens, "max_train_tokens")
+    chosen = [s.prompt for s in take_tokens(sized, budget, resolved_seed(recipe))]
     val_fits = [p for p in val if len(p.prompt_ids) + room <= max_len]
     n_val = auto(recipe.val_max_seqs, "val_max_seqs")
     return chosen, val_fits[:n_val] if n_val else val_fits, {
