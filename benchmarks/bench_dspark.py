@@ -26,7 +26,7 @@ alone cost about as much as the target forward whatever the implementation. The 
 
 Usage: .venv/bin/python benchmarks/bench_dspark.py [--tokens 512] [--anchors 16 64] [--layers 1 5] [--block 7]
            [--reps 5] [--precision auto|fp32|bf16|both] [--threads N] [--no-reuse-memory]
-The issue's figures are the CPU-time table with --threads 1 (CPU time of one thread is compute time, which
+The goals (GOALS) are read off the CPU-time table with --threads 1 (CPU time of one thread is compute time, which
 a shared machine distorts least).
 """
 
@@ -164,7 +164,7 @@ GOALS = {1: 0.3, 5: 0.6}
 
 def report(args, tcfg, med, T, precisions: list[str], recipe: str | None) -> None:
     """Print the figures and ratios of one clock. ``precisions``: the measured ones ("fp32", "bf16");
-    ``recipe``: the one the training stage uses here (its verdict is the issue's), None when forced to both."""
+    ``recipe``: the one the training stage uses here (its verdict is the one against GOALS), None when forced to both."""
     V, d_ = tcfg.vocab_size, tcfg.hidden_size
     per_tok = 30 * (2 * d_ * d_ + 2 * d_ * 192 + 3 * d_ * 1536)  # weights per layer: q,o; k,v; MLP
     print(f"target forward (~{2 * per_tok * T / 1e9:.0f} GFLOP base, {2 * (per_tok + V * d_) * T / 1e9:.0f} with "

@@ -11,8 +11,8 @@
    ingested in a fresh subprocess that streams it (conversations are consumed, not kept); the
    subprocess reports its throughput and peak RSS (``resource.getrusage(...).ru_maxrss``).
 
-Goals: >= 10 MB/s per core; peak memory < 500 MB whatever the file size (the issue states a
-1 GB file: run with ``--size-mb 1024``; the default 200 MB keeps the run short).
+Goals: >= 10 MB/s per core; peak memory < 500 MB whatever the file size (the goal is stated
+for a 1 GB file: run with ``--size-mb 1024``; the default 200 MB keeps the run short).
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", type=Path,
                     default=Path(__file__).resolve().parents[1] / "tests" / "traces" / "fixtures" / "corpus")
-    ap.add_argument("--size-mb", type=int, default=200, help="synthetic file size (issue goal: 1024)")
+    ap.add_argument("--size-mb", type=int, default=200, help="synthetic file size (the goal is stated at 1024)")
     ap.add_argument("--repeat", type=int, default=3, help="best of N per corpus file")
     ap.add_argument("--skip-corpus", action="store_true")
     ap.add_argument("--skip-synthetic", action="store_true")
@@ -151,7 +151,7 @@ def main() -> None:
     if not args.skip_synthetic:
         s = figures["synthetic"] = synthetic_peak(args.size_mb)
         print(f"synthetic: {s['mb']:.0f} MB, {s['records']} records, {s['seconds']:.1f} s -> {s['mb_per_s']:.1f} MB/s; "
-              f"peak RSS {s['peak_rss_mb']:.0f} MB (goal < {GOAL_PEAK_MB:.0f} MB at any size; issue states 1 GB); "
+              f"peak RSS {s['peak_rss_mb']:.0f} MB (goal < {GOAL_PEAK_MB:.0f} MB at any size; stated for 1 GB); "
               f"scrubbed {s['scrub_counts']}")
     if args.json:
         print(json.dumps(figures, indent=1))

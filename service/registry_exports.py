@@ -14,11 +14,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from drafters.checksums import sha256_file
 from service.db.base import utcnow
 from service.db.models import Drafter, DrafterVersion, Organization
 from service.db.session import lock_row
 from service.registry import RegistryError, as_registry_error, get_drafter, get_version
-from service.storage import ArtifactError, ArtifactStore, sha256_file
+from service.storage import ArtifactError, ArtifactStore
 
 # --- derived exports ---------------------------------------------------------------------------
 

@@ -23,11 +23,9 @@ def load_proposer(drafter: Any, target: Any) -> Any:
     path = Path(drafter)
     if not path.is_dir():
         raise TracedraftError("bad_drafter", f"drafter checkpoint directory {path} does not exist", str(path))
-    try:
-        from drafters.dspark.checkpoint import load_checkpoint
-        from drafters.dspark.proposer import DSparkProposer
-    except ImportError as e:  # the DSpark package is another issue's; say so instead of a bare ImportError
-        raise TracedraftError("bad_drafter", f"DSpark drafter support is not available: {e}", str(path)) from e
+    from drafters.dspark.checkpoint import load_checkpoint
+    from drafters.dspark.proposer import DSparkProposer
+
     drafter_model = load_checkpoint(path, target.embed_weight, target.lm_head_weight)
     drafter_model = drafter_model.to(device=target.device)
     return DSparkProposer(drafter_model)

@@ -10,7 +10,7 @@ import itertools
 import json
 from collections import Counter
 
-from drafters.render import markup
+import drafters.render.markup as markup
 from drafters.render.calls import CallRenderer
 from drafters.render.codec import TokenCodec
 from drafters.render.labels import arg_candidates

@@ -58,7 +58,7 @@ from typing import IO, Any
 
 from drafters.traces.formats import _reading
 from drafters.traces.formats._content import as_list, as_text, tool_defs
-from drafters.traces.formats._spellings import content_parts, get
+from drafters.traces.formats._spellings import block_parts, get
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolCallPart, ToolResultPart
 from drafters.traces.report import TraceError
@@ -203,7 +203,7 @@ class Mapping:
             # Content may be absent only beside tool calls or reasoning (a turn that only thinks and calls).
             value = (get(raw, self.content) if calls or thought
                      else reading.required(raw, self.content, "content", at))
-            parts = content_parts(value)
+            parts = block_parts(value)
         return Message(role, thought + parts + calls)  # type: ignore[arg-type]
 
     def _reasoning(self, raw: dict) -> list[ReasoningPart]:

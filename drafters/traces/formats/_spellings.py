@@ -108,8 +108,11 @@ def block_part(block: Any) -> Any:
     return UnsupportedPart(kind or "untyped_block")
 
 
-def content_parts(content: Any) -> list:
-    """A content value (string, one block, or a list of blocks) -> canonical parts."""
+def block_parts(content: Any) -> list:
+    """A content value (string, one block, or a list of blocks) -> canonical parts, every block kind read
+    (text, reasoning, tool calls and results of any vendor's spelling, media as placeholders). The general
+    path's reader, where a block can be anything; ``_content.content_parts`` reads a chat format's message
+    content, where a typed part that is not text or reasoning is lost content."""
     blocks = content if isinstance(content, list) else [content] if content is not None else []
     return [p for p in (block_part(b) for b in blocks) if p is not None]
 

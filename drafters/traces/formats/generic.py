@@ -34,8 +34,8 @@ from drafters.traces.formats._spellings import (
     CONTENT_KEYS,
     RESULT_ID_KEYS,
     ROLE_KEYS,
+    block_parts,
     calls_of,
-    content_parts,
     first,
     get,
     result_parts,
@@ -107,7 +107,7 @@ def find_message_lists(value: Any, path: str = "$", depth: int = 0) -> list[_Fou
 
 def message_of(raw: dict, role: str, content_key: str | None) -> Message:
     """One raw message in the common spellings -> a canonical message."""
-    parts = content_parts(get(raw, content_key)) if content_key else []
+    parts = block_parts(get(raw, content_key)) if content_key else []
     if role == "tool":
         return Message("tool", result_parts(raw, parts))
     if role == "assistant":
