@@ -112,9 +112,9 @@ class FeatureCache:
             lasts.append(h.get_tensor(f"last.{s.key}"))
         aux = torch.zeros(len(items), T, auxs[0].shape[-1], dtype=dtype)
         last = torch.zeros(len(items), T, lasts[0].shape[-1], dtype=dtype)
-        for b, (a, la) in enumerate(zip(auxs, lasts)):
-            aux[b, : a.shape[0]] = a
-            last[b, : la.shape[0]] = la
+        for b, (seq_aux, seq_last) in enumerate(zip(auxs, lasts)):
+            aux[b, : seq_aux.shape[0]] = seq_aux
+            last[b, : seq_last.shape[0]] = seq_last
         return aux.to(device), last.to(device)
 
 
@@ -181,16 +181,18 @@ def open_features(target: Any, layer_ids: list[int], data: TrainData, cfg: Train
     source = FeatureSource(target, layer_ids, device)
     if cfg.feature_cache == "off":
         return source
-    el = 4 if target.dtype == torch.float32 else torch.finfo(target.dtype).bits // 8
-    bpt = feature_bytes_per_token(target.hidden_size, len(layer_ids), el)
-    est = bpt * sum(len(s.ids) for s in data.train + data.val)
-    source.info.update(estimate_bytes=est, bytes_per_token=bpt, limit_bytes=cfg.feature_cache_max_bytes)
-    if est > cfg.feature_cache_max_bytes:
+    element_bytes = 4 if target.dtype == torch.float32 else torch.finfo(target.dtype).bits // 8
+    bytes_per_token = feature_bytes_per_token(target.hidden_size, len(layer_ids), element_bytes)
+    estimate = bytes_per_token * sum(len(s.ids) for s in data.train + data.val)
+    source.info.update(estimate_bytes=estimate, bytes_per_token=bytes_per_token,
+                       limit_bytes=cfg.feature_cache_max_bytes)
+    if estimate > cfg.feature_cache_max_bytes:
         if cfg.feature_cache == "on":
             raise TrainError(
                 "feature_cache_too_large",
-                f"the feature cache would need {est / 2**20:.1f} MiB ({bpt} B/token x "
-                f"{est // bpt} tokens) but feature_cache_max_bytes is {cfg.feature_cache_max_bytes / 2**20:.1f}"
+                f"the feature cache would need {estimate / 2**20:.1f} MiB ({bytes_per_token} B/token x "
+                f"{estimate // bytes_per_token} tokens) but feature_cache_max_bytes is "
+                f"{cfg.feature_cache_max_bytes / 2**20:.1f}"
                 " MiB; raise the limit or use feature_cache='off' (online target features)",
                 "feature_cache_max_bytes",
             )

@@ -71,16 +71,16 @@ def load_drafter_weights(drafter: Any, ckpt_dir: str | Path) -> list[str]:
     path = Path(ckpt_dir) / "model.safetensors"
     if not path.is_file():
         raise TrainError("checkpoint_not_found", f"no model.safetensors in {ckpt_dir}", str(ckpt_dir))
-    sd = load_file(str(path))
+    saved = load_file(str(path))
     loaded = []
     with torch.no_grad():
         for name, p in named_trainable(drafter):
-            if name not in sd:
+            if name not in saved:
                 raise TrainError("checkpoint_mismatch", f"{path} lacks tensor {name}", name)
-            if tuple(sd[name].shape) != tuple(p.shape):
-                raise TrainError("checkpoint_mismatch", f"tensor {name} has shape {tuple(sd[name].shape)} in "
+            if tuple(saved[name].shape) != tuple(p.shape):
+                raise TrainError("checkpoint_mismatch", f"tensor {name} has shape {tuple(saved[name].shape)} in "
                                  f"{path}, the drafter expects {tuple(p.shape)}", name)
-            p.copy_(sd[name].to(p.dtype))
+            p.copy_(saved[name].to(p.dtype))
             loaded.append(name)
     return loaded
 
