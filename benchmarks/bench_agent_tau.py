@@ -86,6 +86,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--layers", type=int, default=1, help="draft layers")
     ap.add_argument("--block-size", type=int, default=7)
     ap.add_argument("--tokens-per-batch", type=int, default=CPU_DEFAULTS.tokens_per_batch)
+    ap.add_argument("--segment-weights", type=json.loads, default=None, metavar="JSON",
+                    help='anchor sampling weight by segment, e.g. \'{"TOOL_ARGS": 4}\' (default: TrainConfig\'s)')
     ap.add_argument("--max-seq-len", type=int, default=1024, help="longest training row (context + answer)")
     ap.add_argument("--max-answer", type=int, default=128, help="regeneration max_tokens")
     ap.add_argument("--train-calls", type=int, default=160, help="agent training calls regenerated (and as many "
@@ -157,6 +159,10 @@ def train_drafter(name: str, target, rows: list, args, init_from: Path | None = 
                       checkpoint_every=max(10, args.steps // 5), validate_every=0, log_every=10,
                       init_from=str(init_from) if init_from else None, loss_matmul_dtype=precision,
                       compute_dtype=precision)
+    if args.segment_weights is not None:
+        cfg.segment_weights = args.segment_weights
+        cfg.validate()
+        name += "-w" + "-".join(f"{k.lower()}{v:g}" for k, v in sorted(args.segment_weights.items()))
     out = args.cache / "drafters" / f"{name}-{cfg.schedule_fingerprint()}-{args.layers}x{args.block_size}"
     t0 = time.perf_counter()
     result = train(target, drafter, rows, [], cfg, out)

@@ -281,6 +281,16 @@ def _load_dir(path: Path, device: torch.device, dtype: torch.dtype, **kw: Any) -
     return model.to(device), tok
 
 
+def _load_checked(path: Path, device: torch.device, dtype: torch.dtype, spec: str, what: str,
+                  **kw: Any) -> tuple[nn.Module, Any]:
+    """``_load_dir``, with any failure raised as the TargetLoadError ``_load_failed`` gives (``what``: the
+    message's subject, e.g. "loading /models/x")."""
+    try:
+        return _load_dir(path, device, dtype, **kw)
+    except Exception as e:
+        raise _load_failed(e, spec, path, what) from e
+
+
 def _needs_remote_code(e: BaseException) -> bool:
     """Whether transformers refused to run a repository's own code (``trust_remote_code`` not given)."""
     return "trust_remote_code" in str(e)
@@ -333,12 +343,7 @@ def load_target(
     if gguf is not None:
         conv = convert_gguf(gguf, cache_dir)
         meta = json.loads((conv / CACHE_MARKER).read_text())
-        try:
-            model, tok = _load_dir(conv, device, dt)
-        except Exception as e:
-            raise TargetLoadError(
-                "target_load_failed", f"loading converted target {conv} failed: {type(e).__name__}: {e}", str(conv)
-            ) from e
+        model, tok = _load_checked(conv, device, dt, spec, f"loading converted target {conv}")
         name = SMOLLM2_SPEC if spec == SMOLLM2_SPEC else meta.get("name", gguf.stem)
         sha = meta["source_sha256"]
         return Target(model, tok, name, revision=f"gguf:{sha[:12]}", source_sha256=sha, source_path=str(gguf))
@@ -350,10 +355,7 @@ def load_target(
             raise TargetLoadError(
                 "target_not_found", f"{path} exists but has no config.json (not a HF model directory)", str(path)
             )
-        try:
-            model, tok = _load_dir(path, device, dt, trust_remote_code=trust_remote_code)
-        except Exception as e:
-            raise _load_failed(e, spec, path, f"loading {path}") from e
+        model, tok = _load_checked(path, device, dt, spec, f"loading {path}", trust_remote_code=trust_remote_code)
         src = _weights_digest(path)
         return Target(model, tok, path.name, revision=None, source_sha256=src, source_path=str(path.resolve()))
 
@@ -373,10 +375,8 @@ def load_target(
             f"({type(e).__name__})",
             spec,
         ) from e
-    try:
-        model, tok = _load_dir(snap, device, dt, local_files_only=True, trust_remote_code=trust_remote_code)
-    except Exception as e:
-        raise _load_failed(e, spec, snap, f"loading '{spec}' from {snap}") from e
+    model, tok = _load_checked(snap, device, dt, spec, f"loading '{spec}' from {snap}", local_files_only=True,
+                               trust_remote_code=trust_remote_code)
     return Target(model, tok, spec, revision=snap.name, source_sha256=None, source_path=str(snap))
 
 
@@ -386,12 +386,7 @@ def _load_agent(device: torch.device, dtype: torch.dtype, cache_dir: str | Path 
 
     path = agent_target_dir(cache_dir)
     key = json.loads((path / CACHE_MARKER).read_text())["source_sha256"]
-    try:
-        model, tok = _load_dir(path, device, dtype)
-    except Exception as e:
-        raise TargetLoadError(
-            "target_load_failed", f"loading merged target {path} failed: {type(e).__name__}: {e}", str(path)
-        ) from e
+    model, tok = _load_checked(path, device, dtype, AGENT_SPEC, f"loading merged target {path}")
     return Target(model, tok, AGENT_SPEC, revision=f"lora:{key[:12]}", source_sha256=key, source_path=str(path))
 
 

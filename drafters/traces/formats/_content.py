@@ -78,6 +78,16 @@ def content_parts(content: Any) -> list:
     return [TextPart(json.dumps(content, ensure_ascii=False))]
 
 
+def first_choice_message(response: Any) -> dict | None:
+    """``response["choices"][0]["message"]`` of an OpenAI-style chat completion, or None when the response
+    has no such dict (a missing key, an empty list, another shape)."""
+    try:
+        msg = response["choices"][0]["message"]
+    except (TypeError, KeyError, IndexError):
+        return None
+    return msg if isinstance(msg, dict) else None
+
+
 def _unsupported_kind(kind: str, item: dict) -> str:
     for k in ("image", "audio", "video", "file"):
         if k in kind or any(k in key.lower() for key in item):

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from drafters.traces.formats._content import content_parts
+from drafters.traces.formats._content import content_parts, first_choice_message
 from drafters.traces.formats._reading import load_json, src
 from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -38,11 +38,8 @@ def sniff(head: str, filename: str) -> bool:
 
 
 def _reasoning(response: Any) -> ReasoningPart | None:
-    try:
-        msg = response["choices"][0]["message"]
-    except (TypeError, KeyError, IndexError):
-        return None
-    if not isinstance(msg, dict):
+    msg = first_choice_message(response)
+    if msg is None:
         return None
     text = msg.get("reasoning") or msg.get("reasoning_content") or ""
     signature = None

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from drafters.traces.formats._content import as_str, as_text, content_parts
+from drafters.traces.formats._content import as_str, as_text, content_parts, first_choice_message
 from drafters.traces.formats._reading import load_json, src
 from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -101,11 +101,8 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
 
 
 def _from_response(response: Any, field: str, source, problems: ProblemSink) -> Message | None:
-    try:
-        msg = response["choices"][0]["message"]
-    except (TypeError, KeyError, IndexError):
-        return None
-    if not isinstance(msg, dict):
+    msg = first_choice_message(response)
+    if msg is None:
         return None
     parts = content_parts(msg.get("content"))
     for k, tc in enumerate(msg.get("tool_calls") or []):

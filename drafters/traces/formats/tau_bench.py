@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from drafters.traces.formats._content import as_list, as_str, as_text, content_parts
+from drafters.traces.formats._content import as_list, as_str, as_text, content_parts, first_choice_message
 from drafters.traces.formats._reading import iter_values, src
 from drafters.traces.formats._records import RECORD_ERRORS
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -46,10 +46,7 @@ def _thinking(raw: Any) -> list[ReasoningPart]:
         return []
     msg = raw.get("message") if isinstance(raw.get("message"), dict) else None
     if msg is None:
-        try:
-            msg = raw["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError):
-            msg = raw
+        msg = first_choice_message(raw) or raw
     if not isinstance(msg, dict):
         return []
     out = []
