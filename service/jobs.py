@@ -472,11 +472,18 @@ def requeue_job(session: Session, job_id: str, message: str, *, commit: bool = T
     return job
 
 
+#: ``data.run`` of the event ``reopen_job`` writes: stage attempts are counted again from it.
+RUN_RESUMED = "resumed"
+
+
 def reopen_job(session: Session, job_id: str, message: str, *, commit: bool = True) -> Job:
     """Put a cancelled or failed job back to ``queued`` at the stage where it stopped (a user's resume).
 
-    Clears the error, the cancel flag and the finish time; keeps stage, results and attempts (training
-    resumes from its checkpoints). Raises JobError ``job_finished`` for a succeeded job.
+    Clears the error, the cancel flag and the finish time; keeps stage, results and the ``attempts``
+    column (training resumes from its checkpoints). Its event (``data.run == "resumed"``) is the new base
+    of the stage's attempt count: the next delivery is attempt 1 again, and it may be lost with its
+    worker ``max_attempts`` times before the job fails with ``worker_lost`` (``workers.tasks``).
+    Raises JobError ``job_finished`` for a succeeded job.
     """
     job = _locked(session, job_id)
     if job.status == JobStatus.succeeded:
@@ -489,7 +496,8 @@ def reopen_job(session: Session, job_id: str, message: str, *, commit: bool = Tr
     job.dispatched_at = None  # until the caller's dispatch succeeds: the reconciler sends it otherwise
     set_lease(job, None)
     add_event(session, job.id, EventLevel.info, EventType.stage, message,
-              {"status": JobStatus.queued, "previous_status": was, "stage": job.stage}, commit=False)
+              {"status": JobStatus.queued, "previous_status": was, "stage": job.stage, "run": RUN_RESUMED},
+              commit=False)
     _done(session, commit)
     return job
 

@@ -221,8 +221,10 @@ class StageLock:
 
     PostgreSQL: a session-level advisory lock (``pg_try_advisory_lock``) on its own connection, held for
     the whole stage. When the worker dies (even kill -9) the server drops the connection and the lock
-    with it, so ``is_held`` tells the reconciler whether any live worker is on the job. SQLite (embedded,
-    one process): always acquired; liveness then falls back to the heartbeat alone.
+    with it, so ``is_held`` tells the reconciler whether any live worker is on the job. A machine that
+    froze or vanished without closing its connection keeps the lock until TCP gives up, so the reconciler
+    ends such a holder (``terminate_holders``) once the job's lease has lapsed well past its length.
+    SQLite (embedded, one process): always acquired; liveness then falls back to the heartbeat alone.
     """
 
     def __init__(self, engine: sa.Engine, job_id: str):
@@ -252,6 +254,10 @@ class StageLock:
         try:
             conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
             conn.commit()
+        except sa.exc.SQLAlchemyError as exc:
+            # The connection is gone (a database restart, or a reconciler that took the job over
+            # terminated it): the server released the lock with it, so there is nothing left to release.
+            log.warning("job %s: stage lock connection lost before release (%s)", self.job_id, exc)
         finally:
             conn.close()
 
@@ -262,21 +268,44 @@ class StageLock:
         self.release()
 
     @staticmethod
+    def _holders_where(job_id: str) -> tuple[str, dict[str, int]]:
+        """The pg_locks condition (and its parameters) matching the job's granted advisory lock.
+
+        A bigint advisory key shows in pg_locks as classid = high 32 bits, objid = low 32 bits,
+        objsubid = 1 (PostgreSQL docs, "pg_locks").
+        """
+        key = lock_key(job_id) & 0xFFFFFFFFFFFFFFFF
+        where = ("locktype = 'advisory' AND granted AND objsubid = 1 "
+                 "AND classid::bigint = :hi AND objid::bigint = :lo "
+                 "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")
+        return where, {"hi": key >> 32, "lo": key & 0xFFFFFFFF}
+
+    @staticmethod
     def is_held(conn: sa.Connection, job_id: str) -> bool:
         """Whether some session holds the job's advisory lock (read from pg_locks; takes no lock).
 
-        A bigint advisory key shows in pg_locks as classid = high 32 bits, objid = low 32 bits,
-        objsubid = 1 (PostgreSQL docs, "pg_locks"). Always False on SQLite.
+        Always False on SQLite.
         """
         if conn.dialect.name != "postgresql":
             return False
-        key = lock_key(job_id) & 0xFFFFFFFFFFFFFFFF
-        row = conn.execute(
-            sa.text(
-                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 "
-                "AND classid::bigint = :hi AND objid::bigint = :lo "
-                "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-            ),
-            {"hi": key >> 32, "lo": key & 0xFFFFFFFF},
-        ).first()
-        return row is not None
+        where, params = StageLock._holders_where(job_id)
+        return conn.execute(sa.text(f"SELECT 1 FROM pg_locks WHERE {where}"), params).first() is not None
+
+    @staticmethod
+    def terminate_holders(conn: sa.Connection, job_id: str) -> list[int]:
+        """End the server backends holding the job's advisory lock (``pg_terminate_backend``): for a worker
+        whose machine froze or vanished while the server still keeps its connection. Returns the pids
+        signalled; the lock goes when the backend has exited, shortly after (poll ``is_held``).
+
+        Never the caller's own backend; [] on SQLite. Raises sqlalchemy.exc.DBAPIError when the database
+        role may not signal them (they must run as the same role, or it needs pg_signal_backend).
+        """
+        if conn.dialect.name != "postgresql":
+            return []
+        where, params = StageLock._holders_where(job_id)
+        rows = conn.execute(
+            sa.text(f"SELECT pid, pg_terminate_backend(pid) FROM pg_locks WHERE {where} "
+                    "AND pid <> pg_backend_pid()"),
+            params,
+        ).all()
+        return [int(pid) for pid, signalled in rows if signalled]

@@ -13,6 +13,13 @@ Every worker's parent process runs ``requeue_stale_jobs`` every ``settings.recon
 - without a view of the broker (not Redis, or unreachable), a job with no lease is re-dispatched once it
   has been silent for ``stale_after_s``.
 
+A stage lock still held ``LOCK_BREAK_LEASES`` (2) leases after the job's lease lapsed belongs to a worker
+whose machine froze or vanished (powered off, network cut) while the server keeps its connection; the
+pass ends that database session (``StageLock.terminate_holders``), writes a ``lock_broken`` warning event
+and re-dispatches the stage as for any lapsed lease. (``service.db.session.make_engine`` also has the
+server drop such a connection itself after ``settings.db_dead_peer_s``; this covers the rest, e.g. a
+machine that still answers TCP but whose worker is frozen.)
+
 Each pass also deletes un-acknowledged messages older than ``stale_after_s`` of stages already done (a
 worker that died between committing a stage and acknowledging it), so none is delivered again when the
 visibility timeout ends.
@@ -26,6 +33,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -173,6 +181,118 @@ def _purge_finished(
     return n
 
 
+#: A stage lock still held this many leases after the job's lease lapsed is broken: the worker stopped
+#: renewing, and its connection outlived it on a machine that froze or vanished without closing it.
+LOCK_BREAK_LEASES = 2.0
+#: How long a pass waits for a terminated lock holder's backend to exit (seconds).
+LOCK_RELEASE_WAIT_S = 5.0
+
+
+def _lapsed_s(lease_expires_at: dt.datetime | None, now: dt.datetime) -> float:
+    """Seconds since the lease lapsed (<= 0: live; 0 with no lease)."""
+    return 0.0 if lease_expires_at is None else (now - lease_expires_at).total_seconds()
+
+
+def _break_stale_lock(session: Any, job: Any, now: dt.datetime, settings: Settings) -> list[int] | None:
+    """End the database session holding the (row-locked) ``job``'s stage lock when its lease lapsed over
+    ``LOCK_BREAK_LEASES`` leases ago, and wait for the lock to go (up to ``LOCK_RELEASE_WAIT_S`` seconds).
+
+    Returns the backend pids terminated ([] when the holder left meanwhile), or None to leave the job
+    alone: lease live or lapsed too recently, not permitted, or the lock still held after the wait.
+    Database errors are logged, not raised (the next pass tries again).
+    """
+    lapsed = _lapsed_s(job.lease_expires_at, now)
+    if lapsed <= LOCK_BREAK_LEASES * settings.job_lease_s:
+        return None
+    try:
+        # Its own connection: an error (no permission to signal) must not abort the row lock's transaction.
+        with session.get_bind().connect() as conn:
+            pids = StageLock.terminate_holders(conn, job.id)
+            conn.commit()
+            deadline = time.monotonic() + LOCK_RELEASE_WAIT_S
+            while StageLock.is_held(conn, job.id):
+                if time.monotonic() > deadline:
+                    log.warning("job %s: its stage lock is still held after ending backend(s) %s", job.id, pids)
+                    return None
+                time.sleep(0.1)
+    except sa.exc.SQLAlchemyError as exc:
+        log.warning("job %s: cannot end the session holding its stage lock (%s)", job.id, exc)
+        return None
+    if pids:
+        log.warning("job %s: ended database backend(s) %s holding its stage lock %.0f s after the lease of %s "
+                    "lapsed", job.id, pids, lapsed, job.lease_owner)
+    return pids
+
+
+def _lock_broken_event(session: Any, job: Any, stage: str, pids: list[int], now: dt.datetime) -> None:
+    """Tell the job's events that its stage lock was taken from a worker that stopped answering."""
+    from service import jobs as jobs_mod
+
+    lapsed = _lapsed_s(job.lease_expires_at, now)
+    jobs_mod.add_event(
+        session, job.id, "warning", "stage",
+        f"stage {stage}: ended the database session (backend {', '.join(map(str, pids))}) of "
+        f"{job.lease_owner or 'its worker'}, which still held the stage lock {lapsed:.0f} s after its lease "
+        "lapsed (its machine stopped answering)",
+        {"stage": stage, "run": "lock_broken", "pids": pids, "lapsed_s": round(lapsed, 1),
+         "owner": job.lease_owner},
+        commit=False,
+    )
+
+
+def _take_over(
+    session: Any,
+    job_id: str,
+    lease_expires_at: dt.datetime | None,
+    now: dt.datetime,
+    s: Settings,
+    in_broker: dict[str, list[BrokerMessage]] | None,
+    view: RedisBrokerView | None,
+    stale: float,
+) -> str | None:
+    """Decide on one candidate job in ``session`` and commit; returns the stage to re-dispatch, or None.
+
+    ``lease_expires_at`` is the candidate query's: a held stage lock is left alone without locking the
+    row unless that lease lapsed long ago (``_break_stale_lock`` then re-reads it under the row lock).
+    """
+    from service import jobs as jobs_mod
+    from service.db import Job
+    from service.db.base import utcnow
+    from service.db.session import lock_row
+
+    held = StageLock.is_held(session.connection(), job_id)
+    if held and _lapsed_s(lease_expires_at, now) <= LOCK_BREAK_LEASES * s.job_lease_s:
+        return None  # a live worker is on it (a long step, a database hiccup in its heartbeat)
+    job = lock_row(session, Job, job_id)
+    if job is None or job.status not in ("queued", "running"):
+        session.rollback()
+        return None
+    stage = job.stage or JOB_STAGE[TASK_STAGES[0]]
+    broken = _break_stale_lock(session, job, now, s) if held else []
+    if broken is None:
+        session.rollback()
+        return None
+    msgs = None if in_broker is None else in_broker.get(task_id(job_id, stage), [])
+    reason, purge = _why(job, now, msgs, s, stale)
+    if reason is None:
+        session.rollback()
+        return None
+    if job.cancel_requested and job.status == "queued":
+        jobs_mod.cancel_job(session, job_id, "cancelled while queued; it never started")
+        return None
+    if purge and view is not None:
+        n = view.purge_unacked(purge)
+        log.info("job %s: deleted %d un-acknowledged message(s) of a dead worker", job_id, n)
+    if broken:
+        _lock_broken_event(session, job, stage, broken, now)
+    jobs_mod.set_lease(job, None)
+    jobs_mod.add_event(session, job_id, "warning", "stage", f"re-dispatching stage {stage}: {reason}",
+                       {"stage": stage, "run": "requeued", "reason": reason}, commit=False)
+    job.updated_at = utcnow()
+    session.commit()
+    return stage
+
+
 def requeue_stale_jobs(
     sessions: Callable[[], Any] | None = None,
     *,
@@ -190,7 +310,7 @@ def requeue_stale_jobs(
     from service import jobs as jobs_mod
     from service.db import Job
     from service.db.base import utcnow
-    from service.db.session import get_sessionmaker, lock_row
+    from service.db.session import get_sessionmaker
 
     s = settings or get_settings()
     stale = s.stale_after_s if stale_after_s is None else float(stale_after_s)
@@ -198,8 +318,8 @@ def requeue_stale_jobs(
     send = dispatcher or (lambda stage, job_id: dispatch(stage, job_id, settings=s))
     now = utcnow()
     with make_session() as session:
-        candidates: list[str] = session.scalars(
-            sa.select(Job.id)
+        candidates = session.execute(
+            sa.select(Job.id, Job.lease_expires_at)
             .where(
                 Job.status.in_(("queued", "running")),
                 sa.or_(
@@ -223,38 +343,11 @@ def requeue_stale_jobs(
     if view is not None and in_broker:
         _purge_finished(view, in_broker, make_session, stale)
     requeued: list[str] = []
-    for job_id in candidates:
+    for job_id, lease_expires_at in candidates:
         with make_session() as session:
-            if StageLock.is_held(session.connection(), job_id):
-                continue  # a live worker is on it (a long step, a database hiccup in its heartbeat)
-            job = lock_row(session, Job, job_id)
-            if job is None or job.status not in ("queued", "running"):
-                session.rollback()
-                continue
-            stage = job.stage or JOB_STAGE[TASK_STAGES[0]]
-            msgs = None if in_broker is None else in_broker.get(task_id(job_id, stage), [])
-            reason, purge = _why(job, now, msgs, s, stale)
-            if reason is None:
-                session.rollback()
-                continue
-            if job.cancel_requested and job.status == "queued":
-                jobs_mod.cancel_job(session, job_id, "cancelled while queued; it never started")
-                continue
-            if purge and view is not None:
-                n = view.purge_unacked(purge)
-                log.info("job %s: deleted %d un-acknowledged message(s) of a dead worker", job_id, n)
-            jobs_mod.set_lease(job, None)
-            jobs_mod.add_event(
-                session,
-                job_id,
-                "warning",
-                "stage",
-                f"re-dispatching stage {stage}: {reason}",
-                {"stage": stage, "run": "requeued", "reason": reason},
-                commit=False,
-            )
-            job.updated_at = utcnow()
-            session.commit()
+            stage = _take_over(session, job_id, lease_expires_at, now, s, in_broker, view, stale)
+        if stage is None:
+            continue
         try:
             send(task_stage(stage), job_id)
         except Exception as exc:  # noqa: BLE001 - broker still down: try again on the next pass

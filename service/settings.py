@@ -34,7 +34,8 @@ class Settings(BaseSettings):
 
     Derived defaults (filled in after validation when left unset): ``database_url`` =
     ``sqlite:///<home>/tracedraft.db``, ``artifact_uri`` = ``file://<home>/artifacts``, ``cache_dir`` =
-    ``<home>/cache``, ``result_backend`` = ``broker_url`` with database 1 for Redis URLs.
+    ``<home>/cache``, ``result_backend`` = ``broker_url`` with database 1 for Redis URLs,
+    ``db_dead_peer_s`` = ``job_lease_s``.
     """
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", validate_default=True)
@@ -95,6 +96,14 @@ class Settings(BaseSettings):
         "seconds; a lease that lapses means the worker died and the reconciler re-dispatches the stage (it "
         "resumes from its last checkpoint). Detection takes at most this plus reconcile_every_s.",
     )
+    db_dead_peer_s: float | None = Field(
+        default=None, ge=0,
+        description="A PostgreSQL connection whose other end stopped answering (a machine powered off, a cut "
+        "network) is dropped after about this many seconds, by the worker and by the server (TCP keepalives "
+        "and tcp_user_timeout on both ends), so a lost worker's stage lock is released and its stage "
+        "re-dispatched within seconds instead of hours. Default: TRACEDRAFT_JOB_LEASE_S. 0 keeps the "
+        "operating system's defaults (about 2 hours).",
+    )
     reconcile_every_s: float = Field(
         default=5.0, gt=0,
         description="Seconds between a worker's reconciler passes (lapsed leases, lost messages, work "
@@ -112,7 +121,8 @@ class Settings(BaseSettings):
     )
     job_max_attempts: int = Field(
         default=3, ge=1,
-        description="How many times a job's stage may be (re)delivered before it fails with worker_lost.",
+        description="How many times a job's stage may be (re)delivered before it fails with worker_lost. "
+        "A resume (`tracedraft run --resume`) counts the stage's attempts from 1 again.",
     )
     train_processes: int = Field(
         default=0, ge=0,
@@ -253,6 +263,8 @@ class Settings(BaseSettings):
                 self.result_backend = self.broker_url
         if self.auto_migrate is None:
             self.auto_migrate = self.is_sqlite
+        if self.db_dead_peer_s is None:
+            self.db_dead_peer_s = self.job_lease_s
         return self
 
     @property

@@ -30,15 +30,15 @@ def sessions(settings: Settings | None = None) -> Any:
     engine = _engines.get(key)
     if engine is None:
         # SQLite (embedded, one process) shares the process-wide engine that auto-migrates the database.
-        engine = get_engine(s.database_url) if s.is_sqlite else _new_engine(s.database_url)
+        engine = get_engine(s.database_url) if s.is_sqlite else _new_engine(s)
         _engines[key] = engine
     return session_factory(engine)
 
 
-def _new_engine(url: str) -> sa.Engine:
+def _new_engine(s: Settings) -> sa.Engine:
     from service.db.session import make_engine
 
-    return make_engine(url, pool_size=2, max_overflow=4)
+    return make_engine(s.database_url, dead_peer_s=s.db_dead_peer_s, pool_size=2, max_overflow=4)
 
 
 def _after_fork_in_child() -> None:

@@ -6,9 +6,10 @@ Each task (``tracedraft.stage.<stage>``, routed by ``service.queue``) does, for 
    no-op, so duplicate and late messages are harmless (idempotent);
 2. a job whose cancel was requested is marked ``cancelled`` without running anything;
 3. take the job's ``StageLock`` (a duplicate delivery while another worker runs the stage gives up);
-4. count the delivery: the Nth start of a stage sets ``job.attempts`` to at least N; when the stage was
-   already started ``job.max_attempts`` times by workers that died (started, never finished nor retried),
-   the job fails with ``worker_lost`` instead of looping;
+4. count the delivery: the Nth start of a stage since the job was created or last resumed
+   (``jobs.reopen_job``) is its attempt N and sets ``job.attempts`` to at least N; when the stage was
+   already started ``job.max_attempts`` times since then by workers that died (started, never finished
+   nor retried), the job fails with ``worker_lost`` instead of looping;
 5. call the stage function (``STAGE_FUNCTIONS``) with a ``StageContext``;
 6. store its result as ``job.result[<job stage>]`` and move to the next stage, then release the lock and
    dispatch the next stage (``service.queue.dispatch``); after the last stage the job ``succeeded``.
@@ -146,23 +147,40 @@ TASKS = {"validate": validate, "prepare": prepare, "regenerate": regenerate, "tr
 
 
 def _stage_runs(session: Any, job_id: str, job_stage: str) -> tuple[int, int]:
-    """(starts, retried) of a stage, read from the job's ``stage`` events: each delivery that started
-    the stage wrote ``data.status == "running"`` (``jobs.start_job``), each one that ended in a retry
-    wrote ``data.run == "retrying"``. ``starts - retried`` runs were lost with their worker."""
+    """(starts, retried) of a stage since the job's latest resume, read from its ``stage`` events in
+    order: each delivery that started the stage wrote ``data.status == "running"`` (``jobs.start_job``),
+    each one that ended in a retry wrote ``data.run == "retrying"``, and a resume (``jobs.reopen_job``)
+    starts the count again. ``starts - retried`` runs were lost with their worker."""
     from service.db import JobEvent
 
     rows = session.scalars(
-        sa.select(JobEvent.data).where(JobEvent.job_id == job_id, JobEvent.type == "stage")
+        sa.select(JobEvent.data)
+        .where(JobEvent.job_id == job_id, JobEvent.type == "stage")
+        .order_by(JobEvent.seq)
     ).all()
     starts = retried = 0
     for data in rows:
-        if not data or data.get("stage") != job_stage:
+        if _is_resume(data):
+            starts = retried = 0  # the user resumed: a new series of attempts
+        elif not data or data.get("stage") != job_stage:
             continue
-        if data.get("status") == "running" and "attempt" in data:
+        elif data.get("status") == "running" and "attempt" in data:
             starts += 1
         elif data.get("run") == "retrying":
             retried += 1
     return starts, retried
+
+
+def _is_resume(data: dict[str, Any] | None) -> bool:
+    """Whether a ``stage`` event is a resume's (``jobs.reopen_job``). Events written before it carried
+    ``run: resumed`` are known by their shape: back to queued from a ``previous_status``."""
+    from service.jobs import RUN_RESUMED
+
+    if not data:
+        return False
+    if data.get("run") == RUN_RESUMED:
+        return True
+    return data.get("status") == "queued" and "previous_status" in data
 
 
 def _skip_reason(job: Any, job_stage: str) -> str | None:

@@ -52,7 +52,7 @@ def create_app(settings: Settings | None = None, *, sse_poll_s: float = 0.5, sse
     if not settings.is_sqlite:
         # Sync routes run on anyio's thread pool (40 threads): let most of them hold a connection.
         engine_kwargs = {"pool_size": 20, "max_overflow": 20, "pool_timeout": 10}
-    engine = make_engine(settings.database_url, **engine_kwargs)
+    engine = make_engine(settings.database_url, dead_peer_s=settings.db_dead_peer_s, **engine_kwargs)
     if settings.auto_migrate:
         upgrade(engine)
 

@@ -1,7 +1,8 @@
 """Engines, sessions and migrations.
 
 - ``make_engine(url)``: SQLite gets WAL, foreign keys and a busy timeout (so concurrent writers wait
-  instead of failing); PostgreSQL gets pre-ping. ``sqlite://`` (in-memory) shares one connection.
+  instead of failing); PostgreSQL gets pre-ping and dead-peer detection on both ends of each connection
+  (``pg_keepalive_args``). ``sqlite://`` (in-memory) shares one connection.
 - ``session_factory(url_or_engine)``: a ``sessionmaker`` with ``expire_on_commit=False`` (rows stay usable
   after commit, e.g. to serialize in the API).
 - ``get_engine()`` / ``get_sessionmaker()`` / ``session_scope()``: process-wide, from the settings; the
@@ -43,10 +44,13 @@ def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
-def make_engine(url: str | sa.URL, **kwargs: Any) -> sa.Engine:
+def make_engine(url: str | sa.URL, *, dead_peer_s: float | None = None, **kwargs: Any) -> sa.Engine:
     """Create an Engine for ``url`` with the project's per-dialect settings.
 
-    SQLite file URLs get their parent directory created. Extra ``kwargs`` go to ``sa.create_engine``.
+    SQLite file URLs get their parent directory created. PostgreSQL through libpq (psycopg, psycopg2)
+    drops a connection whose peer stopped answering after about ``dead_peer_s`` seconds (default
+    ``settings.db_dead_peer_s``; 0 leaves the operating system's ~2 h): see ``pg_keepalive_args``. Extra
+    ``kwargs`` go to ``sa.create_engine``; keys the caller gives in ``connect_args`` or the URL win.
     """
     u = make_url(url)
     if u.get_backend_name() == "sqlite":
@@ -61,7 +65,51 @@ def make_engine(url: str | sa.URL, **kwargs: Any) -> sa.Engine:
         event.listen(engine, "connect", _sqlite_on_connect)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
+    if u.get_backend_name() == "postgresql" and u.get_driver_name() in LIBPQ_DRIVERS:
+        if dead_peer_s is None:
+            from service.settings import get_settings
+
+            dead_peer_s = get_settings().db_dead_peer_s
+        given = {**u.query, **kwargs.get("connect_args", {})}
+        extra = {k: v for k, v in pg_keepalive_args(dead_peer_s, given.get("options")).items()
+                 if k == "options" or k not in given}
+        kwargs["connect_args"] = {**kwargs.get("connect_args", {}), **extra}
     return sa.create_engine(u, **kwargs)
+
+
+#: SQLAlchemy PostgreSQL drivers built on libpq, which take its keepalive connection parameters.
+LIBPQ_DRIVERS = frozenset({"psycopg", "psycopg_async", "psycopg2", "psycopg2cffi"})
+
+
+def pg_keepalive_args(dead_peer_s: float, options: str | None = None) -> dict[str, Any]:
+    """libpq connection parameters that drop a connection to a dead peer in about ``dead_peer_s`` seconds.
+
+    Why both ends: a worker machine that loses power or its network never closes its connections, so
+    the server keeps that worker's backend, and its ``StageLock`` advisory lock, until TCP gives up
+    (~2 h with the OS defaults). Client side (``keepalives*``, ``tcp_user_timeout``) the worker's own
+    calls fail fast when the database vanishes; server side (``options``: ``-c tcp_keepalives_*``,
+    ``-c tcp_user_timeout``, session settings PostgreSQL >= 12 accepts from any user) the server probes
+    the worker and ends its backend, releasing the lock. Probes start after a third of ``dead_peer_s``,
+    three of them about a ninth apart; ``tcp_user_timeout`` (ms) bounds unacknowledged data to
+    ``dead_peer_s``. Whole seconds, at least 1 (libpq's unit). ``options``, the caller's own, are kept and
+    come after ours, so their ``-c`` settings win. Returns {} for ``dead_peer_s`` <= 0 (OS defaults).
+    """
+    if dead_peer_s <= 0:
+        return {}
+    idle = max(1, round(dead_peer_s / 3))
+    interval = max(1, round(dead_peer_s / 9))
+    count = 3
+    user_timeout_ms = max(1000, round(dead_peer_s * 1000))
+    server = (f"-c tcp_keepalives_idle={idle} -c tcp_keepalives_interval={interval} "
+              f"-c tcp_keepalives_count={count} -c tcp_user_timeout={user_timeout_ms}")
+    return {
+        "keepalives": 1,
+        "keepalives_idle": idle,
+        "keepalives_interval": interval,
+        "keepalives_count": count,
+        "tcp_user_timeout": user_timeout_ms,
+        "options": f"{server} {options}" if options else server,
+    }
 
 
 def session_factory(bind: str | sa.URL | sa.Engine) -> sessionmaker[Session]:

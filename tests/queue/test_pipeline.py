@@ -258,3 +258,65 @@ def test_reconciler_requeues_only_stale_unheld_jobs(queue_env):
     with queue_env.sessions() as s:
         for job_id in (fresh, stale, held):
             jobs.request_cancel(s, job_id)
+
+
+class _WorkerDied(BaseException):
+    """Raised by a stand-in stage for its worker dying mid-stage: the start is written, nothing after it."""
+
+
+def test_resume_after_worker_lost_restarts_the_attempt_count(queue_env, monkeypatch):
+    """A job that failed with worker_lost, resumed as `tracedraft run --resume` does, runs again: attempts
+    count from the resume (1, 2, ...), the resume shows in the events, and the cap applies afresh."""
+    from types import SimpleNamespace
+
+    from service import embedded, jobs, queue
+    from service.settings import get_settings
+    from tests.queue import fake_stages
+    from workers import tasks
+
+    job_id = queue_env.submit({"fake": {"train_steps": 2}}, dispatch=False)
+    with queue_env.sessions() as s:
+        jobs.set_stage(s, job_id, "training")
+    deaths = {"left": 3}
+
+    def train(ctx):
+        if deaths["left"]:
+            deaths["left"] -= 1
+            raise _WorkerDied
+        return fake_stages.train(ctx)
+
+    monkeypatch.setitem(tasks.STAGE_FUNCTIONS, "train", train)
+    sent: list[tuple[str, str]] = []  # the next stage is recorded, not sent: no worker may pick it up later
+    monkeypatch.setattr(queue, "dispatch", lambda stage, jid, settings=None: sent.append((stage, jid)))
+    task = SimpleNamespace(request=SimpleNamespace(id=f"{job_id}.train", retries=0, is_eager=False))
+
+    def deliver() -> str:
+        try:
+            return tasks.run_stage(task, "train", job_id)["outcome"]
+        except _WorkerDied:
+            return "lost"
+
+    assert [deliver() for _ in range(4)] == ["lost", "lost", "lost", "failed"]
+    assert queue_env.job(job_id).error["code"] == "worker_lost"
+
+    assert embedded.resume(get_settings(), job_id) == "training"  # the CLI's `tracedraft run --resume`
+    deaths["left"] = 1
+    assert [deliver(), deliver()] == ["lost", "done"]
+    job = queue_env.job(job_id)
+    assert job.status == "running" and job.stage == "evaluating" and job.error is None
+    assert job.result["training"]["steps"] == 2 and sent == [("evaluate", job_id)]
+    assert job.attempts == 3  # the column keeps the most attempts any stage took
+
+    story = []
+    for e in queue_env.events(job_id):
+        d = e.data or {}
+        if d.get("run") == "resumed":
+            story.append(("resumed", e.message))
+        elif d.get("stage") == "training" and d.get("status") == "running":
+            story.append(d["attempt"])
+        elif d.get("stage") == "training" and d.get("run") == "finished":
+            story.append(("finished", d["attempt"]))
+    assert story == [1, 2, 3, ("resumed", "resumed from the command line at stage training"), 1, 2,
+                     ("finished", 2)]
+    with queue_env.sessions() as s:  # leave no live job behind for the other tests' reconcilers
+        jobs.cancel_job(s, job_id)

@@ -143,3 +143,140 @@ def test_heartbeat_renews_and_notices_a_takeover(queue_env):
     assert beat.lost.is_set()
     beat.stop()
     _cancel_all(queue_env, [job_id])
+
+
+_HOLDER = """
+import sys, time, psycopg
+conn = psycopg.connect(sys.argv[1], autocommit=True)
+conn.execute("SELECT pg_advisory_lock(%s)", (int(sys.argv[2]),))
+print(conn.execute("SELECT pg_backend_pid()").fetchone()[0], flush=True)
+time.sleep(600)
+"""
+
+
+def _backend_alive(queue_env, pid: int) -> bool:
+    import sqlalchemy as sa
+
+    with queue_env.sessions() as s:
+        return s.execute(sa.text("SELECT 1 FROM pg_stat_activity WHERE pid = :p"), {"p": pid}).first() is not None
+
+
+def test_reconciler_breaks_the_stage_lock_of_a_frozen_worker(queue_env):
+    """A worker whose machine froze keeps its stage lock on a connection the server still holds: within
+    2 leases of the lapse the job is left alone; past them the reconciler ends that backend, says so in
+    the events and re-dispatches the stage."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from service.queue import StageLock, lock_key
+    from service.reconciler import LOCK_BREAK_LEASES, requeue_stale_jobs
+    from service.settings import get_settings
+
+    settings = get_settings()
+    job_id = queue_env.submit({}, dispatch=False)
+    now = dt.datetime.now(dt.UTC)
+    _age(queue_env, job_id, 30, status="running", lease_owner="frozen:7", dispatched_at=now,
+         lease_expires_at=now - dt.timedelta(seconds=1))
+    dsn = queue_env.database_url.replace("postgresql+psycopg://", "postgresql://")
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, dsn, str(lock_key(job_id))],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(holder.stdout.readline())
+        os.kill(holder.pid, signal.SIGSTOP)  # frozen: its connection stays open and never speaks again
+        sent: list[tuple[str, str]] = []
+
+        def reconcile():
+            return requeue_stale_jobs(queue_env.sessions, settings=settings, broker=False,
+                                      dispatcher=lambda stage, jid: sent.append((stage, jid)))
+
+        assert job_id not in reconcile()  # lapsed 1 s ago: a live worker may just be slow to renew
+        assert _backend_alive(queue_env, pid) and sent == []
+
+        lapsed = LOCK_BREAK_LEASES * settings.job_lease_s + 5
+        _age(queue_env, job_id, 30, lease_expires_at=dt.datetime.now(dt.UTC) - dt.timedelta(seconds=lapsed))
+        assert reconcile() == [job_id] and sent == [("validate", job_id)]
+        deadline = time.monotonic() + 5
+        while _backend_alive(queue_env, pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _backend_alive(queue_env, pid)
+        with queue_env.sessions() as s:
+            assert not StageLock.is_held(s.connection(), job_id)
+        job = queue_env.job(job_id)
+        assert job.lease_owner is None and job.dispatched_at is not None
+        events = [e for e in queue_env.events(job_id) if (e.data or {}).get("run") in ("lock_broken", "requeued")]
+        assert [e.data["run"] for e in events] == ["lock_broken", "requeued"]
+        broken = events[0]
+        assert broken.level == "warning" and broken.data["pids"] == [pid] and broken.data["owner"] == "frozen:7"
+        assert "frozen:7" in broken.message and str(pid) in broken.message
+        assert "lease" in events[1].data["reason"]
+    finally:
+        holder.kill()
+        holder.wait(timeout=10)
+        _cancel_all(queue_env, [job_id])
+
+
+def test_database_connections_drop_a_dead_peer(queue_env):
+    """PostgreSQL connections carry TCP keepalives and tcp_user_timeout on both ends, sized from
+    db_dead_peer_s (default: the job lease), so the server drops a vanished worker's backend and its stage
+    lock within seconds; options and keepalive values the URL gives are kept."""
+    import sqlalchemy as sa
+
+    from service.db.session import make_engine
+    from service.settings import get_settings
+
+    def probe(url, **kw):
+        engine = make_engine(url, **kw)
+        try:
+            with engine.connect() as conn:
+                server = {g: conn.execute(sa.text(f"SHOW {g}")).scalar() for g in (
+                    "tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count", "tcp_user_timeout",
+                    "statement_timeout")}
+                return server, conn.connection.dbapi_connection.info.get_parameters()
+        finally:
+            engine.dispose()
+
+    url = queue_env.database_url
+    server, client = probe(url, dead_peer_s=9)
+    assert server["tcp_keepalives_idle"] == "3" and server["tcp_keepalives_interval"] == "1"
+    assert server["tcp_keepalives_count"] == "3" and server["tcp_user_timeout"] == "9000"
+    assert (client["keepalives"], client["keepalives_idle"], client["keepalives_interval"],
+            client["keepalives_count"], client["tcp_user_timeout"]) == ("1", "3", "1", "3", "9000")
+
+    assert get_settings().db_dead_peer_s == get_settings().job_lease_s == 3  # the default follows the lease
+    server, client = probe(url)
+    assert client["tcp_user_timeout"] == "3000" and server["tcp_user_timeout"] == "3000"
+
+    server, client = probe(f"{url}?keepalives_idle=7&options=-c%20statement_timeout%3D4321", dead_peer_s=9)
+    assert client["keepalives_idle"] == "7" and server["statement_timeout"] == "4321ms"
+    assert server["tcp_keepalives_idle"] == "3"
+
+    _, client = probe(url, dead_peer_s=0)  # 0: the operating system's defaults
+    assert "keepalives_idle" not in client and "tcp_user_timeout" not in client
+
+
+def test_stage_lock_release_survives_a_terminated_connection(queue_env):
+    """A worker whose lock the reconciler broke (it was frozen, then woke up) releases without raising:
+    the server already dropped the lock with the connection."""
+    import time
+
+    from service.queue import StageLock
+
+    job_id = queue_env.submit({}, dispatch=False)
+    engine = queue_env.sessions.kw["bind"]
+    lock = StageLock(engine, job_id)
+    assert lock.acquire()
+    with engine.connect() as conn:
+        assert len(StageLock.terminate_holders(conn, job_id)) == 1
+        conn.commit()
+        deadline = time.monotonic() + 5
+        while StageLock.is_held(conn, job_id) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not StageLock.is_held(conn, job_id)
+    lock.release()  # its connection is dead: logged, not raised
+    again = StageLock(engine, job_id)
+    assert again.acquire()
+    again.release()
+    _cancel_all(queue_env, [job_id])
