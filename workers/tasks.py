@@ -42,7 +42,7 @@ import sqlalchemy as sa
 from celery import shared_task
 
 from drafters.errors import TracedraftError
-from service import queue
+from service import jobs, queue
 from service.queue import JOB_STAGE, TASK_STAGES, StageLock, next_stage, task_name
 from service.settings import get_settings
 from workers.context import StageContext, StageResults, overall_progress, workdir_for
@@ -146,6 +146,19 @@ TASKS = {"validate": validate, "prepare": prepare, "regenerate": regenerate, "tr
          "register": register}
 
 
+def _drop_result(session: Any, job_id: str, job_stage: str, owner: str, summary: dict[str, Any]) -> dict[str, Any]:
+    """The stage finished after its lease went to another delivery (this worker froze, or lost the database
+    longer than a lease, and the reconciler re-dispatched the stage): the lease holder's run commits, this
+    one's result is dropped so that a stage never completes twice (its checkpoints stay for the other run)."""
+    session.rollback()
+    message = (f"stage {job_stage} finished on {owner} after its lease was taken over; its result is dropped "
+               "(the stage's current run commits)")
+    log.warning("job %s: %s", job_id, message)
+    jobs.add_event(session, job_id, "warning", "message", message,
+                   {"stage": job_stage, "run": "superseded", "worker": owner})
+    return {**summary, "outcome": "skipped", "reason": "lease taken over"}
+
+
 def _stage_runs(session: Any, job_id: str, job_stage: str) -> tuple[int, int]:
     """(starts, retried) of a stage since the job's latest resume, read from its ``stage`` events in
     order: each delivery that started the stage wrote ``data.status == "running"`` (``jobs.start_job``),
@@ -228,7 +241,6 @@ def _finish_workdir(job_id: str) -> None:
 
 
 def _run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
-    from service import jobs
     from service.db import Job
     from service.db.session import lock_row
 
@@ -308,6 +320,8 @@ def _run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
             if job is None or job.terminal:
                 session.rollback()
                 return {**summary, "outcome": "skipped", "reason": "job finished meanwhile"}
+            if job.lease_owner != owner or job.stage != job_stage:  # fenced: not ours any more
+                return _drop_result(session, job_id, job_stage, owner, summary)
             result = dict(result or {})
             if result.get("cancelled"):
                 # No stage result: a resumed job must run this stage again (from its checkpoint).
@@ -345,7 +359,6 @@ def _run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
 
 
 def _on_failure(task: Any, ctx: StageContext, exc: Exception, make_session: Any) -> dict[str, Any]:
-    from service import jobs
     from service.db import Job
     from service.db.session import lock_row
 

@@ -320,3 +320,40 @@ def test_resume_after_worker_lost_restarts_the_attempt_count(queue_env, monkeypa
                      ("finished", 2)]
     with queue_env.sessions() as s:  # leave no live job behind for the other tests' reconcilers
         jobs.cancel_job(s, job_id)
+
+
+def test_a_stage_whose_lease_was_taken_over_does_not_commit(queue_env, monkeypatch):
+    """A worker that froze past its lease (the reconciler gave the stage to another delivery) and then
+    finishes drops its result: the stage completes once, by the lease holder, and the job does not move."""
+    from types import SimpleNamespace
+
+    from service import jobs, queue
+    from service.db import Job
+    from tests.queue import fake_stages
+    from workers import tasks
+
+    job_id = queue_env.submit({"fake": {"train_steps": 2}}, dispatch=False)
+    with queue_env.sessions() as s:
+        jobs.set_stage(s, job_id, "training")
+
+    def train(ctx):
+        out = fake_stages.train(ctx)
+        with queue_env.sessions() as s:  # meanwhile the reconciler re-dispatched; another worker holds it
+            job = s.get(Job, job_id)
+            jobs.set_lease(job, "other-worker:task-2", 60)
+            s.commit()
+        return out
+
+    monkeypatch.setitem(tasks.STAGE_FUNCTIONS, "train", train)
+    sent: list[tuple[str, str]] = []
+    monkeypatch.setattr(queue, "dispatch", lambda stage, jid, settings=None: sent.append((stage, jid)))
+    task = SimpleNamespace(request=SimpleNamespace(id=f"{job_id}.train", retries=0, is_eager=False))
+    out = tasks.run_stage(task, "train", job_id)
+    assert out["outcome"] == "skipped" and out["reason"] == "lease taken over"
+    job = queue_env.job(job_id)
+    assert job.stage == "training" and "training" not in (job.result or {}) and sent == []
+    assert job.lease_owner == "other-worker:task-2"  # the holder's lease is left alone
+    dropped = [e for e in queue_env.events(job_id) if (e.data or {}).get("run") == "superseded"]
+    assert len(dropped) == 1 and dropped[0].level == "warning"
+    with queue_env.sessions() as s:
+        jobs.cancel_job(s, job_id)
