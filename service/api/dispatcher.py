@@ -1,4 +1,5 @@
-"""Hands a new job's first stage to ``service.queue.dispatch`` off the request path (``POST /v1/jobs``).
+"""Hands a job's stage to ``service.queue.dispatch`` off the request path: a new job's first stage
+(``POST /v1/jobs``), a resumed job's current one (``POST /v1/jobs/{id}/resume``).
 
 - pipeline=celery: one long-lived daemon thread publishes the messages in order (``StageDispatcher``). A
   publish is a short Redis write, but Celery keeps its result backend per thread and kombu its channel per
@@ -23,11 +24,11 @@ from service.settings import Settings
 log = logging.getLogger("tracedraft.api")
 
 
-def _dispatch_first_stage(job_id: str, settings: Settings) -> None:
+def _dispatch_stage(job_id: str, stage: str, settings: Settings) -> None:
     from service import queue
 
     try:
-        queue.dispatch("validate", job_id, settings=settings)
+        queue.dispatch(stage, job_id, settings=settings)
     except Exception as exc:  # noqa: BLE001
         log.warning("dispatch of job %s failed (%s); the reconciler re-dispatches it", job_id,
                     type(exc).__name__)
@@ -54,14 +55,14 @@ class StageDispatcher:
     def __init__(self, settings: Settings):
         self.settings = settings
         self.threads: list[threading.Thread] = []  # inline mode: one per job
-        self._queue: queue_mod.SimpleQueue[str | None] = queue_mod.SimpleQueue()
+        self._queue: queue_mod.SimpleQueue[tuple[str, str] | None] = queue_mod.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def submit(self, job_id: str) -> None:
-        """Dispatch ``job_id``'s first stage in the background."""
+    def submit(self, job_id: str, stage: str = "validate") -> None:
+        """Dispatch ``job_id``'s ``stage`` (task or job stage name; default the first) in the background."""
         if self.settings.pipeline != "celery":
-            thread = threading.Thread(target=_dispatch_first_stage, args=(job_id, self.settings),
+            thread = threading.Thread(target=_dispatch_stage, args=(job_id, stage, self.settings),
                                       name=f"pipeline-{job_id}", daemon=True)
             with self._lock:
                 self.threads[:] = [t for t in self.threads if t.is_alive()]
@@ -73,11 +74,11 @@ class StageDispatcher:
                 self._thread = threading.Thread(target=self._run, args=(self._queue,), name="stage-dispatch",
                                                 daemon=True)
                 self._thread.start()
-        self._queue.put(job_id)
+        self._queue.put((job_id, stage))
 
-    def _run(self, jobs: queue_mod.SimpleQueue[str | None]) -> None:
-        while (job_id := jobs.get()) is not None:
-            _dispatch_first_stage(job_id, self.settings)
+    def _run(self, jobs: queue_mod.SimpleQueue[tuple[str, str] | None]) -> None:
+        while (item := jobs.get()) is not None:
+            _dispatch_stage(*item, self.settings)
 
     def close(self, timeout: float = 5.0) -> None:
         """Publish what is queued (waiting at most ``timeout`` seconds), then stop the thread."""

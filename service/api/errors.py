@@ -47,6 +47,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "admin_required": 403,
     "idempotency_conflict": 409,
     "job_finished": 409,
+    "job_not_resumable": 409,
     "invalid_transition": 409,
     "dataset_in_use": 409,
     "dataset_not_ready": 409,

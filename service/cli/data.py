@@ -481,6 +481,26 @@ def jobs_events(
         raise typer.Exit(EXIT_ERROR)
 
 
+@jobs_app.command("resume")
+def jobs_resume(
+    job_id: str = typer.Argument(..., help="Job id (job_...)."),
+    api_url: str | None = ApiUrlOpt,
+    api_key: str | None = ApiKeyOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Queue a failed or cancelled job again at the stage where it stopped (training resumes from its last
+    checkpoint). A succeeded, queued or running job exits 4 (job_finished, job_not_resumable).
+
+    Example: tracedraft jobs resume job_01J...
+    """
+    with handled(), make_client(api_url, api_key) as client:
+        job = client.post(f"/v1/jobs/{job_id}/resume")
+    if as_json:
+        print_json(job)
+    else:
+        console.print(f"job {job.get('id')}: resumed (status {job.get('status')}, stage {job.get('stage')})")
+
+
 @jobs_app.command("cancel")
 def jobs_cancel(
     job_id: str = typer.Argument(..., help="Job id (job_...)."),

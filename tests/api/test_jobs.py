@@ -152,6 +152,35 @@ def test_cancel(client, app, org_a):
     assert r["status"] == "running" and r["cancel_requested"] is True
 
 
+def test_resume_a_failed_or_cancelled_job(client, app, org_a, org_b, dispatched):
+    """POST /v1/jobs/{id}/resume queues a failed job again at its stage and dispatches that stage; a running,
+    queued or succeeded job is refused with a code, another organization's job is not found."""
+    ds = upload(client, org_a)
+    job = client.post("/v1/jobs", json=job_body(ds["id"]), headers=org_a.h()).json()
+    r = client.post(f"/v1/jobs/{job['id']}/resume", headers=org_a.h())
+    assert r.status_code == 409 and r.json()["error"]["code"] == "job_not_resumable"  # still queued
+    with app.state.sessionmaker() as s:
+        jobs_mod.start_job(s, job["id"], stage="training")
+        jobs_mod.fail_job(s, job["id"], "worker_lost", "the worker running stage training died 3 times")
+    _join(app)
+    dispatched.calls.clear()
+    assert client.post(f"/v1/jobs/{job['id']}/resume", headers=org_b.h()).status_code == 404
+    r = client.post(f"/v1/jobs/{job['id']}/resume", headers=org_a.h())
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["status"] == "queued" and out["stage"] == "training" and out["error"] is None
+    _join(app)
+    assert dispatched.calls == [("train", job["id"])]
+    events = client.get(f"/v1/jobs/{job['id']}/events", headers=org_a.h()).json()["data"]
+    assert events[-1]["message"] == "resumed through the API at stage training"
+    assert events[-1]["data"]["run"] == "resumed" and events[-1]["data"]["previous_status"] == "failed"
+    with app.state.sessionmaker() as s:
+        jobs_mod.start_job(s, job["id"], stage="training")
+        jobs_mod.succeed_job(s, job["id"])
+    r = client.post(f"/v1/jobs/{job['id']}/resume", headers=org_a.h())
+    assert r.status_code == 409 and r.json()["error"]["code"] == "job_finished"
+
+
 def test_events_paged_and_streamed(client, app, org_a):
     ds = upload(client, org_a)
     job = client.post("/v1/jobs", json=job_body(ds["id"]), headers=org_a.h()).json()

@@ -140,6 +140,11 @@ def test_jobs_submit_list_show_events_cancel(stack, cli):
     assert r.code == 0 and r.json["status"] == "cancelled"
     r = cli("jobs", "events", second["id"], "--follow", "--json")
     assert r.code == 1  # a cancelled job is not a success
+    # a cancelled job resumes at its stage (queued again); a succeeded one cannot (409 -> exit 4)
+    r = cli("jobs", "resume", second["id"], "--json")
+    assert r.code == 0 and r.json["status"] == "queued" and r.json["stage"] == "validating", r.err
+    r = cli("jobs", "resume", job["id"])
+    assert r.code == 4 and "[job_finished]" in r.err
     assert cli("jobs", "show", "job_nope").code == 3
 
 

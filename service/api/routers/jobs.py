@@ -36,8 +36,9 @@ from service.api.schemas import (
     spec_to_stored,
 )
 from service.db.base import utcnow
-from service.db.models import TERMINAL_STATUSES, DatasetStatus, Job, JobEvent
+from service.db.models import TERMINAL_STATUSES, DatasetStatus, Job, JobEvent, JobStatus
 from service.policy import check_base_drafter_ref, check_remote_code, check_sglang_endpoint, check_target
+from service.queue import task_stage
 from service.settings import Settings
 from service.storage import public_error, redact_uris
 
@@ -201,6 +202,21 @@ def cancel_job(job_id: str, caller: CurrentCaller, db: DbSession, settings: AppS
     get_job_row(db, caller, job_id)
     job = jobs_mod.request_cancel(db, job_id)
     queue.revoke(job, settings=settings)
+    return job_out(job)
+
+
+@router.post("/{job_id}/resume", response_model=JobOut, responses=error_responses(401, 404, 409, 422),
+             summary="Resume a failed or cancelled job")
+def resume_job(job_id: str, request: Request, caller: CurrentCaller, db: DbSession) -> JobOut:
+    """Queue a failed or cancelled job again at the stage where it stopped: training resumes from its last
+    checkpoint, the stage's attempts count from 1 again, and the event log shows the resume. 409
+    ``job_finished`` when it succeeded, ``job_not_resumable`` while it is queued or running."""
+    job = get_job_row(db, caller, job_id)
+    if job.status not in (JobStatus.failed, JobStatus.cancelled):
+        raise ApiError(409, "job_not_resumable" if job.status != JobStatus.succeeded else "job_finished",
+                       f"job {job.id} is {job.status}: only a failed or cancelled job can be resumed", "status")
+    job = jobs_mod.reopen_job(db, job_id, f"resumed through the API at stage {job.stage}")
+    request.app.state.dispatcher.submit(job.id, task_stage(job.stage))  # after the commit (else the reconciler)
     return job_out(job)
 
 
