@@ -35,6 +35,7 @@ import random
 import socket
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +147,7 @@ TASKS = {"validate": validate, "prepare": prepare, "regenerate": regenerate, "tr
          "register": register}
 
 
-def _drop_result(session: Any, job_id: str, job_stage: str, owner: str, summary: dict[str, Any]) -> dict[str, Any]:
+def _drop_result(session: Any, job_id: str, job_stage: str, owner: str) -> dict[str, Any]:
     """The stage finished after its lease went to another delivery (this worker froze, or lost the database
     longer than a lease, and the reconciler re-dispatched the stage): the lease holder's run commits, this
     one's result is dropped so that a stage never completes twice (its checkpoints stay for the other run)."""
@@ -156,7 +157,7 @@ def _drop_result(session: Any, job_id: str, job_stage: str, owner: str, summary:
     log.warning("job %s: %s", job_id, message)
     jobs.add_event(session, job_id, "warning", "message", message,
                    {"stage": job_stage, "run": "superseded", "worker": owner})
-    return {**summary, "outcome": "skipped", "reason": "lease taken over"}
+    return {"outcome": "skipped", "reason": "lease taken over"}
 
 
 def _stage_runs(session: Any, job_id: str, job_stage: str) -> tuple[int, int]:
@@ -240,122 +241,159 @@ def _finish_workdir(job_id: str) -> None:
         log.exception("job %s: work directory cleanup failed", job_id)
 
 
+@dataclass(frozen=True)
+class Claim:
+    """A delivery that holds its job's stage: the stage's context and the lease owner it runs under."""
+
+    ctx: StageContext
+    owner: str
+
+
 def _run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
+    """One delivery of ``stage`` for ``job_id`` under the rules of the module docstring; returns its summary
+    (``outcome``: done, skipped, cancelled, failed, retrying)."""
     from service.db import Job
-    from service.db.session import lock_row
 
     settings = get_settings()
     make_session = sessions(settings)
-    job_stage = JOB_STAGE[stage]
     summary = {"job_id": job_id, "stage": stage}
-
-    with make_session() as session:
-        job = session.get(Job, job_id)
-        reason = _skip_reason(job, job_stage)
-        if reason:
-            log.info("job %s stage %s: skipped (%s)", job_id, stage, reason)
-            return {**summary, "outcome": "skipped", "reason": reason}
+    with make_session() as session:  # a look before the lock: most duplicate deliveries end here
+        reason = _skip_reason(session.get(Job, job_id), JOB_STAGE[stage])
+    if reason:
+        log.info("job %s stage %s: skipped (%s)", job_id, stage, reason)
+        return {**summary, "outcome": "skipped", "reason": reason}
 
     lock = StageLock(make_session.kw["bind"], job_id)
     if not lock.acquire():
         log.info("job %s stage %s: another worker holds the job; duplicate delivery dropped", job_id, stage)
         return {**summary, "outcome": "skipped", "reason": "held by another worker"}
     try:
-        with make_session() as session:
-            job = lock_row(session, Job, job_id)
-            reason = _skip_reason(job, job_stage)
-            if reason:
-                session.rollback()
-                return {**summary, "outcome": "skipped", "reason": reason}
-            if job.cancel_requested:
-                jobs.cancel_job(session, job_id, f"job cancelled before stage {job_stage} started")
-                return {**summary, "outcome": "cancelled"}
-            starts, retried = _stage_runs(session, job_id, job_stage)
-            lost = starts - retried
-            if lost >= job.max_attempts:
-                jobs.add_event(session, job_id, "error", "stage",
-                               f"stage {job_stage} was started {starts} times and its worker died "
-                               f"{lost} times; giving up", {"stage": job_stage, "run": "lost"}, commit=False)
-                jobs.fail_job(session, job_id, "worker_lost",
-                              f"the worker running stage {job_stage} died {lost} times "
-                              f"(max_attempts={job.max_attempts})", param=job_stage)
-                return {**summary, "outcome": "failed", "code": "worker_lost"}
-            attempt = starts + 1
-            job.attempts = max(job.attempts or 0, attempt)
-            owner = f"{_worker_name()}:{_task_id(task)}"
-            jobs.start_job(session, job_id, stage=job_stage, worker_task_id=_task_id(task),
-                           count_attempt=False, attempt=attempt, lease_owner=owner,
-                           lease_s=settings.job_lease_s, commit=False)
-            if attempt > 1:
-                jobs.add_event(session, job_id, "warning", "message",
-                               f"stage {job_stage} restarted (attempt {attempt}); resuming from its "
-                               f"last checkpoint", {"stage": job_stage, "attempt": attempt,
-                                                   "worker": _worker_name()}, commit=False)
-            session.commit()
-            ctx = StageContext(
-                job_id=job_id, org_id=job.org_id, stage=stage, spec=dict(job.spec or {}),
-                workdir=workdir_for(settings, job_id), settings=settings, sessions=make_session,
-                results=StageResults(job.result or {}), attempt=attempt, dataset_id=job.dataset_id,
-            )
-
-        # Inline (embedded, one process, SQLite) there is no reconciler to read a lease.
-        beat = Heartbeat(make_session, job_id, owner, settings.job_lease_s)
-        if settings.pipeline == "celery":
-            beat.start()
+        claim = _claim(task, stage, job_id, settings, make_session)
+        if not isinstance(claim, Claim):
+            return {**summary, **claim}
         try:
-            if settings.enforce_job_policy:
-                # The operator may have tightened the allow-lists since the job was accepted.
-                from service.policy import check_job_spec
-
-                check_job_spec(ctx.spec, settings)
-            result = stage_function(stage)(ctx)
-        except Exception as exc:  # noqa: BLE001 - classified below; BaseException counts as lost
-            beat.stop()
-            return _on_failure(task, ctx, exc, make_session)
-        finally:
-            beat.stop()
-
-        with make_session() as session:
-            job = lock_row(session, Job, job_id)
-            if job is None or job.terminal:
-                session.rollback()
-                return {**summary, "outcome": "skipped", "reason": "job finished meanwhile"}
-            if job.lease_owner != owner or job.stage != job_stage:  # fenced: not ours any more
-                return _drop_result(session, job_id, job_stage, owner, summary)
-            result = dict(result or {})
-            if result.get("cancelled"):
-                # No stage result: a resumed job must run this stage again (from its checkpoint).
-                jobs.add_event(session, job_id, "info", "message", f"stage {job_stage} stopped after a cancel",
-                               {"stage": job_stage, "result": result}, commit=False)
-                jobs.cancel_job(session, job_id, f"job cancelled during stage {job_stage}")
-                return {**summary, "outcome": "cancelled"}
-            jobs.set_lease(job, None)  # the next stage's worker takes its own
-            jobs.set_result(session, job_id, job_stage, result, commit=False)
-            jobs.add_event(session, job_id, "info", "stage", f"stage {job_stage} done",
-                           {"stage": job_stage, "run": "finished", "attempt": ctx.attempt}, commit=False)
-            following = next_stage(stage)
-            if following is None:
-                jobs.succeed_job(session, job_id)
-            else:
-                jobs.set_progress(session, job_id, overall_progress(JOB_STAGE[following], 0.0), None,
-                                  event=False, commit=False)
-                jobs.set_stage(session, job_id, JOB_STAGE[following], f"stage {JOB_STAGE[following]} queued")
+            result = _execute(stage, claim, settings, make_session)
+        except Exception as exc:  # noqa: BLE001 - classified in _on_failure; BaseException counts as lost
+            return _on_failure(task, claim.ctx, exc, make_session)
+        outcome, following = _commit(stage, claim, result, make_session)
     finally:
         lock.release()
-
     if following is not None:
-        try:
-            # Looked up on the module at call time, never bound at import: a stand-in installed there (the
-            # API tests' recorder) must not stick to this module for the rest of the process.
-            queue.dispatch(following, job_id, settings=settings)
-        except Exception as exc:  # noqa: BLE001 - state committed; the reconciler re-dispatches
-            log.warning("job %s: dispatch of %s failed (%s); the reconciler will re-dispatch it",
-                        job_id, following, exc)
+        _dispatch_next(following, job_id, settings, make_session)
+    return {**summary, **outcome}
+
+
+def _claim(task: Any, stage: str, job_id: str, settings: Any, make_session: Any) -> Claim | dict[str, Any]:
+    """With the stage lock held: skip, cancel or fail the delivery (its outcome), or start the stage's next
+    attempt under a fresh lease (the Claim)."""
+    from service.db import Job
+    from service.db.session import lock_row
+
+    job_stage = JOB_STAGE[stage]
+    with make_session() as session:
+        job = lock_row(session, Job, job_id)
+        reason = _skip_reason(job, job_stage)
+        if reason:
+            session.rollback()
+            return {"outcome": "skipped", "reason": reason}
+        if job.cancel_requested:
+            jobs.cancel_job(session, job_id, f"job cancelled before stage {job_stage} started")
+            return {"outcome": "cancelled"}
+        starts, retried = _stage_runs(session, job_id, job_stage)
+        lost = starts - retried
+        if lost >= job.max_attempts:
+            jobs.add_event(session, job_id, "error", "stage",
+                           f"stage {job_stage} was started {starts} times and its worker died "
+                           f"{lost} times; giving up", {"stage": job_stage, "run": "lost"}, commit=False)
+            jobs.fail_job(session, job_id, "worker_lost",
+                          f"the worker running stage {job_stage} died {lost} times "
+                          f"(max_attempts={job.max_attempts})", param=job_stage)
+            return {"outcome": "failed", "code": "worker_lost"}
+        attempt = starts + 1
+        job.attempts = max(job.attempts or 0, attempt)
+        owner = f"{_worker_name()}:{_task_id(task)}"
+        jobs.start_job(session, job_id, stage=job_stage, worker_task_id=_task_id(task),
+                       count_attempt=False, attempt=attempt, lease_owner=owner,
+                       lease_s=settings.job_lease_s, commit=False)
+        if attempt > 1:
+            jobs.add_event(session, job_id, "warning", "message",
+                           f"stage {job_stage} restarted (attempt {attempt}); resuming from its "
+                           f"last checkpoint", {"stage": job_stage, "attempt": attempt,
+                                               "worker": _worker_name()}, commit=False)
+        session.commit()
+        ctx = StageContext(
+            job_id=job_id, org_id=job.org_id, stage=stage, spec=dict(job.spec or {}),
+            workdir=workdir_for(settings, job_id), settings=settings, sessions=make_session,
+            results=StageResults(job.result or {}), attempt=attempt, dataset_id=job.dataset_id,
+        )
+    return Claim(ctx, owner)
+
+
+def _execute(stage: str, claim: Claim, settings: Any, make_session: Any) -> Any:
+    """Run the stage function while a heartbeat renews the lease; raises what the stage raises."""
+    # Inline (embedded, one process, SQLite) there is no reconciler to read a lease.
+    beat = Heartbeat(make_session, claim.ctx.job_id, claim.owner, settings.job_lease_s)
+    if settings.pipeline == "celery":
+        beat.start()
+    try:
+        if settings.enforce_job_policy:
+            # The operator may have tightened the allow-lists since the job was accepted.
+            from service.policy import check_job_spec
+
+            check_job_spec(claim.ctx.spec, settings)
+        return stage_function(stage)(claim.ctx)
+    finally:
+        beat.stop()
+
+
+def _commit(stage: str, claim: Claim, result: Any, make_session: Any) -> tuple[dict[str, Any], str | None]:
+    """Store the stage's result and move the job on, unless the job ended, the lease went to another
+    delivery or the stage stopped for a cancel. Returns (the outcome, the next stage to dispatch or None)."""
+    from service.db import Job
+    from service.db.session import lock_row
+
+    job_id, job_stage = claim.ctx.job_id, JOB_STAGE[stage]
+    with make_session() as session:
+        job = lock_row(session, Job, job_id)
+        if job is None or job.terminal:
+            session.rollback()
+            return {"outcome": "skipped", "reason": "job finished meanwhile"}, None
+        if job.lease_owner != claim.owner or job.stage != job_stage:  # fenced: not ours any more
+            return _drop_result(session, job_id, job_stage, claim.owner), None
+        result = dict(result or {})
+        if result.get("cancelled"):
+            # No stage result: a resumed job must run this stage again (from its checkpoint).
+            jobs.add_event(session, job_id, "info", "message", f"stage {job_stage} stopped after a cancel",
+                           {"stage": job_stage, "result": result}, commit=False)
+            jobs.cancel_job(session, job_id, f"job cancelled during stage {job_stage}")
+            return {"outcome": "cancelled"}, None
+        jobs.set_lease(job, None)  # the next stage's worker takes its own
+        jobs.set_result(session, job_id, job_stage, result, commit=False)
+        jobs.add_event(session, job_id, "info", "stage", f"stage {job_stage} done",
+                       {"stage": job_stage, "run": "finished", "attempt": claim.ctx.attempt}, commit=False)
+        following = next_stage(stage)
+        if following is None:
+            jobs.succeed_job(session, job_id)
         else:
-            if settings.pipeline == "celery":
-                with make_session() as session:
-                    jobs.mark_dispatched(session, job_id)
-    return {**summary, "outcome": "done"}
+            jobs.set_progress(session, job_id, overall_progress(JOB_STAGE[following], 0.0), None,
+                              event=False, commit=False)
+            jobs.set_stage(session, job_id, JOB_STAGE[following], f"stage {JOB_STAGE[following]} queued")
+    return {"outcome": "done"}, following
+
+
+def _dispatch_next(following: str, job_id: str, settings: Any, make_session: Any) -> None:
+    """Enqueue the next stage (after the commit and the lock's release); a failure is left to the reconciler."""
+    try:
+        # Looked up on the module at call time, never bound at import: a stand-in installed there (the
+        # API tests' recorder) must not stick to this module for the rest of the process.
+        queue.dispatch(following, job_id, settings=settings)
+    except Exception as exc:  # noqa: BLE001 - state committed; the reconciler re-dispatches
+        log.warning("job %s: dispatch of %s failed (%s); the reconciler will re-dispatch it",
+                    job_id, following, exc)
+    else:
+        if settings.pipeline == "celery":
+            with make_session() as session:
+                jobs.mark_dispatched(session, job_id)
 
 
 def _on_failure(task: Any, ctx: StageContext, exc: Exception, make_session: Any) -> dict[str, Any]:
