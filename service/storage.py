@@ -19,18 +19,25 @@ Guarantees:
   mismatch (tampered or partially written) ``artifact_corrupt``, both naming the path.
 - ``open_write(max_bytes=...)`` streams an upload and raises ``payload_too_large`` past the limit, leaving
   nothing behind.
+- A backend failure (a write, commit, delete, list, copy or mid-stream read that the filesystem or object
+  store refused) raises ArtifactError ``artifact_io`` whose message names the store-relative key and the
+  error's kind, never the store's local root or bucket; it is ``transient`` (retried by the workers) when
+  its cause is a connection or timeout error.
+- ``redact_uris`` (used on every message an API user sees) removes artifact-store URIs and, for the stores
+  this process opened, their local root directory and object-store ``bucket/`` prefix.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import hashlib
 import os
 import posixpath
 import re
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Self
@@ -48,7 +55,11 @@ TMP_MARK = ".tmp-"
 class ArtifactError(TracedraftError):
     """An artifact problem. Codes: ``artifact_missing``, ``artifact_corrupt`` (sha256 or size mismatch),
     ``payload_too_large``, ``invalid_path`` (a key escaping the store), ``artifact_io`` (the backend
-    failed; transient, worth a retry). ``where`` is the artifact's URI."""
+    refused a read, write, commit, delete or list; its message names the store-relative key, never the
+    root). ``where`` is the artifact's URI. ``transient`` (read by the workers' retry rule) is True for an
+    ``artifact_io`` caused by a connection or timeout error."""
+
+    transient: bool = False
 
 
 #: What an API user is told for a store error (the detail, which names internal URIs, goes to the log).
@@ -60,12 +71,75 @@ ARTIFACT_PUBLIC_TEXT: dict[str, str] = {
     "artifact_io": "the artifact store is unavailable; retry later",
     "invalid_path": "invalid artifact path",
 }
-_STORE_URI = re.compile(r"\b(?:file|s3a?|gs|gcs|az|abfss?|memory)://[^\s'\"<>()\[\]{},;]*")
+_PATH_CHARS = r"[^\s'\"<>()\[\]{},;]"
+_STORE_URI = re.compile(rf"\b(?:file|s3a?|gs|gcs|az|abfss?|memory)://{_PATH_CHARS}*")
+#: Roots of the stores this process opened (a local directory, a memory root, an object store's bucket),
+#: most recent last; ``redact_uris`` removes them from texts that quote a path without its scheme (an
+#: ``OSError``'s ``'/srv/artifacts/jobs/...'``, s3fs' ``bucket/key``). Bounded: tests open many stores.
+_STORE_ROOTS: dict[str, None] = {}
+_MAX_ROOTS = 64
+
+
+def _register_root(root: str, *, bucket: bool) -> None:
+    """Remember a store root for ``redact_uris``: a path root (``/srv/artifacts``) matches itself and what
+    lies below it; with ``bucket`` (object stores) the bucket matches when followed by ``/``."""
+    if bucket:
+        name = root.strip("/").split("/", 1)[0]
+        if len(name) < 3:  # S3/GCS bucket names have 3 or more characters
+            return
+        entry = name + "/"
+    else:
+        entry = root.rstrip("/")
+        if entry.count("/") < 1 or len(entry) < 4:  # never "/" or a one-letter directory
+            return
+    _STORE_ROOTS.pop(entry, None)
+    _STORE_ROOTS[entry] = None
+    while len(_STORE_ROOTS) > _MAX_ROOTS:
+        del _STORE_ROOTS[next(iter(_STORE_ROOTS))]
+
+
+@functools.lru_cache(maxsize=8)
+def _roots_regex(roots: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not roots:
+        return None
+    parts = []
+    for root in sorted(roots, key=len, reverse=True):  # the longest first: a root inside another one
+        if root.endswith("/"):  # a bucket: "bucket/" and the key after it
+            parts.append(re.escape(root) + f"{_PATH_CHARS}*")
+        else:  # a directory: itself (not "/srv/artifacts2") and what lies below it
+            parts.append(re.escape(root) + f"(?:/{_PATH_CHARS}*)?(?!{_PATH_CHARS})")
+    # Not the middle of a longer path or word ("/x/srv/artifacts", "mybucket/" for bucket "bucket/").
+    return re.compile(r"(?<![\w./-])(?:" + "|".join(parts) + ")")
 
 
 def redact_uris(text: str | None) -> str | None:
-    """``text`` with every artifact-store URI (``s3://...``, ``file://...``) replaced by ``<stored file>``."""
-    return _STORE_URI.sub("<stored file>", text) if text else text
+    """``text`` with every artifact-store URI (``s3://...``, ``file://...``) and every path under the local
+    root or object-store bucket of a store this process opened replaced by ``<stored file>``."""
+    if not text:
+        return text
+    text = _STORE_URI.sub("<stored file>", text)
+    roots = _roots_regex(tuple(_STORE_ROOTS))
+    return roots.sub("<stored file>", text) if roots is not None else text
+
+
+def _names_store(text: str) -> bool:
+    """Whether ``text`` quotes a store URI or a path under a known store root."""
+    return redact_uris(text) != text
+
+
+#: Exception class names of a backend failure that may pass on retry (connection lost, timeouts; the
+#: botocore / aiohttp names cover s3fs and gcsfs), besides ``ConnectionError`` and ``TimeoutError``.
+_TRANSIENT_CAUSES = {"EndpointConnectionError", "ConnectTimeoutError", "ReadTimeoutError", "ConnectionClosedError",
+                     "ClientConnectorError", "ServerDisconnectedError", "ServerTimeoutError", "ClientOSError"}
+
+
+def _transient_cause(exc: BaseException) -> bool:
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if isinstance(status, int) and status >= 500:
+        return True
+    return any(cls.__name__ in _TRANSIENT_CAUSES for cls in type(exc).__mro__)
 
 
 def public_error(error: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -78,7 +152,7 @@ def public_error(error: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return {"code": code, "message": ARTIFACT_PUBLIC_TEXT[code], "param": None}
     param = error.get("param")
     return {**error, "message": redact_uris(error.get("message")),
-            "param": None if isinstance(param, str) and _STORE_URI.search(param) else param}
+            "param": None if isinstance(param, str) and _names_store(param) else param}
 
 
 @dataclass(frozen=True)
@@ -137,11 +211,13 @@ class ArtifactWriter:
     After the ``with`` block: ``uri``, ``sha256``, ``size`` (``result``).
     """
 
-    def __init__(self, fh: IO[bytes], max_bytes: int | None, where: str):
+    def __init__(self, fh: IO[bytes], max_bytes: int | None, where: str,
+                 fail: Callable[[Exception], ArtifactError] | None = None):
         self._fh = fh
         self._hash = hashlib.sha256()
         self._max = max_bytes
         self._where = where
+        self._fail = fail  # turns a backend exception into the ArtifactError to raise
         self.size = 0
         self.result: Stored | None = None
 
@@ -152,7 +228,12 @@ class ArtifactWriter:
                 "payload_too_large", f"upload exceeds the limit of {self._max} bytes", where=self._where
             )
         self._hash.update(data)
-        self._fh.write(data)
+        try:
+            self._fh.write(data)
+        except Exception as e:
+            if self._fail is None or isinstance(e, TracedraftError):
+                raise
+            raise self._fail(e) from e
         return len(data)
 
     @property
@@ -170,8 +251,10 @@ class VerifyingReader:
     """A read-only stream that hashes what it returns and raises ``artifact_corrupt`` at end of file when
     the sha256 (or size) differs from the expected one. Always read to the end to get the check."""
 
-    def __init__(self, fh: IO[bytes], expected_sha256: str, uri: str, expected_size: int | None = None):
+    def __init__(self, fh: IO[bytes], expected_sha256: str, uri: str, expected_size: int | None = None,
+                 fail: Callable[[Exception], ArtifactError] | None = None):
         self._fh = fh
+        self._fail = fail  # turns a backend exception into the ArtifactError to raise
         self._hash = hashlib.sha256()
         self._expected = expected_sha256
         self._expected_size = expected_size
@@ -180,7 +263,12 @@ class VerifyingReader:
         self._checked = False
 
     def read(self, size: int = -1) -> bytes:
-        data = self._fh.read(size) if size is not None and size >= 0 else self._fh.read()
+        try:
+            data = self._fh.read(size) if size is not None and size >= 0 else self._fh.read()
+        except Exception as e:
+            if self._fail is None or isinstance(e, TracedraftError):
+                raise
+            raise self._fail(e) from e
         self._hash.update(data)
         self._size += len(data)
         if not data or size is None or size < 0:
@@ -231,6 +319,10 @@ class ArtifactStore:
         self.local = isinstance(self.fs, LocalFileSystem)
         if self.local:
             os.makedirs(self.root, exist_ok=True)
+        path_root = self.local or self.root.startswith("/")  # local, memory://: a directory-like root
+        _register_root(self.root, bucket=not path_root)
+        if self.local and os.path.realpath(self.root) != self.root:
+            _register_root(os.path.realpath(self.root), bucket=False)
 
     @classmethod
     def from_settings(cls, settings: Any = None) -> ArtifactStore:
@@ -263,6 +355,37 @@ class ArtifactStore:
     def _path(self, key: str) -> str:
         return f"{self.root}/{self.key(key)}" if self.root != "/" else f"/{self.key(key)}"
 
+    # --- backend failures --------------------------------------------------------------------------------
+
+    def _io_error(self, action: str, key: str, exc: Exception) -> ArtifactError:
+        """ArtifactError ``artifact_io`` for a backend failure while ``action``-ing ``key`` (store-relative):
+        the message names the key and the error's kind and text, with the store's root removed (an
+        ``OSError`` quotes the absolute path, s3fs ``bucket/key``); ``where`` is the key's URI (the API
+        never shows it). ``transient`` when the cause is a connection or timeout error."""
+        if isinstance(exc, OSError) and exc.strerror:
+            detail = exc.strerror  # without the filename, which is the absolute path
+        else:
+            detail = str(exc)
+            for root in {self.root, self.root.lstrip("/")} - {"", "/"}:
+                detail = detail.replace(root + "/", "").replace(root, "<store>")
+            detail = redact_uris(detail) or ""
+        where = f"{self.root_uri}/{key}" if key else self.root_uri
+        err = ArtifactError("artifact_io", f"cannot {action} artifact {key or '<store root>'}: "
+                            f"{type(exc).__name__}: {detail}", where=where)
+        if _transient_cause(exc):
+            err.transient = True  # workers.tasks.is_transient retries it
+        return err
+
+    @contextlib.contextmanager
+    def _backend(self, action: str, key: str) -> Iterator[None]:
+        """Run backend calls; any exception but a TracedraftError becomes ``_io_error(action, key)``."""
+        try:
+            yield
+        except TracedraftError:
+            raise
+        except Exception as e:
+            raise self._io_error(action, key, e) from e
+
     # --- writing -----------------------------------------------------------------------------------------
 
     def _tmp_path(self, key: str) -> str:
@@ -286,26 +409,35 @@ class ArtifactStore:
         """Stream bytes into ``key`` atomically; with ``key=None`` the artifact is content-addressed
         (``raw/<sha256>``). Yields an ArtifactWriter; after the block its ``result`` is the Stored.
 
-        Raises ArtifactError ``payload_too_large`` (from ``write``) past ``max_bytes``; on any exception the
-        temporary is removed and nothing appears under the final name.
+        Raises ArtifactError ``payload_too_large`` (from ``write``) past ``max_bytes`` and ``artifact_io`` when
+        the backend refuses a write or the commit; an exception of the block itself passes unchanged. On any
+        exception the temporary is removed and nothing appears under the final name.
         """
-        staging_key = key if key is not None else f"raw/upload-{uuid.uuid4().hex}"
+        staging_key = self.key(key if key is not None else f"raw/upload-{uuid.uuid4().hex}")
         tmp = self._tmp_path(staging_key)
         where = self.uri(staging_key)
-        self.fs.makedirs(posixpath.dirname(tmp), exist_ok=True)
+        fh = None
         try:
-            with self.fs.open(tmp, "wb") as fh:
-                writer = ArtifactWriter(fh, max_bytes, where)
-                yield writer
+            with self._backend("write", staging_key):
+                self.fs.makedirs(posixpath.dirname(tmp), exist_ok=True)
+                fh = self.fs.open(tmp, "wb")
+            writer = ArtifactWriter(fh, max_bytes, where, functools.partial(self._io_error, "write", staging_key))
+            yield writer
+            with self._backend("write", staging_key):
                 if self.local:
                     fh.flush()
                     os.fsync(fh.fileno())
-            final_key = key if key is not None else f"raw/{writer.sha256}"
+                fh.close()  # object stores upload (the rest of) the temporary here
+            final_key = self.key(key) if key is not None else f"raw/{writer.sha256}"
             final = self._path(final_key)
-            self.fs.makedirs(posixpath.dirname(final), exist_ok=True)
-            self._commit(tmp, final)
+            with self._backend("commit", final_key):
+                self.fs.makedirs(posixpath.dirname(final), exist_ok=True)
+                self._commit(tmp, final)
             writer.result = Stored(self.uri(final_key), writer.sha256, writer.size)
         except BaseException:
+            if fh is not None:
+                with contextlib.suppress(Exception):
+                    fh.close()
             self._discard(tmp)
             raise
 
@@ -345,13 +477,18 @@ class ArtifactStore:
         directory as a whole is made visible by whoever records the returned map (e.g. a registry row).
         """
         local_dir = Path(local_dir)
-        if not local_dir.is_dir():
-            raise ArtifactError("artifact_missing", f"{local_dir} is not a directory", where=str(local_dir))
         prefix = self.key(prefix)
+        if not local_dir.is_dir():
+            raise ArtifactError("artifact_missing", f"cannot upload to {prefix}: the local directory "
+                                f"{local_dir.name!r} does not exist", where=str(local_dir))
         files: dict[str, str] = {}
-        for path in sorted(p for p in local_dir.rglob("*") if p.is_file()):
+        with self._backend("upload", prefix):  # reading the local files (store writes raise their own)
+            paths = sorted(p for p in local_dir.rglob("*") if p.is_file())
+        for path in paths:
             rel = path.relative_to(local_dir).as_posix()
-            files[rel] = self.put_file(f"{prefix}/{rel}", path).sha256
+            key = f"{prefix}/{rel}"
+            with self._backend("upload", self.key(key)):
+                files[rel] = self.put_file(key, path).sha256
         return self.uri(prefix), files
 
     def copy(self, src: str, dst: str, sha256: str) -> Stored:
@@ -368,13 +505,15 @@ class ArtifactStore:
             return self.fs.open(path, "rb"), uri
         except (FileNotFoundError, IsADirectoryError):
             raise ArtifactError("artifact_missing", f"artifact {uri} does not exist", where=uri) from None
-        except OSError as e:
-            raise ArtifactError("artifact_io", f"cannot read artifact {uri}: {e}", where=uri) from e
+        except TracedraftError:
+            raise
+        except Exception as e:
+            raise self._io_error("read", self.key(uri_or_key), e) from e
 
     def open_read(self, uri_or_key: str, sha256: str, size: int | None = None) -> VerifyingReader:
         """Open for streaming; the sha256 (and size) are checked when the end is reached."""
         fh, uri = self._open_existing(uri_or_key)
-        return VerifyingReader(fh, sha256, uri, size)
+        return VerifyingReader(fh, sha256, uri, size, functools.partial(self._io_error, "read", self.key(uri_or_key)))
 
     def get_bytes(self, uri_or_key: str, sha256: str, size: int | None = None) -> bytes:
         """The artifact's bytes, after checking they hash to ``sha256``."""
@@ -435,12 +574,14 @@ class ArtifactStore:
 
     def exists(self, uri_or_key: str) -> bool:
         """Whether a file (or a non-empty prefix) exists at ``uri_or_key``."""
-        return bool(self.fs.exists(self._path(uri_or_key)))
+        path = self._path(uri_or_key)
+        with self._backend("check", self.key(uri_or_key)):
+            return bool(self.fs.exists(path))
 
     def delete(self, uri_or_key: str, *, recursive: bool = False) -> None:
         """Delete a file (or, with ``recursive``, everything under a prefix). Missing is not an error."""
         path = self._path(uri_or_key)
-        with contextlib.suppress(FileNotFoundError):
+        with self._backend("delete", self.key(uri_or_key)), contextlib.suppress(FileNotFoundError):
             if self.fs.isdir(path):
                 if recursive:
                     self.fs.rm(path, recursive=True)
@@ -451,10 +592,11 @@ class ArtifactStore:
         """Every file under ``prefix`` (the whole store by default) with size and modification time,
         including temporaries of interrupted writes (``ArtifactInfo.temporary``), sorted by key."""
         base = self._path(prefix) if prefix else self.root
-        try:
-            found = self.fs.find(base, detail=True)
-        except FileNotFoundError:
-            return []
+        with self._backend("list", self.key(prefix) if prefix else ""):
+            try:
+                found = self.fs.find(base, detail=True)
+            except FileNotFoundError:
+                return []
         root = self.root.rstrip("/") + "/"
         out = []
         for path, info in found.items():

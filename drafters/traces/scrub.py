@@ -8,8 +8,8 @@ gets counts per type).
 
 Categories (``ScrubConfig``): ``secrets`` (provider API keys, bearer tokens, PEM private keys, JWTs,
 passwords in URLs, ``KEY=value`` / ``"password": "..."`` assignments with secret-like names, the
-provider patterns of detect-secrets, and random-looking tokens near secret words whatever their syntax:
-``drafters.traces.secret_detectors``) and
+provider patterns of detect-secrets and the prefixed token families it misses, and random-looking tokens
+near secret words whatever their syntax: ``drafters.traces.secret_detectors``) and
 ``personal`` (emails, home-directory user names incl. Claude Code's ``-Users-NAME-`` encoding, phone
 numbers, IPv4/IPv6 addresses). Every text field of a conversation is scrubbed: text, reasoning (not
 signatures: they are opaque and must stay byte-exact), tool-call raw arguments and parsed argument
@@ -42,7 +42,7 @@ from drafters.traces.model import (
     ToolResultPart,
     compact_json,
 )
-from drafters.traces.secret_detectors import detector_patterns, high_entropy_spans
+from drafters.traces.secret_detectors import PROVIDER_TOKENS, detector_patterns, high_entropy_spans
 
 
 @dataclass
@@ -117,11 +117,27 @@ def _secret_value(value: str) -> bool:
         return False
     if v[0] in "<${%(,;)]}" or v.startswith(("os.environ", "process.env", "data:")):  # data: a data URI
         return False
-    if v.replace(".", "").replace("_", "").isdigit():
+    if v.replace(".", "").replace("_", "").isdigit() or _placeholder(v):
         return False
-    if "(" in v or _DOTTED_IDENT.match(v) or _TYPE_NAME.match(v) or _CODE_NAME.match(v):
-        return False  # code: token = get_token(), password = self.password
-    return True
+    # code, not a value: token = get_token(), password = self.password
+    return not ("(" in v or _DOTTED_IDENT.match(v) or _TYPE_NAME.match(v) or _CODE_NAME.match(v))
+
+
+_PLACEHOLDER_ENDS = ("password", "passwd", "passphrase", "pass", "pwd", "secret", "token", "key", "apikey",
+                     "credential", "credentials")
+_PLACEHOLDER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _placeholder(value: str) -> bool:
+    """A template's stand-in for a credential, not a value: ``yourpassword``, ``your_api_key``,
+    ``YOUR-TOKEN-HERE`` ("your", then name characters, ending in a secret word, optionally "here").
+    The one false positive ``benchmarks/bench_scrub.py`` found on the example traces (sample code's
+    ``password="yourpassword"``)."""
+    v = value.lower()
+    if not v.startswith("your") or len(v) > 48 or not set(v) <= _PLACEHOLDER_CHARS:
+        return False
+    v = v.removesuffix("here").rstrip("_-")
+    return v.endswith(_PLACEHOLDER_ENDS)
 
 
 _TYPE_NAME = re.compile(r"^(?:[A-Z][a-z]+){2,}$")  # a type annotation: password: SecretStr
@@ -160,9 +176,14 @@ def _is_secret_key(key: str) -> bool:
 _W = "word"  # no letter/digit/_ before the match
 _RULES: list[_Rule] = [
     # --- secrets: specific provider keys first (an Anthropic key also starts with "sk-")
+    # PEM private keys (PKCS#1/#8, EC, DSA, OpenSSH) and PGP private key blocks; a block cut before its
+    # END line (``head id_rsa``) loses its base64 lines, the armor headers between them included.
     _Rule("SECRET_PRIVATE_KEY", "secrets",
-          re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----", re.DOTALL),
-          ("PRIVATE KEY-----",)),
+          re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:"
+                     r".*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|"
+                     r"(?:(?:\r?\n|\\r?\\n)+(?:[A-Za-z0-9+/=]{16,}|(?:Version|Comment|Proc-Type|DEK-Info|Hash): "
+                     r"[^\r\n\\]*))+)", re.DOTALL),
+          ("PRIVATE KEY-----", "PRIVATE KEY BLOCK-----")),
     _Rule("SECRET_ANTHROPIC_KEY", "secrets", re.compile(r"sk-ant-[A-Za-z0-9_-]{20,}"), ("sk-ant-",), left=_W),
     _Rule("SECRET_STRIPE_KEY", "secrets", re.compile(r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),
           ("k_live_", "k_test_"), left=_W),
@@ -172,9 +193,13 @@ _RULES: list[_Rule] = [
           ("AKIA", "ASIA", "ABIA", "ACCA"), left=_W),
     _Rule("SECRET_GITHUB_TOKEN", "secrets", re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})"),
           ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), left=_W),
-    _Rule("SECRET_SLACK_TOKEN", "secrets", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}"), ("xox",), left=_W),
+    # Slack bot/user/app/config tokens (xoxb-, xoxp-, xoxa-, xoxo-, xoxs-, xoxr-), refresh tokens (xoxe-)
+    # and app-level tokens (xapp-).
+    _Rule("SECRET_SLACK_TOKEN", "secrets", re.compile(r"xox[abposre]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,}"),
+          ("xox", "xapp-"), left=_W),
     _Rule("SECRET_GOOGLE_KEY", "secrets", re.compile(r"AIza[0-9A-Za-z_-]{35}"), ("AIza",), left=_W),
-    _Rule("SECRET_HF_TOKEN", "secrets", re.compile(r"hf_[A-Za-z0-9]{30,}"), ("hf_",), left=_W),
+    # Hugging Face user access tokens (hf_) and organization API tokens (api_org_).
+    _Rule("SECRET_HF_TOKEN", "secrets", re.compile(r"(?:hf_|api_org_)[A-Za-z0-9]{30,}"), ("hf_", "api_org_"), left=_W),
     _Rule("SECRET_JWT", "secrets", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
           ("eyJ",), left=_W),
     _Rule("SECRET_BEARER_TOKEN", "secrets", re.compile(r"earer\s+([A-Za-z0-9._~+/-]{16,}=*)"), ("earer",),
@@ -216,12 +241,14 @@ _PERSONAL_RULES: list[_Rule] = [
 
 @functools.cache
 def _rules() -> tuple[_Rule, ...]:
-    """Every rule in order: ours for secrets, detect-secrets' provider patterns (``secret_detectors``; built on
-    first use: importing detect-secrets' plugins takes most of a second), then personal data. Free-text
-    tokens near secret words are handled after all rules (``Scrubber._high_entropy``)."""
+    """Every rule in order: ours for secrets, detect-secrets' provider patterns and the token families they
+    miss (``secret_detectors``; built on first use: importing detect-secrets' plugins takes most of a
+    second), then personal data. Free-text tokens near secret words are handled after all rules
+    (``Scrubber._high_entropy``)."""
     # No left-boundary check on detect-secrets' patterns: it matches "bot110201543:AAH..." inside a word too.
-    detectors = [_Rule(p.type, "secrets", p.regex, p.guards, group=(p.group,), detector=True)
-                 for p in detector_patterns()]
+    detectors = [_Rule(p.type, "secrets", p.regex, p.guards, group=(p.group,), detector=True,
+                       left=_W if p.left else None)
+                 for p in (*detector_patterns(), *PROVIDER_TOKENS)]
     return (*_RULES, *detectors, *_PERSONAL_RULES)
 
 
@@ -510,7 +537,7 @@ class Scrubber:
                     continue
                 seen_msgs.add(id(m))
                 for p in m.parts:
-                    if isinstance(p, TextPart) or isinstance(p, ReasoningPart):
+                    if isinstance(p, (TextPart, ReasoningPart)):
                         add(p.text)
                     elif isinstance(p, ToolResultPart):
                         add(p.content)

@@ -1,13 +1,16 @@
 """Secret detection that does not depend on a label: detect-secrets' provider rules and an entropy check.
 
-Two sources complement the hand-written rules of ``drafters.traces.scrub``:
+Three sources complement the hand-written rules of ``drafters.traces.scrub``:
 
 1. ``detector_patterns()``: the provider patterns of Yelp's detect-secrets (its ``denylist`` regexes,
    read from the installed plugins, so they follow that project's updates). Patterns the scrubber
    already covers with its own typed rule (AWS access key ids, GitHub, Slack bot tokens, Stripe, JWT,
    PEM private keys, URL passwords) are skipped; the keyword-style ones (``cloudant_password = ...``)
-   are left to the scrubber's assignment rule and to (2).
-2. ``high_entropy_spans(text)``: a token that looks random (Shannon entropy per character, letters mixed
+   are left to the scrubber's assignment rule and to (3).
+2. ``PROVIDER_TOKENS``: prefixed token families that neither detect-secrets 1.5 nor the typed rules
+   cover (npm, Azure AD client secrets, Shopify, DigitalOcean, Databricks, Groq, xAI, Vault, ...), in the
+   formats of gitleaks' rules and the providers' documentation.
+3. ``high_entropy_spans(text)``: a token that looks random (Shannon entropy per character, letters mixed
    with digits or ``+/``, not made of dictionary-like runs) within a few characters of a secret word
    ("secret", "password", "token", "api key", "aws", ...), whatever the syntax around it: "I used the AWS
    secret wJalr...KEY for the upload" or an access key id next to its secret. The same idea as
@@ -16,7 +19,8 @@ Two sources complement the hand-written rules of ``drafters.traces.scrub``:
 
 Values that carry meaning stay: hexadecimal strings (hashes, git SHAs, UUIDs) are left unless a strong
 secret word stands right before them (``api token 5f4d...``) and no hash word does; base64 data URIs,
-subresource-integrity hashes and blobs over ``MAX_TOKEN`` characters are never touched.
+subresource-integrity hashes, file paths (``looks_like_path``) and blobs over ``MAX_TOKEN`` characters are
+never touched.
 
 Pure Python (no torch/numpy): ``drafters.traces`` must stay light.
 """
@@ -39,6 +43,7 @@ class DetectorPattern:
     regex: re.Pattern[str]
     group: int
     guards: tuple[str, ...]
+    left: bool = False  # the match must not follow a letter, digit or "_" (checked by the scrubber)
 
 
 # detect-secrets plugin class -> {pattern index: (placeholder type, value group, guards)}.
@@ -97,6 +102,77 @@ def detector_patterns() -> tuple[DetectorPattern, ...]:
     return tuple(out)
 
 
+def _family(type_: str, pattern: str, *guards: str, group: int = 0) -> DetectorPattern:
+    return DetectorPattern(type_, re.compile(pattern), group, guards, left=True)
+
+
+#: Prefixed token families missing from detect-secrets 1.5 and from the scrubber's typed rules. Each
+#: starts with its fixed prefix and is matched on the lines holding its guard (a part of the prefix: one
+#: ``in`` scan per guard and text is most of the scrubber's cost, so families share one where they can),
+#: not after a letter, digit or "_" (``test_github_pat_prefix`` and ``npm_config_cache`` are names, not
+#: tokens). Bodies take at least the documented length, so a longer copy is replaced whole.
+PROVIDER_TOKENS: tuple[DetectorPattern, ...] = (
+    # npm access tokens (granular and classic, ``npm token create``): npm_ + 36 alphanumerics. detect-
+    # secrets only finds them after ``//registry/:_authToken=`` in an .npmrc.
+    _family("SECRET_NPM_TOKEN", r"npm_[A-Za-z0-9]{36,}", "npm_"),
+    # Azure AD (Entra ID) application client secrets: 3 characters, a digit, "Q~", 31-34 more.
+    _family("SECRET_AZURE_CLIENT_SECRET", r"[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])", "Q~"),
+    # Shopify access tokens: admin API (shpat_), custom app (shpca_), private app (shppa_), shared
+    # secret (shpss_) + 32 hex digits.
+    _family("SECRET_SHOPIFY_TOKEN", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32,}", "shp"),
+    # DigitalOcean personal access (dop_v1_), OAuth (doo_v1_) and refresh (dor_v1_) tokens + 64 hex.
+    _family("SECRET_DIGITALOCEAN_TOKEN", r"do[opr]_v1_[a-f0-9]{64,}", "_v1_"),
+    # Databricks personal access tokens: dapi + 32 hex digits (and an optional -<n> suffix).
+    _family("SECRET_DATABRICKS_TOKEN", r"dapi[a-f0-9]{32,}(?:-\d)?", "dapi"),
+    # Linear API keys: lin_api_ + 40 alphanumerics.
+    _family("SECRET_LINEAR_KEY", r"lin_api_[A-Za-z0-9]{40,}", "lin_api_"),
+    # Postman API keys: PMAK- + 24 hex + "-" + 34 hex.
+    _family("SECRET_POSTMAN_KEY", r"PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34,}", "PMAK-"),
+    # Grafana Cloud API tokens (glc_ + base64) and service account tokens (glsa_ + 32 + _ + 8 hex).
+    _family("SECRET_GRAFANA_TOKEN", r"glc_[A-Za-z0-9+/]{32,400}={0,2}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}",
+            "glc_", "glsa_"),
+    # HashiCorp Vault service (hvs.) and batch (hvb.) tokens.
+    _family("SECRET_VAULT_TOKEN", r"hv[sb]\.[A-Za-z0-9_-]{90,}", "hvs.", "hvb."),
+    # Pulumi access tokens: pul- + 40 hex digits.
+    _family("SECRET_PULUMI_TOKEN", r"pul-[a-f0-9]{40,}", "pul-"),
+    # Doppler tokens: personal (dp.pt.), service (dp.st.), service account (dp.sa.), CLI (dp.ct.), SCIM and
+    # audit tokens, + 40-44 alphanumerics.
+    _family("SECRET_DOPPLER_TOKEN", r"dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}", "dp."),
+    # New Relic user API keys: NRAK- + 27 upper-case alphanumerics.
+    _family("SECRET_NEWRELIC_KEY", r"NRAK-[A-Z0-9]{27,}", "NRAK-"),
+    # Groq API keys: gsk_ + 52 alphanumerics.
+    _family("SECRET_GROQ_KEY", r"gsk_[A-Za-z0-9]{52,}", "gsk_"),
+    # Replicate API tokens: r8_ + 37 alphanumerics.
+    _family("SECRET_REPLICATE_TOKEN", r"r8_[A-Za-z0-9]{37,}", "r8_"),
+    # xAI (Grok) API keys: xai- + 80 alphanumerics.
+    _family("SECRET_XAI_KEY", r"xai-[A-Za-z0-9]{80,}", "xai-"),
+    # Perplexity API keys: pplx- + 48 alphanumerics.
+    _family("SECRET_PERPLEXITY_KEY", r"pplx-[A-Za-z0-9]{48,}", "pplx-"),
+    # age encryption secret keys: AGE-SECRET-KEY-1 + 58 bech32 characters.
+    _family("SECRET_AGE_KEY", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", "AGE-SECRET-KEY-1"),
+    # Docker Hub personal access tokens: dckr_pat_ + 27 characters.
+    _family("SECRET_DOCKERHUB_TOKEN", r"dckr_pat_[A-Za-z0-9_-]{27,}", "dckr_pat_"),
+    # Tailscale API, auth, OAuth client, SCIM and webhook keys: tskey-<kind>-<id>-<secret>.
+    _family("SECRET_TAILSCALE_KEY", r"tskey-(?:api|auth|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{20,}",
+            "tskey-"),
+    # Supabase management API tokens: sbp_ + 40 hex digits.
+    _family("SECRET_SUPABASE_TOKEN", r"sbp_[a-f0-9]{40,}", "sbp_"),
+    # Atlassian (Jira, Confluence, Bitbucket) API tokens: ATATT3 + 186 characters.
+    _family("SECRET_ATLASSIAN_TOKEN", r"ATATT3[A-Za-z0-9_=-]{186,}", "ATATT3"),
+    # Stripe webhook signing secrets: whsec_ + 32 or more characters (keys: SECRET_STRIPE_KEY in scrub).
+    _family("SECRET_STRIPE_KEY", r"whsec_[A-Za-z0-9+/]{32,}", "whsec_"),
+    # Square access tokens (sq0atp-; detect-secrets has the OAuth secret sq0csp- only).
+    _family("SECRET_SQUARE_TOKEN", r"sq0atp-[A-Za-z0-9_-]{22,}", "sq0atp-"),
+    # Sentry organization (sntrys_ + base64) and user (sntryu_ + 64 hex) auth tokens.
+    _family("SECRET_SENTRY_TOKEN", r"sntrys_[A-Za-z0-9+/=_-]{40,}|sntryu_[a-f0-9]{64}", "sntry"),
+    # Notion integration tokens: ntn_ + 11 digits + 35 alphanumerics.
+    _family("SECRET_NOTION_TOKEN", r"ntn_[0-9]{11}[A-Za-z0-9]{35,}", "ntn_"),
+    # Discord webhook URLs: the token after /api/webhooks/<id>/ (the id is kept).
+    DetectorPattern("SECRET_DISCORD_WEBHOOK",
+                    re.compile(r"discord(?:app)?\.com/api/webhooks/\d+/([A-Za-z0-9_-]{60,})"), 1, ("/api/webhooks/",)),
+)
+
+
 # --- high-entropy tokens near secret words ----------------------------------------------------------------
 
 MIN_TOKEN = 20  # shorter random strings are too often ids, short hashes or words
@@ -147,6 +223,14 @@ def looks_random(token: str) -> bool:
     if sum(len(r) for r in _LOWER_RUN.findall(body)) > 0.4 * len(body):
         return False
     return shannon_entropy(body) >= entropy_floor(len(body))
+
+
+def looks_like_path(token: str) -> bool:
+    """Whether a token holding ``/`` is a file path or URL path rather than base64: three or more
+    segments, two of them lower-case words (``/opt/hf/hub/models--X/snapshots/<sha>/tokenizer``). A
+    base64 secret has a ``/`` every 64 characters on average and random segments."""
+    segments = token.split("/")
+    return len(segments) >= 3 and sum(1 for s in segments if len(s) >= 3 and s.isalpha() and s.islower()) >= 2
 
 
 def has_secret_word(lower: str) -> bool:
@@ -219,7 +303,7 @@ def _is_secret_token(text: str, lower: str, start: int, end: int) -> bool:
     if _HEX.fullmatch(token):
         # hashes, git SHAs, UUIDs: only a strong secret word right before makes them secret
         return bool(_STRONG_WORDS.search(before)) and not _HASH_WORDS.search(before[-24:])
-    if not looks_random(token):
+    if not looks_random(token) or ("/" in token and looks_like_path(token)):
         return False
     after = lower[end : end + WINDOW].split("\x00", 1)[0]
     return any(_counts(w) for w in SECRET_WORDS.finditer(before)) or any(
@@ -247,12 +331,14 @@ def high_entropy_spans(text: str, lower: str | None = None) -> list[tuple[int, i
 
 
 __all__ = [
+    "PROVIDER_TOKENS",
     "SECRET_WORDS",
     "DetectorPattern",
     "detector_patterns",
     "entropy_floor",
     "has_secret_word",
     "high_entropy_spans",
+    "looks_like_path",
     "looks_random",
     "shannon_entropy",
 ]
