@@ -425,6 +425,7 @@ def _on_failure(task: Any, ctx: StageContext, exc: Exception, make_session: Any)
     err = _error_dict(exc)
     if is_transient(exc):
         err["message"] = f"{err['message']} (gave up after {retries} retries)"
+        log.warning("job %s stage %s: gave up after %d retries: %r", job_id, ctx.stage, retries, exc)
     elif not isinstance(exc, TracedraftError):
         log.exception("job %s stage %s: unexpected error", job_id, ctx.stage)
     with make_session() as session:
@@ -442,8 +443,13 @@ def _error_dict(exc: BaseException) -> dict[str, Any]:
 
 
 def _describe(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text if isinstance(exc, TracedraftError) else f"{type(exc).__name__}: {text}"
+    """The error's text as a job (and so an API user) may see it. An operating-system error names no file:
+    its paths are the worker's (work directory, caches), which the worker's log keeps."""
+    if isinstance(exc, TracedraftError):
+        return str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{type(exc).__name__}: {exc.strerror} (the worker's log names the file)"
+    return f"{type(exc).__name__}: {str(exc) or type(exc).__name__}"
 
 
 def _task_id(task: Any) -> str | None:

@@ -357,3 +357,28 @@ def test_a_stage_whose_lease_was_taken_over_does_not_commit(queue_env, monkeypat
     assert len(dropped) == 1 and dropped[0].level == "warning"
     with queue_env.sessions() as s:
         jobs.cancel_job(s, job_id)
+
+
+def test_an_os_error_reaches_the_job_without_the_workers_paths(queue_env, monkeypatch, caplog):
+    """A stage's own OSError fails the job with internal_error naming the error, not the worker's file
+    path (work directories and caches are the worker's business); the worker's log keeps the path."""
+    from types import SimpleNamespace
+
+    from service import jobs
+    from workers import tasks
+
+    job_id = queue_env.submit({"fake": {"train_steps": 2}}, dispatch=False)
+    with queue_env.sessions() as s:
+        jobs.set_stage(s, job_id, "training")
+
+    def train(ctx):
+        open("/srv/tracedraft/work/" + job_id + "/shards/missing.safetensors")  # noqa: SIM115 - raises
+
+    monkeypatch.setitem(tasks.STAGE_FUNCTIONS, "train", train)
+    task = SimpleNamespace(request=SimpleNamespace(id=f"{job_id}.train", retries=0, is_eager=False))
+    with caplog.at_level("ERROR", logger="workers.tasks"):
+        assert tasks.run_stage(task, "train", job_id)["outcome"] == "failed"
+    error = queue_env.job(job_id).error
+    assert error["code"] == "internal_error"
+    assert error["message"] == ("FileNotFoundError: No such file or directory (the worker's log names the file)")
+    assert "/srv/tracedraft/work" in caplog.text
