@@ -29,6 +29,7 @@ CALLS: dict[tuple[str, str], dict[str, Any]] = {
     ("GET", "/v1/jobs"): {"kind": "collection"},
     ("GET", "/v1/jobs/{job_id}"): {"kind": "item"},
     ("POST", "/v1/jobs/{job_id}/cancel"): {"kind": "item"},
+    ("POST", "/v1/jobs/{job_id}/resume"): {"kind": "item"},
     ("GET", "/v1/jobs/{job_id}/events"): {"kind": "item"},
     ("GET", "/v1/jobs/{job_id}/checkpoints"): {"kind": "item"},
     ("GET", "/v1/drafters"): {"kind": "collection"},

@@ -4,6 +4,7 @@ report, delete."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -111,41 +112,49 @@ def get_dataset_row(db: Any, caller: Caller, dataset_id: str, param: str | None 
     return ds
 
 
-def _receive(request_pull: BodyPuller, *, multipart_boundary_: bytes | None, filename: str | None,
-             query_opts: dict[str, Any], db: Any, store: ArtifactStore, settings: Settings,
-             caller: Caller) -> Dataset:
-    """Runs in a worker thread: stream the body into the store, create and (when small) validate the row."""
-    budget = Budget(settings.max_decompressed_bytes, settings.max_compression_ratio)
-    inspectors: list[InspectingReader] = []
-    form: dict[str, str] = {}
-    mappings: list[datasets_mod.MappingFile] = []
+class _UploadForm:
+    """What a request body holds, read as it streams: the trace files (``files()`` yields them for the store,
+    each behind an ``InspectingReader`` that bounds decompression), the form fields and the mapping part."""
 
-    def uploads():
-        if multipart_boundary_ is None:
-            name = datasets_mod.safe_name(filename)
-            insp = InspectingReader(RawBodyReader(request_pull), budget, name)
-            inspectors.append(insp)
-            yield name, insp
+    def __init__(self, request_pull: BodyPuller, boundary: bytes | None, filename: str | None, budget: Budget):
+        self.pull, self.boundary, self.filename, self.budget = request_pull, boundary, filename, budget
+        self.inspectors: list[InspectingReader] = []
+        self.fields: dict[str, str] = {}
+        self.mappings: list[datasets_mod.MappingFile] = []
+
+    def _inspect(self, source: Any, filename: str | None) -> tuple[str, InspectingReader]:
+        name = datasets_mod.safe_name(filename)
+        self.inspectors.append(InspectingReader(source, self.budget, name))
+        return name, self.inspectors[-1]
+
+    def files(self) -> Iterator[tuple[str, InspectingReader]]:
+        if self.boundary is None:
+            yield self._inspect(RawBodyReader(self.pull), self.filename)
             return
-        for part in MultipartStream(request_pull, multipart_boundary_).parts():
+        for part in MultipartStream(self.pull, self.boundary).parts():
             if part.name == "file":
-                name = datasets_mod.safe_name(part.filename)
-                insp = InspectingReader(part, budget, name)
-                inspectors.append(insp)
-                yield name, insp
+                yield self._inspect(part, part.filename)
             elif part.name == "mapping":
-                mappings.append(_read_mapping(part, given_before=bool(mappings)))
+                self.mappings.append(_read_mapping(part, given_before=bool(self.mappings)))
             elif part.name in FORM_FIELDS:
-                if part.name in form:
+                if part.name in self.fields:
                     raise ApiError(422, "invalid_value", f"form field {part.name!r} given twice", part.name)
-                form[part.name] = part.read_all(MAX_FORM_FIELD_BYTES).decode("utf-8", "replace")
+                self.fields[part.name] = part.read_all(MAX_FORM_FIELD_BYTES).decode("utf-8", "replace")
             else:
                 raise ApiError(422, "unknown_field", f"unknown form field {part.name[:100]!r}",
                                part.name[:100] or None)
 
+
+def _receive(request_pull: BodyPuller, *, multipart_boundary_: bytes | None, filename: str | None,
+             query_opts: dict[str, Any], db: Any, store: ArtifactStore, settings: Settings,
+             caller: Caller) -> Dataset:
+    """Runs in a worker thread: stream the body into the store, create and (when small) validate the row."""
+    form = _UploadForm(request_pull, multipart_boundary_, filename,
+                       Budget(settings.max_decompressed_bytes, settings.max_compression_ratio))
     try:
-        dataset = datasets_mod.create_dataset(db, store, caller.org_id, uploads(), options={},
+        dataset = datasets_mod.create_dataset(db, store, caller.org_id, form.files(), options={},
                                               max_bytes=settings.max_upload_bytes, commit=False)
+        _describe_upload(dataset, form, query_opts, store)
     except ArtifactError as exc:
         db.rollback()
         if exc.code == "payload_too_large":
@@ -154,50 +163,15 @@ def _receive(request_pull: BodyPuller, *, multipart_boundary_: bytes | None, fil
         raise
     except datasets_mod.DatasetError as exc:
         db.rollback()
-        if exc.code == "empty_upload" and not inspectors:
+        if exc.code == "empty_upload" and not form.inspectors:
             raise ApiError(422, "missing_field", "no `file` field in the multipart body", "file") from None
         raise
     except BaseException:
         db.rollback()
         raise
-
-    opts = dict(query_opts)
-    if "on_error" in form:
-        if form["on_error"] not in ("skip", "fail"):
-            db.rollback()
-            raise ApiError(422, "invalid_value", "on_error must be skip or fail", "on_error")
-        opts["on_error"] = form["on_error"]
-    if "format" in form:
-        try:
-            opts["format"] = _check_format(form["format"].strip())
-        except ApiError:
-            db.rollback()
-            raise
-    if mappings and opts.get("format"):
-        db.rollback()
-        raise ApiError(422, "format_and_mapping", "give a trace format or a mapping, not both: the mapping "
-                       "says how to read the files", "mapping")
-    if form.get("name", "").strip():
-        dataset.name = datasets_mod.safe_name(form["name"])[:300]
-    elif query_opts.get("name"):
-        dataset.name = datasets_mod.safe_name(query_opts["name"])[:300]
-    opts.pop("name", None)
-    files = []
-    for f, insp in zip(datasets_mod.raw_files(dataset), inspectors, strict=False):
-        files.append({**f, "compression": insp.compression, "decompressed_size": insp.decompressed_size,
-                      **({"truncated": True} if insp.truncated else {})})
-    dataset.options = {**{k: v for k, v in opts.items() if v is not None}, "files": files}
-    kinds = sorted({i.compression for i in inspectors if i.compression})
-    dataset.compression = ",".join(kinds) or None
-    if mappings:
-        try:
-            datasets_mod.attach_mapping(store, dataset, mappings[0])
-        except BaseException:
-            db.rollback()
-            raise
     db.commit()
 
-    decompressed = sum(i.decompressed_size for i in inspectors)
+    decompressed = sum(i.decompressed_size for i in form.inspectors)
     if 0 < decompressed <= settings.inline_validation_max_bytes:
         from service.api.validation import validate_dataset
 
@@ -207,6 +181,34 @@ def _receive(request_pull: BodyPuller, *, multipart_boundary_: bytes | None, fil
             db.rollback()
             log.warning("inline validation of dataset %s failed: %s", dataset.id, type(exc).__name__)
     return dataset
+
+
+def _describe_upload(dataset: Dataset, form: _UploadForm, query_opts: dict[str, Any],
+                     store: ArtifactStore) -> None:
+    """Fill the new (uncommitted) row from the form and the query: name, options, per-file compression and
+    sizes, the mapping. Raises ApiError 422 (``invalid_value``, ``format_and_mapping``, unknown format)."""
+    opts = dict(query_opts)
+    if "on_error" in form.fields:
+        if form.fields["on_error"] not in ("skip", "fail"):
+            raise ApiError(422, "invalid_value", "on_error must be skip or fail", "on_error")
+        opts["on_error"] = form.fields["on_error"]
+    if "format" in form.fields:
+        opts["format"] = _check_format(form.fields["format"].strip())
+    if form.mappings and opts.get("format"):
+        raise ApiError(422, "format_and_mapping", "give a trace format or a mapping, not both: the mapping "
+                       "says how to read the files", "mapping")
+    if form.fields.get("name", "").strip():
+        dataset.name = datasets_mod.safe_name(form.fields["name"])[:300]
+    elif query_opts.get("name"):
+        dataset.name = datasets_mod.safe_name(query_opts["name"])[:300]
+    opts.pop("name", None)
+    files = [{**f, "compression": insp.compression, "decompressed_size": insp.decompressed_size,
+              **({"truncated": True} if insp.truncated else {})}
+             for f, insp in zip(datasets_mod.raw_files(dataset), form.inspectors, strict=False)]
+    dataset.options = {**{k: v for k, v in opts.items() if v is not None}, "files": files}
+    dataset.compression = ",".join(sorted({i.compression for i in form.inspectors if i.compression})) or None
+    if form.mappings:
+        datasets_mod.attach_mapping(store, dataset, form.mappings[0])
 
 
 def _read_mapping(part: Part, *, given_before: bool) -> datasets_mod.MappingFile:
