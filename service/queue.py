@@ -34,7 +34,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-from typing import Any
 
 import sqlalchemy as sa
 from celery import Celery
@@ -88,7 +87,9 @@ def task_name(stage: str) -> str:
 
 
 def task_id(job_id: str, stage: str) -> str:
-    """The Celery task id used for a job's stage: deterministic, so ``revoke`` needs no bookkeeping."""
+    """The Celery task id used for a job's stage: deterministic, so the reconciler finds a stage's message in
+    the broker by it. Never revoked: a worker keeps revoked ids for hours, and a resumed job's stage
+    reuses its id (a cancel is the database's ``cancel_requested``, which every delivery reads)."""
     return f"{job_id}.{task_stage(stage)}"
 
 
@@ -181,30 +182,6 @@ def dispatch(stage: str, job_id: str, *, settings: Settings | None = None) -> st
     app.send_task(task_name(st), args=[job_id], task_id=tid, queue=q, exchange=q, routing_key=q,
                   ignore_result=True)
     return tid
-
-
-def revoke(job: Any, *, settings: Settings | None = None) -> list[str]:
-    """Revoke a job's queued Celery messages (service side of cancel); returns the task ids revoked.
-
-    ``job`` is a ``Job`` row or a job id. Call it after ``service.jobs.request_cancel`` (which marks a
-    queued job cancelled at once and flags a running one). Workers drop a revoked message unrun; a
-    worker that was not up when the revoke was broadcast still finds the job cancelled (or
-    ``cancel_requested``) in the database when the message arrives and never runs the stage, so the
-    database, not the broadcast, is what guarantees a cancelled queued job never starts. A running stage
-    is not terminated: cancel is cooperative (checkpoint, then stop). No-op in inline mode; a broker
-    that is down is logged, not raised (the database flag still stops the job).
-    """
-    s = settings or get_settings()
-    job_id = job if isinstance(job, str) else job.id
-    ids = [task_id(job_id, st) for st in TASK_STAGES]
-    if s.pipeline != "celery":
-        return []
-    try:
-        app.control.revoke(ids)
-    except Exception as exc:  # noqa: BLE001
-        log.warning("revoke of job %s not broadcast: %s", job_id, exc)
-        return []
-    return ids
 
 
 # --- stage locks and the reconciler ------------------------------------------------------------------

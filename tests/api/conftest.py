@@ -83,7 +83,6 @@ def make_settings(tmp_path: Path, url: str, **overrides: Any) -> Settings:
 def dispatched(monkeypatch: pytest.MonkeyPatch) -> DispatchRecorder:
     rec = DispatchRecorder()
     monkeypatch.setattr(queue, "dispatch", rec)
-    monkeypatch.setattr(queue, "revoke", lambda job, settings=None: [])
     return rec
 
 

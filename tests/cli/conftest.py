@@ -104,7 +104,6 @@ def stack(db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
                         allowed_targets=["smollm2-135m-instruct", "HuggingFaceTB/*", "m", "m2"])
     dispatched: list[tuple[str, str]] = []
     monkeypatch.setattr(queue, "dispatch", lambda stage, job_id, **_: dispatched.append((stage, job_id)) or "t")
-    monkeypatch.setattr(queue, "revoke", lambda job, **_: [])
     for var in ("TRACEDRAFT_API_URL", "TRACEDRAFT_API_KEY"):
         monkeypatch.delenv(var, raising=False)
 

@@ -112,7 +112,6 @@ def test_kill9_during_training_resumes_from_checkpoint(queue_env, workers):
 
 def test_cancel_during_training_leaves_checkpoint_and_no_version(queue_env, workers):
     from service import jobs
-    from service.queue import revoke
 
     workers.start("cpu,gpu")
     job_id = queue_env.submit({"fake": {"train_steps": 100, "step_s": 0.05}})
@@ -120,7 +119,6 @@ def test_cancel_during_training_leaves_checkpoint_and_no_version(queue_env, work
     queue_env.wait(job_id, lambda j: ckpt.exists() and json.loads(ckpt.read_text())["step"] >= 3, timeout=30)
     with queue_env.sessions() as s:
         jobs.request_cancel(s, job_id)
-    revoke(job_id)
     job = queue_env.wait(job_id, timeout=20)
 
     assert job.status == "cancelled"
@@ -135,16 +133,39 @@ def test_cancel_during_training_leaves_checkpoint_and_no_version(queue_env, work
     assert not [c for c in calls if c["stage"] in ("evaluate", "register")]
 
 
+def test_cancelled_job_resumes_on_a_live_worker(queue_env, workers):
+    """Cancel a training job on a live worker, then resume it as the API does (reopen, dispatch the stage):
+    the same worker picks the stage up again, training continues from its checkpoint and the job succeeds
+    (when a cancel revoked the stage's task id, that worker dropped the resumed message unrun, for hours)."""
+    from service import jobs, queue
+
+    workers.start("cpu,gpu")
+    job_id = queue_env.submit({"fake": {"train_steps": 40, "step_s": 0.05}})
+    ckpt = ckpt_path(queue_env.workdir(job_id))
+    queue_env.wait(job_id, lambda j: ckpt.exists() and json.loads(ckpt.read_text())["step"] >= 3, timeout=30)
+    with queue_env.sessions() as s:
+        jobs.request_cancel(s, job_id)  # what POST /v1/jobs/{id}/cancel does
+    assert queue_env.wait(job_id, timeout=20).status == "cancelled"
+    stopped_at = json.loads(ckpt.read_text())["step"]
+
+    with queue_env.sessions() as s:
+        job = jobs.reopen_job(s, job_id, "resumed through the API at stage training")
+        stage = job.stage
+    queue.dispatch(stage, job_id)
+    job = queue_env.wait(job_id, timeout=60)
+    assert job.status == "succeeded", (job.status, job.error)
+    starts = [c for c in read_calls(queue_env.workdir(job_id)) if c["stage"] == "train" and c["event"] == "start"]
+    assert len(starts) == 2 and starts[1]["resumed_from"] == stopped_at >= 3
+
+
 def test_cancel_while_queued_never_starts(queue_env, workers):
     from service import jobs
     from service.db import Job
-    from service.queue import revoke
 
-    # 1. the API path: request_cancel (marks a queued job cancelled) + revoke, before any worker is up
+    # 1. the API path: request_cancel (marks a queued job cancelled), before any worker is up
     a = queue_env.submit({"fake": {}})
     with queue_env.sessions() as s:
         jobs.request_cancel(s, a)
-    revoke(a)
     # 2. a cancel flag racing the dispatch: the job is still queued with cancel_requested set
     b = queue_env.submit({"fake": {}})
     with queue_env.sessions() as s:

@@ -194,15 +194,12 @@ async def get_job(job_id: str, caller: CurrentCaller, db: DbSession) -> JobOut:
 
 @router.post("/{job_id}/cancel", response_model=JobOut, responses=error_responses(401, 404, 409, 422),
              summary="Cancel a job")
-def cancel_job(job_id: str, caller: CurrentCaller, db: DbSession, settings: AppSettings) -> JobOut:
-    """A queued job is cancelled at once (its queued task revoked); a running one stops at its next step
-    (``cancel_requested``). 409 ``job_finished`` when it already succeeded or failed."""
-    from service import queue
-
+def cancel_job(job_id: str, caller: CurrentCaller, db: DbSession) -> JobOut:
+    """A queued job is cancelled at once (a delivery of its message finds it cancelled and runs nothing); a
+    running one stops at its next step (``cancel_requested``). 409 ``job_finished`` when it already
+    succeeded or failed."""
     get_job_row(db, caller, job_id)
-    job = jobs_mod.request_cancel(db, job_id)
-    queue.revoke(job, settings=settings)
-    return job_out(job)
+    return job_out(jobs_mod.request_cancel(db, job_id))
 
 
 @router.post("/{job_id}/resume", response_model=JobOut, responses=error_responses(401, 404, 409, 422),
