@@ -3,7 +3,8 @@ free port), a Redis server (its own port and directory, append-only on or off) a
 
 Nothing here touches the machine's shared PostgreSQL or Redis: each service is started by the test, on
 127.0.0.1 and a port of its own, and stopped (its directory removed) at the end. PostgreSQL refuses to run
-as root, so as root its commands run as the ``postgres`` user (``runuser``).
+as root, so as root its commands run as the ``postgres`` user (``runuser``). Its programs are found by ``find_pg_bin``
+(``$TRACEDRAFT_TEST_PG_BIN``, ``pg_config --bindir``, ``/usr/lib/postgresql/*/bin``, ``PATH``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,59 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PG_BIN = Path(os.environ.get("TRACEDRAFT_TEST_PG_BIN", "/usr/local/bin"))
+PG_BIN_ENV = "TRACEDRAFT_TEST_PG_BIN"
+
+
+def _pg_version(bindir: Path) -> tuple[int, ...]:
+    """``/usr/lib/postgresql/15/bin`` -> (15,): newest first when several servers are installed."""
+    try:
+        return tuple(int(p) for p in bindir.parent.name.split("."))
+    except ValueError:
+        return (0,)
+
+
+def find_pg_bin() -> Path:
+    """The directory holding PostgreSQL's server programs (``initdb``, ``pg_ctl``).
+
+    In order: ``$TRACEDRAFT_TEST_PG_BIN``; ``pg_config --bindir`` (on Debian that is the libpq version's
+    directory, which may hold no server, so it must contain them); the Debian/Ubuntu layout
+    ``/usr/lib/postgresql/<version>/bin`` (newest version); a directory on ``PATH`` with both. Raises
+    RuntimeError saying what was looked at when none has them.
+    """
+    tried: list[str] = []
+
+    def ok(d: Path | str | None) -> bool:
+        if not d:
+            return False
+        tried.append(str(d))
+        return all(os.access(Path(d) / exe, os.X_OK) for exe in ("initdb", "pg_ctl"))
+
+    env = os.environ.get(PG_BIN_ENV)
+    if env:
+        if ok(env):
+            return Path(env)
+        raise RuntimeError(f"{PG_BIN_ENV}={env} holds no executable initdb and pg_ctl")
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        try:
+            bindir = subprocess.run([pg_config, "--bindir"], capture_output=True, text=True, timeout=10,
+                                    check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            bindir = ""
+        if ok(bindir):
+            return Path(bindir)
+    for d in sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=_pg_version, reverse=True):
+        if ok(d):
+            return d
+    initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
+    if initdb and pg_ctl and ok(Path(initdb).parent) and Path(initdb).parent == Path(pg_ctl).parent:
+        return Path(initdb).parent
+    raise RuntimeError(
+        "PostgreSQL server programs (initdb, pg_ctl) not found; looked in: "
+        + (", ".join(tried) or "nothing (no pg_config, no /usr/lib/postgresql/*/bin, none on PATH)")
+        + f". Install the PostgreSQL server (Debian: apt-get install postgresql) or set {PG_BIN_ENV} to "
+        "the directory holding initdb and pg_ctl."
+    )
 
 
 def free_port() -> int:
@@ -50,8 +103,10 @@ def _pg_root() -> Path:
 
 @dataclass
 class PrivatePostgres:
-    """A throw-away PostgreSQL cluster: ``start``, ``restart`` (fast or immediate), ``stop`` (removes it)."""
+    """A throw-away PostgreSQL cluster: ``start``, ``restart`` (fast or immediate), ``stop`` (removes it).
+    ``bin``: the server programs' directory (``find_pg_bin``)."""
 
+    bin: Path = field(default_factory=find_pg_bin)  # first: a missing server fails before any temp dir
     root: Path = field(default_factory=_pg_root)
     port: int = field(default_factory=free_port)
 
@@ -65,7 +120,7 @@ class PrivatePostgres:
 
     def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run(
-            _as_postgres([str(PG_BIN / argv[0]), *argv[1:]]),
+            _as_postgres([str(self.bin / argv[0]), *argv[1:]]),
             check=check,
             capture_output=True,
             text=True,
@@ -172,10 +227,14 @@ class MotoS3:
 
     @property
     def storage_options(self) -> dict:
+        return self.storage_options_via(self.endpoint)
+
+    def storage_options_via(self, endpoint: str) -> dict:
+        """fsspec options for the bucket reached at ``endpoint`` (this server, or a proxy in front of it)."""
         return {
             "key": "testing",
             "secret": "testing",
-            "client_kwargs": {"endpoint_url": self.endpoint, "region_name": "us-east-1"},
+            "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"},
         }
 
     def start(self) -> MotoS3:
