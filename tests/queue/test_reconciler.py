@@ -81,7 +81,9 @@ def test_reconciler_decisions(queue_env):
         broker=view,
         dispatcher=lambda stage, job_id: sent.append((stage, job_id)),
     )
-    assert sorted(ids) == sorted([never_sent, lost, dead])
+    names = {never_sent: "never_sent", waiting: "waiting", lost: "lost", alive: "alive", dead: "dead"}
+    assert sorted(names.get(i, i) for i in ids) == ["dead", "lost", "never_sent"], [
+        (names.get(e.job_id), e.message, e.data) for e in _requeue_events(queue_env, ids)]
     assert ("validate", dead) in sent
     assert broker.hget("unacked", "tag-dead") is None and broker.zscore("unacked_index", "tag-dead") is None
     reasons = {e.job_id: e.data.get("reason") for e in _requeue_events(queue_env, ids)}
