@@ -109,100 +109,121 @@ def _records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[
             yield src, value
 
 
-def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
-    """Yield the main conversation and one per sidechain agent, in first-seen order."""
-    stem = filename.rsplit("/", 1)[-1]
-    convs: dict[str, _Conv] = {}
-    seen_uuids: set[str] = set()
+@dataclass
+class _Session:
+    """What reading one transcript file keeps: the conversations by key (main session, sidechain agents),
+    the lines already read (a resumed session writes some twice), where the history forks, and how many
+    lines were hook events rather than transcript."""
+
+    stem: str
+    convs: dict[str, _Conv] = field(default_factory=dict)
+    seen_uuids: set[str] = field(default_factory=set)
     last_key: str | None = None
-    hook_records = transcript_lines = 0
+    hook_records: int = 0
+    transcript_lines: int = 0
     # parentUuid -> kinds of children that start a new turn (a human prompt or a new model response);
     # two of them under one parent mean the user rewound or edited: a fork (tool results of parallel
     # calls sharing a parent are not one).
-    turn_children: dict[str, set[str]] = {}
-    forks: list[Source] = []
+    turn_children: dict[str, set[str]] = field(default_factory=dict)
+    forks: list[Source] = field(default_factory=list)
+
+    def note_turn(self, line: dict[str, Any], kind: str, src: Source) -> None:
+        parent = line.get("parentUuid")
+        if isinstance(parent, str) and kind in ("user", "assistant") and isinstance(line.get("message"), dict):
+            turn = _turn_key(kind, line["message"])
+            if turn is not None:
+                seen = self.turn_children.setdefault(parent, set())
+                if seen and turn not in seen:
+                    self.forks.append(src)
+                seen.add(turn)
+
+    def key_of(self, line: dict[str, Any]) -> str:
+        """The conversation a line belongs to: its session, or a sidechain agent's own conversation."""
+        session = line.get("sessionId") if isinstance(line.get("sessionId"), str) else None
+        if line.get("isSidechain"):
+            return f"{session or self.stem}:sidechain:{line.get('agentId') or 'agent'}"
+        return session or (self.last_key if self.last_key and ":sidechain:" not in self.last_key else self.stem)
+
+
+def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+    """Yield the main conversation and one per sidechain agent, in first-seen order."""
+    state = _Session(filename.rsplit("/", 1)[-1])
     for src, line in _records(stream, filename, problems):
         if not isinstance(line, dict):
             problems.error("not_an_object", f"line is a JSON {type(line).__name__}, not an object", src)
             continue
         if _is_hook_record(line):
-            hook_records += 1
+            state.hook_records += 1
             continue
         kind = line.get("type")
         if kind not in _LINE_TYPES:
             problems.error("unknown_record", f"unknown line type {kind!r}", src, field="type")
             continue
-        transcript_lines += 1
+        state.transcript_lines += 1
         uuid = line.get("uuid")
         if isinstance(uuid, str):
-            if uuid in seen_uuids:
+            if uuid in state.seen_uuids:
                 continue  # the same line written twice (resume): one turn, not two
-            seen_uuids.add(uuid)
-        parent = line.get("parentUuid")
-        if isinstance(parent, str) and kind in ("user", "assistant") and isinstance(line.get("message"), dict):
-            turn = _turn_key(kind, line["message"])
-            if turn is not None:
-                seen = turn_children.setdefault(parent, set())
-                if seen and turn not in seen:
-                    forks.append(src)
-                seen.add(turn)
-        session = line.get("sessionId") if isinstance(line.get("sessionId"), str) else None
-        if line.get("isSidechain"):
-            key = f"{session or stem}:sidechain:{line.get('agentId') or 'agent'}"
-        else:
-            key = session or (last_key if last_key and ":sidechain:" not in last_key else stem)
-        if kind not in ("user", "assistant", "system"):
-            continue  # summary titles, file-history snapshots: not model-visible
+            state.seen_uuids.add(uuid)
+        state.note_turn(line, kind, src)
+        key = state.key_of(line)
         if kind == "system":
-            if line.get("subtype") == "compact_boundary":
-                conv = convs.get(key)
-                if conv is not None:
-                    conv.boundaries.append(len(conv.messages))
-                    conv.by_msg_id.clear()
+            conv = state.convs.get(key)
+            if line.get("subtype") == "compact_boundary" and conv is not None:
+                conv.boundaries.append(len(conv.messages))
+                conv.by_msg_id.clear()
             continue  # stop-hook summaries and other system lines are UI bookkeeping
-        last_key = key
+        if kind not in ("user", "assistant"):
+            continue  # summary titles, file-history snapshots: not model-visible
+        state.last_key = key
         msg = line.get("message")
         if not isinstance(msg, dict):
             problems.error("not_an_object", "'message' is not an object", src, field="message")
             continue
-        conv = convs.get(key)
+        conv = state.convs.get(key)
         if conv is None:
-            conv = convs[key] = _Conv(key, src)
-        content = msg.get("content")
-        if kind == "assistant":
-            model = msg.get("model") if isinstance(msg.get("model"), str) else None
-            if model == "<synthetic>":
-                continue  # written by Claude Code itself (API errors, "No response requested.")
-            new = blocks_to_messages("assistant", content, model=model)
-            _mark_unknown(new, src, problems)
-            mid = msg.get("id") if isinstance(msg.get("id"), str) else None
-            if mid is not None and mid in conv.by_msg_id:
-                # Another content block of the same API response: merge (parallel calls, usage once).
-                target = conv.messages[conv.by_msg_id[mid]]
-                for m in new:
-                    target.parts.extend(m.parts)
-                continue
-            if mid is not None:
-                conv.by_msg_id[mid] = len(conv.messages)
-            conv.messages.extend(new)
-        else:
-            meta = _is_meta(line, content)
-            new = [m for m in blocks_to_messages("user", content, meta=meta) if m.parts or m.role == "tool"]
-            _mark_unknown(new, src, problems)
-            conv.messages.extend(new)
-    if hook_records and not transcript_lines:
+            conv = state.convs[key] = _Conv(key, src)
+        _add_turn(conv, kind, line, msg, src, problems)
+    if state.hook_records and not state.transcript_lines:
         problems.error(
             "not_a_transcript",
-            f"this is a Claude Code hook-event log ({hook_records} events), not a session transcript: it "
-            "holds tool inputs/outputs but not the messages the model saw; ingest the session .jsonl instead",
+            f"this is a Claude Code hook-event log ({state.hook_records} events), not a session transcript: "
+            "it holds tool inputs/outputs but not the messages the model saw; ingest the session .jsonl instead",
             Source(NAME, filename),
         )
         return
-    for src in forks[:20]:
+    for src in state.forks[:20]:
         problems.warning("branched_transcript", "the session forks here (a rewind or an edited prompt): the "
                          "branches are read in file order as one history, which the model never saw", src)
-    for conv in convs.values():
+    for conv in state.convs.values():
         yield _finish(conv)
+
+
+def _add_turn(conv: _Conv, kind: str, line: dict[str, Any], msg: dict, src: Source,
+              problems: ProblemSink) -> None:
+    """Append a user or assistant line's messages to ``conv``; the content blocks of one API response,
+    written as several lines, merge into one assistant message (parallel calls, usage once)."""
+    content = msg.get("content")
+    if kind == "user":
+        meta = _is_meta(line, content)
+        new = [m for m in blocks_to_messages("user", content, meta=meta) if m.parts or m.role == "tool"]
+        _mark_unknown(new, src, problems)
+        conv.messages.extend(new)
+        return
+    model = msg.get("model") if isinstance(msg.get("model"), str) else None
+    if model == "<synthetic>":
+        return  # written by Claude Code itself (API errors, "No response requested.")
+    new = blocks_to_messages("assistant", content, model=model)
+    _mark_unknown(new, src, problems)
+    mid = msg.get("id") if isinstance(msg.get("id"), str) else None
+    if mid is not None and mid in conv.by_msg_id:
+        target = conv.messages[conv.by_msg_id[mid]]
+        for m in new:
+            target.parts.extend(m.parts)
+        return
+    if mid is not None:
+        conv.by_msg_id[mid] = len(conv.messages)
+    conv.messages.extend(new)
 
 
 def _turn_key(kind: str, msg: dict) -> str | None:
