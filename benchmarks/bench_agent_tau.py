@@ -34,6 +34,7 @@ overall.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -162,8 +163,12 @@ def train_drafter(name: str, target, rows: list, args, init_from: Path | None = 
     if args.segment_weights is not None:
         cfg.segment_weights = args.segment_weights
         cfg.validate()
-        name += "-w" + "-".join(f"{k.lower()}{v:g}" for k, v in sorted(args.segment_weights.items()))
-    out = args.cache / "drafters" / f"{name}-{cfg.schedule_fingerprint()}-{args.layers}x{args.block_size}"
+    # The run's directory names its schedule, its rows and its starting point: another training set (a
+    # different --train-calls) or base drafter is another run, never a resume of this one.
+    data = hashlib.sha256(repr([(list(r.input_ids), list(r.loss_mask)) for r in rows]).encode())
+    data.update(str(init_from).encode())
+    out = (args.cache / "drafters" /
+           f"{name}-{cfg.schedule_fingerprint()}-{data.hexdigest()[:12]}-{args.layers}x{args.block_size}")
     t0 = time.perf_counter()
     result = train(target, drafter, rows, [], cfg, out)
     losses = [h["loss"] for h in result.history if h.get("phase") == "train"]
