@@ -29,7 +29,7 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from drafters.errors import TracedraftError
-from service.storage import ARTIFACT_PUBLIC_TEXT, public_error
+from service.redaction import ARTIFACT_PUBLIC_TEXT, public_error
 
 log = logging.getLogger("tracedraft.api")
 

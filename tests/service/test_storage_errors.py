@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from service.storage import ArtifactError, ArtifactStore, public_error, redact_uris
+from service.redaction import public_error, redact_uris
+from service.storage import ArtifactError, ArtifactStore
 
 
 def _assert_no_root(e: ArtifactError, store: ArtifactStore, *roots: str) -> None:

@@ -36,8 +36,9 @@ from service.api.uploads import (
     multipart_boundary,
 )
 from service.db.models import Dataset
+from service.redaction import public_error
 from service.settings import Settings
-from service.storage import ArtifactError, ArtifactStore, public_error
+from service.storage import ArtifactError, ArtifactStore
 
 log = logging.getLogger("tracedraft.api")
 router = APIRouter(prefix="/v1/datasets", tags=["datasets"])

@@ -39,8 +39,8 @@ from service.db.base import utcnow
 from service.db.models import TERMINAL_STATUSES, DatasetStatus, Job, JobEvent, JobStatus
 from service.policy import check_base_drafter_ref, check_remote_code, check_sglang_endpoint, check_target
 from service.queue import task_stage
+from service.redaction import public_error, redact_uris
 from service.settings import Settings
-from service.storage import public_error, redact_uris
 
 log = logging.getLogger("tracedraft.api")
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
