@@ -167,8 +167,8 @@ def measure(paths: list[Path]) -> dict[str, Any]:
                 (kept if value in after else changed)[kind].add(value)
     for kind in KINDS:
         kept[kind] -= changed[kind]  # a value replaced anywhere counts as replaced
-    secret_values = {v for (t, v) in scrubber._map if t.startswith("SECRET_")}
-    values_by_type = Counter(t for (t, _) in scrubber._map)
+    secret_values = {v for (t, v) in scrubber.replaced() if t.startswith("SECRET_")}
+    values_by_type = Counter(t for (t, _) in scrubber.replaced())
     false_pos = sorted(secret_values - TRUE_SECRETS)
     return {
         "conversations": n,

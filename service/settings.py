@@ -122,7 +122,8 @@ class Settings(BaseSettings):
     job_max_attempts: int = Field(
         default=3, ge=1,
         description="How many times a job's stage may be (re)delivered before it fails with worker_lost. "
-        "A resume (`tracedraft run --resume`) counts the stage's attempts from 1 again.",
+        "A resume (POST /v1/jobs/{id}/resume, `tracedraft jobs resume`, `tracedraft run --resume`) counts the "
+        "stage's attempts from 1 again.",
     )
     train_processes: int = Field(
         default=0, ge=0,

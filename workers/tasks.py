@@ -188,11 +188,9 @@ def _stage_runs(session: Any, job_id: str, job_stage: str) -> tuple[int, int]:
 def _is_resume(data: dict[str, Any] | None) -> bool:
     """Whether a ``stage`` event is a resume's (``jobs.reopen_job``). Events written before it carried
     ``run: resumed`` are known by their shape: back to queued from a ``previous_status``."""
-    from service.jobs import RUN_RESUMED
-
     if not data:
         return False
-    if data.get("run") == RUN_RESUMED:
+    if data.get("run") == jobs.RUN_RESUMED:
         return True
     return data.get("status") == "queued" and "previous_status" in data
 

@@ -319,6 +319,10 @@ class Scrubber:
             ph = self._map[key] = f"<{type_}_{self._next[type_]}>"
         return ph
 
+    def replaced(self) -> list[tuple[str, str]]:
+        """Every (placeholder type, original value) replaced so far, in first-seen order."""
+        return list(self._map)
+
     def scrub_text(self, text: str) -> str:
         """``text`` with every match replaced (counts updated)."""
         if not text or len(text) < 6:
