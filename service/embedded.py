@@ -22,6 +22,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from drafters.errors import TracedraftError
 from service import auth, datasets, jobs
+from service.api.schemas import PromotionPolicy
 from service.db import session as db
 from service.db.models import Job, JobStatus, Organization
 from service.settings import Settings, get_settings
@@ -77,7 +78,8 @@ def build_spec(
                    "num_draft_layers": num_draft_layers or "auto"},
         "evaluation": {"engine": engine, "max_calls": max_calls or "auto",
                        "max_new_tokens": max_new_tokens or "auto", "temperature": 0.0, "seed": 0},
-        "promotion": {"min_gain": 0.02, "max_segment_loss": 0.03, "auto_promote": False},
+        # the API's defaults, so a local run is judged as a submitted job is (min_support included)
+        "promotion": PromotionPolicy().model_dump(mode="json"),
     }
 
 
