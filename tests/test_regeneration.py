@@ -11,6 +11,7 @@ import pytest
 
 from drafters.errors import TracedraftError
 from drafters.regeneration import (
+    GenerationCancelled,
     HFBackend,
     LlamaServerBackend,
     OpenAIBackend,
@@ -59,7 +60,7 @@ class ScriptedBackend:
         self.tok, self.answers, self.batch_size, self.fail_after = tok, answers, batch_size, fail_after
         self.asked: list[str] = []
 
-    def generate(self, requests, sampling):
+    def generate(self, requests, sampling, cancelled=None):
         if self.fail_after is not None and len(self.asked) >= self.fail_after * self.batch_size:
             raise TracedraftError("regeneration_endpoint_unreachable", "down", "http://x (call ?)")
         self.asked += [r.call_id for r in requests]
@@ -116,6 +117,42 @@ def test_a_killed_run_resumes_with_the_answers_it_stored(tmp_path, tok, prompts)
     third = ScriptedBackend(tok, script, batch_size=2)
     regenerate(plist, third, store, target_id="t", sampling=Sampling(seed=1), stop_ids=stop)
     assert len(third.asked) == len(plist)
+
+
+def test_a_cancel_stops_the_hf_backend_within_a_decode_step_and_stores_nothing_of_that_batch(tmp_path, tok,
+                                                                                              prompts):
+    from tests._speculate_helpers import tiny_target
+
+    target = tiny_target(seed=3, scale=4.0)
+    asked = []
+
+    def cancel_on_third_step():
+        asked.append(1)
+        return len(asked) >= 3
+
+    backend = HFBackend(target, stop_ids=[-1], batch_size=2, pad_id=0)  # no stop token: 200 steps otherwise
+    with pytest.raises(GenerationCancelled):
+        backend.generate([Request("a", [5, 9, 11], 0), Request("b", [1, 2], 0)], Sampling(max_tokens=200),
+                         cancelled=cancel_on_third_step)
+    assert len(asked) == 3  # asked once per decode step, stopped at the step that said yes
+
+    # Through the runner: the first batch is stored, the batch cut short is not, and a resume writes it whole.
+    plist, _ = prompts
+    store = RegenerationStore(tmp_path)
+    stop = [tok.convert_tokens_to_ids("<|im_end|>")]
+
+    class CancelledInSecondBatch(ScriptedBackend):
+        def generate(self, requests, sampling, cancelled=None):
+            if self.asked:
+                raise GenerationCancelled
+            return super().generate(requests, sampling)
+
+    answers, report = regenerate(plist, CancelledInSecondBatch(tok, answers_for(plist)), store, target_id="t",
+                                 sampling=Sampling(), stop_ids=stop)
+    assert report.cancelled and (report.generated, len(answers)) == (2, 2)
+    again = ScriptedBackend(tok, answers_for(plist))
+    _, report = regenerate(plist, again, store, target_id="t", sampling=Sampling(), stop_ids=stop)
+    assert not report.cancelled and (report.reused, report.generated) == (2, len(plist) - 2)
 
 
 def test_calls_are_batched_by_recorded_answer_length_then_prompt_length(tok):

@@ -17,7 +17,14 @@ from typing import Any, Protocol
 from drafters.errors import TracedraftError
 from drafters.regeneration.store import Sampling
 
-__all__ = ["Backend", "HFBackend", "HTTPBackend", "LlamaServerBackend", "OpenAIBackend", "Request"]
+__all__ = ["Backend", "GenerationCancelled", "HFBackend", "HTTPBackend", "LlamaServerBackend", "OpenAIBackend",
+           "Request"]
+
+Cancelled = Callable[[], bool]
+
+
+class GenerationCancelled(Exception):
+    """A backend stopped a batch because ``cancelled()`` turned True: its answers are partial, never stored."""
 
 
 @dataclass(frozen=True)
@@ -33,18 +40,23 @@ class Request:
 class Backend(Protocol):
     """``name`` (recorded with every answer), ``batch_size`` (answers in flight at once: parallel server
     slots or batch rows) and ``generate``: raw token ids [n_i] per request, at most ``sampling.max_tokens``
-    each, possibly running past the end-of-turn token (the runner cuts there)."""
+    each, possibly running past the end-of-turn token (the runner cuts there). A backend that can stop a batch
+    part-way checks ``cancelled()`` while it decodes and raises GenerationCancelled; one that cannot ignores it
+    (the runner checks between batches)."""
 
     name: str
     batch_size: int
 
-    def generate(self, requests: Sequence[Request], sampling: Sampling) -> list[list[int]]: ...
+    def generate(self, requests: Sequence[Request], sampling: Sampling,
+                 cancelled: Cancelled | None = None) -> list[list[int]]: ...
 
 
 class HFBackend:
     """The target in this process: ``transformers`` ``generate`` on left-padded batches of ``batch_size``
     prompts, stopping rows at ``stop_ids``. Sampling uses one generator per batch seeded with the first
-    request's seed, so answers at temperature > 0 depend on how calls were batched (greedy ones do not)."""
+    request's seed, so answers at temperature > 0 depend on how calls were batched (greedy ones do not).
+    ``cancelled()`` is asked after every decode step (a CPU batch of long answers runs for minutes), and a
+    cancel raises GenerationCancelled within one step."""
 
     name = "hf"
 
@@ -54,8 +66,10 @@ class HFBackend:
         self.pad_id = int(pad_id if pad_id is not None else
                           (getattr(tok, "pad_token_id", None) or getattr(tok, "eos_token_id", None) or 0))
 
-    def generate(self, requests: Sequence[Request], sampling: Sampling) -> list[list[int]]:
+    def generate(self, requests: Sequence[Request], sampling: Sampling,
+                 cancelled: Cancelled | None = None) -> list[list[int]]:
         import torch
+        from transformers import StoppingCriteriaList
 
         width = max(len(r.prompt_ids) for r in requests)
         ids = torch.full((len(requests), width), self.pad_id, dtype=torch.long)
@@ -69,11 +83,28 @@ class HFBackend:
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k or None)
             torch.manual_seed(requests[0].seed)
         device = self.target.device
+        stop = _StopOnCancel(cancelled)
         with torch.no_grad():
             out = self.target.model.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=sampling.max_tokens,
-                eos_token_id=self.stop_ids or None, pad_token_id=self.pad_id, **kwargs)
+                eos_token_id=self.stop_ids or None, pad_token_id=self.pad_id,
+                stopping_criteria=StoppingCriteriaList([stop]), **kwargs)
+        if stop.hit:
+            raise GenerationCancelled
         return [row[width:].tolist() for row in out.cpu()]
+
+
+class _StopOnCancel:
+    """A ``generate`` stopping criterion: every row is done once ``cancelled()`` has said True."""
+
+    def __init__(self, cancelled: Cancelled | None):
+        self.cancelled, self.hit = cancelled, False
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        self.hit = self.hit or bool(self.cancelled is not None and self.cancelled())
+        return torch.full((input_ids.shape[0],), self.hit, dtype=torch.bool, device=input_ids.device)
 
 
 class HTTPBackend:
@@ -93,7 +124,9 @@ class HTTPBackend:
     def close(self) -> None:
         self._http.close()
 
-    def generate(self, requests: Sequence[Request], sampling: Sampling) -> list[list[int]]:
+    def generate(self, requests: Sequence[Request], sampling: Sampling,
+                 cancelled: Cancelled | None = None) -> list[list[int]]:
+        # requests in flight run to their end: the runner checks ``cancelled`` between batches
         with ThreadPoolExecutor(max_workers=self.batch_size) as pool:
             return list(pool.map(lambda r: self._one(r, sampling), requests))
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from drafters.regeneration.backends import Backend, Request
+from drafters.regeneration.backends import Backend, GenerationCancelled, Request
 from drafters.regeneration.store import Regeneration, RegenerationStore, Sampling, answer_key, call_seed
 from drafters.toolcalls import ToolCallStats, check_tool_calls, find_tool_calls
 
@@ -65,7 +65,8 @@ def regenerate(prompts: Sequence[Any], backend: Backend, store: RegenerationStor
     Answers already in ``store`` (same target, prompt and sampling) are reused; the others are generated
     ``backend.batch_size`` at a time and stored as each batch returns, so a killed run resumes where it
     stopped. ``progress(fraction, message)`` gets the rate (tokens/s) and the ETA; ``cancelled()`` is checked
-    between batches (the report then says ``cancelled``). Returns (call_id -> Regeneration, report).
+    between batches and, by backends that can, during one (the report then says ``cancelled``; a batch cut short
+    is not stored). Returns (call_id -> Regeneration, report).
     Errors of the backend (TracedraftError naming the endpoint and the call) propagate: what was stored stays.
     """
     report = RegenerationReport(engine=backend.name, sampling=asdict(sampling), calls=len(prompts))
@@ -88,7 +89,11 @@ def regenerate(prompts: Sequence[Any], backend: Backend, store: RegenerationStor
         batch = pending[b: b + backend.batch_size]
         requests = [Request(p.call_id, list(p.prompt_ids), call_seed(sampling.seed, p.prompt_ids)) for p, _ in batch]
         t0 = time.perf_counter()
-        outputs = backend.generate(requests, sampling)
+        try:
+            outputs = backend.generate(requests, sampling, cancelled=cancelled)
+        except GenerationCancelled:  # a partial batch: nothing of it is stored, a resume writes it whole
+            report.cancelled = True
+            break
         per_call = (time.perf_counter() - t0) / len(batch)
         for (p, key), raw in zip(batch, outputs, strict=True):
             ids, truncated = cut_at_stop(raw, stop_ids, sampling.max_tokens)
