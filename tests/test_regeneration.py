@@ -310,6 +310,7 @@ def test_the_stage_regenerates_stores_and_reuses(tmp_path, tiny_target_dir):
     assert out["regenerated"] and (report["calls"], report["generated"], report["reused"]) == (n_train + n_held,
                                                                                              n_train + n_held, 0)
     assert report["engine"] == "hf" and 0 < report["tokens"] <= 12 * (n_train + n_held)
+    assert report["tool_calls"]["answers"] == report["calls"]  # one denominator: every answer written
     ctx.results["regenerating"] = out  # as the pipeline stores a stage's result for the next ones
     rows_dir = training_rows(ctx, tmp_path / "prepared")
     rows = load_sequences(rows_dir / "train.safetensors")

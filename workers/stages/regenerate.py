@@ -58,8 +58,11 @@ def regenerate(ctx: StageContext) -> dict[str, Any]:
         close()
     if report.cancelled:
         return {"cancelled": True}
-    rows, stats = regenerated_rows(train_prompts, answers, renderer, tools_of)
-    val_rows, _ = regenerated_rows(val_prompts, answers, renderer, tools_of)
+    # the tool-call counts cover every answer written (training and validation), as ``report.calls`` does
+    rows, stats = regenerated_rows(train_prompts + val_prompts, answers, renderer, tools_of)
+    val_ids = {p.call_id for p in val_prompts}
+    val_rows = [r for r in rows if r.call_ids[0] in val_ids]
+    rows = [r for r in rows if r.call_ids[0] not in val_ids]
     report.tool_calls = stats.to_dict()
     too_long = [r.call_ids[0] for r in rows if len(r.input_ids) > max_len]
     if too_long:  # counted and reported: the recorded rows of these calls are also over the limit
