@@ -297,6 +297,14 @@ def renew_lease(session: Session, job_id: str, owner: str, lease_s: float) -> bo
     return n == 1
 
 
+def lease_lapsed(session: Session, job_id: str, grace_s: float) -> bool:
+    """Whether the job is ``running`` under a lease that lapsed more than ``grace_s`` seconds ago: nobody
+    renews it (its worker died, or the server that ran it in-process stopped), so a user may resume it."""
+    cutoff = utcnow() - dt.timedelta(seconds=grace_s)
+    return session.scalar(sa.select(sa.func.count()).select_from(Job).where(
+        Job.id == job_id, Job.status == JobStatus.running, Job.lease_expires_at < cutoff)) == 1
+
+
 def set_lease(job: Job, owner: str | None, lease_s: float | None = None) -> None:
     """Give the (locked) job's lease to ``owner`` for ``lease_s`` seconds, or clear it (``owner=None``)."""
     job.lease_owner = owner

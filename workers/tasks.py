@@ -44,6 +44,7 @@ from celery import shared_task
 
 from drafters.errors import TracedraftError
 from service import jobs, queue
+from service.db.session import shares_one_connection
 from service.queue import JOB_STAGE, TASK_STAGES, StageLock, next_stage, task_name
 from service.settings import get_settings
 from workers.context import StageContext, StageResults, overall_progress, workdir_for
@@ -329,9 +330,10 @@ def _claim(task: Any, stage: str, job_id: str, settings: Any, make_session: Any)
 
 def _execute(stage: str, claim: Claim, settings: Any, make_session: Any) -> Any:
     """Run the stage function while a heartbeat renews the lease; raises what the stage raises."""
-    # Inline (embedded, one process, SQLite) there is no reconciler to read a lease.
+    # Inline too: a live lease is what tells a stopped embedded server's job (resumable) from a running one.
+    # Not on an in-memory SQLite database, whose one connection the stage's own transaction is using.
     beat = Heartbeat(make_session, claim.ctx.job_id, claim.owner, settings.job_lease_s)
-    if settings.pipeline == "celery":
+    if not shares_one_connection(settings.database_url):
         beat.start()
     try:
         if settings.enforce_job_policy:

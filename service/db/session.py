@@ -44,6 +44,12 @@ def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def shares_one_connection(url: str | sa.URL) -> bool:
+    """Whether every thread of the process uses one connection: an in-memory SQLite database (StaticPool)."""
+    u = make_url(url)
+    return u.get_backend_name() == "sqlite" and u.database in (None, "", ":memory:")
+
+
 def make_engine(url: str | sa.URL, *, dead_peer_s: float | None = None, **kwargs: Any) -> sa.Engine:
     """Create an Engine for ``url`` with the project's per-dialect settings.
 
@@ -57,7 +63,7 @@ def make_engine(url: str | sa.URL, *, dead_peer_s: float | None = None, **kwargs
         connect_args = dict(kwargs.pop("connect_args", {}))
         connect_args.setdefault("check_same_thread", False)
         connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_MS / 1000)
-        if u.database in (None, "", ":memory:"):
+        if shares_one_connection(u):
             kwargs.setdefault("poolclass", StaticPool)
         elif not str(u.database).startswith("file:"):
             Path(u.database).expanduser().parent.mkdir(parents=True, exist_ok=True)

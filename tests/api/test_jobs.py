@@ -181,6 +181,36 @@ def test_resume_a_failed_or_cancelled_job(client, app, org_a, org_b, dispatched)
     assert r.status_code == 409 and r.json()["error"]["code"] == "job_finished"
 
 
+def test_a_running_job_whose_lease_lapsed_resumes(client, app, org_a, dispatched):
+    """A job left running by a server that stopped (an embedded `tracedraft serve`, whose stage ran in its
+    own process) or a lost worker: once its lease lapsed over a lease ago it resumes; under a live lease not."""
+    import datetime as dt
+
+    from service.db.models import Job
+
+    ds = upload(client, org_a)
+    job = client.post("/v1/jobs", json=job_body(ds["id"]), headers=org_a.h()).json()
+    with app.state.sessionmaker() as s:
+        jobs_mod.start_job(s, job["id"], stage="training", lease_owner="w1", lease_s=15.0)
+    _join(app)
+    r = client.post(f"/v1/jobs/{job['id']}/resume", headers=org_a.h())
+    assert r.status_code == 409 and r.json()["error"]["code"] == "job_not_resumable"  # its worker is alive
+    lease_s = app.state.settings.job_lease_s
+    with app.state.sessionmaker() as s:  # the worker stopped renewing: the lease lapsed just under a lease ago
+        s.get(Job, job["id"]).lease_expires_at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=lease_s / 2)
+        s.commit()
+    assert client.post(f"/v1/jobs/{job['id']}/resume", headers=org_a.h()).status_code == 409  # a grace lease
+    with app.state.sessionmaker() as s:
+        s.get(Job, job["id"]).lease_expires_at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=2 * lease_s)
+        s.commit()
+    dispatched.calls.clear()
+    r = client.post(f"/v1/jobs/{job['id']}/resume", headers=org_a.h())
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "queued" and r.json()["stage"] == "training"
+    _join(app)
+    assert dispatched.calls == [("train", job["id"])]
+
+
 def test_events_paged_and_streamed(client, app, org_a):
     ds = upload(client, org_a)
     job = client.post("/v1/jobs", json=job_body(ds["id"]), headers=org_a.h()).json()

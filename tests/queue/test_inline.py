@@ -103,6 +103,33 @@ def test_inline_cancel_requested_during_training(inline, monkeypatch):
     assert "registering" not in job.result
 
 
+def test_an_inline_stage_renews_its_lease(inline, monkeypatch):
+    """In-process stages keep a live lease as a worker's do, so a job a stopped server left running is told
+    from one that runs (the API resumes the first only: tests/api/test_jobs.py)."""
+    import time
+
+    from service.db import Job
+    from service.settings import override_settings
+    from workers import tasks
+
+    settings, sessions, submit = inline
+    seen = {}
+
+    def slow_train(ctx):
+        with sessions() as s:
+            seen["before"] = s.get(Job, ctx.job_id).lease_expires_at
+        time.sleep(1.0)  # three beats of a 0.9 s lease
+        with sessions() as s:
+            seen["after"] = s.get(Job, ctx.job_id).lease_expires_at
+        return fake_stages.train(ctx)
+
+    monkeypatch.setitem(tasks.STAGE_FUNCTIONS, "train", slow_train)
+    with override_settings(settings.model_copy(update={"job_lease_s": 0.9})):
+        job = submit({"fake": {"train_steps": 1}})
+    assert job.status == "succeeded"
+    assert (seen["after"] - seen["before"]).total_seconds() >= 0.5  # renewed while the stage ran
+
+
 def test_unknown_exception_fails_with_internal_error(inline, monkeypatch):
     _, _, submit = inline
     from workers import tasks

@@ -203,15 +203,20 @@ def cancel_job(job_id: str, caller: CurrentCaller, db: DbSession) -> JobOut:
 
 
 @router.post("/{job_id}/resume", response_model=JobOut, responses=error_responses(401, 404, 409, 422),
-             summary="Resume a failed or cancelled job")
-def resume_job(job_id: str, request: Request, caller: CurrentCaller, db: DbSession) -> JobOut:
+             summary="Resume a failed, cancelled or orphaned job")
+def resume_job(job_id: str, request: Request, caller: CurrentCaller, db: DbSession,
+               settings: AppSettings) -> JobOut:
     """Queue a failed or cancelled job again at the stage where it stopped: training resumes from its last
-    checkpoint, the stage's attempts count from 1 again, and the event log shows the resume. 409
-    ``job_finished`` when it succeeded, ``job_not_resumable`` while it is queued or running."""
+    checkpoint, the stage's attempts count from 1 again, and the event log shows the resume. A job still
+    marked running whose lease lapsed over a lease ago (its worker, or the server that ran it in-process, is
+    gone) resumes too. 409 ``job_finished`` when it succeeded, ``job_not_resumable`` while it is queued or
+    running under a live lease."""
     job = get_job_row(db, caller, job_id)
-    if job.status not in (JobStatus.failed, JobStatus.cancelled):
+    orphaned = job.status == JobStatus.running and jobs_mod.lease_lapsed(db, job.id, settings.job_lease_s)
+    if job.status not in (JobStatus.failed, JobStatus.cancelled) and not orphaned:
         raise ApiError(409, "job_not_resumable" if job.status != JobStatus.succeeded else "job_finished",
-                       f"job {job.id} is {job.status}: only a failed or cancelled job can be resumed", "status")
+                       f"job {job.id} is {job.status}: only a failed or cancelled job, or a running one whose "
+                       "worker is gone, can be resumed", "status")
     job = jobs_mod.reopen_job(db, job_id, f"resumed through the API at stage {job.stage}")
     request.app.state.dispatcher.submit(job.id, task_stage(job.stage))  # after the commit (else the reconciler)
     return job_out(job)
