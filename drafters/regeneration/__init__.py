@@ -12,5 +12,5 @@ from drafters.regeneration.run import RegenerationReport, cut_at_stop, regenerat
 from drafters.regeneration.store import Regeneration, RegenerationStore, Sampling, answer_key, call_seed
 
 __all__ = ["Backend", "GenerationCancelled", "HFBackend", "LlamaServerBackend", "OpenAIBackend", "Regeneration",
-           "RegenerationReport", "RegenerationStore", "Request", "Sampling", "answer_key", "call_seed", "cut_at_stop", "regenerate",
-           "regenerated_rows"]
+           "RegenerationReport", "RegenerationStore", "Request", "Sampling", "answer_key", "call_seed", "cut_at_stop",
+           "regenerate", "regenerated_rows"]

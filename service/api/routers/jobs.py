@@ -212,7 +212,7 @@ def resume_job(job_id: str, request: Request, caller: CurrentCaller, db: DbSessi
     gone) resumes too. 409 ``job_finished`` when it succeeded, ``job_not_resumable`` while it is queued or
     running under a live lease."""
     job = get_job_row(db, caller, job_id)
-    orphaned = job.status == JobStatus.running and jobs_mod.lease_lapsed(db, job.id, settings.job_lease_s)
+    orphaned = jobs_mod.lease_lapsed(db, job.id, settings.job_lease_s)  # running, nobody renewing
     if job.status not in (JobStatus.failed, JobStatus.cancelled) and not orphaned:
         raise ApiError(409, "job_not_resumable" if job.status != JobStatus.succeeded else "job_finished",
                        f"job {job.id} is {job.status}: only a failed or cancelled job, or a running one whose "
