@@ -24,7 +24,7 @@ from drafters.errors import TracedraftError
 from service import auth, datasets, jobs
 from service.api.schemas import PromotionPolicy
 from service.db import session as db
-from service.db.models import Job, JobStatus, Organization
+from service.db.models import Job, Organization
 from service.settings import Settings, get_settings
 from service.storage import ArtifactStore
 
@@ -106,9 +106,11 @@ def resume(settings: Settings, job_id: str) -> str:
         job = session.get(Job, job_id)
         if job is None:
             raise TracedraftError("not_found", f"no job {job_id}", where="--resume")
-        if job.status == JobStatus.succeeded:
-            raise TracedraftError("job_finished", f"job {job_id} already succeeded", where="--resume")
-        jobs.reopen_job(session, job_id, f"resumed from the command line at stage {job.stage}", commit=False)
+        try:
+            jobs.resume_job(session, job_id, f"resumed from the command line at stage {job.stage}",
+                            settings.job_lease_s, commit=False)
+        except jobs.JobError as e:  # the flag names the input; the API names the job's status
+            raise TracedraftError(e.code, e.message, where="--resume") from e
         return job.stage
 
 

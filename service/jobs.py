@@ -47,7 +47,7 @@ from service.db.session import lock_row
 class JobError(TracedraftError):
     """A job operation that cannot be done. Codes: ``not_found``, ``idempotency_conflict`` (same key,
     different body; HTTP 409), ``job_finished`` (the job is already terminal; 409),
-    ``invalid_transition``, ``invalid_value``."""
+    ``invalid_transition``, ``invalid_value``, ``job_not_resumable`` (queued or under a live lease; 409)."""
 
 
 def _id(obj: Any) -> str:
@@ -508,6 +508,21 @@ def reopen_job(session: Session, job_id: str, message: str, *, commit: bool = Tr
               commit=False)
     _done(session, commit)
     return job
+
+
+def resume_job(session: Session, job_id: str, message: str, grace_s: float, *, commit: bool = True) -> Job:
+    """A user's resume (API, ``tracedraft jobs resume``, ``tracedraft run --resume``): reopen the job
+    (``reopen_job``) if it failed, was cancelled, or is ``running`` under a lease that lapsed over
+    ``grace_s`` seconds ago (``lease_lapsed``: its worker or in-process server is gone). Raises JobError
+    ``job_finished`` (succeeded) or ``job_not_resumable`` (queued, or running under a live lease: resuming
+    it would run the stage twice)."""
+    job = _locked(session, job_id)
+    if job.status == JobStatus.succeeded:
+        raise JobError("job_finished", f"cannot resume: job {job.id} already succeeded", "status")
+    if job.status not in (JobStatus.failed, JobStatus.cancelled) and not lease_lapsed(session, job_id, grace_s):
+        raise JobError("job_not_resumable", f"job {job.id} is {job.status}: only a failed or cancelled job, or "
+                       "a running one whose worker is gone, can be resumed", "status")
+    return reopen_job(session, job_id, message, commit=commit)
 
 
 def elapsed_seconds(job: Job, now: dt.datetime | None = None) -> float | None:

@@ -285,6 +285,33 @@ class _WorkerDied(BaseException):
     """Raised by a stand-in stage for its worker dying mid-stage: the start is written, nothing after it."""
 
 
+def test_run_resume_refuses_a_job_under_a_live_lease(queue_env):
+    """`tracedraft run --resume` takes what the API's resume takes: a job still running under a live lease
+    (another process is on it) is refused with job_not_resumable, naming the flag, and left running; once
+    the lease lapsed over a lease ago (that process is gone) it is queued again at its stage."""
+    import datetime as dt
+
+    from drafters.errors import TracedraftError
+    from service import embedded, jobs
+    from service.db.models import Job
+    from service.settings import get_settings
+
+    settings = get_settings()
+    job_id = queue_env.submit({"fake": {"train_steps": 2}}, dispatch=False)
+    with queue_env.sessions() as s:
+        jobs.start_job(s, job_id, stage="training", lease_owner="w1", lease_s=settings.job_lease_s)
+    with pytest.raises(TracedraftError) as e:
+        embedded.resume(settings, job_id)
+    assert (e.value.code, e.value.where) == ("job_not_resumable", "--resume")
+    assert queue_env.job(job_id).status == "running" and queue_env.job(job_id).lease_owner == "w1"
+    with queue_env.sessions() as s:
+        s.get(Job, job_id).lease_expires_at = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=2 * settings.job_lease_s)
+        s.commit()
+    assert embedded.resume(settings, job_id) == "training"
+    job = queue_env.job(job_id)
+    assert job.status == "queued" and job.lease_owner is None
+
+
 def test_resume_after_worker_lost_restarts_the_attempt_count(queue_env, monkeypatch):
     """A job that failed with worker_lost, resumed as `tracedraft run --resume` does, runs again: attempts
     count from the resume (1, 2, ...), the resume shows in the events, and the cap applies afresh."""

@@ -36,7 +36,7 @@ from service.api.schemas import (
     spec_to_stored,
 )
 from service.db.base import utcnow
-from service.db.models import TERMINAL_STATUSES, DatasetStatus, Job, JobEvent, JobStatus
+from service.db.models import TERMINAL_STATUSES, DatasetStatus, Job, JobEvent
 from service.policy import check_base_drafter_ref, check_remote_code, check_sglang_endpoint, check_target
 from service.queue import task_stage
 from service.redaction import public_error, redact_uris
@@ -212,12 +212,7 @@ def resume_job(job_id: str, request: Request, caller: CurrentCaller, db: DbSessi
     gone) resumes too. 409 ``job_finished`` when it succeeded, ``job_not_resumable`` while it is queued or
     running under a live lease."""
     job = get_job_row(db, caller, job_id)
-    orphaned = jobs_mod.lease_lapsed(db, job.id, settings.job_lease_s)  # running, nobody renewing
-    if job.status not in (JobStatus.failed, JobStatus.cancelled) and not orphaned:
-        raise ApiError(409, "job_not_resumable" if job.status != JobStatus.succeeded else "job_finished",
-                       f"job {job.id} is {job.status}: only a failed or cancelled job, or a running one whose "
-                       "worker is gone, can be resumed", "status")
-    job = jobs_mod.reopen_job(db, job_id, f"resumed through the API at stage {job.stage}")
+    job = jobs_mod.resume_job(db, job_id, f"resumed through the API at stage {job.stage}", settings.job_lease_s)
     request.app.state.dispatcher.submit(job.id, task_stage(job.stage))  # after the commit (else the reconciler)
     return job_out(job)
 
