@@ -218,7 +218,7 @@ def train_drafter(target: Any, data: AgentData, steps: int, machine: Any, out_di
                               log_every=max(1, steps // 10), feature_cache_dir=str(out_dir / "features"))
     cfg.validate()
     config = DSparkConfig.from_target(target.config, target.tokenizer, **resolved.drafter)
-    drafter = new_drafter(config, cfg.seed, target, target.device)
+    drafter = new_drafter(config, cfg.seed, target, target.device, cfg.drafter_init)
     rows = take_tokens(data.train, resolved.max_train_tokens, cfg.seed)
     print(f"drafter: {config.num_hidden_layers} layers, block size {config.block_size}, target layers "
           f"{config.target_layer_ids}, trainable weights {drafter.fc.weight.dtype}; {len(rows)} rows, "

@@ -53,6 +53,10 @@ SegmentWeights = Annotated[dict[str | int, Annotated[float, Field(ge=0, allow_in
 #: Target features: cached on disk ("on"), computed per micro-batch ("off"), or cached when they fit ("auto").
 FeatureCacheMode = Literal["auto", "on", "off"]
 
+#: A new drafter's backbone: from the target's own layers ("target"), at random ("random"), or from the
+#: target when the shapes allow it ("auto"; drafters/dspark/target_init.py).
+DrafterInit = Literal["auto", "target", "random"]
+
 
 class Recipe(BaseModel):
     """Fine-tuning recipe; every field defaults to ``auto`` (docs/dspark.md for the meaning of each)."""
@@ -84,6 +88,12 @@ class Recipe(BaseModel):
     validate_every: PositiveIntOrAuto = "auto"
     keep_last: PositiveIntOrAuto = "auto"
     seed: NonNegativeInt | Auto = "auto"
+    drafter_init: DrafterInit = Field(
+        default="auto",
+        description="How a new drafter's backbone starts (a warm start takes the base drafter's weights instead): "
+                    "'target' copies the target layers right after the deepest selected one, fc picking that "
+                    "layer's output (faster to train: docs/dspark.md 1.1); 'random' draws normal(0, 0.02); "
+                    "'auto' = 'target' when the drafter's shapes match the target's layers, else 'random'.")
     loss_matmul_dtype: Precision = Field(
         default="auto",
         description="Precision of the loss's vocabulary-sized matmuls (softmax and loss terms are always fp32): "

@@ -149,3 +149,15 @@ def test_training_target_dtype_auto_follows_the_cpu():
     assert Machine("cpu", cpu_bf16=False).training_target_dtype("auto") is None
     assert Machine("cuda").training_target_dtype("auto") is None
     assert Machine("cpu", cpu_bf16=True).training_target_dtype("float32") == "float32"
+
+
+def test_drafter_init_reaches_the_trainer_and_is_checked():
+    # "auto" (the target's layers where the shapes allow) unless the recipe says; a typo is refused with
+    # the field named, before anything runs.
+    assert resolve_recipe(StageRecipe(), Machine("cpu")).train.drafter_init == "auto"
+    assert resolve_recipe(StageRecipe(drafter_init="random"), Machine("cpu")).train.drafter_init == "random"
+    with pytest.raises(TracedraftError) as e:
+        StageRecipe.from_spec({"drafter_init": "targets"})
+    assert e.value.code == "invalid_recipe" and e.value.where == "recipe.drafter_init"
+    with pytest.raises(TrainError):
+        TrainConfig.from_dict({"drafter_init": "zeros"})

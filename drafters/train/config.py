@@ -21,6 +21,7 @@ from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from drafters.errors import TracedraftError
 from drafters.recipe import (
+    DrafterInit,
     FeatureCacheMode,
     Fraction,
     NonNegativeFloat,
@@ -66,7 +67,8 @@ class TrainConfig:
     ``checkpoint_every`` / ``validate_every``: steps (0 = only at the end; None = a tenth / a quarter of the
     schedule, at least 10 steps: what a time-budgeted run without max_steps needs); ``keep_last``: step
     checkpoints kept. ``init_from``: a checkpoint directory whose drafter weights start the run (warm start,
-    fresh optimizer). ``lora``: None for full fine-tuning (the default, docs/dspark.md 8.5) or
+    fresh optimizer). ``drafter_init``: how a new drafter's backbone starts without one
+    (``drafters.train.cli.new_drafter``). ``lora``: None for full fine-tuning (the default, docs/dspark.md 8.5) or
     ``{"r": 16, "alpha": 32, "dropout": 0.0, "train_norms": True}`` for peft LoRA adapters
     (drafters.dspark.lora: backbone linears + fc adapted, Markov/confidence heads fully trained); exports are
     merged, the unmerged state travels in the training state for resume. ``parallel``: how a multi-process
@@ -113,6 +115,7 @@ class TrainConfig:
     feature_cache_dir: str | None = None
     anchor_chunk: PositiveInt = 64
     init_from: str | None = None
+    drafter_init: DrafterInit = "auto"
     lora: LoraSettings | None = None
     log_every: PositiveInt = 1
     parallel: ParallelMode = "auto"

@@ -48,12 +48,13 @@ def _engine(ctx: StageContext, name: str, target):
 def evaluate(ctx: StageContext) -> dict[str, Any]:
     """Replay held-out calls with the candidate, the incumbent and (in-process) the n-gram baseline, on the
     job's engine; write the report and apply the promotion gate."""
-    import torch
 
     from drafters.dspark.checkpoint import load_checkpoint, save_checkpoint
-    from drafters.dspark.model import DSparkDrafter
     from drafters.evaluate import gate, spread_calls, write_report
+    from drafters.recipe import StageRecipe
     from drafters.shards import load_prompts
+    from drafters.train.cli import new_drafter
+    from drafters.train.resolve import resolved_seed
 
     espec = dict(ctx.spec.get("evaluation") or {})
     engine = espec.get("engine") or "auto"
@@ -69,10 +70,12 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
         incumbent = load_checkpoint(incumbent_dir, target.embed_weight, target.lm_head_weight,
                                     target_config=target.model.config).to(target.device).eval()
     else:
-        # No incumbent: compare with an untrained drafter of the same shape (what training bought).
+        # No incumbent: compare with the drafter training started from (what training bought): same shape,
+        # seed and initialisation (the target's layers under the default recipe, docs/dspark.md 1.1).
         incumbent_name = "untrained"
-        torch.manual_seed(int((ctx.spec.get("recipe") or {}).get("seed") or 0))
-        incumbent = DSparkDrafter(candidate.config, target.embed_weight, target.lm_head_weight).to(target.device).eval()
+        recipe = StageRecipe.from_spec(ctx.spec.get("recipe"))
+        incumbent = new_drafter(candidate.config, resolved_seed(recipe), target, target.device,
+                                recipe.drafter_init).eval()
         incumbent_dir = ctx.workdir / "untrained"
         if engine != "hf":
             save_checkpoint(incumbent, incumbent_dir)

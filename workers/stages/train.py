@@ -96,7 +96,7 @@ def _train_here(ctx: StageContext, cfg, drafter_shape: dict[str, Any], train_seq
     else:
         config = DSparkConfig.from_target(target.model.config, tokenizer=target.tokenizer, **drafter_shape)
     with torch.random.fork_rng(devices=[]):  # the initial weights follow the recipe's seed: reproducible
-        drafter = new_drafter(config, cfg.seed, target, target.device)  # bf16 trainable weights on GPU
+        drafter = new_drafter(config, cfg.seed, target, target.device, cfg.drafter_init)  # bf16 weights on GPU
     result = run_training(target, drafter, train_seqs, val_seqs, cfg, run_dir,
                           progress=lambda p: progress(p.to_dict()), should_stop=ctx.cancelled, resume=True)
     return result.to_dict(), drafter.config.to_deepspec_dict()
