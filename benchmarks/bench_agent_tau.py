@@ -85,6 +85,8 @@ def parse_args() -> argparse.Namespace:
                     help="anchors (blocks) per sequence per step")
     ap.add_argument("--lr", type=float, default=CPU_DEFAULTS.lr)
     ap.add_argument("--layers", type=int, default=1, help="draft layers")
+    ap.add_argument("--init", choices=("auto", "target", "random"), default="auto",
+                    help="a new drafter's backbone: from the target's layers or at random (TrainConfig.drafter_init)")
     ap.add_argument("--block-size", type=int, default=7)
     ap.add_argument("--tokens-per-batch", type=int, default=CPU_DEFAULTS.tokens_per_batch)
     ap.add_argument("--segment-weights", type=json.loads, default=None, metavar="JSON",
@@ -153,12 +155,13 @@ def train_drafter(name: str, target, rows: list, args, init_from: Path | None = 
     cache: a rerun with the same settings resumes or returns at once). Returns (drafter, timing)."""
     shape = DSparkConfig.from_target(target.model.config, tokenizer=target.tokenizer,
                                      num_hidden_layers=args.layers, block_size=args.block_size)
-    drafter = new_drafter(shape, 0, target, target.device)
+    drafter = new_drafter(shape, 0, target, target.device, args.init)
     precision = Machine.detect().precision
     cfg = TrainConfig(max_steps=args.steps, epochs=None, lr=args.lr, num_anchors=args.anchors, seed=0,
                       tokens_per_batch=args.tokens_per_batch, max_seq_len=args.max_seq_len,
                       checkpoint_every=max(10, args.steps // 5), validate_every=0, log_every=10,
-                      init_from=str(init_from) if init_from else None, loss_matmul_dtype=precision,
+                      init_from=str(init_from) if init_from else None, drafter_init=args.init,
+                      loss_matmul_dtype=precision,
                       compute_dtype=precision)
     if args.segment_weights is not None:
         cfg.segment_weights = args.segment_weights
@@ -166,7 +169,7 @@ def train_drafter(name: str, target, rows: list, args, init_from: Path | None = 
     # The run's directory names its schedule, its rows and its starting point: another training set (a
     # different --train-calls) or base drafter is another run, never a resume of this one.
     data = hashlib.sha256(repr([(list(r.input_ids), list(r.loss_mask)) for r in rows]).encode())
-    data.update(str(init_from).encode())
+    data.update(f"{init_from}|{drafter.initialised_from}".encode())
     out = (args.cache / "drafters" /
            f"{name}-{cfg.schedule_fingerprint()}-{data.hexdigest()[:12]}-{args.layers}x{args.block_size}")
     t0 = time.perf_counter()
@@ -174,6 +177,7 @@ def train_drafter(name: str, target, rows: list, args, init_from: Path | None = 
     losses = [h["loss"] for h in result.history if h.get("phase") == "train"]
     timing = {"seconds": time.perf_counter() - t0, "steps": result.steps, "export": str(result.best_dir),
               "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None}
+    timing["initialised_from"] = drafter.initialised_from if init_from is None else str(init_from)
     print(f"  {name}: {result.steps} steps in {timing['seconds']:.0f} s, loss {timing['first_loss']} -> "
           f"{timing['last_loss']}", flush=True)
     return drafter.eval(), timing
