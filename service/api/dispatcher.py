@@ -4,8 +4,11 @@
 - pipeline=celery: one long-lived daemon thread publishes the messages in order (``StageDispatcher``). A
   publish is a short Redis write, but Celery keeps its result backend per thread and kombu its channel per
   connection: a thread per job rebuilt them on every job creation (a Redis client each time). When the
-  broker is down, kombu retries the publish for a while and then ``dispatch`` raises; the failure is
-  logged and the reconciler (``service.reconciler.requeue_stale_jobs``) re-dispatches the committed job.
+  broker is down, kombu retries the publish for a while (about 50 s, ``task_publish_retry_policy``) and
+  then ``dispatch`` raises; the failure is logged and the reconciler
+  (``service.reconciler.requeue_stale_jobs``) re-dispatches the committed job. After a failed publish the
+  thread does not try again for ``BROKER_DOWN_S``: the jobs submitted meanwhile are left to the reconciler
+  at once, instead of each holding the queue behind it for another retry window.
 - pipeline=inline (the embedded mode): ``dispatch`` runs the whole pipeline, so each job gets a thread
   of its own (jobs run side by side); the threads are kept in ``threads`` so tests can join them.
 
@@ -18,13 +21,18 @@ from __future__ import annotations
 import logging
 import queue as queue_mod
 import threading
+import time
 
 from service.settings import Settings
 
 log = logging.getLogger("tracedraft.api")
 
+#: Seconds after a failed publish during which the dispatch thread leaves new jobs to the reconciler.
+BROKER_DOWN_S = 30.0
 
-def _dispatch_stage(job_id: str, stage: str, settings: Settings) -> None:
+
+def _dispatch_stage(job_id: str, stage: str, settings: Settings) -> bool:
+    """Dispatch one stage; False when the publish failed (logged: the reconciler re-dispatches the job)."""
     from service import queue
 
     try:
@@ -32,9 +40,10 @@ def _dispatch_stage(job_id: str, stage: str, settings: Settings) -> None:
     except Exception as exc:  # noqa: BLE001
         log.warning("dispatch of job %s failed (%s); the reconciler re-dispatches it", job_id,
                     type(exc).__name__)
-        return
+        return False
     if settings.pipeline == "celery":
         _mark_dispatched(job_id, settings)
+    return True
 
 
 def _mark_dispatched(job_id: str, settings: Settings) -> None:
@@ -58,6 +67,7 @@ class StageDispatcher:
         self._queue: queue_mod.SimpleQueue[tuple[str, str] | None] = queue_mod.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._retry_at = 0.0  # monotonic time before which the broker is taken as down (BROKER_DOWN_S)
 
     def submit(self, job_id: str, stage: str = "validate") -> None:
         """Dispatch ``job_id``'s ``stage`` (task or job stage name; default the first) in the background."""
@@ -78,7 +88,12 @@ class StageDispatcher:
 
     def _run(self, jobs: queue_mod.SimpleQueue[tuple[str, str] | None]) -> None:
         while (item := jobs.get()) is not None:
-            _dispatch_stage(*item, self.settings)
+            if time.monotonic() < self._retry_at:  # committed, dispatched_at NULL: the reconciler sends it
+                log.warning("job %s: the broker was unreachable under %.0f s ago; the reconciler dispatches it",
+                            item[0], BROKER_DOWN_S)
+                continue
+            if not _dispatch_stage(*item, self.settings):
+                self._retry_at = time.monotonic() + BROKER_DOWN_S
 
     def close(self, timeout: float = 5.0) -> None:
         """Publish what is queued (waiting at most ``timeout`` seconds), then stop the thread."""
