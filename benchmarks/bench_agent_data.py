@@ -89,12 +89,7 @@ def main() -> int:
         extra_cols = (f"{tm['steps']:6} {rows_of[name]:5} {tm['last_loss']:9.2f} {tm['seconds']:8.0f}" if tm else "")
         print(f"{name:11} {over[0]:5.2f} [{over[1]:4.2f},{over[2]:4.2f}] "
               f"{args_[0]:5.2f} [{args_[1]:4.2f},{args_[2]:4.2f}] {extra_cols}")
-    for c in report["comparisons"].values():
-        seg = c["by_segment"].get("tool_args") or {}
-        print(f"  {c['candidate']} - {c['incumbent']}: overall {c['mean_diff']:+.3f} [{c['ci95'][0]:+.3f},"
-              f"{c['ci95'][1]:+.3f}]" + (f", tool_args {seg['mean_diff']:+.3f} [{seg['ci95'][0]:+.3f},"
-                                         f"{seg['ci95'][1]:+.3f}]" if seg.get("mean_diff") is not None else ""))
-    print(f"lossless: {report['lossless']['calls_checked']} replays identical to plain greedy")
+    bench.print_paired(report)
     return 0
 
 

@@ -206,6 +206,17 @@ def print_table(report: dict) -> None:
               f"[{c['ci95'][0]:+.3f},{c['ci95'][1]:+.3f}] ({c['calls']}){args_part}")
 
 
+def print_paired(report: dict) -> None:
+    """One line per paired comparison (overall and tool-call arguments, 95% intervals), then the
+    losslessness count: the short form the side benchmarks (bench_drafter_init, bench_agent_data) print."""
+    for c in report["comparisons"].values():
+        seg = c["by_segment"].get("tool_args") or {}
+        print(f"  {c['candidate']} - {c['incumbent']}: overall {c['mean_diff']:+.3f} [{c['ci95'][0]:+.3f},"
+              f"{c['ci95'][1]:+.3f}]" + (f", tool_args {seg['mean_diff']:+.3f} [{seg['ci95'][0]:+.3f},"
+                                         f"{seg['ci95'][1]:+.3f}]" if seg.get("mean_diff") is not None else ""))
+    print(f"lossless: {report['lossless']['calls_checked']} replays identical to plain greedy")
+
+
 def plot(report: dict, path: Path) -> None:
     """Bars of tau by segment per proposer with the 95% intervals."""
     import matplotlib
