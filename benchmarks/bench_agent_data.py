@@ -11,6 +11,10 @@ arguments with 95% call-bootstrap intervals, each drafter's paired difference to
 same data, and the largest point's to the smallest. Every flag of bench_agent_tau.py applies
 (``--train-calls`` is set per point); the regenerated answers and the trained drafters are cached under
 ``--cache`` and shared with it (a rerun resumes).
+
+``--compare-history`` trains a second drafter at each point with ``--history-anchors`` (blocks anchored on
+the earlier assistant turns of every row's context too, same steps and anchors per row) and pairs it with
+the first.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ def main() -> int:
     points = parse_points(sys.argv[extra + 1] if extra is not None else "160:1000,320:2000")
     if extra is not None:
         del sys.argv[extra:extra + 2]
+    both = "--compare-history" in sys.argv
+    if both:
+        sys.argv.remove("--compare-history")
     args = bench.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -68,13 +75,20 @@ def main() -> int:
         drafter, timings[name] = bench.train_drafter(name, target, corpus.rows, run)
         last = (calls, steps) == points[-1]
         proposers[name] = DSparkProposer(drafter)
+        if both:
+            hist = copy.copy(run)
+            hist.history_anchors = True
+            rows_of[f"{name}+h"] = len(corpus.rows)
+            drafter_h, timings[f"{name}+h"] = bench.train_drafter(f"{name}+h", target, corpus.rows, hist)
+            proposers[f"{name}+h"] = DSparkProposer(drafter_h)
+            compare += [(f"{name}+h", name), (f"{name}+h", f"suffix-{len(prompts)}")]
         suffix = suffix_baselines(training_outputs(corpus.rows), args.block_size,
                                   drafter=DSparkProposer(drafter) if last else None)
         proposers[f"suffix-{len(prompts)}"] = suffix["suffix"]
         if last:
             proposers["hybrid"] = suffix["hybrid"]
         compare.append((name, f"suffix-{len(prompts)}"))
-    names = [n for n in proposers if n.startswith("agent-")]
+    names = [n for n in proposers if n.startswith("agent-") and not n.endswith("+h")]
     if len(names) > 1:
         compare += [(names[-1], names[0]), (f"suffix-{names[-1][6:]}", f"suffix-{names[0][6:]}")]
     t = time.perf_counter()

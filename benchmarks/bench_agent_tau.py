@@ -91,6 +91,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--tokens-per-batch", type=int, default=CPU_DEFAULTS.tokens_per_batch)
     ap.add_argument("--segment-weights", type=json.loads, default=None, metavar="JSON",
                     help='anchor sampling weight by segment, e.g. \'{"TOOL_ARGS": 4}\' (default: TrainConfig\'s)')
+    ap.add_argument("--history-anchors", action="store_true",
+                    help="anchor also on the earlier assistant turns of each row's context "
+                         "(TrainConfig.history_anchors)")
     ap.add_argument("--max-seq-len", type=int, default=1024, help="longest training row (context + answer)")
     ap.add_argument("--max-answer", type=int, default=128, help="regeneration max_tokens")
     ap.add_argument("--train-calls", type=int, default=160, help="agent training calls regenerated (and as many "
@@ -161,8 +164,8 @@ def train_drafter(name: str, target, rows: list, args, init_from: Path | None = 
                       tokens_per_batch=args.tokens_per_batch, max_seq_len=args.max_seq_len,
                       checkpoint_every=max(10, args.steps // 5), validate_every=0, log_every=10,
                       init_from=str(init_from) if init_from else None, drafter_init=args.init,
-                      loss_matmul_dtype=precision,
-                      compute_dtype=precision)
+                      loss_matmul_dtype=precision, compute_dtype=precision,
+                      history_anchors=args.history_anchors)
     if args.segment_weights is not None:
         cfg.segment_weights = args.segment_weights
         cfg.validate()

@@ -94,6 +94,11 @@ class Recipe(BaseModel):
                     "'target' copies the target layers right after the deepest selected one, fc picking that "
                     "layer's output (faster to train: docs/dspark.md 1.1); 'random' draws normal(0, 0.02); "
                     "'auto' = 'target' when the drafter's shapes match the target's layers, else 'random'.")
+    history_anchors: bool | Auto = Field(
+        default="auto",
+        description="Anchor draft blocks also on the earlier assistant turns that each training call's context "
+                    "holds (tool calls and arguments as recorded, trained against the target's distribution), "
+                    "not only on the call's own answer (docs/dspark.md 2.4). 'auto' = off.")
     loss_matmul_dtype: Precision = Field(
         default="auto",
         description="Precision of the loss's vocabulary-sized matmuls (softmax and loss terms are always fp32): "

@@ -366,6 +366,58 @@ def test_segment_weights_oversample_tool_args():
     assert counts[True] > 3 * counts[False]
 
 
+
+def _per_call_rows(seqs: list[Seq]) -> list[Seq]:
+    """The rows a per-call render makes: the first assistant turn is context (mask 0, its labels kept)."""
+    out = []
+    for s in seqs:
+        second = max(i for i, m in enumerate(s.loss_mask) if m == 0) + 1  # where the last answer starts
+        mask = [m if i >= second else 0 for i, m in enumerate(s.loss_mask)]
+        out.append(Seq(s.conversation_id, s.call_ids, s.input_ids, mask, s.segments))
+    return out
+
+
+def test_history_anchors_supervise_the_earlier_assistant_turns_only():
+    from drafters.train.data import load_data
+
+    rows = _per_call_rows(TRAIN[:4])
+    plain = load_data(rows, [], cfg())
+    hist = load_data(rows, [], cfg(history_anchors=True))
+    for row, a, b in zip(rows, plain.train, hist.train, strict=True):
+        assert a.mask.tolist() == row.loss_mask  # off: the row's own answer alone
+        seg = torch.tensor(row.segments)
+        assistant = (seg == TOOL_NAME) | (seg == TOOL_ARGS) | (seg == TOOL_STRUCTURE)
+        # on: the answer plus every assistant-written token of the context, and nothing else
+        assert b.mask.bool().tolist() == (a.mask.bool() | assistant).tolist()
+        assert int(b.mask.sum()) > int(a.mask.sum())
+        assert not b.mask[(seg == USER) | (seg == MARKUP)].any()
+    assert cfg(history_anchors=True).schedule_fingerprint() != cfg().schedule_fingerprint()
+    # off, the fingerprint is what it was before the field existed: older runs still resume
+    assert cfg().schedule_fingerprint() == "81c83630591868c1"
+
+
+def test_history_anchors_put_blocks_on_the_earlier_turns():
+    from drafters.dspark.losses import position_weights
+    from drafters.train.data import load_data, step_micro_batches
+
+    rows = _per_call_rows(TRAIN)
+    first_answer_end = {}  # row -> last position of the context (history ends before the answer)
+    for i, r in enumerate(rows):
+        first_answer_end[i] = r.loss_mask.index(1)
+    slots = position_weights(4)
+    in_history = {}
+    for on in (False, True):
+        c = cfg(history_anchors=on, num_anchors=4)
+        data = load_data(rows, [], c)
+        hits = 0
+        for step in range(6):
+            for mb in step_micro_batches(data, c, step, 0, 1, slots):
+                for seq, anchors, keep in zip(mb.seqs, mb.anchors, mb.keep, strict=True):
+                    row = int(seq.key[1:])
+                    hits += int((anchors[keep] < first_answer_end[row]).sum())
+        in_history[on] = hits
+    assert in_history[False] == 0 and in_history[True] > 10
+
 # ------------------------------------------------------------------------------------------------ data parallel
 def _dp_worker(rank: int, world: int, target_dir: str, out: str, port: int) -> None:
     import torch.distributed as dist

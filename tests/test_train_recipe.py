@@ -161,3 +161,14 @@ def test_drafter_init_reaches_the_trainer_and_is_checked():
     assert e.value.code == "invalid_recipe" and e.value.where == "recipe.drafter_init"
     with pytest.raises(TrainError):
         TrainConfig.from_dict({"drafter_init": "zeros"})
+
+
+def test_history_anchors_reach_the_trainer_and_are_checked():
+    assert resolve_recipe(StageRecipe(), Machine("cpu")).train.history_anchors is False
+    assert resolve_recipe(StageRecipe(history_anchors=True), Machine("cpu")).train.history_anchors is True
+    with pytest.raises(TracedraftError) as e:
+        StageRecipe.from_spec({"history_anchors": "sometimes"})
+    assert e.value.code == "invalid_recipe" and e.value.where == "recipe.history_anchors"
+    with pytest.raises(TrainError) as e:
+        TrainConfig.from_dict({"history_anchors": "yes"})
+    assert e.value.where == "history_anchors"

@@ -62,7 +62,11 @@ class TrainConfig:
     the clock runs out anyway the run stops early, with a checkpoint. ``tokens_per_batch``: padded tokens
     (B * T_max) per micro-batch per rank; one optimizer step sees ``world_size * grad_accum`` micro-batches.
     ``num_anchors``: blocks per sequence (512 in DeepSpec). ``segment_weights``: anchor sampling weight by
-    the Segment (name or value) of the anchor's first predicted token; 0 excludes. ``feature_cache``: "auto" (cache on disk when the estimate fits
+    the Segment (name or value) of the anchor's first predicted token; 0 excludes. ``history_anchors``: also
+    anchor on the earlier assistant turns a row's context holds (tokens of a ``SUPERVISED`` segment outside
+    the loss mask, as recorded), not only on its own answer: each row then teaches the drafter the
+    tool calls and arguments of every turn before it, against the target's distribution there
+    (docs/dspark.md 2.4). ``feature_cache``: "auto" (cache on disk when the estimate fits
     ``feature_cache_max_bytes``), "on" (cache or raise), "off" (online target forward every micro-batch).
     ``checkpoint_every`` / ``validate_every``: steps (0 = only at the end; None = a tenth / a quarter of the
     schedule, at least 10 steps: what a time-budgeted run without max_steps needs); ``keep_last``: step
@@ -110,6 +114,7 @@ class TrainConfig:
     segment_weights: SegmentWeights = field(
         default_factory=lambda: {"TOOL_NAME": 2.0, "TOOL_ARGS": 2.0}
     )
+    history_anchors: bool = False
     feature_cache: FeatureCacheMode = "auto"
     feature_cache_max_bytes: NonNegativeInt = 4 << 30
     feature_cache_dir: str | None = None
@@ -174,6 +179,7 @@ class TrainConfig:
         """Hash of the fields an exact resume depends on (changing them makes the run a different run)."""
         keys = ("max_steps", "epochs", "lr", "warmup_ratio", "weight_decay", "betas", "max_grad_norm",
                 "grad_accum", "tokens_per_batch", "max_seq_len", "num_anchors", "seed", "segment_weights", "lora")
+        keys += ("history_anchors",) if self.history_anchors else ()  # off: the fingerprints of older runs
         d = self.to_dict()
         return hashlib.sha256(json.dumps({k: d[k] for k in keys}, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -19,7 +19,7 @@ import torch
 from drafters.dspark.anchors import anchor_candidates, sample_anchors
 from drafters.dspark.losses import slot_validity
 from drafters.recipe import SEGMENT_VALUES
-from drafters.segments import Segment
+from drafters.segments import SUPERVISED, Segment
 from drafters.train.config import TrainConfig, TrainError
 
 
@@ -63,6 +63,14 @@ def to_seqs(seqs: Sequence[Any], max_len: int, prefix: str) -> list[Seq]:
                         torch.tensor(list(s.loss_mask)[:n], dtype=torch.long),
                         torch.tensor(seg, dtype=torch.long), f"{prefix}{i}"))
     return out
+
+
+def with_history(seq: Seq) -> Seq:
+    """``seq`` with its loss mask also on the earlier assistant turns of its context: every token of a
+    ``SUPERVISED`` segment (tool calls, arguments, text, reasoning as recorded), so blocks anchor there too
+    (``TrainConfig.history_anchors``, docs/dspark.md 2.4). Markup and the other roles stay unsupervised."""
+    history = torch.isin(seq.seg, torch.tensor(sorted(int(s) for s in SUPERVISED)))
+    return Seq(seq.ids, seq.mask | history.long(), seq.seg, seq.key)
 
 
 def pack(order: list[int], lengths: list[int], budget: int, bucket: int = 64) -> list[list[int]]:
@@ -184,6 +192,8 @@ def load_data(train_seqs: Sequence[Any], val_seqs: Sequence[Any], cfg: TrainConf
     "bad_sequence" (``to_seqs``)."""
     max_len = min(cfg.max_seq_len or cfg.tokens_per_batch, cfg.tokens_per_batch)
     train_all = to_seqs(train_seqs, max_len, "t")
+    if cfg.history_anchors:
+        train_all = [with_history(s) for s in train_all]
     train = [s for s in train_all if bool(anchor_candidates(s.mask).any())]
     if not train:
         raise TrainError("no_training_data", f"none of the {len(train_all)} training sequences has a supervised "

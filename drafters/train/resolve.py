@@ -50,7 +50,8 @@ LORA_DEFAULTS = {"r": 16, "alpha": 32, "dropout": 0.0, "train_norms": True}
 
 #: Recipe fields handed to TrainConfig as they are unless "auto" (TrainConfig's default then applies).
 TUNABLES = ("warmup_ratio", "weight_decay", "max_grad_norm", "grad_accum", "keep_last", "segment_weights",
-            "feature_cache", "epochs", "parallel", "loss_matmul_dtype", "compute_dtype", "drafter_init")
+            "feature_cache", "epochs", "parallel", "loss_matmul_dtype", "compute_dtype", "drafter_init",
+            "history_anchors")
 
 #: Recipe fields handed to DSparkConfig.from_target as they are unless "auto" (its rules apply then).
 DRAFTER_SHAPE = ("block_size", "markov_rank", "markov_head_type", "target_layer_ids", "mask_token_id", "loss_decay_gamma")
