@@ -146,7 +146,7 @@ def regenerate_corpus(name: str, prompts: list, target, renderer: Renderer, tool
     sampling = Sampling(temperature=0.0, max_tokens=args.max_answer)
     answers, report = regenerate(prompts, HFBackend(target, stop, batch_size=16), store,
                                  target_id=f"{AGENT_SPEC}:fp32", sampling=sampling, stop_ids=stop,
-                                 progress=lambda f, m: print(f"  {name}: {m}", flush=True))
+                                 progress=lambda f, eta, m: print(f"  {name}: {m}", flush=True))
     rows, stats = regenerated_rows(prompts, answers, renderer, tools_of)
     rows = [r for r in rows if len(r.input_ids) <= args.max_seq_len]
     report.tool_calls = stats.to_dict()

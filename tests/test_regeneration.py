@@ -60,7 +60,7 @@ class ScriptedBackend:
         self.tok, self.answers, self.batch_size, self.fail_after = tok, answers, batch_size, fail_after
         self.asked: list[str] = []
 
-    def generate(self, requests, sampling, cancelled=None):
+    def generate(self, requests, sampling, cancelled=None, on_step=None):
         if self.fail_after is not None and len(self.asked) >= self.fail_after * self.batch_size:
             raise TracedraftError("regeneration_endpoint_unreachable", "down", "http://x (call ?)")
         self.asked += [r.call_id for r in requests]
@@ -142,7 +142,7 @@ def test_a_cancel_stops_the_hf_backend_within_a_decode_step_and_stores_nothing_o
     stop = [tok.convert_tokens_to_ids("<|im_end|>")]
 
     class CancelledInSecondBatch(ScriptedBackend):
-        def generate(self, requests, sampling, cancelled=None):
+        def generate(self, requests, sampling, cancelled=None, on_step=None):
             if self.asked:
                 raise GenerationCancelled
             return super().generate(requests, sampling)
@@ -153,6 +153,33 @@ def test_a_cancel_stops_the_hf_backend_within_a_decode_step_and_stores_nothing_o
     again = ScriptedBackend(tok, answers_for(plist))
     _, report = regenerate(plist, again, store, target_id="t", sampling=Sampling(), stop_ids=stop)
     assert not report.cancelled and (report.reused, report.generated) == (2, len(plist) - 2)
+
+
+def test_progress_inside_a_batch_counts_its_decode_steps_with_an_eta(tmp_path, monkeypatch):
+    """One hf batch of long answers runs for minutes on a CPU: the runner reports it while it decodes, each
+    report a larger fraction with an ETA, then the finished batch with its rate."""
+    from types import SimpleNamespace
+
+    import drafters.regeneration.run as run
+    from tests._speculate_helpers import tiny_target
+
+    monkeypatch.setattr(run, "STEP_REPORT_S", 0.0)  # every decode step reports
+    target = tiny_target(seed=3, scale=4.0)
+    prompts = [SimpleNamespace(call_id=f"c{i}", prompt_ids=[5, 9, 11 + i], completion_ids=[7] * 20)
+               for i in range(2)]
+    seen = []
+    _, report = regenerate(prompts, HFBackend(target, stop_ids=[-1], batch_size=2, pad_id=0),
+                           RegenerationStore(tmp_path), target_id="tiny", sampling=Sampling(max_tokens=20),
+                           stop_ids=[-1], progress=lambda f, eta, m: seen.append((f, eta, m)))
+    assert report.generated == 2 and report.tokens == 40
+    inside, last = seen[:-1], seen[-1]
+    assert len(inside) == 20  # one per decode step: the criterion runs after each of the 20 tokens
+    fractions = [f for f, _, _ in inside]
+    assert fractions == sorted(fractions) and 0 < fractions[0] < fractions[-1] <= 0.95
+    assert fractions[9] == pytest.approx(10 / 20)  # 2 rows x 10 of the 20 tokens recorded, of 2 calls
+    assert all(eta is not None and eta >= 0 for _, eta, _ in inside)
+    assert "a batch of 2 at token 10 of about 20" in inside[9][2] and "tokens/s" not in inside[9][2]
+    assert last[0] == 1.0 and last[1] == 0.0 and "2/2 calls" in last[2] and "tokens/s" in last[2]
 
 
 def test_calls_are_batched_by_recorded_answer_length_then_prompt_length(tok):

@@ -21,6 +21,9 @@ __all__ = ["Backend", "GenerationCancelled", "HFBackend", "HTTPBackend", "LlamaS
            "Request"]
 
 Cancelled = Callable[[], bool]
+#: ``on_step(n)``: a backend that decodes a batch in lock-step calls it after each decode step, n the tokens
+#: each row has so far (the runner turns it into progress inside a batch that runs for minutes on a CPU).
+OnStep = Callable[[int], None]
 
 
 class GenerationCancelled(Exception):
@@ -42,13 +45,14 @@ class Backend(Protocol):
     slots or batch rows) and ``generate``: raw token ids [n_i] per request, at most ``sampling.max_tokens``
     each, possibly running past the end-of-turn token (the runner cuts there). A backend that can stop a batch
     part-way checks ``cancelled()`` while it decodes and raises GenerationCancelled; one that cannot ignores it
-    (the runner checks between batches)."""
+    (the runner checks between batches). One that decodes in lock-step reports each step to ``on_step``; the
+    others ignore it."""
 
     name: str
     batch_size: int
 
-    def generate(self, requests: Sequence[Request], sampling: Sampling,
-                 cancelled: Cancelled | None = None) -> list[list[int]]: ...
+    def generate(self, requests: Sequence[Request], sampling: Sampling, cancelled: Cancelled | None = None,
+                 on_step: OnStep | None = None) -> list[list[int]]: ...
 
 
 class HFBackend:
@@ -56,7 +60,7 @@ class HFBackend:
     prompts, stopping rows at ``stop_ids``. Sampling uses one generator per batch seeded with the first
     request's seed, so answers at temperature > 0 depend on how calls were batched (greedy ones do not).
     ``cancelled()`` is asked after every decode step (a CPU batch of long answers runs for minutes), and a
-    cancel raises GenerationCancelled within one step."""
+    cancel raises GenerationCancelled within one step; ``on_step`` hears of every step too."""
 
     name = "hf"
 
@@ -66,8 +70,8 @@ class HFBackend:
         self.pad_id = int(pad_id if pad_id is not None else
                           (getattr(tok, "pad_token_id", None) or getattr(tok, "eos_token_id", None) or 0))
 
-    def generate(self, requests: Sequence[Request], sampling: Sampling,
-                 cancelled: Cancelled | None = None) -> list[list[int]]:
+    def generate(self, requests: Sequence[Request], sampling: Sampling, cancelled: Cancelled | None = None,
+                 on_step: OnStep | None = None) -> list[list[int]]:
         import torch
         from transformers import StoppingCriteriaList
 
@@ -83,7 +87,7 @@ class HFBackend:
             kwargs.update(temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k or None)
             torch.manual_seed(requests[0].seed)
         device = self.target.device
-        stop = _StopOnCancel(cancelled)
+        stop = _StepWatch(cancelled, on_step, width)
         with torch.no_grad():
             out = self.target.model.generate(
                 input_ids=ids.to(device), attention_mask=mask.to(device), max_new_tokens=sampling.max_tokens,
@@ -94,15 +98,19 @@ class HFBackend:
         return [row[width:].tolist() for row in out.cpu()]
 
 
-class _StopOnCancel:
-    """A ``generate`` stopping criterion: every row is done once ``cancelled()`` has said True."""
+class _StepWatch:
+    """A ``generate`` stopping criterion, called after every decode step: it tells ``on_step`` how many
+    tokens each row has (input_ids [B, prompt width + n]), and every row is done once ``cancelled()`` has
+    said True."""
 
-    def __init__(self, cancelled: Cancelled | None):
-        self.cancelled, self.hit = cancelled, False
+    def __init__(self, cancelled: Cancelled | None, on_step: OnStep | None, prompt_width: int):
+        self.cancelled, self.on_step, self.prompt_width, self.hit = cancelled, on_step, prompt_width, False
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
 
+        if self.on_step is not None:
+            self.on_step(int(input_ids.shape[1]) - self.prompt_width)
         self.hit = self.hit or bool(self.cancelled is not None and self.cancelled())
         return torch.full((input_ids.shape[0],), self.hit, dtype=torch.bool, device=input_ids.device)
 
@@ -124,8 +132,8 @@ class HTTPBackend:
     def close(self) -> None:
         self._http.close()
 
-    def generate(self, requests: Sequence[Request], sampling: Sampling,
-                 cancelled: Cancelled | None = None) -> list[list[int]]:
+    def generate(self, requests: Sequence[Request], sampling: Sampling, cancelled: Cancelled | None = None,
+                 on_step: OnStep | None = None) -> list[list[int]]:
         # requests in flight run to their end: the runner checks ``cancelled`` between batches
         with ThreadPoolExecutor(max_workers=self.batch_size) as pool:
             return list(pool.map(lambda r: self._one(r, sampling), requests))

@@ -20,6 +20,9 @@ from drafters.toolcalls import ToolCallStats, check_tool_calls, find_tool_calls
 
 __all__ = ["RegenerationReport", "cut_at_stop", "regenerate", "regenerated_rows"]
 
+#: Least seconds between two progress reports from inside one batch (a job stores each as an event).
+STEP_REPORT_S = 5.0
+
 
 @dataclass
 class RegenerationReport:
@@ -58,13 +61,16 @@ def cut_at_stop(token_ids: Sequence[int], stop_ids: Sequence[int], max_tokens: i
 
 def regenerate(prompts: Sequence[Any], backend: Backend, store: RegenerationStore, *, target_id: str,
                sampling: Sampling, stop_ids: Sequence[int],
-               progress: Callable[[float, str], None] | None = None,
+               progress: Callable[[float, float | None, str], None] | None = None,
                cancelled: Callable[[], bool] | None = None) -> tuple[dict[str, Regeneration], RegenerationReport]:
     """Regenerate the answer of every prompt (``RenderedPrompt``-like: ``call_id``, ``prompt_ids``).
 
     Answers already in ``store`` (same target, prompt and sampling) are reused; the others are generated
     ``backend.batch_size`` at a time and stored as each batch returns, so a killed run resumes where it
-    stopped. ``progress(fraction, message)`` gets the rate (tokens/s) and the ETA; ``cancelled()`` is checked
+    stopped. ``progress(fraction, eta_s, message)``: the fraction of the calls done, the seconds left (None
+    until they can be estimated) and a line with the rate (tokens/s); it is called after every batch and,
+    with backends that decode in lock-step (hf), every ``STEP_REPORT_S`` seconds inside one, the batch in
+    flight counted by its decode steps against the longest recorded answer in it. ``cancelled()`` is checked
     between batches and, by backends that can, during one (the report then says ``cancelled``; a batch cut short
     is not stored). Returns (call_id -> Regeneration, report).
     Errors of the backend (TracedraftError naming the endpoint and the call) propagate: what was stored stays.
@@ -89,8 +95,9 @@ def regenerate(prompts: Sequence[Any], backend: Backend, store: RegenerationStor
         batch = pending[b: b + backend.batch_size]
         requests = [Request(p.call_id, list(p.prompt_ids), call_seed(sampling.seed, p.prompt_ids)) for p, _ in batch]
         t0 = time.perf_counter()
+        on_step = _step_reporter(progress, report, len(pending), batch, sampling.max_tokens, start)
         try:
-            outputs = backend.generate(requests, sampling, cancelled=cancelled)
+            outputs = backend.generate(requests, sampling, cancelled=cancelled, on_step=on_step)
         except GenerationCancelled:  # a partial batch: nothing of it is stored, a resume writes it whole
             report.cancelled = True
             break
@@ -118,13 +125,41 @@ def _batch_order(prompt: Any, max_tokens: int) -> tuple[int, int]:
     return min(recorded, max_tokens), len(prompt.prompt_ids)
 
 
-def _progress(report: RegenerationReport, pending: int) -> tuple[float, str]:
-    rate = report.tokens / report.seconds if report.seconds > 0 else 0.0
-    left = pending - report.generated
-    eta = report.seconds / report.generated * left if report.generated else 0.0
-    fraction = (report.reused + report.generated) / max(1, report.calls)
-    return fraction, (f"regenerated {report.reused + report.generated}/{report.calls} calls "
-                      f"({report.reused} reused), {rate:.0f} tokens/s, ETA {eta:.0f} s")
+def _progress(report: RegenerationReport, pending: int, in_flight: float = 0.0, elapsed: float | None = None,
+              batch_note: str = "") -> tuple[float, float | None, str]:
+    """(fraction of all calls done, ETA seconds or None, message). ``in_flight``: calls' worth of the batch in
+    flight already decoded; ``elapsed``: seconds since the first batch started (default: the finished batches'
+    own). The rate counts the answers of finished batches only (rows of a batch stop at different steps)."""
+    seconds = report.seconds if elapsed is None else elapsed
+    done = report.generated + in_flight
+    eta = seconds / done * max(0.0, pending - done) if done > 0 else None
+    fraction = min(1.0, (report.reused + done) / max(1, report.calls))
+    rate = f", {report.tokens / report.seconds:.0f} tokens/s" if report.seconds > 0 else ""
+    return fraction, eta, (f"regenerated {report.reused + report.generated}/{report.calls} calls "
+                           f"({report.reused} reused){batch_note}{rate}" +
+                           (f", ETA {eta:.0f} s" if eta is not None else ""))
+
+
+def _step_reporter(progress, report: RegenerationReport, pending: int, batch: list, max_tokens: int,
+                   start: float) -> Callable[[int], None] | None:
+    """The batch's ``on_step``: every ``STEP_REPORT_S`` seconds, progress with the batch in flight counted as
+    its rows x (tokens decoded / the longest answer expected in it, at most 95%: answers may run longer than
+    recorded)."""
+    if progress is None:
+        return None
+    expected = max(_batch_order(p, max_tokens)[0] or max_tokens for p, _ in batch)
+    last = [time.perf_counter()]
+
+    def on_step(tokens: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] < STEP_REPORT_S:
+            return
+        last[0] = now
+        share = min(0.95, tokens / expected)
+        note = f", a batch of {len(batch)} at token {tokens} of about {expected}"
+        progress(*_progress(report, pending, len(batch) * share, now - start, note))
+
+    return on_step
 
 
 def regenerated_rows(prompts: Sequence[Any], answers: Mapping[str, Regeneration], renderer,

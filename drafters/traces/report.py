@@ -313,7 +313,8 @@ class ValidationReport:
         self._add(
             "model_mismatch",
             f"traces were produced by a different model than the target ({target_name}): "
-            f"{', '.join(others[:10])}{' ...' if len(others) > 10 else ''}; regenerate before training",
+            f"{', '.join(others[:10])}{' ...' if len(others) > 10 else ''}; the drafter must learn the "
+            "target's own answers: a job regenerates them with the target (data.regenerate 'auto')",
             None,
             None,
             "warning",

@@ -124,10 +124,15 @@ def print_summary(s: dict) -> None:
     for col in ["proposer", "tau", *[f"tau {seg}" for seg in segments], "tokens/s", "vs plain"]:
         table.add_column(col, justify="left" if col == "proposer" else "right")
     for name, p in s["proposers"].items():
-        table.add_row(name + (" (what-if)" if p.get("what_if") else ""), _f(p["tau"]), *[_f(p["tau_by_segment"].get(seg)) for seg in segments],
-                      _f(p["tokens_per_s"]), _f(p["speedup_vs_plain"], "x"))
+        # a what-if proposer runs both of its proposers each round here: its wall clock is no serving speed
+        speed = ("-", "-") if p.get("what_if") else (_f(p["tokens_per_s"]), _f(p["speedup_vs_plain"], "x"))
+        table.add_row(name + (" (what-if)" if p.get("what_if") else ""), _f(p["tau"]),
+                      *[_f(p["tau_by_segment"].get(seg)) for seg in segments], *speed)
     table.add_row("plain decoding", "", *[""] * len(segments), _f(s.get("plain_tokens_per_s")), "1.00x")
     console.print(table)
+    if any(p.get("what_if") for p in s["proposers"].values()):
+        console.print("[dim]what-if: no engine serves this proposer; its tau is real (the target verified "
+                      "its drafts), its speed is not measured[/dim]")
     print_comparisons(s, segments)
     r = s.get("regeneration")
     if r:

@@ -41,3 +41,17 @@ def test_summary_prints_paired_segments_and_where_baselines_win(monkeypatch):
     assert "ngram on text (1.60 vs 1.10)" in ahead and "suffix overall (1.70 vs 1.50)" in ahead
     assert "suffix on tool_args (1.90 vs 1.80)" in ahead
     assert "ngram overall" not in ahead and "ngram on tool_args" not in ahead and "suffix on text" not in ahead
+
+
+def test_a_what_if_row_shows_its_tau_and_no_speed(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(main_job, "console", Console(file=out, width=300, color_system=None))
+    s = _summary()
+    s["proposers"]["hybrid"] = {"tau": 1.9, "tau_by_segment": {"tool_args": 2.1, "text": 1.6}, "tokens_per_s": 4.8,
+                                "speedup_vs_plain": None, "what_if": True}
+    main_job.print_summary(s)
+    text = out.getvalue()
+    (row,) = [line for line in text.splitlines() if "hybrid (what-if)" in line]
+    cells = [c.strip() for c in row.split("│")[1:-1]]
+    assert cells == ["hybrid (what-if)", "1.90", "1.60", "2.10", "-", "-"]  # tau, text, tool_args; no speed
+    assert "what-if: no engine serves this proposer" in text

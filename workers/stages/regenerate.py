@@ -53,7 +53,7 @@ def regenerate(ctx: StageContext) -> dict[str, Any]:
     try:
         answers, report = run(train_prompts + val_prompts, backend, store, target_id=target_id,
                               sampling=options["sampling"], stop_ids=renderer.end_of_turn_ids(),
-                              progress=lambda f, m: ctx.progress(f, message=m), cancelled=ctx.cancelled)
+                              progress=lambda f, eta, m: ctx.progress(f, eta, message=m), cancelled=ctx.cancelled)
     finally:
         close()
     if report.cancelled:
