@@ -12,15 +12,16 @@ same data, and the largest point's to the smallest. Every flag of bench_agent_ta
 (``--train-calls`` is set per point); the regenerated answers and the trained drafters are cached under
 ``--cache`` and shared with it (a rerun resumes).
 
-``--compare-history`` trains a second drafter at each point with ``--history-anchors`` (blocks anchored on
-the earlier assistant turns of every row's context too, same steps and anchors per row) and pairs it with
-the first.
+The report (per call, per proposer) goes to ``--out``/agent_data.json. ``--compare-history`` trains a
+second drafter at each point with ``--history-anchors`` (blocks anchored on the earlier assistant turns of
+every row's context too, same steps and anchors per row) and pairs it with the first.
 """
 
 from __future__ import annotations
 
 import copy
 import importlib.util
+import json
 import sys
 import time
 from pathlib import Path
@@ -104,6 +105,12 @@ def main() -> int:
         print(f"{name:11} {over[0]:5.2f} [{over[1]:4.2f},{over[2]:4.2f}] "
               f"{args_[0]:5.2f} [{args_[1]:4.2f},{args_[2]:4.2f}] {extra_cols}")
     bench.print_paired(report)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "agent_data.json"
+    path.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "points": points,
+                                "compare_history": both, "timings": timings, "rows": rows_of,
+                                "report": dict(report)}, indent=1, default=str))
+    print(f"wrote {path}")
     return 0
 
 

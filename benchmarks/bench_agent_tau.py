@@ -94,6 +94,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--history-anchors", action="store_true",
                     help="anchor also on the earlier assistant turns of each row's context "
                          "(TrainConfig.history_anchors)")
+    ap.add_argument("--seed", type=int, default=0, help="the drafters' initialisation, data order and anchors")
     ap.add_argument("--max-seq-len", type=int, default=1024, help="longest training row (context + answer)")
     ap.add_argument("--max-answer", type=int, default=128, help="regeneration max_tokens")
     ap.add_argument("--train-calls", type=int, default=160, help="agent training calls regenerated (and as many "
@@ -158,9 +159,9 @@ def train_drafter(name: str, target, rows: list, args, init_from: Path | None = 
     cache: a rerun with the same settings resumes or returns at once). Returns (drafter, timing)."""
     shape = DSparkConfig.from_target(target.model.config, tokenizer=target.tokenizer,
                                      num_hidden_layers=args.layers, block_size=args.block_size)
-    drafter = new_drafter(shape, 0, target, target.device, args.init)
+    drafter = new_drafter(shape, args.seed, target, target.device, args.init)
     precision = Machine.detect().precision
-    cfg = TrainConfig(max_steps=args.steps, epochs=None, lr=args.lr, num_anchors=args.anchors, seed=0,
+    cfg = TrainConfig(max_steps=args.steps, epochs=None, lr=args.lr, num_anchors=args.anchors, seed=args.seed,
                       tokens_per_batch=args.tokens_per_batch, max_seq_len=args.max_seq_len,
                       checkpoint_every=max(10, args.steps // 5), validate_every=0, log_every=10,
                       init_from=str(init_from) if init_from else None, drafter_init=args.init,
