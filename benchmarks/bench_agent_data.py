@@ -12,7 +12,7 @@ same data, and the largest point's to the smallest. Every flag of bench_agent_ta
 (``--train-calls`` is set per point); the regenerated answers and the trained drafters are cached under
 ``--cache`` and shared with it (a rerun resumes).
 
-The report (per call, per proposer) goes to ``--out``/agent_data.json. ``--compare-history`` trains a
+The report (per call, per proposer) goes to ``--out``/agent_data-seed{SEED}.json. ``--compare-history`` trains a
 second drafter at each point with ``--history-anchors`` (blocks anchored on the earlier assistant turns of
 every row's context too, same steps and anchors per row) and pairs it with the first.
 """
@@ -106,7 +106,7 @@ def main() -> int:
               f"{args_[0]:5.2f} [{args_[1]:4.2f},{args_[2]:4.2f}] {extra_cols}")
     bench.print_paired(report)
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "agent_data.json"
+    path = args.out / f"agent_data-seed{args.seed}.json"
     path.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "points": points,
                                 "compare_history": both, "timings": timings, "rows": rows_of,
                                 "report": dict(report)}, indent=1, default=str))
