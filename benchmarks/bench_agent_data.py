@@ -12,8 +12,8 @@ same data, and the largest point's to the smallest. Every flag of bench_agent_ta
 (``--train-calls`` is set per point); the regenerated answers and the trained drafters are cached under
 ``--cache`` and shared with it (a rerun resumes).
 
-The report (per call, per proposer) goes to ``--out``/agent_data-seed{SEED}.json. ``--compare-history`` trains a
-second drafter at each point with ``--history-anchors`` (blocks anchored on the earlier assistant turns of
+The report (per call, per proposer) goes to ``--out``/agent_data-seed{SEED}.json.
+``--compare-history`` trains a second drafter at each point with ``--history-anchors`` (blocks anchored on the earlier assistant turns of
 every row's context too, same steps and anchors per row) and pairs it with the first.
 """
 

@@ -160,7 +160,7 @@ def test_progress_inside_a_batch_counts_its_decode_steps_with_an_eta(tmp_path, m
     report a larger fraction with an ETA, then the finished batch with its rate."""
     from types import SimpleNamespace
 
-    import drafters.regeneration.run as run
+    from drafters.regeneration import run
     from tests._speculate_helpers import tiny_target
 
     monkeypatch.setattr(run, "STEP_REPORT_S", 0.0)  # every decode step reports
