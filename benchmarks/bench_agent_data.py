@@ -6,9 +6,9 @@
 For each point ``CALLS:STEPS`` trains bench_agent_tau's drafter (b) on that many regenerated agent training
 calls for that many steps, and builds suffix decoding over the same calls (its tree holds every training
 answer, so it gains from data too); replays the same held-out agent calls with all of them, plus the
-what-if hybrid of the largest point's drafter and suffix decoding, and prints tau overall and on tool-call
-arguments with 95% call-bootstrap intervals, each drafter's paired difference to the suffix decoding of the
-same data, and the largest point's to the smallest. Every flag of bench_agent_tau.py applies
+what-if hybrid of the largest point's drafter and suffix decoding and the n-gram proposer, and prints tau
+overall and on tool-call arguments with 95% call-bootstrap intervals, each drafter's paired difference to
+the suffix decoding of the same data, and the largest point's to the smallest. Every flag of bench_agent_tau.py applies
 (``--train-calls`` is set per point); the regenerated answers and the trained drafters are cached under
 ``--cache`` and shared with it (a rerun resumes).
 
@@ -35,6 +35,7 @@ sys.modules["bench_agent_tau"] = bench
 _spec.loader.exec_module(bench)
 
 from drafters.agent_target_build import EXAMPLE_TEMPLATE, example_trace_files, split_examples
+from drafters.baselines import NGramProposer
 from drafters.baselines.suffix_decoding import suffix_baselines, training_outputs
 from drafters.dspark.proposer import DSparkProposer
 from drafters.evaluate import evaluate, pooled_tau_ci
@@ -89,6 +90,7 @@ def main() -> int:
         if last:
             proposers["hybrid"] = suffix["hybrid"]
         compare.append((name, f"suffix-{len(prompts)}"))
+    proposers["ngram"] = NGramProposer(block_size=args.block_size)  # prompt lookup: no data to scale
     names = [n for n in proposers if n.startswith("agent-") and not n.endswith("+h")]
     if len(names) > 1:
         compare += [(names[-1], names[0]), (f"suffix-{names[-1][6:]}", f"suffix-{names[0][6:]}")]
