@@ -8,13 +8,15 @@ calls for that many steps, and builds suffix decoding over the same calls (its t
 answer, so it gains from data too); replays the same held-out agent calls with all of them, plus the
 what-if hybrid of the largest point's drafter and suffix decoding and the n-gram proposer, and prints tau
 overall and on tool-call arguments with 95% call-bootstrap intervals, each drafter's paired difference to
-the suffix decoding of the same data, and the largest point's to the smallest. Every flag of bench_agent_tau.py applies
-(``--train-calls`` is set per point); the regenerated answers and the trained drafters are cached under
-``--cache`` and shared with it (a rerun resumes).
+the suffix decoding of the same data, and the largest point's to the smallest. Every flag of
+bench_agent_tau.py applies (``--train-calls`` is set per point); the regenerated answers and the trained
+drafters are cached under ``--cache`` and shared with it (a rerun resumes, and drafters trained by another
+process with the same settings are reused as they are).
 
-The report (per call, per proposer) goes to ``--out``/agent_data-seed{SEED}.json.
-``--compare-history`` trains a second drafter at each point with ``--history-anchors`` (blocks anchored on the earlier assistant turns of
-every row's context too, same steps and anchors per row) and pairs it with the first.
+The report (per call, per proposer) goes to ``--out``/agent_data-seed{SEED}.json; its training seconds are
+this process's (0 for a cached drafter). ``--compare-history`` trains a second drafter at each point with
+``--history-anchors`` (blocks anchored on the earlier assistant turns of every row's context too, same
+steps and anchors per row) and pairs it with the first.
 """
 
 from __future__ import annotations
@@ -109,7 +111,9 @@ def main() -> int:
     bench.print_paired(report)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"agent_data-seed{args.seed}.json"
-    path.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "points": points,
+    per_point = ("steps", "train_calls", "history_anchors")  # set by the points and --compare-history
+    path.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items() if k not in per_point},
+                                "points": points,
                                 "compare_history": both, "timings": timings, "rows": rows_of,
                                 "report": dict(report)}, indent=1, default=str))
     print(f"wrote {path}")

@@ -148,13 +148,14 @@ def _step_reporter(progress, report: RegenerationReport, pending: int, batch: li
     if progress is None:
         return None
     expected = max(_batch_order(p, max_tokens)[0] or max_tokens for p, _ in batch)
-    last = [time.perf_counter()]
+    last = time.perf_counter()
 
     def on_step(tokens: int) -> None:
+        nonlocal last
         now = time.perf_counter()
-        if now - last[0] < STEP_REPORT_S:
+        if now - last < STEP_REPORT_S:
             return
-        last[0] = now
+        last = now
         share = min(0.95, tokens / expected)
         note = f", a batch of {len(batch)} at token {tokens} of about {expected}"
         progress(*_progress(report, pending, len(batch) * share, now - start, note))
