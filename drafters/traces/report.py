@@ -36,6 +36,8 @@ Severity = Literal["error", "warning"]
 # the ones the core emits.
 CODES: dict[str, str] = {
     "invalid_json": "a line or document is not valid JSON (or YAML)",
+    "too_deep": "a line or document nests deeper than the JSON reader allows (hundreds of levels); the rest of the "
+    "file is still read",
     "not_an_object": "a record is valid JSON but not an object of the expected shape",
     "unknown_format": "no registered format recognizes the file",
     "unreadable_file": "the file cannot be opened or decompressed",

@@ -18,6 +18,28 @@ from drafters.traces.model import Source
 
 _DECODER = json.JSONDecoder()
 
+
+class TooDeep(ValueError):
+    """A JSON value nested deeper than the decoder's recursion allows (``json`` raises RecursionError)."""
+
+    msg = "value nested deeper than the JSON reader allows (hundreds of levels)"
+    colno = None
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` whose recursion failure on absurdly deep nesting is a ``TooDeep`` (a ValueError),
+    so every reader reports it at its line like any other bad record instead of stopping the file."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise TooDeep(TooDeep.msg) from None
+
+
+def bad_json_code(exc: ValueError) -> str:
+    """The problem code of a decoding failure: ``too_deep`` or ``invalid_json``."""
+    return "too_deep" if isinstance(exc, TooDeep) else "invalid_json"
+
+
 def src(fmt: str, filename: str, line: int | None = None, record: str | None = None) -> Source:
     """A ``Source`` for ``fmt`` in ``filename`` at a 1-based ``line`` or a JSON ``record`` path."""
     return Source(format=fmt, file=filename, line=line, record=record)
@@ -51,7 +73,7 @@ def first_json_line(head: str) -> Any:
         if not line.endswith("\n") and len(head) >= 60000:
             return None  # cut by the 64 KiB head
         try:
-            return json.loads(line)
+            return loads(line)
         except ValueError:
             return None
     return None
@@ -67,7 +89,7 @@ def json_lines(head: str, limit: int = 20) -> list[Any]:
         if not line.strip() or (i == len(lines) - 1 and not line.endswith("\n") and len(head) >= 60000):
             continue
         try:
-            out.append(json.loads(line))
+            out.append(loads(line))
         except ValueError:
             continue
     return out
@@ -84,9 +106,9 @@ def iter_json_lines(
             continue
         count(problems, "records")
         try:
-            value = json.loads(line)
+            value = loads(line)
         except ValueError as exc:
-            problems.error("invalid_json", f"line is not valid JSON: {_why(exc, False)}",
+            problems.error(bad_json_code(exc), f"line is not valid JSON: {_why(exc, False)}",
                            Source(fmt, filename, line=lineno))
             continue
         yield lineno, value
@@ -98,9 +120,9 @@ def load_json(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -
     memory stays bounded."""
     text = stream.read()
     try:
-        doc = json.loads(text)
+        doc = loads(text)
     except ValueError as exc:
-        problems.error("invalid_json", f"file is not valid JSON: {_why(exc, True)}",
+        problems.error(bad_json_code(exc), f"file is not valid JSON: {_why(exc, True)}",
                        Source(fmt, filename, line=getattr(exc, "lineno", None)))
         return None
     count(problems, "records", len(doc) if isinstance(doc, list) else 1)
@@ -111,7 +133,10 @@ def load_json_or_lines(
     stream: IO[str], filename: str, problems: ProblemSink, fmt: str
 ) -> Iterator[tuple[Source, Any]]:
     """A file that is either JSONL or one JSON document (object or array): yield ``(source, value)``
-    per record. Arrays yield their items (record ``$[i]``); a single object yields itself."""
+    per record. A document that is an array yields its items (record ``$[i]``); a single object yields
+    itself. A file that is not one document is read as JSON Lines (lines may be objects or arrays): each
+    bad line is reported at its line (``invalid_json``, ``too_deep`` for absurd nesting) and the rest of
+    the file is still read."""
     first = ""
     lead = 0  # newlines skipped before the first record: line numbers count them
     while True:
@@ -122,51 +147,73 @@ def load_json_or_lines(
             first = ch
             break
         lead += ch == "\n"
-    rest_first_line = stream.readline()
-    line1 = first + rest_first_line
-    if first == "[":
-        text = line1 + stream.read()
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            problems.error("invalid_json", f"file is not valid JSON: {_why(exc, True)}",
-                           Source(fmt, filename, line=exc.lineno + lead))
-            return
-        for i, item in enumerate(value):
-            count(problems, "records")
-            yield Source(fmt, filename, record=f"$[{i}]"), item
-        return
-    # An object: one-per-line JSONL, or a pretty-printed single document.
+    line1 = first + stream.readline()
     try:
-        value = json.loads(line1)
-        is_jsonl = True
+        value, one_line = loads(line1), True
     except ValueError:
-        is_jsonl = False
-    if not is_jsonl:
-        text = line1 + stream.read()
-        try:
-            value = json.loads(text)
-        except ValueError:
-            # Not one document either: treat as JSONL whose first line is bad. Split on "\n" only, as
-            # the line reader does (str.splitlines also splits on \x1c, \u2028, ... and shifts numbers).
-            lines = text.split("\n")
-            for lineno, line in enumerate(lines, 1 + lead):
-                if not line.strip():
-                    continue
-                count(problems, "records")
-                try:
-                    yield Source(fmt, filename, line=lineno), json.loads(line)
-                except ValueError as exc:
-                    problems.error("invalid_json", f"line is not valid JSON: {_why(exc, False)}",
-                                   Source(fmt, filename, line=lineno))
+        value, one_line = None, False
+    if one_line:
+        skipped, line2 = 0, stream.readline()
+        while line2 and not line2.strip():
+            skipped, line2 = skipped + 1, stream.readline()
+        if first != "[" or line2:  # JSONL (of objects, or of arrays when a second line follows)
+            count(problems, "records")
+            yield Source(fmt, filename, line=1 + lead), value
+            rest = Prefixed(line2, stream)
+            for lineno, value in iter_json_lines(rest, filename, problems, fmt, first_lineno=2 + lead + skipped):
+                yield Source(fmt, filename, line=lineno), value
             return
-        count(problems, "records")
-        yield Source(fmt, filename, record="$"), value
+        yield from _items(value, filename, problems, fmt)  # a one-line array document
+        return
+    text = line1 + stream.read()
+    try:
+        value = loads(text)
+    except ValueError as exc:
+        if first == "[" and not _later_lines_parse(text):
+            problems.error(bad_json_code(exc), f"file is not valid JSON: {_why(exc, True)}",
+                           Source(fmt, filename, line=(getattr(exc, "lineno", None) or 1) + lead))
+            return
+        yield from _split_lines(text, filename, problems, fmt, lead)  # JSONL whose first line is bad
+        return
+    if isinstance(value, list):
+        yield from _items(value, filename, problems, fmt)
         return
     count(problems, "records")
-    yield Source(fmt, filename, line=1 + lead), value
-    for lineno, value in iter_json_lines(stream, filename, problems, fmt, first_lineno=2 + lead):
-        yield Source(fmt, filename, line=lineno), value
+    yield Source(fmt, filename, record="$"), value
+
+
+def _items(value: list, filename: str, problems: ProblemSink, fmt: str) -> Iterator[tuple[Source, Any]]:
+    for i, item in enumerate(value):
+        count(problems, "records")
+        yield Source(fmt, filename, record=f"$[{i}]"), item
+
+
+def _later_lines_parse(text: str, limit: int = 5) -> bool:
+    """True when one of the first ``limit`` non-blank lines after the first is a JSON object or array on its
+    own: the file is JSON Lines whose first line is bad, not one broken (pretty-printed) document."""
+    lines = [ln for ln in text.split("\n")[1:] if ln.strip()][:limit]
+    for line in lines:
+        try:
+            if isinstance(loads(line), (dict, list)):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def _split_lines(text: str, filename: str, problems: ProblemSink, fmt: str, lead: int
+                 ) -> Iterator[tuple[Source, Any]]:
+    """``text`` read as JSON Lines. Split on "\n" only, as the line reader does (str.splitlines also
+    splits on \x1c, \u2028, ... and shifts the line numbers)."""
+    for lineno, line in enumerate(text.split("\n"), 1 + lead):
+        if not line.strip():
+            continue
+        count(problems, "records")
+        try:
+            yield Source(fmt, filename, line=lineno), loads(line)
+        except ValueError as exc:
+            problems.error(bad_json_code(exc), f"line is not valid JSON: {_why(exc, False)}",
+                           Source(fmt, filename, line=lineno))
 
 
 def iter_values(
@@ -220,15 +267,19 @@ def iter_values(
         if in_array and buf[0] == "]":
             return
         try:
-            value, end = _DECODER.raw_decode(buf)
+            try:
+                value, end = _DECODER.raw_decode(buf)
+            except RecursionError:
+                raise TooDeep(TooDeep.msg) from None
         except ValueError as exc:
             # Only an error at the end of the buffer can mean "the value continues in the next
             # chunk"; anything earlier is a real error (so one bad record never loads the whole file).
-            at_end = exc.pos >= len(buf) - 1 or exc.msg.startswith("Unterminated")
+            deep = isinstance(exc, TooDeep)
+            at_end = not deep and (exc.pos >= len(buf) - 1 or exc.msg.startswith("Unterminated"))
             if at_end and fill():
                 continue
-            why = exc.msg.removesuffix(" starting at")  # the position is the record's, given by its source
-            problems.error("invalid_json", f"not valid JSON: {why}",
+            why = TooDeep.msg if deep else exc.msg.removesuffix(" starting at")  # position: the record's source
+            problems.error(bad_json_code(exc), f"not valid JSON: {why}",
                            src(fmt, filename, line=line, record=f"$[{ordinal}]" if in_array else None))
             ordinal += 1
             # resynchronise at the next value indented like this record (a nested object of the
