@@ -1,4 +1,10 @@
-"""Which trace format is a file in? Ask every registered format's sniffer, in registry order."""
+"""Which trace format is a file in? Ask every registered format's sniffer, in registry order.
+
+Detection does not guess once: ``candidate_formats`` lists every format whose sniffer accepts the file, in
+order of confidence (the registry order: specific formats before general ones, the general path last), and
+ingestion tries them in turn; a reader that reads nothing from the file hands it to the next candidate
+(``ingest._read_file``), and the report names every candidate tried and why each declined.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +13,12 @@ from drafters.traces.formats.base import TraceFormat
 from drafters.traces.report import TraceError
 
 
-def detect_format(head: str, filename: str) -> TraceFormat:
-    """The first registered format whose ``sniff(head, filename)`` accepts the file.
+def candidate_formats(head: str, filename: str) -> list[TraceFormat]:
+    """Every registered format whose ``sniff(head, filename)`` accepts the file, most specific first.
 
     ``head`` is the first (up to 64 KiB) decompressed text of the file. The registry
     (``formats.FORMAT_MODULES``) lists specific formats before general ones, so a tau-bench results
-    file (OpenAI messages inside) is not taken for plain OpenAI chat.
+    file (OpenAI messages inside) is tried as tau-bench before plain OpenAI chat.
 
     Raises:
         TraceError(code="unknown_format") naming every format tried, with ``where=filename``;
@@ -21,16 +27,25 @@ def detect_format(head: str, filename: str) -> TraceFormat:
     if not head.strip():
         raise TraceError("empty_file", "the file is empty (or only whitespace)", filename)
     tried: list[str] = []
+    found: list[TraceFormat] = []
     for fmt in all_formats():
         tried.append(fmt.name)
         try:
             if fmt.sniff(head, filename):
-                return fmt
+                found.append(fmt)
         except Exception:  # noqa: BLE001 - a buggy sniffer must not hide the other formats
             continue
+    if found:
+        return found
     raise TraceError(
         "unknown_format",
         "no trace format recognizes this file; for an in-house format, declare where its messages sit with a "
-        f"mapping (--mapping, docs/traces.md); tried: {', '.join(tried) or '(no formats registered)'}",
+        "mapping (--mapping, docs/traces.md; `tracedraft datasets infer-mapping FILE` writes a first one); "
+        f"tried: {', '.join(tried) or '(no formats registered)'}",
         filename,
     )
+
+
+def detect_format(head: str, filename: str) -> TraceFormat:
+    """The most confident candidate (``candidate_formats(head, filename)[0]``); same errors."""
+    return candidate_formats(head, filename)[0]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from drafters.traces import io as tio
-from drafters.traces.detect import detect_format
+from drafters.traces.detect import candidate_formats
 from drafters.traces.formats import get_format
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.mapping import Mapping, load_mapping
@@ -38,6 +38,7 @@ from drafters.traces.model import (
 )
 from drafters.traces.report import TraceError, ValidationReport
 from drafters.traces.scrub import Scrubber, ScrubConfig
+from drafters.traces.trial import TrialSink
 
 OnError = Literal["skip", "fail"]
 
@@ -135,49 +136,53 @@ def iter_conversations(
             report.counts["files"] += 1
             marks, chars = _file_marks(report), dict(report.chars)
             dup_of: set[str] = set()
-            fmt_name = yield from _read_file(path, forced, report, scrubber, seen if dedup else None, dup_of)
+            tried: list[dict[str, str]] = []
+            fmt_name = yield from _read_file(path, forced, report, scrubber, seen if dedup else None, dup_of, tried)
             after = _file_marks(report)
             report.add_file(str(path), fmt_name, *(a - b for a, b in zip(after, marks, strict=True)),
                             chars={k: v - chars[k] for k, v in report.chars.items()},
-                            duplicate_of=sorted(dup_of - {str(path)}))  # repeats inside a file are not "of" it
+                            duplicate_of=sorted(dup_of - {str(path)}),  # repeats inside a file are not "of" it
+                            candidates=tried)
     finally:
         report.close()
 
 
 def _read_file(path: Path, forced: TraceFormat | None, report: ValidationReport, scrubber: Scrubber | None,
-               seen: dict[bytes, str] | None, dup_of: set[str]) -> Generator[Conversation, None, str | None]:
+               seen: dict[bytes, str] | None, dup_of: set[str], tried: list[dict[str, str]]
+               ) -> Generator[Conversation, None, str | None]:
     """Detect, parse, check, deduplicate (when ``seen`` is given) and scrub one file's conversations.
-    Returns the format's name (None when none was recognized); every problem goes to ``report``."""
+
+    The candidate formats (``detect.candidate_formats``, or only ``forced``) are tried in order; the first
+    that gives a usable conversation reads the file, and each one before it declined (``tried`` gets
+    ``{format, declined}`` for every candidate tried, and a ``format_fallthrough`` warning names them).
+    When every candidate declines, the first one's problems are reported. Returns the format's name (None
+    when none was recognized); every problem goes to ``report``."""
     name = str(path)
     try:
-        fmt = forced
-        if fmt is None:
+        if forced is not None:
+            candidates = [forced]
+        else:
             try:
-                fmt = detect_format(tio.read_head(path), path.name)
+                candidates = candidate_formats(tio.read_head(path), path.name)
             except TraceError as exc:
                 report.error(exc.code, exc.message, Source("", name))  # unknown_format, empty_file
                 return None
+        declined: list[tuple[TraceFormat, TrialSink, _FileTally]] = []
+        for fmt in candidates:
+            trial, tally = TrialSink(report), _FileTally(0, 0)
+            yield from _try_format(fmt, path, trial, tally, declined, scrubber, seen, dup_of)
+            tried.append({"format": fmt.name, "declined": "" if trial.committed else trial.reason()})
+            if trial.committed:
+                _check_file(tally, fmt, name, report)
+                return fmt.name
+            declined.append((fmt, trial, tally))
+        fmt, trial, tally = declined[0]  # nobody read it: the most confident reader says why
         report.formats[fmt.name] += 1
-        tally = _FileTally(_error_count(report), _error_count(report, "warning"))
-        with tio.open_text(path) as stream:
-            for conv in fmt.parse(stream, name, report):
-                tally.parsed += 1
-                if _check(conv, report, tally) is None:
-                    report.counts["conversations_dropped"] += 1
-                    continue
-                if seen is not None:
-                    digest = bytes.fromhex(conv.content_hash())
-                    if digest in seen:
-                        report.counts["duplicates_dropped"] += 1
-                        dup_of.add(seen[digest])
-                        continue
-                    seen[digest] = name
-                if scrubber is not None:
-                    before = scrubber.counts.copy()
-                    conv = scrubber.scrub_conversation(conv)
-                    report.add_scrub_counts(scrubber.counts - before)
-                report.observe(conv)
-                yield conv
+        tally.errors_before, tally.warnings_before = _error_count(report), _error_count(report, "warning")
+        trial.commit()
+        if len(declined) > 1:
+            report.warning("candidates_declined", "every candidate reader declined this file: " + _declined(declined),
+                           Source(fmt.name, name))
         _check_file(tally, fmt, name, report)
         return fmt.name
     except TraceError:
@@ -192,6 +197,60 @@ def _read_file(path: Path, forced: TraceFormat | None, report: ValidationReport,
         else:
             report.error("parser_error", f"parser failed: {type(exc).__name__}: {exc}", Source("", name))
     return None
+
+
+def _declined(declined: list[tuple[TraceFormat, TrialSink, _FileTally]]) -> str:
+    return "; ".join(f"{fmt.name} ({trial.reason()})" for fmt, trial, _ in declined)
+
+
+def _try_format(fmt: TraceFormat, path: Path, trial: TrialSink, tally: _FileTally,
+                declined: list[tuple[TraceFormat, TrialSink, _FileTally]], scrubber: Scrubber | None,
+                seen: dict[bytes, str] | None, dup_of: set[str]) -> Iterator[Conversation]:
+    """Read ``path`` as ``fmt`` through ``trial``: committed (and the earlier candidates named in a
+    ``format_fallthrough`` warning) at the first conversation that passes the checks. A parser crash
+    before that is this candidate declining (``parser_error``); after it, it propagates."""
+    report, name = trial.report, str(path)
+    try:
+        with tio.open_text(path) as stream:
+            for conv in fmt.parse(stream, name, trial):
+                tally.parsed += 1
+                if _check(conv, trial, tally) is None:  # type: ignore[arg-type]
+                    trial.count("conversations_dropped")
+                    continue
+                if not trial.committed:
+                    tally.errors_before, tally.warnings_before = _error_count(report), _error_count(report, "warning")
+                    trial.commit()
+                    report.formats[fmt.name] += 1
+                    if declined:
+                        report.warning("format_fallthrough", f"read as {fmt.name} after the more specific "
+                                       f"reader(s) declined it: {_declined(declined)}", Source(fmt.name, name))
+                yield from _keep(conv, report, scrubber, seen, dup_of, name)
+    except TraceError:
+        raise
+    except (OSError, EOFError, UnicodeError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - see _read_file
+        if trial.committed or type(exc).__module__.startswith("zstandard"):
+            raise
+        trial.error("parser_error", f"parser failed: {type(exc).__name__}: {exc}", Source(fmt.name, name))
+
+
+def _keep(conv: Conversation, report: ValidationReport, scrubber: Scrubber | None, seen: dict[bytes, str] | None,
+          dup_of: set[str], name: str) -> Iterator[Conversation]:
+    """Deduplicate (when ``seen`` is given), scrub, count and yield one checked conversation."""
+    if seen is not None:
+        digest = bytes.fromhex(conv.content_hash())
+        if digest in seen:
+            report.counts["duplicates_dropped"] += 1
+            dup_of.add(seen[digest])
+            return
+        seen[digest] = name
+    if scrubber is not None:
+        before = scrubber.counts.copy()
+        conv = scrubber.scrub_conversation(conv)
+        report.add_scrub_counts(scrubber.counts - before)
+    report.observe(conv)
+    yield conv
 
 
 def _file_marks(report: ValidationReport) -> tuple[int, int, int, int]:

@@ -64,6 +64,10 @@ CODES: dict[str, str] = {
     "mapping_field_never_matched": "an optional key of the declared mapping (tool_calls, tool_call.arguments) "
     "matches nowhere in a file whose messages or calls hold other, unmapped data",
     "mostly_unsupported": "most content parts of a file are placeholders (images, files, unknown parts)",
+    "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "
+    "warning names each one tried and why it declined)",
+    "candidates_declined": "every candidate reader declined the file; the first one's problems are reported, the "
+    "warning names the others and why",
     "no_tool_definitions": "a conversation calls tools but carries no tool definitions (its rendered context "
     "differs from what the model saw when serving)",
 }
@@ -279,11 +283,14 @@ class ValidationReport:
                 self.unsupported[p.kind] += p.count
 
     def add_file(self, name: str, format: str | None, conversations: int, calls: int, errors: int,
-                 warnings: int, chars: dict[str, int] | None = None, duplicate_of: list[str] | None = None) -> None:
+                 warnings: int, chars: dict[str, int] | None = None, duplicate_of: list[str] | None = None,
+                 candidates: list[dict[str, str]] | None = None) -> None:
         """Record one file's outcome; ``status`` is "ok" (understood, no error), "partial" (conversations
         kept, some content refused), "duplicate" (understood, no error, but every conversation was already
         read from the files in ``duplicate_of``) or "refused" (nothing kept; the errors say why). ``chars``
-        are the file's characters per segment kind (a file whose text or tool calls vanished shows zeros)."""
+        are the file's characters per segment kind (a file whose text or tool calls vanished shows zeros);
+        ``candidates`` the readers tried, in order, each ``{format, declined}`` (the reason it declined, or
+        "" for the one that read the file)."""
         if conversations == 0:
             status = "duplicate" if duplicate_of and not errors else "refused"
         else:
@@ -293,7 +300,7 @@ class ValidationReport:
             return
         self.files[name] = {"format": format, "conversations": conversations, "calls": calls, "errors": errors,
                             "warnings": warnings, "status": status, "chars": dict(chars or {}),
-                            "duplicate_of": list(duplicate_of or [])}
+                            "duplicate_of": list(duplicate_of or []), "candidates": list(candidates or [])}
 
     def add_scrub_counts(self, counts: dict[str, int]) -> None:
         self.scrub_counts.update({k: v for k, v in counts.items() if v})
