@@ -244,15 +244,9 @@ def run_job(
 
 
 def job_warnings(settings: Settings, job_id: str) -> list[dict[str, Any]]:
-    """The job's warning events, oldest first: [{"code", "message"}] (code None where the event has none)."""
-    out: list[dict[str, Any]] = []
-    after = 0
+    """The job's warning events, oldest first: [{"code", "message"}] (``service.jobs.job_warnings``)."""
     with db.session_scope(settings.database_url) as session:
-        while events := jobs.list_events(session, job_id, after_seq=after, limit=500):
-            after = events[-1].seq
-            out += [{"code": (ev.data or {}).get("code"), "message": ev.message}
-                    for ev in events if ev.level == "warning"]
-    return out
+        return jobs.job_warnings(session, job_id)
 
 
 def report_summary(job: Job, warnings: list[dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -227,6 +227,16 @@ def list_events(session: Session, job_id: str, after_seq: int = 0, limit: int = 
     )
 
 
+def job_warnings(session: Session, job_id: str) -> list[dict[str, Any]]:
+    """The job's warning events, oldest first: [{"code", "message"}] (code None where the event has none)."""
+    out: list[dict[str, Any]] = []
+    after = 0
+    while events := list_events(session, job_id, after_seq=after, limit=500):
+        after = events[-1].seq
+        out += [{"code": (ev.data or {}).get("code"), "message": ev.message} for ev in events if ev.level == "warning"]
+    return out
+
+
 # --- transitions -----------------------------------------------------------------------------------------
 
 
