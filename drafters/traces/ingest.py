@@ -210,6 +210,8 @@ def _try_format(fmt: TraceFormat, path: Path, trial: TrialSink, tally: _FileTall
     ``format_fallthrough`` warning) at the first conversation that passes the checks. A parser crash
     before that is this candidate declining (``parser_error``); after it, it propagates."""
     report, name = trial.report, str(path)
+    held: Conversation | None = None  # the last conversation, kept back until the next shows it is not a prefix
+    merged = 0
     try:
         with tio.open_text(path) as stream:
             for conv in fmt.parse(stream, name, trial):
@@ -224,7 +226,18 @@ def _try_format(fmt: TraceFormat, path: Path, trial: TrialSink, tally: _FileTall
                     if declined:
                         report.warning("format_fallthrough", f"read as {fmt.name} after the more specific "
                                        f"reader(s) declined it: {_declined(declined)}", Source(fmt.name, name))
-                yield from _keep(conv, report, scrubber, seen, dup_of, name)
+                if held is not None and _extends(conv, held):
+                    merged += 1
+                elif held is not None:
+                    yield from _keep(held, report, scrubber, seen, dup_of, name)
+                held = conv
+        if held is not None:
+            yield from _keep(held, report, scrubber, seen, dup_of, name)
+        if merged:
+            report.count("history_rows_merged", merged)
+            report.warning("history_rows_merged", f"{merged} record(s) were the history of the record after them "
+                           "(per-call rows repeating the conversation so far): each is read once, as part of the "
+                           "longer record, so no call is counted twice", Source(fmt.name, name))
     except TraceError:
         raise
     except (OSError, EOFError, UnicodeError):
@@ -233,6 +246,16 @@ def _try_format(fmt: TraceFormat, path: Path, trial: TrialSink, tally: _FileTall
         if trial.committed or type(exc).__module__.startswith("zstandard"):
             raise
         trial.error("parser_error", f"parser failed: {type(exc).__name__}: {exc}", Source(fmt.name, name))
+
+
+def _extends(conv: Conversation, prefix: Conversation) -> bool:
+    """True when ``conv``'s transcript starts with all of ``prefix``'s (same tools, no explicit calls): the
+    rows of a per-call export, each repeating the history so far. Every call of ``prefix`` is then a call of
+    ``conv`` with the same context, so reading both would count its answers twice."""
+    if conv.explicit_calls is not None or prefix.explicit_calls is not None or conv.tools != prefix.tools:
+        return False
+    n = len(prefix.messages)
+    return len(conv.messages) > n and conv.messages[:n] == prefix.messages
 
 
 def _keep(conv: Conversation, report: ValidationReport, scrubber: Scrubber | None, seen: dict[bytes, str] | None,

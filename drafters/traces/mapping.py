@@ -59,6 +59,7 @@ from typing import IO, Any
 from drafters.traces.formats import _reading
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._spellings import block_parts, get
+from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolCallPart, ToolResultPart
 from drafters.traces.report import TraceError
@@ -120,7 +121,7 @@ class Mapping:
     def format(self) -> TraceFormat:
         """A ``TraceFormat`` that reads files with this mapping (its sniffer accepts every file)."""
         return TraceFormat(name=f"mapping:{self.name}", description=f"declared mapping {self.name}",
-                           sniff=lambda head, filename: True, parse=self.parse)
+                           sniff=lambda head, filename: True, parse=with_text_tool_calls(self.parse))
 
     def parse(self, stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
         """One conversation per message list the ``messages`` path finds in each record."""

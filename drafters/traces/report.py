@@ -64,6 +64,10 @@ CODES: dict[str, str] = {
     "mapping_field_never_matched": "an optional key of the declared mapping (tool_calls, tool_call.arguments) "
     "matches nowhere in a file whose messages or calls hold other, unmapped data",
     "mostly_unsupported": "most content parts of a file are placeholders (images, files, unknown parts)",
+    "history_rows_merged": "records that repeat the history of the record after them (per-call rows) were read once, "
+    "as part of the longer record",
+    "tool_call_text_not_parsed": "a <tool_call> block in assistant text is not a JSON object or Python dict with a "
+    "name (kept as text, so the file's call count would be wrong)",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "
     "warning names each one tried and why it declined)",
     "candidates_declined": "every candidate reader declined the file; the first one's problems are reported, the "

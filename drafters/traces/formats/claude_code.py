@@ -13,7 +13,8 @@ What this parser does about the format's traps (README claude_code_jsonl, docs/t
   "Caveat: ..." line, hook output) keep the role they were sent in (user), marked ``meta=True``: they are
   context, never the human and never supervised. ``<synthetic>`` assistant lines (errors Claude Code
   wrote itself, not model output) are dropped.
-- Sidechain (sub-agent) lines form their own conversations (one per ``agentId``).
+- Sidechain (sub-agent) lines form their own conversations: one per ``agentId``, or, where lines carry
+  none, one per thread (lines chained by ``parentUuid`` from a first line whose parent is no sidechain line).
 - ``compact_boundary`` rewrites the history: the model afterwards sees only the compaction summary
   (a synthetic user message, marked meta) and what follows. Such conversations carry explicit calls
   whose contexts restart at the boundary.
@@ -126,6 +127,10 @@ class _Session:
     # calls sharing a parent are not one).
     turn_children: dict[str, set[str]] = field(default_factory=dict)
     forks: list[Source] = field(default_factory=list)
+    # sidechain line uuid -> the uuid of its thread's first line: sidechain lines without an ``agentId``
+    # (versions that wrote Task sub-agents into the session file) belong to the agent whose thread they
+    # continue, so two sub-agents never share one context.
+    side_roots: dict[str, str] = field(default_factory=dict)
 
     def note_turn(self, line: dict[str, Any], kind: str, src: Source) -> None:
         parent = line.get("parentUuid")
@@ -141,8 +146,20 @@ class _Session:
         """The conversation a line belongs to: its session, or a sidechain agent's own conversation."""
         session = line.get("sessionId") if isinstance(line.get("sessionId"), str) else None
         if line.get("isSidechain"):
-            return f"{session or self.stem}:sidechain:{line.get('agentId') or 'agent'}"
+            return f"{session or self.stem}:sidechain:{line.get('agentId') or self.side_root(line)}"
         return session or (self.last_key if self.last_key and ":sidechain:" not in self.last_key else self.stem)
+
+
+    def side_root(self, line: dict[str, Any]) -> str:
+        """The first line of the sidechain thread ``line`` continues (by ``parentUuid``); a line whose parent
+        is no sidechain line starts a new sub-agent thread."""
+        uuid, parent = line.get("uuid"), line.get("parentUuid")
+        root = self.side_roots.get(parent) if isinstance(parent, str) else None
+        if root is None:
+            root = uuid if isinstance(uuid, str) else "agent"
+        if isinstance(uuid, str):
+            self.side_roots[uuid] = root
+        return root
 
 
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:

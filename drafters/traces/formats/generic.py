@@ -41,6 +41,7 @@ from drafters.traces.formats._spellings import (
     result_parts,
     role_of,
 )
+from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolResultPart
 
@@ -227,5 +228,5 @@ FORMAT = TraceFormat(
     name=NAME,
     description="General path: message lists found by their shape in any JSON/JSONL (common spellings)",
     sniff=sniff,
-    parse=parse,
+    parse=with_text_tool_calls(parse),
 )

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from drafters.traces.formats import _cassette, _content, _reading
+from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -354,5 +355,5 @@ FORMAT = TraceFormat(
     name=NAME,
     description="OpenAI Chat Completions messages with tools/tool_calls (JSONL/JSON records, cassettes)",
     sniff=sniff,
-    parse=parse,
+    parse=with_text_tool_calls(parse),
 )

@@ -30,6 +30,7 @@ from typing import IO, Any
 from drafters.traces.formats._content import content_parts, tool_defs, trained
 from drafters.traces.formats._reading import iter_values, src
 from drafters.traces.formats._records import RECORD_ERRORS
+from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart, ToolResultPart
 
@@ -157,5 +158,5 @@ FORMAT = TraceFormat(
     name=NAME,
     description="ShareGPT from/value turns (function_call/observation, typed parts); results pair by position",
     sniff=sniff,
-    parse=parse,
+    parse=with_text_tool_calls(parse),
 )

@@ -1,0 +1,105 @@
+"""Tool calls written as text: ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` inside an assistant
+message (the Hermes / Qwen / NousResearch function-calling convention, as ShareGPT-like and chat datasets
+store a model's raw output) become ``ToolCallPart``s, so they count and render as the calls they are.
+
+Not a format (no ``FORMAT``). Applied by the readers of dataset-style formats (ShareGPT, OpenAI chat, the
+general path, declared mappings) through ``with_text_tool_calls``; agent formats with structured calls
+never see it. A block whose body is neither a JSON object nor a Python literal dict with a ``name`` stays
+text and is an error (``tool_call_text_not_parsed``): the text is kept, but a call would be miscounted.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import IO
+
+from drafters.traces.formats.base import ProblemSink
+from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart
+
+_BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+
+
+def split_text_calls(text: str) -> tuple[list, int] | None:
+    """``text`` as text and tool-call parts in order, plus the number of blocks that did not parse; None
+    when it holds no ``<tool_call>`` block."""
+    if "<tool_call>" not in text:
+        return None
+    parts: list = []
+    bad = pos = 0
+    for m in _BLOCK.finditer(text):
+        call = _call_of(m.group(1))
+        if call is None:
+            bad += 1
+            continue
+        before = text[pos:m.start()].strip()
+        if before:
+            parts.append(TextPart(before))
+        parts.append(call)
+        pos = m.end()
+    if pos == 0:
+        return None if not bad else ([TextPart(text)], bad)
+    after = text[pos:].strip()
+    if after:
+        parts.append(TextPart(after))
+    return parts, bad
+
+
+def _call_of(body: str) -> ToolCallPart | None:
+    """The call a block's body holds: JSON, or a Python literal dict (Glaive-derived datasets write
+    ``{'name': ..., 'arguments': {...}}``; ``ast.literal_eval`` evaluates literals only, never code)."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        try:
+            value = ast.literal_eval(body)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            return None
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
+        return None
+    arguments = value.get("arguments", value.get("parameters"))
+    return ToolCallPart.from_raw(value.get("id") if isinstance(value.get("id"), str) else None, value["name"],
+                                 arguments)
+
+
+def text_calls_in(message: Message) -> int:
+    """Rewrite an assistant message's text parts holding ``<tool_call>`` blocks in place; returns how many
+    blocks did not parse (0 for any other message)."""
+    if message.role != "assistant" or message.tool_calls:
+        return 0
+    out: list = []
+    bad = 0
+    for part in message.parts:
+        split = split_text_calls(part.text) if isinstance(part, TextPart) else None
+        if split is None:
+            out.append(part)
+            continue
+        out.extend(split[0])
+        bad += split[1]
+    message.parts = out
+    return bad
+
+
+def with_text_tool_calls(parse: Callable[[IO[str], str, ProblemSink], Iterator[Conversation]]):
+    """Wrap a format's ``parse``: every yielded conversation's assistant messages (transcript and explicit
+    calls) get their text tool calls read (``text_calls_in``); unparsed blocks are an error."""
+
+    def wrapped(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+        for conv in parse(stream, filename, problems):
+            seen: set[int] = set()
+            bad = 0
+            for m in [*conv.messages, *(x for c in conv.explicit_calls or [] for x in [*c.context, c.completion])]:
+                if id(m) not in seen:
+                    seen.add(id(m))
+                    bad += text_calls_in(m)
+            if bad:
+                problems.error("tool_call_text_not_parsed", f"{bad} <tool_call> block(s) in assistant text are not "
+                               "a JSON object (or Python dict) with a name: kept as text, not counted as calls",
+                               conv.source)
+            yield conv
+
+    wrapped.__doc__ = parse.__doc__
+    wrapped.__name__ = getattr(parse, "__name__", "parse")
+    return wrapped

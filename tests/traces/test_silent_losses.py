@@ -1,0 +1,64 @@
+"""Each silent loss of issue 30 is exact or a coded error, on the faithful small files of
+``fixtures/shapes`` (counts computed here from the raw JSON, independently of the readers)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from drafters.traces.ingest import ingest
+
+from .conftest import totals
+from .test_bad_input import SHAPES
+
+
+def test_claude_code_sub_agents_are_one_conversation_each():
+    path = SHAPES / "cc_two_subagents.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    threads = {ln["uuid"] for ln in lines if ln["isSidechain"] and ln["parentUuid"] is None}
+    result = ingest([path], scrub=False)
+    assert result.report.ok, result.report.errors
+    assert len(result.conversations) == 1 + len(threads) == 3
+    texts = sorted(tuple(m.text for m in c.messages) for c in result.conversations)
+    assert texts == [("Do two things in parallel", "Starting sub-agents"),
+                     ("Sub-task A: write a.txt", "Done A"), ("Sub-task B: write b.txt", "Done B")]
+    for conv in result.conversations:  # no call's context holds another agent's thread
+        for call in conv.calls():
+            assert len(call.context) == 1
+
+
+def test_hermes_text_tool_calls_are_calls():
+    path = SHAPES / "hermes_rows.json"
+    raw = json.loads(path.read_text())
+    blocks = sum(m["content"].count("<tool_call>") for r in raw for m in r["conversations"] if m["role"] == "assistant")
+    result = ingest([path], scrub=False)
+    assert result.report.ok, result.report.errors
+    assert totals(result.conversations) == (1, 1, blocks)
+    (call,) = result.conversations[0].messages[-1].tool_calls
+    assert (call.name, call.arguments) == ("write", {"path": "hello.txt"})
+    assert result.conversations[0].messages[-1].text == "Creating it."
+
+
+def test_per_call_rows_repeating_history_count_each_call_once():
+    path = SHAPES / "hermes_per_call_rows.jsonl"
+    rows = [json.loads(x)["conversations"] for x in path.read_text().splitlines()]
+    # row 1 is the history of row 2: the distinct calls are row 2's and row 3's
+    assert rows[1][: len(rows[0])] == rows[0]
+    want_calls = sum(1 for t in rows[1] + rows[2] if t["from"] == "gpt")
+    parsed = [b for t in rows[1] if t["from"] == "gpt" for b in re.findall(r"<tool_call>(.*?)</tool_call>",
+                                                                          t["value"], re.S)]
+    result = ingest([path], scrub=False)
+    blocks3 = re.findall(r"<tool_call>(.*?)</tool_call>", rows[2][-1]["value"], re.S)
+    assert result.report.ok, result.report.errors
+    # row 3's block is a Python dict (as Glaive-derived rows write it), read as the call it is
+    assert totals(result.conversations) == (2, want_calls, len(parsed) + len(blocks3))
+    assert "history_rows_merged" in {w.code for w in result.report.warnings}
+    assert result.report.counts["history_rows_merged"] == 1
+
+
+def test_a_text_tool_call_that_does_not_parse_is_an_error(tmp_path):
+    path = tmp_path / "bad_call.json"
+    path.write_text(json.dumps([{"conversations": [
+        {"role": "user", "content": "go"}, {"role": "assistant", "content": "<tool_call>{name: x(</tool_call>"}]}]))
+    result = ingest([path], scrub=False)
+    assert [e.code for e in result.report.errors] == ["tool_call_text_not_parsed"]
