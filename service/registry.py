@@ -5,14 +5,16 @@
   ``challenger`` moves to the new version (actor ``system``).
 - ``promote``: moves an alias (default ``champion``) after re-verifying the sha256 of every file and the
   compatibility with the alias's current holder (target model, tokenizer and chat-template hashes from
-  the lineage) unless forced with a reason. Alias moves of one drafter are serialized by a row lock on
+  the lineage) unless forced with a reason; ``champion`` also needs a passed promotion gate, or force with
+  a reason (what was forced past is recorded in the alias event's reason). Alias moves of one drafter are serialized by a row lock on
   the drafter (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's single writer lock). Every move writes
   an ``AliasEvent``.
 - ``rollback``: moves an alias back to its previous holder (replaying the history, so repeated rollbacks
   walk further back) or to a named version.
 - ``resolve_ref``: ``name@champion``, ``name@v3``, ``name:3``, ``name@latest``, ``name`` (= champion).
 - ``gc`` (``service.gc``): deletes store files no live row references, older than a retention.
-- ``diff_versions``: what changed between two versions (config, lineage, report, files).
+- ``diff_versions``: what changed between two versions: first the recipe (seed included), data and score
+  (``version_score``: the candidate's tau and speed-up), then config, lineage, report, files.
 
 - derived exports (a version's llama.cpp GGUF) live in ``service/registry_exports.py``: files derived
   from a version's weights, beside its checkpoint: stored under ``<checkpoint>/exports/``, its sha256 added to the version's
@@ -21,8 +23,8 @@
   the same bytes again is a no-op, different bytes under a published name are refused.
 
 Errors: ``RegistryError`` with codes ``not_found``, ``invalid_ref``, ``invalid_value``,
-``incompatible_version``, ``checksum_mismatch``, ``artifact_missing``, ``reason_required``,
-``nothing_to_rollback``, ``export_conflict``.
+``incompatible_version``, ``gate_not_passed``, ``checksum_mismatch``, ``artifact_missing``,
+``reason_required``, ``nothing_to_rollback``, ``export_conflict``.
 
 Lineage keys the compatibility check reads: ``target_model``, ``tokenizer_sha256``,
 ``chat_template_sha256`` (also recorded: ``target_revision``, ``job_id``, ``dataset_sha256s``,
@@ -390,6 +392,30 @@ def _check_alias_name(alias: str) -> None:
         raise RegistryError("invalid_value", f"invalid alias name {alias!r}", where="alias")
 
 
+def promotion_problems(candidate: DrafterVersion, alias: str, holder: DrafterVersion | None) -> list[str]:
+    """What stands between ``candidate`` and ``alias`` (empty: nothing): for ``champion`` a promotion gate
+    that did not pass (or was never run), then the incompatibilities with the current ``holder``."""
+    problems = []
+    if alias == CHAMPION and not (candidate.gate or {}).get("passed"):
+        why = "; ".join(str(r) for r in ((candidate.gate or {}).get("reasons") or [])[:2])
+        problems.append(f"gate not passed for v{candidate.version}" + (f": {why}" if why else " (no gate decision "
+                        "recorded)"))
+    if holder is not None and holder.id != candidate.id:
+        problems += compatibility(candidate, holder)
+    return problems
+
+
+def refusal(version: int, alias: str, problems: list[str]) -> RegistryError:
+    """The error of a promotion refused for ``problems``: ``gate_not_passed`` when the gate is among them,
+    else ``incompatible_version``."""
+    gate_failed = problems[0].startswith("gate not passed")
+    code = "gate_not_passed" if gate_failed else "incompatible_version"
+    head = (f"v{version} cannot become {alias} without force" if gate_failed
+            else f"v{version} is not compatible with {alias}")
+    return RegistryError(code, f"{head}: " + "; ".join(problems) + ". Use force with a reason to override.",
+                         where="version")
+
+
 def promote(
     session: Session,
     store: ArtifactStore,
@@ -401,15 +427,20 @@ def promote(
     actor: str,
     reason: str = "",
     force: bool = False,
+    dry_run: bool = False,
 ) -> AliasMove:
     """Point ``alias`` of ``drafter_name`` at ``version`` and record who, when and why.
 
     Steps: re-verify every file's sha256 (never skipped, even with ``force``); lock the drafter row so
-    concurrent moves of its aliases run one after the other; compare with the alias's current holder
-    (``compatibility``) and refuse unless ``force`` with a non-empty ``reason``; move the alias and write
-    an ``AliasEvent``; commit. Pointing an alias where it already points is a no-op (``moved=False``).
+    concurrent moves of its aliases run one after the other; check ``promotion_problems`` (for champion, a
+    passed gate; compatibility with the alias's current holder) and refuse unless ``force`` with a non-empty
+    ``reason``; move the alias and write an ``AliasEvent`` (``forced`` and the problems forced past in its
+    reason); commit. Pointing an alias where it already points is a no-op (``moved=False``).
 
-    Raises RegistryError ``not_found``, ``checksum_mismatch``, ``artifact_missing``,
+    ``dry_run``: only the look-ups and checks, nothing verified, moved or raised for the problems; the
+    returned move has ``moved=False`` and the problems that need force in ``overridden``.
+
+    Raises RegistryError ``not_found``, ``checksum_mismatch``, ``artifact_missing``, ``gate_not_passed``,
     ``incompatible_version``, ``reason_required``, ``invalid_value``.
     """
     _check_alias_name(alias)
@@ -417,29 +448,31 @@ def promote(
         raise RegistryError("reason_required", "a forced promotion needs a reason", where="reason")
     drafter = get_drafter(session, org, drafter_name)
     target = get_version(session, drafter, version)
+    if dry_run:
+        current = get_alias(session, drafter, alias)
+        holder = current.drafter_version if current is not None else None
+        already = holder is not None and holder.id == target.id
+        return AliasMove(alias, holder.version if holder else None, version, moved=False,
+                         overridden=[] if already else promotion_problems(target, alias, holder))
     verify_version(store, target)  # outside the lock: hashing GBs must not block other admins
 
     drafter = lock_row(session, Drafter, drafter.id)
     try:
         current = get_alias(session, drafter, alias, fresh=True)
-        problems = compatibility(target, current.drafter_version) if current is not None else []
         if current is not None and current.version_id == target.id:
             session.rollback()
             return AliasMove(alias, version, version, moved=False)
+        problems = promotion_problems(target, alias, current.drafter_version if current is not None else None)
         if problems and not force:
-            raise RegistryError(
-                "incompatible_version",
-                f"v{version} is not compatible with {alias} (v{current.drafter_version.version}): "
-                + "; ".join(problems) + ". Use force with a reason to override.",
-                where="version",
-            )
+            raise refusal(version, alias, problems)
+        recorded = reason + ("" if not problems else " [forced past: " + "; ".join(problems) + "]")
         previous, event = _move_alias(session, drafter, alias, target, actor=actor, action="promote",
-                                      reason=reason, forced=bool(force and problems))
+                                      reason=recorded, forced=bool(problems))
         session.commit()
     except BaseException:
         session.rollback()
         raise
-    return AliasMove(alias, previous, version, moved=True, event=event, overridden=problems if force else [])
+    return AliasMove(alias, previous, version, moved=True, event=event, overridden=problems)
 
 
 def _effective_stack(events: list[AliasEvent]) -> list[int]:
@@ -465,14 +498,16 @@ def rollback(
     actor: str,
     reason: str = "",
     force: bool = False,
+    dry_run: bool = False,
 ) -> AliasMove:
     """Move ``alias`` back to its previous holder (from the history; repeated rollbacks walk further back)
     or to ``to_version``.
 
-    The target's files are re-verified. A previous holder is accepted without the compatibility check
-    (it already held the alias); an explicit ``to_version`` that never held it is checked like
-    ``promote``. Raises RegistryError ``nothing_to_rollback`` (no alias or no earlier holder), plus the
-    errors of ``promote``.
+    The target's files are re-verified. A previous holder is accepted without the other checks (it already
+    held the alias); an explicit ``to_version`` that never held it is checked like ``promote``
+    (``promotion_problems``). ``dry_run``: the move it would make (``moved=False``), nothing verified or
+    moved. Raises RegistryError ``nothing_to_rollback`` (no alias or no earlier holder), plus the errors of
+    ``promote``.
     """
     drafter = get_drafter(session, org, drafter_name)
     drafter = lock_row(session, Drafter, drafter.id)
@@ -489,16 +524,16 @@ def rollback(
                                     f"{alias} of {drafter_name!r} has no earlier holder", where="alias")
             to_version = stack[-2]
         target = get_version(session, drafter, to_version)
-        if target.id == current.version_id:
-            session.rollback()
-            return AliasMove(alias, to_version, to_version, moved=False)
-        verify_version(store, target)
         held_before = any(ev.to_version == to_version for ev in history)
-        problems = [] if held_before else compatibility(target, current.drafter_version)
+        problems = [] if held_before else promotion_problems(target, alias, current.drafter_version)
+        if target.id == current.version_id or dry_run:
+            holder = current.drafter_version.version
+            session.rollback()
+            return AliasMove(alias, holder, to_version, moved=False, overridden=problems)
+        verify_version(store, target)
         if problems and not force:
-            raise RegistryError("incompatible_version",
-                                f"v{to_version} never held {alias} and is not compatible: " + "; ".join(problems),
-                                where="to_version")
+            err = refusal(to_version, alias, problems)
+            raise RegistryError(err.code, f"v{to_version} never held {alias}; " + err.message, where="to_version")
         if problems and not reason.strip():
             raise RegistryError("reason_required", "a forced rollback needs a reason", where="reason")
         previous, event = _move_alias(session, drafter, alias, target, actor=actor, action="rollback",
@@ -541,13 +576,44 @@ def _diff_maps(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> dict
     return {k: [fa.get(k), fb.get(k)] for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)}
 
 
+def version_score(report: Mapping[str, Any] | None, gate: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A version's headline: ``{"tau", "speedup_vs_plain", "gate"}``: the candidate's accepted length per
+    verification round (tau) and its speed-up over the target alone (the report's
+    ``proposers["candidate"]["speedup_vs_plain"]``; None when the report did not measure it), and the gate's
+    verdict (True/False; None when no gate ran). Reports without ``proposers`` (a bare ``tau`` number or
+    ``{"candidate": tau}``) give their tau; missing or odd fields give None, never an error."""
+    rep = report if isinstance(report, Mapping) else {}
+    proposers = rep.get("proposers") if isinstance(rep.get("proposers"), Mapping) else {}
+    name = ((gate or {}).get("details") or {}).get("candidate") or "candidate"
+    entry = proposers.get(name) if isinstance(proposers.get(name), Mapping) else {}
+    tau = entry.get("tau") if entry else rep.get("tau")
+    if isinstance(tau, Mapping):
+        tau = tau.get("candidate")
+    speed = entry.get("speedup_vs_plain") if entry else rep.get("speedup_vs_plain")
+    number = (int, float)
+    return {"tau": tau if isinstance(tau, number) else None,
+            "speedup_vs_plain": speed if isinstance(speed, number) else None,
+            "gate": None if not gate else bool(gate.get("passed"))}
+
+
+def _data_of(v: Any) -> dict[str, Any]:
+    """The data a version was trained on, as the lineage records it (both spellings of the key)."""
+    lin = v.lineage or {}
+    return {"dataset_sha256": lin.get("dataset_sha256", lin.get("dataset_sha256s"))}
+
+
 def diff_versions(v1: DrafterVersion, v2: DrafterVersion) -> dict[str, Any]:
-    """Differences between two versions: ``{"config"|"lineage"|"report"|"gate": {dotted.key: [v1, v2]},
-    "files": {"added": [...], "removed": [...], "changed": [...]}}`` (dotted keys flatten nested dicts)."""
+    """Differences between two versions, headline first: ``"recipe"`` (the training recipe the lineage
+    records, seed included), ``"data"`` (the dataset hashes) and ``"score"`` (``version_score``), then
+    ``"config"|"lineage"|"report"|"gate"``, each ``{dotted.key: [v1, v2]}`` (dotted keys flatten nested dicts),
+    and ``"files": {"added": [...], "removed": [...], "changed": [...]}``."""
     f1, f2 = v1.files or {}, v2.files or {}
     return {
         "from": v1.version,
         "to": v2.version,
+        "recipe": _diff_maps((v1.lineage or {}).get("recipe"), (v2.lineage or {}).get("recipe")),
+        "data": _diff_maps(_data_of(v1), _data_of(v2)),
+        "score": _diff_maps(version_score(v1.report, v1.gate), version_score(v2.report, v2.gate)),
         "config": _diff_maps(v1.config, v2.config),
         "lineage": _diff_maps(v1.lineage, v2.lineage),
         "report": _diff_maps(v1.report, v2.report),

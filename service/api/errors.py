@@ -52,6 +52,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "dataset_in_use": 409,
     "dataset_not_ready": 409,
     "incompatible_version": 409,
+    "gate_not_passed": 409,
     "checksum_mismatch": 409,
     "artifact_missing": 409,
     "nothing_to_rollback": 409,

@@ -303,6 +303,10 @@ class DrafterVersionOut(BaseModel):
     lineage: dict[str, Any] = Field(default_factory=dict)
     gate: dict[str, Any] | None = None
     aliases: list[str] = Field(default_factory=list)
+    score: dict[str, Any] = Field(default_factory=dict, description="The headline of the evaluation: the "
+                                  "candidate's `tau` (accepted length per verification round), its "
+                                  "`speedup_vs_plain` (null when not measured) and the `gate` verdict (null "
+                                  "when no gate ran). Given in lists too, where `report` is omitted.")
     report: dict[str, Any] | None = None
     created_by: str
     created_at: dt.datetime
@@ -335,7 +339,10 @@ class AliasList(BaseModel):
 class PromoteRequest(Request_):
     version: Annotated[int, Field(ge=1, le=2**31 - 1)]
     reason: str = Field(default="", max_length=2000)
-    force: bool = False
+    force: bool = Field(default=False, description="Move even though the gate did not pass (champion) or the "
+                        "version is incompatible with the alias's holder; needs a `reason`. Recorded.")
+    dry_run: bool = Field(default=False, description="Check only (permissions, the version, what would need "
+                          "`force`, in `overridden`); nothing is verified or moved.")
 
 
 class PromoteOut(BaseModel):
@@ -344,7 +351,9 @@ class PromoteOut(BaseModel):
     from_version: int | None = None
     to_version: int
     moved: bool
-    overridden: list[str] = Field(default_factory=list, description="Compatibility problems forced past.")
+    overridden: list[str] = Field(default_factory=list, description="Problems forced past (a gate that did not "
+                                  "pass, incompatibilities); with `dry_run`, the problems that need `force`.")
+    dry_run: bool = False
 
 
 class RollbackRequest(Request_):
@@ -356,6 +365,7 @@ class RollbackRequest(Request_):
     reason: str = Field(min_length=1, max_length=2000, description="Why (kept in the alias history).")
     force: bool = Field(default=False, description="Allow a to_version that never held the alias and is "
                         "incompatible with the current holder (never skips the checksum check).")
+    dry_run: bool = Field(default=False, description="Check only: the move it would make; nothing moves.")
 
 
 class RollbackOut(PromoteOut):

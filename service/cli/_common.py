@@ -45,7 +45,7 @@ _CODE_EXIT: dict[str, int] = {
     **dict.fromkeys(("not_found", "dataset_not_found", "no_such_file"), EXIT_NOT_FOUND),
     **dict.fromkeys(
         ("idempotency_conflict", "job_finished", "invalid_transition", "dataset_in_use", "dataset_not_ready",
-         "incompatible_version", "checksum_mismatch", "artifact_missing", "artifact_corrupt",
+         "incompatible_version", "gate_not_passed", "checksum_mismatch", "artifact_missing", "artifact_corrupt",
          "nothing_to_rollback", "already_exists", "reason_required", "unauthorized", "forbidden",
          "admin_required", "rate_limited", "conflict", "declined", "unsupported_format"),
         EXIT_CONFLICT,

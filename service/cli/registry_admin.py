@@ -30,15 +30,18 @@ class RegistryAdmin(Protocol):
         """The version ``alias`` of drafter ``name`` points to; None when the drafter has no such alias."""
         ...
 
-    def promote(self, name: str, version: int, alias: str, *, reason: str, force: bool) -> dict[str, Any]:
-        """Point ``alias`` at ``version`` (checksums re-verified, incompatible versions refused unless
-        ``force``). Returns {drafter, alias, from_version, to_version, moved, overridden}."""
+    def promote(self, name: str, version: int, alias: str, *, reason: str, force: bool,
+                dry_run: bool = False) -> dict[str, Any]:
+        """Point ``alias`` at ``version`` (checksums re-verified; a failed gate for champion and incompatible
+        versions refused unless ``force``). Returns {drafter, alias, from_version, to_version, moved,
+        overridden}. ``dry_run``: the permission and look-up checks only; ``overridden`` lists what would
+        need ``force``; nothing moves."""
         ...
 
     def rollback(self, name: str, alias: str, to_version: int | None, *, reason: str,
-                 force: bool) -> dict[str, Any]:
+                 force: bool, dry_run: bool = False) -> dict[str, Any]:
         """Move ``alias`` back to its previous holder, or to ``to_version``; recorded as a rollback.
-        Returns the same shape as ``promote``."""
+        Returns the same shape as ``promote`` (``dry_run`` likewise)."""
         ...
 
     def alias_history(self, name: str, alias: str | None) -> list[dict[str, Any]]:
@@ -61,15 +64,16 @@ class ApiRegistryAdmin:
                        None)
         return None if current is None else int(current["version"])
 
-    def promote(self, name: str, version: int, alias: str, *, reason: str, force: bool) -> dict[str, Any]:
-        return self.client.post(f"/v1/drafters/{name}/aliases/{alias}",
-                                json={"version": version, "reason": reason, "force": force})
+    def promote(self, name: str, version: int, alias: str, *, reason: str, force: bool,
+                dry_run: bool = False) -> dict[str, Any]:
+        return self.client.post(f"/v1/drafters/{quote(name, safe='')}/aliases/{quote(alias, safe='')}",
+                                json={"version": version, "reason": reason, "force": force, "dry_run": dry_run})
 
     def rollback(self, name: str, alias: str, to_version: int | None, *, reason: str,
-                 force: bool) -> dict[str, Any]:
+                 force: bool, dry_run: bool = False) -> dict[str, Any]:
         """``POST /v1/drafters/{name}/aliases/{alias}/rollback``: without ``to_version`` the server picks the
         previous holder from the alias history."""
-        body: dict[str, Any] = {"reason": reason, "force": force}
+        body: dict[str, Any] = {"reason": reason, "force": force, "dry_run": dry_run}
         if to_version is not None:
             body["to_version"] = to_version
         return self.client.post(f"/v1/drafters/{quote(name, safe='')}/aliases/{quote(alias, safe='')}/rollback",
@@ -99,21 +103,22 @@ class DbRegistryAdmin:
         cur = registry.get_alias(self.session, registry.get_drafter(self.session, self.org, name), alias)
         return None if cur is None else cur.version
 
-    def promote(self, name: str, version: int, alias: str, *, reason: str, force: bool) -> dict[str, Any]:
+    def promote(self, name: str, version: int, alias: str, *, reason: str, force: bool,
+                dry_run: bool = False) -> dict[str, Any]:
         from service import registry
 
         move = registry.promote(self.session, artifact_store(), self.org, name, version, alias,
-                                actor=local_actor(), reason=reason, force=force)
-        return _move_result(name, alias, move)
+                                actor=local_actor(), reason=reason, force=force, dry_run=dry_run)
+        return _move_result(name, alias, move, dry_run)
 
     def rollback(self, name: str, alias: str, to_version: int | None, *, reason: str,
-                 force: bool) -> dict[str, Any]:
+                 force: bool, dry_run: bool = False) -> dict[str, Any]:
         from service import registry
 
         self.session.rollback()  # release the read snapshot before the locked move
         move = registry.rollback(self.session, artifact_store(), self.org, name, alias, to_version,
-                                 actor=local_actor(), reason=reason, force=force)
-        return _move_result(name, alias, move)
+                                 actor=local_actor(), reason=reason, force=force, dry_run=dry_run)
+        return _move_result(name, alias, move, dry_run)
 
     def alias_history(self, name: str, alias: str | None) -> list[dict[str, Any]]:
         from service import registry
@@ -123,10 +128,10 @@ class DbRegistryAdmin:
                 for e in registry.alias_history(self.session, self.org, name, alias)]
 
 
-def _move_result(name: str, alias: str, move: Any) -> dict[str, Any]:
+def _move_result(name: str, alias: str, move: Any, dry_run: bool) -> dict[str, Any]:
     """A ``registry.promote``/``rollback`` move (database path) as the API's alias-move answer."""
     return {"drafter": name, "alias": alias, "from_version": move.from_version, "to_version": move.to_version,
-            "moved": move.moved, "overridden": move.overridden}
+            "moved": move.moved, "overridden": move.overridden, "dry_run": dry_run}
 
 
 @contextlib.contextmanager

@@ -38,6 +38,7 @@ from service.cli._common import (
     short_ts,
     table,
 )
+from service import registry
 from service.cli.registry_admin import open_registry_admin
 from service.cli.registry_api import api_aliases, api_resolve, api_version, download_files
 from service.cli.registry_views import (
@@ -84,20 +85,21 @@ def drafters_list(
 
 
 def _version_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
+    """One row per version: its headline score (``registry.version_score``: the API's ``score``, or computed
+    from the report when a view has none), gate, job, size and age."""
     rows = []
     for v in items:
         gate = v.get("gate") or {}
-        rep = v.get("report") or {}
-        tau = rep.get("tau") if isinstance(rep.get("tau"), (int, float)) else (rep.get("candidate") or {}).get("tau") \
-            if isinstance(rep.get("candidate"), dict) else None
+        score = v.get("score") or registry.version_score(v.get("report"), gate)
+        tau, speed = score.get("tau"), score.get("speedup_vs_plain")
         rows.append([v.get("version"), ", ".join(v.get("aliases") or []),
                      "" if not gate else ("passed" if gate.get("passed") else "not passed"),
-                     "" if tau is None else f"{tau:.2f}", v.get("job_id"), v.get("size_bytes"),
-                     short_ts(v.get("created_at"))])
+                     "" if tau is None else f"{tau:.2f}", "" if speed is None else f"x{speed:.2f}",
+                     v.get("job_id"), v.get("size_bytes"), short_ts(v.get("created_at"))])
     return rows
 
 
-VERSION_COLUMNS = ["version", "aliases", "gate", "tau", "job", "bytes", "created"]
+VERSION_COLUMNS = ["version", "aliases", "gate", "tau", "speed-up", "job", "bytes", "created"]
 
 
 @drafters_app.command("versions")
@@ -376,10 +378,12 @@ def _publish_gguf(name: str, version: str, out_dir: Path | None, org: str | None
 
 
 def _show_promotion(name: str, alias: str, cand: dict[str, Any], holder: dict[str, Any] | None,
-                    as_json: bool) -> dict[str, Any]:
-    """Print (or collect, for --json) the gate decision, the compatibility check and the diff."""
+                    needs_force: list[str], as_json: bool) -> dict[str, Any]:
+    """Print (or collect, for --json) the gate decision, the compatibility check, the diff and what would
+    need --force (``needs_force``: the server's dry run)."""
     info: dict[str, Any] = {"drafter": name, "alias": alias, "version": cand["version"],
-                            "gate": cand.get("gate"), "current": holder["version"] if holder else None}
+                            "gate": cand.get("gate"), "score": cand.get("score"),
+                            "current": holder["version"] if holder else None, "needs_force": needs_force}
     if holder is not None and holder["version"] != cand["version"]:
         info["diff"] = diff_views(holder, cand)
         info["incompatible"] = compat_problems(cand, holder)
@@ -391,6 +395,9 @@ def _show_promotion(name: str, alias: str, cand: dict[str, Any], holder: dict[st
             print_diff(info["diff"], limit=30)
         for p in info.get("incompatible") or []:
             err_console.print(f"[yellow]incompatible:[/yellow] {escape(p)}", highlight=False)
+        if any(p.startswith("gate not passed") for p in needs_force):
+            err_console.print(f"[yellow]{alias} needs a passed gate:[/yellow] v{cand['version']}'s did not "
+                              "pass; --force with a --reason overrides (recorded)", highlight=False)
     return info
 
 
@@ -423,7 +430,8 @@ def promote(
     version: str = typer.Argument(..., help="Version to promote (3 or v3)."),
     alias: str = typer.Option("champion", "--alias", help="Alias to move."),
     reason: str = typer.Option(..., "--reason", help="Why (kept in the alias history)."),
-    force: bool = typer.Option(False, "--force", help="Override a target/tokenizer/chat-template mismatch "
+    force: bool = typer.Option(False, "--force", help="Override a promotion gate that did not pass (champion) "
+                               "or a target/tokenizer/chat-template mismatch; recorded with the reason "
                                "(never the checksum check)."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
     db_url: str | None = DbUrlOpt,
@@ -432,9 +440,10 @@ def promote(
     api_key: str | None = ApiKeyOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Point an alias (default champion) at a version: shows the gate decision and the diff against the
-    current holder, asks for confirmation, re-verifies every checksum, refuses incompatible versions.
-    Needs an admin API key (or --db-url). Refusals exit 4.
+    """Point an alias (default champion) at a version: checks the key first, shows the gate decision and the
+    diff against the current holder (recipe, data and score first), asks for confirmation, re-verifies
+    every checksum. Champion needs a passed gate, and any alias a compatible version, unless --force with
+    a --reason (recorded in the alias history). Needs an admin API key (or --db-url). Refusals exit 4.
 
     Example: tracedraft promote qwen3-4b-agent 7 --alias champion --reason "tau +12% on support traffic"
     """
@@ -444,10 +453,15 @@ def promote(
             raise CliError("invalid_value", f"VERSION must be a number such as 3 or v3, got {version!r}",
                            where="VERSION")
         with open_registry_admin(db_url, org, api_url, api_key) as admin:
+            # The key, the drafter and the version are checked before anything is shown (a member key is
+            # refused here, not after the gate and the diff), and the dry run says what needs --force.
+            plan = admin.promote(name, n, alias, reason=reason, force=force, dry_run=True)
             cand = admin.version(name, n)
-            current = admin.alias_version(name, alias)
+            current = plan.get("from_version")
             holder = admin.version(name, current) if current is not None else None
-            info = _show_promotion(name, alias, cand, holder, as_json)
+            info = _show_promotion(name, alias, cand, holder, plan.get("overridden") or [], as_json)
+            if plan.get("overridden") and not force:
+                raise registry.refusal(n, alias, plan["overridden"])  # refused before asking
             confirm(f"Move {alias} of {name} to v{n}?", yes or as_json)
             result = admin.promote(name, n, alias, reason=reason, force=force)
     if as_json:
@@ -484,10 +498,9 @@ def rollback(
             if to_n is None:
                 raise CliError("invalid_value", f"--to must be a number such as 3 or v3, got {to!r}", where="--to")
         with open_registry_admin(db_url, org, api_url, api_key) as admin:
-            current = admin.alias_version(name, alias)
-            if current is None:
-                raise CliError("nothing_to_rollback", f"drafter {name!r} has no alias {alias!r}", where="--alias")
-            _confirm_rollback(name, alias, current, to_n, yes or as_json, as_json)
+            # the key and the move checked (a dry run) before anything is shown
+            plan = admin.rollback(name, alias, to_n, reason=reason, force=force, dry_run=True)
+            _confirm_rollback(name, alias, plan["from_version"], plan["to_version"], yes or as_json, as_json)
             result = admin.rollback(name, alias, to_n, reason=reason, force=force)
     if as_json:
         print_json(result)

@@ -11,6 +11,7 @@ from typing import Any
 from rich.markup import escape
 
 from service.cli._common import console, table
+from service.registry import version_score
 
 
 def version_view(v: Any, drafter_name: str | None = None, target_model: str | None = None) -> dict[str, Any]:
@@ -22,7 +23,8 @@ def version_view(v: Any, drafter_name: str | None = None, target_model: str | No
         "job_id": v.job_id, "checkpoint_uri": v.checkpoint_uri, "files": dict(v.files or {}),
         "size_bytes": v.size_bytes, "config": dict(v.config or {}),
         "lineage": {"target_model": target_model or v.drafter.target_model, **dict(v.lineage or {})},
-        "gate": v.gate, "report": v.report, "created_by": v.created_by, "created_at": v.created_at,
+        "gate": v.gate, "report": v.report, "score": version_score(v.report, v.gate), "created_by": v.created_by,
+        "created_at": v.created_at,
     }
 
 
@@ -49,17 +51,30 @@ def compat_problems(candidate: dict[str, Any], holder: dict[str, Any]) -> list[s
     return compatibility(_ns(candidate), _ns(holder))
 
 
+HEADLINE = ("recipe", "data", "score")
+
+
 def print_diff(d: dict[str, Any], limit: int = 60) -> None:
-    """A version diff as a table (section, key, from, to) plus the changed files."""
-    rows = []
-    for section in ("config", "lineage", "gate", "report"):
-        for key, (x, y) in (d.get(section) or {}).items():
-            rows.append([section, key, cell_text(x), cell_text(y)])
-    shown = rows[:limit]
-    console.print(table(f"Differences v{d['from']} -> v{d['to']}", ["section", "key", f"v{d['from']}",
-                                                                    f"v{d['to']}"], shown))
+    """A version diff, headline first: the recipe (seed included), data and score differences; then the
+    config, lineage and gate differences (at most ``limit`` rows), how many report values differ (the
+    per-call, calibration and timing figures: ``--json`` has them) and the changed files."""
+    head = [[section, key, cell_text(x), cell_text(y)]
+            for section in HEADLINE for key, (x, y) in (d.get(section) or {}).items()]
+    cols = ["what", "key", f"v{d['from']}", f"v{d['to']}"]
+    if head:
+        console.print(table(f"Recipe, data and score v{d['from']} -> v{d['to']}", cols, head))
+    else:
+        console.print(f"v{d['from']} -> v{d['to']}: same recipe, data and score")
+    rows = [[section, key, cell_text(x), cell_text(y)]
+            for section in ("config", "lineage", "gate") for key, (x, y) in (d.get(section) or {}).items()
+            if not (section == "lineage" and key.split(".")[0] in ("recipe", "dataset_sha256", "dataset_sha256s"))]
+    if rows:
+        console.print(table(f"Differences v{d['from']} -> v{d['to']}", cols, rows[:limit]))
     if len(rows) > limit:
         console.print(f"[dim]... and {len(rows) - limit} more (use --json for all)[/dim]")
+    if d.get("report"):
+        console.print(f"[dim]{len(d['report'])} values of the evaluation reports differ (per-call, calibration, "
+                      "timing; use --json for all)[/dim]")
     files = d.get("files") or {}
     for kind in ("added", "removed", "changed"):
         if files.get(kind):

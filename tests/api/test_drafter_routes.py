@@ -49,7 +49,7 @@ def test_rollback_walks_back_and_is_recorded(client, app, org_a, tmp_path):
     r = client.post(CHAMPION + "/rollback", json={"reason": "p99 regression"}, headers=org_a.h(admin=True))
     assert r.status_code == 200, r.text
     assert r.json() == {"drafter": "smol-agent", "alias": "champion", "from_version": 3, "to_version": 2,
-                        "moved": True, "overridden": []}
+                        "moved": True, "overridden": [], "dry_run": False}
     # Repeated rollbacks walk further back (the history is replayed as a stack), then there is nothing left.
     r = client.post(CHAMPION + "/rollback", json={"reason": "still bad"}, headers=org_a.h(admin=True))
     assert (r.json()["from_version"], r.json()["to_version"]) == (2, 1)

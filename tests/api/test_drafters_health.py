@@ -29,7 +29,7 @@ def test_versions_aliases_and_promotion(client, app, org_a, tmp_path):
     r = client.post("/v1/drafters/smol-agent/aliases/champion", json={"version": 1, "reason": "first"},
                     headers=org_a.h(admin=True))
     assert r.json() == {"drafter": "smol-agent", "alias": "champion", "from_version": None, "to_version": 1,
-                        "moved": True, "overridden": []}
+                        "moved": True, "overridden": [], "dry_run": False}
     r = client.post("/v1/drafters/smol-agent/aliases/champion", json={"version": 2, "reason": "gate passed"},
                     headers=org_a.h(admin=True))
     assert r.status_code == 200 and r.json()["from_version"] == 1

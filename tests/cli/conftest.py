@@ -61,7 +61,7 @@ class Stack:
     member_key: str = ""
 
     def register(self, seed: int, *, name: str = "smol-agent", gate: dict | None = PASSED,
-                 lineage: dict | None = None, org: Any = None) -> Any:
+                 lineage: dict | None = None, org: Any = None, report: dict | None = None) -> Any:
         """Register a drafter version from a fresh checkpoint (config.json + model.safetensors)."""
         from service import jobs, registry
 
@@ -74,7 +74,7 @@ class Stack:
             v = registry.register_version(
                 s, self.store, org or self.org, name, TARGET, job.id, ckpt,
                 config={"block_size": 7, "lr": 1e-4 * seed}, lineage=lineage or LINEAGE,
-                report={"tau": 3.0 + seed / 10}, gate=gate,
+                report=report or {"tau": 3.0 + seed / 10}, gate=gate,
             )
             return v.version
 

@@ -142,7 +142,7 @@ def test_rollback_uses_the_rollback_route(stack, cli):
     r = cli("rollback", "smol-agent", "--reason", "latency regression", "--yes", "--json", key="admin")
     assert r.code == 0, r.err
     assert r.json == {"drafter": "smol-agent", "alias": "champion", "from_version": 2, "to_version": 1,
-                      "moved": True, "overridden": []}
+                      "moved": True, "overridden": [], "dry_run": False}
     r = cli("alias", "history", "smol-agent", "--alias", "champion", "--json")
     last = r.json[-1]
     assert (last["action"], last["from_version"], last["to_version"], last["reason"]) == (

@@ -39,20 +39,31 @@ def test_promote_through_api_shows_gate_and_diff_then_moves(stack, cli):
     assert "champion of smol-agent: v1 -> v2" in r.out
     assert aliases(cli) == {"champion": 2, "challenger": 2}
 
-    # --json: the gate, the diff against the holder and the move, in one document.
+    # A version whose gate did not pass does not become champion, even with --yes: refused before asking.
     v3 = stack.register(3, gate=FAILED)
-    r = cli("promote", "smol-agent", str(v3), "--reason", "manual override", "--json", key="admin")
+    r = cli("promote", "smol-agent", str(v3), "--alias", "champion", "--reason", "looks fine", "--yes",
+            key="admin")
+    assert r.code == 4 and "[gate_not_passed]" in r.err and "tau gain 0.4% < min_gain 2%" in r.err
+    assert "champion needs a passed gate" in r.err and "gate of v3: not passed" in r.out
+    assert aliases(cli)["champion"] == 2
+
+    # --force with the reason: it moves, and the history says it was forced and past what.
+    # --json: the gate, the diff against the holder and the move, in one document.
+    r = cli("promote", "smol-agent", str(v3), "--reason", "manual override", "--force", "--json", key="admin")
     assert r.code == 0, r.err
     doc = r.json
     assert doc["gate"]["passed"] is False and doc["current"] == 2
     assert doc["diff"]["config"]["lr"] == [pytest.approx(2e-4), pytest.approx(3e-4)]
     assert doc["incompatible"] == [] and doc["moved"] is True and doc["from_version"] == 2
+    assert doc["needs_force"] == doc["overridden"] == ["gate not passed for v3: tau gain 0.4% < min_gain 2%"]
 
     # The audit trail names the admin key, never the key itself.
     r = cli("alias", "history", "smol-agent", "--alias", "champion", "--json")
     assert r.code == 0, r.err
-    moves = [(e["from_version"], e["to_version"], e["reason"]) for e in r.json]
-    assert moves == [(None, 1, "first champion"), (1, 2, "better tau"), (2, 3, "manual override")]
+    moves = [(e["from_version"], e["to_version"], e["reason"], e["forced"]) for e in r.json]
+    assert moves == [(None, 1, "first champion", False), (1, 2, "better tau", False),
+                     (2, 3, "manual override [forced past: gate not passed for v3: tau gain 0.4% < min_gain 2%]",
+                      True)]
     assert all(e["actor"].startswith("key:td_") and stack.admin_key not in e["actor"] for e in r.json)
     r = cli("alias", "history", "smol-agent")
     assert r.code == 0 and "manual override" in r.out and "challenger" in r.out
@@ -63,11 +74,14 @@ def test_promote_refusals_through_api(stack, cli):
     assert cli("promote", "smol-agent", "1", "--reason", "x", "--yes", key="admin").code == 0
     other = stack.register(2, lineage={**LINEAGE, "tokenizer_sha256": "u" * 64})
 
-    # member key: 403 admin_required -> exit 4, one line with the code
+    # member key: 403 admin_required -> exit 4, one line with the code, and nothing shown before it (no gate,
+    # no diff, no prompt)
     r = cli("promote", "smol-agent", str(other), "--reason", "x", "--yes", key="member")
     assert r.code == 4
-    errors = [line for line in r.err.splitlines() if line.startswith("error")]
-    assert errors == ["error [admin_required] this action needs an admin API key (at Authorization)"]
+    assert r.out == ""
+    assert r.err.strip() == "error [admin_required] this action needs an admin API key (at Authorization)"
+    r = cli("rollback", "smol-agent", "--yes", key="member")
+    assert r.code == 4 and r.out == "" and "[admin_required]" in r.err
 
     # incompatible tokenizer: shown before asking, refused by the server (409) -> exit 4
     r = cli("promote", "smol-agent", str(other), "--reason", "x", "--yes", key="admin")
@@ -188,7 +202,7 @@ def test_api_and_database_admins_answer_alike(stack):
     same = set(db_view) - {"created_at"}  # the API gives the timestamp as ISO text, the database a datetime
     assert {k: api_view[k] for k in same} == {k: db_view[k] for k in same}
     assert first == {"drafter": "smol-agent", "alias": "champion", "from_version": None, "to_version": 1,
-                     "moved": True, "overridden": []}
+                     "moved": True, "overridden": [], "dry_run": False}
     assert second == {**first, "from_version": 1, "to_version": 2}
     assert back == {**first, "from_version": 2, "to_version": 1}
     assert again == {**first, "from_version": 1, "to_version": 2}

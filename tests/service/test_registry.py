@@ -208,6 +208,48 @@ def test_promote_refuses_incompatible_unless_forced_with_reason(db, org, store, 
     assert registry.alias_history(db, org, "smol-agent", "champion")[-1].forced is True
 
 
+def test_champion_needs_a_passed_gate_or_force_with_a_reason(db, org, store, reg):
+    reg(1)
+    registry.promote(db, store, org, "smol-agent", 1, actor="alice")
+    reg(2, gate=FAILED)
+    reg(3, gate=None)  # registered without an evaluation: no gate decision
+    for v, why in ((2, "tau gain 0.4% < min_gain 2%"), (3, "no gate decision recorded")):
+        plan = registry.promote(db, store, org, "smol-agent", v, actor="alice", dry_run=True)
+        assert not plan.moved and plan.from_version == 1 and why in plan.overridden[0]
+        with pytest.raises(RegistryError) as e:
+            registry.promote(db, store, org, "smol-agent", v, actor="alice", reason="I like it")
+        assert e.value.code == "gate_not_passed" and why in e.value.message
+        with pytest.raises(RegistryError) as e:
+            registry.promote(db, store, org, "smol-agent", v, actor="alice", force=True)
+        assert e.value.code == "reason_required"
+    assert registry.list_aliases(db, registry.get_drafter(db, org, "smol-agent"))["champion"] == 1
+    # other aliases do not need a gate; champion moves when forced with a reason, recorded as forced
+    assert registry.promote(db, store, org, "smol-agent", 2, "canary", actor="alice").moved
+    m = registry.promote(db, store, org, "smol-agent", 2, actor="alice", force=True, reason="hotfix, gate flaky")
+    assert m.moved and m.overridden == ["gate not passed for v2: tau gain 0.4% < min_gain 2%"]
+    last = registry.alias_history(db, org, "smol-agent", "champion")[-1]
+    assert last.forced is True and last.reason.startswith("hotfix, gate flaky [forced past: gate not passed")
+    # a rollback to a version that never held champion is checked the same way
+    with pytest.raises(RegistryError) as e:
+        registry.rollback(db, store, org, "smol-agent", to_version=3, actor="bob", reason="x")
+    assert e.value.code == "gate_not_passed" and e.value.where == "to_version"
+    plan = registry.rollback(db, store, org, "smol-agent", actor="bob", dry_run=True)
+    assert (plan.from_version, plan.to_version, plan.moved) == (2, 1, False)
+    assert registry.list_aliases(db, registry.get_drafter(db, org, "smol-agent"))["champion"] == 2
+
+
+def test_version_score_tolerates_every_report_shape():
+    assert registry.version_score(None) == {"tau": None, "speedup_vs_plain": None, "gate": None}
+    full = {"proposers": {"candidate": {"tau": 3.2, "speedup_vs_plain": 1.7, "new_key": [1]}, "ngram": {"tau": 2}}}
+    assert registry.version_score(full, PASSED) == {"tau": 3.2, "speedup_vs_plain": 1.7, "gate": True}
+    no_speed = {"proposers": {"candidate": {"tau": 3.2}}}
+    assert registry.version_score(no_speed, FAILED) == {"tau": 3.2, "speedup_vs_plain": None, "gate": False}
+    named = {"proposers": {"mine": {"tau": 2.5, "speedup_vs_plain": "n/a"}}}
+    assert registry.version_score(named, {"passed": True, "details": {"candidate": "mine"}})["tau"] == 2.5
+    assert registry.version_score({"tau": {"candidate": 3.1}})["tau"] == 3.1
+    assert registry.version_score({"proposers": "odd"})["tau"] is None
+
+
 def test_promote_refuses_tampered_or_missing_checkpoint(db, org, store, reg):
     v1 = reg(1)
     registry.promote(db, store, org, "smol-agent", 1, actor="alice")
@@ -273,6 +315,7 @@ def test_diff_versions(reg):
     assert d["lineage"]["base_version"] == [None, "smol-agent@v1"]
     assert d["lineage"]["job_id"] == [v1.job_id, v2.job_id]
     assert d["report"] == {"tau.candidate": [3.1, 3.2]}
+    assert d["score"] == {"tau": [3.1, 3.2]} and d["recipe"] == {} and d["data"] == {}
     assert d["files"] == {"added": [], "removed": [], "changed": ["config.json", "model.safetensors"]}
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from workers.context import StageContext
 from workers.stages.common import (
     fetch,
+    job_verdict,
     target_spec,
 )
 
@@ -31,10 +32,13 @@ def register(ctx: StageContext) -> dict[str, Any]:
         "tokenizer_sha256": tspec.get("tokenizer_sha256"),
         "target_layer_ids": cfg.get("target_layer_ids"), "block_size": cfg.get("block_size"),
         "code_version": _code_version(),
+        # the resolved training recipe (seed, steps, learning rate, ...): what `drafters diff` leads with
+        "recipe": trained.get("train_config"),
     }
     best = fetch(ctx, trained["best"], ctx.workdir / "best")
     report_dir = fetch(ctx, evaluated["report_files"], ctx.workdir / "report")
-    name = ctx.spec.get("drafter_name") or f"{Path(target_model).name.removesuffix('.gguf')}-agent"
+    name = drafter_name(ctx)
+    expected = _render_page(ctx, name, evaluated, report_dir)
     with ctx.sessions() as session:
         version = registry.register_version(
             session, ctx.store, ctx.org_id, name, target_model, ctx.job_id, best,
@@ -45,7 +49,39 @@ def register(ctx: StageContext) -> dict[str, Any]:
         out = {"drafter": name, "version": version.version, "version_id": version.id,
                "checkpoint_uri": version.checkpoint_uri, "files": dict(version.files),
                "report_uri": version.report_uri}
+    if version.version != expected:  # a registration of the same drafter by another job came in between
+        ctx.event("warning", "message", f"[report_version_mismatch] the report page names version {expected}; "
+                  f"the registry numbered this one {version.version}", {"code": "report_version_mismatch"})
     return out
+
+
+def _render_page(ctx: StageContext, name: str, evaluated: dict[str, Any], report_dir: Path) -> int:
+    """Re-render the report page with the version number registration will give (the job's own when a
+    retried stage registered it already, else the next after the drafter's latest); returns that number."""
+    import sqlalchemy as sa
+
+    from drafters.evaluate.html_report import write_html
+    from service.db.models import Drafter, DrafterVersion
+
+    with ctx.sessions() as session:
+        mine = session.scalar(sa.select(DrafterVersion.version).where(DrafterVersion.job_id == ctx.job_id))
+        last = session.scalar(sa.select(sa.func.max(DrafterVersion.version)).join(Drafter).where(
+            Drafter.org_id == ctx.org_id, Drafter.name == name))
+    expected = mine or (last or 0) + 1
+    write_html(evaluated["report"], report_dir, job_verdict(ctx, name, evaluated.get("gate"), expected))
+    return expected
+
+
+def drafter_name(ctx: StageContext) -> str:
+    """The registry name of the job's drafter: the spec's ``drafter_name``, else ``default_drafter_name``."""
+    return ctx.spec.get("drafter_name") or default_drafter_name(target_spec(ctx)["model"])
+
+
+def default_drafter_name(target_model: str) -> str:
+    """The registry name of a job's drafter when the spec names none: ``<target>-agent`` (the target's last
+    path component, without ``.gguf``), the suffix not doubled for a target already named ``...-agent``."""
+    base = Path(target_model).name.removesuffix(".gguf")
+    return base if base.endswith("-agent") else f"{base}-agent"
 
 
 def _code_version() -> str:

@@ -59,7 +59,8 @@ def version_out(v: DrafterVersion, aliases: list[str], *, with_report: bool) -> 
         drafter=v.drafter.name, version=v.version, ref=v.ref, id=v.id, job_id=v.job_id,
         checkpoint_uri=v.checkpoint_uri, files=dict(v.files or {}), size_bytes=v.size_bytes,
         config=dict(v.config or {}), lineage=dict(v.lineage or {}), gate=v.gate, aliases=sorted(aliases),
-        report=v.report if with_report else None, created_by=v.created_by, created_at=v.created_at,
+        score=registry.version_score(v.report, v.gate), report=v.report if with_report else None,
+        created_by=v.created_by, created_at=v.created_at,
     )
 
 
@@ -251,15 +252,17 @@ def list_aliases(name: DrafterName, caller: CurrentCaller, db: DbSession) -> Ali
     responses=error_responses(400, 401, 403, 404, 409, 422),
     summary="Point an alias at a version (admin keys only)",
     description="Re-verifies the version's checksums and its compatibility (target, tokenizer, chat "
-    "template) with the alias's current holder; `force` with a `reason` overrides an incompatibility. "
-    "Every move is recorded in the alias history with the key that made it.",
+    "template) with the alias's current holder; `champion` also needs a passed promotion gate (409 "
+    "`gate_not_passed`). `force` with a `reason` overrides a failed gate or an incompatibility. Every move is "
+    "recorded in the alias history with the key that made it (forced moves marked, with what was forced "
+    "past). `dry_run` checks the key and the version and lists what would need `force`, moving nothing.",
 )
 def promote(name: DrafterName, alias: AliasName, body: PromoteRequest, caller: AdminCaller, db: DbSession,
             store: Store) -> PromoteOut:
     move = registry.promote(db, store, caller.org_id, name, body.version, alias, actor=caller.actor,
-                            reason=body.reason, force=body.force)
+                            reason=body.reason, force=body.force, dry_run=body.dry_run)
     return PromoteOut(drafter=name, alias=alias, from_version=move.from_version, to_version=move.to_version,
-                      moved=move.moved, overridden=list(move.overridden))
+                      moved=move.moved, overridden=list(move.overridden), dry_run=body.dry_run)
 
 
 @router.post(
@@ -275,6 +278,6 @@ def promote(name: DrafterName, alias: AliasName, body: PromoteRequest, caller: A
 def rollback(name: DrafterName, alias: AliasName, body: RollbackRequest, caller: AdminCaller, db: DbSession,
              store: Store) -> RollbackOut:
     move = registry.rollback(db, store, caller.org_id, name, alias, body.to_version, actor=caller.actor,
-                             reason=body.reason, force=body.force)
+                             reason=body.reason, force=body.force, dry_run=body.dry_run)
     return RollbackOut(drafter=name, alias=alias, from_version=move.from_version, to_version=move.to_version,
-                       moved=move.moved, overridden=list(move.overridden))
+                       moved=move.moved, overridden=list(move.overridden), dry_run=body.dry_run)
