@@ -63,9 +63,15 @@ def serve(
     """
     import uvicorn
 
-    from service.settings import get_settings
+    from service.settings import ENV_PREFIX, get_settings
 
     settings = get_settings()
+    if settings.auto_migrate:
+        # Once, here, before uvicorn starts its processes: each would otherwise migrate a fresh database at
+        # the same moment (`table alembic_version already exists`). They then skip it.
+        with handled():
+            _migrate(settings.database_url)
+        os.environ[f"{ENV_PREFIX}AUTO_MIGRATE"] = "false"
     uvicorn.run("service.api.app:create_app", factory=True, host=host, port=port,
                 workers=workers or api_workers(settings.api_workers), proxy_headers=proxy_headers,
                 log_level=settings.log_level.lower(), access_log=True)
@@ -114,6 +120,19 @@ def worker(
     os.execvp(argv[0], argv)
 
 
+def _migrate(url: str, revision: str = "head") -> tuple[str | None, str | None]:
+    """Migrate the database at ``url`` to ``revision``; returns (revision before, after). Raises CliError
+    ``migration_failed`` (one line, not alembic's traceback)."""
+    from service.db.session import current, upgrade
+
+    try:
+        before = current(url)
+        upgrade(url, revision)
+        return before, current(url)
+    except Exception as e:  # alembic/sqlalchemy: one line, not a traceback
+        raise CliError("migration_failed", f"{type(e).__name__}: {str(e).splitlines()[0][:300]}") from e
+
+
 @db_app.command("upgrade")
 def db_upgrade(
     db_url: str | None = typer.Option(None, "--db-url", help="Default: TRACEDRAFT_DATABASE_URL."),
@@ -124,17 +143,11 @@ def db_upgrade(
 
     Example: tracedraft db upgrade --db-url postgresql+psycopg://tracedraft:secret@localhost/tracedraft
     """
-    from service.db.session import current, upgrade
     from service.settings import get_settings
 
     url = db_url or get_settings().database_url
     with handled():
-        try:
-            before = current(url)
-            upgrade(url, revision)
-            after = current(url)
-        except Exception as e:  # alembic/sqlalchemy: one line, not a traceback
-            raise CliError("migration_failed", f"{type(e).__name__}: {str(e).splitlines()[0][:300]}") from e
+        before, after = _migrate(url, revision)
     if as_json:
         print_json({"from": before, "to": after})
     else:

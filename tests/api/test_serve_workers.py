@@ -43,3 +43,59 @@ def test_serve_takes_its_workers_from_the_setting(monkeypatch, tmp_path):
     with override_settings(Settings(home=tmp_path, api_workers=0)):
         assert runner.invoke(cli_app, ["serve"]).exit_code == 0
         assert seen["workers"] == api_workers(0)
+
+
+def test_serve_migrates_once_before_starting_its_workers(monkeypatch, tmp_path):
+    """A fresh embedded home: the database is at head before uvicorn starts, and the worker processes (which
+    inherit the environment) are told not to migrate it again, all at once."""
+    import uvicorn
+
+    from service.db.session import current, head
+
+    seen: dict = {}
+
+    def fake_run(target, **kw):
+        seen["revision"] = current(settings.database_url)
+        seen["auto_migrate"] = os.environ.get("TRACEDRAFT_AUTO_MIGRATE")
+
+    monkeypatch.setattr(uvicorn, "run", fake_run)
+    monkeypatch.setenv("TRACEDRAFT_AUTO_MIGRATE", "true")  # restored afterwards
+    settings = Settings(home=tmp_path / "fresh", api_workers=2)
+    with override_settings(settings):
+        r = CliRunner().invoke(cli_app, ["serve"])
+    assert r.exit_code == 0, r.output
+    assert seen == {"revision": head(), "auto_migrate": "false"}
+
+
+def test_serve_with_two_workers_on_a_fresh_home_starts_cleanly(tmp_path):
+    """The real thing: `tracedraft serve --workers 2` on a new home answers /readyz and logs no traceback."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRACEDRAFT_")}
+    env["TRACEDRAFT_HOME"] = str(tmp_path / "home")
+    log = tmp_path / "serve.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "service.cli", "serve", "--workers", "2", "--port", str(port)],
+                                env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline, ready = time.monotonic() + 60, False
+            while time.monotonic() < deadline and not ready and proc.poll() is None:
+                try:
+                    ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200
+                except httpx.HTTPError:
+                    time.sleep(0.3)
+            time.sleep(1.0)  # both workers have started by now
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    text = log.read_text()
+    assert ready, text
+    assert "Traceback" not in text and "already exists" not in text, text
