@@ -68,6 +68,10 @@ CODES: dict[str, str] = {
     "as part of the longer record",
     "tool_call_text_not_parsed": "a <tool_call> block in assistant text is not a JSON object or Python dict with a "
     "name (kept as text, so the file's call count would be wrong)",
+    "content_not_captured": "an LLM call span holds no input messages (content capture off, or an any-agent version "
+    "before input capture) and its context cannot be rebuilt: the call is lost",
+    "context_rebuilt": "calls recorded without input had their context rebuilt from the call before, its output and "
+    "the tool spans in between",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "
     "warning names each one tried and why it declined)",
     "candidates_declined": "every candidate reader declined the file; the first one's problems are reported, the "

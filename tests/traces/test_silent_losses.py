@@ -62,3 +62,32 @@ def test_a_text_tool_call_that_does_not_parse_is_an_error(tmp_path):
         {"role": "user", "content": "go"}, {"role": "assistant", "content": "<tool_call>{name: x(</tool_call>"}]}]))
     result = ingest([path], scrub=False)
     assert [e.code for e in result.report.errors] == ["tool_call_text_not_parsed"]
+
+
+def test_any_agent_calls_without_input_are_rebuilt_from_the_call_before_and_the_tool_spans():
+    path = SHAPES / "any_agent_2calls.json"
+    spans = json.loads(path.read_text())["spans"]
+    llm = [s for s in spans if s["attributes"]["gen_ai.operation.name"] == "call_llm"]
+    tools = [s for s in spans if s["attributes"]["gen_ai.operation.name"] == "execute_tool"]
+    n_tool_calls = sum(len(json.loads(s["attributes"]["gen_ai.output"])) for s in llm)
+    assert (len(llm), n_tool_calls, len(tools)) == (2, 2, 1)
+    result = ingest([path], scrub=False)
+    assert result.report.ok, result.report.errors
+    assert totals(result.conversations) == (1, len(llm), n_tool_calls)
+    assert "context_rebuilt" in {w.code for w in result.report.warnings}
+    first, second = result.conversations[0].explicit_calls
+    assert second.context[: len(first.context) + 1] == [*first.context, first.completion]
+    (call,) = first.completion.tool_calls
+    (res,) = second.context[-1].tool_results
+    assert call.name == "get_current_time" and call.arguments == {"timezone": "America/New_York"}  # as it ran
+    assert json.loads(res.content) == json.loads(tools[0]["attributes"]["gen_ai.output"])
+
+
+def test_a_call_without_input_that_cannot_be_rebuilt_is_an_error(tmp_path):
+    doc = json.loads((SHAPES / "any_agent_2calls.json").read_text())
+    doc["spans"] = [s for s in doc["spans"] if s["attributes"]["gen_ai.operation.name"] != "execute_tool"]
+    path = tmp_path / "no_tool_span.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False)
+    assert [e.code for e in result.report.errors] == ["content_not_captured"]
+    assert totals(result.conversations)[:2] == (1, 1)

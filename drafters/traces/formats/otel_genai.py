@@ -13,7 +13,7 @@ attributes):
 - any-agent ``AgentTrace`` JSON: ``{spans[{name, context{trace_id, span_id}, start_time (ns), end_time,
   attributes{gen_ai.operation.name: call_llm|execute_tool|invoke_agent, gen_ai.input.messages (OpenAI
   chat messages), gen_ai.output + gen_ai.output.type}}], final_output}``; older any-agent versions record
-  no input messages (``content_not_captured``);
+  no input messages (contexts rebuilt where the tool spans determine them, see below);
 - console exporter (``ConsoleSpanExporter``): pretty-printed span objects one after another (not
   JSONL) with ``context{trace_id, span_id}``, ``parent_id``, ``start_time``, ``end_time`` and an
   ``attributes`` mapping. It prints spans more than once, including in-progress copies with
@@ -26,8 +26,11 @@ An LLM call is a span whose ``gen_ai.operation.name`` is ``chat`` / ``text_compl
 ``[{role, parts[{type: text|reasoning|tool_call{id, name, arguments}|tool_call_response{id,
 response}}], finish_reason}]``, tools in ``gen_ai.tool.definitions``; the older OpenLLMetry flat form
 (``gen_ai.prompt.N.role/content``, ``gen_ai.completion.N.*``) is read too. Message content exists only
-when the instrumentation's content capture was on: a call span without it yields a
-``content_not_captured`` warning and no call. The same call described by two spans (nested
+when the instrumentation's content capture was on: a call span without it is a lost call, a
+``content_not_captured`` error. any-agent versions before input capture record a call's output but not
+its input: such a call's context is rebuilt from the call before it, that call's output and the
+``execute_tool`` spans that ran in between (``context_rebuilt`` warning); where they do not determine it
+(the first call, a text answer before, a tool span missing) the call is a ``content_not_captured`` error. The same call described by two spans (nested
 instrumentations) is counted once (``duplicate_llm_call``).
 
 Each call records its own context, so calls are explicit ``LLMCall``s. Calls of one trace are
@@ -202,7 +205,8 @@ def _any_agent_output(attrs: dict) -> list[Message]:
     for call in as_list(_json_attr(attrs, key)):
         if isinstance(call, dict):
             fn = call.get("function") if isinstance(call.get("function"), dict) else call
-            parts.append(ToolCallPart.from_raw(call.get("id"), str(fn.get("name")), fn.get("arguments")))
+            name = fn.get("name", fn.get("tool.name"))  # any-agent 1.x writes {"tool.name", "tool.args"}
+            parts.append(ToolCallPart.from_raw(call.get("id"), str(name), fn.get("arguments", fn.get("tool.args"))))
     return [Message("assistant", parts)]
 
 
@@ -229,8 +233,10 @@ def _flat_messages(attrs: dict, prefix: str) -> list[Message]:
     return out
 
 
-def _call_of(span: dict, filename: str, problems: ProblemSink) -> tuple[list, list[Message], Message] | None:
-    """(tools, context, completion) of an LLM-call span, or None (content not captured)."""
+def _call_of(span: dict, filename: str, problems: ProblemSink) -> tuple[list, list[Message] | None, Message] | None:
+    """(tools, context, completion) of an LLM-call span, or None (content not captured: an error). The context
+    is None for an any-agent span that records its output but not its input: ``_rebuilt_context`` may
+    rebuild it from the call before."""
     attrs = span["attrs"]
     source = src(NAME, filename, line=span["line"], record=f"span {span['span']}")
     model = attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
@@ -243,16 +249,14 @@ def _call_of(span: dict, filename: str, problems: ProblemSink) -> tuple[list, li
             parts = semconv_parts(system) if isinstance(system, list) else [TextPart(as_text(system))]
             context.insert(0, Message("system", parts))
     elif "gen_ai.input.messages" not in attrs and ("gen_ai.output" in attrs or "genai.output" in attrs):
-        problems.warning("content_not_captured", "any-agent LLM span records its output but not its input "
-                         "messages (a version before input capture): the call's context is unknown", source)
-        return None
+        context, outputs = None, _any_agent_output(attrs)
     elif "gen_ai.prompt.0.content" in attrs or "gen_ai.completion.0.content" in attrs \
             or "gen_ai.completion.0.tool_calls.0.name" in attrs:
         context = _flat_messages(attrs, "gen_ai.prompt")
         outputs = _flat_messages(attrs, "gen_ai.completion")
     else:
-        problems.warning("content_not_captured", "LLM call span without message content (content capture off)",
-                         source)
+        problems.error("content_not_captured", "LLM call span without message content (content capture off): "
+                       "the call is lost", source)
         return None
     if not outputs:
         problems.warning("no_assistant_message", "LLM call span without output messages", source)
@@ -273,6 +277,43 @@ def _call_of(span: dict, filename: str, problems: ProblemSink) -> tuple[list, li
 # ------------------------------------------------------------------------------------------ parse
 
 
+def _rebuilt_context(previous: tuple[dict, LLMCall] | None, span: dict, tool_spans: list[dict], filename: str,
+                     problems: ProblemSink) -> list[Message] | None:
+    """The context of a call whose span records no input (any-agent before input capture): the previous call's
+    context and completion, then the results of that completion's tool calls, taken from the tool spans of the
+    same trace that ran between the two calls (matched by tool name, in order). A tool call whose output
+    recorded empty arguments gets the arguments its tool span ran with. None, after a ``content_not_captured``
+    error, when this does not determine the context (no previous call, a text answer before, a tool span
+    missing)."""
+    source = src(NAME, filename, line=span["line"], record=f"span {span['span']}")
+    why = None
+    if previous is None or previous[0]["trace"] != span["trace"]:
+        why = "no earlier call of its trace records an input to rebuild it from"
+    else:
+        before, call = previous
+        calls = call.completion.tool_calls
+        lo, hi = before["start"] or 0.0, span["start"] or 0.0
+        ran = [t for t in tool_spans if t["trace"] == span["trace"] and lo <= (t["start"] or 0.0) <= hi]
+        if not calls:
+            why = "the call before it answered without a tool call, so its next input is unknown"
+        elif len(ran) != len(calls) or any(t["attrs"].get("gen_ai.tool.name") != c.name for t, c in zip(ran, calls)):
+            why = (f"the call before it made {len(calls)} tool call(s) but {len(ran)} matching tool span(s) ran "
+                   "in between")
+    if why is not None:
+        problems.error("content_not_captured", "LLM span records its output but not its input messages, and "
+                       f"its context cannot be rebuilt: {why}; the call is lost", source)
+        return None
+    results = []
+    for t, c in zip(ran, calls):
+        args = t["attrs"].get("gen_ai.tool.args")
+        if c.raw_arguments.strip() in ("", "{}") and isinstance(args, str) and args.strip() not in ("", "{}"):
+            i = call.completion.parts.index(c)
+            call.completion.parts[i] = c = ToolCallPart.from_raw(c.id, c.name, args)
+        results.append(ToolResultPart(call_id=c.id, content=as_text(t["attrs"].get("gen_ai.output")), name=c.name))
+    return [*call.context, call.completion, Message("tool", results)]
+
+
+
 def _same(a: list[Message], b: list[Message]) -> bool:
     """Message lists equal in role and parts (a context copy of a completion carries no model name)."""
     return len(a) == len(b) and all(x.role == y.role and x.parts == y.parts for x, y in zip(a, b))
@@ -290,8 +331,9 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             found = True
             attrs = s["attrs"]
             op = attrs.get("gen_ai.operation.name")
-            if op not in CALL_OPERATIONS and not any(str(k).startswith("gen_ai.prompt.") for k in attrs):
-                continue  # only LLM-call spans are kept, so memory follows the number of calls
+            if op not in CALL_OPERATIONS and op != "execute_tool" and \
+                    not any(str(k).startswith("gen_ai.prompt.") for k in attrs):
+                continue  # only LLM-call and tool spans are kept, so memory follows the number of calls
             key = (s["trace"], s["span"])
             if s["end"] is None:
                 in_progress[key] = s
@@ -309,13 +351,23 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             problems.warning("in_progress_span", "span printed only in progress (end_time null); dropped",
                              src(NAME, filename, line=s["line"], record=f"span {s['span']}"))
     ordered = sorted(spans.values(), key=lambda s: (str(s["trace"]), s["start"] or 0.0, str(s["span"])))
+    tool_spans = [s for s in ordered if s["attrs"].get("gen_ai.operation.name") == "execute_tool"]
     chains: list[dict] = []  # {"trace", "id", "calls": [LLMCall], "tools"}
     seen_calls: set[str] = set()
+    previous: tuple[dict, LLMCall] | None = None  # the last call read (its span), for rebuilding a context
+    rebuilt = 0
     for s in ordered:
+        if s["attrs"].get("gen_ai.operation.name") == "execute_tool":
+            continue
         got = _call_of(s, filename, problems)
         if got is None:
             continue
         tools, context, completion = got
+        if context is None:
+            context = _rebuilt_context(previous, s, tool_spans, filename, problems)
+            if context is None:
+                continue
+            rebuilt += 1
         fingerprint = json.dumps([s["trace"], repr(context), repr(completion)])
         if fingerprint in seen_calls:
             problems.warning("duplicate_llm_call", "two spans describe the same LLM call; counted once",
@@ -334,6 +386,11 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
                      "line": s["line"]}
             chains.append(chain)
         chain["calls"].append(LLMCall(chain["id"], len(chain["calls"]), tools, context, completion))
+        previous = (s, chain["calls"][-1])
+    if rebuilt:
+        problems.warning("context_rebuilt", f"{rebuilt} LLM call(s) record their output but not their input: each "
+                         "context was rebuilt from the call before it, its output and the tool spans in between",
+                         src(NAME, filename))
     for c in chains:
         link_models(c["calls"])
         last = c["calls"][-1]
