@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 from drafters.render.codec import TokenCodec
-from drafters.render.labels import label_completion
+from drafters.render.labels import label_completion, reasoning_tail
 from drafters.render.messages import IdMap, to_dicts
 from drafters.render.records import CallRender, Dialect, RenderError
 from drafters.render.template import ChatTemplate
@@ -52,6 +52,8 @@ class CallRenderer:
         ctx = dicts[:-1]
         if not ctx:
             raise RenderError("empty_context", "the call has no context", where=call.id)
+        if self.dialect.prompt_reasoning == "closed" and (comp.get("reasoning_content") or "").strip():
+            raise _closed_by_prompt(call.id)
         tools = self.template.tools_for(call.tools)
         try:
             prompt = self.template.apply(ctx, tools, True, prepared=True)
@@ -77,22 +79,84 @@ class CallRenderer:
         return tok if tok and not ctext.endswith(tok) else ""
 
     def _answer_region(self, call: LLMCall, ctx: list[dict], tools: Any, prompt: str, full: str) -> str:
-        """The assistant's rendered text when the template rewrites the context once the answer follows it
-        (Mistral moves the system prompt to the last user turn, Hermes drops a newline after a final tool
-        turn): the region of ``full`` where it differs from the same context followed by a marker answer.
-        The served prompt is kept as is; this only works when that prompt ends with the same generation
-        header that precedes the answer in ``full``."""
+        """The text the model generates after the served ``prompt``, when ``full`` (context + answer) does not
+        start with it: the template rewrites the context once the answer follows (Mistral moves the system
+        prompt to the last user turn, Hermes drops a newline after a final tool turn, gpt-oss drops the
+        analysis of earlier tool-call turns), or the generation prompt writes reasoning markup that history
+        does not (MiniMax-M2 opens ``<think>``, DeepSeek-V3.2 writes ``<think></think>`` with thinking off).
+        The answer is the region of ``full`` where it differs from the same context followed by a marker
+        answer, from the end of the generation header; its reasoning markup is then continued from where
+        the prompt left it (`continue_reasoning`). The served prompt is kept as is."""
         apply = self.template.apply
         base = apply(ctx, tools, False, prepared=True)
         header = prompt[len(os.path.commonprefix([prompt, base])):]
+        core, state = reasoning_tail(header, self.dialect)
         marked = apply(ctx + [{"role": "assistant", "content": _MARKER}], tools, False, prepared=True)
         k = len(os.path.commonprefix([full, marked]))
-        if _MARKER not in marked[k:k + len(_MARKER) + 64] or not full[:k].endswith(header):
+        j = _header_end(full, k, core, len(os.path.commonprefix([full, base])), self.dialect)
+        if _MARKER not in marked[k:k + len(_MARKER) + 64] or j is None:
             raise RenderError(
                 "context_not_prefix",
                 "the template renders the context differently once the answer is appended, and the answer "
                 "cannot be separated from it, so the logged answer cannot follow the served prompt",
                 where=call.id,
             )
-        self.warnings["context_rewritten_after_answer"] += 1
-        return full[k:]
+        if full[:j] != prompt[:len(prompt) - len(header)] + core:
+            self.warnings["context_rewritten_after_answer"] += 1
+        return continue_reasoning(full[j:], k - j, header, state, self.dialect, call.id)
+
+
+def _header_end(full: str, k: int, core: str, shared: int, d: Dialect) -> int | None:
+    """Where the answer starts in ``full``: just after the generation header's ``core`` (the header without
+    its reasoning markup) last written before ``k`` (where ``full`` leaves the marker render) and at most 64
+    characters before it; with no core, ``k`` moved back over reasoning markup, not into the ``shared``
+    prefix of the context's render. None when the core is not there."""
+    if core:
+        i = full.rfind(core, max(0, k - len(core) - 64), k)
+        return i + len(core) if i >= 0 else None
+    j = k
+    while j > shared:
+        t = full[:j].rstrip()
+        if t.endswith(d.reasoning_close):
+            j = len(t) - len(d.reasoning_close)
+        elif t.endswith(d.reasoning_open):
+            j = len(t) - len(d.reasoning_open)
+        else:
+            break
+    return max(j, shared)
+
+
+def continue_reasoning(h: str, markup: int, header: str, state: str, d: Dialect, where: str) -> str:
+    """The answer text ``h`` as history writes it (its first ``markup`` characters are header markup any
+    answer gets) continued from the reasoning ``state`` the generation prompt ``header`` left
+    (`reasoning_tail`): after an opened block, the reasoning, its close and the answer (an answer without
+    reasoning closes it with the template's ``reasoning_close_text``); after an empty block, the answer
+    alone. Whitespace the prompt wrote after its last tag is not written again.
+
+    Raises RenderError(code="reasoning_closed_by_prompt") when the prompt closes reasoning (thinking off)
+    but the answer reasons: the served model could not have written it (set the template's thinking
+    option as the target was served)."""
+    if not state:
+        return h
+    ws = header[len(header.rstrip()):]
+    pos = len(h[:markup]) - len(h[:markup].lstrip())
+    opened = h.startswith(d.reasoning_open, pos)
+    if opened:
+        pos += len(d.reasoning_open)
+    close = h.find(d.reasoning_close, pos) if opened or h.startswith(d.reasoning_close, pos) else -1
+    reasoning = h[pos:close] if close >= 0 else ""
+    answer = h[close + len(d.reasoning_close):] if close >= 0 else h[pos:]
+    if state == "open":
+        if reasoning.strip():
+            return h[pos + len(ws):] if h.startswith(ws, pos) else h[pos:]
+        return (d.reasoning_close_text or d.reasoning_close) + answer.lstrip()
+    if reasoning.strip():
+        raise _closed_by_prompt(where)
+    return answer[len(ws):] if ws and answer.startswith(ws) else answer
+
+
+def _closed_by_prompt(where: str) -> RenderError:
+    return RenderError("reasoning_closed_by_prompt",
+                       "the generation prompt closes reasoning (thinking off) but the answer has reasoning, which "
+                       "the served model could not have written; pass the template option the target was served "
+                       "with (e.g. thinking: true)", where=where)

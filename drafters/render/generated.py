@@ -6,7 +6,7 @@ report accepted length per segment."""
 from __future__ import annotations
 
 from drafters.render.codec import TokenCodec
-from drafters.render.labels import Located, completion_spans, prose_pieces, wrap_reasoning
+from drafters.render.labels import Located, completion_spans, opened_reasoning, prose_pieces, wrap_reasoning
 from drafters.render.markup import ParsedCall, call_pieces, parse_calls
 from drafters.render.records import Dialect
 from drafters.segments import Segment
@@ -70,9 +70,10 @@ def _label_turn(text: str, start: int, dialect: Dialect, seg: bytearray) -> int:
     """Label ``text`` from ``start`` to just after the next end-of-turn token (or its end) into ``seg``;
     returns where that turn ends."""
     stop, end = _end_of_turn(text, start, dialect.eot_tokens)
-    calls, regions = parse_calls(text, dialect, start, stop)
-    found = call_pieces(calls)
-    pos = start
+    opened = opened_reasoning(text, start, stop, dialect) if start == 0 else []  # the prompt's block
+    pos = opened[-1].end if opened else start
+    calls, regions = parse_calls(text, dialect, pos, stop)
+    found = opened + call_pieces(calls)
     for s, e in regions + [(stop, stop)]:
         found += [Located(a, b, g, False) for a, b, g in prose_pieces(text, pos, s, dialect)]
         pos = max(pos, e)
@@ -90,7 +91,8 @@ def generated_calls(text: str, dialect: Dialect) -> list[ParsedCall]:
     start = 0
     while start < len(text):
         stop, end = _end_of_turn(text, start, dialect.eot_tokens)
-        calls += parse_calls(text, dialect, start, stop)[0]
+        opened = opened_reasoning(text, start, stop, dialect) if start == 0 else []
+        calls += parse_calls(text, dialect, opened[-1].end if opened else start, stop)[0]
         start = end
     return calls
 

@@ -45,9 +45,14 @@ def label_completion(comp: dict, text: str, dialect: Dialect, added_re: re.Patte
     reasoning = comp.get("reasoning_content") or ""
     if not reasoning and dialect.injected_reasoning and text.startswith(dialect.injected_reasoning):
         sup_start = len(dialect.injected_reasoning)
-    found, cursor = _locate(_completion_pieces(comp, dialect), text, sup_start, warnings)
+    opened = opened_reasoning(text, sup_start, len(text), dialect)
+    pieces = _completion_pieces(comp, dialect)
+    if opened:  # the logged reasoning is inside the block the prompt opened
+        pieces = [p for p in pieces if p[1] != Segment.REASONING or p[0] != [reasoning.strip()]]
+    found, cursor = _locate(pieces, text, opened[-1].end if opened else sup_start, warnings)
     end = eot_end(text, cursor, dialect.eot_tokens, added_re, warnings)
-    found = wrap_reasoning(_close_approximate_args(found, end, warnings), text, sup_start, end, dialect)
+    found = opened + _close_approximate_args(found, end, warnings)
+    found = wrap_reasoning(found, text, sup_start, end, dialect)
     return completion_spans(found, sup_start, end, bool(comp.get("tool_calls"))), sup_start, end
 
 
@@ -74,6 +79,18 @@ def _completion_pieces(comp: dict, dialect: Dialect) -> list[tuple[Any, int, boo
         else:
             pieces.append((arg_candidates(args), Segment.TOOL_ARGS, True))
     return pieces
+
+
+def opened_reasoning(text: str, start: int, stop: int, dialect: Dialect) -> list[Located]:
+    """The reasoning block the generation prompt opened (``dialect.prompt_reasoning == "open"``): from
+    ``start`` to just after the first reasoning close in ``text[start:stop]`` (to ``stop`` when cut short
+    inside it), as one REASONING piece; [] for other templates. The answer starts inside it, so its
+    close tag is reasoning whether or not there is reasoning before it (one rule for training labels and
+    generated text)."""
+    if dialect.prompt_reasoning != "open" or stop <= start:
+        return []
+    k = text.find(dialect.reasoning_close, start, stop)
+    return [Located(start, stop if k < 0 else k + len(dialect.reasoning_close), Segment.REASONING, False)]
 
 
 def prose_pieces(text: str, start: int, end: int, dialect: Dialect) -> list[tuple[int, int, int]]:
@@ -138,6 +155,22 @@ def _close_approximate_args(found: list[Located], end: int, warnings: Counter) -
             warnings["args_located_approx"] += 1
         fixed.append(f)
     return [f for f in fixed if f.end > f.start]
+
+
+def reasoning_tail(header: str, d: Dialect) -> tuple[str, str]:
+    """(header without its trailing reasoning markup, state): state "open" when the generation prompt
+    ``header`` ends inside an opened reasoning block, "closed" when it ends with an empty block, "" when
+    it ends with neither (whitespace between the tags is part of the markup)."""
+    k, state = len(header), ""
+    while True:
+        t = header[:k].rstrip()
+        if d.reasoning_close and t.endswith(d.reasoning_close):
+            k, state = len(t) - len(d.reasoning_close), state or "closed"
+        elif d.reasoning_open and t.endswith(d.reasoning_open):
+            k, state = len(t) - len(d.reasoning_open), state or "open"
+        else:
+            break
+    return (header[:k] if state else header), state
 
 
 def wrap_reasoning(found: list[Located], text: str, start: int, end: int, dialect: Dialect) -> list[Located]:

@@ -36,12 +36,14 @@ def learn(d: Dialect, single: CallRender, parallel: CallRender | None, ids: list
         return
     c = single.completion_text
     name, args = one[0]
-    d.call_prefix = _slot(c[single.sup_start:name.start], ids)
+    d.call_prefix = _slot(c[_prose_end(single.spans, single.sup_start, name.start):name.start], ids)
     d.call_mid = _slot(c[name.end:args[0].start], ids)
     d.call_suffix, d.call_next, d.call_end = _slot(c[args[-1].end:_eot_at(c, d)], ids), None, ""
     if d.arg_form == "pairs" and len(args) >= 3:
         d.arg_key_end = c[args[0].end:args[1].start]
         d.arg_pair_sep = c[args[1].end:args[2].start]
+        if len(args) >= 4 and c[args[2].end:args[3].start] != d.arg_key_end:  # DSML's string="false"
+            d.arg_key_end_other = c[args[2].end:args[3].start]
     two = _calls(parallel.spans) if parallel is not None else []
     if len(two) == 2 and two[0][1] and two[1][1]:
         t = parallel.completion_text
@@ -49,6 +51,13 @@ def learn(d: Dialect, single: CallRender, parallel: CallRender | None, ids: list
         last = _slot(t[two[1][1][-1].end:_eot_at(t, d)], ids)
         k = _common_prefix(between, last, added_re)
         d.call_suffix, d.call_next, d.call_end = last[:k], between[k:], last[k:]
+
+
+def _prose_end(spans: list[Span], start: int, name_start: int) -> int:
+    """End of the last reasoning or text span before a call's name (``start`` when none): the call's
+    markup starts there (MiniMax-M2's probe answer closes the reasoning its prompt opened first)."""
+    ends = [sp.end for sp in spans if sp.end <= name_start and sp.segment in (Segment.REASONING, Segment.TEXT)]
+    return max(ends, default=start)
 
 
 def _calls(spans: list[Span]) -> list[tuple[Span, list[Span]]]:
@@ -105,20 +114,22 @@ class _Patterns(NamedTuple):
     suffix_tail: str  # the suffix's last literal characters, found when the suffix itself is not
 
 
-def _compile(markup: str) -> re.Pattern:
-    parts = re.split(r"(\x00|\d+)", markup)
-    return re.compile("".join(
-        r"\d+" if p.isdigit() else r"[^\n]+?" if p == ID_SLOT else re.escape(p) for p in parts if p))
+def _compile(*markups: str) -> re.Pattern:
+    """One pattern for any of ``markups`` (longest first)."""
+    def one(markup: str) -> str:
+        parts = re.split(r"(\x00|\d+)", markup)
+        return "".join(r"\d+" if p.isdigit() else r"[^\n]+?" if p == ID_SLOT else re.escape(p) for p in parts if p)
+    return re.compile("|".join(one(m) for m in sorted(markups, key=len, reverse=True)))
 
 
 @functools.lru_cache(maxsize=64)
-def _patterns(prefix: str, mid: str, suffix: str | None, nxt: str | None, end: str, key_end: str | None,
-              pair_sep: str | None) -> _Patterns:
+def _patterns(prefixes: tuple[str, ...], mid: str, suffix: str | None, nxt: str | None, end: str,
+              key_ends: tuple[str, ...], pair_sep: str | None) -> _Patterns:
     tail = (suffix or "").strip()[-12:]
     return _Patterns(
-        _compile(prefix.lstrip()), _compile(mid), _compile(suffix) if suffix else None,
+        _compile(*(p.lstrip() for p in prefixes)), _compile(mid), _compile(suffix) if suffix else None,
         _compile(nxt) if nxt else None, _compile(end) if end else None,
-        _compile(key_end) if key_end else None, _compile(pair_sep) if pair_sep else None,
+        _compile(*key_ends) if key_ends else None, _compile(pair_sep) if pair_sep else None,
         tail if ID_SLOT not in tail else "")
 
 
@@ -140,8 +151,9 @@ def parse_calls(text: str, d: Dialect, start: int, stop: int) -> tuple[list[Pars
     parse (cut short, or not JSON) run to ``stop``. An opening not followed by a name is not a call."""
     if not d.call_prefix or d.call_mid is None:
         return [], []
-    p = _patterns(d.call_prefix, d.call_mid, d.call_suffix, d.call_next, d.call_end, d.arg_key_end,
-                  d.arg_pair_sep)
+    prefixes = tuple(x for x in (d.call_prefix, d.call_prefix_after_reasoning) if x)
+    key_ends = tuple(x for x in (d.arg_key_end, d.arg_key_end_other) if x)
+    p = _patterns(prefixes, d.call_mid, d.call_suffix, d.call_next, d.call_end, key_ends, d.arg_pair_sep)
     calls: list[ParsedCall] = []
     regions: list[tuple[int, int]] = []
     pos = start

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections import Counter
 
 import drafters.render.markup as markup
 from drafters.render.calls import CallRenderer
 from drafters.render.codec import TokenCodec
-from drafters.render.labels import arg_candidates
+from drafters.render.labels import arg_candidates, reasoning_tail
 from drafters.render.messages import IdMap, to_dicts, tools_to_openai
 from drafters.render.records import CallRender, Dialect, RenderError
 from drafters.render.template import ChatTemplate
@@ -48,7 +49,7 @@ def probe_dialect(template: ChatTemplate, codec: TokenCodec, warnings: Counter) 
     template.verify_fast = template.fast is not None
     d = Dialect()
     d.eot_tokens, d.turn_end_text = _probe_eot(template, codec)
-    d.injected_reasoning, d.reasoning_open, d.reasoning_close = _probe_reasoning(template)
+    _probe_reasoning(template, d)
     if _probe_tools(template, d):
         _probe_tool_turn_end(template, codec, d)
         _probe_call_markup(template, codec, d, warnings)
@@ -102,32 +103,50 @@ def _probe_tool_turn_end(template: ChatTemplate, codec: TokenCodec, d: Dialect) 
             d.eot_tokens += (m.group(0),)
 
 
-def _probe_reasoning(template: ChatTemplate) -> tuple[str, str, str]:
-    """(injected text, reasoning open, reasoning close): the wrapper around a probe reasoning, and the empty
-    wrapper the template writes into an answer without reasoning (Qwen3), which is never supervised."""
+def _probe_reasoning(template: ChatTemplate, d: Dialect) -> None:
+    """Set ``d``'s reasoning wrapper (open and close), the empty wrapper the template writes into an answer
+    without reasoning (Qwen3, never supervised), and what the generation prompt does with reasoning
+    (``prompt_reasoning``: opens it, writes an empty block, or nothing; see `Dialect`)."""
     user = [{"role": "user", "content": _PROBE_USER}]
     prompt = template.try_apply(user, None, True)
+    base = template.try_apply(user, None, False)
     with_r = template.try_apply(user + [{"role": "assistant", "content": _PROBE_ANSWER,
                                          "reasoning_content": _PROBE_REASONING}], None, False)
     without = template.try_apply(user + [{"role": "assistant", "content": _PROBE_ANSWER}], None, False)
-    if not prompt or not with_r or not without:
-        return _DEFAULT_REASONING
-    if not (with_r.startswith(prompt) and without.startswith(prompt)):
-        return _DEFAULT_REASONING
-    cr, c0 = with_r[len(prompt):], without[len(prompt):]
-    i, j = cr.find(_PROBE_REASONING), cr.find(_PROBE_ANSWER)
-    if i < 0 or j < i:
-        return _DEFAULT_REASONING
-    open_, close = cr[:i], cr[i + len(_PROBE_REASONING):j]
-    injected = ""
+    d.injected_reasoning, d.reasoning_open, d.reasoning_close = _DEFAULT_REASONING
+    if not prompt or not with_r or not without or base is None:
+        return
+    header = prompt[len(os.path.commonprefix([prompt, base])):]
+    if with_r.startswith(prompt):
+        cr = with_r[len(prompt):]
+        i, j = cr.find(_PROBE_REASONING), cr.find(_PROBE_ANSWER)
+        if i >= 0 and j > i:
+            open_, close = cr[:i], cr[i + len(_PROBE_REASONING):j]
+            d.reasoning_close = close.strip() or "</think>"
+            d.reasoning_open = open_.strip() or _opening_of(header, d.reasoning_close)
+            if not open_.strip() and header.rstrip().endswith(d.reasoning_open):
+                d.prompt_reasoning, d.reasoning_close_text = "open", close
+            elif without.startswith(prompt):
+                d.injected_reasoning = _injected(without[len(prompt):], open_, close)
+    if not d.prompt_reasoning and reasoning_tail(header, d)[1] == "closed":
+        d.prompt_reasoning = "closed"
+
+
+def _opening_of(header: str, close: str) -> str:
+    """The tag that opens reasoning, written by the generation prompt (``header``): the mirror of ``close``
+    (``</think>`` -> ``<think>``) when the prompt ends with it, else ``<think>``."""
+    mirror = "<" + close[2:] if close.startswith("</") else ""
+    return mirror if mirror and header.rstrip().endswith(mirror) else "<think>"
+
+
+def _injected(c0: str, open_: str, close: str) -> str:
+    """The empty reasoning wrapper at the start of an answer rendered without reasoning (``c0``), or ""
+    (newlines compared loosely: Qwen3 strips the reasoning's newlines)."""
     a0 = c0.find(_PROBE_ANSWER)
-    if a0 > 0:
-        pre = c0[:a0]
-        # The no-reasoning render starts with the reasoning wrapper, emptied: template-injected text
-        # (newlines compared loosely: Qwen3 strips the reasoning's newlines).
-        if pre.replace("\n", "") == (open_ + close).replace("\n", "") and pre.strip():
-            injected = pre
-    return injected, (open_.strip() or "<think>"), (close.strip() or "</think>")
+    pre = c0[:a0] if a0 > 0 else ""
+    if pre.strip() and pre.replace("\n", "") == (open_ + close).replace("\n", ""):
+        return pre
+    return ""
 
 
 def _probe_conversation() -> list[Message]:

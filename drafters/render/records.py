@@ -119,12 +119,26 @@ class Dialect:
     injected_reasoning: str = ""  # empty reasoning wrapper the template writes when there is no reasoning
     reasoning_open: str = "<think>"
     reasoning_close: str = "</think>"
+    # What the generation prompt does with reasoning: "open" (it ends inside an opened block, MiniMax-M2 and
+    # DeepSeek-V3.2 thinking: the answer starts in reasoning), "closed" (it writes an empty block, thinking
+    # off) or "" (nothing). ``reasoning_close_text``: what the template writes between reasoning and answer
+    # after an opened block (MiniMax-M2 '\n</think>\n\n'), the close of an answer without reasoning.
+    prompt_reasoning: str = ""
+    reasoning_close_text: str = ""
+    # How the template writes non-string argument values, by JSON type (bool, int, float, null, list,
+    # dict): "json" (tojson) or "python" (Python's str(): Qwen3-Coder's True, ['a', 'b']).
+    value_forms: dict[str, str] = field(default_factory=dict)
+    one_call_per_turn: bool = False  # the template renders only the first of parallel calls (gpt-oss)
     call_prefix: str | None = None  # text before the first tool name, e.g. '<tool_call>\n{"name": "'
+    # The call prefix after reasoning when it differs (gpt-oss: '<|end|><|start|>assistant to=functions.').
+    call_prefix_after_reasoning: str | None = None
     call_mid: str | None = None  # between name and arguments, e.g. '", "arguments": '
     call_suffix: str | None = None  # after a call's arguments, e.g. '}\n</tool_call>'
     call_next: str | None = None  # between a call's suffix and the next call's name (parallel calls)
     call_end: str = ""  # after the last call's suffix (a section end: Kimi-K2 <|tool_calls_section_end|>)
     arg_key_end: str | None = None  # "pairs": between a key and its value ('</arg_key>\n<arg_value>')
+    # "pairs": the key end before a non-string value when it differs (DSML: '" string="false">')
+    arg_key_end_other: str | None = None
     arg_pair_sep: str | None = None  # "pairs": between a value and the next key
 
 

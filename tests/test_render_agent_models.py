@@ -1,0 +1,175 @@
+"""drafters.render over the chat templates of today's agent models (fixtures in tests/fixtures/chat_templates,
+sources in SOURCES-agent-models.tsv): templates that open reasoning in the generation prompt (MiniMax-M2,
+DeepSeek-V3.2), harmony channels and turn ends (gpt-oss), arguments written as XML pairs with Python or
+typed values (Qwen3-Coder, DSML), reasoning in content chunks (Ministral-3 Reasoning), templates that drop
+tool calls (Granite-3.3, Phi-4-mini) and named templates (Hermes-3). Each with a tokenizer whose markers
+are single tokens (SmolLM2's tokenizer plus the template's markers), on conversations with one call,
+parallel calls, reasoning and a final answer after a call; training labels and the labels of the same
+tokens as generated text must agree (one labelling rule)."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from drafters.render import Renderer, Segment
+from drafters.traces.model import (
+    Conversation,
+    Message,
+    ReasoningPart,
+    Source,
+    TextPart,
+    ToolCallPart,
+    ToolDef,
+    ToolResultPart,
+)
+from tests.test_render import TEMPLATES, read_template, supervised_runs, tokenizer_with
+
+DSML = "｜DSML｜"
+MINISTRAL = ["[INST]", "[/INST]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+             "[TOOL_CALLS]", "[ARGS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[THINK]", "[/THINK]", "[IMG]"]
+MARKERS = {
+    "MiniMaxAI-MiniMax-M2": dict(bos="]~!b[", eos="[e~[", special=["]~b]"],
+                                 extra=["<think>", "</think>", "<minimax:tool_call>", "</minimax:tool_call>"]),
+    "deepseek-ai-DeepSeek-V3.2": dict(bos="<｜begin▁of▁sentence｜>", eos="<｜end▁of▁sentence｜>",
+                                      special=["<｜User｜>", "<｜Assistant｜>"], extra=["<think>", "</think>"]),
+    "openai-gpt-oss-120b": dict(eos="<|return|>", special=["<|start|>", "<|channel|>", "<|message|>", "<|call|>",
+                                                            "<|end|>", "<|constrain|>"]),
+    "Qwen-Qwen3-Coder-30B-A3B-Instruct": dict(eos="<|im_end|>", extra=["<tool_call>", "</tool_call>",
+                                                                        "<tool_response>", "</tool_response>"]),
+    "mistralai-Ministral-3-14B-Reasoning-2512": dict(bos="<s>", eos="</s>", special=MINISTRAL),
+    "ibm-granite-granite-3.3-2b-instruct": dict(eos="<|end_of_text|>",
+                                                special=["<|start_of_role|>", "<|end_of_role|>", "<|tool_call|>"]),
+    "microsoft-Phi-4-mini-instruct": dict(eos="<|endoftext|>", special=["<|system|>", "<|user|>", "<|assistant|>",
+                                                                         "<|end|>", "<|tool|>", "<|/tool|>"]),
+}
+WEATHER = ToolDef("get_weather", "Weather for a city.",
+                  {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                   "required": ["city"]})
+
+
+@functools.cache
+def _tokenizer(name: str):
+    return tokenizer_with(**MARKERS[name])
+
+
+def make(name: str, kwargs: dict | None = None, user: bool = False) -> tuple:
+    """(tokenizer, renderer) for template ``name``, judged as the tokenizer's own (``user``: as given by the
+    user, ``chat_template=``)."""
+    tok = _tokenizer(name)
+    r = Renderer(tok, chat_template=read_template(TEMPLATES / f"{name}.jinja"), template_kwargs=kwargs)
+    r.user_template = user
+    return tok, r
+
+
+def conv(*msgs: Message, tools=(WEATHER,)) -> Conversation:
+    return Conversation("c1", Source("openai_chat", "f", 1), list(tools), list(msgs))
+
+
+def call(cid: str, city: str, **more) -> ToolCallPart:
+    return ToolCallPart.from_raw(cid, "get_weather", {"city": city, **more})
+
+
+def agent_conversation(reasoning: bool = True, parallel: bool = True) -> Conversation:
+    """user, (reasoning +) call, result, user, (reasoning +) two parallel calls, results, (reasoning +) answer."""
+    think = (lambda s: [ReasoningPart(s)]) if reasoning else (lambda s: [])
+    second = [call("c2", "Rome", days=2), call("c3", "Oslo")] if parallel else [call("c2", "Rome", days=2)]
+    msgs = [
+        Message("user", [TextPart("Weather in Paris?")]),
+        Message("assistant", think("Look it up.") + [call("c1", "Paris")]),
+        Message("tool", [ToolResultPart("c1", "rain")]),
+        Message("user", [TextPart("And Rome and Oslo?")]),
+        Message("assistant", think("Both at once.") + second),
+        *[Message("tool", [ToolResultPart(f"c{k}", "sun")]) for k in range(2, 2 + len(second))],
+        Message("assistant", think("Summarise.") + [TextPart("Rain in Paris, sun elsewhere.")]),
+    ]
+    return conv(*msgs)
+
+
+def labelled(tok, ids, segs) -> list[tuple[str, str]]:
+    """Runs of (segment name, decoded text)."""
+    out: list[list[str]] = []
+    for i, g in zip(ids, segs):
+        t, n = tok.decode([i], skip_special_tokens=False), Segment(g).name
+        if out and out[-1][0] == n:
+            out[-1][1] += t
+        else:
+            out.append([n, t])
+    return [(n, t) for n, t in out]
+
+
+def assert_one_labelling_rule(tok, r, c: Conversation) -> list:
+    """Every call of ``c`` renders; the training labels of its completion equal the labels of the same
+    tokens as generated text (template-injected MARKUP left out); returns the rendered prompts."""
+    prompts = []
+    for cl in c.calls():
+        p = r.render_prompt(cl)
+        k = next(i for i, g in enumerate(p.completion_segments) if g != Segment.MARKUP)
+        ids = p.completion_ids[k:]
+        train = labelled(tok, ids, p.completion_segments[k:])
+        gen = labelled(tok, ids, r.segment_completion(ids))
+        assert train == gen, (cl.id, train, gen)
+        prompts.append(p)
+    return prompts
+
+
+def completion_text(tok, p) -> str:
+    return tok.decode(p.completion_ids, skip_special_tokens=False)
+
+
+# ------------------------------------------------------------------ reasoning opened in the generation prompt
+
+
+def test_minimax_answers_without_reasoning_close_the_block_their_prompt_opened():
+    """MiniMax-M2's generation prompt ends ``<think>\\n``: an answer without reasoning is the close of that
+    block and the answer (before: dropped as context_not_prefix, the probe's own call too, so no call markup
+    was learned and generated calls were labelled text)."""
+    tok, r = make("MiniMaxAI-MiniMax-M2")
+    assert r.dialect.prompt_reasoning == "open" and "<minimax:tool_call>" in r.dialect.call_prefix
+    rows = r.render_conversation(conv(Message("user", [TextPart("Hi")]), Message("assistant", [TextPart("Hello")]),
+                                      tools=()))
+    assert r.report.dropped == [] and len(rows) == 1
+    assert supervised_runs(tok, rows[0]) == ["\n</think>\n\nHello[e~["]
+    c = agent_conversation()
+    rows = r.render_conversation(c)
+    assert r.report.dropped == [] and sum(len(s.call_ids) for s in rows) == 3
+    for p in assert_one_labelling_rule(tok, r, c):
+        text = labelled(tok, p.completion_ids, p.completion_segments)
+        assert text[0][0] == "REASONING" and text[0][1].rstrip().endswith("</think>"), text
+    gen = ('Plan.\n</think>\n\n\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris'
+           '</parameter>\n</invoke>\n</minimax:tool_call>[e~[')
+    calls = r.generated_calls(gen)
+    assert [gen[c.name.start:c.name.end] for c in calls] == ["get_weather"]
+    ids = tok.encode(gen, add_special_tokens=False)
+    assert labelled(tok, ids, r.segment_completion(ids))[:2] == [
+        ("REASONING", "Plan.\n</think>"), ("TOOL_STRUCTURE", '\n\n\n<minimax:tool_call>\n<invoke name="')]
+
+
+@pytest.mark.parametrize("thinking", [False, True])
+def test_deepseek_v32_renders_every_call_thinking_on_and_off(thinking):
+    """DeepSeek-V3.2 with thinking off (its default) writes ``<think></think>`` in the generation prompt and
+    ``</think>`` in history: every call was dropped. With thinking on the prompt opens ``<think>``: the
+    answer's reasoning and close tag are reasoning in training and in generated text alike."""
+    tok, r = make("deepseek-ai-DeepSeek-V3.2", {"thinking": True} if thinking else None)
+    assert r.dialect.prompt_reasoning == ("open" if thinking else "closed")
+    c = agent_conversation(reasoning=thinking)
+    rows = r.render_conversation(c)
+    assert r.report.dropped == [] and sum(len(s.call_ids) for s in rows) == 3
+    prompts = assert_one_labelling_rule(tok, r, c)
+    first = completion_text(tok, prompts[0])
+    if thinking:
+        assert first.startswith("Look it up.</think>") and tok.decode(prompts[0].prompt_ids).endswith("<think>")
+    else:
+        assert first.startswith(f"\n\n<{DSML}function_calls>")
+        assert tok.decode(prompts[0].prompt_ids).endswith("<｜Assistant｜><think></think>")
+    assert first.endswith("<｜end▁of▁sentence｜>")
+
+
+def test_deepseek_v32_thinking_off_refuses_an_answer_that_reasons():
+    """Thinking off closes the reasoning in the prompt: a logged answer with reasoning could not have been
+    written by the served model; it is dropped with a code that says so, never trained without it."""
+    tok, r = make("deepseek-ai-DeepSeek-V3.2")
+    r.render_conversation(conv(Message("user", [TextPart("Hi")]),
+                               Message("assistant", [ReasoningPart("Greet."), TextPart("Hello")]), tools=()))
+    assert [d["code"] for d in r.report.dropped] == ["reasoning_closed_by_prompt"]
