@@ -162,10 +162,10 @@ class MarkovHead(nn.Module):
         elif self.kind == "rnn":
             self.joint_proj = nn.Linear(2 * c.markov_rank + c.hidden_size, 3 * c.markov_rank, bias=True)
 
-    def _pre(self, prev: Tensor, h: Tensor, state: Tensor | None,
-             e: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
-        """The r-dim vector W2 is applied to, and the new RNN state. prev [...], h [..., d]; e [..., r] is
-        W1[prev] when the caller already looked it up."""
+    def pre(self, prev: Tensor, h: Tensor, state: Tensor | None,
+            e: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+        """The r-dim vector W2 is applied to, and the new RNN state (paper Eq. 4-6 before W2). prev [...],
+        h [..., d] -> ([..., r], state [..., r] or None); e [..., r] is W1[prev] when already looked up."""
         e = (self.markov_w1(prev) if e is None else e).to(h.dtype)
         if self.kind == "vanilla":
             return e, None
@@ -180,7 +180,7 @@ class MarkovHead(nn.Module):
 
     def step(self, prev: Tensor, h: Tensor, state: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
         """One slot of the sequential sampler. prev LongTensor [...], h [..., d] -> (bias [..., V], state)."""
-        z, state = self._pre(prev, h, state)
+        z, state = self.pre(prev, h, state)
         return self.markov_w2(z), state
 
     def pre_teacher_forced(self, prev: Tensor, h: Tensor, prev_emb: Tensor | None = None) -> Tensor:
@@ -188,11 +188,11 @@ class MarkovHead(nn.Module):
         ``prev_emb`` [..., g, r]: W1[prev] if already looked up (the loss shares one lookup with the
         confidence head: each lookup's backward builds a dense [V, r] gradient)."""
         if self.kind != "rnn":
-            return self._pre(prev, h, None, prev_emb)[0]
+            return self.pre(prev, h, None, prev_emb)[0]
         outs, state = [], None
         for k in range(prev.shape[-1]):  # unrolled over the gamma slots (cheap: r-dim)
             e = None if prev_emb is None else prev_emb[..., k, :]
-            z, state = self._pre(prev[..., k], h[..., k, :], state, e)
+            z, state = self.pre(prev[..., k], h[..., k, :], state, e)
             outs.append(z)
         return torch.stack(outs, dim=-2)
 

@@ -6,14 +6,29 @@ block [anchor, MASK x (g-1)] at positions start..start+g-1 in one drafter call, 
 the block's K/V (the "crop back to start" of docs/dspark.md 5.1 step 2), then samples the g drafts one after
 another through the Markov head (docs/dspark.md 1.5), in fp32.
 
-Greedy (temperature < 1e-5): tokens are the argmax of the Markov-corrected logits and ``probs`` are ONE-HOT
-on them, as DeepSpec's evaluator treats both draft and target at temperature 0 (docs/dspark.md 5.1 step 3).
-Otherwise probs = softmax(Z / temperature) in fp32 and tokens are sampled from them with ``generator``.
+Drafting cost (docs/dspark.md 5.4). The base logits U = lm_head(h) do not depend on the drafts, so the
+whole block's U is one [g, V] LM-head pass. The only sequential part is the Markov bias B_k = W2 z_k, whose
+z_k depends on the previous draft; it is evaluated on ``markov_candidates`` tokens only, the top-K of U_k:
+- greedy (temperature < 1e-5): exact. The argmax of U_k + B_k is searched among the candidates, and the
+  bound |B_k[v]| <= ||W2[v]|| ||z_k|| (Cauchy-Schwarz) proves that no other token can beat it; where the
+  bound cannot prove it, the full-vocabulary bias is computed. Drafts equal the full computation's (up to
+  fp32 summation order). ``probs`` are ONE-HOT on the drafts, as DeepSpec's evaluator treats both draft and
+  target at temperature 0 (docs/dspark.md 5.1 step 3).
+- sampling: the draft distribution is softmax((U_k + B_k) / temperature) restricted to the candidates
+  (zero elsewhere) and the draft is sampled from exactly that, so ``probs`` is the distribution the draft
+  came from and rejection sampling stays exact. ``markov_candidates=0`` samples from the full vocabulary.
+
+A draft vocabulary (``draft_vocab``, FR-Spec arXiv 2502.14856; EAGLE-3's reduced draft vocabulary) restricts
+the LM head and the Markov bias to a subset of token ids: the organization's frequent tokens
+(``drafters.dspark.draft_vocab``), to which each request's own prompt tokens are added at ``start`` (agent
+answers copy from their context). Drafts then come from that subset only; the target still verifies every
+one, so output is unchanged and only tau can move (measured by the evaluation, docs/dspark.md 5.4).
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from drafters.dspark.config import ConfigError
@@ -30,17 +45,54 @@ class DSparkProposer:
         drafter: the drafter (put in eval mode; its device is used).
         confidence_threshold: 0 = always propose block_size tokens; t > 0 cuts the block at the first slot
             whose sigmoid(c_k) < t (per-slot conditional score, docs/dspark.md 5.3).
-    Attributes: block_size (g), layer_ids (the target layers whose outputs ``features`` must hold).
+        markov_candidates: K, the top-K tokens of the base logits the Markov bias is evaluated on (module
+            docstring); 0 = the full vocabulary every slot (the reference computation).
+        draft_vocab: LongTensor [N] of token ids drafts may take (module docstring), or None for all V.
+    Attributes: block_size (g), layer_ids (the target layers whose outputs ``features`` must hold),
+        full_bias_slots / slots (greedy slots where the bound failed and the full bias was computed / all).
+    Raises ConfigError(code="bad_config") for a negative K or a draft vocabulary id outside [0, V).
     """
 
-    def __init__(self, drafter: DSparkDrafter, confidence_threshold: float = 0.0):
+    def __init__(self, drafter: DSparkDrafter, confidence_threshold: float = 0.0, markov_candidates: int = 64,
+                 draft_vocab: Tensor | None = None):
+        if markov_candidates < 0:
+            raise ConfigError("bad_config", f"markov_candidates must be >= 0, got {markov_candidates}",
+                              "markov_candidates")
+        V = drafter.config.vocab_size
+        if draft_vocab is not None and (draft_vocab.numel() == 0 or int(draft_vocab.min()) < 0
+                                        or int(draft_vocab.max()) >= V):
+            raise ConfigError("bad_config", f"draft_vocab must hold token ids in [0, {V})", "draft_vocab")
         self.drafter = drafter.eval()
         self.block_size = drafter.config.block_size
         self.layer_ids: list[int] | None = list(drafter.config.target_layer_ids)
         self.confidence_threshold = confidence_threshold
+        self.markov_candidates = markov_candidates
+        self._base_vocab = None if draft_vocab is None else torch.unique(draft_vocab.long().cpu())
+        self._set_vocab(self._base_vocab)
+        self.full_bias_slots = 0
+        self.slots = 0
         self._cache: list[tuple[Tensor, Tensor]] | None = None
         self._pending: Tensor | None = None
         self._length = 0  # committed context length (cached + pending)
+
+    def _set_vocab(self, vocab: Tensor | None) -> None:
+        """Slice the LM head and W2 to ``vocab`` (sorted ids [N]) or take them whole (None). fp32 copies are
+        made once here (none when already fp32 and whole): each round then only reads them."""
+        d = self.drafter
+        dev = self._device()
+        self._vocab = None if vocab is None else vocab.to(dev)
+        lm, w2 = d.lm_head.weight.detach(), d.markov_head.markov_w2.weight.detach()  # [V, d], [V, r]
+        if self._vocab is not None:
+            lm, w2 = lm[self._vocab], w2[self._vocab]
+        self._lm_head = lm.float().contiguous()
+        self._w2 = w2.contiguous()
+        self._w2_norm = self._w2.float().norm(dim=-1)  # the Cauchy-Schwarz bound's row norms
+        self._k = min(self.markov_candidates, self._lm_head.shape[0])
+
+    @property
+    def vocab_size(self) -> int:
+        """N, the number of token ids drafts can take in the current request."""
+        return int(self._lm_head.shape[0])
 
     @property
     def context_length(self) -> int:
@@ -66,6 +118,10 @@ class DSparkProposer:
         features). Raises ConfigError when features are missing or mis-shaped."""
         self._cache, self._pending, self._length = None, None, 0
         self._append(features, int(prompt_ids.shape[0]), "features")
+        if self._base_vocab is not None:
+            vocab = torch.unique(torch.cat([self._base_vocab, prompt_ids.long().cpu().reshape(-1)]))
+            if self._vocab is None or vocab.numel() != self._vocab.numel() or not torch.equal(vocab, self._vocab.cpu()):
+                self._set_vocab(vocab)
 
     def commit(self, tokens: Tensor, features: Tensor | None) -> None:
         """Append committed context: tokens LongTensor [a+1] (anchor then accepted drafts), features
@@ -82,25 +138,24 @@ class DSparkProposer:
         d = self.drafter
         h, self._cache = d.infer_block(int(anchor), self._length, self._pending, self._cache)
         self._pending = None
+        base = F.linear(h.float(), self._lm_head)  # [g, N] fp32: U for every slot in one pass
         greedy = temperature < GREEDY_EPS
         prev = torch.tensor([int(anchor)], device=h.device)
         state = None
         toks, probs, confs = [], [], []
         for k in range(self.block_size):
             hk = h[k : k + 1]
-            bias, state = d.markov_head.step(prev, hk, state)
-            z = d.logits(hk) + bias.float()  # [1, V] fp32
+            z, state = d.markov_head.pre(prev, hk, state)  # [1, r]: all that depends on the previous draft
             if d.confidence_head is not None:
                 confs.append(torch.sigmoid(d.confidence_logits(hk, prev))[0])
             if greedy:
-                tok = z.argmax(-1)
-                p = torch.zeros_like(z).scatter_(-1, tok[:, None], 1.0)
+                i = self._greedy_slot(base[k], z[0]).view(1)
+                p = torch.zeros_like(base[k]).scatter_(-1, i, 1.0)
             else:
-                p = torch.softmax(z / temperature, dim=-1)
-                pc = p if generator is None or generator.device == p.device else p.cpu()
-                tok = torch.multinomial(pc, 1, generator=generator)[:, 0].to(p.device)
+                i, p = self._sample_slot(base[k], z[0], temperature, generator)
+            tok = i if self._vocab is None else self._vocab[i]
             toks.append(tok[0])
-            probs.append(p[0])
+            probs.append(p if self._vocab is None else self._full(p))
             prev = tok
         tokens = torch.stack(toks)
         probs_t = torch.stack(probs).float()
@@ -110,3 +165,46 @@ class DSparkProposer:
             n = int(below[0]) if below.numel() else self.block_size
             tokens, probs_t, conf_t = tokens[:n], probs_t[:n], conf_t[:n]
         return Proposal(tokens=tokens, probs=probs_t, confidences=conf_t)
+
+    def _full(self, p: Tensor) -> Tensor:
+        """A distribution over the draft vocabulary [N] as one over all V token ids (zero elsewhere)."""
+        return p.new_zeros(self.drafter.config.vocab_size).scatter_(-1, self._vocab, p)
+
+    def _bias(self, z: Tensor, rows: Tensor | None = None) -> Tensor:
+        """Markov bias W2 z in fp32 on ``rows`` (LongTensor [K]) or the whole draft vocabulary. z [r] -> [K]
+        or [N]. Indices here are positions in the draft vocabulary.
+        Computed in W2's dtype, as ``MarkovHead.step`` does, so the two agree."""
+        w = self._w2 if rows is None else self._w2[rows]
+        return F.linear(z.to(w.dtype), w).float()
+
+    def _greedy_slot(self, u: Tensor, z: Tensor) -> Tensor:
+        """argmax over the draft vocabulary of U + W2 z, exactly (module docstring). u [N] fp32, z [r] -> 0-dim
+        index into the draft vocabulary."""
+        self.slots += 1
+        K = self._k
+        if K:
+            cand = torch.topk(u, K).indices
+            zc = u[cand] + self._bias(z, cand)
+            best = zc.max()
+            bound = u + self._w2_norm * z.float().norm()
+            bound[cand] = float("-inf")
+            # 1e-4 relative slack covers fp32 rounding of the bound itself
+            if float(bound.max()) < float(best) - 1e-4 * (1.0 + abs(float(best))):
+                return cand[zc.argmax()]
+        self.full_bias_slots += 1
+        return (u + self._bias(z)).argmax()
+
+    def _sample_slot(self, u: Tensor, z: Tensor, temperature: float,
+                     generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
+        """A draft (index into the draft vocabulary) sampled from softmax((U + W2 z) / T) over the candidates
+        (every token when K = 0), and that distribution [N] fp32 (zero outside the candidates). u [N], z [r]."""
+        K = self._k
+        if K:
+            cand = torch.topk(u, K).indices
+            pc = torch.softmax((u[cand] + self._bias(z, cand)) / temperature, dim=-1)
+            p = torch.zeros_like(u).scatter_(-1, cand, pc)
+        else:
+            p = torch.softmax((u + self._bias(z)) / temperature, dim=-1)
+        src = p if generator is None or generator.device == p.device else p.cpu()
+        tok = torch.multinomial(src[None], 1, generator=generator)[:, 0].to(p.device)
+        return tok, p

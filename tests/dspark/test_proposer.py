@@ -67,7 +67,7 @@ def test_sampling_probs_match_training_softmax():
     P, temp = 9, 0.7
     res = []
     for _ in range(2):
-        prop = DSparkProposer(d)
+        prop = DSparkProposer(d, markov_candidates=0)  # the full-vocabulary distribution
         prop.start(seq[:P], aux[0, :P])
         res.append(prop.propose(int(seq[P]), temp, torch.Generator().manual_seed(5)))
     assert torch.equal(res[0].tokens, res[1].tokens)  # deterministic given the generator
@@ -77,6 +77,70 @@ def test_sampling_probs_match_training_softmax():
     aux2, _ = target_features(target, seq2[None], [0, 1])
     Z, _ = _train_path(d, seq2, aux2[0], P)
     torch.testing.assert_close(out.probs, torch.softmax(Z / temp, -1), atol=1e-5, rtol=1e-4)
+
+
+def _drafts(d, target, seq, P, temperature, K, seed=5):
+    aux, _ = target_features(target, seq[None], d.config.target_layer_ids)
+    prop = DSparkProposer(d, markov_candidates=K)
+    prop.start(seq[:P], aux[0, :P])
+    gen = torch.Generator().manual_seed(seed)
+    return prop, [prop.propose(int(seq[P]), temperature, gen) for _ in range(1)][0]
+
+
+@pytest.mark.parametrize("head", ["vanilla", "gated", "rnn"])
+@pytest.mark.parametrize("K", [1, 4, 32])
+def test_candidate_greedy_drafts_equal_the_full_vocabulary_argmax(head, K):
+    """The top-K search with the Cauchy-Schwarz bound is exact: the same drafts as the full bias, whether
+    the bound settles a slot (large K) or the full bias is computed (K = 1 on a random drafter)."""
+    torch.manual_seed(3)
+    d, target = tiny_drafter("qwen3", markov_head_type=head, block_size=6)
+    with torch.no_grad():  # a strong Markov head, so the bias reorders the base logits' top tokens
+        d.markov_head.markov_w2.weight.mul_(40.0)
+    for trial in range(4):
+        seq = torch.randint(0, V - 1, (24,))
+        _, ref = _drafts(d, target, seq, 11, 0.0, 0)
+        prop, out = _drafts(d, target, seq, 11, 0.0, K)
+        assert torch.equal(out.tokens, ref.tokens), f"trial {trial}"
+        assert prop.slots == 6 and 0 <= prop.full_bias_slots <= 6
+
+
+def test_candidate_bound_settles_slots_of_a_trained_like_drafter():
+    """Where the base logits are peaked (a trained drafter), the bound settles slots without the full bias."""
+    torch.manual_seed(4)
+    d, target = tiny_drafter("qwen3", markov_head_type="vanilla", block_size=6)
+    with torch.no_grad():
+        d.lm_head.weight.mul_(50.0)  # peaked base logits; the Markov bias stays small
+    seq = torch.randint(0, V - 1, (24,))
+    _, ref = _drafts(d, target, seq, 11, 0.0, 0)
+    prop, out = _drafts(d, target, seq, 11, 0.0, 16)
+    assert torch.equal(out.tokens, ref.tokens)
+    assert prop.full_bias_slots < prop.slots
+
+
+def test_candidate_sampling_is_the_restricted_softmax_it_samples_from():
+    """With K candidates, probs are softmax((U + B) / T) over the top-K of U and zero elsewhere, and every
+    draft is one of its candidates: the distribution rejection sampling divides by is the one sampled."""
+    torch.manual_seed(6)
+    d, target = tiny_drafter("qwen3", markov_head_type="rnn", block_size=5)
+    seq = torch.randint(0, V - 1, (20,))
+    K, temp, P = 8, 0.9, 9
+    _, out = _drafts(d, target, seq, P, temp, K)
+    torch.testing.assert_close(out.probs.sum(-1), torch.ones(5))
+    assert ((out.probs > 0).sum(-1) <= K).all()
+    assert (out.probs[torch.arange(5), out.tokens] > 0).all()
+    seq2 = torch.cat([seq[:P + 1], out.tokens])
+    aux2, _ = target_features(target, seq2[None], d.config.target_layer_ids)
+    Z, _ = _train_path(d, seq2, aux2[0], P)
+    with torch.no_grad():
+        h = d(seq2[None], aux2, torch.tensor([[P]]), torch.tensor([[True]]))[0, 0]
+    U = d.logits(h)
+    for k in range(5):
+        cand = torch.topk(U[k], K).indices
+        want = torch.zeros(V).scatter_(0, cand, torch.softmax(Z[k, cand] / temp, -1))
+        torch.testing.assert_close(out.probs[k], want, atol=1e-5, rtol=1e-4)
+    with pytest.raises(ConfigError) as e:
+        DSparkProposer(d, markov_candidates=-1)
+    assert e.value.code == "bad_config"
 
 
 def test_confidence_threshold_cuts_block_and_errors():
@@ -92,3 +156,47 @@ def test_confidence_threshold_cuts_block_and_errors():
     with pytest.raises(ConfigError):
         prop.start(seq[:5], aux[0, :4])
     assert prop.block_size == 4 and prop.layer_ids == [0, 1]
+
+
+def test_draft_vocabulary_restricts_drafts_to_its_ids_and_the_prompt():
+    """With a draft vocabulary the drafts are the argmax of U + B over (vocabulary + prompt tokens), and the
+    one-hot probs sit on the drafted ids of the full vocabulary."""
+    from drafters.dspark.draft_vocab import coverage, draft_vocabulary
+
+    torch.manual_seed(7)
+    d, target = tiny_drafter("qwen3", markov_head_type="gated", block_size=5)
+    vocab = draft_vocabulary([[3, 3, 9, 40, 41], [9, 100, 3]], size=3, always=[200])
+    assert vocab == [3, 9, 40, 200]  # 3 (x3), 9 (x2), then 40 beats 41 and 100 on the id; 200 always
+    seq = torch.randint(0, V - 1, (24,))
+    P = 11
+    aux, _ = target_features(target, seq[None], d.config.target_layer_ids)
+    prop = DSparkProposer(d, draft_vocab=torch.tensor(vocab), markov_candidates=2)
+    prop.start(seq[:P], aux[0, :P])
+    allowed = sorted(set(vocab) | set(seq[:P].tolist()))
+    assert prop.vocab_size == len(allowed)
+    out = prop.propose(int(seq[P]), 0.0, None)
+    seq2 = torch.cat([seq[:P + 1], out.tokens])
+    aux2, _ = target_features(target, seq2[None], d.config.target_layer_ids)
+    Z, _ = _train_path(d, seq2, aux2[0], P)
+    idx = torch.tensor(allowed)
+    assert torch.equal(out.tokens, idx[Z[:, idx].argmax(-1)])
+    torch.testing.assert_close(out.probs, torch.nn.functional.one_hot(out.tokens, V).float())
+    assert coverage(vocab, [[3, 9, 5, 6]]) == 0.5 and coverage(vocab, []) is None
+    with pytest.raises(ConfigError):
+        DSparkProposer(d, draft_vocab=torch.tensor([V]))
+
+
+def test_a_draft_vocabulary_keeps_speculative_output_lossless():
+    from drafters.speculate import plain_generate, speculative_generate
+    from drafters.target import Target
+
+    d, model = tiny_drafter("llama", block_size=4)
+    target = Target(model, name="tiny")
+    prompt = torch.randint(0, V - 1, (16,))
+    ref = plain_generate(target, prompt, 30)
+    for temperature in (0.0, 0.8):
+        prop = DSparkProposer(d, draft_vocab=torch.arange(0, V, 3))
+        gen = speculative_generate(target, prop, prompt, 30, temperature=temperature, seed=3)
+        if temperature == 0.0:
+            assert gen.tokens == ref.tokens
+        assert len(gen.tokens) == 30
