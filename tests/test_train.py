@@ -182,15 +182,46 @@ def test_learns_loss_down_tau_up(target, tmp_path):
     assert st["step"] == 40
 
 
+def read_tokens(c: TrainConfig, val=()) -> tuple[int, int]:
+    """(sequences, tokens) the first ``c.max_steps`` steps of one process read (every micro-batch of them)
+    plus the validation set: what the feature cache must hold."""
+    from drafters.train.data import load_data, step_micro_batches
+
+    data = load_data(TRAIN, list(val), c)
+    seen = {s.key: len(s.ids) for step in range(c.max_steps)
+            for mb in step_micro_batches(data, c, step, 0, 1, torch.ones(4)) for s in mb.seqs}
+    seen |= {s.key: len(s.ids) for s in data.val}
+    return len(seen), sum(seen.values())
+
+
 def test_online_and_cached_features_agree(target, tmp_path):
     r1 = train(target, make_drafter(target), TRAIN, [], cfg(max_steps=2, feature_cache="off"), tmp_path / "a")
     r2 = train(target, make_drafter(target), TRAIN, [], cfg(max_steps=2, feature_cache="on"), tmp_path / "b")
     assert r1.feature_cache["mode"] == "online" and r2.feature_cache["mode"] == "cache"
     man = json.loads((tmp_path / "b" / "feature_cache" / "manifest.json").read_text())
-    assert man["layer_ids"] == [0, 2] and man["num_sequences"] == len(TRAIN)
-    toks = sum(len(s.input_ids) for s in TRAIN)
+    n, toks = read_tokens(cfg(max_steps=2))
+    assert man["layer_ids"] == [0, 2] and man["num_sequences"] == n == r2.feature_cache["sequences"]
     assert r2.feature_cache["estimate_bytes"] == toks * feature_bytes_per_token(64, 2) == toks * 774
     torch.testing.assert_close(torch.tensor(train_losses(r1)), torch.tensor(train_losses(r2)), rtol=1e-4, atol=1e-5)
+
+
+def test_a_short_run_caches_only_what_its_steps_read_and_says_how_long_the_pass_takes(target, tmp_path):
+    """max_steps 2 of a 48-sequence set: the feature pass covers the sequences those 2 steps read and the
+    validation set, with a report before the first batch and one per batch, each with an ETA recomputed
+    from the pass's own rate; a run over several epochs caches every training sequence."""
+    seen = []
+    short = cfg(max_steps=2, feature_cache="on")
+    r = train(target, make_drafter(target), TRAIN, VAL, short, tmp_path / "short", progress=seen.append)
+    n, _ = read_tokens(short, VAL)
+    assert r.feature_cache["sequences"] == n < len(TRAIN) + len(VAL)
+    assert r.feature_cache["train_sequences"] == n - len(VAL) < len(TRAIN) // 2
+    cache = [p for p in seen if p.phase == "cache"]
+    assert cache[0].message.startswith(f"target features for the training cache: 0/{n} sequences")
+    assert cache[0].eta_s is None and len(cache) >= 3 and cache[-1].message.split(": ")[1].startswith(f"{n}/{n}")
+    etas = [p.eta_s for p in cache[1:]]
+    assert all(e is not None and e >= 0 for e in etas) and etas[-1] == 0 and "s left in this pass" in cache[1].message
+    long = train(target, make_drafter(target), TRAIN, [], cfg(max_steps=40, feature_cache="on"), tmp_path / "long")
+    assert long.feature_cache["train_sequences"] == len(TRAIN)
 
 
 def test_bf16_target_cache_holds_what_it_computed_at_the_estimated_size(target_dir, tmp_path):
@@ -201,7 +232,7 @@ def test_bf16_target_cache_holds_what_it_computed_at_the_estimated_size(target_d
     t.feature_dtype = torch.float32
     r_on = train(t, make_drafter(t), TRAIN, [], cfg(max_steps=2, feature_cache="on"), tmp_path / "c")
     r_off = train(t, make_drafter(t), TRAIN, [], cfg(max_steps=2, feature_cache="off"), tmp_path / "o")
-    toks = sum(len(s.input_ids) for s in TRAIN)
+    _, toks = read_tokens(cfg(max_steps=2))
     assert r_on.feature_cache["estimate_bytes"] == toks * feature_bytes_per_token(64, 2, 2)
     assert r_on.feature_cache["bytes"] == r_on.feature_cache["estimate_bytes"]
     man = json.loads((tmp_path / "c" / "feature_cache" / "manifest.json").read_text())

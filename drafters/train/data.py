@@ -186,6 +186,21 @@ class TrainData:
         return max(1, int(cfg.epochs * len(self.plan.epoch(0)) // per_step))
 
 
+def used_sequences(data: TrainData, cap: int | None, per_step: int) -> list[int]:
+    """Indices (sorted) of the training sequences the first ``cap`` optimizer steps of ``per_step``
+    micro-batches read from ``data.plan``: all of them when ``cap`` is None (a time budget alone sets the
+    length) or the run covers every sequence. What the feature cache holds (``open_features``)."""
+    if cap is None:
+        return list(range(len(data.train)))
+    left, used, e = cap * per_step, set(), 0
+    while left > 0 and len(used) < len(data.train):
+        for indices in data.plan.epoch(e)[:left]:
+            used.update(indices)
+        left -= len(data.plan.epoch(e))
+        e += 1
+    return sorted(used)
+
+
 def load_data(train_seqs: Sequence[Any], val_seqs: Sequence[Any], cfg: TrainConfig) -> TrainData:
     """Sequences truncated to min(max_seq_len, tokens_per_batch) and filtered to those with an anchor
     candidate. Raises TrainError("no_training_data", where="train_seqs") when no training sequence has one,

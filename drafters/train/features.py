@@ -17,7 +17,7 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from drafters.train.config import TrainConfig, TrainError
-from drafters.train.data import Seq, TrainData, collate, pack
+from drafters.train.data import Seq, TrainData, collate, pack, used_sequences
 from drafters.train.parallel import ProcessGroup
 
 
@@ -72,6 +72,8 @@ class FeatureCache:
         tmp.mkdir(parents=True)
         writer = _ShardWriter(tmp, shard_bytes)
         done = 0
+        if report:
+            report(0, len(seqs))
         for indices in pack(list(range(len(seqs))), [len(s.ids) for s in seqs], budget):
             items = [seqs[i] for i in indices]
             ids, _, _ = collate(items)
@@ -154,7 +156,8 @@ class _ShardWriter:
 class FeatureSource:
     """Where the loop's target features come from: ``cache`` when set, else an online forward of ``target``
     per micro-batch. ``info`` is what the run reports (TrainResult.feature_cache): {"mode": "cache" |
-    "online", "dir", "bytes", "estimate_bytes", "bytes_per_token", "limit_bytes"} as far as they apply."""
+    "online", "dir", "bytes", "estimate_bytes", "bytes_per_token", "limit_bytes", "sequences" (cached),
+    "train_sequences" (of them, training ones)} as far as they apply."""
 
     target: Any
     layer_ids: list[int]
@@ -171,21 +174,26 @@ class FeatureSource:
 
 
 def open_features(target: Any, layer_ids: list[int], data: TrainData, cfg: TrainConfig, out_dir: Path,
-                  group: ProcessGroup, device: torch.device,
+                  group: ProcessGroup, device: torch.device, steps: int | None,
                   report: Callable[[int, int], None] | None = None) -> FeatureSource:
     """The feature source ``cfg.feature_cache`` asks for: "off" online; "auto" the cache when its estimate
     fits ``feature_cache_max_bytes`` (else online); "on" the cache or TrainError("feature_cache_too_large",
-    where="feature_cache_max_bytes"). Rank 0 builds (or reuses) the cache in ``cfg.feature_cache_dir`` or
-    ``out_dir/feature_cache`` while the other ranks wait; ``report(done, total)`` follows the build.
-    Collective: every rank calls it."""
+    where="feature_cache_max_bytes"). The cache holds the validation sequences and the training sequences
+    the first ``steps`` optimizer steps read (``used_sequences``; all when ``steps`` is None), so a short run
+    computes features for what it trains on, not for the whole set. Rank 0 builds (or reuses) it in
+    ``cfg.feature_cache_dir`` or ``out_dir/feature_cache`` while the other ranks wait; ``report(done,
+    total)`` (sequences) follows the build, from (0, total) before the first batch. Collective: every rank
+    calls it."""
     source = FeatureSource(target, layer_ids, device)
     if cfg.feature_cache == "off":
         return source
+    seqs = [data.train[i] for i in used_sequences(data, steps, group.world * cfg.grad_accum)] + data.val
     element_bytes = 4 if target.dtype == torch.float32 else torch.finfo(target.dtype).bits // 8
     bytes_per_token = feature_bytes_per_token(target.hidden_size, len(layer_ids), element_bytes)
-    estimate = bytes_per_token * sum(len(s.ids) for s in data.train + data.val)
+    estimate = bytes_per_token * sum(len(s.ids) for s in seqs)
     source.info.update(estimate_bytes=estimate, bytes_per_token=bytes_per_token,
-                       limit_bytes=cfg.feature_cache_max_bytes)
+                       limit_bytes=cfg.feature_cache_max_bytes, sequences=len(seqs),
+                       train_sequences=len(seqs) - len(data.val))
     if estimate > cfg.feature_cache_max_bytes:
         if cfg.feature_cache == "on":
             raise TrainError(
@@ -199,8 +207,8 @@ def open_features(target: Any, layer_ids: list[int], data: TrainData, cfg: Train
         return source
     root = Path(cfg.feature_cache_dir) if cfg.feature_cache_dir else out_dir / "feature_cache"
     if group.rank == 0:
-        source.cache = FeatureCache.open_or_build(root, target, layer_ids, data.train + data.val,
-                                                  cfg.tokens_per_batch, report=report)
+        source.cache = FeatureCache.open_or_build(root, target, layer_ids, seqs, cfg.tokens_per_batch,
+                                                  report=report)
     group.barrier()
     if source.cache is None:
         source.cache = FeatureCache(root, json.loads((root / "manifest.json").read_text()))

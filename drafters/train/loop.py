@@ -166,11 +166,8 @@ def _set_up(target: Any, drafter: Any, train_seqs: Sequence[Any], val_seqs: Sequ
     else:
         schedule = Schedule.fixed(cap, cfg.warmup_ratio)  # type: ignore[arg-type]  (validate: a cap is set)
     report = Reporter(progress, group.rank, clock)
-
-    def cache_progress(done: int, n: int) -> None:
-        report.emit(TrainProgress("cache", 0, schedule.total_steps or 0, message=f"features {done}/{n}"))
-
-    features = open_features(target, layer_ids, data, cfg, out_dir, group, device, cache_progress)
+    features = open_features(target, layer_ids, data, cfg, out_dir, group, device, cap,
+                             report.feature_pass(schedule.total_steps or 0))
     checkpoint = find_resume_point(out_dir, cfg, per_step) if resume else None
     prepare_drafter(drafter, cfg, checkpoint)  # into the full drafter, before any sharding
     group.broadcast_weights(drafter)

@@ -92,6 +92,22 @@ class Reporter:
         if self.progress is not None and self.rank == 0:
             self.progress(report)
 
+    def feature_pass(self, total_steps: int) -> Callable[[int, int], None]:
+        """The feature cache's ``report(done, total)`` (sequences): a "cache" report per call, its ETA (the
+        seconds left in the feature pass) recomputed from the pass's own rate at every batch."""
+        started: list[float] = []
+
+        def report(done: int, total: int) -> None:
+            now = self.clock()
+            if not started:
+                started.append(now)
+            eta = (now - started[0]) / done * (total - done) if done else None
+            message = f"target features for the training cache: {done}/{total} sequences" + (
+                f", about {eta:.0f} s left in this pass" if eta is not None else "")
+            self.emit(TrainProgress("cache", 0, total_steps, eta_s=eta, message=message))
+
+        return report
+
 
 @dataclass
 class Pace:
