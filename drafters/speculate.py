@@ -140,6 +140,7 @@ class _Clock:
         self.cuda = device.type == "cuda"
         self.target = 0.0
         self.drafter = 0.0
+        self.charged = 0.0  # work done before this clock started and charged to it (a shared prefill)
         self.t0 = self._now()
 
     def _now(self) -> float:
@@ -157,7 +158,7 @@ class _Clock:
         self.drafter += self._now() - t
 
     def total(self) -> float:
-        return self._now() - self.t0
+        return self._now() - self.t0 + self.charged
 
 
 @dataclass
@@ -420,6 +421,8 @@ def _prompt_state(target, ids: torch.Tensor, layer_ids: list[int] | None, shared
             raise TracedraftError("bad_input", f"shared prefill has features of layers {pre.layer_ids}, "
                                   f"the proposer needs {layer_ids}", "shared_prefill")
     clock.target += pre.seconds
+    if shared_prefill is not None:  # it ran before this generation's clock started: charge it to the total too
+        clock.charged += pre.seconds
     cache = copy.deepcopy(pre.cache) if shared_prefill is not None else pre.cache
     aux = pre.aux
     if aux is not None and layer_ids and list(pre.layer_ids) != layer_ids:

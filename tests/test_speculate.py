@@ -110,6 +110,18 @@ def test_plain_is_one_token_per_round(target):
     assert abs(g.total_s - (g.target_s + g.drafter_s + g.overhead_s)) < 1e-6
 
 
+def test_a_shared_prefill_is_charged_to_the_total_as_to_the_target(target):
+    """The prefill computed once for several generations counts in total_s as it does in target_s, so the
+    loop's own time (overhead_s) is what is left, never clamped to 0 by a total that lacks the prefill."""
+    p = _prompts()[0]
+    pre = spec.prefill(target, p)
+    pre.seconds += 5.0  # a slow prefill: the total must carry it
+    g = speculative_generate(target, None, p, 12, shared_prefill=pre)
+    assert g.target_s > 5.0 and g.total_s > 5.0
+    assert g.overhead_s > 0
+    assert abs(g.total_s - (g.target_s + g.drafter_s + g.overhead_s)) < 1e-6
+
+
 def test_stop_token_ends_generation_counting_a(target):
     p = _prompts()[0]
     ref = plain_generate(target, p, 40).tokens
