@@ -182,6 +182,66 @@ def test_progress_inside_a_batch_counts_its_decode_steps_with_an_eta(tmp_path, m
     assert last[0] == 1.0 and last[1] == 0.0 and "2/2 calls" in last[2] and "tokens/s" in last[2]
 
 
+def test_answers_longer_than_recorded_rescale_the_eta_as_the_run_proceeds(tmp_path, monkeypatch):
+    """Recorded answers of 5 tokens, the target writes 20: inside the first batch the ETA is recomputed at
+    every step (never the same figure twice in a row, never None) and the fraction never goes back; the
+    second batch is expected to overrun as the first did (about 20 steps, not 5)."""
+    from types import SimpleNamespace
+
+    from drafters.regeneration import run
+    from tests._speculate_helpers import tiny_target
+
+    monkeypatch.setattr(run, "STEP_REPORT_S", 0.0)
+    prompts = [SimpleNamespace(call_id=f"c{i}", prompt_ids=[5, 9, 11 + i], completion_ids=[7] * 5) for i in range(4)]
+    seen = []
+    regenerate(prompts, HFBackend(tiny_target(seed=3, scale=4.0), stop_ids=[-1], batch_size=2, pad_id=0),
+               RegenerationStore(tmp_path), target_id="tiny", sampling=Sampling(max_tokens=20), stop_ids=[-1],
+               progress=lambda f, eta, m: seen.append((f, eta, m)))
+    first = [x for x in seen if "at token" in x[2] and x[0] < 0.5]
+    assert len(first) == 20 and all(eta is not None for _, eta, _ in first)
+    assert all(a[1] != b[1] for a, b in zip(first, first[1:]))  # recomputed at every step
+    fractions = [f for f, _, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    second = [m for f, _, m in seen if "at token 1 of" in m and f >= 0.5]
+    assert second and "of about 20" in second[0]
+
+
+class SlowBackend(ScriptedBackend):
+    """An HTTP-like backend: answers after ``delay`` seconds, reports no decode steps."""
+
+    def __init__(self, tok, answers, delay: float, batch_size: int = 2):
+        super().__init__(tok, answers, batch_size)
+        self.delay = delay
+
+    def generate(self, requests, sampling, cancelled=None, on_step=None):
+        import time
+
+        time.sleep(self.delay)
+        return super().generate(requests, sampling, cancelled, on_step)
+
+
+def test_a_backend_without_decode_steps_is_reported_by_a_clock_during_every_batch(tok, monkeypatch):
+    """A server backend (SGLang, llama-server) answers a batch at once: a clock reports it while it runs,
+    from the first batch on, and from the second batch on with an ETA at the pace the first measured."""
+    from types import SimpleNamespace
+
+    from drafters.regeneration import run
+
+    monkeypatch.setattr(run, "STEP_REPORT_S", 0.05)
+    prompts = [SimpleNamespace(call_id=f"c{i}", prompt_ids=[5, 6 + i], completion_ids=[5] * 3) for i in range(4)]
+    backend = SlowBackend(tok, {p.call_id: "ok ok<|im_end|>" for p in prompts}, delay=0.5)
+    seen = []
+    regenerate(prompts, backend, _mem_store(), target_id="t", sampling=Sampling(max_tokens=8),
+               stop_ids=[tok.convert_tokens_to_ids("<|im_end|>")], progress=lambda f, eta, m: seen.append((f, eta, m)))
+    inside = [x for x in seen if "a batch of 2" in x[2]]
+    first, second = ([x for x in inside if x[0] < 0.5], [x for x in inside if x[0] >= 0.5])
+    assert len(first) >= 3 and "running for" in first[0][2] and first[0][1] is None
+    assert len(second) >= 3 and all(eta is not None for _, eta, _ in second) and "about token" in second[0][2]
+    etas = [eta for _, eta, _ in second]
+    assert etas == sorted(etas, reverse=True) and etas[0] > etas[-1]  # counts down as the batch runs
+    assert seen[-1][0] == 1.0 and seen[-1][1] == 0.0
+
+
 def test_calls_are_batched_by_recorded_answer_length_then_prompt_length(tok):
     """A batch decodes until its longest answer ends: short answers go together, then similar prompts."""
     from types import SimpleNamespace

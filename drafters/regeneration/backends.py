@@ -45,7 +45,8 @@ class Backend(Protocol):
     slots or batch rows) and ``generate``: raw token ids [n_i] per request, at most ``sampling.max_tokens``
     each, possibly running past the end-of-turn token (the runner cuts there). A backend that can stop a batch
     part-way checks ``cancelled()`` while it decodes and raises GenerationCancelled; one that cannot ignores it
-    (the runner checks between batches). One that decodes in lock-step reports each step to ``on_step``; the
+    (the runner checks between batches). One that decodes in lock-step reports each step to ``on_step`` and
+    says so with ``lock_step = True`` (the runner then needs no clock to report a batch in flight); the
     others ignore it."""
 
     name: str
@@ -63,6 +64,7 @@ class HFBackend:
     cancel raises GenerationCancelled within one step; ``on_step`` hears of every step too."""
 
     name = "hf"
+    lock_step = True  # calls ``on_step`` after every decode step of a batch
 
     def __init__(self, target, stop_ids: Sequence[int], *, batch_size: int = 8, pad_id: int | None = None):
         self.target, self.stop_ids, self.batch_size = target, [int(t) for t in stop_ids], int(batch_size)

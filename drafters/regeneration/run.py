@@ -9,8 +9,10 @@ so the drafter's cross-entropy target and the target's distribution agree (docs/
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -68,9 +70,11 @@ def regenerate(prompts: Sequence[Any], backend: Backend, store: RegenerationStor
     Answers already in ``store`` (same target, prompt and sampling) are reused; the others are generated
     ``backend.batch_size`` at a time and stored as each batch returns, so a killed run resumes where it
     stopped. ``progress(fraction, eta_s, message)``: the fraction of the calls done, the seconds left (None
-    until they can be estimated) and a line with the rate (tokens/s); it is called after every batch and,
-    with backends that decode in lock-step (hf), every ``STEP_REPORT_S`` seconds inside one, the batch in
-    flight counted by its decode steps against the longest recorded answer in it. ``cancelled()`` is checked
+    until they can be estimated) and a line with the rate (tokens/s); it is called after every batch and
+    every ``STEP_REPORT_S`` seconds inside one: from the decode steps of a backend that decodes in lock-step
+    (``lock_step``: hf), from a clock for the others (their steps estimated at the pace measured). The ETA is
+    recomputed each time from the seconds per decode step and how far answers overran their recorded
+    lengths, both measured as the run proceeds (``Pace``). ``cancelled()`` is checked
     between batches and, by backends that can, during one (the report then says ``cancelled``; a batch cut short
     is not stored). Returns (call_id -> Regeneration, report).
     Errors of the backend (TracedraftError naming the endpoint and the call) propagate: what was stored stays.
@@ -87,31 +91,36 @@ def regenerate(prompts: Sequence[Any], backend: Backend, store: RegenerationStor
         else:
             pending.append((p, key))
     pending.sort(key=lambda pk: _batch_order(pk[0], sampling.max_tokens))
+    batches = [pending[b: b + backend.batch_size] for b in range(0, len(pending), backend.batch_size)]
+    pace = Pace([max(_batch_order(p, sampling.max_tokens)[0] or sampling.max_tokens for p, _ in batch)
+                 for batch in batches], sampling.max_tokens)
     start = time.perf_counter()
-    for b in range(0, len(pending), backend.batch_size):
+    for b, batch in enumerate(batches):
         if cancelled is not None and cancelled():
             report.cancelled = True
             break
-        batch = pending[b: b + backend.batch_size]
         requests = [Request(p.call_id, list(p.prompt_ids), call_seed(sampling.seed, p.prompt_ids)) for p, _ in batch]
         t0 = time.perf_counter()
-        on_step = _step_reporter(progress, report, len(pending), batch, sampling.max_tokens, start)
+        flight = _InFlight(progress, report, pace, b, len(batch), t0)
         try:
-            outputs = backend.generate(requests, sampling, cancelled=cancelled, on_step=on_step)
+            # a backend that decodes in lock-step reports its steps; for the others a clock reports the batch
+            with _every(STEP_REPORT_S, flight.report, progress is not None and not getattr(backend, "lock_step", False)):
+                outputs = backend.generate(requests, sampling, cancelled=cancelled, on_step=flight.on_step)
         except GenerationCancelled:  # a partial batch: nothing of it is stored, a resume writes it whole
             report.cancelled = True
             break
-        per_call = (time.perf_counter() - t0) / len(batch)
+        seconds = time.perf_counter() - t0
         for (p, key), raw in zip(batch, outputs, strict=True):
             ids, truncated = cut_at_stop(raw, stop_ids, sampling.max_tokens)
-            answer = Regeneration(key, ids, truncated, backend.name, per_call)
+            answer = Regeneration(key, ids, truncated, backend.name, seconds / len(batch))
             store.put(answer)
             done[p.call_id] = answer
             report.generated += 1
             report.tokens += len(ids)
+        pace.finish(b, max(min(len(raw), sampling.max_tokens) for raw in outputs), seconds)
         report.seconds = time.perf_counter() - start
         if progress is not None:
-            progress(*_progress(report, len(pending)))
+            progress(*_progress(report, 0.0, pace.left_after(b)))
     report.truncated = sum(a.truncated for a in done.values())
     return done, report
 
@@ -125,42 +134,106 @@ def _batch_order(prompt: Any, max_tokens: int) -> tuple[int, int]:
     return min(recorded, max_tokens), len(prompt.prompt_ids)
 
 
-def _progress(report: RegenerationReport, pending: int, in_flight: float = 0.0, elapsed: float | None = None,
+@dataclass
+class Pace:
+    """The run's work in decode steps, measured as it proceeds. Batch b is expected to decode
+    ``expected[b]`` steps (its longest recorded answer, or ``max_tokens`` when unknown); finished batches
+    give the seconds per step and how far answers overran what was recorded (``overrun``), and both
+    rescale the estimate of what is left, so the ETA follows a machine that slows down and answers that
+    run longer than recorded."""
+
+    expected: list[int]
+    max_tokens: int
+    steps: int = 0  # decode steps of the finished batches (their longest answer)
+    expected_done: int = 0
+    seconds: float = 0.0
+
+    def finish(self, b: int, steps: int, seconds: float) -> None:
+        self.steps += steps
+        self.expected_done += self.expected[b]
+        self.seconds += seconds
+
+    @property
+    def overrun(self) -> float:
+        """Decode steps per recorded step of the finished batches (1 before any)."""
+        return self.steps / self.expected_done if self.expected_done else 1.0
+
+    def current(self, b: int, tokens: int) -> float:
+        """Steps batch b is now expected to take, ``tokens`` decoded: its recorded length times the overrun,
+        at least one step more than decoded, at most ``max_tokens``."""
+        return min(float(self.max_tokens), max(self.expected[b] * self.overrun, tokens + 1.0))
+
+    def eta(self, b: int, tokens: float, elapsed: float) -> float | None:
+        """Seconds left with batch b in flight (``tokens`` decoded in ``elapsed`` s): its rest and every later
+        batch, at the seconds per step measured so far (of the batch in flight alone before one finishes)."""
+        step_s = self.seconds / self.steps if self.steps else (elapsed / tokens if tokens else None)
+        if step_s is None:
+            return None
+        return step_s * (max(0.0, self.current(b, int(tokens)) - tokens) + sum(self.expected[b + 1:]) * self.overrun)
+
+    def left_after(self, b: int) -> float:
+        """Seconds left once batch b has finished: every later batch at the measured pace."""
+        return self.seconds / max(1, self.steps) * sum(self.expected[b + 1:]) * self.overrun
+
+
+class _InFlight:
+    """The batch in flight: ``on_step(tokens)`` from a lock-step backend (reported every ``STEP_REPORT_S``),
+    ``report()`` from a clock for the others (tokens then estimated from the seconds per step so far)."""
+
+    def __init__(self, progress, report: RegenerationReport, pace: Pace, b: int, rows: int, started: float):
+        self.progress, self.run, self.pace, self.b, self.rows, self.started = progress, report, pace, b, rows, started
+        self.tokens: int | None = None
+        self.last = time.perf_counter()
+
+    def on_step(self, tokens: int) -> None:
+        self.tokens = tokens
+        now = time.perf_counter()
+        if self.progress is not None and now - self.last >= STEP_REPORT_S:
+            self.last = now
+            self.report()
+
+    def report(self) -> None:
+        elapsed = time.perf_counter() - self.started
+        tokens: float | None = self.tokens
+        if tokens is None and self.pace.steps:
+            tokens = elapsed / (self.pace.seconds / self.pace.steps)  # estimated from the measured pace
+        expected = self.pace.current(self.b, int(tokens or 0))
+        share = min(0.95, (tokens or 0) / expected)
+        at = f"at token {int(tokens)}" if self.tokens is not None else (
+            f"about token {int(tokens)}" if tokens is not None else f"running for {elapsed:.0f} s")
+        note = f", a batch of {self.rows} {at} of about {expected:.0f}"
+        self.progress(*_progress(self.run, self.rows * share, self.pace.eta(self.b, tokens or 0.0, elapsed), note))
+
+
+@contextlib.contextmanager
+def _every(seconds: float, call: Callable[[], None], enabled: bool) -> Iterator[None]:
+    """Run ``call`` every ``seconds`` on a daemon thread while the block runs (when ``enabled``)."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(seconds):
+            call()
+
+    thread = threading.Thread(target=beat, name="regeneration-progress", daemon=True)
+    if enabled:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        if enabled:
+            thread.join()
+
+
+def _progress(report: RegenerationReport, in_flight: float, eta: float | None,
               batch_note: str = "") -> tuple[float, float | None, str]:
-    """(fraction of all calls done, ETA seconds or None, message). ``in_flight``: calls' worth of the batch in
-    flight already decoded; ``elapsed``: seconds since the first batch started (default: the finished batches'
-    own). The rate counts the answers of finished batches only (rows of a batch stop at different steps)."""
-    seconds = report.seconds if elapsed is None else elapsed
-    done = report.generated + in_flight
-    eta = seconds / done * max(0.0, pending - done) if done > 0 else None
-    fraction = min(1.0, (report.reused + done) / max(1, report.calls))
+    """(fraction of all calls done, ETA seconds or None, message). ``in_flight``: calls' worth of the batch
+    in flight already decoded. The rate counts the answers of finished batches only."""
+    fraction = min(1.0, (report.reused + report.generated + in_flight) / max(1, report.calls))
     rate = f", {report.tokens / report.seconds:.0f} tokens/s" if report.seconds > 0 else ""
     return fraction, eta, (f"regenerated {report.reused + report.generated}/{report.calls} calls "
                            f"({report.reused} reused){batch_note}{rate}" +
                            (f", ETA {eta:.0f} s" if eta is not None else ""))
-
-
-def _step_reporter(progress, report: RegenerationReport, pending: int, batch: list, max_tokens: int,
-                   start: float) -> Callable[[int], None] | None:
-    """The batch's ``on_step``: every ``STEP_REPORT_S`` seconds, progress with the batch in flight counted as
-    its rows x (tokens decoded / the longest answer expected in it, at most 95%: answers may run longer than
-    recorded)."""
-    if progress is None:
-        return None
-    expected = max(_batch_order(p, max_tokens)[0] or max_tokens for p, _ in batch)
-    last = time.perf_counter()
-
-    def on_step(tokens: int) -> None:
-        nonlocal last
-        now = time.perf_counter()
-        if now - last < STEP_REPORT_S:
-            return
-        last = now
-        share = min(0.95, tokens / expected)
-        note = f", a batch of {len(batch)} at token {tokens} of about {expected}"
-        progress(*_progress(report, pending, len(batch) * share, now - start, note))
-
-    return on_step
 
 
 def regenerated_rows(prompts: Sequence[Any], answers: Mapping[str, Regeneration], renderer,
