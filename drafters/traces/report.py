@@ -72,6 +72,10 @@ CODES: dict[str, str] = {
     "before input capture) and its context cannot be rebuilt: the call is lost",
     "context_rebuilt": "calls recorded without input had their context rebuilt from the call before, its output and "
     "the tool spans in between",
+    "history_rebuilt": "stored messages no longer in an agent's context (Letta evicts old messages) were read as "
+    "the earlier calls they were",
+    "history_not_read": "stored messages no longer in an agent's context whose calls' contexts cannot be rebuilt "
+    "(an earlier eviction); counted, not read",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "
     "warning names each one tried and why it declined)",
     "candidates_declined": "every candidate reader declined the file; the first one's problems are reported, the "

@@ -15,7 +15,7 @@ from drafters.traces.detect import detect_format
 from drafters.traces.ingest import ingest
 
 from ._helpers_b import parse_text
-from .conftest import parse_file
+from .conftest import parse_file, totals
 
 FIX = Path(__file__).parent / "fixtures"
 AF = FIX / "letta_memgpt_indices.af"
@@ -73,3 +73,33 @@ def test_real_double_encoded_file_without_conversation_is_refused_with_a_code():
         ("cancel_order", ["order_number", "reason"]), ("check_order_status", ["order_number"])]
     result = ingest([path], scrub=False)
     assert not result.report.ok and [p.code for p in result.report.errors] == ["no_assistant_message"]
+
+
+def test_evicted_history_is_read_as_the_earlier_calls_it_was():
+    """Real file (fixtures/README.md): 91 stored messages, 11 in context; the 75 evicted non-system messages
+    hold 25 of the 28 assistant messages. Every assistant message is one call, none silently skipped."""
+    path = FIX / "letta_memgpt_with_convo.af"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    stored, in_ctx = raw["messages"], set(raw["in_context_message_indices"])
+    assistants = [i for i, m in enumerate(stored) if m["role"] == "assistant"]
+    evicted = [i for i, m in enumerate(stored) if i not in in_ctx and m["role"] != "system"]
+    assert (len(stored), len(in_ctx), len(assistants), len(evicted)) == (91, 11, 28, 75)  # by hand too
+    n_tool_calls = sum(len(stored[i].get("tool_calls") or []) for i in assistants)
+    result = ingest([path], scrub=False)
+    assert result.report.ok, result.report.errors
+    assert totals(result.conversations) == (1, len(assistants), n_tool_calls)
+    (warn,) = [w for w in result.report.warnings if w.code == "history_rebuilt"]
+    assert "75 of 91" in warn.message and "25 earlier call(s)" in warn.message
+    calls = result.conversations[0].explicit_calls
+    # the call right after the first memory edit saw the system prompt rewritten by it (stored message 6)
+    second_edit = next(c for c in calls if c.completion.text.startswith("I've updated the user's name"))
+    assert second_edit.context[0].text == stored[6]["content"][0]["text"]
+    assert [m.role for m in second_edit.context].count("system") == 1
+
+
+def test_evicted_history_after_an_earlier_eviction_is_an_error():
+    raw = json.loads((FIX / "letta_memgpt_with_convo.af").read_text(encoding="utf-8"))
+    raw["messages"][11]["content"][0]["text"] = '{"type": "system_alert", "message": "summary"}'
+    (conv,), report = parse_text("letta", json.dumps(raw), "a.af")
+    assert [(p.code, p.field) for p in report.errors] == [("history_not_read", "messages")]
+    assert len(list(conv.calls())) == 3

@@ -15,7 +15,11 @@ system prompt: Letta rewrites the system prompt when memory changes, and the new
 middle of the run (often between a tool call and its result). What the model saw is the in-context
 list: ``in_context_message_indices`` (or ``_ids``) give the messages and their order (current system
 prompt first). That list is honoured; a file without it is read in stored order, with superseded system
-prompts dropped (``system_prompt_rewritten`` warning).
+prompts dropped (``system_prompt_rewritten`` warning). Stored messages no longer in the context (Letta
+evicts old ones and adds a summary) are read as the earlier calls they were, each with the system prompt
+then in force and the messages stored before it (``history_rebuilt`` warning, with counts); where a
+summary among them shows an earlier eviction, their contexts are unknown and they are an error
+(``history_not_read``, with counts).
 
 Tool definitions come from each tool's ``json_schema`` (name, description, parameters). Some published
 files store the whole document as a JSON string holding the JSON; it is decoded (warning
@@ -34,6 +38,7 @@ from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
+    LLMCall,
     Message,
     Source,
     TextPart,
@@ -141,16 +146,72 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         llm = agent.get("llm_config") if isinstance(agent.get("llm_config"), dict) else {}
         model = llm.get("model") if isinstance(llm.get("model"), str) else None
         raw = _in_context(agent, agent["messages"], source, problems)
-        messages = [_message(m, model) for m in raw if isinstance(m, dict)]
-        merged: list[Message] = []
-        for m in messages:  # parallel results answer one assistant message
-            if merged and m.role == "tool" and merged[-1].role == "tool":
-                merged[-1].parts.extend(m.parts)
-            else:
-                merged.append(m)
+        merged = _merged([_message(m, model) for m in raw if isinstance(m, dict)])
         name = agent.get("id") or agent.get("name") or k
-        yield Conversation(id=f"{NAME}:{filename.rsplit('/', 1)[-1]}:{name}", source=source,
-                           tools=_tools(doc, agent), messages=merged)
+        conv = Conversation(id=f"{NAME}:{filename.rsplit('/', 1)[-1]}:{name}", source=source,
+                            tools=_tools(doc, agent), messages=merged)
+        earlier = _earlier_calls(conv, agent["messages"], raw, model, problems)
+        if earlier:
+            conv.explicit_calls = [*earlier, *conv.calls()]
+            for i, call in enumerate(conv.explicit_calls):
+                call.index = i
+        yield conv
+
+
+def _merged(messages: list[Message]) -> list[Message]:
+    """Adjacent tool messages as one: parallel results answer one assistant message."""
+    out: list[Message] = []
+    for m in messages:
+        if out and m.role == "tool" and out[-1].role == "tool":
+            out[-1].parts.extend(m.parts)
+        else:
+            out.append(m)
+    return out
+
+
+def _is_summary(raw: dict) -> bool:
+    """A ``system_alert`` user message: Letta's summary of messages it evicted from the context."""
+    content = raw.get("content") if raw.get("content") is not None else raw.get("text")
+    return raw.get("role") == "user" and "system_alert" in "".join(
+        p.text for p in content_parts(content) if isinstance(p, TextPart))
+
+
+def _earlier_calls(conv: Conversation, stored: list, in_context: list, model: str | None,
+                   problems: ProblemSink) -> list[LLMCall]:
+    """The LLM calls of the stored messages that are no longer in the context (Letta evicts old messages and
+    puts a summary in their place). Each such assistant message was a call whose context was the system
+    prompt in force then and every non-system message stored before it, exact while no earlier eviction
+    happened; a summary among them means one did, and those messages are reported (``history_not_read``)
+    instead of read with contexts the model never saw. Superseded system prompts are not content of their
+    own (each is the context of the calls made while it was current)."""
+    kept = {id(m) for m in in_context}
+    out = [m for m in stored if isinstance(m, dict) and id(m) not in kept and m.get("role") != "system"]
+    if not out:
+        return []
+    source = conv.source
+    if any(_is_summary(m) for m in out):
+        problems.error("history_not_read", f"{len(out)} of {len(stored)} stored messages are no longer in the "
+                       "agent's context, and a summary among them shows an earlier eviction: their calls' contexts "
+                       "cannot be rebuilt, so they are not read", source, "messages")
+        return []
+    calls: list[LLMCall] = []
+    system: Message | None = None
+    before: list[Message] = []
+    for m in stored:
+        if not isinstance(m, dict) or id(m) in kept:
+            continue
+        msg = _message(m, model)
+        if m.get("role") == "system":
+            system = msg
+            continue
+        if msg.role == "assistant" and (before or system):
+            context = _merged(([system] if system else []) + [Message(x.role, list(x.parts)) for x in before])
+            calls.append(LLMCall(conv.id, len(calls), conv.tools, context, msg))
+        before.append(msg)
+    problems.warning("history_rebuilt", f"{len(out)} of {len(stored)} stored messages are no longer in the agent's "
+                     f"context (evicted): read as {len(calls)} earlier call(s), each with the system prompt then in "
+                     "force and the messages stored before it", source, "messages")
+    return calls
 
 
 FORMAT = TraceFormat(
