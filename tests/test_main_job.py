@@ -76,6 +76,13 @@ def test_run_end_to_end_on_tiny_target(tmp_path: Path, tiny_target_dir: Path) ->
     assert "speculators_model_type" not in config
     report = Path(summary["report_dir"]) / "report.json"
     assert json.loads(report.read_text())["proposers"]["candidate"]["tau"] == summary["proposers"]["candidate"]["tau"]
+    # the registered page leads with the verdict: the drafter and the version registration gave it, the job,
+    # the gate, what to deploy and the job's warnings
+    verdict = (report.parent / "report.html").read_text().split("<section class=\"verdict\">")[1].split("</section>")[0]
+    reg = summary["registry"]
+    for needle in (reg["drafter"], f"version {reg['version']}", summary["job_id"], "Promotion gate:", "Deploy:",
+                   "[model_mismatch]"):
+        assert needle in verdict, needle
     # --json keeps stdout to the summary; the user still sees progress and warnings, on stderr, and the
     # summary lists the warnings (traces written by other models than the tiny target)
     assert "model_mismatch" in {w["code"] for w in summary["warnings"]}

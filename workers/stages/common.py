@@ -150,6 +150,17 @@ def job_renderer(ctx: StageContext):
                     max_seq_len=auto(tspec.get("max_seq_len"), "max_seq_len"))
 
 
+def job_verdict(ctx: StageContext, drafter: str, gate: dict[str, Any] | None, version: int | None = None):
+    """What the report page leads with (``drafters.evaluate.verdict.Verdict``): the drafter's registry name
+    and ``version`` (None before registration), this job, the gate's decision and the job's warnings so far."""
+    from drafters.evaluate.verdict import Verdict
+    from service import jobs
+
+    with ctx.sessions() as session:
+        warnings = jobs.job_warnings(session, ctx.job_id)
+    return Verdict(drafter, version, ctx.job_id, gate, tuple(warnings))
+
+
 def training_rows(ctx: StageContext, prepared: Path) -> Path:
     """The directory holding ``train.safetensors`` and ``val.safetensors``: the regenerated rows when the
     regeneration stage ran, else the rendered recorded answers."""

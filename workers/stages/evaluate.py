@@ -13,6 +13,7 @@ from workers.stages.common import (
     auto,
     base_drafter_dir,
     fetch,
+    job_verdict,
     load_job_target,
     publish,
     target_spec,
@@ -107,7 +108,9 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
     out_dir = ctx.workdir / "report"
     if out_dir.exists():
         shutil.rmtree(out_dir)
-    write_report(report, out_dir)
+    from workers.stages.register import drafter_name
+
+    write_report(report, out_dir, job_verdict(ctx, drafter_name(ctx), decision.to_dict()))
     return {"report": dict(report), "gate": decision.to_dict(), "report_dir": str(out_dir), "engine": engine,
             "report_files": publish(ctx, out_dir, "report"), "incumbent": incumbent_name}
 
