@@ -173,3 +173,47 @@ def test_deepseek_v32_thinking_off_refuses_an_answer_that_reasons():
     r.render_conversation(conv(Message("user", [TextPart("Hi")]),
                                Message("assistant", [ReasoningPart("Greet."), TextPart("Hello")]), tools=()))
     assert [d["code"] for d in r.report.dropped] == ["reasoning_closed_by_prompt"]
+
+
+# ------------------------------------------------------------------------------------------ gpt-oss harmony
+
+
+def test_gpt_oss_turn_ends_are_return_and_call():
+    """A harmony turn ends at ``<|return|>`` (final answer) or ``<|call|>`` (tool call): regeneration stops
+    there; ``<|end|>`` ends a message inside the turn (the analysis before the answer) and must not stop it."""
+    tok, r = make("openai-gpt-oss-120b")
+    assert tok.convert_ids_to_tokens(r.end_of_turn_ids()) == ["<|return|>", "<|call|>"]
+    assert r.dialect.message_end == "<|end|>"
+
+
+def test_gpt_oss_final_answer_after_a_reasoned_call_is_kept():
+    """gpt-oss drops the analysis of earlier tool-call turns once a final answer follows, so the history no
+    longer starts with the served prompt: the answer is still the text after the served prompt (before:
+    every final answer after a reasoned call dropped as context_not_prefix). The bridge between analysis and
+    answer or call is labelled alike in training and in generated text."""
+    tok, r = make("openai-gpt-oss-120b")
+    c = agent_conversation(parallel=False)
+    rows = r.render_conversation(c)
+    assert r.report.dropped == [] and sum(len(s.call_ids) for s in rows) == 3
+    prompts = assert_one_labelling_rule(tok, r, c)
+    assert completion_text(tok, prompts[0]) == (
+        '<|channel|>analysis<|message|>Look it up.<|end|><|start|>assistant to=functions.get_weather'
+        '<|channel|>commentary json<|message|>{"city": "Paris"}<|call|>')
+    assert completion_text(tok, prompts[2]) == (
+        "<|channel|>analysis<|message|>Summarise.<|end|><|start|>assistant<|channel|>final<|message|>"
+        "Rain in Paris, sun elsewhere.<|return|>")
+    # The served prompt of the final answer holds the analysis of the call before it.
+    assert "Both at once." in tok.decode(prompts[2].prompt_ids)
+    assert not any(k.startswith(("end_of_turn_guessed", "not_located")) for k in r.report.warnings)
+
+
+def test_gpt_oss_parallel_calls_are_refused_not_half_rendered():
+    """gpt-oss renders only ``tool_calls[0]`` of a message: a turn with parallel calls, and every call whose
+    context holds one, is dropped with a code naming that behaviour (before: the second call vanished and
+    both results were shown under the first call's name)."""
+    tok, r = make("openai-gpt-oss-120b")
+    assert r.dialect.one_call_per_turn
+    rows = r.render_conversation(agent_conversation())
+    assert [s.call_ids for s in rows] == [["c1/0"]]
+    assert [(d["call_id"], d["code"]) for d in r.report.dropped] == [
+        ("c1/1", "template_renders_one_call_per_turn"), ("c1/2", "template_renders_one_call_per_turn")]

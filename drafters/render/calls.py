@@ -54,6 +54,11 @@ class CallRenderer:
             raise RenderError("empty_context", "the call has no context", where=call.id)
         if self.dialect.prompt_reasoning == "closed" and (comp.get("reasoning_content") or "").strip():
             raise _closed_by_prompt(call.id)
+        if self.dialect.one_call_per_turn and any(len(m.get("tool_calls") or ()) > 1 for m in dicts):
+            raise RenderError("template_renders_one_call_per_turn",
+                              "a message makes parallel tool calls and the chat template renders only the first "
+                              "of them (gpt-oss harmony ends a turn at each call): the later calls would vanish "
+                              "from the answer or the context", where=call.id)
         tools = self.template.tools_for(call.tools)
         try:
             prompt = self.template.apply(ctx, tools, True, prepared=True)

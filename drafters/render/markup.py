@@ -53,6 +53,21 @@ def learn(d: Dialect, single: CallRender, parallel: CallRender | None, ids: list
         d.call_suffix, d.call_next, d.call_end = last[:k], between[k:], last[k:]
 
 
+def learn_prefix_after_reasoning(d: Dialect, reasoned: CallRender, ids: list[str]) -> None:
+    """Set ``d.call_prefix_after_reasoning`` from the probe call rendered after reasoning, when the markup
+    between the reasoning and the name differs from ``d.call_prefix`` (gpt-oss starts a new message:
+    ``<|end|><|start|>assistant to=functions.`` after the analysis, `` to=functions.`` right after the
+    prompt's ``<|start|>assistant``)."""
+    one = _calls(reasoned.spans)
+    if not one:
+        return
+    name = one[0][0]
+    prefix = _slot(reasoned.completion_text[_prose_end(reasoned.spans, reasoned.sup_start, name.start):name.start],
+                   ids)
+    if prefix.strip() and prefix.lstrip() != (d.call_prefix or "").lstrip():
+        d.call_prefix_after_reasoning = prefix
+
+
 def _prose_end(spans: list[Span], start: int, name_start: int) -> int:
     """End of the last reasoning or text span before a call's name (``start`` when none): the call's
     markup starts there (MiniMax-M2's probe answer closes the reasoning its prompt opened first)."""

@@ -18,7 +18,7 @@ from drafters.render.labels import arg_candidates, reasoning_tail
 from drafters.render.messages import IdMap, to_dicts, tools_to_openai
 from drafters.render.records import CallRender, Dialect, RenderError
 from drafters.render.template import ChatTemplate
-from drafters.traces.model import LLMCall, Message, TextPart, ToolCallPart, ToolDef, ToolResultPart
+from drafters.traces.model import LLMCall, Message, ReasoningPart, TextPart, ToolCallPart, ToolDef, ToolResultPart
 
 _PROBE_TOOL = ToolDef(
     name="probe_lookup_qz",
@@ -48,7 +48,7 @@ def probe_dialect(template: ChatTemplate, codec: TokenCodec, warnings: Counter) 
     """
     template.verify_fast = template.fast is not None
     d = Dialect()
-    d.eot_tokens, d.turn_end_text = _probe_eot(template, codec)
+    d.eot_tokens, d.turn_end_text, d.message_end = _probe_eot(template, codec)
     _probe_reasoning(template, d)
     if _probe_tools(template, d):
         _probe_tool_turn_end(template, codec, d)
@@ -57,35 +57,44 @@ def probe_dialect(template: ChatTemplate, codec: TokenCodec, warnings: Counter) 
     return d
 
 
-def _probe_eot(template: ChatTemplate, codec: TokenCodec) -> tuple[tuple[str, ...], str | None]:
-    """(end-of-turn markers, borrowed end of an answer). The markers: the first added token after an
-    assistant turn's content, then EOS. That token is borrowed when the template writes nothing after the
-    answer and the next message's render starts with it (GLM's ``<|user|>``): the turn has no end token of
-    its own, the model ends it with the next role's token."""
+def _probe_eot(template: ChatTemplate, codec: TokenCodec) -> tuple[tuple[str, ...], str | None, str | None]:
+    """(end-of-turn markers, borrowed end of an answer, end of a message within a turn). The markers: the
+    first added token after an assistant turn's content, then EOS. When the answer rendered last ends with
+    another token than in history (gpt-oss: ``<|return|>`` ends the turn, ``<|end|>`` a message of it, such
+    as the analysis before the final answer), the last one is the turn end and the history one a message
+    end. The first token is borrowed when the template writes nothing after the answer and the next
+    message's render starts with it (GLM's ``<|user|>``): the turn has no end token of its own, the model
+    ends it with the next role's token."""
     eot: list[str] = []
-    borrowed = None
+    borrowed = message_end = None
     user = [{"role": "user", "content": _PROBE_USER}]
     answer = {"role": "assistant", "content": _PROBE_ANSWER}
     text = template.try_apply(user + [answer, {"role": "user", "content": _PROBE_FOLLOWUP}], None, False)
+    own = template.try_apply(user + [answer], None, False)
     if text and _PROBE_ANSWER in text and _PROBE_FOLLOWUP in text and codec.added_re is not None:
         a = text.index(_PROBE_ANSWER) + len(_PROBE_ANSWER)
         m = codec.added_re.search(text, a, text.index(_PROBE_FOLLOWUP, a))
-        if m:
+        last = codec.added_re.match(own, own.rindex(_PROBE_ANSWER) + len(_PROBE_ANSWER)) if own and _PROBE_ANSWER in own else None
+        if m and last and last.group(0) != m.group(0):
+            eot.append(last.group(0))
+            message_end = m.group(0)
+        elif m:
             eot.append(m.group(0))
-            own = template.try_apply(user + [answer], None, False)
             if (own is not None and own.endswith(_PROBE_ANSWER) and text.startswith(own)
                     and text.startswith(m.group(0), len(own))):
                 borrowed = m.group(0)
     eos = getattr(codec.tokenizer, "eos_token", None)
     if eos and eos not in eot:
         eot.append(eos)
-    return tuple(eot), borrowed
+    return tuple(eot), borrowed, message_end
 
 
 def _probe_tool_turn_end(template: ChatTemplate, codec: TokenCodec, d: Dialect) -> None:
-    """Set ``d.turn_end_tool`` (and add it to the end-of-turn markers) when a tool-call turn has no
-    end-of-turn token of its own and the tool result's render starts with an added token (GLM's
-    ``<|observation|>``): the model generates it to hand over to the tools."""
+    """Add the end-of-turn token of a tool-call turn to ``d.eot_tokens`` when it is not one of them: the
+    added token that ends the call's render when the tool result's render starts with the token every
+    message starts with (gpt-oss: ``<|call|>``, then ``<|start|>``); or, when the call's render ends with
+    no token of its own and the result's render starts with a role token (GLM's ``<|observation|>``), that
+    token, which the model generates to hand over to the tools (``d.turn_end_tool``)."""
     if codec.added_re is None:
         return
     dicts = to_dicts(_probe_conversation(), IdMap(d.ids, "probe"), d, template.prepare)
@@ -94,13 +103,19 @@ def _probe_tool_turn_end(template: ChatTemplate, codec: TokenCodec, d: Dialect) 
     full = template.try_apply(dicts, tools, False)
     if own is None or full is None or not full.startswith(own) or _PROBE_USER not in own:
         return
-    if any(t in own[own.index(_PROBE_USER):] for t in d.eot_tokens):
+    u = own.index(_PROBE_USER)
+    if any(t in own[u:] for t in d.eot_tokens):
         return  # the template ends the turn itself (ChatML's <|im_end|>)
     m = codec.added_re.match(full, len(own))
-    if m is not None:
-        d.turn_end_tool = m.group(0)
-        if m.group(0) not in d.eot_tokens:
-            d.eot_tokens += (m.group(0),)
+    if m is None:
+        return
+    ends = [e for e in codec.added_re.finditer(own, u) if e.end() == len(own.rstrip())]
+    if ends and m.group(0) in own[max(0, u - 32):u]:  # the result starts like any message: the call ended
+        d.eot_tokens += (ends[-1].group(0),)
+        return
+    d.turn_end_tool = m.group(0)
+    if m.group(0) not in d.eot_tokens:
+        d.eot_tokens += (m.group(0),)
 
 
 def _probe_reasoning(template: ChatTemplate, d: Dialect) -> None:
@@ -245,8 +260,14 @@ def _probe_call_markup(template: ChatTemplate, codec: TokenCodec, d: Dialect, wa
     second = ToolCallPart.from_raw("call_probe_0002", _PROBE_TOOL.name, dict(_PROBE_ARGS_2))
     both = Message("assistant", [conv[2].parts[0], second])
     parallel = _render_probe_call(template, codec, d, conv, both, Counter())
+    if parallel is not None and _PROBE_ARGS_2["query"] not in parallel[0].completion_text:
+        d.one_call_per_turn, parallel = True, None  # gpt-oss renders tool_calls[0] only
     ids = single[1] + (parallel[1] if parallel is not None else [])
     markup.learn(d, single[0], parallel[0] if parallel is not None else None, ids, codec.added_re)
+    reasoned = Message("assistant", [ReasoningPart(_PROBE_REASONING), conv[2].parts[0]])
+    after = _render_probe_call(template, codec, d, conv, reasoned, Counter())
+    if after is not None and d.call_prefix is not None:
+        markup.learn_prefix_after_reasoning(d, after[0], after[1])
 
 
 def _render_probe_call(template: ChatTemplate, codec: TokenCodec, d: Dialect, conv: list[Message],

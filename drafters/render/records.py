@@ -115,6 +115,7 @@ class Dialect:
     # token of its own (GLM: <|user|> after an answer, <|observation|> before tool results); the model
     # generates it and the engine stops there, so it is part of the answer.
     turn_end_text: str | None = None
+    message_end: str | None = None  # ends a message inside a turn, not the turn (gpt-oss <|end|>)
     turn_end_tool: str | None = None
     injected_reasoning: str = ""  # empty reasoning wrapper the template writes when there is no reasoning
     reasoning_open: str = "<think>"
