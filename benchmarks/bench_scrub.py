@@ -27,6 +27,8 @@ scrub=False)``) and scrubbed with one ``Scrubber`` per set, as an ingestion run 
    provider family) and false positives on its ``NEGATIVES`` (hashes, SHAs, UUIDs, base64 images,
    integrity hashes, paths and code identifiers next to secret words): a sample counts as a false
    positive when the scrubber changes it at all.
+5. **Prose passwords** (``tests/traces/test_scrub_prose_passwords.py``): passwords written in sentences
+   ("my password is ...") replaced, and sentences about passwords (``PROSE_NEGATIVES``) left unchanged.
 
 Goal: no false positive on these inputs, every hash, SHA, UUID and base64 blob kept.
 """
@@ -183,21 +185,30 @@ def measure(paths: list[Path]) -> dict[str, Any]:
     }
 
 
-def measure_samples() -> dict[str, Any]:
+def _test_module(name: str) -> Any:
     import importlib.util
 
-    from drafters.traces.scrub import Scrubber
-
-    spec = importlib.util.spec_from_file_location("scrub_samples", ROOT / "tests/traces/test_scrub_secrets.py")
+    spec = importlib.util.spec_from_file_location(name, ROOT / f"tests/traces/{name}.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return mod
+
+
+def measure_samples() -> dict[str, Any]:
+    from drafters.traces.scrub import Scrubber
+
+    mod, prose = _test_module("test_scrub_secrets"), _test_module("test_scrub_prose_passwords")
     positives = [(text, secret) for text, secret, _ in mod.CORPUS]
     positives += [(f"then run it with {token} today", token) for _, token, _ in mod.FAMILIES]
     found = sum(1 for text, secret in positives if secret not in Scrubber().scrub_text(text))
     changed = [t for t in mod.NEGATIVES if Scrubber().scrub_text(t) != t]
+    prose_found = sum(1 for text, secret in prose.PROSE_PASSWORDS if secret not in Scrubber().scrub_text(text))
+    prose_changed = [t for t in prose.PROSE_NEGATIVES if Scrubber().scrub_text(t) != t]
     return {"positives": len(positives), "positives_replaced": found,
-            "negatives": len(mod.NEGATIVES), "negatives_changed": len(changed)}
+            "negatives": len(mod.NEGATIVES), "negatives_changed": len(changed),
+            "prose_passwords": len(prose.PROSE_PASSWORDS), "prose_passwords_replaced": prose_found,
+            "prose_negatives": len(prose.PROSE_NEGATIVES), "prose_negatives_changed": len(prose_changed)}
 
 
 def main() -> None:
@@ -224,6 +235,8 @@ def main() -> None:
         print(f"  false-positive rate: {r['false_positive_rate']:.1%}")
     print(f"== test samples: {samples['positives_replaced']} of {samples['positives']} labelled secrets replaced; "
           f"{samples['negatives_changed']} of {samples['negatives']} negatives changed")
+    print(f"== prose passwords: {samples['prose_passwords_replaced']} of {samples['prose_passwords']} replaced; "
+          f"{samples['prose_negatives_changed']} of {samples['prose_negatives']} sentences about passwords changed")
 
 
 if __name__ == "__main__":

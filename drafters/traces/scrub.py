@@ -7,7 +7,8 @@ Originals are kept only in the in-memory map of the run; they are never logged o
 gets counts per type).
 
 Categories (``ScrubConfig``): ``secrets`` (provider API keys, bearer tokens, PEM private keys, JWTs,
-passwords in URLs, ``KEY=value`` / ``"password": "..."`` assignments with secret-like names, the
+passwords in URLs, ``KEY=value`` / ``"password": "..."`` assignments with secret-like names, passwords
+written in prose ("my password is ..."), the
 provider patterns of detect-secrets and the prefixed token families it misses, and random-looking tokens
 near secret words whatever their syntax: ``drafters.traces.secret_detectors``) and
 ``personal`` (emails, home-directory user names incl. Claude Code's ``-Users-NAME-`` encoding, phone
@@ -123,6 +124,43 @@ def _secret_value(value: str) -> bool:
     return not ("(" in v or _DOTTED_IDENT.match(v) or _TYPE_NAME.match(v) or _CODE_NAME.match(v))
 
 
+_NOT_IN_PROSE_PASSWORD = frozenset("(){}[]<>\\`")
+_VERSION = re.compile(r"^v?\d+(?:\.\d+)+[a-z0-9-]*$", re.IGNORECASE)
+_HYPHENATED = re.compile(r"^[a-z][a-z0-9]*(?:[-_.][a-z][a-z0-9]*)+$")  # sha256-hashed, utf-8, read_only
+_EMAILISH = re.compile(r"^[^@\s]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}$")
+
+
+def _classes(v: str) -> tuple[int, int]:
+    """(how many of lower case, upper case, digits and symbols ``v`` holds, how often the class changes
+    from one character to the next): ``Zq8#pM48`` (4, 7) against ``Manager2`` (3, 2)."""
+    def cls(c: str) -> int:
+        return 0 if c.islower() else 1 if c.isupper() else 2 if c.isdigit() else 3
+
+    kinds = [cls(c) for c in v]
+    return len(set(kinds)), sum(a != b for a, b in zip(kinds, kinds[1:]))
+
+
+def _prose_password(value: str) -> bool:
+    """A value after "password is", "password for the db was", "password:" in prose that is a password: 6
+    to 64 characters with a letter and a digit or symbol, never a word, version, path, URL,
+    email address, code (brackets, braces, backticks) or what ``_secret_value`` leaves (placeholders,
+    variables, type names). Keeps "password is required", "password is sha256-hashed", "password v2.1.0"."""
+    v = value
+    if not (6 <= len(v) <= 64) or not _secret_value(v) or _NOT_IN_PROSE_PASSWORD & set(v):
+        return False
+    if "://" in v or v[0] in "/~." or _EMAILISH.match(v) or _VERSION.match(v) or _HYPHENATED.match(v):
+        return False
+    return any(c.isalpha() for c in v) and any(not c.isalpha() for c in v)
+
+
+def _bare_password(value: str) -> bool:
+    """A value straight after the word ("password Zq8#pM48p6Ax4V!v", no "is" or ":" between): a
+    ``_prose_password`` that also mixes three character classes, changing class at least three times, in
+    8 or more characters (``password Manager2`` or ``password reset2`` stay)."""
+    kinds, changes = _classes(value)
+    return len(value) >= 8 and kinds >= 3 and changes >= 3 and _prose_password(value)
+
+
 _PLACEHOLDER_ENDS = ("password", "passwd", "passphrase", "pass", "pwd", "secret", "token", "key", "apikey",
                      "credential", "credentials")
 _PLACEHOLDER_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -215,6 +253,17 @@ _RULES: list[_Rule] = [
                      r"[ \t]*(?:(\\?[\"'])([^\"'\\\n]{4,})|([^\s\"'\\,;`)}\]]{4,}))"),
           ("pass", "pwd", "secret", "token", "key", "auth", "credential"), group=(2, 3), accept=_secret_value,
           guard_lower=True, left="assign"),
+    # A password in prose (after the assignments, which take "password: x" first): the word, then "is"/"was"/
+    # "to"/":"/"=" (or "for/of/to <a few words> is"), then the value; or the value right after the word,
+    # judged more strictly (_bare_password). Matched on the lower-cased text, the value read from the original.
+    _Rule("SECRET_PASSWORD", "secrets",
+          re.compile(r"(?:password|passwd|passphrase|pwd)(?![a-z0-9_])(?:\s+(?:for|of|to)(?:\s+[\w.@-]+){1,4}?"
+                     r"\s+(?:is|was)|\s+(?:is|was|to|will be|would be|should be)|\s*[:=])(?:\s*:)?[ \t]*[\"'`]?"
+                     r"([^\s\"'`]{5,63}[^\s\"'`.,;:!?])"),
+          ("passw", "passphrase", "pwd"), group=(1,), accept=_prose_password, guard_lower=True, left=_W),
+    _Rule("SECRET_PASSWORD", "secrets",
+          re.compile(r"(?:password|passwd|passphrase|pwd)[ \t]+[\"'`]?([^\s\"'`]{7,63}[^\s\"'`.,;:!?])"),
+          ("passw", "passphrase", "pwd"), group=(1,), accept=_bare_password, guard_lower=True, left=_W),
     # (detect-secrets' provider patterns come next: _rules(); personal data after them)
 ]
 _PERSONAL_RULES: list[_Rule] = [
