@@ -108,6 +108,8 @@ class Generation:
     margins: per generated token, target logit top-1 minus top-2 at the row that produced it (fp32); a tiny
         margin marks a numerical near-tie where fp32 reduction order may flip the argmax.
     finish_reason: "stop" (stop token), "stop_string", "length" (max_new_tokens reached).
+    prefill_s: wall-clock seconds of the prompt's prefill (inside target_s and total_s); the decoding phase
+        that speed-ups compare is total_s - prefill_s (docs/dspark.md 5.4).
     target_s / drafter_s / overhead_s / total_s: wall-clock seconds in target forwards (prefill included),
         in proposer calls (start/propose/commit), and the rest of the loop (acceptance, sampling, cache
         cropping, bookkeeping); total_s = their sum.
@@ -125,6 +127,7 @@ class Generation:
     overhead_s: float = 0.0
     total_s: float = 0.0
     stop_string: str | None = None
+    prefill_s: float = 0.0
 
     @property
     def tokens_per_s(self) -> float:
@@ -389,7 +392,7 @@ def speculative_generate(target, proposer: Proposer | None, prompt_ids, max_new_
                 clock.add_drafter(t)
 
     out.total_s = clock.total()
-    out.target_s, out.drafter_s = clock.target, clock.drafter
+    out.target_s, out.drafter_s, out.prefill_s = clock.target, clock.drafter, pre.seconds
     out.overhead_s = max(out.total_s - out.target_s - out.drafter_s, 0.0)
     return out
 

@@ -361,3 +361,18 @@ def test_spread_calls_takes_calls_round_robin_over_conversations():
     assert [p.call_id for p in spread_calls(prompts, 5)] == ["a/0", "b/0", "c/0", "a/1", "c/1"]
     assert [p.call_id for p in spread_calls(prompts, 2)] == ["a/0", "b/0"]
     assert len(spread_calls(prompts, 100)) == 7 and spread_calls(prompts, 0) == []
+
+
+def test_report_speed_section_explains_the_measured_speedup(report):
+    """Every served proposer's decoding speed-up equals tau / (r + c) from its own measured costs, and the
+    deploy choice is the fastest proposer by measured end-to-end speed-up (or plain decoding)."""
+    speed = report["speed"]
+    assert "tau / (r + c)" in speed["rule"] and speed["engine"] == "hf" and speed["hardware"]
+    for name, row in speed["proposers"].items():
+        cm = row["cost"]
+        assert cm["rounds"] == report["proposers"][name]["rounds"]
+        assert cm["formula_speedup"] == pytest.approx(cm["decode_speedup"], rel=1e-6)
+        assert cm["r"] > 0 and cm["c"] >= 0 and cm["tau"] == pytest.approx(report["proposers"][name]["tau"])
+    best = max(report["proposers"], key=lambda n: report["proposers"][n]["speedup_vs_plain"])
+    want = best if report["proposers"][best]["speedup_vs_plain"] > 1.0 else None
+    assert speed["deploy"]["proposer"] == want

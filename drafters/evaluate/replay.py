@@ -27,7 +27,8 @@ from drafters.evaluate.metrics import (
     tau_from_sums,
     threshold_sweep,
 )
-from drafters.evaluate.report import SCHEMA, EvalReport, _clean, _versions
+from drafters.evaluate.report import SCHEMA, EvalReport, _clean, _versions, hardware
+from drafters.evaluate.speed import cost_model, plain_step_s, speed_section
 from drafters.segments import Segment
 
 DEFAULT_BUCKETS = (0, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768)
@@ -143,6 +144,8 @@ def evaluate(target: Any, proposers: Mapping[str, Any], prompts: Sequence[Any], 
         # A what-if proposer (the hybrid) is served by no engine: its tau holds, its speed does not.
         e["what_if"] = bool(getattr(proposers[name], "what_if", False))
         e["speedup_vs_plain"] = tps / p_tps if tps and p_tps and not e["what_if"] else None
+    step_s = plain_step_s(plain)
+    costs = {name: cost_model(gens[name], step_s) for name in proposers}
     info = target.info() if hasattr(target, "info") else {}
     report = EvalReport({
         "schema": SCHEMA, "convention": CONVENTION, "end_effects": END_EFFECTS,
@@ -160,6 +163,7 @@ def evaluate(target: Any, proposers: Mapping[str, Any], prompts: Sequence[Any], 
         "plain": {"tokens": p_tokens, "seconds": p_secs, "tokens_per_s": p_tps,
                   "target_s": sum(g.target_s for g in plain), "overhead_s": sum(g.overhead_s for g in plain)},
         "proposers": entries,
+        "speed": speed_section(entries, costs, engine, hardware()),
         "comparisons": paired_comparisons(entries, compare, seed),
     })
     return EvalReport(_clean(report))

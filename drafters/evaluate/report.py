@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import platform
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +27,7 @@ class EvalReport(dict):
         "by_segment": {seg: {"tau", "rounds", "tokens"}}, "by_turn": {...}, "by_context": {...},
         "conditional_acceptance": [...], "calibration": {...} | None, "timing": {...},
         "speedup_vs_plain", "per_call": [{call_id, turn, context_len, rounds, sum_len, tau, tokens, seconds}]}},
+     "speed": drafters.evaluate.speed.speed_section(...) (the cost model and the deploy choice),
      "comparisons": {"cand__vs__inc": compare_entries(...)}}
     """
 
@@ -61,6 +64,22 @@ def _clean(o: Any) -> Any:
     if isinstance(o, (list, tuple)):
         return [_clean(v) for v in o]
     return o
+
+
+def hardware() -> str:
+    """The machine a report was measured on, in words: the CPU model and core count (and the GPU, if torch
+    is imported and sees one)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    out = f"{cpu}, {os.cpu_count()} cores"
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        out += f"; {torch.cuda.get_device_name()}"
+    return out
 
 
 def _versions() -> dict:

@@ -1,0 +1,68 @@
+"""The speed section: the cost model speed-up = tau / (r + c) from measured timings, and the deploy choice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from drafters.evaluate.speed import cost_model, deploy_choice, plain_step_s, speed_section, speedup
+from drafters.speculate import Round
+
+
+@dataclass
+class Gen:  # the Generation fields the cost model reads
+    rounds: list[Round]
+    total_s: float
+    prefill_s: float
+    drafter_s: float = 0.0
+    tokens: list[int] = field(default_factory=list)
+
+
+def _rounds(n, committed):
+    return [Round(proposed=committed - 1, accepted=committed - 1, positions=list(range(1, committed + 1)))
+            for _ in range(n)]
+
+
+def test_cost_model_known_answer():
+    # plain: 10 tokens decoded in 1.0 s after a 0.5 s prefill -> 0.1 s per plain step
+    plain = [Gen(_rounds(10, 1), total_s=1.5, prefill_s=0.5)]
+    step = plain_step_s(plain)
+    assert step == pytest.approx(0.1)
+    # speculative: 4 rounds of 3 tokens; each round 0.15 s of target + loop and 0.05 s of drafting
+    spec = [Gen(_rounds(4, 3), total_s=0.5 + 4 * 0.2, prefill_s=0.5, drafter_s=4 * 0.05)]
+    cm = cost_model(spec, step)
+    assert cm.tau == 3 and cm.rounds == 4
+    assert cm.r == pytest.approx(1.5) and cm.c == pytest.approx(0.5)
+    assert cm.formula_speedup == pytest.approx(1.5) == pytest.approx(cm.decode_speedup)
+    assert cm.plain_step_ms == pytest.approx(100.0)
+    assert cost_model([], step) is None and cost_model(spec, None) is None
+    with pytest.raises(ValueError):
+        speedup(2.0, 0.0, 0.0)
+
+
+def _entries():
+    return {"candidate": {"speedup_vs_plain": 0.8, "tau": 2.0, "timing": {"tokens_per_s": 8.0}},
+            "suffix": {"speedup_vs_plain": 1.6, "tau": 2.5, "timing": {"tokens_per_s": 16.0}},
+            "hybrid": {"speedup_vs_plain": None, "tau": 3.0, "what_if": True, "timing": {}},
+            "ngram": {"speedup_vs_plain": 1.2, "tau": 1.5, "timing": {"tokens_per_s": 12.0}}}
+
+
+def test_deploy_choice_takes_the_fastest_served_proposer_and_never_a_what_if():
+    e = _entries()
+    d = deploy_choice(e, "hf")
+    assert d["proposer"] == "suffix" and d["speedup_vs_plain"] == 1.6 and d["tokens_per_s"] == 16.0
+    # SGLang cannot serve suffix decoding: the fastest it can serve here is the n-gram proposer
+    assert deploy_choice(e, "sglang")["proposer"] == "ngram"
+    assert deploy_choice(e, "vllm")["flag"].startswith("--speculative-config")
+    slow = {k: {**v, "speedup_vs_plain": 0.9 if v["speedup_vs_plain"] else None} for k, v in e.items()}
+    d = deploy_choice(slow, "hf")
+    assert d["proposer"] is None and "plain decoding" in d["reason"]
+
+
+def test_speed_section_carries_costs_and_deploy():
+    e = _entries()
+    sec = speed_section(e, {"suffix": None}, "hf", "a CPU")
+    assert sec["deploy"]["proposer"] == "suffix" and sec["hardware"] == "a CPU"
+    assert sec["proposers"]["hybrid"]["what_if"] and sec["proposers"]["suffix"]["cost"] is None
+    assert "tau / (r + c)" in sec["rule"]
