@@ -10,7 +10,8 @@ Arguments are read in the form the template writes them (the renderer's ``Dialec
 key/value pairs (GLM-4.5/4.6: ``<arg_key>k</arg_key>`` ``<arg_value>v</arg_value>``). A pair's value is
 text: the template writes strings verbatim and other values as JSON, so ``3`` may be the string or the
 number. It is typed by the tool's schema in ``check_tool_calls``: a property typed ``string`` keeps the
-text, another typed property is parsed as JSON; a property the schema does not type is JSON when it
+text, another typed property is parsed as JSON (or as a Python literal where the template writes values
+so, Qwen3-Coder's ``True`` and ``['a', 'b']``); a property the schema does not type is JSON when it
 parses, else the text.
 
 A call that fails any check is kept and labelled with a stable code, never dropped:
@@ -24,6 +25,7 @@ string).
 
 from __future__ import annotations
 
+import ast
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -50,6 +52,7 @@ class GeneratedToolCall:
     error: str | None = None
     detail: str = ""
     pairs: dict[str, str] | None = None
+    python_values: bool = False  # the template writes some pair values as Python literals (Qwen3-Coder)
 
     @property
     def parsed(self) -> bool:
@@ -101,11 +104,12 @@ def find_tool_calls(renderer, text: str) -> list[GeneratedToolCall]:
     if not dialect.call_prefix or dialect.call_mid is None:
         return []
     pairs = dialect.arg_key_end is not None  # the markup parser reads key/value arguments exactly then
+    python = "python" in dialect.value_forms.values()
     calls: list[GeneratedToolCall] = []
     for found in renderer.generated_calls(text):
         name = text[found.name.start:found.name.end]
         if pairs:
-            calls.append(_parse_pairs(name, text, found))
+            calls.append(_parse_pairs(name, text, found, python))
         elif found.args:
             calls.append(_parse(name, text[found.args[0].start:found.args[0].end]))
     opening = _call_opening(dialect.call_prefix)
@@ -128,9 +132,10 @@ def _parse(name: str, arguments_text: str) -> GeneratedToolCall:
     return GeneratedToolCall(name, arguments_text, arguments=value)
 
 
-def _parse_pairs(name: str, text: str, found: ParsedCall) -> GeneratedToolCall:
+def _parse_pairs(name: str, text: str, found: ParsedCall, python: bool) -> GeneratedToolCall:
     """A call with key/value arguments (``found.args``: key, value, key, value, ...). Values are typed
-    without a schema until ``check_tool_calls``."""
+    without a schema until ``check_tool_calls``; ``python``: the template writes some values as Python
+    literals, read as such where they are not JSON."""
     args = found.args
     arguments_text = text[args[0].start:args[-1].end] if args else ""
     if not found.closed or len(args) % 2:
@@ -144,20 +149,27 @@ def _parse_pairs(name: str, text: str, found: ParsedCall) -> GeneratedToolCall:
             return GeneratedToolCall(name, arguments_text, error="invalid_pairs",
                                      detail=f"key {k!r} is written twice")
         pairs[k] = text[value.start:value.end]
-    arguments = {k: _typed_value(v, ())[0] for k, v in pairs.items()}
-    return GeneratedToolCall(name, arguments_text, arguments=arguments, pairs=pairs)
+    arguments = {k: _typed_value(v, (), python)[0] for k, v in pairs.items()}
+    return GeneratedToolCall(name, arguments_text, arguments=arguments, pairs=pairs, python_values=python)
 
 
-def _typed_value(raw: str, types: Sequence[str]) -> tuple[Any, bool]:
+def _typed_value(raw: str, types: Sequence[str], python: bool) -> tuple[Any, bool]:
     """(value, ok) of a key/value argument's text for a property of JSON Schema ``types`` (empty: the schema
-    does not type it): the text itself when ``string`` is among them; else its JSON value, and when it is
-    not JSON, the text with ok False if the property is typed (the target wrote no value of that type)."""
+    does not type it): the text itself when ``string`` is among them; else its JSON value (or, with
+    ``python``, its Python literal: ``True``, ``['a', 'b']``, ``None``), and when it is neither, the text
+    with ok False if the property is typed (the target wrote no value of that type)."""
     if "string" in types:
         return raw, True
     try:
         return json.loads(raw), True
     except ValueError:
-        return raw, not types
+        pass
+    if python:
+        try:
+            return ast.literal_eval(raw.strip()), True
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+    return raw, not types
 
 
 def _property_types(schema: Mapping[str, Any], key: str) -> tuple[str, ...]:
@@ -176,7 +188,7 @@ def _type_pairs(call: GeneratedToolCall, schema: Mapping[str, Any]) -> None:
     call.arguments = {}
     for key, raw in call.pairs.items():
         types = _property_types(schema, key)
-        value, ok = _typed_value(raw, types)
+        value, ok = _typed_value(raw, types, call.python_values)
         if not ok and call.error is None:  # the first such value is the one reported
             shown = types[0] if len(types) == 1 else list(types)
             call.error, call.detail = "schema_mismatch", f"{key}: {raw!r} is not JSON of type {shown!r}"

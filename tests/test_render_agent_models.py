@@ -217,3 +217,42 @@ def test_gpt_oss_parallel_calls_are_refused_not_half_rendered():
     assert [s.call_ids for s in rows] == [["c1/0"]]
     assert [(d["call_id"], d["code"]) for d in r.report.dropped] == [
         ("c1/1", "template_renders_one_call_per_turn"), ("c1/2", "template_renders_one_call_per_turn")]
+
+
+# ---------------------------------------------------------------------------- argument values of every type
+
+
+def typed_conversation() -> Conversation:
+    """user, a call with a string, an integer, a boolean, a list and a null value, result, answer."""
+    return conv(Message("user", [TextPart("Paris?")]),
+                Message("assistant", [call("c1", "Paris", days=3, verbose=True, tags=["a", "b"], unit=None)]),
+                Message("tool", [ToolResultPart("c1", "rain")]), Message("assistant", [TextPart("Rain.")]))
+
+
+@pytest.mark.parametrize("name,kwargs,forms", [
+    ("Qwen-Qwen3-Coder-30B-A3B-Instruct", None, {"boolean": "python", "array": "python", "null": "python"}),
+    ("deepseek-ai-DeepSeek-V3.2", {"thinking": True}, {}),
+    ("MiniMaxAI-MiniMax-M2", None, {}),
+])
+def test_argument_values_of_every_type_are_located_and_parsed(name, kwargs, forms):
+    """Qwen3-Coder writes booleans, lists and null with Python's ``str`` (``True``, ``['a', 'b']``), DSML
+    writes non-string values after ``string="false"``: the probe learns how each type is written, every
+    value is TOOL_ARGS and the closing markup and end token are tool structure, in training and in
+    generated text; the generated call parses back to the logged arguments (before: the rest of the call,
+    end token included, was labelled tool_args, and DSML's value ran to the end of the call)."""
+    from drafters.render import tools_to_openai
+    from drafters.toolcalls import check_tool_calls, find_tool_calls
+
+    tok, r = make(name, kwargs)
+    assert r.dialect.arg_form == "pairs" and r.dialect.value_forms == forms
+    c = typed_conversation()
+    p = assert_one_labelling_rule(tok, r, c)[0]
+    assert not any(k.startswith("not_located") or k == "args_located_approx" for k in r.report.warnings)
+    runs = labelled(tok, p.completion_ids, p.completion_segments)
+    assert runs[-1][0] == "TOOL_STRUCTURE" and runs[-2][0] == "TOOL_ARGS", runs
+    args = [t for g, t in runs if g == "TOOL_ARGS"]
+    want = ["True", "['a', 'b']", "None"] if forms else ["true", '["a", "b"]', "null"]
+    assert all(w in args for w in want), args
+    calls = check_tool_calls(find_tool_calls(r, completion_text(tok, p)), tools_to_openai(c.tools))
+    assert [(x.name, x.arguments, x.error) for x in calls] == [
+        ("get_weather", {"city": "Paris", "days": 3, "verbose": True, "tags": ["a", "b"], "unit": None}, None)]

@@ -75,7 +75,7 @@ def _completion_pieces(comp: dict, dialect: Dialect) -> list[tuple[Any, int, boo
             for k, v in args.items():
                 for piece in (str(k), v):
                     if piece != "":  # an empty value has nothing to locate
-                        pieces.append((arg_candidates(piece), Segment.TOOL_ARGS, True))
+                        pieces.append((value_candidates(piece, dialect.value_forms), Segment.TOOL_ARGS, True))
         else:
             pieces.append((arg_candidates(args), Segment.TOOL_ARGS, True))
     return pieces
@@ -318,6 +318,28 @@ def arg_candidates(value: Any) -> Iterator[str]:
         if c not in seen:
             seen.add(c)
             yield c
+
+
+_JSON_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (list, "array"), (dict, "object"))
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a decoded JSON value ("string", "boolean", "integer", "number", "null",
+    "array", "object")."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return "string"
+    return next((name for t, name in _JSON_TYPES if isinstance(value, t)), "object")
+
+
+def value_candidates(value: Any, forms: dict[str, str]) -> Iterator[str]:
+    """Ways a template writes one argument value of key/value arguments: Python's ``str`` first when the
+    template writes values of that JSON type so (``forms``, `Dialect.value_forms`: Qwen3-Coder's
+    ``True``, ``['a', 'b']``), then `arg_candidates`."""
+    if forms.get(json_type(value)) == "python":
+        yield str(value)
+    yield from arg_candidates(value)
 
 
 def offsets_array(offsets) -> np.ndarray:

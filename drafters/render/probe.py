@@ -14,7 +14,7 @@ from collections import Counter
 import drafters.render.markup as markup
 from drafters.render.calls import CallRenderer
 from drafters.render.codec import TokenCodec
-from drafters.render.labels import arg_candidates, reasoning_tail
+from drafters.render.labels import arg_candidates, json_type, reasoning_tail
 from drafters.render.messages import IdMap, to_dicts, tools_to_openai
 from drafters.render.records import CallRender, Dialect, RenderError
 from drafters.render.template import ChatTemplate
@@ -51,6 +51,7 @@ def probe_dialect(template: ChatTemplate, codec: TokenCodec, warnings: Counter) 
     d.eot_tokens, d.turn_end_text, d.message_end = _probe_eot(template, codec)
     _probe_reasoning(template, d)
     if _probe_tools(template, d):
+        _probe_value_forms(template, d)
         _probe_tool_turn_end(template, codec, d)
         _probe_call_markup(template, codec, d, warnings)
     template.verify_fast = False
@@ -223,6 +224,32 @@ def _best_tool_trial(template: ChatTemplate, conv: list[Message], tools: list[di
         if best is not None and best[0] == (3, True):
             break
     return best[1] if best is not None else None
+
+
+_PROBE_VALUES = {"query": "probe argument qz", "flag": True, "tags": ["qa", "qb"], "opt": None,
+                 "obj": {"qk": 1}, "ratio": 0.5, "limit": 3}
+
+
+def _probe_value_forms(template: ChatTemplate, d: Dialect) -> None:
+    """Set ``d.value_forms``: for key/value arguments, how the template writes a value of each JSON type,
+    as JSON or as Python's ``str`` (Qwen3-Coder applies ``|string`` to booleans, lists and null), found
+    by rendering a probe call with one value of every type."""
+    if d.arg_form != "pairs":
+        return
+    conv = _probe_conversation()
+    conv[2] = Message("assistant", [ToolCallPart.from_raw("call_probe_0001", _PROBE_TOOL.name, dict(_PROBE_VALUES))])
+    text = template.try_apply(to_dicts(conv[:3], IdMap(d.ids, "probe"), d, template.prepare),
+                              tools_to_openai([_PROBE_TOOL]), False)
+    if text is None or _PROBE_USER not in text:
+        return
+    for key, value in _PROBE_VALUES.items():
+        at = text.find(key, text.index(_PROBE_USER))
+        if isinstance(value, str) or at < 0:
+            continue
+        near = text[at + len(key):at + len(key) + 64]
+        python, js = str(value), next(arg_candidates(value))
+        if python != js and python in near and not any(c in near for c in arg_candidates(value)):
+            d.value_forms[json_type(value)] = "python"
 
 
 def _probe_args_in(text: str, mode: str, start: int) -> tuple[str, int] | None:
