@@ -400,10 +400,17 @@ def _check_tool_pairing(conv: Conversation, report: ValidationReport) -> None:
                                    "tool result answers no earlier tool call", src, field=f"messages[{i}]")
                 answered.add(p.call_id)
     last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    # Read by shape or by a declared mapping, a result that is nowhere to be found is where the reading did not
+    # look (an agent step's observation, a response stored beside its input): content lost, not a log cut short.
+    by_shape = src.format == "generic" or src.format.startswith("mapping:")
     for cid, i in call_ids.items():
         # A call in the final assistant message may be unanswered because the log ends there.
         if cid not in answered and i != last_assistant:
-            report.warning("unpaired_tool_call", "tool call has no result", src, field=f"messages[{i}]")
+            if by_shape:
+                report.error("tool_result_not_found", "tool call has no result: the mapping (declared or inferred) "
+                             "does not reach where this file keeps tool results", src, field=f"messages[{i}]")
+            else:
+                report.warning("unpaired_tool_call", "tool call has no result", src, field=f"messages[{i}]")
 
 
 def ingest(

@@ -27,15 +27,32 @@ Example (``support-bot.mapping.yaml``) for records like
     tools: $.tool_specs            # optional: JSONPath of the tool definitions (OpenAI or flat form)
     id: $.session                  # optional: JSONPath of the conversation id
 
+Other shapes, with the optional keys:
+
+    records: file                  # the whole file is one record: with messages: $, the file IS the message list
+    records: messages              # each record (line / array item) is ONE message, at the messages path
+    group: $.session_id            #   ... and a change of this value starts a new conversation
+    response: $.outputs.choices[0].message   # a call's output beside its input (messages = the call's input);
+                                   #   calls whose input extends the previous input + output form one conversation
+    observation: observation       # key of an agent step (assistant message) holding its tool calls' result
+    prompt: {system: $.system_prompt, user: $.task}   # messages put before the list (a task beside its steps)
+    roles: {"*": assistant}        # "*": the role of every message whose role value is absent or not listed
+
 JSONPath here is the common subset: ``$`` (the record), ``.key``, ``['key with spaces']``, ``[0]`` and
-``[*]``. Records are the lines of a JSONL file, the elements of a top-level array, or the document.
+``[*]``; a step into a string holding JSON (an envelope's ``payload`` written as text) decodes it. Records
+are the lines of a JSONL file, the elements of a top-level array, or the document (``records: file``: the
+document even when it is an array). ``tracedraft datasets infer-mapping FILE`` writes the mapping the general
+path inferred for a file, as a starting point.
 A role value the mapping does not list is an error (``unknown_role``) naming the value and where; a path
 that finds nothing is ``no_messages_found``; a required key that is not in a record (``content`` of a message
 without tool calls, the tool call's ``name``, the tool result's ``content``) is ``mapping_field_missing`` at that
 record and field, and its conversation is dropped; an optional key (``tool_calls``, ``tool_call.arguments``) that
 matches nowhere in a file whose messages or calls hold other, unmapped data is ``mapping_field_never_matched``
 for the file, and so is a declared ``tools`` or ``id`` path that finds nothing in any record of the file
-(docs/traces.md: ``ok`` means the content was understood); a mapping file with a mistake raises
+(docs/traces.md: ``ok`` means the content was understood); a tool call whose result is never found is
+``tool_result_not_found`` (the mapping does not reach the results: declare ``observation`` or the tool
+messages); a ``response`` path that finds nothing in a record is ``mapping_field_missing``; a mapping file with a
+mistake raises
 ``TraceError`` (``bad_mapping``) before anything is read.
 
 Use: ``tracedraft datasets validate --mapping support-bot.mapping.yaml traces/*.jsonl`` or
@@ -57,6 +74,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from drafters.traces.formats import _reading
+from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._spellings import block_parts, get
 from drafters.traces.formats._text_calls import with_text_tool_calls
@@ -67,9 +85,11 @@ from drafters.traces.report import TraceError
 _ROLES = ("system", "user", "assistant", "tool")
 _STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[(\d+)\]|\[\*\]")
 _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
-         "tools", "id"}
-_TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id")
-_SUB_KEYS = {"tool_call": {"id", "name", "arguments"}, "tool_result": {"id", "content"}}
+         "tools", "id", "records", "group", "response", "observation", "prompt"}
+_TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
+              "observation")
+_RECORDS = ("each", "file", "messages")
+_SUB_KEYS = {"tool_call": {"id", "name", "arguments"}, "tool_result": {"id", "content"}, "prompt": {"system", "user"}}
 MAX_VALUES = 2000  # values in a mapping file, aliases counted at each use (an upload is untrusted)
 MAX_NAME = 40  # characters of a mapping's name ("mapping:NAME" is stored as a dataset's format)
 
@@ -92,6 +112,7 @@ def jsonpath(value: Any, path: str) -> list[tuple[str, Any]]:
         nxt: list[tuple[str, Any]] = []
         key = m.group(1) or m.group(2) or m.group(3)
         for where, v in current:
+            v = _decoded(v)
             if key is not None and isinstance(v, dict) and key in v:
                 nxt.append((f"{where}.{key}", v[key]))
             elif m.group(4) is not None and isinstance(v, list) and int(m.group(4)) < len(v):
@@ -99,7 +120,18 @@ def jsonpath(value: Any, path: str) -> list[tuple[str, Any]]:
             elif m.group(0) == "[*]" and isinstance(v, list):
                 nxt.extend((f"{where}[{i}]", item) for i, item in enumerate(v))
         current = nxt
-    return current
+    return [(where, _decoded(v)) for where, v in current]
+
+
+def _decoded(value: Any) -> Any:
+    """A string holding a JSON object or array (an envelope's ``payload``, a message list stored as text),
+    decoded; any other value as it is."""
+    if isinstance(value, str) and value[:1] in ("{", "[") and value.rstrip()[-1:] in ("}", "]"):
+        try:
+            return _reading.loads(value)
+        except ValueError:
+            return value
+    return value
 
 
 @dataclass(frozen=True)
@@ -117,6 +149,11 @@ class Mapping:
     tool_result: dict[str, str] = field(default_factory=lambda: {"id": "tool_call_id", "content": "content"})
     tools: str | None = None
     id: str | None = None
+    records: str = "each"  # each | file | messages (see the module docstring)
+    group: str | None = None  # records: messages: a JSONPath whose value starts a new conversation when it changes
+    response: str | None = None  # JSONPath of a call's output beside its input messages
+    observation: str | None = None  # key of an agent step (assistant message) holding its tool calls' result
+    prompt: dict[str, str] = field(default_factory=dict)  # {system|user: JSONPath}: messages put before the list
 
     def format(self) -> TraceFormat:
         """A ``TraceFormat`` that reads files with this mapping (its sniffer accepts every file)."""
@@ -124,35 +161,118 @@ class Mapping:
                            sniff=lambda head, filename: True, parse=with_text_tool_calls(self.parse))
 
     def parse(self, stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
-        """One conversation per message list the ``messages`` path finds in each record."""
+        """The file's conversations: one per message list the ``messages`` path finds in each record; with
+        ``records: messages`` one per run of message records (``group``); with ``response`` the calls,
+        chained into conversations (``formats._chains``)."""
         fmt = f"mapping:{self.name}"
         stem = filename.rsplit("/", 1)[-1]
         reading_uses = self._optional_uses()
-        record_paths = [_PathUse(name, path, "record") for name, path in (("tools", self.tools), ("id", self.id))
-                        if path]
-        for source, record in _reading.load_json_or_lines(stream, filename, problems, fmt):
-            found = jsonpath(record, self.messages)
-            if not found:
-                problems.error("no_messages_found", f"the mapping's messages path {self.messages} finds nothing", source)
-                continue
-            for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake
-                use.observe(record if isinstance(record, dict) else {}, jsonpath(record, use.key) or _ABSENT,
-                            {_root_key(self.messages)})
-            for where, msgs in found:
-                if not isinstance(msgs, list):
-                    problems.error("not_an_object", f"{where} is a {type(msgs).__name__}, not a list of messages",
-                                   source, where)
-                    continue
-                conv = self._conversation(record, where, msgs, _Reading(source, problems, *reading_uses))
-                if conv is not None:
-                    loc = source.line if source.line is not None else source.record
-                    suffix = f"#{where}" if len(found) > 1 else ""
-                    cid = as_text(jsonpath(record, self.id)[0][1]) if self.id and jsonpath(record, self.id) else loc
-                    conv.id = f"{fmt}:{stem}:{cid}{suffix}"
-                    yield conv
+        record_paths = [_PathUse(name, path, "record") for name, path in
+                        (("tools", self.tools), ("id", self.id), ("response", self.response),
+                         *((f"prompt.{k}", v) for k, v in self.prompt.items())) if path]
+        records = self._records(stream, filename, problems, fmt)
+        if self.records == "messages":
+            yield from self._message_records(records, filename, fmt, problems, reading_uses)
+        else:
+            chains = CallChains() if self.response else None
+            for source, record in records:
+                for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake
+                    use.observe(record if isinstance(record, dict) else {}, jsonpath(record, use.key) or _ABSENT,
+                                {_root_key(self.messages)})
+                for conv in self._record(record, source, stem, fmt, _Reading(source, problems, *reading_uses)):
+                    if chains is None:
+                        yield conv
+                    else:
+                        self._add_call(chains, record, conv, _Reading(source, problems, *reading_uses))
+            if chains is not None:
+                yield from chains.conversations()
         for use in [*reading_uses, *record_paths]:
             if use is not None:
                 use.report(Source(fmt, filename), problems)
+
+    def _records(self, stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Iterator[tuple[Source, Any]]:
+        """The file's records: lines, array items or the document (``each``, ``messages``), or the whole file as
+        one record (``file``: a top-level array stays one list)."""
+        if self.records == "file":
+            doc = _reading.load_json(stream, filename, problems, fmt)
+            if doc is not None:
+                yield Source(fmt, filename, record="$"), doc
+            return
+        yield from _reading.load_json_or_lines(stream, filename, problems, fmt)
+
+    def _record(self, record: Any, source: Source, stem: str, fmt: str, reading: _Reading) -> Iterator[Conversation]:
+        """The conversations of one record (one per message list found)."""
+        found = jsonpath(record, self.messages)
+        if not found:
+            reading.problems.error("no_messages_found", f"the mapping's messages path {self.messages} finds nothing",
+                                   source)
+            return
+        for where, msgs in found:
+            if not isinstance(msgs, list):
+                reading.problems.error("not_an_object", f"{where} is a {type(msgs).__name__}, not a list of "
+                                       "messages", source, where)
+                continue
+            conv = self._conversation(record, where, msgs, reading)
+            if conv is not None:
+                loc = source.line if source.line is not None else source.record
+                suffix = f"#{where}" if len(found) > 1 else ""
+                cid = as_text(jsonpath(record, self.id)[0][1]) if self.id and jsonpath(record, self.id) else loc
+                conv.id = f"{fmt}:{stem}:{cid}{suffix}"
+                yield conv
+
+    def _add_call(self, chains: CallChains, record: Any, conv: Conversation, reading: _Reading) -> None:
+        """``conv`` is one call's input; its output is at the ``response`` path (a message, a list of messages
+        or the assistant's text). A record without it is ``mapping_field_missing`` (the call is lost)."""
+        found = jsonpath(record, self.response or "$")
+        out = found[0][1] if found else _ABSENT
+        if out is _ABSENT or out is None:
+            reading.problems.error("mapping_field_missing", f"the mapping's response path {self.response} finds "
+                                   "nothing in this record: the call's output would be lost", reading.source,
+                                   self.response)
+            return
+        raws = out if isinstance(out, list) else [out]
+        parts: list = []
+        for i, raw in enumerate(raws):
+            if isinstance(raw, dict):
+                parts += self._message(raw, "assistant", f"{found[0][0]}[{i}]", reading).parts
+            else:
+                parts += block_parts(raw)
+        model = next((m for m in (get(r, "model") for r in raws if isinstance(r, dict)) if isinstance(m, str)), None)
+        chains.add(conv.id, conv.source, conv.tools, conv.messages, Message("assistant", parts, model=model))
+
+    def _message_records(self, records: Iterator[tuple[Source, Any]], filename: str, fmt: str, problems: ProblemSink,
+                         uses: tuple[_PathUse | None, _PathUse]) -> Iterator[Conversation]:
+        """``records: messages``: each record holds one message (at the ``messages`` path); consecutive records
+        with the same ``group`` value form one conversation. Records where the path finds nothing (session
+        metadata, usage events) are not messages: they are counted in one ``records_not_messages`` warning."""
+        current: tuple[Any, Source, list] | None = None  # (group value, first source, raw messages)
+        skipped, stem = 0, filename.rsplit("/", 1)[-1]
+        for source, record in records:
+            found = jsonpath(record, self.messages)
+            if not found or not isinstance(found[0][1], dict):
+                skipped += 1
+                continue
+            key = as_text(jsonpath(record, self.group)[0][1]) if self.group and jsonpath(record, self.group) else None
+            if current is not None and key != current[0]:
+                yield from self._run(current, stem, fmt, problems, uses)
+                current = None
+            if current is None:
+                current = (key, source, [])
+            current[2].append(found[0][1])
+        if current is not None:
+            yield from self._run(current, stem, fmt, problems, uses)
+        if skipped:
+            problems.warning("records_not_messages", f"{skipped} record(s) hold no message at {self.messages} "
+                             "(metadata or other events): not read", Source(fmt, filename))
+
+    def _run(self, run: tuple[Any, Source, list], stem: str, fmt: str, problems: ProblemSink,
+             uses: tuple[_PathUse | None, _PathUse]) -> Iterator[Conversation]:
+        key, source, msgs = run
+        conv = self._conversation({}, "$", msgs, _Reading(source, problems, *uses))
+        if conv is not None:
+            loc = source.line if source.line is not None else source.record
+            conv.id = f"{fmt}:{stem}:{key if key is not None else loc}"
+            yield conv
 
     def _optional_uses(self) -> tuple[_PathUse | None, _PathUse]:
         """(tool_calls, tool_call.arguments): the optional keys whose never matching in a file is checked
@@ -174,20 +294,33 @@ class Mapping:
                 return None
             value = get(raw, self.role)
             role = self.roles.get(value) if isinstance(value, str) else None
+            role = role or self.roles.get("*")  # the declared role of every message not otherwise listed
             if role is None:
                 why = (f"has no role key {self.role!r}" if value is _ABSENT or value is None
                        else f"has role {value!r} (key {self.role}), which is not in the mapping's roles")
                 problems.error("unknown_role", f"the message {why}", source, at)
                 return None
             message = self._message(raw, role, at, reading)
-            if role == "tool" and messages and messages[-1].role == "tool":
-                messages[-1].parts.extend(message.parts)
-            else:
-                messages.append(message)
+            for m in [message, *self._observation(raw, message)]:
+                if m.role == "tool" and messages and messages[-1].role == "tool":
+                    messages[-1].parts.extend(m.parts)
+                else:
+                    messages.append(m)
         if reading.missing > missing_before:
             return None
         tools = jsonpath(record, self.tools) if self.tools else []
-        return Conversation(id="", source=source, tools=tool_defs(tools[0][1]) if tools else [], messages=messages)
+        return Conversation(id="", source=source, tools=tool_defs(tools[0][1]) if tools else [],
+                            messages=self._prompt(record) + messages)
+
+    def _prompt(self, record: Any) -> list[Message]:
+        """The messages the ``prompt`` paths give (system, then user), put before the message list."""
+        out = []
+        for role in ("system", "user"):
+            found = jsonpath(record, self.prompt[role]) if role in self.prompt else []
+            parts = block_parts(found[0][1]) if found else []
+            if parts:
+                out.append(Message(role, parts))  # type: ignore[arg-type]
+        return out
 
     def _message(self, raw: dict, role: str, at: str, reading: _Reading) -> Message:
         """One message; a required mapped key that is absent is reported (``mapping_field_missing``)."""
@@ -205,7 +338,23 @@ class Mapping:
             value = (get(raw, self.content) if calls or thought
                      else reading.required(raw, self.content, "content", at))
             parts = block_parts(value)
+        if role == "user" and parts and all(isinstance(p, ToolResultPart) for p in parts):
+            return Message("tool", parts)  # Anthropic-style: tool results are user-role content blocks
         return Message(role, thought + parts + calls)  # type: ignore[arg-type]
+
+    def _observation(self, raw: dict, message: Message) -> list[Message]:
+        """An agent step's tool result (the ``observation`` key beside its calls) as the tool message after it: a
+        list holds one result per call, in order; anything else is the result of the step's (first) call."""
+        if not self.observation or message.role != "assistant":
+            return []
+        value = get(raw, self.observation, _ABSENT)
+        if value is _ABSENT or value is None:
+            return []
+        calls = message.tool_calls
+        values = value if isinstance(value, list) and len(value) == len(calls) > 1 else [value]
+        results = [ToolResultPart(calls[i].id if i < len(calls) else None, v if isinstance(v, str) else as_text(v),
+                                  name=calls[i].name if i < len(calls) else None) for i, v in enumerate(values)]
+        return [Message("tool", results)]
 
     def _reasoning(self, raw: dict) -> list[ReasoningPart]:
         """The assistant message's reasoning (the ``reasoning`` key's text), when the mapping declares it."""
@@ -219,7 +368,8 @@ class Mapping:
         if reading.tool_calls is not None:
             reading.tool_calls.observe(raw, found, self._message_keys())
         out = []
-        for k, call in enumerate(as_list(None if found is _ABSENT else found)):
+        calls = [found] if isinstance(found, dict) else as_list(None if found is _ABSENT else found)  # one, or a list
+        for k, call in enumerate(calls):
             if not isinstance(call, dict):
                 continue
             where = f"{at}.{self.tool_calls}[{k}]"
@@ -389,13 +539,25 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
         if sub is not None and (not isinstance(sub, dict) or not set(sub) <= allowed
                                 or not all(isinstance(v, str) and v for v in sub.values())):
             raise bad(key, f"an object naming the keys {', '.join(sorted(allowed))} (strings)")
+    if data.get("records", "each") not in _RECORDS:
+        raise bad("records", f"one of {', '.join(_RECORDS)}")
+    if data.get("group") and data.get("records") != "messages":
+        raise bad("group", "only with records: messages (it says which message records form one conversation)")
+    for key in ("group", "response", *(f"prompt.{k}" for k in data.get("prompt") or {})):
+        path = data.get("prompt", {}).get(key.split(".", 1)[1]) if key.startswith("prompt.") else data.get(key)
+        if path is not None:
+            try:
+                jsonpath({}, path)
+            except ValueError as exc:
+                raise bad(key, str(exc)) from exc
     defaults = Mapping("", "$", "", {})
     return Mapping(
         name=data.get("name") or Path(where).stem[:MAX_NAME], messages=data["messages"], role=data["role"],
         roles={str(k): v for k, v in roles.items()}, content=data.get("content"), reasoning=data.get("reasoning"),
         tool_calls=data.get("tool_calls"), tool_call={**defaults.tool_call, **(data.get("tool_call") or {})},
         tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
-        id=data.get("id"))
+        id=data.get("id"), records=data.get("records") or "each", group=data.get("group"),
+        response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}))
 
 
 def _values_beyond(data: Any, limit: int) -> bool:

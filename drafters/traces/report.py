@@ -76,6 +76,10 @@ CODES: dict[str, str] = {
     "the earlier calls they were",
     "history_not_read": "stored messages no longer in an agent's context whose calls' contexts cannot be rebuilt "
     "(an earlier eviction); counted, not read",
+    "tool_result_not_found": "a file read by shape or by a declared mapping has a tool call whose result was never "
+    "found: the mapping does not reach where the results are (content lost)",
+    "records_not_messages": "records: messages: records holding no message at the mapping's path (metadata, usage "
+    "events) were counted and not read",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "
     "warning names each one tried and why it declined)",
     "candidates_declined": "every candidate reader declined the file; the first one's problems are reported, the "

@@ -1,0 +1,59 @@
+"""Request/response records chained into conversations.
+
+Many tools log one record per LLM call: the input messages and the output side by side (LangSmith runs'
+``inputs.messages`` / ``outputs``, OpenInference spans, proxy logs, cassettes). Each record is one
+``LLMCall``; a call whose input starts with the previous call's input plus its output continues that
+call's conversation (an agent loop); any other call starts a new one (another agent, a rewritten history).
+
+Not a format (no ``FORMAT``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from drafters.traces.model import Conversation, LLMCall, Message, Source, ToolDef
+
+
+def same_messages(a: list[Message], b: list[Message]) -> bool:
+    """Message lists equal in role and parts (a logged output carries a model name its later copy lacks)."""
+    return len(a) == len(b) and all(x.role == y.role and x.parts == y.parts for x, y in zip(a, b))
+
+
+@dataclass
+class _Chain:
+    id: str
+    source: Source
+    tools: list[ToolDef]
+    calls: list[LLMCall] = field(default_factory=list)
+
+
+@dataclass
+class CallChains:
+    """Calls added in log order, grouped into conversations (``add``, then ``conversations``)."""
+
+    chains: list[_Chain] = field(default_factory=list)
+
+    def add(self, conv_id: str, source: Source, tools: list[ToolDef], context: list[Message],
+            completion: Message) -> None:
+        """One call: appended to the latest conversation whose last call it extends, else a new one."""
+        chain = None
+        for c in reversed(self.chains):
+            last = c.calls[-1]
+            prev = [*last.context, last.completion]
+            if len(context) >= len(prev) and same_messages(context[: len(prev)], prev):
+                chain = c
+                break
+        if chain is None:
+            chain = _Chain(conv_id, source, tools)
+            self.chains.append(chain)
+        chain.calls.append(LLMCall(chain.id, len(chain.calls), tools, context, completion))
+
+    def conversations(self) -> Iterator[Conversation]:
+        """Each chain as a conversation with explicit calls (the transcript: the last call's context and
+        completion)."""
+        for c in self.chains:
+            last = c.calls[-1]
+            yield Conversation(id=c.id, source=c.source, tools=c.tools, messages=[*last.context, last.completion],
+                               explicit_calls=c.calls)
