@@ -71,15 +71,16 @@ def call(cid: str, city: str, **more) -> ToolCallPart:
     return ToolCallPart.from_raw(cid, "get_weather", {"city": city, **more})
 
 
-def agent_conversation(reasoning: bool = True, parallel: bool = True) -> Conversation:
-    """user, (reasoning +) call, result, user, (reasoning +) two parallel calls, results, (reasoning +) answer."""
+def agent_conversation(reasoning: bool = True, parallel: bool = True, followup: bool = True) -> Conversation:
+    """user, (reasoning +) call, result, user (``followup``), (reasoning +) two parallel calls, results,
+    (reasoning +) answer."""
     think = (lambda s: [ReasoningPart(s)]) if reasoning else (lambda s: [])
     second = [call("c2", "Rome", days=2), call("c3", "Oslo")] if parallel else [call("c2", "Rome", days=2)]
     msgs = [
         Message("user", [TextPart("Weather in Paris?")]),
         Message("assistant", think("Look it up.") + [call("c1", "Paris")]),
         Message("tool", [ToolResultPart("c1", "rain")]),
-        Message("user", [TextPart("And Rome and Oslo?")]),
+        *([Message("user", [TextPart("And Rome and Oslo?")])] if followup else []),
         Message("assistant", think("Both at once.") + second),
         *[Message("tool", [ToolResultPart(f"c{k}", "sun")]) for k in range(2, 2 + len(second))],
         Message("assistant", think("Summarise.") + [TextPart("Rain in Paris, sun elsewhere.")]),
@@ -256,3 +257,24 @@ def test_argument_values_of_every_type_are_located_and_parsed(name, kwargs, form
     calls = check_tool_calls(find_tool_calls(r, completion_text(tok, p)), tools_to_openai(c.tools))
     assert [(x.name, x.arguments, x.error) for x in calls] == [
         ("get_weather", {"city": "Paris", "days": 3, "verbose": True, "tags": ["a", "b"], "unit": None}, None)]
+
+
+# ----------------------------------------------------------------------------------- reasoning in chunks
+
+
+def test_ministral_reasoning_is_rendered_from_thinking_chunks():
+    """Ministral-3 Reasoning reads reasoning only from ``{"type": "thinking"}`` content chunks: the probe
+    finds that and the renderer passes reasoning so, so rows hold it as REASONING (before: silently not
+    rendered, only a not_located warning) and a generated ``[THINK]...[/THINK]`` is reasoning too."""
+    tok, r = make("mistralai-Ministral-3-14B-Reasoning-2512")
+    assert r.dialect.reasoning_chunks and (r.dialect.reasoning_open, r.dialect.reasoning_close) == ("[THINK]", "[/THINK]")
+    c = agent_conversation(followup=False)  # the template insists on user/assistant alternation
+    rows = r.render_conversation(c)
+    assert r.report.dropped == [] and sum(len(s.call_ids) for s in rows) == 3
+    assert not any(k.startswith("not_located") for k in r.report.warnings), r.report.warnings
+    runs = [run for s in rows for run in supervised_runs(tok, s)]
+    assert [x[:x.index("[/THINK]") + 8] for x in runs] == [
+        "[THINK]Look it up.[/THINK]", "[THINK]Both at once.[/THINK]", "[THINK]Summarise.[/THINK]"]
+    prompts = assert_one_labelling_rule(tok, r, c)
+    assert labelled(tok, prompts[2].completion_ids, prompts[2].completion_segments) == [
+        ("REASONING", "[THINK]Summarise.[/THINK]"), ("TEXT", "Rain in Paris, sun elsewhere.</s>")]

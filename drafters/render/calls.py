@@ -10,7 +10,7 @@ from typing import Any
 
 from drafters.render.codec import TokenCodec
 from drafters.render.labels import label_completion, reasoning_tail
-from drafters.render.messages import IdMap, to_dicts
+from drafters.render.messages import IdMap, dict_reasoning, to_dicts
 from drafters.render.records import CallRender, Dialect, RenderError
 from drafters.render.template import ChatTemplate
 from drafters.traces.model import LLMCall, Message
@@ -52,7 +52,7 @@ class CallRenderer:
         ctx = dicts[:-1]
         if not ctx:
             raise RenderError("empty_context", "the call has no context", where=call.id)
-        if self.dialect.prompt_reasoning == "closed" and (comp.get("reasoning_content") or "").strip():
+        if self.dialect.prompt_reasoning == "closed" and dict_reasoning(comp).strip():
             raise _closed_by_prompt(call.id)
         if self.dialect.one_call_per_turn and any(len(m.get("tool_calls") or ()) > 1 for m in dicts):
             raise RenderError("template_renders_one_call_per_turn",

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from drafters.render.codec import TokenCodec
+from drafters.render.messages import dict_reasoning, dict_text
 from drafters.render.records import CallRender, Dialect, Span
 from drafters.segments import Segment
 from drafters.traces.model import inline_reasoning_spans
@@ -42,7 +43,7 @@ def label_completion(comp: dict, text: str, dialect: Dialect, added_re: re.Patte
     end-of-turn token. Strings that cannot be found are counted in ``warnings`` (``not_located:SEGMENT``).
     """
     sup_start = 0
-    reasoning = comp.get("reasoning_content") or ""
+    reasoning = dict_reasoning(comp)
     if not reasoning and dialect.injected_reasoning and text.startswith(dialect.injected_reasoning):
         sup_start = len(dialect.injected_reasoning)
     opened = opened_reasoning(text, sup_start, len(text), dialect)
@@ -61,10 +62,10 @@ def _completion_pieces(comp: dict, dialect: Dialect) -> list[tuple[Any, int, boo
     reasoning, the content's text and inline reasoning (`prose_pieces`), then each call's name and its
     arguments (one JSON value, or each key and value when the template writes pairs)."""
     pieces: list[tuple[Any, int, bool]] = []
-    reasoning = comp.get("reasoning_content") or ""
+    reasoning = dict_reasoning(comp)
     if reasoning.strip():
         pieces.append(([reasoning.strip()], Segment.REASONING, False))
-    content = comp.get("content") or ""
+    content = dict_text(comp)
     for s, e, seg in prose_pieces(content, 0, len(content), dialect):
         pieces.append(([content[s:e]], seg, False))
     for tc in comp.get("tool_calls") or []:
@@ -264,15 +265,15 @@ def _context_pieces(m: dict) -> list[tuple[Any, int]]:
     role = m.get("role")
     if role == "assistant":
         pieces: list[tuple[Any, int]] = []
-        if m.get("reasoning_content"):
-            pieces.append(([m["reasoning_content"].strip()], Segment.REASONING))
-        if (m.get("content") or "").strip():
-            pieces.append(([m["content"].strip()], Segment.TEXT))
+        if dict_reasoning(m).strip():
+            pieces.append(([dict_reasoning(m).strip()], Segment.REASONING))
+        if dict_text(m).strip():
+            pieces.append(([dict_text(m).strip()], Segment.TEXT))
         for tc in m.get("tool_calls") or []:
             pieces.append(([tc["function"]["name"]], Segment.TOOL_NAME))
             pieces.append((arg_candidates(tc["function"]["arguments"]), Segment.TOOL_ARGS))
         return pieces
-    s = (m.get("content") or "").strip()
+    s = dict_text(m).strip()
     if not s:
         return []
     # The content as written, or JSON-escaped (a template that writes it with tojson).

@@ -68,6 +68,29 @@ class IdMap:
         return new
 
 
+def reasoning_chunks(reasoning: str, text: str) -> list[dict[str, str]]:
+    """An assistant's content as Mistral's chunks: a ``thinking`` chunk, then a ``text`` chunk when there is
+    text (Ministral-3 Reasoning reads reasoning only from such chunks, never ``reasoning_content``)."""
+    chunks = [{"type": "thinking", "thinking": reasoning}]
+    return chunks + [{"type": "text", "text": text}] if text else chunks
+
+
+def dict_reasoning(m: dict[str, Any]) -> str:
+    """The reasoning of a template message dict: ``reasoning_content``, or its ``thinking`` chunks."""
+    c = m.get("content")
+    if isinstance(c, list):
+        return "".join(b.get("thinking") or "" for b in c if isinstance(b, dict) and b.get("type") == "thinking")
+    return m.get("reasoning_content") or ""
+
+
+def dict_text(m: dict[str, Any]) -> str:
+    """The text of a template message dict: its string content, or its ``text`` chunks."""
+    c = m.get("content")
+    if isinstance(c, list):
+        return "".join(b.get("text") or "" for b in c if isinstance(b, dict) and b.get("type") == "text")
+    return c or ""
+
+
 def has_tool_content(call: LLMCall) -> bool:
     """Whether the call offers tools or its messages hold a tool call or a tool result."""
     if call.tools:
@@ -143,10 +166,13 @@ class _DictBuilder:
         reasoning = "".join(p.text for p in m.parts if isinstance(p, ReasoningPart) and not p.redacted)
         calls = [p for p in m.parts if isinstance(p, ToolCallPart)]
         msg: dict[str, Any] = {"role": "assistant"}
-        if text or not calls or self.dialect.empty_content == "empty":
-            msg["content"] = text
-        if reasoning:
-            msg["reasoning_content"] = reasoning
+        if reasoning and self.dialect.reasoning_chunks:
+            msg["content"] = reasoning_chunks(reasoning, text)
+        else:
+            if text or not calls or self.dialect.empty_content == "empty":
+                msg["content"] = text
+            if reasoning:
+                msg["reasoning_content"] = reasoning
         if calls:
             tcs = []
             for k, c in enumerate(calls):

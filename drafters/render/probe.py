@@ -15,7 +15,7 @@ import drafters.render.markup as markup
 from drafters.render.calls import CallRenderer
 from drafters.render.codec import TokenCodec
 from drafters.render.labels import arg_candidates, json_type, reasoning_tail
-from drafters.render.messages import IdMap, to_dicts, tools_to_openai
+from drafters.render.messages import IdMap, reasoning_chunks, to_dicts, tools_to_openai
 from drafters.render.records import CallRender, Dialect, RenderError
 from drafters.render.template import ChatTemplate
 from drafters.traces.model import LLMCall, Message, ReasoningPart, TextPart, ToolCallPart, ToolDef, ToolResultPart
@@ -128,6 +128,11 @@ def _probe_reasoning(template: ChatTemplate, d: Dialect) -> None:
     base = template.try_apply(user, None, False)
     with_r = template.try_apply(user + [{"role": "assistant", "content": _PROBE_ANSWER,
                                          "reasoning_content": _PROBE_REASONING}], None, False)
+    if with_r is not None and _PROBE_REASONING not in with_r:  # maybe read from content chunks only
+        chunked = template.try_apply(user + [{"role": "assistant", "content": reasoning_chunks(
+            _PROBE_REASONING, _PROBE_ANSWER)}], None, False)
+        if chunked is not None and _PROBE_REASONING in chunked:
+            with_r, d.reasoning_chunks = chunked, True
     without = template.try_apply(user + [{"role": "assistant", "content": _PROBE_ANSWER}], None, False)
     d.injected_reasoning, d.reasoning_open, d.reasoning_close = _DEFAULT_REASONING
     if not prompt or not with_r or not without or base is None:

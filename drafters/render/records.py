@@ -125,6 +125,7 @@ class Dialect:
     # off) or "" (nothing). ``reasoning_close_text``: what the template writes between reasoning and answer
     # after an opened block (MiniMax-M2 '\n</think>\n\n'), the close of an answer without reasoning.
     prompt_reasoning: str = ""
+    reasoning_chunks: bool = False  # reasoning goes in ``thinking`` content chunks (Ministral-3 Reasoning)
     reasoning_close_text: str = ""
     # How the template writes non-string argument values, by JSON type (bool, int, float, null, list,
     # dict): "json" (tojson) or "python" (Python's str(): Qwen3-Coder's True, ['a', 'b']).
