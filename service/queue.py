@@ -215,8 +215,12 @@ class StageLock:
         if self.engine.dialect.name != "postgresql":
             return True
         conn = self.engine.connect()
-        got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": self.key}).scalar()
-        conn.commit()
+        try:
+            got = conn.execute(sa.text("SELECT pg_try_advisory_lock(:k)"), {"k": self.key}).scalar()
+            conn.commit()
+        except BaseException:
+            conn.close()  # a database restart: the caller may try again, on a fresh connection
+            raise
         if got:
             self._conn = conn
             return True
@@ -234,7 +238,8 @@ class StageLock:
         except sa.exc.SQLAlchemyError as exc:
             # The connection is gone (a database restart, or a reconciler that took the job over
             # terminated it): the server released the lock with it, so there is nothing left to release.
-            log.warning("job %s: stage lock connection lost before release (%s)", self.job_id, exc)
+            log.warning("job %s: stage lock connection lost before release (%s)", self.job_id,
+                        str(exc).strip().splitlines()[0][:200])
         finally:
             conn.close()
 

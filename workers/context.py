@@ -3,7 +3,8 @@
 A stage function (``workers.stages.validate/prepare/train/evaluate/register``) is
 ``fn(ctx: StageContext) -> dict`` (JSON-able; stored as ``job.result[<job stage>]``). It reports through
 ``ctx.event`` / ``ctx.progress``, polls ``ctx.cancelled()`` between steps and, when cancelled, checkpoints
-and returns ``{"cancelled": True, ...}``. It signals a failure by raising:
+and returns ``{"cancelled": True, ...}``. Those calls wait out a restart of the job database
+(``workers.db.retry_db``): a blip pauses the stage, never fails it. It signals a failure by raising:
 
 - ``TransientError`` (or any exception with ``transient = True``, e.g. a drafters engine error for an
   SGLang 5xx, since ``drafters`` cannot import ``workers``): the task retries with exponential backoff;
@@ -140,8 +141,19 @@ class StageContext:
         from service import jobs
 
         payload = {"stage": self.job_stage, **dict(data or {})}
-        with self.sessions() as session:
-            jobs.add_event(session, self.job_id, level, type, message, payload)
+        self._write("an event", lambda session: jobs.add_event(session, self.job_id, level, type, message, payload))
+
+    def _write(self, what: str, fn: Callable[[Any], Any]) -> Any:
+        """``fn(session)`` in a session of its own, waiting out a database outage (a restart: the stage goes
+        on once it is back, and the job gets an event naming the cause; ``workers.db.retry_db``)."""
+        from workers.db import retry_db
+
+        def unit() -> Any:
+            with self.sessions() as session:
+                return fn(session)
+
+        return retry_db(unit, f"{what} of stage {self.job_stage}", job_id=self.job_id, stage=self.job_stage,
+                        make_session=self.sessions)
 
     def metrics(self, values: Mapping[str, Any], message: str = "metrics") -> None:
         """Shorthand for a ``metrics`` event (e.g. ``{"step": 100, "loss": 2.3, "expected_tau": 3.1}``)."""
@@ -168,9 +180,8 @@ class StageContext:
         from service import jobs
 
         overall = overall_progress(self.job_stage, fraction)
-        with self.sessions() as session:
-            jobs.set_progress(session, self.job_id, overall, eta_seconds, message,
-                              {"stage_progress": fraction}, event=want_event)
+        self._write("a progress update", lambda session: jobs.set_progress(
+            session, self.job_id, overall, eta_seconds, message, {"stage_progress": fraction}, event=want_event))
 
     def cancelled(self) -> bool:
         """Whether a cancel was requested for the job (reads the database at most once per second;
@@ -180,9 +191,16 @@ class StageContext:
         if value or now - checked_at < CANCEL_POLL_S:
             return value
         from service import jobs
+        from workers.db import is_db_outage
 
-        with self.sessions() as session:
-            value = jobs.is_cancel_requested(session, self.job_id)
+        try:
+            with self.sessions() as session:
+                value = jobs.is_cancel_requested(session, self.job_id)
+        except Exception as exc:
+            if not is_db_outage(exc):
+                raise
+            # the database is restarting: the last answer stands until the next poll (the next write
+            # of the stage waits for the database and names the outage)
         self._cancel_cache = (now, value)
         return value
 

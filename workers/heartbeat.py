@@ -46,13 +46,14 @@ class Heartbeat:
 
     def _run(self) -> None:
         from service import jobs
+        from workers.db import one_line
 
         while not self._stop.wait(self.lease_s / 3):
             try:
                 with self.sessions() as session:
                     held = jobs.renew_lease(session, self.job_id, self.owner, self.lease_s)
             except Exception as exc:  # noqa: BLE001 - the database may be restarting: try at the next beat
-                log.warning("job %s: lease renewal failed (%s); retrying", self.job_id, exc)
+                log.warning("job %s: lease renewal failed (%s); retrying", self.job_id, one_line(exc))
                 continue
             self.beats += 1
             if not held:

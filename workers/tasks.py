@@ -14,8 +14,10 @@ Each task (``tracedraft.stage.<stage>``, routed by ``service.queue``) does, for 
 6. store its result as ``job.result[<job stage>]`` and move to the next stage, then release the lock and
    dispatch the next stage (``service.queue.dispatch``); after the last stage the job ``succeeded``.
 
-Failures: a ``TransientError`` (or anything with ``transient = True``, a connection error, a 5xx) is
-retried with exponential backoff (``RETRY_BASE_S`` * 2^n, capped, ``MAX_RETRIES`` times); a
+Database outages (a PostgreSQL restart) are waited out where they meet a delivery's own writes (the look,
+the claim, the stage's progress and events, the commit: ``workers.db.retry_db``): no dead worker, no
+attempt used, one log line, an event naming the cause. Failures: a ``TransientError`` (or anything with
+``transient = True``, a connection error, a 5xx) is retried with exponential backoff (``RETRY_BASE_S`` * 2^n, capped, ``MAX_RETRIES`` times); a
 ``TracedraftError`` fails the job at once with its code, message and ``where`` as ``param``; any other
 exception is a bug and fails the job with ``internal_error``. A stage function that returns
 ``{"cancelled": True}`` (after checkpointing) ends the job ``cancelled``.
@@ -48,7 +50,7 @@ from service.db.session import shares_one_connection
 from service.queue import JOB_STAGE, TASK_STAGES, StageLock, next_stage, task_name
 from service.settings import get_settings
 from workers.context import StageContext, StageResults, overall_progress, workdir_for
-from workers.db import _engines, sessions  # noqa: F401 - re-exported (tests reset _engines)
+from workers.db import _engines, one_line, retry_db, sessions  # noqa: F401 - _engines re-exported (tests reset it)
 from workers.heartbeat import Heartbeat
 from workers.worker import connect_signals
 
@@ -256,25 +258,34 @@ def _run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
     settings = get_settings()
     make_session = sessions(settings)
     summary = {"job_id": job_id, "stage": stage}
-    with make_session() as session:  # a look before the lock: most duplicate deliveries end here
-        reason = _skip_reason(session.get(Job, job_id), JOB_STAGE[stage])
+
+    def db(fn: Callable[[], Any], what: str) -> Any:  # waits out a database restart (workers.db.retry_db)
+        return retry_db(fn, what, job_id=job_id, stage=JOB_STAGE[stage], make_session=make_session)
+
+    def look() -> str | None:  # a look before the lock: most duplicate deliveries end here
+        with make_session() as session:
+            return _skip_reason(session.get(Job, job_id), JOB_STAGE[stage])
+
+    reason = db(look, f"the start of stage {JOB_STAGE[stage]}")
     if reason:
         log.info("job %s stage %s: skipped (%s)", job_id, stage, reason)
         return {**summary, "outcome": "skipped", "reason": reason}
 
     lock = StageLock(make_session.kw["bind"], job_id)
-    if not lock.acquire():
+    if not db(lock.acquire, f"the stage lock of stage {JOB_STAGE[stage]}"):
         log.info("job %s stage %s: another worker holds the job; duplicate delivery dropped", job_id, stage)
         return {**summary, "outcome": "skipped", "reason": "held by another worker"}
     try:
-        claim = _claim(task, stage, job_id, settings, make_session)
+        claim = db(lambda: _claim(task, stage, job_id, settings, make_session),
+                   f"the start of stage {JOB_STAGE[stage]}")
         if not isinstance(claim, Claim):
             return {**summary, **claim}
         try:
             result = _execute(stage, claim, settings, make_session)
         except Exception as exc:  # noqa: BLE001 - classified in _on_failure; BaseException counts as lost
             return _on_failure(task, claim.ctx, exc, make_session)
-        outcome, following = _commit(stage, claim, result, make_session)
+        outcome, following = db(lambda: _commit(stage, claim, result, make_session),
+                                f"the commit of stage {JOB_STAGE[stage]}'s result")
     finally:
         lock.release()
     if following is not None:
@@ -392,8 +403,12 @@ def _dispatch_next(following: str, job_id: str, settings: Any, make_session: Any
                     job_id, following, exc)
     else:
         if settings.pipeline == "celery":
-            with make_session() as session:
-                jobs.mark_dispatched(session, job_id)
+            def mark() -> None:
+                with make_session() as session:
+                    jobs.mark_dispatched(session, job_id)
+
+            retry_db(mark, f"the dispatch of stage {JOB_STAGE[following]}", job_id=job_id, stage=None,
+                     make_session=make_session)
 
 
 def _on_failure(task: Any, ctx: StageContext, exc: Exception, make_session: Any) -> dict[str, Any]:
@@ -408,17 +423,22 @@ def _on_failure(task: Any, ctx: StageContext, exc: Exception, make_session: Any)
         retry_after = getattr(exc, "retry_after", None)
         countdown = float(retry_after) if retry_after is not None else retry_countdown(retries)
         log.warning("job %s stage %s: transient failure (%s); retry %d in %.1f s",
-                    job_id, ctx.stage, exc, retries + 1, countdown)
-        with make_session() as session:
-            jobs.add_event(session, job_id, "warning", "stage",
-                           f"stage {job_stage} failed transiently ({_describe(exc)}); retry {retries + 1} "
-                           f"of {MAX_RETRIES} in {countdown:.0f} s",
-                           {"stage": job_stage, "run": "retrying", "retry": retries + 1,
-                            "countdown_s": round(countdown, 2), "error": _error_dict(exc)}, commit=False)
-            job = lock_row(session, Job, job_id)
-            if job is not None:  # the lease covers the backoff: the reconciler leaves the retry alone
-                jobs.set_lease(job, f"retry:{_task_id(task)}", countdown + ctx.settings.job_lease_s)
-            session.commit()
+                    job_id, ctx.stage, _describe(exc), retries + 1, countdown)
+
+        def record_retry() -> None:
+            with make_session() as session:
+                jobs.add_event(session, job_id, "warning", "stage",
+                               f"stage {job_stage} failed transiently ({_describe(exc)}); retry {retries + 1} "
+                               f"of {MAX_RETRIES} in {countdown:.0f} s",
+                               {"stage": job_stage, "run": "retrying", "retry": retries + 1,
+                                "countdown_s": round(countdown, 2), "error": _error_dict(exc)}, commit=False)
+                job = lock_row(session, Job, job_id)
+                if job is not None:  # the lease covers the backoff: the reconciler leaves the retry alone
+                    jobs.set_lease(job, f"retry:{_task_id(task)}", countdown + ctx.settings.job_lease_s)
+                session.commit()
+
+        retry_db(record_retry, f"the retry of stage {job_stage}", job_id=job_id, stage=job_stage,
+                 make_session=make_session)
         if task.request.is_eager:
             time.sleep(countdown)  # Task.apply re-runs a retry at once, ignoring the countdown
         raise task.retry(exc=exc, countdown=countdown, max_retries=None)
@@ -428,8 +448,12 @@ def _on_failure(task: Any, ctx: StageContext, exc: Exception, make_session: Any)
         log.warning("job %s stage %s: gave up after %d retries: %r", job_id, ctx.stage, retries, exc)
     elif not isinstance(exc, TracedraftError):
         log.exception("job %s stage %s: unexpected error", job_id, ctx.stage)
-    with make_session() as session:
-        jobs.fail_job(session, job_id, err["code"], err["message"], err["param"])
+    def record_failure() -> None:
+        with make_session() as session:
+            jobs.fail_job(session, job_id, err["code"], err["message"], err["param"])
+
+    retry_db(record_failure, f"the failure of stage {job_stage}", job_id=job_id, stage=job_stage,
+             make_session=make_session)
     return {**summary, "outcome": "failed", "code": err["code"]}
 
 
@@ -444,9 +468,12 @@ def _error_dict(exc: BaseException) -> dict[str, Any]:
 
 def _describe(exc: BaseException) -> str:
     """The error's text as a job (and so an API user) may see it. An operating-system error names no file:
-    its paths are the worker's (work directory, caches), which the worker's log keeps."""
+    its paths are the worker's (work directory, caches), which the worker's log keeps. A database error is
+    its first line (no SQL echo)."""
     if isinstance(exc, TracedraftError):
         return str(exc) or type(exc).__name__
+    if isinstance(exc, sa.exc.SQLAlchemyError):
+        return one_line(exc)
     if isinstance(exc, OSError) and exc.strerror:
         return f"{type(exc).__name__}: {exc.strerror} (the worker's log names the file)"
     return f"{type(exc).__name__}: {str(exc) or type(exc).__name__}"

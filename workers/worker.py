@@ -177,7 +177,7 @@ def _reconcile_loop() -> None:
     from service.reconciler import requeue_stale_jobs
     from service.settings import get_settings
     from workers import workdirs
-    from workers.db import sessions
+    from workers.db import is_db_outage, one_line, sessions
 
     stop = threading.Event()
     while True:
@@ -186,13 +186,17 @@ def _reconcile_loop() -> None:
             ids = requeue_stale_jobs(sessions(), stale_after_s=None if stale is None else float(stale))
             if ids:
                 log.warning("reconciler re-dispatched %d stale job(s): %s", len(ids), ", ".join(ids))
-        except Exception:
-            log.exception("reconciler pass failed")
+        except Exception as exc:
+            if not is_db_outage(exc):
+                log.exception("reconciler pass failed")
+            else:  # a database restart: one line per pass, not a traceback
+                log.warning("reconciler pass skipped: the database is unavailable (%s)", one_line(exc))
         try:
             settings = get_settings()
             workdirs.prune(settings.home, workdirs.job_states(sessions()), settings.workdir_retention_hours)
-        except Exception:
-            log.exception("work directory pruning failed")
+        except Exception as exc:
+            if not is_db_outage(exc):
+                log.exception("work directory pruning failed")
         every = _config["reconcile_every_s"]
         if stop.wait(float(every) if every is not None else get_settings().reconcile_every_s):
             return
