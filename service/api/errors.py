@@ -151,24 +151,50 @@ async def _project_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(status, exc.code, err["message"], err["param"], headers)
 
 
-async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
-    errors = list(exc.errors())
-    if not errors:
-        return error_response(422, "invalid_request", "invalid request")
-    first = errors[0]
-    param = _loc_to_param(first.get("loc", ()))
-    code = _validation_code(first)
-    msg = str(first.get("msg", "invalid value"))
+#: Request fields that were taken out: sending one is a 422 with its own code saying what to do instead.
+REMOVED_FIELDS: dict[str, tuple[str, str]] = {
+    "evaluation.incumbent": (
+        "incumbent_not_supported",
+        "evaluation.incumbent is not supported (no stage ever read it): the evaluation compares the candidate "
+        "with base_drafter, a registry reference of your organization's that training starts from, or, "
+        "without one, with the drafter training started from. Remove the field."),
+}
+MAX_LISTED_PROBLEMS = 10
+
+
+def _problem(err: dict[str, Any]) -> tuple[str, str, str | None]:
+    """(code, message, param) of one pydantic validation error."""
+    param = _loc_to_param(err.get("loc", ()))
+    code = _validation_code(err)
+    msg = str(err.get("msg", "invalid value"))
     if code == "invalid_json":
-        message = f"the request body is not valid JSON: {first.get('ctx', {}).get('error', msg)}"
-        param = None
-    elif code == "unknown_field":
-        message = f"unknown field {param!r}"
-    else:
-        message = f"{param}: {msg}" if param else msg
-    if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more problem(s))"
+        return code, f"the request body is not valid JSON: {err.get('ctx', {}).get('error', msg)}", None
+    if code == "unknown_field":
+        if param in REMOVED_FIELDS:
+            return (*REMOVED_FIELDS[param], param)
+        return code, f"unknown field {param!r}", param
+    return code, f"{param}: {msg}" if param else msg, param
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    """A 422 whose code and param are the first problem's and whose message lists every problem (up to
+    ``MAX_LISTED_PROBLEMS``, then how many more), so one round trip shows all that must change."""
+    assert isinstance(exc, RequestValidationError)
+    problems: list[tuple[str, str, str | None]] = []
+    for code, msg, param in (_problem(e) for e in exc.errors()):
+        same = next((i for i, p in enumerate(problems) if p[2] == param and param is not None), None)
+        if same is None:
+            problems.append((code, msg, param))
+        else:  # a union's members each fail ("a number", "'auto'"): one problem of the field, all said
+            problems[same] = (problems[same][0], f"{problems[same][1]}, or {msg.removeprefix(f'{param}: ')}", param)
+    if not problems:
+        return error_response(422, "invalid_request", "invalid request")
+    code, message, param = problems[0]
+    shown = [m for _, m, _ in problems[:MAX_LISTED_PROBLEMS]]
+    if len(problems) > 1:
+        message = f"{len(problems)} problems: " + "; ".join(shown)
+        if len(problems) > MAX_LISTED_PROBLEMS:
+            message += f"; and {len(problems) - MAX_LISTED_PROBLEMS} more"
     return error_response(422, code, message, param)
 
 

@@ -165,7 +165,6 @@ class EvaluationSettings(Request_):
     max_new_tokens: PositiveIntOrAuto = "auto"
     temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
     seed: Annotated[int, Field(ge=0)] = 0
-    incumbent: str | None = Field(default=None, description="Registry reference to compare against.")
 
 
 class PromotionPolicy(Request_):

@@ -82,3 +82,31 @@ def test_unhandled_errors_are_500_in_the_shape_without_details(client, app, org_
     e = _err(r, 500, "internal_error", None)
     assert "secret" not in r.text and e["message"] == "internal server error"
     assert org_a.member not in caplog.text  # keys are never logged
+
+
+def test_a_validation_error_lists_every_problem(client, org_a):
+    ds = upload(client, org_a)
+    body = job_body(ds["id"], recipe={"lr": "fast", "max_steps": -3})
+    e = _err(client.post("/v1/jobs", json=body, headers=org_a.h()), 422, "invalid_value", "recipe.max_steps")
+    assert e["message"].startswith("2 problems: recipe.max_steps: Input should be greater than 0")
+    assert "; recipe.lr: " in e["message"] and "more problem" not in e["message"]
+    # many problems: the first ten listed, then how many more
+    many = {f"x{i}": 1 for i in range(12)}
+    e = _err(client.post("/v1/jobs", json={**job_body(ds["id"]), **many}, headers=org_a.h()), 422, "unknown_field")
+    assert e["message"].startswith("12 problems: unknown field 'x0'") and e["message"].endswith("; and 2 more")
+
+
+def test_evaluation_incumbent_is_refused_with_its_own_code(client, org_a, org_b, app, tmp_path):
+    """evaluation.incumbent was accepted (any string, another organization's drafter included) and never
+    read: it is refused now, with a code that says what to use instead, whatever it names."""
+    from tests.api.conftest import register_version
+
+    register_version(app, org_b, tmp_path, name="theirs")
+    register_version(app, org_a, tmp_path, name="ours")
+    ds = upload(client, org_a)
+    for ref in ("theirs@champion", "ours@v1", "anything"):
+        e = _err(client.post("/v1/jobs", json=job_body(ds["id"], evaluation={"incumbent": ref}), headers=org_a.h()),
+                 422, "incumbent_not_supported", "evaluation.incumbent")
+        assert "base_drafter" in e["message"]
+    r = client.get("/openapi.json")
+    assert "incumbent" not in r.json()["components"]["schemas"]["EvaluationSettings"]["properties"]
