@@ -131,7 +131,9 @@ def _probe_reasoning(template: ChatTemplate, d: Dialect) -> None:
     if with_r is not None and _PROBE_REASONING not in with_r:  # maybe read from content chunks only
         chunked = template.try_apply(user + [{"role": "assistant", "content": reasoning_chunks(
             _PROBE_REASONING, _PROBE_ANSWER)}], None, False)
-        if chunked is not None and _PROBE_REASONING in chunked:
+        # A template that writes the chunks themselves (Kimi-K2 stringifies list content) does not read them.
+        if chunked is not None and _PROBE_REASONING in chunked and not any(
+                q + "thinking" + q in chunked for q in "'\""):
             with_r, d.reasoning_chunks = chunked, True
     without = template.try_apply(user + [{"role": "assistant", "content": _PROBE_ANSWER}], None, False)
     d.injected_reasoning, d.reasoning_open, d.reasoning_close = _DEFAULT_REASONING
