@@ -222,7 +222,26 @@ def run_stage(task: Any, stage: str, job_id: str) -> dict[str, Any]:
     outcome = summary.get("outcome")
     if outcome in ("cancelled", "failed") or (outcome == "done" and next_stage(stage) is None):
         _finish_workdir(job_id)
+    if outcome == "done" and next_stage(stage) is None:
+        _drop_training_checkpoints(job_id)
     return summary
+
+
+def _drop_training_checkpoints(job_id: str) -> None:
+    """Delete a succeeded job's training checkpoints from the artifact store (``jobs/<id>/checkpoints/``,
+    mirrored for a resume it will never need; its version has its own copy of the weights, and the job's
+    result keeps ``jobs/<id>/best``). Best effort: ``tracedraft gc`` collects what a failure leaves."""
+    from service.storage import ArtifactStore
+
+    settings = get_settings()
+    if settings.pipeline != "celery":
+        return  # inline, checkpoints stay in the work directory, never in the store
+    try:
+        ArtifactStore.from_settings(settings).delete(f"jobs/{job_id}/checkpoints", recursive=True)
+    except Exception as exc:  # noqa: BLE001 - the job succeeded; a leftover is gc's
+        log.warning("job %s: could not delete its training checkpoints from the store (%s)", job_id, exc)
+    else:
+        log.info("job %s succeeded: its training checkpoints were removed from the artifact store", job_id)
 
 
 def _finish_workdir(job_id: str) -> None:

@@ -4,10 +4,13 @@ stage's outputs to the next one (work directory inline, artifact store across ma
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 from workers.context import StageContext
+
+log = logging.getLogger(__name__)
 
 
 def auto(value: Any, key: str) -> Any:
@@ -82,13 +85,16 @@ class CheckpointSync:
     """Mirror the training run's checkpoints to the artifact store, so a training task re-delivered to
     another machine resumes from the last checkpoint instead of step 0.
 
-    After each progress report it uploads a new ``latest`` step directory (and a new ``best/``) and writes
-    a ``checkpoint`` event naming them; ``restore`` pulls the newest one back into an empty run directory.
+    After each progress report it uploads a new ``latest`` step directory (and a new ``best/``), writes a
+    ``checkpoint`` event naming them, then deletes the copies they replace: the store holds one latest and
+    one best checkpoint of a run (what a resume needs), never every step. ``restore`` pulls the newest one
+    back into an empty run directory.
     """
 
     def __init__(self, ctx: StageContext, run_dir: Path):
         self.ctx, self.run_dir = ctx, run_dir
         self.pushed: dict[str, str] = {}
+        self.uris: dict[str, str] = {}  # "latest" / "best" -> the store URI of the newest copy
 
     def _changed(self, name: str) -> str | None:
         path = self.run_dir / name
@@ -112,6 +118,19 @@ class CheckpointSync:
             data["best"] = {"marker": best, **publish(self.ctx, self.run_dir / "best", name)}
         self.ctx.event("info", "metrics", "checkpoint saved", {"checkpoint": data})
         self.pushed.update({k: v for k, v in (("latest.json", latest), ("best.json", best)) if v})
+        self._drop_superseded({kind: ref["uri"] for kind, ref in data.items()})
+
+    def _drop_superseded(self, new: dict[str, str]) -> None:
+        """Delete the store copies ``new`` ({"latest"|"best": uri}) replace, once the event naming the new
+        ones is written (a restore then never meets a deleted one). A failed delete is logged, not raised:
+        ``tracedraft gc`` collects what is left."""
+        for kind, uri in new.items():
+            old, self.uris[kind] = self.uris.get(kind), uri
+            if old and old != uri:
+                try:
+                    self.ctx.store.delete(old, recursive=True)
+                except Exception as exc:  # noqa: BLE001 - the store's hiccup must not stop training
+                    log.warning("job %s: could not delete superseded checkpoint %s (%s)", self.ctx.job_id, old, exc)
 
     def restore(self) -> None:
         if not distributed(self.ctx) or (self.run_dir / "latest.json").is_file():
@@ -134,6 +153,7 @@ class CheckpointSync:
             (self.run_dir / "best.json").write_text(found["best"]["marker"])
         (self.run_dir / "latest.json").write_text(latest["marker"])  # last: the resume point
         self.pushed = {"latest.json": latest["marker"], **({"best.json": found["best"]["marker"]} if "best" in found else {})}
+        self.uris = {kind: found[kind]["uri"] for kind in ("latest", "best") if kind in found}
         self.ctx.event("info", "message", f"resuming from checkpoint {latest['dir']} fetched from the artifact store")
 
 
