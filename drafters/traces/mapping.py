@@ -85,7 +85,7 @@ from drafters.traces.report import TraceError
 _ROLES = ("system", "user", "assistant", "tool")
 _STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[(\d+)\]|\[\*\]")
 _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
-         "tools", "id", "records", "group", "response", "observation", "prompt"}
+         "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten"}
 _TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
               "observation")
 _RECORDS = ("each", "file", "messages")
@@ -123,6 +123,37 @@ def jsonpath(value: Any, path: str) -> list[tuple[str, Any]]:
     return [(where, _decoded(v)) for where, v in current]
 
 
+def unflatten(value: Any) -> Any:
+    """Dotted keys nested: ``{"llm.input_messages.0.message.role": "user"}`` -> ``{"llm": {"input_messages":
+    [{"message": {"role": "user"}}]}}`` (an object whose keys are all indices becomes a list, in index order).
+    Values without dotted keys are returned as they are; nested objects are unflattened too."""
+    if isinstance(value, list):
+        return [unflatten(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if not any(isinstance(k, str) and "." in k for k in value):
+        return {k: unflatten(v) for k, v in value.items()}
+    tree: dict[str, Any] = {}
+    for key, v in value.items():
+        node, steps = tree, str(key).split(".")
+        for step in steps[:-1]:
+            nxt = node.get(step)
+            if not isinstance(nxt, dict):
+                nxt = node[step] = {} if nxt is None else {"": nxt}
+            node = nxt
+        node[steps[-1]] = unflatten(v)
+    return _listify(tree)
+
+
+def _listify(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    node = {k: _listify(v) for k, v in node.items()}
+    if node and all(k.isdigit() for k in node):
+        return [node[k] for k in sorted(node, key=int)]
+    return node
+
+
 def _decoded(value: Any) -> Any:
     """A string holding a JSON object or array (an envelope's ``payload``, a message list stored as text),
     decoded; any other value as it is."""
@@ -154,23 +185,45 @@ class Mapping:
     response: str | None = None  # JSONPath of a call's output beside its input messages
     observation: str | None = None  # key of an agent step (assistant message) holding its tool calls' result
     prompt: dict[str, str] = field(default_factory=dict)  # {system|user: JSONPath}: messages put before the list
+    unflatten: bool = False  # records' dotted keys (span attributes "llm.input_messages.0.message.role") nested
+    label: str | None = None  # the format name in reports (the general path's "generic"); default mapping:NAME
 
     def format(self) -> TraceFormat:
         """A ``TraceFormat`` that reads files with this mapping (its sniffer accepts every file)."""
-        return TraceFormat(name=f"mapping:{self.name}", description=f"declared mapping {self.name}",
+        return TraceFormat(name=self.format_name, description=f"declared mapping {self.name}",
                            sniff=lambda head, filename: True, parse=with_text_tool_calls(self.parse))
 
+    @property
+    def format_name(self) -> str:
+        return self.label or f"mapping:{self.name}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The mapping as a mapping file's content (``mapping_from_dict`` inverts it); defaults left out."""
+        defaults = Mapping("", "$", "", {})
+        out: dict[str, Any] = {"name": self.name}
+        for key in ("records", "messages", "group", "role", "roles", "content", "reasoning", "tool_calls", "tool_call",
+                    "tool_result", "observation", "response", "prompt", "tools", "id", "unflatten"):
+            value = getattr(self, key)
+            if value != getattr(defaults, key) or key in ("messages", "role", "roles"):
+                out[key] = value
+        return out
+
     def parse(self, stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
-        """The file's conversations: one per message list the ``messages`` path finds in each record; with
-        ``records: messages`` one per run of message records (``group``); with ``response`` the calls,
-        chained into conversations (``formats._chains``)."""
-        fmt = f"mapping:{self.name}"
+        """The file's conversations (see ``read``)."""
+        yield from self.read(self._records(stream, filename, problems, self.format_name), filename, problems)
+
+    def read(self, records: Iterator[tuple[Source, Any]], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+        """The conversations of a file's records: one per message list the ``messages`` path finds in each
+        record; with ``records: messages`` one per run of message records (``group``); with ``response`` the
+        calls, chained into conversations (``formats._chains``)."""
+        fmt = self.format_name
         stem = filename.rsplit("/", 1)[-1]
+        if self.unflatten:
+            records = ((source, unflatten(record)) for source, record in records)
         reading_uses = self._optional_uses()
         record_paths = [_PathUse(name, path, "record") for name, path in
                         (("tools", self.tools), ("id", self.id), ("response", self.response),
                          *((f"prompt.{k}", v) for k, v in self.prompt.items())) if path]
-        records = self._records(stream, filename, problems, fmt)
         if self.records == "messages":
             yield from self._message_records(records, filename, fmt, problems, reading_uses)
         else:
@@ -550,6 +603,8 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
                 jsonpath({}, path)
             except ValueError as exc:
                 raise bad(key, str(exc)) from exc
+    if not isinstance(data.get("unflatten", False), bool):
+        raise bad("unflatten", "true or false")
     defaults = Mapping("", "$", "", {})
     return Mapping(
         name=data.get("name") or Path(where).stem[:MAX_NAME], messages=data["messages"], role=data["role"],
@@ -557,7 +612,8 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
         tool_calls=data.get("tool_calls"), tool_call={**defaults.tool_call, **(data.get("tool_call") or {})},
         tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
         id=data.get("id"), records=data.get("records") or "each", group=data.get("group"),
-        response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}))
+        response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}),
+        unflatten=bool(data.get("unflatten", False)))
 
 
 def _values_beyond(data: Any, limit: int) -> bool:

@@ -1,6 +1,6 @@
 """User verbs on datasets and jobs, through the REST API (``datasets validate`` also works offline).
 
-- ``datasets upload|validate|list|show``
+- ``datasets upload|validate|infer-mapping|list|show``
 - ``jobs submit|list|show|events [--follow]|cancel``
 """
 
@@ -136,6 +136,30 @@ def datasets_validate(
     usable = (report.get("counts") or {}).get("conversations", 0) > 0
     if not usable or (strict and report.get("errors")):
         raise typer.Exit(EXIT_ERROR)
+
+
+@datasets_app.command("infer-mapping")
+def datasets_infer_mapping(
+    file: Path = typer.Argument(..., help="A trace file of a format tracedraft has no module for."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write the mapping here (default: print it)."),
+    name: str | None = typer.Option(None, "--name", help="The mapping's name (default: the file's stem)."),
+) -> None:
+    """Write the declared mapping the general path infers for FILE (offline), to check and fix, then use
+    with --mapping. Exits 1 with a coded error when no shape, or more than one, fits.
+
+    Example: tracedraft datasets infer-mapping export.jsonl -o export.mapping.yaml
+    """
+    from drafters.traces.infer import infer_mapping, mapping_yaml
+
+    with handled():
+        if not file.exists():
+            raise CliError("not_found", f"no such file: {file}", where=str(file))
+        text = mapping_yaml(infer_mapping(file, name))
+    if out is None:
+        print(text, end="")
+    else:
+        out.write_text(text, encoding="utf-8")
+        err_console.print(f"wrote {out}: check the roles, then: tracedraft datasets validate --mapping {out} {file}")
 
 
 def _dataset_rows(items: list[dict[str, Any]]) -> list[list[Any]]:

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from itertools import chain, islice
 from typing import IO, Any
 
-from drafters.traces.formats import _reading
+from drafters.traces.formats import _reading, _shapes
 from drafters.traces.formats._content import tool_defs
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
@@ -43,7 +44,7 @@ from drafters.traces.formats._spellings import (
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
-from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolResultPart
+from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolResultPart, compact_json
 
 NAME = "generic"
 MAX_DEPTH = 6
@@ -154,19 +155,23 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
 
 
 def sniff(head: str, filename: str) -> bool:
-    """Any JSON or JSONL document whose first record holds a message list (see ``find_message_lists``)."""
+    """Any JSON or JSONL document whose first records have a shape ``_shapes.infer`` recognises."""
     start = head.lstrip()[:1]
     if start not in ("{", "["):
         return False
-    value = _reading.first_json_line(head)
-    if value is None:
-        try:
-            import json
-
-            value = json.loads(head)
-        except ValueError:
-            return ('"role"' in head or '"from"' in head) and ('"content"' in head or '"value"' in head)
-    return bool(find_message_lists(value))
+    values = _reading.json_lines(head, limit=_shapes.SAMPLE)
+    if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
+        return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(values[0])])\
+            is not None
+    if values:
+        return _shapes.infer([(Source(NAME, filename, line=i), v) for i, v in enumerate(values, 1)]) is not None
+    try:
+        value = _reading.loads(head)
+    except ValueError:  # a pretty-printed document cut by the head
+        return ('"role"' in head or '"from"' in head) and ('"content"' in head or '"value"' in head)
+    items = value if isinstance(value, list) else [value]
+    return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]" if isinstance(value, list) else "$"), v)
+                          for i, v in enumerate(items)]) is not None
 
 
 def _is_message(value: Any) -> bool:
@@ -174,20 +179,50 @@ def _is_message(value: Any) -> bool:
 
 
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
-    """One conversation per record whose single message list is found; see the module docstring."""
+    """The file's conversations, read by the shape its first records have (``_shapes.infer``): message lists
+    in records by the common spellings (below), every other shape by the inferred mapping; see the module
+    docstring."""
+    records = _reading.load_json_or_lines(stream, filename, problems, NAME)
+    sample = list(islice(records, _shapes.SAMPLE))
+    shape = _shapes.infer(sample)
+    if isinstance(shape, _shapes.Ambiguous):
+        problems.error("ambiguous_shape", f"the records fit more than one reading ({'; '.join(shape.candidates)}): "
+                       "which one holds the conversation is not guessed; declare it in a mapping file (--mapping; "
+                       "`tracedraft datasets infer-mapping` writes a first one)", Source(NAME, filename))
+        return
+    if shape is not None and shape.shape not in ("record_lists", "file_list"):
+        yield from _by_mapping(shape, chain(sample, records), filename, problems)
+        return
+    yield from _by_spellings(chain(sample, records), filename, problems, shape)
+
+
+def _by_mapping(shape: _shapes.Inferred, records: Iterator[tuple[Source, Any]], filename: str,
+                problems: ProblemSink) -> Iterator[Conversation]:
+    """A shape other than message lists in records, read with the mapping inferred for it (stated in the
+    report: the same mapping, written by ``infer-mapping``, reads the file the same way)."""
+    mapping = replace(shape.mapping, label=NAME)
+    yield from mapping.read(records, filename, problems)
+    problems.warning("generic_mapping", f"read by the general path as {shape.shape} with the inferred mapping "
+                     f"{compact_json(shape.mapping.to_dict())}; message keys not read: "
+                     f"{', '.join(shape.keys_not_read) or 'none'}", Source(NAME, filename))
+
+
+def _by_spellings(records: Iterator[tuple[Source, Any]], filename: str, problems: ProblemSink,
+                  shape: _shapes.Inferred | None) -> Iterator[Conversation]:
+    """One conversation per record whose single message list is found (a bare message list: the file's)."""
     stem = filename.rsplit("/", 1)[-1]
     tally = _Tally()
-    records = _reading.load_json_or_lines(stream, filename, problems, NAME)
     for source, value in records:
         if source.record == "$[0]" and _is_message(value):  # the document is one bare message list
             source, value = Source(NAME, filename, record="$"), [value] + [v for _, v in records]
         yield from _record(source, value, stem, problems, tally)
     if tally.paths:
+        inferred = f"; inferred mapping {compact_json(shape.mapping.to_dict())}" if shape is not None else ""
         problems.warning("generic_mapping", f"read by the general path: messages at {_top(tally.paths)}; "
                          f"role from {_top(tally.role_keys)}; content from {_top(tally.content_keys)}; "
                          f"roles {_top(tally.roles)}; tool definitions: {_top(tally.tools) or 'none'}; "
                          f"message keys not read: {_top(tally.skipped) or 'none'}; record keys not read: "
-                         f"{_top(tally.record_skipped) or 'none'}",
+                         f"{_top(tally.record_skipped) or 'none'}{inferred}",
                          Source(NAME, filename))
 
 

@@ -1,0 +1,350 @@
+"""Shape inference for the general path: from a file's first records, the declared mapping that reads it.
+
+The general path (``generic.py``) does not guess a format; it recognises where messages sit by their shape and
+writes that down as a ``Mapping`` (``drafters/traces/mapping.py``), so what it inferred is stated in the report
+and ``tracedraft datasets infer-mapping FILE`` can write it for the user to correct. Shapes, most specific first:
+
+- ``request_response``: one LLM call per record, the input messages at one path and the output beside them
+  (``inputs.messages`` / ``outputs``, ``request`` / ``response``, OpenInference or OpenLLMetry span attributes
+  flattened into dotted keys, ``llm.input_messages.0.message.role``), chained into conversations;
+- ``steps``: a list of agent steps without roles, each holding the model's action and the ``observation``;
+- ``message_lines``: one message per record (JSONL), directly or inside an envelope (``data``, ``payload``,
+  ``event``, ``record``, ``state``, ``message``, ``item``; a JSON string is decoded), grouped by a session id;
+- ``file_list``: the file is the message list (a top-level array of messages);
+- ``record_lists``: each record holds one message list (``messages``, ``conversations``, ``turns``, ...).
+
+Two shapes that both fit, or two message lists in a record, are ``Ambiguous`` (named, never guessed).
+Not a format (no ``FORMAT``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from drafters.traces.formats._spellings import (
+    CALL_KEYS,
+    CONTENT_KEYS,
+    RESULT_ID_KEYS,
+    ROLE_KEYS,
+    get,
+    role_of,
+)
+from drafters.traces.mapping import Mapping, jsonpath, mapping_from_dict, unflatten
+from drafters.traces.report import TraceError
+
+ENVELOPES = ("data", "payload", "event", "record", "state", "message", "item", "body", "entry")
+GROUP_KEYS = ("session_id", "sessionId", "conversation_id", "conversationId", "thread_id", "threadId", "chat_id",
+              "chatId", "trace_id", "traceId", "run_id")
+OUTPUT_KEYS = ("outputs", "output", "response", "completion", "result", "generation", "generations",
+               "output_messages", "model_output_message", "llm_output", "answer")
+INPUT_KEYS = ("inputs", "input", "request", "prompt", "input_messages", "model_input_messages", "messages")
+OBSERVATION_KEYS = ("observation", "observations", "tool_output", "tool_result", "tool_results", "env_output")
+ACTION_KEYS = ("action", "actions", "tool_calls", "tool_call", "function_call", "tool", "code_action")
+STEP_TEXT_KEYS = ("response", "answer", "final_answer", "output", "model_output", "content", "text")
+THOUGHT_KEYS = ("thought", "thoughts", "reasoning", "thinking")
+TASK_KEYS = ("task", "query", "question", "instruction", "goal", "prompt", "input")
+_WRAPPERS = ("", "message.", "data.", "kwargs.")  # a message's keys, or those of the object it wraps
+SAMPLE = 50  # records the shape is inferred from
+
+
+@dataclass
+class Inferred:
+    """A shape and the mapping that reads it; ``keys_not_read`` are message keys holding data it does not map."""
+
+    shape: str
+    mapping: Mapping
+    keys_not_read: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Ambiguous:
+    """Two readings fit: the candidates (shape and path), for an ``ambiguous_shape`` error naming them."""
+
+    candidates: list[str]
+
+
+def is_message(value: Any) -> bool:
+    """A dict with a role in a known spelling (at the top level or in a ``message``/``data`` wrapper)."""
+    return isinstance(value, dict) and _role_key([value]) is not None
+
+
+def _role_key(msgs: list) -> str | None:
+    for wrapper in _WRAPPERS:
+        for key in ROLE_KEYS:
+            values = [get(m, wrapper + key) for m in msgs]
+            if values and all(isinstance(v, str) and role_of(v) for v in values):
+                return wrapper + key
+    return None
+
+
+def message_lists(value: Any, path: str = "$", depth: int = 0, need_assistant: bool = True) -> list[tuple[str, list]]:
+    """Every list of messages in ``value`` (``(path, list)``; not looking inside a found list)."""
+    if depth > 6:
+        return []
+    if isinstance(value, list):
+        dicts = [m for m in value if isinstance(m, dict)]
+        if dicts and len(dicts) == len(value) and _role_key(dicts) and (
+                not need_assistant or any(role_of(get(m, _role_key(dicts) or "")) == "assistant" for m in dicts)):
+            return [(path, value)]
+        return [f for i, item in enumerate(value[:1000]) for f in message_lists(item, f"{path}[{i}]", depth + 1,
+                                                                                 need_assistant)]
+    if isinstance(value, dict):
+        return [f for k, v in value.items() if isinstance(v, (list, dict))
+                for f in message_lists(v, _child(path, k), depth + 1, need_assistant)]
+    return []
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if key.replace("_", "a").replace("-", "a").isalnum() else f"{path}['{key}']"
+
+
+def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any], list[str]]:
+    """The mapping's message keys for a sample of raw messages (role, roles, content, reasoning, tool calls
+    and their keys, tool results), and the keys holding data that none of them reads."""
+    role = _role_key(msgs) if not steps else None
+    if role is None and not steps:
+        raise ValueError("the messages do not share a role key")
+    wrap = role.rsplit(".", 1)[0] + "." if role and "." in role else ""
+    out: dict[str, Any] = {"role": role or "role"}
+    out["roles"] = {"*": "assistant"} if steps else {
+        v: role_of(v) for v in sorted({get(m, role) for m in msgs if isinstance(get(m, role), str)})}
+    content_keys = STEP_TEXT_KEYS if steps else CONTENT_KEYS
+    out["content"] = next((wrap + k for k in content_keys if any(get(m, wrap + k) is not None for m in msgs)),
+                          wrap + "content")
+    reasoning = next((wrap + k for k in ("reasoning_content", "reasoning", "thinking", *THOUGHT_KEYS)
+                      if any(isinstance(get(m, wrap + k), str) for m in msgs)), None)
+    if reasoning:
+        out["reasoning"] = reasoning
+    calls_key = next((wrap + k for k in (ACTION_KEYS if steps else CALL_KEYS)
+                      if any(get(m, wrap + k) not in (None, [], {}) for m in msgs)), None)
+    if calls_key:
+        out["tool_calls"] = calls_key
+        out["tool_call"] = _call_keys([get(m, calls_key) for m in msgs])
+    tool_msgs = [m for m in msgs if role and role_of(get(m, role)) == "tool"]
+    if tool_msgs:
+        rid = next((wrap + k.split(".")[-1] for k in RESULT_ID_KEYS if any(get(m, wrap + k.split(".")[-1])
+                                                                             is not None for m in tool_msgs)), None)
+        out["tool_result"] = {"content": out["content"], **({"id": rid} if rid else {})}
+    if steps:
+        out["observation"] = next(k for k in OBSERVATION_KEYS if any(k in m for m in msgs))
+    read = {str(v).split(".")[0] for k, v in out.items() if isinstance(v, str) and k != "roles"}
+    read |= {str(v).split(".")[0] for v in (out.get("tool_result") or {}).values()}
+    unread = Counter(k for m in msgs for k, v in m.items() if k not in read and v not in (None, "", [], {})
+                     and k not in ("id", "name", "type", "timestamp", "created_at", "model", "metadata"))
+    return out, [k for k, _ in unread.most_common(8)]
+
+
+def _call_keys(values: list) -> dict[str, str]:
+    """``tool_call`` sub-keys from the first call object found (OpenAI ``function.*`` or flat spellings)."""
+    calls = [c for v in values for c in (v if isinstance(v, list) else [v]) if isinstance(c, dict)]
+    if not calls:
+        return {}
+    c = calls[0]
+    fn = "function." if isinstance(c.get("function"), dict) else "tool_call.function." if isinstance(
+        get(c, "tool_call.function"), dict) else ""
+    name = next((fn + k for k in ("name", "tool_name", "toolName", "tool") if get(c, fn + k) is not None), fn + "name")
+    args = next((fn + k for k in ("arguments", "args", "input", "parameters", "tool_input", "params")
+                 if get(c, fn + k) is not None), fn + "arguments")
+    ident = next((k for k in ("id", "call_id", "tool_call_id", "toolCallId", "tool_call.id") if get(c, k) is not None),
+                 None)
+    return {"name": name, "arguments": args, **({"id": ident} if ident else {})}
+
+
+def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | Ambiguous | None:
+    """The shape of a file from its first records (``(source, value)`` pairs as the readers yield them), or
+    ``Ambiguous`` naming the candidates, or None when no shape fits."""
+    values = [v for _, v in records[:SAMPLE]]
+    if not values:
+        return None
+    array_doc = records[0][0].record == "$[0]"
+    for shape in (_request_response, _steps, _message_lines, _file_list, _record_lists):
+        try:
+            got = shape(values, array_doc, name)
+        except (ValueError, TraceError):  # mixed spellings within one shape, no mapping says it: not this shape
+            continue
+        if got is not None:
+            return got
+    return None
+
+
+def _mapping(name: str, **keys: Any) -> Mapping:
+    return mapping_from_dict({"name": name, **{k: v for k, v in keys.items() if v not in (None, {}, "")}}, name)
+
+
+def _file_list(values: list, array_doc: bool, name: str) -> Inferred | None:
+    if not array_doc or not all(is_message(v) for v in values) or not message_lists(values):
+        return None
+    keys, unread = message_keys(values)
+    return Inferred("file_list", _mapping(name, records="file", messages="$", **keys), unread)
+
+
+def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambiguous | None:
+    found = [message_lists(v) for v in values if isinstance(v, (dict, list))]
+    if not found or not all(found):
+        return None
+    paths = Counter(_generic_path(f[0][0]) for f in found if len(f) == 1)
+    several = next((f for f in found if len(f) > 1), None)
+    if several is not None:
+        return Ambiguous([f"record_lists at {p}" for p, _ in several[:5]])
+    (path, _), = paths.most_common(1)
+    msgs = [m for f in found for m in f[0][1]][:500]
+    keys, unread = message_keys(msgs)
+    return Inferred("record_lists", _mapping(name, messages=path, **keys, **_record_extras(values, path)), unread)
+
+
+def _generic_path(path: str) -> str:
+    """``$[3].messages`` -> ``$.messages`` (records are the array's items)."""
+    return "$" + path[path.index("]") + 1:] if path.startswith("$[") else path
+
+
+def _record_extras(values: list, messages_path: str) -> dict[str, Any]:
+    """Record-level keys the mapping can read beside the messages: tool definitions."""
+    top = messages_path.split(".")[1].split("[")[0] if "." in messages_path else ""
+    for key in ("tools", "functions", "tool_definitions"):
+        if key != top and any(isinstance(v, dict) and isinstance(v.get(key), list) for v in values):
+            return {"tools": f"$.{key}"}
+    return {}
+
+
+def _one_message(value: Any) -> bool:
+    """A message that holds no conversation (its tool calls and content blocks aside)."""
+    if not is_message(value):
+        return False
+    rest = {k: v for k, v in value.items() if k not in CALL_KEYS and k not in CONTENT_KEYS}
+    return not message_lists(rest)
+
+
+def _envelope(value: Any) -> str | None:
+    """The path of the one message a record holds: ``$`` or an envelope key (``$.payload``...)."""
+    if _one_message(value):
+        return "$"
+    if isinstance(value, dict):
+        for key in ENVELOPES:
+            found = jsonpath(value, f"$.{key}")
+            if found and _one_message(found[0][1]):
+                return f"$.{key}"
+    return None
+
+
+def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
+    if array_doc:
+        return None
+    where = [_envelope(v) for v in values]
+    paths = Counter(w for w in where if w)
+    if not paths or sum(paths.values()) < 2:
+        return None
+    (path, _), = paths.most_common(1)
+    msgs = [jsonpath(v, path)[0][1] for v, w in zip(values, where) if w == path]
+    if not any(role_of(get(m, _role_key([m]) or "")) == "assistant" for m in msgs):
+        return None
+    group = next((f"$.{k}" for k in GROUP_KEYS
+                  if all(isinstance(v, dict) and v.get(k) is not None for v, w in zip(values, where) if w)), None)
+    keys, unread = message_keys(msgs)
+    return Inferred("message_lines", _mapping(name, records="messages", messages=path, group=group, **keys), unread)
+
+
+def _request_response(values: list, array_doc: bool, name: str) -> Inferred | None:
+    dicts = [unflatten(v) if isinstance(v, dict) else v for v in values]
+    pairs = [_input_output(v) for v in dicts]
+    if not pairs or not all(pairs):
+        return None
+    ((inp, out), _), = Counter(pairs).most_common(1)
+    msgs = [m for v in dicts for path in (inp, out) for m in _messages_at(v, path)][:500]
+    keys, unread = message_keys(msgs)
+    flat = dicts != values
+    return Inferred("request_response", _mapping(name, messages=inp, response=out, unflatten=flat or None,
+                                                 **keys, **_record_extras(dicts, inp)), unread)
+
+
+def _messages_at(record: Any, path: str) -> list[dict]:
+    found = jsonpath(record, path)
+    value = found[0][1] if found else None
+    return [m for m in (value if isinstance(value, list) else [value]) if isinstance(m, dict)]
+
+
+def _input_output(record: Any) -> tuple[str, str] | None:
+    """(input messages path, output path) of a request/response record, or None. The output is read with the
+    input's message keys, so of its spellings (``choices`` / ``choices[0].message``) the one whose messages
+    carry the input's role key is taken."""
+    if not isinstance(record, dict):
+        return None
+    inputs = [(p, v) for p, v in message_lists(record, need_assistant=False)
+              if any(k in p for k in INPUT_KEYS) and not _ends_with_answer(v)]
+    if len(inputs) != 1:
+        return None
+    inp, msgs = inputs[0]
+    key = _role_key(msgs)
+    outs = [p for p in _output_paths(record) if not p.startswith(inp)
+            and _role_key(_messages_at(record, p)) == key]
+    return (inp, outs[0]) if len(outs) == 1 else None
+
+
+def _ends_with_answer(msgs: list) -> bool:
+    key = _role_key(msgs) or "role"
+    return role_of(get(msgs[-1], key)) == "assistant"
+
+
+def _output_paths(record: dict, path: str = "$", depth: int = 0) -> list[str]:
+    """Paths under an output-like key holding an assistant message (or a list of them), in each spelling."""
+    out: list[str] = []
+    if depth > 5 or not isinstance(record, dict):
+        return out
+    for k, v in record.items():
+        p = _child(path, k)
+        if k in OUTPUT_KEYS or (k == "choices" and isinstance(v, list)):
+            hits = _assistant_at(v, p)
+            if hits:
+                out += hits
+                continue
+        if isinstance(v, dict):
+            out += _output_paths(v, p, depth + 1)
+    return out
+
+
+def _assistant_at(value: Any, path: str) -> list[str]:
+    """The paths at ``value`` holding the assistant's output: the message, a list of them, or, for a list of
+    wrappers (``choices``: ``[{message: ...}]``), both the list and its first item's message."""
+    if isinstance(value, dict) and "message" not in value and role_of(get(value, _role_key([value]) or "")) == "assistant":
+        return [path]
+    hits = []
+    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value) and _role_key(value) and \
+            all(role_of(get(m, _role_key(value) or "")) == "assistant" for m in value):
+        hits.append(path)
+    if isinstance(value, list) and value and isinstance(value[0], dict) and isinstance(value[0].get("message"), dict):
+        hits += _assistant_at(value[0]["message"], f"{path}[0].message")
+    if isinstance(value, dict):
+        for k in ("message", "choices", "messages", *OUTPUT_KEYS):
+            if k in value:
+                hits += _assistant_at(value[k], _child(path, k))
+                if hits:
+                    break
+    return hits
+
+
+def _steps(values: list, array_doc: bool, name: str) -> Inferred | None:
+    lists = [_step_list(v) for v in values]
+    if not lists or not all(lists):
+        return None
+    path = Counter(p for p, _ in lists).most_common(1)[0][0]  # type: ignore[misc]
+    steps = [s for _, ss in lists for s in ss][:500]  # type: ignore[misc]
+    if not any(k in s for s in steps for k in OBSERVATION_KEYS) or not any(k in s for s in steps for k in ACTION_KEYS):
+        return None
+    keys, unread = message_keys(steps, steps=True)
+    task = next((f"$.{k}" for k in TASK_KEYS if all(isinstance(v, dict) and isinstance(v.get(k), str) for v in values)),
+                None)
+    return Inferred("steps", _mapping(name, messages=path, prompt={"user": task} if task else None, **keys), unread)
+
+
+def _step_list(value: Any) -> tuple[str, list] | None:
+    """(path, steps): a list of role-less dicts with an observation key and an action or answer key."""
+    candidates = [("$", value)] if isinstance(value, list) else [
+        (f"$.{k}", v) for k, v in value.items() if isinstance(v, list)] if isinstance(value, dict) else []
+    for path, items in candidates:
+        dicts = [s for s in items if isinstance(s, dict)]
+        keys = (*OBSERVATION_KEYS, *ACTION_KEYS, *STEP_TEXT_KEYS, *THOUGHT_KEYS)
+        if dicts and len(dicts) == len(items) and not _role_key(dicts) and \
+                all(any(k in s for k in keys) for s in dicts):
+            return path, items
+    return None

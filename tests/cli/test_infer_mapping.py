@@ -1,0 +1,40 @@
+"""``tracedraft datasets infer-mapping FILE``: writes the mapping the general path inferred, which then reads
+the file with ``datasets validate --mapping`` (offline, no API)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from service.cli import app
+
+SHAPES = Path(__file__).resolve().parents[1] / "traces" / "fixtures" / "shapes"
+
+
+def test_infer_mapping_writes_a_mapping_that_validate_reads(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "runs.mapping.yaml"
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(SHAPES / "runs_inputs_outputs.jsonl"), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert text.startswith("# inferred by the general path: shape request_response")
+    assert "response: $.outputs.choices[0].message" in text
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", "--mapping", str(out),
+                            str(SHAPES / "runs_inputs_outputs.jsonl")])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert report["ok"] and (report["counts"]["conversations"], report["counts"]["calls"]) == (2, 4)
+
+
+def test_infer_mapping_refuses_with_a_code(tmp_path):
+    runner = CliRunner()
+    path = tmp_path / "pairs.json"
+    turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    path.write_text(json.dumps([{"chosen": turns, "rejected": turns}]))
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path)])
+    assert r.exit_code != 0 and "ambiguous_shape" in r.output
+    path.write_text(json.dumps({"rows": [1, 2, 3]}))
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path)])
+    assert r.exit_code != 0 and "no_messages_found" in r.output

@@ -1,0 +1,91 @@
+"""The general path reads every shape of issue 30 with no format module and no declared mapping, states the
+mapping it inferred, and that mapping (as ``infer-mapping`` writes it) reads the file the same way.
+
+Fixtures (``fixtures/shapes``, written from the tools' documented record shapes, see fixtures/README.md):
+``events_envelope.jsonl`` (one message per line in a JSON-string ``payload``, two sessions, metadata lines),
+``runs_inputs_outputs.jsonl`` (run records ``inputs.messages`` / ``outputs.choices[0].message``, three calls of
+one agent loop and one unrelated call), ``openinference_spans.json`` (the same loop as spans whose attributes
+are flattened ``llm.input_messages.N.message.*`` keys), ``agent_steps.json`` (steps with ``action`` and
+``observation`` beside a ``task``), ``anthropic_array.json`` (the file is the message list).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drafters.traces.infer import infer_mapping, mapping_yaml
+from drafters.traces.ingest import ingest
+from drafters.traces.mapping import parse_mapping
+
+from .conftest import totals
+from .test_bad_input import SHAPES
+
+
+def _walk_events():
+    lines = [json.loads(x) for x in (SHAPES / "events_envelope.jsonl").read_text().splitlines()]
+    msgs = [(ln["session_id"], json.loads(ln["payload"])) for ln in lines if "payload" in ln]
+    return (len({s for s, _ in msgs}), sum(m["role"] == "assistant" for _, m in msgs),
+            sum(len(m.get("tool_calls") or []) for _, m in msgs))
+
+
+def _walk_runs():
+    runs = [json.loads(x) for x in (SHAPES / "runs_inputs_outputs.jsonl").read_text().splitlines()]
+    outs = [r["outputs"]["choices"][0]["message"] for r in runs]
+    # runs 1-3 chain (each input = the previous input + output + tool results); run 4 stands alone
+    for prev, nxt in zip(runs[:2], runs[1:3]):
+        n = len(prev["inputs"]["messages"])
+        assert nxt["inputs"]["messages"][:n + 1] == prev["inputs"]["messages"] + [prev["outputs"]["choices"][0]["message"]]
+    return 2, len(runs), sum(len(o.get("tool_calls") or []) for o in outs)
+
+
+def _walk_spans():
+    spans = json.loads((SHAPES / "openinference_spans.json").read_text())
+    outs = [k for s in spans for k in s["attributes"] if k.startswith("llm.output_messages.0.message.tool_calls.")
+            and k.endswith(".tool_call.function.name")]
+    return 1, len(spans), len(outs)
+
+
+def _walk_steps():
+    records = json.loads((SHAPES / "agent_steps.json").read_text())
+    steps = [s for r in records for s in r["steps"]]
+    return len(records), len(steps), sum("action" in s for s in steps)
+
+
+def _walk_array():
+    raw = json.loads((SHAPES / "anthropic_array.json").read_text())
+    return 1, sum(m["role"] == "assistant" for m in raw), sum(b["type"] == "tool_use" for m in raw for b in m["content"])
+
+
+CASES = [("events_envelope.jsonl", "message_lines", _walk_events), ("runs_inputs_outputs.jsonl", "request_response", _walk_runs),
+         ("openinference_spans.json", "request_response", _walk_spans), ("agent_steps.json", "steps", _walk_steps),
+         ("anthropic_array.json", "file_list", _walk_array)]
+
+
+@pytest.mark.parametrize(("name", "shape", "walk"), CASES)
+def test_general_path_reads_the_shape_exactly_and_its_mapping_reads_it_the_same(tmp_path, name, shape, walk):
+    path = SHAPES / name
+    want = walk()
+    result = ingest([path], scrub=False)
+    assert result.report.ok, result.report.errors
+    assert result.report.files[str(path)]["format"] == "generic"
+    assert totals(result.conversations) == want
+    stated = [w.message for w in result.report.warnings if w.code == "generic_mapping"]
+    assert len(stated) == 1 and "inferred mapping" in stated[0]
+    inferred = infer_mapping(path)
+    assert inferred.shape == shape
+    written = tmp_path / "m.yaml"
+    written.write_text(mapping_yaml(inferred))
+    again = ingest([path], mapping=parse_mapping(written.read_text(), str(written)), scrub=False)
+    assert again.report.ok, again.report.errors
+    assert totals(again.conversations) == want
+
+
+def test_two_readings_are_refused_naming_both(tmp_path):
+    path = tmp_path / "pairs.json"
+    turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    path.write_text(json.dumps([{"chosen": turns, "rejected": turns[:1] + [{"role": "assistant", "content": "c"}]}]))
+    result = ingest([path], scrub=False)
+    (err,) = result.report.errors
+    assert err.code == "ambiguous_shape" and "$.chosen" in err.message and "$.rejected" in err.message
