@@ -278,3 +278,47 @@ def test_ministral_reasoning_is_rendered_from_thinking_chunks():
     prompts = assert_one_labelling_rule(tok, r, c)
     assert labelled(tok, prompts[2].completion_ids, prompts[2].completion_segments) == [
         ("REASONING", "[THINK]Summarise.[/THINK]"), ("TEXT", "Rain in Paris, sun elsewhere.</s>")]
+
+
+# ------------------------------------------------------------------ templates that drop or choose tool content
+
+
+@pytest.mark.parametrize("name", ["ibm-granite-granite-3.3-2b-instruct", "microsoft-Phi-4-mini-instruct"])
+def test_user_template_that_drops_tool_calls_refuses_those_calls(name):
+    """Granite-3.3 and Phi-4-mini write no tool calls. Given as the job's template, a call whose answer
+    makes a tool call is dropped with ``template_drops_tool_content`` (before: kept, its completion the end
+    token alone labelled tool_args); the answers after the tool results are kept (their served prompt is
+    that render), with the warning that the template drops tool content. The probe's own renders leave no
+    warning in the report (before: not_located counts from the probe reached the user's dataset report)."""
+    tok, r = make(name, user=True)
+    assert r.dialect.tool_support["calls"] is False
+    assert dict(r.report.warnings) == {}
+    c = conv(Message("user", [TextPart("Paris?")]), Message("assistant", [call("c1", "Paris")]),
+             Message("tool", [ToolResultPart("c1", "rain")]), Message("assistant", [TextPart("Rain.")]))
+    rows = r.render_conversation(c)
+    assert [(d["call_id"], d["code"]) for d in r.report.dropped] == [("c1/0", "template_drops_tool_content")]
+    assert [s.call_ids for s in rows] == [["c1/1"]]
+    assert supervised_runs(tok, rows[0])[0].startswith("Rain.")
+    assert r.report.warnings["user_template_drops_tool_content"] == 1
+    assert not any(k.startswith("not_located") for k in r.report.warnings)
+
+
+def test_hermes_named_templates_plain_chats_use_default():
+    """A tokenizer with named templates ``default`` and ``tool_use`` (Hermes-3): as apply_chat_template,
+    a conversation without tools renders through ``default`` (before: always tool_use, which raises without
+    tools, so every plain chat was dropped), one with tools through ``tool_use``; one report counts both."""
+    tok = tokenizer_with(bos="<|begin_of_text|>", eos="<|im_end|>",
+                         extra=["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"])
+    default = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+               "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    tok.chat_template = {"default": default,
+                         "tool_use": read_template(TEMPLATES / "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja")}
+    r = Renderer(tok)
+    plain = conv(Message("user", [TextPart("Hi")]), Message("assistant", [TextPart("Hello")]), tools=())
+    rows = r.render_conversation(plain)
+    assert r.report.dropped == [] and supervised_runs(tok, rows[0]) == ["Hello<|im_end|>"]
+    p = r.render_prompt(next(iter(plain.calls())))
+    assert tok.decode(p.prompt_ids) == tok.apply_chat_template(
+        [{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True)
+    rows = r.render_conversation(agent_conversation(reasoning=False))
+    assert r.report.dropped == [] and r.report.conversations == 2 and "<tool_call>" in supervised_runs(tok, rows[0])[0]

@@ -40,7 +40,7 @@ _PROBE_REASONING = "Probe reasoning qz."
 _DEFAULT_REASONING = ("", "<think>", "</think>")
 
 
-def probe_dialect(template: ChatTemplate, codec: TokenCodec, warnings: Counter) -> Dialect:
+def probe_dialect(template: ChatTemplate, codec: TokenCodec) -> Dialect:
     """This template's conventions, found by rendering small probe conversations (see `Dialect`).
 
     While probing, every fast render is checked against ``apply_chat_template`` (``template.verify_fast``).
@@ -53,7 +53,7 @@ def probe_dialect(template: ChatTemplate, codec: TokenCodec, warnings: Counter) 
     if _probe_tools(template, d):
         _probe_value_forms(template, d)
         _probe_tool_turn_end(template, codec, d)
-        _probe_call_markup(template, codec, d, warnings)
+        _probe_call_markup(template, codec, d)
     template.verify_fast = False
     return d
 
@@ -283,12 +283,12 @@ def _probe_args_in(text: str, mode: str, start: int) -> tuple[str, int] | None:
     return "pairs", cursor
 
 
-def _probe_call_markup(template: ChatTemplate, codec: TokenCodec, d: Dialect, warnings: Counter) -> None:
+def _probe_call_markup(template: ChatTemplate, codec: TokenCodec, d: Dialect) -> None:
     """Set ``d``'s tool-call markup from the probe call rendered as a completion, alone and next to a second
     call (`drafters.render.markup.learn`); `segment_completion` finds calls in generated text by it. A
     template that refuses parallel calls (Llama 3.1) is probed with the single call only."""
     conv = _probe_conversation()
-    single = _render_probe_call(template, codec, d, conv, conv[2], warnings)
+    single = _render_probe_call(template, codec, d, conv, conv[2], d.probe_warnings)
     if single is None:
         return
     second = ToolCallPart.from_raw("call_probe_0002", _PROBE_TOOL.name, dict(_PROBE_ARGS_2))

@@ -142,6 +142,9 @@ class Dialect:
     # "pairs": the key end before a non-string value when it differs (DSML: '" string="false">')
     arg_key_end_other: str | None = None
     arg_pair_sep: str | None = None  # "pairs": between a value and the next key
+    # What labelling the probe's own calls counted: about the template, never the user's data (not in the
+    # render report).
+    probe_warnings: Counter = field(default_factory=Counter)
 
 
 class Span(NamedTuple):

@@ -15,7 +15,7 @@ from drafters.render.packing import call_row, pack_blocker, pack_calls
 from drafters.render.probe import probe_dialect
 from drafters.render.records import CallRender, RenderedPrompt, RenderedSequence, RenderError, RenderReport
 from drafters.render.template import ChatTemplate
-from drafters.traces.model import Conversation, LLMCall
+from drafters.traces.model import Conversation, LLMCall, ToolCallPart
 
 
 class Renderer:
@@ -30,6 +30,11 @@ class Renderer:
             ``{"enable_thinking": False}``.
         max_seq_len: the longest row in tokens. Longer calls lose context messages from the left at message
             boundaries (system message and tools kept); a call that cannot fit is dropped and reported.
+        report: the `RenderReport` to count into (default: a new one).
+
+    A tokenizer with named templates ``tool_use`` and ``default`` (Hermes-3) renders as
+    ``apply_chat_template`` does: conversations and calls with tools through ``tool_use``, those without
+    through ``default`` (a second renderer, ``plain``, counting into the same report).
 
     The work is done by collaborators: ``template`` (`ChatTemplate`, applies the template), ``dialect``
     (`Dialect`, what probing learned about it), ``codec`` (`TokenCodec`, tokenization with offsets) and
@@ -52,17 +57,23 @@ class Renderer:
         chat_template: str | None = None,
         template_kwargs: dict | None = None,
         max_seq_len: int | None = None,
+        report: RenderReport | None = None,
     ):
         self.tokenizer = tokenizer
         self.user_template = chat_template is not None
         self.max_seq_len = max_seq_len
-        self.report = RenderReport()
+        self.report = report if report is not None else RenderReport()
+        named = getattr(tokenizer, "chat_template", None)
+        self.plain: Renderer | None = None
+        if chat_template is None and isinstance(named, dict) and named.get("tool_use") and named.get("default"):
+            self.plain = Renderer(tokenizer, named["default"], template_kwargs, max_seq_len, self.report)
+            self.plain.user_template = False
         self.template = ChatTemplate(tokenizer, chat_template, template_kwargs, self.report.warnings)
         self.chat_template: str = self.template.text
         self.template_sha256: str = self.template.sha256
         self.template_kwargs: dict[str, Any] = self.template.kwargs
         self.codec = TokenCodec(tokenizer)
-        self.dialect = probe_dialect(self.template, self.codec, self.report.warnings)
+        self.dialect = probe_dialect(self.template, self.codec)
         self.call_renderer = CallRenderer(self.template, self.dialect, self.codec, self.report.warnings)
 
     def require_tool_support(self) -> None:
@@ -81,6 +92,8 @@ class Renderer:
         Raises:
             RenderError(code="template_drops_tool_content") as described on the class.
         """
+        if self.plain is not None and not conv.tools:
+            return self.plain.render_conversation(conv)
         rep = self.report
         rep.conversations += 1
         self.template.new_conversation()  # a tools list edited in place between conversations is seen
@@ -103,8 +116,11 @@ class Renderer:
                 raises, ``context_not_prefix`` when the template rewrites the context once the answer is
                 appended (the logged answer cannot follow the served prompt).
         """
+        if self.plain is not None and not call.tools:
+            return self.plain.render_prompt(call)
         if has_tool_content(call):
             self._check_tools()
+            self._refuse_lost_tool_content(call)
         self.template.new_conversation()
         r = self.call_renderer.render(call, IdMap(self.dialect.ids, call.conversation_id))
         prompt_ids, prompt_segs = prompt_labels(r, self.codec)
@@ -144,6 +160,7 @@ class Renderer:
         renders: list[CallRender | None] = []
         for k, call in enumerate(calls):
             try:
+                self._refuse_lost_tool_content(call)
                 renders.append(self.call_renderer.render(call, ids, shared[k] if shared else None))
             except RenderError as e:
                 self.report.drop(call.id, e.code, e.message)
@@ -181,6 +198,16 @@ class Renderer:
                 self.report.warnings["user_template_drops_tool_content"] += 1
                 return
             raise RenderError("template_drops_tool_content", self.dialect.tool_error, where="chat_template")
+
+    def _refuse_lost_tool_content(self, call: LLMCall) -> None:
+        """Raise ``template_drops_tool_content`` for a call whose answer makes tool calls that the
+        (user-given) template drops (Granite-3.3 and Phi-4-mini write no tool calls): its row would train
+        a tool-call turn as a bare end token. What it drops from the context (calls, results, definitions)
+        stays a warning: the served prompt is that render."""
+        if self.dialect.tool_support.get("calls") is False and any(
+                isinstance(p, ToolCallPart) for p in call.completion.parts):
+            raise RenderError("template_drops_tool_content",
+                              "the chat template drops tool calls, and this call's answer makes one", where=call.id)
 
     # -------------------------------------------------------------------------------------------- rows
 
