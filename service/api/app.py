@@ -23,6 +23,7 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from service.api.dispatcher import StageDispatcher
 from service.api.errors import install_error_handlers
+from service.api.head import HeadAsGet
 from service.api.metrics import ApiMetrics
 from service.api.ratelimit import MemoryRateLimiter, RedisRateLimiter
 from service.api.routers import datasets, drafters, health, jobs, metrics
@@ -81,6 +82,7 @@ def create_app(settings: Settings | None = None, *, sse_poll_s: float = 0.5, sse
     app.state.pipeline_threads = dispatcher.threads
 
     install_error_handlers(app)
+    app.add_middleware(HeadAsGet)  # HEAD on every GET route, headers only (service/api/head.py)
     if settings.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=settings.cors_origins, allow_credentials=False,
                            allow_methods=["*"], allow_headers=["Authorization", "Content-Type", "Idempotency-Key",
