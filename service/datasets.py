@@ -280,6 +280,7 @@ def validate_dataset(
     ``bad_mapping``, or the first bad record's code with ``on_error="fail"``.
     """
     from drafters.traces.ingest import ingest, split_conversations, write_canonical
+    from drafters.traces.near_duplicates import NEAR_DUPLICATE_RULE, split_without_near_duplicates
 
     dataset = session.get(Dataset, dataset_id)
     if dataset is None:
@@ -305,6 +306,10 @@ def validate_dataset(
     if entry and mapping is not None:
         report["mapping"] = {"file": entry["name"], "sha256": entry["sha256"], "format": mapping.format().name}
     train, held = split_conversations(result.conversations, heldout_fraction, min_heldout=1)
+    # Held-out conversations that nearly repeat a training one would measure memory: they train instead.
+    train, held, moved = split_without_near_duplicates(train, held)
+    report["near_duplicates"] = {"rule": NEAR_DUPLICATE_RULE, "moved_to_train": [
+        {"heldout": d.heldout_id, "train": d.train_id, "jaccard": round(d.similarity, 3)} for d in moved]}
     out = Path(workdir) / "canonical"
     out.mkdir(parents=True, exist_ok=True)
     write_canonical(train, out / "train.jsonl")
@@ -317,6 +322,7 @@ def validate_dataset(
         "heldout_conversations": len(held),
         "calls": sum(1 for c in result.conversations for _ in c.calls()),
         "heldout_calls": sum(1 for c in held for _ in c.calls()),
+        "near_duplicates_moved": len(moved),
     }
     error = _split_error(report, counts)
     formats = sorted({c.source.format for c in result.conversations})
