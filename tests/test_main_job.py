@@ -55,8 +55,14 @@ def test_run_end_to_end_on_tiny_target(tmp_path: Path, tiny_target_dir: Path) ->
     summary = json.loads(proc.stdout)
     assert summary["status"] == "succeeded"
     assert summary["training"]["steps"] == 12
-    assert set(summary["proposers"]) == {"candidate", "untrained", "ngram", "suffix", "hybrid"}
+    assert set(summary["proposers"]) == {"candidate", "untrained", "ngram", "suffix", "suffix@block", "hybrid",
+                                         "cascade"}
     assert [n for n, p in summary["proposers"].items() if p["what_if"]] == ["hybrid"]
+    # speed leads: what to deploy, chosen on the development calls, with its speed on the test calls
+    deploy = summary["deploy"]
+    assert deploy["proposer"] in (None, *summary["proposers"])
+    dev_calls = summary["selection"]["dev_calls"]
+    assert deploy["chosen_on"] == "development" if dev_calls else deploy["chosen_on"].startswith("test:")
     # The traces were written by other models: the target regenerated the answers it trains on.
     regen = summary["regeneration"]
     assert regen["engine"] == "hf" and regen["calls"] > 0 and regen["generated"] + regen["reused"] == regen["calls"]

@@ -165,6 +165,15 @@ class EvaluationSettings(Request_):
     max_new_tokens: PositiveIntOrAuto = "auto"
     temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
     seed: Annotated[int, Field(ge=0)] = 0
+    suffix_cap: Annotated[int, Field(ge=1, le=64)] = Field(
+        default=24, description="Most drafts per round of suffix decoding, in the baseline and the cascade "
+        "(24: vLLM's default); the report also gives suffix decoding capped at the drafter's block size.")
+    cascade_threshold: Annotated[float, Field(ge=0, le=64)] | Auto = Field(
+        default="auto", description="Expected accepted drafts at or above which the cascade verifies suffix "
+        "decoding's proposal without running the drafter; auto = fitted on the development split.")
+    draft_vocab_size: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
+        default=8192, description="Token ids the drafter may draft: the most frequent of the training "
+        "answers, plus each request's prompt tokens (drafting cost, docs/dspark.md 5.5).")
 
 
 class PromotionPolicy(Request_):

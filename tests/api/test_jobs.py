@@ -26,12 +26,26 @@ def test_create_job_stores_spec_and_dispatches_validate(client, app, org_a, disp
     # "auto" values are left out of the stored spec (the worker's defaults apply); set values are kept.
     assert job["spec"]["recipe"] == {"lr": 3e-4, "block_size": 7}
     assert job["spec"]["target"] == {"model": "smollm2-135m-instruct", "template_kwargs": {}, "trust_remote_code": False}
-    assert job["spec"]["evaluation"] == {"engine": "hf", "temperature": 0.0, "seed": 0}
+    assert job["spec"]["evaluation"] == {"engine": "hf", "temperature": 0.0, "seed": 0, "suffix_cap": 24,
+                                         "draft_vocab_size": 8192}
     assert job["spec"]["promotion"]["min_gain"] == 0.05 and job["spec"]["drafter_name"] == "smol-agent"
     _join(app)
     assert dispatched.calls == [("validate", job["id"])]
     got = client.get(f"/v1/jobs/{job['id']}", headers=org_a.h()).json()
     assert got["id"] == job["id"] and got["spec"] == job["spec"]
+
+
+def test_proposer_settings_out_of_range_are_refused_naming_the_field(client, app, org_a, dispatched):
+    ds = upload(client, org_a)
+    for field, value in (("suffix_cap", 0), ("suffix_cap", 1000), ("cascade_threshold", -1),
+                         ("cascade_threshold", "often"), ("draft_vocab_size", 0)):
+        r = client.post("/v1/jobs", json=job_body(ds["id"], evaluation={field: value}), headers=org_a.h())
+        assert r.status_code == 422, (field, value, r.text)
+        err = r.json()["error"]
+        assert err["code"] == "invalid_value" and field in err["param"], err
+    ok = client.post("/v1/jobs", json=job_body(ds["id"], evaluation={"cascade_threshold": 1.5}), headers=org_a.h())
+    assert ok.status_code == 201 and ok.json()["spec"]["evaluation"]["cascade_threshold"] == 1.5
+    _join(app)
 
 
 def test_idempotency_key(client, app, org_a, org_b, dispatched):

@@ -103,7 +103,7 @@ def test_job_runs_every_real_stage_across_two_machines(queue_env, workers, share
     assert [v.version for v in _versions(queue_env, job_id)] == [1]
     proposers = job.result["evaluating"]["report"]["proposers"]
     assert proposers["candidate"]["tau"] >= 1.0
-    assert {"ngram", "suffix", "hybrid"} <= set(proposers) and proposers["hybrid"]["what_if"] is True
+    assert {"ngram", "suffix", "hybrid", "cascade"} <= set(proposers) and proposers["hybrid"]["what_if"] is True
     assert proposers["hybrid"]["speedup_vs_plain"] is None and proposers["suffix"]["what_if"] is False
     # Each machine did its own stages and got the others' outputs from the store only.
     # (the prepared data reached the gpu machine through the store: its stage ran from the fetched copy)

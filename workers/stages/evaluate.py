@@ -119,10 +119,11 @@ def _replay(ctx, engine, target, prompts, settings, compare, progress, *, candid
             best, incumbent_dir):
     """Replay the held-out prompts for the candidate and the incumbent (and, in-process, the n-gram
     baseline) on ``engine``; returns the evaluation report."""
-    from drafters.baselines import NGramProposer
-    from drafters.baselines.suffix_decoding import suffix_baselines, training_outputs
-    from drafters.dspark.proposer import DSparkProposer
+    from drafters.baselines.suffix_decoding import training_outputs
+    from drafters.dspark.draft_vocab import DEFAULT_SIZE
     from drafters.evaluate import engine_report
+    from drafters.evaluate.lineup import SUFFIX_CAP, Lineup
+    from drafters.evaluate.select import CASCADE_THRESHOLDS, choose_on_dev, split_dev_test, with_selection
     from drafters.evaluate import evaluate as run_evaluation
     from drafters.render import Renderer
     from drafters.shards import load_sequences
@@ -131,17 +132,31 @@ def _replay(ctx, engine, target, prompts, settings, compare, progress, *, candid
     if engine == "hf":
         renderer = Renderer(target.tokenizer, chat_template=tspec.get("chat_template"),
                             template_kwargs=tspec.get("template_kwargs") or {})
-        block = candidate.config.block_size
-        proposers = {"candidate": DSparkProposer(candidate), incumbent_name: DSparkProposer(incumbent),
-                     "ngram": NGramProposer(block_size=block)}
-        # Suffix decoding over the organization's training outputs (the target's own answers when they
-        # were regenerated), and the what-if hybrid of the candidate with it.
+        espec = dict(ctx.spec.get("evaluation") or {})
         rows = training_rows(ctx, ctx.workdir / "prepared")
-        outputs = training_outputs(load_sequences(rows / "train.safetensors"))
-        proposers |= suffix_baselines(outputs, block, drafter=DSparkProposer(candidate))
-        pairs = [("candidate", "ngram"), ("candidate", "suffix"), ("candidate", "hybrid")]
-        return run_evaluation(target, proposers, prompts, **settings, segmenter=renderer.segment_completion,
-                              compare=compare + pairs, engine="hf", progress=progress)
+        # Suffix decoding indexes the organization's training outputs (the target's own answers when they
+        # were regenerated); the drafters draft from their most frequent tokens (docs/dspark.md 5.5).
+        lineup = Lineup(candidate, incumbent, incumbent_name,
+                        training_outputs(load_sequences(rows / "train.safetensors")), renderer.end_of_turn_ids(),
+                        suffix_cap=int(espec.get("suffix_cap") or SUFFIX_CAP),
+                        draft_vocab_size=int(espec.get("draft_vocab_size") or DEFAULT_SIZE))
+
+        def run(proposers, calls, compare=None, progress=None):
+            return run_evaluation(target, proposers, calls, **settings, segmenter=renderer.segment_completion,
+                                  compare=compare, engine="hf", progress=progress)
+
+        split = split_dev_test(prompts)
+        fixed = espec.get("cascade_threshold")
+        fixed = None if fixed in (None, "auto") else float(fixed)
+        # Development: the cascade's threshold and the proposer to deploy (the test split is read once, below).
+        choice = choose_on_dev(run, lineup.baselines(), lineup.cascade, split.dev,
+                               thresholds=(fixed,) if fixed is not None else CASCADE_THRESHOLDS)
+        threshold = fixed if fixed is not None else choice.threshold if choice.threshold is not None else 1.0
+        proposers = lineup.baselines() | {"cascade": lineup.cascade(threshold)}
+        pairs = [("candidate", "ngram"), ("candidate", "suffix"), ("candidate", "hybrid"), ("cascade", "suffix"),
+                 ("cascade", "candidate")]
+        report = run(proposers, split.test, compare + pairs, progress)
+        return with_selection(report, choice, threshold, fixed is not None, len(split.test))
     eng = _engine(ctx, engine, target)
     runs = {}
     for i, (name, path) in enumerate((("candidate", best), (incumbent_name, incumbent_dir))):

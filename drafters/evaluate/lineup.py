@@ -1,0 +1,67 @@
+"""The proposers an in-process evaluation compares, built in one place (the evaluate stage and the
+benchmarks use the same line-up): the trained drafter ("candidate") and its incumbent, each drafting from
+the organization's draft vocabulary; the n-gram proposer; suffix decoding at its natural cap and at the
+drafter's block size; the what-if hybrid; and the cascade (suffix decoding first, the drafter where suffix
+is unsure), the proposer the product ships when it is fastest."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from drafters.baselines import NGramProposer
+from drafters.baselines.hybrid import HybridProposer
+from drafters.baselines.suffix_decoding import SuffixProposer, build_global_index
+from drafters.cascade import CascadeProposer
+from drafters.dspark.draft_vocab import DEFAULT_SIZE, draft_vocabulary
+from drafters.dspark.proposer import DSparkProposer
+
+#: suffix decoding's default cap (vLLM's num_speculative_tokens for method "suffix" in its docs' example,
+#: and ArcticInference's tree depth 24)
+SUFFIX_CAP = 24
+
+
+@dataclass
+class Lineup:
+    """Builds proposers over one shared suffix index and draft vocabulary. candidate / incumbent:
+    DSparkDrafter models (incumbent may be None); outputs: the training answers' token ids; stop_ids: the
+    target's end-of-turn ids (always draftable)."""
+
+    candidate: Any
+    incumbent: Any
+    incumbent_name: str
+    outputs: list[list[int]]
+    stop_ids: Sequence[int] = ()
+    suffix_cap: int = SUFFIX_CAP
+    draft_vocab_size: int = DEFAULT_SIZE
+
+    def __post_init__(self) -> None:
+        self.block = int(self.candidate.config.block_size)
+        depth = 23 + max(self.suffix_cap, self.block)  # SuffixProposer's max_match_len + its block
+        self.index = build_global_index(self.outputs, depth)
+        self.vocab = torch.tensor(draft_vocabulary(self.outputs, self.draft_vocab_size, self.stop_ids))
+
+    def drafter(self, model: Any) -> DSparkProposer:
+        return DSparkProposer(model, draft_vocab=self.vocab)
+
+    def suffix(self, cap: int | None = None) -> SuffixProposer:
+        return SuffixProposer(self.index, block_size=cap or self.suffix_cap)
+
+    def cascade(self, threshold: float) -> CascadeProposer:
+        return CascadeProposer(self.suffix(), self.drafter(self.candidate), threshold)
+
+    def baselines(self) -> dict[str, Any]:
+        """Every proposer but the cascade: {"candidate", incumbent_name, "ngram", "suffix", "suffix@block",
+        "hybrid"}; suffix@block is left out when the cap equals the block size."""
+        out: dict[str, Any] = {"candidate": self.drafter(self.candidate)}
+        if self.incumbent is not None:
+            out[self.incumbent_name] = self.drafter(self.incumbent)
+        out["ngram"] = NGramProposer(block_size=self.block)
+        out["suffix"] = self.suffix()
+        if self.suffix_cap != self.block:
+            out["suffix@block"] = self.suffix(self.block)
+        out["hybrid"] = HybridProposer(self.drafter(self.candidate), self.suffix(self.block))
+        return out
