@@ -116,7 +116,8 @@ def print_summary(s: dict) -> None:
     if not s.get("proposers"):
         console.print(f"job {s['job_id']}: {s['status']}")
         return
-    console.print(f"\nHeld-out calls: {s['heldout_calls']}   generated tokens: {s['generated_tokens']}")
+    console.print(f"\nHeld-out test calls: {s['heldout_calls']}   generated tokens: {s['generated_tokens']}")
+    print_speed(s)
     if s.get("convention"):
         console.print(f"[dim]{s['convention']}[/dim]")
     segments = sorted({seg for p in s["proposers"].values() for seg in p["tau_by_segment"]})
@@ -154,6 +155,41 @@ def print_summary(s: dict) -> None:
     console.print(f"checkpoint: {reg.get('checkpoint_uri')}")
     if reg.get("report_uri"):
         console.print(f"report:     {reg['report_uri']}/report.html (and report.json)")
+
+
+def print_speed(s: dict) -> None:
+    """Speed first: each proposer's measured speed-up over plain decoding with the cost model that explains it
+    (speed-up = tau / (r + c), docs/dspark.md 5.5), then what to deploy and where that was chosen."""
+    speed = s.get("speed") or {}
+    rows = speed.get("proposers") or {}
+    if not rows:
+        return
+    table = Table(title=f"Speed on the test calls ({speed.get('engine')} engine, {speed.get('hardware')})")
+    for col in ("proposer", "speed-up", "tokens/s", "tau", "r", "c", "tau / (r + c)"):
+        table.add_column(col, justify="left" if col == "proposer" else "right")
+    order = sorted(rows, key=lambda n: -(rows[n].get("speedup_vs_plain") or 0.0))
+    for name in order:
+        r = rows[name]
+        cm = r.get("cost") or {}
+        if r.get("what_if"):
+            table.add_row(f"{name} (what-if)", "-", "-", _f(r.get("tau")), "", "", "")
+            continue
+        table.add_row(name, _f(r.get("speedup_vs_plain"), "x"), _f(r.get("tokens_per_s")), _f(r.get("tau")),
+                      _f(cm.get("r")), _f(cm.get("c")), _f(cm.get("formula_speedup"), "x"))
+    table.add_row("plain decoding", "1.00x", _f(s.get("plain_tokens_per_s")), "1.00", "1.00", "0.00", "1.00x")
+    console.print(table)
+    console.print("[dim]speed-up: end to end, prefill included; tau / (r + c): the decoding phase, r and c in "
+                  "plain decoding steps (a verification round and a drafting round)[/dim]")
+    d = s.get("deploy") or {}
+    if d:
+        sel = s.get("selection") or {}
+        where = (f"chosen on {sel.get('dev_calls')} development calls" if d.get("chosen_on") == "development"
+                 else "chosen on the test calls")
+        test = d.get("on_test") or {}
+        name = d.get("proposer") or "plain decoding (no proposer)"
+        console.print(f"[bold]deploy on {d.get('engine')}: {name}[/] ({where}: {_f(d.get('speedup_vs_plain'), 'x')}; "
+                      f"on the test calls {_f(test.get('speedup_vs_plain'), 'x')})"
+                      + (f"; cascade threshold {sel.get('cascade_threshold')}" if name == "cascade" else ""))
 
 
 def print_comparisons(s: dict, segments: list[str]) -> None:

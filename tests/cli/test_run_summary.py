@@ -55,3 +55,26 @@ def test_a_what_if_row_shows_its_tau_and_no_speed(monkeypatch):
     cells = [c.strip() for c in row.split("│")[1:-1]]
     assert cells == ["hybrid (what-if)", "1.90", "1.60", "2.10", "-", "-"]  # tau, text, tool_args; no speed
     assert "what-if: no engine serves this proposer" in text
+
+
+def test_speed_leads_with_the_cost_model_and_what_to_deploy(monkeypatch):
+    out = io.StringIO()
+    monkeypatch.setattr(main_job, "console", Console(file=out, width=300, color_system=None))
+    s = _summary()
+    cost = {"r": 1.4, "c": 0.1, "formula_speedup": 1.13}
+    s["speed"] = {"engine": "hf", "hardware": "AMD EPYC, 2 cores", "proposers": {
+        "cascade": {"speedup_vs_plain": 1.45, "tokens_per_s": 11.0, "tau": 1.8, "cost": cost},
+        "suffix": {"speedup_vs_plain": 1.3, "tokens_per_s": 9.5, "tau": 1.7, "cost": cost},
+        "hybrid": {"speedup_vs_plain": None, "tau": 1.9, "what_if": True, "cost": None}}}
+    s["deploy"] = {"engine": "hf", "proposer": "cascade", "speedup_vs_plain": 1.5, "chosen_on": "development",
+                   "on_test": {"speedup_vs_plain": 1.45}}
+    s["selection"] = {"dev_calls": 4, "cascade_threshold": 1.5}
+    main_job.print_summary(s)
+    text = out.getvalue()
+    assert text.index("Speed on the test calls (hf engine, AMD EPYC, 2 cores)") < text.index("Accepted length")
+    (row,) = [ln for ln in text.splitlines() if "│ cascade" in ln]
+    assert [c.strip() for c in row.split("│")[1:-1]] == ["cascade", "1.45x", "11.00", "1.80", "1.40", "0.10",
+                                                          "1.13x"]
+    assert text.index("│ cascade") < text.index("│ suffix")  # fastest first
+    assert ("deploy on hf: cascade (chosen on 4 development calls: 1.50x; on the test calls 1.45x); cascade "
+            "threshold 1.5") in text
