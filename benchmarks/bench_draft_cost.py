@@ -1,7 +1,7 @@
 """The cost model of speculative decoding, measured: r (a verification round) and c (a drafting round), in
 plain decoding steps of the same target on the same machine, side by side.
 
-    speed-up = tau / (r + c)        (docs/dspark.md 5.4)
+    speed-up = tau / (r + c)        (docs/dspark.md 5.5)
 
 For each target shape (random weights of the real dimensions; nothing is downloaded) and context length:
   - a plain decoding step (1 token after a KV-cached context);

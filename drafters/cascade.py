@@ -1,7 +1,7 @@
 """The cascade proposer: the near-free proposer first, the trained drafter only in rounds where it is unsure.
 
 Suffix decoding drafts in well under a millisecond; a DSpark drafting round costs a fraction of a target
-step (docs/dspark.md 5.4). Each verification round the cascade asks the cheap proposer; when its own
+step (docs/dspark.md 5.5). Each verification round the cascade asks the cheap proposer; when its own
 estimate of accepted drafts (``expected_accepted``: suffix decoding's path score) reaches ``threshold``,
 its proposal is verified and the drafter's forward is skipped; otherwise the drafter drafts. The choice
 looks only at the proposers' own estimates, never at the target, and is made before verification, so

@@ -109,7 +109,7 @@ class Generation:
         margin marks a numerical near-tie where fp32 reduction order may flip the argmax.
     finish_reason: "stop" (stop token), "stop_string", "length" (max_new_tokens reached).
     prefill_s: wall-clock seconds of the prompt's prefill (inside target_s and total_s); the decoding phase
-        that speed-ups compare is total_s - prefill_s (docs/dspark.md 5.4).
+        that speed-ups compare is total_s - prefill_s (docs/dspark.md 5.5).
     target_s / drafter_s / overhead_s / total_s: wall-clock seconds in target forwards (prefill included),
         in proposer calls (start/propose/commit), and the rest of the loop (acceptance, sampling, cache
         cropping, bookkeeping); total_s = their sum.

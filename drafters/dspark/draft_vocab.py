@@ -1,6 +1,6 @@
 """The draft vocabulary: the token ids a DSpark proposer may draft (FR-Spec, arXiv 2502.14856; EAGLE-3's
 reduced draft vocabulary). The drafter's LM head and Markov bias are then computed on these rows only,
-which is most of a drafting round's cost (docs/dspark.md 5.4)."""
+which is most of a drafting round's cost (docs/dspark.md 5.5)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ block [anchor, MASK x (g-1)] at positions start..start+g-1 in one drafter call, 
 the block's K/V (the "crop back to start" of docs/dspark.md 5.1 step 2), then samples the g drafts one after
 another through the Markov head (docs/dspark.md 1.5), in fp32.
 
-Drafting cost (docs/dspark.md 5.4). The base logits U = lm_head(h) do not depend on the drafts, so the
+Drafting cost (docs/dspark.md 5.5). The base logits U = lm_head(h) do not depend on the drafts, so the
 whole block's U is one [g, V] LM-head pass. The only sequential part is the Markov bias B_k = W2 z_k, whose
 z_k depends on the previous draft; it is evaluated on ``markov_candidates`` tokens only, the top-K of U_k:
 - greedy (temperature < 1e-5): exact. The argmax of U_k + B_k is searched among the candidates, and the
@@ -22,7 +22,7 @@ A draft vocabulary (``draft_vocab``, FR-Spec arXiv 2502.14856; EAGLE-3's reduced
 the LM head and the Markov bias to a subset of token ids: the organization's frequent tokens
 (``drafters.dspark.draft_vocab``), to which each request's own prompt tokens are added at ``start`` (agent
 answers copy from their context). Drafts then come from that subset only; the target still verifies every
-one, so output is unchanged and only tau can move (measured by the evaluation, docs/dspark.md 5.4).
+one, so output is unchanged and only tau can move (measured by the evaluation, docs/dspark.md 5.5).
 """
 
 from __future__ import annotations

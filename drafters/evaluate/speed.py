@@ -1,5 +1,5 @@
 """The speed section of an evaluation report: each proposer's measured speed-up over plain decoding, the
-cost model that explains it, and what to deploy on each engine (docs/dspark.md 5.4).
+cost model that explains it, and what to deploy on each engine (docs/dspark.md 5.5).
 
 Cost model. With tau the mean committed tokens per verification round, r the cost of a verification round
 and c the cost of a drafting round, both in plain decoding steps (the time plain decoding takes per token
