@@ -60,30 +60,37 @@ def sps_lookup(table: Mapping[int, float] | Sequence[tuple[int, float]]) -> Call
 
 
 def schedule_prefix_lengths(confidences: Sequence[Sequence[float]],
-                            sps: Mapping[int, float] | Sequence[tuple[int, float]] | Callable[[int], float]
-                            ) -> list[int]:
-    """Hardware-aware prefix scheduler, docs/dspark.md 6 (paper Algorithm 1 with early stop).
+                            sps: Mapping[int, float] | Sequence[tuple[int, float]] | Callable[[int], float],
+                            draft_s: float = 0.0) -> list[int]:
+    """Hardware-aware prefix scheduler, docs/dspark.md 6 (paper Algorithm 1 with early stop), with the
+    drafting round's own cost (docs/dspark.md 5.5).
 
     confidences: per active request r, calibrated conditional confidences c_{r,1..gamma_r}.
     sps: SPS(B), target verification steps/s for B tokens in the forward batch (table or callable).
-    Returns lengths l_r in {0..gamma_r} maximising Theta = tau * SPS(B), B = sum_r (1 + l_r),
+    draft_s: seconds of the drafting round that precedes each verification (0: the paper's Theta).
+    Returns lengths l_r in {0..gamma_r} maximising Theta = tau / (1 / SPS(B) + draft_s), B = sum_r (1 + l_r),
     tau = sum_r (1 + sum_{j<=l_r} a_{r,j}), a_{r,j} = prod_{i<=j} c_{r,i}: survivals are admitted in
     descending order (ties: smaller j first) and the walk stops at the first admission that does not
     improve Theta, which keeps admission non-anticipating and therefore lossless (Appendix A).
     """
     f = sps if callable(sps) else sps_lookup(sps)
+    if draft_s < 0:
+        raise TracedraftError("bad_input", f"draft_s must be >= 0, got {draft_s}", "draft_s")
     R = len(confidences)
     lengths = [0] * R
     if R == 0:
         return lengths
     pairs = [(a, j, r) for r, cs in enumerate(confidences) for j, a in enumerate(survival(cs), start=1) if a > 0]
     pairs.sort(key=lambda p: (-p[0], p[1], p[2]))
+    def theta_of(tau: float, B: int) -> float:  # committed tokens per second of (verify + draft)
+        return tau / (1.0 / f(B) + draft_s)
+
     B, tau = R, float(R)
-    best = tau * f(B)
+    best = theta_of(tau, B)
     for a, j, r in pairs:
         B += 1
         tau += a
-        theta = tau * f(B)
+        theta = theta_of(tau, B)
         if theta <= best:
             break
         best = theta
@@ -92,11 +99,12 @@ def schedule_prefix_lengths(confidences: Sequence[Sequence[float]],
 
 
 def what_if_truncation(rounds: Sequence[Round], threshold: float | None = None,
-                       sps: Mapping[int, float] | Sequence[tuple[int, float]] | None = None) -> dict:
+                       sps: Mapping[int, float] | Sequence[tuple[int, float]] | None = None,
+                       draft_s: float = 0.0) -> dict:
     """Per-round counterfactual of verifying only a prefix of each recorded round (threshold 0 runs).
 
     For each round with confidences, the verified length l is threshold_length(c, threshold) or the
-    scheduler's choice for a single request (schedule_prefix_lengths([c], sps)); the round would then
+    scheduler's choice for a single request (schedule_prefix_lengths([c], sps, draft_s)); the round would then
     commit min(a, l) + 1 tokens while verifying l + 1. Rounds without confidences keep l = n. This ignores
     that a different cut changes later rounds' anchors, so it is an estimate; rerun the loop with
     ``confidence_threshold`` for the exact figure. Returns {"rounds", "tokens", "verified_tokens",
@@ -110,7 +118,7 @@ def what_if_truncation(rounds: Sequence[Round], threshold: float | None = None,
         n = r.proposed
         if r.confidences is not None and n > 0:
             c = r.confidences[:n]
-            ell = threshold_length(c, threshold) if f is None else schedule_prefix_lengths([c], f)[0]
+            ell = threshold_length(c, threshold) if f is None else schedule_prefix_lengths([c], f, draft_s)[0]
         else:
             ell = n
         a = min(r.accepted, ell)

@@ -332,6 +332,17 @@ def test_scheduler_algorithm1_with_early_stop():
         schedule_prefix_lengths([[0.5]], {})
 
 
+def test_scheduler_counts_the_drafting_round():
+    """A drafting round costs time whatever is verified, so a longer verification costs relatively less:
+    Theta = tau / (1/SPS(B) + draft_s). Jagged table, draft_s 0.05 s: B=3 2.9/0.06 = 48.3, B=4 3.71/0.07 = 53.0,
+    B=5 4.21/0.055 = 76.5: everything is admitted where draft_s = 0 stopped at B=3."""
+    jagged = {2: 100.0, 3: 100.0, 4: 50.0, 5: 200.0}
+    assert schedule_prefix_lengths([[0.9, 0.9], [0.5]], jagged, draft_s=0.0) == [1, 0]
+    assert schedule_prefix_lengths([[0.9, 0.9], [0.5]], jagged, draft_s=0.05) == [2, 1]
+    with pytest.raises(TracedraftError):
+        schedule_prefix_lengths([[0.5]], jagged, draft_s=-1.0)
+
+
 def test_what_if_truncation_counts():
     rounds = [spec.Round(3, 3, [0.9, 0.8, 0.7], [1, 2, 3, 4]), spec.Round(3, 1, [0.9, 0.3, 0.9], [1, 2])]
     w = what_if_truncation(rounds, threshold=0.5)
