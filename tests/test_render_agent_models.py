@@ -43,6 +43,11 @@ MARKERS = {
                                                 special=["<|start_of_role|>", "<|end_of_role|>", "<|tool_call|>"]),
     "microsoft-Phi-4-mini-instruct": dict(eos="<|endoftext|>", special=["<|system|>", "<|user|>", "<|assistant|>",
                                                                          "<|end|>", "<|tool|>", "<|/tool|>"]),
+    "ibm-granite-granite-4.0": dict(eos="<|end_of_text|>", special=["<|start_of_role|>", "<|end_of_role|>"],
+                                    extra=["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]),
+    "mistralai-Mistral-Small-3.2-24B-Instruct-2506": dict(bos="<s>", eos="</s>", special=MINISTRAL + ["[CALL_ID]",
+                                                                                                    "[TOOL_CONTENT]"]),
+    "unsloth-Devstral-Small-2507": dict(bos="<s>", eos="</s>", special=MINISTRAL),
 }
 WEATHER = ToolDef("get_weather", "Weather for a city.",
                   {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
@@ -322,3 +327,33 @@ def test_hermes_named_templates_plain_chats_use_default():
         [{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True)
     rows = r.render_conversation(agent_conversation(reasoning=False))
     assert r.report.dropped == [] and r.report.conversations == 2 and "<tool_call>" in supervised_runs(tok, rows[0])[0]
+
+
+# ---------------------------------------------------------------------------- every template, one agent run
+
+
+@pytest.mark.parametrize("name,kwargs,followup", [
+    ("MiniMaxAI-MiniMax-M2", None, True),
+    ("deepseek-ai-DeepSeek-V3.2", None, True),
+    ("deepseek-ai-DeepSeek-V3.2", {"thinking": True}, True),
+    ("Qwen-Qwen3-Coder-30B-A3B-Instruct", None, True),
+    ("mistralai-Ministral-3-14B-Reasoning-2512", None, False),
+    ("ibm-granite-granite-4.0", None, True),
+    ("mistralai-Mistral-Small-3.2-24B-Instruct-2506", None, False),
+    ("unsloth-Devstral-Small-2507", None, False),
+])
+def test_agent_run_renders_every_call_with_one_labelling_rule(name, kwargs, followup):
+    """One call, parallel calls and a final answer after them, with reasoning where the template keeps it:
+    no call dropped, every supervised run ends with the template's end-of-turn token, no logged string
+    left unlocated, and training labels equal the labels of the same tokens as generated text."""
+    tok, r = make(name, kwargs)
+    keeps_reasoning = r.dialect.prompt_reasoning != "closed" and name not in (
+        "Qwen-Qwen3-Coder-30B-A3B-Instruct", "ibm-granite-granite-4.0",
+        "mistralai-Mistral-Small-3.2-24B-Instruct-2506", "unsloth-Devstral-Small-2507")
+    c = agent_conversation(reasoning=keeps_reasoning, followup=followup)
+    rows = r.render_conversation(c)
+    assert r.report.dropped == [] and sum(len(s.call_ids) for s in rows) == 3
+    assert not any(k.startswith(("not_located", "end_of_turn_guessed", "args_located")) for k in r.report.warnings)
+    eot = tuple(r.dialect.eot_tokens)
+    assert all(run.endswith(eot) for s in rows for run in supervised_runs(tok, s)), r.dialect.eot_tokens
+    assert_one_labelling_rule(tok, r, c)
