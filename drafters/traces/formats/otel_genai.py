@@ -195,19 +195,27 @@ def _semconv_messages(raw: Any) -> list[Message]:
 
 def _any_agent_output(attrs: dict) -> list[Message]:
     """any-agent's completion: ``gen_ai.output`` (older: ``genai.output``) holding text, or with
-    ``...output.type == "json"`` a JSON list of tool calls (``{name, arguments}`` or OpenAI ``{id, function}``)."""
+    ``...output.type == "json"`` a JSON list of tool calls (``{tool.name, tool.args}``, ``{name, arguments}`` or
+    OpenAI ``{id, function}``); JSON that is not a list of calls (a structured final answer) is the text."""
     key = "gen_ai.output" if "gen_ai.output" in attrs else "genai.output"
     if key not in attrs:
         return []
-    if attrs.get(key + ".type") != "json":
+    value = _json_attr(attrs, key) if attrs.get(key + ".type") == "json" else None
+    if not _is_call_list(value):  # text, or a structured final answer (JSON that is not a list of calls)
         return [Message("assistant", [TextPart(as_text(attrs[key]))])] if attrs[key] else []
     parts: list = []
-    for call in as_list(_json_attr(attrs, key)):
+    for call in value:
         if isinstance(call, dict):
             fn = call.get("function") if isinstance(call.get("function"), dict) else call
             name = fn.get("name", fn.get("tool.name"))  # any-agent 1.x writes {"tool.name", "tool.args"}
             parts.append(ToolCallPart.from_raw(call.get("id"), str(name), fn.get("arguments", fn.get("tool.args"))))
     return [Message("assistant", parts)]
+
+
+def _is_call_list(value: Any) -> bool:
+    """A non-empty list of tool-call objects (``{tool.name, tool.args}``, ``{name, arguments}``, OpenAI's)."""
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(c, dict) and any(k in c for k in ("tool.name", "name", "function")) for c in value)
 
 
 def _flat_messages(attrs: dict, prefix: str) -> list[Message]:
