@@ -52,7 +52,11 @@ def test_deploy_is_the_reports_choice_else_the_fastest_measured_else_plain(bench
         if e["speedup_vs_plain"] is not None:
             e["speedup_vs_plain"] = 0.8
     d = deploy_choice(slow)
-    assert d.proposer == "plain" and d.speedup_vs_plain == 1.0 and "no proposer beats plain" in d.reason
+    assert d.proposer == "plain" and d.speedup_vs_plain == 1.0 and "no proposer decoded faster" in d.reason
+    assert d.tokens_per_s == bench["plain"]["tokens_per_s"]
+    plain = dict(bench, speed={"deploy": {"proposer": None, "speedup_vs_plain": 1.0, "tokens_per_s": None,
+                                          "reason": "no proposer decoded faster than plain decoding"}})
+    assert deploy_choice(plain).proposer == "plain"  # the report's own "None" is plain decoding, never "None"
 
 
 def test_small_samples_flag_intervals_over_fewer_than_ten_calls(bench):

@@ -51,24 +51,17 @@ class Deploy:
 
 
 def deploy_choice(report: Mapping[str, Any]) -> Deploy:
-    """``report["speed"]["deploy"]`` when the report names one; else the proposer with the highest measured
-    ``speedup_vs_plain`` (what-if rows have none), or plain decoding when none is above 1.0."""
-    named = (report.get("speed") or {}).get("deploy")
-    if named:
-        return Deploy(str(named["proposer"]), named.get("speedup_vs_plain"), named.get("tokens_per_s"),
-                      str(named.get("reason") or "named by the report"))
-    plain_tps = (report.get("plain") or {}).get("tokens_per_s")
-    measured = {n: e for n, e in report["proposers"].items() if e.get("speedup_vs_plain") is not None}
-    if not measured:
-        return Deploy("plain", 1.0 if plain_tps else None, plain_tps,
-                      "no proposer's speed was measured against plain decoding on this engine")
-    best = max(measured, key=lambda n: measured[n]["speedup_vs_plain"])
-    speedup = float(measured[best]["speedup_vs_plain"])
-    if speedup <= 1.0:
-        return Deploy("plain", 1.0, plain_tps, f"no proposer beats plain decoding here (best: {best} "
-                      f"x{speedup:.2f})")
-    return Deploy(best, speedup, (measured[best].get("timing") or {}).get("tokens_per_s"),
-                  "the highest measured speed-up over plain decoding of the proposers replayed")
+    """What to deploy: ``report["speed"]["deploy"]`` when the report names it, else the same rule applied to
+    the report's proposers (``drafters.evaluate.speed.deploy_choice``: the highest measured speed-up, what-if
+    rows never, plain decoding when none is above 1.0). Plain decoding's tokens/s is the report's own."""
+    from drafters.evaluate.speed import deploy_choice as fastest
+
+    named = (report.get("speed") or {}).get("deploy") or fastest(report["proposers"],
+                                                                 report["settings"].get("engine") or "hf")
+    plain = named.get("proposer") in (None, "plain")
+    tps = (report.get("plain") or {}).get("tokens_per_s") if plain else named.get("tokens_per_s")
+    return Deploy("plain" if plain else str(named["proposer"]), named.get("speedup_vs_plain"), tps,
+                  str(named.get("reason") or "named by the report"))
 
 
 @dataclass(frozen=True)
