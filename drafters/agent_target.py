@@ -21,6 +21,7 @@ from drafters.target_cache import (
     CACHE_MARKER,
     TargetLoadError,
     build_once,
+    build_step,
     convert_gguf,
     default_cache_dir,
     smollm2_gguf_path,
@@ -63,6 +64,12 @@ def agent_key(base_sha256: str, adapter_dir: str | Path = ADAPTER_DIR) -> str:
     return h.hexdigest()
 
 
+#: The merge's steps and their shares of its time, for the ETA of its progress reports: each step of
+#: ``merge_adapter`` timed on a 2-core AMD EPYC (AVX512-BF16) at a load of 8, 2026-12-04: 0.5 s, 20.4 s,
+#: 6.1 s.
+MERGE_STEPS = (("loading the base model", 0.02), ("merging the adapter", 0.75), ("writing safetensors", 0.23))
+
+
 def merge_adapter(base_dir: str | Path, adapter_dir: str | Path, out_dir: str | Path) -> None:
     """Write ``base + adapter`` merged (W + (alpha/r) B A in fp32, peft's ``merge_and_unload``) to ``out_dir``
     as safetensors, with the base tokenizer whose chat template is the adapter's ``chat_template.jinja``."""
@@ -70,8 +77,11 @@ def merge_adapter(base_dir: str | Path, adapter_dir: str | Path, out_dir: str | 
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    build_step(MERGE_STEPS[0][0])
     base = AutoModelForCausalLM.from_pretrained(str(base_dir), dtype=torch.float32)
+    build_step(MERGE_STEPS[1][0])
     merged = PeftModel.from_pretrained(base, str(adapter_dir)).merge_and_unload()
+    build_step(MERGE_STEPS[2][0])
     merged.save_pretrained(str(out_dir), safe_serialization=True)
     tok = AutoTokenizer.from_pretrained(str(base_dir))
     tok.chat_template = (Path(adapter_dir) / TEMPLATE_FILE).read_text(encoding="utf-8")
@@ -99,7 +109,8 @@ def agent_target_dir(cache_dir: str | Path | None = None, adapter_dir: str | Pat
                 "base_sha256": base_sha, "adapter_sha256": sha256_file(files["adapter"])}
 
     try:
-        return build_once(dest, merge)
+        return build_once(dest, merge, f"merging the {AGENT_SPEC} tool-calling adapter into the target",
+                          MERGE_STEPS)
     except Exception as e:
         raise TargetLoadError(
             "target_load_failed",

@@ -9,13 +9,12 @@ so the drafter's cross-entropy target and the target's distribution agree (docs/
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from drafters.periodic import every
 from drafters.regeneration.backends import Backend, GenerationCancelled, Request
 from drafters.regeneration.store import Regeneration, RegenerationStore, Sampling, answer_key, call_seed
 from drafters.toolcalls import ToolCallStats, check_tool_calls, find_tool_calls
@@ -104,7 +103,8 @@ def regenerate(prompts: Sequence[Any], backend: Backend, store: RegenerationStor
         flight = _InFlight(progress, report, pace, b, len(batch), t0)
         try:
             # a backend that decodes in lock-step reports its steps; for the others a clock reports the batch
-            with _every(STEP_REPORT_S, flight.report, progress is not None and not getattr(backend, "lock_step", False)):
+            clock = flight.report if progress is not None and not getattr(backend, "lock_step", False) else None
+            with every(STEP_REPORT_S, clock):
                 outputs = backend.generate(requests, sampling, cancelled=cancelled, on_step=flight.on_step)
         except GenerationCancelled:  # a partial batch: nothing of it is stored, a resume writes it whole
             report.cancelled = True
@@ -203,26 +203,6 @@ class _InFlight:
             f"about token {int(tokens)}" if tokens is not None else f"running for {elapsed:.0f} s")
         note = f", a batch of {self.rows} {at} of about {expected:.0f}"
         self.progress(*_progress(self.run, self.rows * share, self.pace.eta(self.b, tokens or 0.0, elapsed), note))
-
-
-@contextlib.contextmanager
-def _every(seconds: float, call: Callable[[], None], enabled: bool) -> Iterator[None]:
-    """Run ``call`` every ``seconds`` on a daemon thread while the block runs (when ``enabled``)."""
-    stop = threading.Event()
-
-    def beat() -> None:
-        while not stop.wait(seconds):
-            call()
-
-    thread = threading.Thread(target=beat, name="regeneration-progress", daemon=True)
-    if enabled:
-        thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        if enabled:
-            thread.join()
 
 
 def _progress(report: RegenerationReport, in_flight: float, eta: float | None,

@@ -46,11 +46,20 @@ def load_job_target(ctx: StageContext, *, for_training: bool = False):
     recipe = StageRecipe.from_spec(ctx.spec.get("recipe"))
     dtype = Machine.detect().training_target_dtype(recipe.target_dtype) if for_training else None
     tspec = target_spec(ctx)
-    target = load_target(tspec["model"], device=device(), cache_dir=ctx.settings.cache_dir, dtype=dtype,
-                         trust_remote_code=bool(tspec.get("trust_remote_code")))
+    with reporting_target_builds(ctx):
+        target = load_target(tspec["model"], device=device(), cache_dir=ctx.settings.cache_dir, dtype=dtype,
+                             trust_remote_code=bool(tspec.get("trust_remote_code")))
     if device() == "cpu":
         target.feature_dtype = torch.float32
     return target
+
+
+def reporting_target_builds(ctx: StageContext):
+    """A context in which a first use of the target that converts or merges it (``drafters.target_cache``:
+    a minute or more on a CPU) reports each step, and every few seconds, as stage progress with an ETA."""
+    from drafters.target_cache import reporting_builds
+
+    return reporting_builds(lambda message, eta: ctx.progress(0.0, eta, message=message))
 
 
 def torch_distributed() -> bool:
@@ -163,8 +172,9 @@ def job_renderer(ctx: StageContext):
     from drafters.target import load_tokenizer
 
     tspec = target_spec(ctx)
-    tokenizer = load_tokenizer(tspec["model"], cache_dir=ctx.settings.cache_dir,
-                               trust_remote_code=bool(tspec.get("trust_remote_code")))
+    with reporting_target_builds(ctx):
+        tokenizer = load_tokenizer(tspec["model"], cache_dir=ctx.settings.cache_dir,
+                                   trust_remote_code=bool(tspec.get("trust_remote_code")))
     return Renderer(tokenizer, chat_template=tspec.get("chat_template"),
                     template_kwargs=tspec.get("template_kwargs") or {},
                     max_seq_len=auto(tspec.get("max_seq_len"), "max_seq_len"))
