@@ -360,6 +360,7 @@ def _stage_ctx(tmp_path, target_dir, *, regenerate="auto", mismatch=True, templa
     from drafters.shards import save_prompts
     from drafters.target import load_tokenizer
     from drafters.traces.ingest import write_canonical
+    from workers.stages.prepare import _render_prompts
 
     canonical, prepared = tmp_path / "canonical", tmp_path / "prepared"
     canonical.mkdir(exist_ok=True)
@@ -370,8 +371,9 @@ def _stage_ctx(tmp_path, target_dir, *, regenerate="auto", mismatch=True, templa
     write_canonical([held], canonical / "heldout.jsonl")
     template_text = template_text or read_template(CHATML_TOOLS)
     renderer = Renderer(load_tokenizer(str(target_dir)), chat_template=template_text)
-    save_prompts([renderer.render_prompt(c) for c in train.calls()], prepared / "train_prompts.jsonl")
-    save_prompts([renderer.render_prompt(c) for c in held.calls()], prepared / "heldout_prompts.jsonl")
+    # As the prepare stage writes them: a call the template cannot render is left out (and reported).
+    save_prompts(_render_prompts(renderer, [train]), prepared / "train_prompts.jsonl")
+    save_prompts(_render_prompts(renderer, [held]), prepared / "heldout_prompts.jsonl")
     events = []
     warnings = [{"code": "model_mismatch", "message": "other model"}] if mismatch else []
     return SimpleNamespace(
