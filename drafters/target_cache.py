@@ -95,10 +95,11 @@ class BuildWatch:
         self.current = 0
 
     def step(self, name: str) -> None:
-        """Step ``name`` starts (the ones before it are done)."""
-        self.current = [n for n, _ in self.steps].index(name)
-        self.step_started = time.perf_counter()
-        self.tick()
+        """Step ``name`` starts (the ones before it are done); reported unless it is the one running."""
+        i = [n for n, _ in self.steps].index(name)
+        if i != self.current:
+            self.current, self.step_started = i, time.perf_counter()
+            self.tick()
 
     def eta(self, now: float) -> float | None:
         done = sum(share for _, share in self.steps[: self.current])
