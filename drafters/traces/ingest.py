@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Literal
 
 from drafters.traces import io as tio
-from drafters.traces.detect import candidate_formats
+from drafters.traces.detect import candidate_formats, json_problem
 from drafters.traces.formats import get_format
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.mapping import Mapping, load_mapping
@@ -162,9 +162,16 @@ def _read_file(path: Path, forced: TraceFormat | None, report: ValidationReport,
         if forced is not None:
             candidates = [forced]
         else:
+            head = tio.read_head(path)
             try:
-                candidates = candidate_formats(tio.read_head(path), path.name)
+                candidates = candidate_formats(head, path.name)
             except TraceError as exc:
+                bad = json_problem(head, path.name, whole=len(head.encode()) < tio.HEAD_BYTES - 4)
+                if exc.code == "unknown_format" and bad is not None:  # not JSON at all: say where
+                    msg, line, col = bad
+                    report.error("invalid_json", f"the file is not JSON (nor JSON lines): {msg} at line {line} "
+                                 f"column {col}", Source("", name, line=line))
+                    return None
                 report.error(exc.code, exc.message, Source("", name))  # unknown_format, empty_file
                 return None
         declined: list[tuple[TraceFormat, TrialSink, _FileTally]] = []
@@ -242,7 +249,7 @@ def _try_format(fmt: TraceFormat, path: Path, trial: TrialSink, tally: _FileTall
         raise
     except (OSError, EOFError, UnicodeError):
         raise
-    except Exception as exc:  # noqa: BLE001 - see _read_file
+    except Exception as exc:  # a parser bug before any conversation: this candidate declines
         if trial.committed or type(exc).__module__.startswith("zstandard"):
             raise
         trial.error("parser_error", f"parser failed: {type(exc).__name__}: {exc}", Source(fmt.name, name))

@@ -11,6 +11,7 @@ are flattened ``llm.input_messages.N.message.*`` keys), ``agent_steps.json`` (st
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -34,7 +35,7 @@ def _walk_runs():
     runs = [json.loads(x) for x in (SHAPES / "runs_inputs_outputs.jsonl").read_text().splitlines()]
     outs = [r["outputs"]["choices"][0]["message"] for r in runs]
     # runs 1-3 chain (each input = the previous input + output + tool results); run 4 stands alone
-    for prev, nxt in zip(runs[:2], runs[1:3]):
+    for prev, nxt in itertools.pairwise(runs[:3]):
         n = len(prev["inputs"]["messages"])
         assert nxt["inputs"]["messages"][:n + 1] == prev["inputs"]["messages"] + [prev["outputs"]["choices"][0]["message"]]
     return 2, len(runs), sum(len(o.get("tool_calls") or []) for o in outs)

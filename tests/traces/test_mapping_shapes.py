@@ -58,8 +58,8 @@ def test_a_calls_response_beside_its_input_chains_calls(tmp_path):
             {"inputs": {"messages": TURNS[:3]}, "outputs": {"choices": [{"message": TURNS[3]}]}},
             {"inputs": {"messages": [{"role": "user", "content": "hi"}]},
              "outputs": {"choices": [{"message": {"role": "assistant", "content": "hello"}}]}}]
-    mapping = dict(messages="$.inputs.messages", response="$.outputs.choices[0].message", role="role", roles=ROLES,
-                   content="content", tool_calls="tool_calls", tool_call=OPENAI_CALL)
+    mapping = {"messages": "$.inputs.messages", "response": "$.outputs.choices[0].message", "role": "role",
+               "roles": ROLES, "content": "content", "tool_calls": "tool_calls", "tool_call": OPENAI_CALL}
     result, _ = _read(tmp_path, "runs.jsonl", "\n".join(json.dumps(r) for r in runs), **mapping)
     assert result.report.ok, result.report.errors
     assert totals(result.conversations) == (2, 3, 1)  # runs 1-2 are one agent loop, run 3 another conversation
@@ -71,9 +71,9 @@ def test_a_calls_response_beside_its_input_chains_calls(tmp_path):
 STEPS = {"task": "Count files in /w", "steps": [
     {"thought": "list them", "action": {"tool": "ls", "args": {"path": "/w"}}, "observation": "a.py b.py"},
     {"thought": "two", "answer": "There are 2 files."}]}
-STEP_MAPPING = dict(records="each", messages="$.steps", role="kind", roles={"*": "assistant"}, content="answer",
-                    reasoning="thought", tool_calls="action", tool_call={"name": "tool", "arguments": "args"},
-                    prompt={"user": "$.task"})
+STEP_MAPPING = {"records": "each", "messages": "$.steps", "role": "kind", "roles": {"*": "assistant"},
+                "content": "answer", "reasoning": "thought", "tool_calls": "action",
+                "tool_call": {"name": "tool", "arguments": "args"}, "prompt": {"user": "$.task"}}
 
 
 def test_agent_steps_with_observation(tmp_path):

@@ -46,9 +46,9 @@ def test_per_call_rows_repeating_history_count_each_call_once():
     assert rows[1][: len(rows[0])] == rows[0]
     want_calls = sum(1 for t in rows[1] + rows[2] if t["from"] == "gpt")
     parsed = [b for t in rows[1] if t["from"] == "gpt" for b in re.findall(r"<tool_call>(.*?)</tool_call>",
-                                                                          t["value"], re.S)]
+                                                                          t["value"], re.DOTALL)]
     result = ingest([path], scrub=False)
-    blocks3 = re.findall(r"<tool_call>(.*?)</tool_call>", rows[2][-1]["value"], re.S)
+    blocks3 = re.findall(r"<tool_call>(.*?)</tool_call>", rows[2][-1]["value"], re.DOTALL)
     assert result.report.ok, result.report.errors
     # row 3's block is a Python dict (as Glaive-derived rows write it), read as the call it is
     assert totals(result.conversations) == (2, want_calls, len(parsed) + len(blocks3))

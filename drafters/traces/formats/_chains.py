@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from drafters.traces.formats._content import link_models
 from drafters.traces.model import Conversation, LLMCall, Message, Source, ToolDef
 
 
@@ -26,6 +27,7 @@ class _Chain:
     id: str
     source: Source
     tools: list[ToolDef]
+    key: object = None
     calls: list[LLMCall] = field(default_factory=list)
 
 
@@ -36,24 +38,27 @@ class CallChains:
     chains: list[_Chain] = field(default_factory=list)
 
     def add(self, conv_id: str, source: Source, tools: list[ToolDef], context: list[Message],
-            completion: Message) -> None:
-        """One call: appended to the latest conversation whose last call it extends, else a new one."""
+            completion: Message, key: object = None) -> LLMCall:
+        """One call: appended to the latest conversation of the same ``key`` (a trace id, say) whose last call
+        it extends, else the first of a new conversation (``conv_id``, ``source``). Returns the call."""
         chain = None
         for c in reversed(self.chains):
             last = c.calls[-1]
             prev = [*last.context, last.completion]
-            if len(context) >= len(prev) and same_messages(context[: len(prev)], prev):
+            if c.key == key and len(context) >= len(prev) and same_messages(context[: len(prev)], prev):
                 chain = c
                 break
         if chain is None:
-            chain = _Chain(conv_id, source, tools)
+            chain = _Chain(conv_id, source, tools, key)
             self.chains.append(chain)
         chain.calls.append(LLMCall(chain.id, len(chain.calls), tools, context, completion))
+        return chain.calls[-1]
 
     def conversations(self) -> Iterator[Conversation]:
         """Each chain as a conversation with explicit calls (the transcript: the last call's context and
-        completion)."""
+        completion); context copies of earlier completions get their model name back (``link_models``)."""
         for c in self.chains:
+            link_models(c.calls)
             last = c.calls[-1]
             yield Conversation(id=c.id, source=c.source, tools=c.tools, messages=[*last.context, last.completion],
                                explicit_calls=c.calls)

@@ -32,7 +32,7 @@ import json
 from collections.abc import Iterator
 from typing import IO
 
-from drafters.traces.formats._content import as_list, content_parts, tool_defs
+from drafters.traces.formats._content import as_list, content_parts, merge_adjacent_tool_messages, tool_defs
 from drafters.traces.formats._reading import load_json, src
 from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -146,7 +146,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         llm = agent.get("llm_config") if isinstance(agent.get("llm_config"), dict) else {}
         model = llm.get("model") if isinstance(llm.get("model"), str) else None
         raw = _in_context(agent, agent["messages"], source, problems)
-        merged = _merged([_message(m, model) for m in raw if isinstance(m, dict)])
+        merged = merge_adjacent_tool_messages([_message(m, model) for m in raw if isinstance(m, dict)])
         name = agent.get("id") or agent.get("name") or k
         conv = Conversation(id=f"{NAME}:{filename.rsplit('/', 1)[-1]}:{name}", source=source,
                             tools=_tools(doc, agent), messages=merged)
@@ -156,17 +156,6 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             for i, call in enumerate(conv.explicit_calls):
                 call.index = i
         yield conv
-
-
-def _merged(messages: list[Message]) -> list[Message]:
-    """Adjacent tool messages as one: parallel results answer one assistant message."""
-    out: list[Message] = []
-    for m in messages:
-        if out and m.role == "tool" and out[-1].role == "tool":
-            out[-1].parts.extend(m.parts)
-        else:
-            out.append(m)
-    return out
 
 
 def _is_summary(raw: dict) -> bool:
@@ -205,7 +194,7 @@ def _earlier_calls(conv: Conversation, stored: list, in_context: list, model: st
             system = msg
             continue
         if msg.role == "assistant" and (before or system):
-            context = _merged(([system] if system else []) + [Message(x.role, list(x.parts)) for x in before])
+            context = merge_adjacent_tool_messages(([system] if system else []) + [Message(x.role, list(x.parts)) for x in before])
             calls.append(LLMCall(conv.id, len(calls), conv.tools, context, msg))
         before.append(msg)
     problems.warning("history_rebuilt", f"{len(out)} of {len(stored)} stored messages are no longer in the agent's "

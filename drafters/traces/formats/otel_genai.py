@@ -46,7 +46,8 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, Any
 
-from drafters.traces.formats._content import as_list, as_text, link_models, semconv_parts, tool_defs
+from drafters.traces.formats._chains import CallChains
+from drafters.traces.formats._content import as_list, as_text, semconv_parts, tool_defs
 from drafters.traces.formats._reading import iter_values, src
 from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -322,11 +323,6 @@ def _rebuilt_context(previous: tuple[dict, LLMCall] | None, span: dict, tool_spa
 
 
 
-def _same(a: list[Message], b: list[Message]) -> bool:
-    """Message lists equal in role and parts (a context copy of a completion carries no model name)."""
-    return len(a) == len(b) and all(x.role == y.role and x.parts == y.parts for x, y in zip(a, b))
-
-
 @guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """Read every span, deduplicate, rebuild LLM calls, chain them into conversations per trace."""
@@ -359,8 +355,13 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             problems.warning("in_progress_span", "span printed only in progress (end_time null); dropped",
                              src(NAME, filename, line=s["line"], record=f"span {s['span']}"))
     ordered = sorted(spans.values(), key=lambda s: (str(s["trace"]), s["start"] or 0.0, str(s["span"])))
+    yield from _conversations(ordered, filename, problems)
+
+
+def _conversations(ordered: list[dict], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+    """The LLM calls of the spans (in trace and time order), deduplicated and chained per trace."""
     tool_spans = [s for s in ordered if s["attrs"].get("gen_ai.operation.name") == "execute_tool"]
-    chains: list[dict] = []  # {"trace", "id", "calls": [LLMCall], "tools"}
+    chains = CallChains()
     seen_calls: set[str] = set()
     previous: tuple[dict, LLMCall] | None = None  # the last call read (its span), for rebuilding a context
     rebuilt = 0
@@ -382,28 +383,13 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
                              src(NAME, filename, line=s["line"], record=f"span {s['span']}"))
             continue
         seen_calls.add(fingerprint)
-        chain = None
-        for c in reversed(chains):
-            last = c["calls"][-1]
-            prev = last.context + [last.completion]
-            if c["trace"] == s["trace"] and len(context) >= len(prev) and _same(context[: len(prev)], prev):
-                chain = c
-                break
-        if chain is None:
-            chain = {"trace": s["trace"], "id": f"{s['trace']}/{s['span']}", "calls": [], "tools": tools,
-                     "line": s["line"]}
-            chains.append(chain)
-        chain["calls"].append(LLMCall(chain["id"], len(chain["calls"]), tools, context, completion))
-        previous = (s, chain["calls"][-1])
+        source = src(NAME, filename, line=s["line"], record=f"trace {s['trace']}")
+        previous = (s, chains.add(f"{s['trace']}/{s['span']}", source, tools, context, completion, key=s["trace"]))
     if rebuilt:
         problems.warning("context_rebuilt", f"{rebuilt} LLM call(s) record their output but not their input: each "
                          "context was rebuilt from the call before it, its output and the tool spans in between",
                          src(NAME, filename))
-    for c in chains:
-        link_models(c["calls"])
-        last = c["calls"][-1]
-        yield Conversation(id=c["id"], source=src(NAME, filename, line=c["line"], record=f"trace {c['trace']}"),
-                           tools=c["tools"], messages=last.context + [last.completion], explicit_calls=c["calls"])
+    yield from chains.conversations()
 
 
 FORMAT = TraceFormat(
