@@ -20,6 +20,12 @@ How the supervised span is found (never a regex on one template):
   own (GLM) hands over with the next message's role token (``<|observation|>`` before tool results,
   ``<|user|>`` after an answer): the model generates it, so it ends the answer and is supervised
   (PrimeIntellect-ai/prime-rl#2644).
+- A generation prompt that opens reasoning (MiniMax-M2, DeepSeek-V3.2 thinking) makes the answer start
+  inside it; one that writes an empty block (thinking off) makes it start after; a template that rewrites
+  history once an answer follows (gpt-oss drops earlier analysis) still gives the text after the served
+  prompt (``calls``). Turn ends are told from message ends (gpt-oss ``<|return|>``/``<|call|>`` vs
+  ``<|end|>``); templates whose behaviour rows cannot represent (gpt-oss renders one call per turn) refuse
+  the calls concerned with a code.
 - Tool-call arguments are located as one JSON value, or key by key and value by value when the template
   writes them as pairs (GLM's ``<arg_key>``/``<arg_value>``); inline ``<think>...</think>`` in the content
   is reasoning. Generated text is labelled by the same rule (``generated``), its calls found by the markup

@@ -133,8 +133,9 @@ class Renderer:
         return segment_completion(token_ids, self.codec, self.dialect)
 
     def end_of_turn_ids(self) -> list[int]:
-        """Token ids that end an assistant turn: the template's end-of-turn tokens, then the tokenizer's eos
-        (what regeneration stops at)."""
+        """Token ids that end an assistant turn: the template's end-of-turn tokens (turn ends, never the end of
+        a message inside a turn: gpt-oss gives ``<|return|>`` and ``<|call|>``, not ``<|end|>``), then the
+        tokenizer's eos (what regeneration stops at)."""
         tok = self.tokenizer
         ids = [tok.convert_tokens_to_ids(t) for t in self.dialect.eot_tokens]
         if tok.eos_token_id is not None:
