@@ -100,7 +100,8 @@ def test_compose_structure():
         assert "healthcheck" in s[name], name
     assert s["migrate"]["command"] == ["db", "upgrade"]
     assert s["api"]["command"][:1] == ["serve"] and "0.0.0.0" in s["api"]["command"]
-    assert s["worker-cpu"]["command"][:3] == ["worker", "--queue", "cpu"]
+    # without the gpu profile the CPU worker serves both queues (training and evaluation are gpu-queue stages)
+    assert [_interpolate(w) for w in s["worker-cpu"]["command"][:3]] == ["worker", "--queue", "cpu,gpu"]
     assert s["worker-gpu"]["command"] == ["worker", "--queue", "gpu"]
     for app in ("api", "worker-cpu", "worker-gpu"):
         dep = s[app]["depends_on"]

@@ -1,0 +1,1 @@
+"""scripts/stack: the local stack with or without an image registry (docs/stack.md)."""
