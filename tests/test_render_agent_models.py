@@ -29,25 +29,25 @@ from tests.test_render import TEMPLATES, read_template, supervised_runs, tokeniz
 DSML = "｜DSML｜"
 MINISTRAL = ["[INST]", "[/INST]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
              "[TOOL_CALLS]", "[ARGS]", "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[THINK]", "[/THINK]", "[IMG]"]
+TOOL_TAGS = ["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
 MARKERS = {
-    "MiniMaxAI-MiniMax-M2": dict(bos="]~!b[", eos="[e~[", special=["]~b]"],
-                                 extra=["<think>", "</think>", "<minimax:tool_call>", "</minimax:tool_call>"]),
-    "deepseek-ai-DeepSeek-V3.2": dict(bos="<｜begin▁of▁sentence｜>", eos="<｜end▁of▁sentence｜>",
-                                      special=["<｜User｜>", "<｜Assistant｜>"], extra=["<think>", "</think>"]),
-    "openai-gpt-oss-120b": dict(eos="<|return|>", special=["<|start|>", "<|channel|>", "<|message|>", "<|call|>",
-                                                            "<|end|>", "<|constrain|>"]),
-    "Qwen-Qwen3-Coder-30B-A3B-Instruct": dict(eos="<|im_end|>", extra=["<tool_call>", "</tool_call>",
-                                                                        "<tool_response>", "</tool_response>"]),
-    "mistralai-Ministral-3-14B-Reasoning-2512": dict(bos="<s>", eos="</s>", special=MINISTRAL),
-    "ibm-granite-granite-3.3-2b-instruct": dict(eos="<|end_of_text|>",
-                                                special=["<|start_of_role|>", "<|end_of_role|>", "<|tool_call|>"]),
-    "microsoft-Phi-4-mini-instruct": dict(eos="<|endoftext|>", special=["<|system|>", "<|user|>", "<|assistant|>",
-                                                                         "<|end|>", "<|tool|>", "<|/tool|>"]),
-    "ibm-granite-granite-4.0": dict(eos="<|end_of_text|>", special=["<|start_of_role|>", "<|end_of_role|>"],
-                                    extra=["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]),
-    "mistralai-Mistral-Small-3.2-24B-Instruct-2506": dict(bos="<s>", eos="</s>", special=MINISTRAL + ["[CALL_ID]",
-                                                                                                    "[TOOL_CONTENT]"]),
-    "unsloth-Devstral-Small-2507": dict(bos="<s>", eos="</s>", special=MINISTRAL),
+    "MiniMaxAI-MiniMax-M2": {"bos": "]~!b[", "eos": "[e~[", "special": ["]~b]"],
+                             "extra": ["<think>", "</think>", "<minimax:tool_call>", "</minimax:tool_call>"]},
+    "deepseek-ai-DeepSeek-V3.2": {"bos": "<｜begin▁of▁sentence｜>", "eos": "<｜end▁of▁sentence｜>",
+                                  "special": ["<｜User｜>", "<｜Assistant｜>"], "extra": ["<think>", "</think>"]},
+    "openai-gpt-oss-120b": {"eos": "<|return|>", "special": ["<|start|>", "<|channel|>", "<|message|>", "<|call|>",
+                                                             "<|end|>", "<|constrain|>"]},
+    "Qwen-Qwen3-Coder-30B-A3B-Instruct": {"eos": "<|im_end|>", "extra": TOOL_TAGS},
+    "mistralai-Ministral-3-14B-Reasoning-2512": {"bos": "<s>", "eos": "</s>", "special": MINISTRAL},
+    "ibm-granite-granite-3.3-2b-instruct": {"eos": "<|end_of_text|>",
+                                            "special": ["<|start_of_role|>", "<|end_of_role|>", "<|tool_call|>"]},
+    "microsoft-Phi-4-mini-instruct": {"eos": "<|endoftext|>", "special": ["<|system|>", "<|user|>", "<|assistant|>",
+                                                                          "<|end|>", "<|tool|>", "<|/tool|>"]},
+    "ibm-granite-granite-4.0": {"eos": "<|end_of_text|>", "special": ["<|start_of_role|>", "<|end_of_role|>"],
+                                "extra": TOOL_TAGS},
+    "mistralai-Mistral-Small-3.2-24B-Instruct-2506": {"bos": "<s>", "eos": "</s>",
+                                                      "special": [*MINISTRAL, "[CALL_ID]", "[TOOL_CONTENT]"]},
+    "unsloth-Devstral-Small-2507": {"bos": "<s>", "eos": "</s>", "special": MINISTRAL},
 }
 WEATHER = ToolDef("get_weather", "Weather for a city.",
                   {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
@@ -175,7 +175,7 @@ def test_deepseek_v32_renders_every_call_thinking_on_and_off(thinking):
 def test_deepseek_v32_thinking_off_refuses_an_answer_that_reasons():
     """Thinking off closes the reasoning in the prompt: a logged answer with reasoning could not have been
     written by the served model; it is dropped with a code that says so, never trained without it."""
-    tok, r = make("deepseek-ai-DeepSeek-V3.2")
+    _, r = make("deepseek-ai-DeepSeek-V3.2")
     r.render_conversation(conv(Message("user", [TextPart("Hi")]),
                                Message("assistant", [ReasoningPart("Greet."), TextPart("Hello")]), tools=()))
     assert [d["code"] for d in r.report.dropped] == ["reasoning_closed_by_prompt"]
@@ -217,7 +217,7 @@ def test_gpt_oss_parallel_calls_are_refused_not_half_rendered():
     """gpt-oss renders only ``tool_calls[0]`` of a message: a turn with parallel calls, and every call whose
     context holds one, is dropped with a code naming that behaviour (before: the second call vanished and
     both results were shown under the first call's name)."""
-    tok, r = make("openai-gpt-oss-120b")
+    _, r = make("openai-gpt-oss-120b")
     assert r.dialect.one_call_per_turn
     rows = r.render_conversation(agent_conversation())
     assert [s.call_ids for s in rows] == [["c1/0"]]
@@ -312,8 +312,7 @@ def test_hermes_named_templates_plain_chats_use_default():
     """A tokenizer with named templates ``default`` and ``tool_use`` (Hermes-3): as apply_chat_template,
     a conversation without tools renders through ``default`` (before: always tool_use, which raises without
     tools, so every plain chat was dropped), one with tools through ``tool_use``; one report counts both."""
-    tok = tokenizer_with(bos="<|begin_of_text|>", eos="<|im_end|>",
-                         extra=["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"])
+    tok = tokenizer_with(bos="<|begin_of_text|>", eos="<|im_end|>", extra=TOOL_TAGS)
     default = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
                "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
     tok.chat_template = {"default": default,

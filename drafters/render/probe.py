@@ -11,14 +11,22 @@ import json
 import os
 from collections import Counter
 
-import drafters.render.markup as markup
+from drafters.render import markup
 from drafters.render.calls import CallRenderer
 from drafters.render.codec import TokenCodec
 from drafters.render.labels import arg_candidates, json_type, reasoning_tail
 from drafters.render.messages import IdMap, reasoning_chunks, to_dicts, tools_to_openai
 from drafters.render.records import CallRender, Dialect, RenderError
 from drafters.render.template import ChatTemplate
-from drafters.traces.model import LLMCall, Message, ReasoningPart, TextPart, ToolCallPart, ToolDef, ToolResultPart
+from drafters.traces.model import (
+    LLMCall,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolDef,
+    ToolResultPart,
+)
 
 _PROBE_TOOL = ToolDef(
     name="probe_lookup_qz",
