@@ -8,6 +8,9 @@ ingestion tries them in turn; a reader that reads nothing from the file hands it
 
 from __future__ import annotations
 
+import json
+from pathlib import PurePath
+
 from drafters.traces.formats import all_formats
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.report import TraceError
@@ -49,3 +52,35 @@ def candidate_formats(head: str, filename: str) -> list[TraceFormat]:
 def detect_format(head: str, filename: str) -> TraceFormat:
     """The most confident candidate (``candidate_formats(head, filename)[0]``); same errors."""
     return candidate_formats(head, filename)[0]
+
+
+#: Names that say "JSON" (compressed or not), and no name at all: what ``json_problem`` may call not JSON.
+JSON_SUFFIXES = frozenset({"", ".json", ".jsonl", ".ndjson"})
+
+
+def json_problem(head: str, filename: str, *, whole: bool) -> tuple[str, int, int] | None:
+    """Why a file that no format recognizes is not JSON at all: (message, 1-based line, 1-based column) of
+    the first syntax error, when its text is neither a JSON document nor JSON lines and its name says JSON
+    (``JSON_SUFFIXES``, under ``.gz``/``.zst``). None when it parses, when its name says another format
+    (``notes.txt``: ``unknown_format`` says more), or when ``head`` is not the ``whole`` file and the error
+    may only be where the head was cut."""
+    name = filename.lower()
+    for ext in (".gz", ".zst", ".zstd"):
+        name = name.removesuffix(ext)
+    if PurePath(name).suffix not in JSON_SUFFIXES:
+        return None
+    text = head.rstrip()
+    try:
+        json.loads(text)
+        return None
+    except json.JSONDecodeError as exc:
+        err = exc
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        json.loads(first)
+        return None  # JSON lines (a later line's problem is its reader's to report, with its line)
+    except json.JSONDecodeError:
+        pass
+    if not whole and (err.pos >= len(text) - 1 or err.msg.startswith("Unterminated string")):
+        return None  # a long document cut at the head's end
+    return err.msg, err.lineno, err.colno

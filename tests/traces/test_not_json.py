@@ -1,0 +1,37 @@
+"""A file named as JSON that is not JSON at all is ``invalid_json`` with the line and column of its first
+syntax error, not ``unknown_format`` (which stays for JSON no format knows, and for other names)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+from drafters.traces.detect import json_problem
+from drafters.traces.ingest import ingest
+
+
+def test_a_file_that_is_not_json_at_all_is_invalid_json_with_line_and_column(tmp_path):
+    (tmp_path / "garbage.jsonl").write_text("hello, not json\nsecond line\n")
+    (tmp_path / "late.json").write_text('\n\n  {"turns": [1, 2,, 3]}\n')  # an error on line 3
+    (tmp_path / "packed.jsonl.gz").write_bytes(gzip.compress(b"<html>not a trace</html>\n"))
+    (tmp_path / "inhouse.jsonl").write_text('{"turns": [{"who": "me", "said": "hi"}]}\n')  # JSON, unknown
+    (tmp_path / "notes.txt").write_text("just some notes\n")  # not named JSON
+    report = ingest([tmp_path]).report
+    by_file = {p.file.rsplit("/", 1)[-1]: p for p in report.errors}
+    garbage = by_file["garbage.jsonl"]
+    assert garbage.code == "invalid_json" and garbage.line == 1
+    assert garbage.message.endswith("Expecting value at line 1 column 1")
+    late = by_file["late.json"]
+    assert late.code == "invalid_json" and late.line == 3 and "line 3 column 19" in late.message
+    assert by_file["packed.jsonl.gz"].code == "invalid_json"
+    assert by_file["inhouse.jsonl"].code == "unknown_format" and "--mapping" in by_file["inhouse.jsonl"].message
+    assert by_file["notes.txt"].code == "unknown_format"
+
+
+def test_a_long_json_document_cut_at_the_head_is_not_called_invalid():
+    doc = json.dumps({"items": [{"text": "x" * 5000}] * 20})
+    assert json_problem(doc[:64 * 1024 - 100], "big.json", whole=False) is None
+    assert json_problem(doc[:30_000], "big.json", whole=False) is None  # cut inside a string
+    assert json_problem(doc[:30_000], "big.json", whole=True) is not None  # the whole file: it is cut
+    assert json_problem("hello", "notes.md", whole=True) is None
+    assert json_problem('{"a": 1}\n{"b": 2}\n', "rows.jsonl", whole=True) is None
