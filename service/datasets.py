@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from drafters.errors import TracedraftError
 from drafters.traces.io import stored_upload_name
 from service.db.models import Dataset, DatasetStatus, Job, JobStatus
-from service.storage import ArtifactStore, Stored
+from service.storage import CHUNK, ArtifactStore, Stored
 
 if TYPE_CHECKING:
     from drafters.traces.mapping import Mapping as TraceMapping
@@ -124,19 +124,28 @@ def create_dataset(
 
     ``max_bytes`` bounds the total size (ArtifactError ``payload_too_large`` while streaming; what was
     written stays content-addressed and unreferenced until gc). Raises DatasetError ``empty_upload`` when
-    no bytes arrived, ``bad_mapping`` for a mapping that does not check.
+    no bytes arrived (and then nothing was written to the store: an empty file is stored only beside
+    files that hold bytes), ``bad_mapping`` for a mapping that does not check.
     """
     if mapping is not None:
         check_mapping(mapping)  # a bad mapping is refused before any trace byte is stored
     files: list[dict[str, Any]] = []
     remaining = max_bytes
     for filename, stream in uploads:
-        stored: Stored = store.put_stream(None, stream, max_bytes=remaining)
-        if remaining is not None:
-            remaining -= stored.size
-        files.append({"name": safe_name(filename), "sha256": stored.sha256, "uri": stored.uri, "size": stored.size})
-    if not files or sum(f["size"] for f in files) == 0:
+        head = stream.read(CHUNK)
+        entry: dict[str, Any] = {"name": safe_name(filename), "size": 0}
+        if head:  # an empty file waits: the upload may hold no bytes at all
+            stored: Stored = store.put_stream(None, stream, max_bytes=remaining, head=head)
+            if remaining is not None:
+                remaining -= stored.size
+            entry.update(sha256=stored.sha256, uri=stored.uri, size=stored.size)
+        files.append(entry)
+    if sum(f["size"] for f in files) == 0:
         raise DatasetError("empty_upload", "the upload holds no bytes", where="file")
+    for entry in files:
+        if "uri" not in entry:
+            stored = store.put_raw(b"")
+            entry.update(sha256=stored.sha256, uri=stored.uri)
     dataset = Dataset(
         org_id=org_id,
         name=safe_name(name) if name else ", ".join(f["name"] for f in files)[:300],

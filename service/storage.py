@@ -370,9 +370,13 @@ class ArtifactStore:
         assert w.result is not None
         return w.result
 
-    def put_stream(self, key: str | None, stream: BinaryIO, *, max_bytes: int | None = None) -> Stored:
-        """Copy a binary stream to ``key`` (``None``: content-addressed ``raw/<sha256>``), atomically."""
+    def put_stream(self, key: str | None, stream: BinaryIO, *, max_bytes: int | None = None,
+                   head: bytes = b"") -> Stored:
+        """Copy a binary stream to ``key`` (``None``: content-addressed ``raw/<sha256>``), atomically.
+        ``head``: bytes already read from the stream, written first."""
         with self.open_write(key, max_bytes=max_bytes) as w:
+            if head:
+                w.write(head)
             while chunk := stream.read(CHUNK):
                 w.write(chunk)
         assert w.result is not None

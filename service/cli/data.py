@@ -21,6 +21,7 @@ from service.cli._common import (
     ApiUrlOpt,
     CliError,
     JsonOpt,
+    confirm,
     console,
     err_console,
     handled,
@@ -119,9 +120,7 @@ def datasets_validate(
     if on_error not in ("skip", "fail"):
         raise typer.BadParameter("must be skip or fail", param_hint="--on-error")
     with handled():
-        missing = [str(f) for f in [*files, *([mapping] if mapping else [])] if not f.exists()]
-        if missing:
-            raise CliError("not_found", f"no such file: {', '.join(missing)}", where=missing[0])
+        check_files_exist(files, mapping, Path.exists)  # file_not_found, exit 1: as `tracedraft run` says it
         result = ingest(files, format=trace_format, on_error=on_error, scrub=scrub,  # type: ignore[arg-type]
                         mapping=mapping)
         report = result.report.to_dict()
@@ -162,6 +161,16 @@ def datasets_infer_mapping(
         err_console.print(f"wrote {out}: check the roles, then: tracedraft datasets validate --mapping {out} {file}")
 
 
+def check_files_exist(files: list[Path], mapping: Path | None, exists: Any) -> None:
+    """Raise CliError ``file_not_found`` (exit 1, the code and status of ``tracedraft run``'s
+    ``embedded.submit``) naming the trace files, or the mapping file, that ``exists`` says are missing."""
+    missing = [str(f) for f in files if not exists(f)]
+    if missing:
+        raise CliError("file_not_found", f"no such trace file: {', '.join(missing)}", where=missing[0])
+    if mapping is not None and not exists(mapping):
+        raise CliError("file_not_found", f"no such mapping file: {mapping}", where="--mapping")
+
+
 def _dataset_rows(items: list[dict[str, Any]]) -> list[list[Any]]:
     return [[d.get("id"), d.get("name"), d.get("status"), d.get("format"), d.get("size_bytes"),
              (d.get("counts") or {}).get("conversations"), (d.get("counts") or {}).get("calls"),
@@ -200,9 +209,7 @@ def datasets_upload(
     Example: tracedraft datasets upload export.jsonl --mapping support-bot.mapping.yaml --wait
     """
     with handled():
-        missing = [str(f) for f in [*files, *([mapping] if mapping else [])] if not f.is_file()]
-        if missing:
-            raise CliError("not_found", f"no such file: {', '.join(missing)}", where=missing[0])
+        check_files_exist(files, mapping, Path.is_file)
         form = {k: v for k, v in {"name": name, "format": trace_format, "on_error": on_error}.items() if v}
         with make_client(api_url, api_key) as client:
             # the mapping goes first: the API checks it before it stores any trace file
@@ -227,7 +234,34 @@ def datasets_upload(
         err = ds.get("error") or {}
         err_console.print("[red]error[/red] " + escape(f"[{err.get('code', 'validation_failed')}] "
                                                        f"{err.get('message', 'dataset validation failed')}"))
+        err_console.print(escape(f"dataset {ds.get('id')} is kept, failed, with its validation report (why each "
+                                 f"file was refused: tracedraft datasets show {ds.get('id')}); no job can use "
+                                 f"it. Remove it with: tracedraft datasets delete {ds.get('id')}"),
+                          highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_ERROR)
+
+
+@datasets_app.command("delete")
+def datasets_delete(
+    dataset_id: str = typer.Argument(..., help="Dataset id (ds_...)."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    api_url: str | None = ApiUrlOpt,
+    api_key: str | None = ApiKeyOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Delete a dataset (its row and canonical files; its raw files go with the next gc). Refused while a
+    job uses it (exit 4).
+
+    Example: tracedraft datasets delete ds_01J... --yes
+    """
+    with handled():
+        confirm(f"Delete dataset {dataset_id}?", yes or as_json)
+        with make_client(api_url, api_key) as client:
+            out = client.delete(f"/v1/datasets/{dataset_id}")
+    if as_json:
+        print_json(out)
+    else:
+        console.print(f"deleted dataset {dataset_id}")
 
 
 @datasets_app.command("list")
@@ -424,7 +458,35 @@ def jobs_show(
         console.print("[red]error[/red] " + escape(f"[{e.get('code')}] {e.get('message')}"
                                                    + (f" (at {e['param']})" if e.get("param") else "")))
     for stage, out in (job.get("result") or {}).items():
-        console.print(f"[bold]{escape(stage)}[/bold]: {escape(json.dumps(out, default=str)[:500])}")
+        console.print(f"[bold]{escape(stage)}[/bold]: {escape(stage_summary(out))}", highlight=False)
+    if job.get("result"):
+        console.print(f"[dim]every output in full: tracedraft jobs show {escape(job_id)} --json[/dim]")
+
+
+def stage_summary(out: Any, width: int = 60) -> str:
+    """A stage's output on one line, whole words only: ``key=value`` for each key, a value longer than
+    ``width`` shortened at a word boundary with "...", a nested object or list by its size
+    (``report={12 keys}``, ``history=[40 items]``)."""
+    if not isinstance(out, dict):
+        return _short(json.dumps(out, default=str), width)
+    parts = []
+    for key, value in out.items():
+        if isinstance(value, dict):
+            text = f"{{{len(value)} keys}}"
+        elif isinstance(value, list):
+            text = f"[{len(value)} items]"
+        else:
+            text = _short(value if isinstance(value, str) else json.dumps(value, default=str), width)
+        parts.append(f"{key}={text}")
+    return ", ".join(parts)
+
+
+def _short(text: str, width: int) -> str:
+    """``text`` itself, or cut before ``width`` at its last space, "/" or "," and marked with "..."."""
+    if len(text) <= width:
+        return text
+    cut = max(text.rfind(sep, 0, width - 3) for sep in (" ", "/", ","))
+    return text[: cut if cut > width // 2 else width - 3].rstrip() + "..."
 
 
 def _print_event(ev: dict[str, Any], as_json: bool) -> None:

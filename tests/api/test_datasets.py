@@ -268,3 +268,19 @@ def test_report_names_files_by_their_upload_names_only(client, org_a):
                        files=[("file", ("runs.jsonl", make_traces(20, tag="e"))),
                               ("file", ("runs.jsonl", make_traces(20, tag="f")))])
     assert set(same.json()["report"]["files"]) == {"runs.jsonl", "runs.jsonl #2"}
+
+
+def test_a_refused_empty_upload_writes_nothing_to_the_store(client, org_a, app):
+    for files in ([("file", ("x.jsonl", b""))], [("file", ("a.jsonl", b"")), ("file", ("b.jsonl", b""))]):
+        r = client.post("/v1/datasets", headers=org_a.h(), files=files)
+        assert r.status_code == 400 and r.json()["error"]["code"] == "empty_upload"
+    r = client.post("/v1/datasets", content=b"", headers=org_a.h(**{"Content-Type": "application/jsonl"}))
+    assert r.status_code == 400 and r.json()["error"]["code"] == "empty_upload"
+    assert app.state.store.list() == []
+    assert client.get("/v1/datasets", headers=org_a.h()).json()["data"] == []
+    # an empty file beside one with bytes is kept, in its place: nothing the user sent is lost
+    r = client.post("/v1/datasets", headers=org_a.h(),
+                    files=[("file", ("empty.jsonl", b"")), ("file", ("t.jsonl", make_traces(2)))])
+    assert r.status_code == 201, r.text
+    names = [(f["name"], f["size"]) for f in r.json()["files"]]
+    assert names == [("empty.jsonl", 0), ("t.jsonl", len(make_traces(2)))]

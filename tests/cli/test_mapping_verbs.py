@@ -36,7 +36,7 @@ def test_datasets_upload_with_mapping(stack, cli, tmp_path: Path):
     r = cli("datasets", "upload", export, "--mapping", _bad_mapping(tmp_path))
     assert r.code == 2 and r.err.startswith("error [bad_mapping]"), r.err
     assert "(at bad.mapping.yaml (roles))" in r.err
-    assert cli("datasets", "upload", export, "--mapping", tmp_path / "nope.yaml").code == 3
+    assert cli("datasets", "upload", export, "--mapping", tmp_path / "nope.yaml").code == 1  # file_not_found, as from run
     assert [d["id"] for d in cli("datasets", "list", "--json").json] == [ds["id"]]
 
 

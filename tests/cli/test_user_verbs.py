@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -47,8 +48,8 @@ def test_datasets_upload_list_show(stack, cli):
     assert cli("datasets", "list", key="td_" + "x" * 43).code == 4
     r = cli("datasets", "list", "--api-url", "http://127.0.0.1:9")
     assert r.code == 1 and "[unavailable]" in r.err
-    # a file that does not exist: exit 3 before any request
-    assert cli("datasets", "upload", stack.tmp / "nope.jsonl").code == 3
+    # a file that does not exist: file_not_found, exit 1 (as from run and datasets validate), before any request
+    assert cli("datasets", "upload", stack.tmp / "nope.jsonl").code == 1
 
 
 def test_datasets_validate_offline(tmp_path: Path, cli):
@@ -75,7 +76,7 @@ def test_datasets_validate_offline(tmp_path: Path, cli):
     empty = tmp_path / "junk.txt"
     empty.write_text("nothing to see\n")
     assert cli("datasets", "validate", empty, api=False).code != 0
-    assert cli("datasets", "validate", tmp_path / "missing.jsonl", api=False).code == 3
+    assert cli("datasets", "validate", tmp_path / "missing.jsonl", api=False).code == 1  # as from run
 
 
 def test_jobs_submit_list_show_events_cancel(stack, cli):
@@ -260,3 +261,46 @@ def test_validate_previews_the_split_a_dataset_gets(cli):
     assert len(ids) == 2 and all(split_of(i) == "train" for i in ids)  # the plain hash split holds none out
     r = cli("datasets", "validate", path, "--json", api=False)
     assert r.code == 0 and r.json["split"] == {"train": 1, "heldout": 1}
+
+
+def test_a_missing_file_is_the_same_error_from_run_validate_and_upload(stack, cli):
+    missing = stack.tmp / "nope.jsonl"
+    outcomes = set()
+    for args in (("run", missing, "--target", "smollm2-135m-instruct"), ("datasets", "validate", missing),
+                 ("datasets", "upload", missing)):
+        r = cli(*args, api=args[0] != "run")
+        assert r.err.startswith("error [file_not_found] no such trace file: "), (args, r.err)
+        outcomes.add(r.code)
+    assert outcomes == {1}
+
+
+def test_a_refused_upload_says_why_its_dataset_is_kept_and_how_to_delete_it(stack, cli):
+    bad = stack.tmp / "garbage.jsonl"
+    bad.write_text("hello, not json\n")
+    r = cli("datasets", "upload", bad, "--json")
+    assert r.code == 1
+    ds = r.json
+    assert ds["status"] == "failed" and "invalid_json" in ds["error"]["message"]
+    assert f"dataset {ds['id']} is kept" in r.err and f"tracedraft datasets delete {ds['id']}" in r.err
+    r = cli("datasets", "delete", ds["id"], "--yes")
+    assert r.code == 0 and f"deleted dataset {ds['id']}" in r.out
+    assert cli("datasets", "list", "--json").json == []
+
+
+def test_jobs_show_summarizes_each_stage_without_cutting_words(stack, cli):
+    from service import jobs
+
+    with stack.Session() as s:
+        job = jobs.create_job(s, stack.org, None, {"target": {"model": "m"}})
+        long_path = "/var/lib/tracedraft/work/" + "deep/" * 30 + "best"
+        jobs.set_result(s, job.id, "training", {"steps": 40, "best_dir": long_path, "stop_reason": "max_steps",
+                                                 "history": [{"step": i, "loss": 1.0 / (i + 1)} for i in range(40)],
+                                                 "drafter_config": {f"k{i}": i for i in range(30)}})
+        job_id = job.id
+    r = cli("jobs", "show", job_id)
+    assert r.code == 0, r.err
+    line = next(x for x in r.out.splitlines() if x.startswith("training:"))
+    assert "steps=40" in line and "history=[40 items]" in line and "drafter_config={30 keys}" in line
+    assert re.search(r"best_dir=/var/lib/tracedraft/work(/deep)+\.\.\., ", line), line  # cut at a "/", marked
+    assert r.out.rstrip().endswith(f"every output in full: tracedraft jobs show {job_id} --json")
+    assert '{"' not in r.out  # no raw JSON
