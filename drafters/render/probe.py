@@ -11,7 +11,7 @@ import json
 import os
 from collections import Counter
 
-from drafters.render import markup
+import drafters.render.markup as markup
 from drafters.render.calls import CallRenderer
 from drafters.render.codec import TokenCodec
 from drafters.render.labels import arg_candidates, json_type, reasoning_tail
