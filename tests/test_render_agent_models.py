@@ -356,3 +356,29 @@ def test_agent_run_renders_every_call_with_one_labelling_rule(name, kwargs, foll
     eot = tuple(r.dialect.eot_tokens)
     assert all(run.endswith(eot) for s in rows for run in supervised_runs(tok, s)), r.dialect.eot_tokens
     assert_one_labelling_rule(tok, r, c)
+
+
+@pytest.mark.parametrize("name", list(MARKERS))
+def test_renders_are_byte_identical_to_apply_chat_template(name):
+    """Every prompt and context + answer rendered for the agent run (thinking chunks, Python-literal values
+    and parallel calls included) is apply_chat_template's text byte for byte."""
+    import jinja2
+
+    from drafters.render.messages import IdMap
+
+    tok, r = make(name)
+    c = agent_conversation(followup="Mistral" not in name and "Devstral" not in name)
+    tools = r.template.tools_for(c.tools)
+    n = 0
+    for cl in c.calls():
+        dicts = r.call_renderer.call_dicts(cl, IdMap(r.dialect.ids, c.id))
+        for msgs, gen in ((dicts[:-1], True), (dicts, False)):
+            plain = [{k: v for k, v in m.items() if k != "thinking"} for m in msgs]
+            try:
+                want = tok.apply_chat_template(plain, tools=tools, chat_template=r.chat_template, tokenize=False,
+                                               add_generation_prompt=gen)
+            except jinja2.TemplateError:
+                continue
+            assert r.template.apply(msgs, tools, gen, prepared=True) == want
+            n += 1
+    assert n >= 2
