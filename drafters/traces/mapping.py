@@ -380,6 +380,9 @@ class Mapping:
         if role == "tool":
             key = self.tool_result.get("content", "content")
             content = reading.required(raw, key, "tool_result.content", at)
+            blocks = block_parts(content) if isinstance(content, list) else []
+            if blocks and all(isinstance(p, ToolResultPart) for p in blocks):
+                return Message("tool", blocks)  # results as typed blocks, each with its call's id
             text = content if isinstance(content, str) else as_text(content)
             return Message("tool", [ToolResultPart(as_text(get(raw, self.tool_result.get("id", "tool_call_id")))
                                                    or None, text)])

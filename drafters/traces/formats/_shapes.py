@@ -19,6 +19,9 @@ Not a format (no ``FORMAT``).
 
 from __future__ import annotations
 
+import json
+import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,7 +114,8 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     out["roles"] = {"*": "assistant"} if steps else {
         v: role_of(v) for v in sorted({get(m, role) for m in msgs if isinstance(get(m, role), str)})}
     content_keys = STEP_TEXT_KEYS if steps else CONTENT_KEYS
-    out["content"] = next((wrap + k for k in content_keys if any(get(m, wrap + k) is not None for m in msgs)),
+    said = [m for m in msgs if not role or role_of(get(m, role)) != "tool"] or msgs  # tool messages: tool_result
+    out["content"] = next((wrap + k for k in content_keys if any(get(m, wrap + k) is not None for m in said)),
                           wrap + "content")
     reasoning = next((wrap + k for k in ("reasoning_content", "reasoning", "thinking", *THOUGHT_KEYS)
                       if any(isinstance(get(m, wrap + k), str) for m in msgs)), None)
@@ -126,7 +130,9 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     if tool_msgs:
         rid = next((wrap + k.split(".")[-1] for k in RESULT_ID_KEYS if any(get(m, wrap + k.split(".")[-1])
                                                                              is not None for m in tool_msgs)), None)
-        out["tool_result"] = {"content": out["content"], **({"id": rid} if rid else {})}
+        rcontent = next((wrap + k for k in CONTENT_KEYS if all(get(m, wrap + k) is not None for m in tool_msgs)),
+                        out["content"])
+        out["tool_result"] = {"content": rcontent, **({"id": rid} if rid else {})}
     if steps:
         out["observation"] = next(k for k in OBSERVATION_KEYS if any(k in m for m in msgs))
     read = {str(v).split(".")[0] for k, v in out.items() if isinstance(v, str) and k != "roles"}
@@ -155,7 +161,7 @@ def _call_keys(values: list) -> dict[str, str]:
 def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | Ambiguous | None:
     """The shape of a file from its first records (``(source, value)`` pairs as the readers yield them), or
     ``Ambiguous`` naming the candidates, or None when no shape fits."""
-    values = [v for _, v in records[:SAMPLE]]
+    values = [decoded_tree(v) for _, v in records[:SAMPLE]]
     if not values:
         return None
     array_doc = records[0][0].record == "$[0]"
@@ -167,6 +173,27 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
         if got is not None:
             return got
     return None
+
+
+def decoded_tree(value: Any, budget: list[int] | None = None) -> Any:
+    """``value`` with every string that holds a JSON object or array decoded (span attributes and envelopes
+    store messages as JSON text); the mapping's JSONPath decodes the same strings when it reads them. At most
+    2 MB of such text is decoded per record."""
+    budget = budget if budget is not None else [2_000_000]
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]") and len(stripped) <= budget[0]:
+            budget[0] -= len(stripped)
+            try:
+                return decoded_tree(json.loads(stripped), budget)
+            except (ValueError, RecursionError):
+                return value
+        return value
+    if isinstance(value, list):
+        return [decoded_tree(v, budget) for v in value]
+    if isinstance(value, dict):
+        return {k: decoded_tree(v, budget) for k, v in value.items()}
+    return value
 
 
 def _mapping(name: str, **keys: Any) -> Mapping:
@@ -196,7 +223,7 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
 
 def _generic_path(path: str) -> str:
     """``$[3].messages`` -> ``$.messages`` (records are the array's items)."""
-    return "$" + path[path.index("]") + 1:] if path.startswith("$[") else path
+    return re.sub(r"^\$\[\d+\]", "$", path)
 
 
 def _record_extras(values: list, messages_path: str) -> dict[str, Any]:
@@ -272,13 +299,48 @@ def _input_output(record: Any) -> tuple[str, str] | None:
         return None
     inputs = [(p, v) for p, v in message_lists(record, need_assistant=False)
               if any(k in p for k in INPUT_KEYS) and not _ends_with_answer(v)]
-    if len(inputs) != 1:
+    pairs = [(inp, out) for inp, msgs in inputs for out in _output_paths(record)
+             if not out.startswith(inp) and _role_key(_messages_at(record, out)) == _role_key(msgs)]
+    if not pairs and len(inputs) == 1:
+        pairs = [(inputs[0][0], out) for out in _text_outputs(record)]
+    if not pairs:
         return None
-    inp, msgs = inputs[0]
-    key = _role_key(msgs)
-    outs = [p for p in _output_paths(record) if not p.startswith(inp)
-            and _role_key(_messages_at(record, p)) == key]
-    return (inp, outs[0]) if len(outs) == 1 else None
+    # Several spellings of one call (span attributes beside the raw request): the input and output written
+    # side by side (the longest common path) belong together; a tie is not guessed.
+    best = sorted(pairs, key=lambda io: -len(os.path.commonprefix(io)))
+    if len(best) > 1 and len(os.path.commonprefix(best[0])) == len(os.path.commonprefix(best[1])):
+        return None
+    return best[0]
+
+
+def _text_outputs(record: dict, path: str = "$", depth: int = 0) -> list[str]:
+    """Paths of an output given as text (``response.text``, ``completion: {text}``), where the object holding
+    it has no tool calls beside it (reading only the text would lose them)."""
+    out: list[str] = []
+    if depth > 5 or not isinstance(record, dict):
+        return out
+    for k, v in record.items():
+        p = _child(path, k)
+        if k in OUTPUT_KEYS and isinstance(v, str) and v:
+            out.append(p)
+        elif k in OUTPUT_KEYS and isinstance(v, dict):
+            hit = _text_in(v, p)
+            if hit:
+                out.append(hit)
+        elif isinstance(v, dict):
+            out += _text_outputs(v, p, depth + 1)
+    return out
+
+
+def _text_in(value: dict, path: str, depth: int = 0) -> str | None:
+    """The ``text`` of an output object (or of its ``value``), when no tool call sits beside it."""
+    if any(("tool" in str(k).lower() or "function" in str(k).lower()) and v not in (None, "", [], {})
+           for k, v in value.items()):
+        return None
+    if isinstance(value.get("text"), str):
+        return f"{path}.text"
+    inner = value.get("value")
+    return _text_in(inner, f"{path}.value", depth + 1) if isinstance(inner, dict) and depth < 2 else None
 
 
 def _ends_with_answer(msgs: list) -> bool:

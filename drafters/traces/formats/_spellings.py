@@ -88,6 +88,8 @@ def block_part(block: Any) -> Any:
         return TextPart(block) if block else None
     if not isinstance(block, dict):
         return TextPart(as_text(block))
+    if len(block) == 1 and isinstance(next(iter(block.values())), dict) and "type" in next(iter(block.values())):
+        return block_part(next(iter(block.values())))  # a wrapped block: {"message_content": {type, text}}
     kind = _kind(block)
     if kind in ("text", "input_text", "output_text", "") and first(block, ("text", "value", "content")) is not None:
         text = as_text(first(block, ("text", "value", "content")))

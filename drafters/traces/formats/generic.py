@@ -159,7 +159,8 @@ def sniff(head: str, filename: str) -> bool:
     start = head.lstrip()[:1]
     if start not in ("{", "["):
         return False
-    values = _reading.json_lines(head, limit=_shapes.SAMPLE)
+    first = _reading.first_json_line(head)
+    values = _reading.json_lines(head, limit=_shapes.SAMPLE) if isinstance(first, (dict, list)) else []
     if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
         return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(values[0])])\
             is not None

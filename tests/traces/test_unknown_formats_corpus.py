@@ -1,0 +1,49 @@
+"""Corpus test: public files of formats with no module here (``fixtures/unknown_formats``, provenance in its
+SOURCES.tsv) are read exactly by the general path or refused with a code; none is ``ok`` with a wrong count.
+
+Expected counts come from ``hand_count.py``, which reads the raw files without importing tracedraft. The
+share read exactly is the figure docs/traces.md reports ("Files of formats with no module").
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from drafters.traces.ingest import ingest
+
+from .conftest import totals
+from .test_bad_input import SHAPES
+
+CORPUS = SHAPES.parent / "unknown_formats"
+
+
+def _hand_counts() -> dict[str, dict]:
+    out = subprocess.run([sys.executable, str(CORPUS / "hand_count.py")], capture_output=True, text=True, check=True)
+    return {row["file"]: row for row in map(json.loads, out.stdout.splitlines())}
+
+
+def test_every_file_is_read_exactly_or_refused_with_a_code():
+    want = _hand_counts()
+    listed = [line.split("\t")[0] for line in (CORPUS / "SOURCES.tsv").read_text().splitlines()[1:]]
+    assert sorted(listed) == sorted(want), "every corpus file has its provenance in SOURCES.tsv"
+    exact, refused, wrong = [], [], []
+    for name, hand in sorted(want.items()):
+        result = ingest([CORPUS / name], scrub=False)
+        report = result.report
+        got = totals(result.conversations)
+        if hand["readable"]:
+            completions = sorted(c.completion.text for conv in result.conversations for c in conv.calls())
+            if report.ok and got == (hand["conversations"], hand["calls"], hand["tool_calls"]) and \
+                    completions == sorted(hand["completions"]):
+                exact.append(name)
+                continue
+        if not result.conversations and report.errors:
+            refused.append((name, report.errors[0].code))
+            continue
+        wrong.append((name, got, report.ok))
+    assert not wrong, wrong  # never ok (or partial) with counts the file does not hold
+    readable = [n for n, h in want.items() if h["readable"]]
+    assert sorted(exact) == sorted(readable)  # every file the hand count can read, the general path reads
+    assert (len(exact), len(want)) == (6, 11)  # the share written in docs/traces.md
