@@ -58,10 +58,10 @@ from drafters.regeneration.store import Sampling
 from drafters.render import Renderer, tools_to_openai
 from drafters.target import AGENT_SPEC, load_target
 from drafters.traces.model import LLMCall, Message, TextPart
-from drafters.train.cli import new_drafter
 from drafters.train.config import TrainConfig
 from drafters.train.loop import train
 from drafters.train.resolve import CPU_DEFAULTS, Machine
+from drafters.train.start import new_drafter
 
 SEGMENTS = ("tool_args", "tool_structure", "tool_name", "text", "reasoning")
 DRAFTERS = ("generic", "agent", "warm")

@@ -207,8 +207,9 @@ def train_drafter(target: Any, data: AgentData, steps: int, machine: Any, out_di
     from drafters.recipe import StageRecipe
     from drafters.shards import take_tokens
     from drafters.train import train
-    from drafters.train.cli import new_drafter, show_progress
+    from drafters.train.cli import show_progress
     from drafters.train.resolve import resolve_recipe
+    from drafters.train.start import new_drafter
 
     # The CPU smoke mode computes target features per micro-batch: a cache would run the target over every
     # training row before the first step.

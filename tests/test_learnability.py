@@ -43,9 +43,9 @@ def test_drafter_trained_on_the_targets_own_continuations_reaches_tau_5(tmp_path
     from drafters.evaluate import tau_of
     from drafters.speculate import plain_generate, speculative_generate
     from drafters.target import AGENT_SPEC, load_target
-    from drafters.train.cli import new_drafter
     from drafters.train.config import TrainConfig
     from drafters.train.loop import train
+    from drafters.train.start import new_drafter
 
     target = load_target(AGENT_SPEC)
     stop = [target.tokenizer.convert_tokens_to_ids("<|im_end|>")]

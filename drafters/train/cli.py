@@ -20,6 +20,7 @@ from drafters.train.loop import train
 from drafters.train.parallel import init_distributed
 from drafters.train.progress import TrainProgress, TrainResult
 from drafters.train.resolve import Machine
+from drafters.train.start import new_drafter
 
 
 def _flag_type(annotation: Any) -> type | None:
@@ -94,37 +95,6 @@ def build_drafter(args: argparse.Namespace, cfg: TrainConfig, target: Any, devic
                 shape[k] = getattr(args, k)
         config = DSparkConfig.from_target(target.config, target.tokenizer, **shape)
     return new_drafter(config, cfg.seed, target, device, cfg.drafter_init)
-
-
-def new_drafter(config: Any, seed: int, target: Any, device: torch.device, init: str = "auto") -> Any:
-    """A new ``DSparkDrafter`` of ``config`` (a ``DSparkConfig``) for ``target``, its weights initialised
-    from ``seed`` and then, by ``init`` (``TrainConfig.drafter_init``), its backbone from the target's layers
-    (``drafters.dspark.target_init``: "target" raises ConfigError shape_mismatch when the shapes differ,
-    "auto" falls back to the random start then, "random" keeps it). ``drafter.initialised_from`` names the
-    target layers used (None: random). fp32 on CPU (the frozen embedding and LM head copied to fp32
-    whatever the target's dtype), trainable weights in bf16 on GPU (AdamW keeps fp32 master copies,
-    ``drafters.train.optim``)."""
-    from drafters.dspark.config import ConfigError
-    from drafters.dspark.model import DSparkDrafter
-    from drafters.dspark.target_init import init_from_target
-
-    torch.manual_seed(seed)  # the drafter's initial weights follow the seed (train() broadcasts rank 0's)
-    embed, head = target.embed_weight, target.lm_head_weight
-    if device.type == "cpu":
-        embed, head = embed.float(), head.float()  # the drafter trains in fp32 on CPU, whatever the target's dtype
-    drafter = DSparkDrafter(config, embed, head).to(device)
-    drafter.initialised_from = None
-    if init != "random":
-        try:  # checks every shape before it writes: a mismatch leaves the random start whole
-            drafter.initialised_from = init_from_target(drafter, target)
-        except ConfigError:
-            if init == "target":
-                raise
-    if device.type == "cuda":
-        for p in drafter.parameters():
-            if p.requires_grad:
-                p.data = p.data.to(torch.bfloat16)
-    return drafter
 
 
 def show_progress(report: TrainProgress, *, jsonl: bool, rank: int) -> None:

@@ -72,7 +72,7 @@ class TrainConfig:
     schedule, at least 10 steps: what a time-budgeted run without max_steps needs); ``keep_last``: step
     checkpoints kept. ``init_from``: a checkpoint directory whose drafter weights start the run (warm start,
     fresh optimizer). ``drafter_init``: how a new drafter's backbone starts without one
-    (``drafters.train.cli.new_drafter``). ``lora``: None for full fine-tuning (the default, docs/dspark.md 8.5) or
+    (``drafters.train.start.new_drafter``). ``lora``: None for full fine-tuning (the default, docs/dspark.md 8.5) or
     ``{"r": 16, "alpha": 32, "dropout": 0.0, "train_norms": True}`` for peft LoRA adapters
     (drafters.dspark.lora: backbone linears + fc adapted, Markov/confidence heads fully trained); exports are
     merged, the unmerged state travels in the training state for resume. ``parallel``: how a multi-process

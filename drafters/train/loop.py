@@ -20,10 +20,11 @@ from drafters.dspark.losses import dspark_loss, position_weights, slot_validity
 from drafters.train.config import PROBE_FRACTION, PROBE_STEPS, Budget, Schedule, TrainConfig, TrainError
 from drafters.train.data import MicroBatch, TrainData, load_data, step_micro_batches, val_micro_batch
 from drafters.train.features import FeatureSource, open_features
-from drafters.train.optim import Model, Precision, build_model, optimizer_update, prepare_drafter
+from drafters.train.optim import build_model, optimizer_update, prepare_drafter
 from drafters.train.parallel import ProcessGroup, Unsharded
 from drafters.train.progress import Pace, Reporter, TrainProgress, TrainResult
 from drafters.train.state import BEST, Checkpoint, best_so_far, find_resume_point, save_best, save_step
+from drafters.train.training_model import Model, Precision
 
 
 @dataclass

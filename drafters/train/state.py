@@ -27,7 +27,7 @@ from drafters.train.config import TrainConfig, TrainError
 from drafters.train.parallel import ProcessGroup, Unsharded, gather_full, shard_like
 
 if TYPE_CHECKING:
-    from drafters.train.optim import Model
+    from drafters.train.training_model import Model
 
 STATE_JSON = "training_state.json"
 STATE_TENSORS = "training_state.safetensors"

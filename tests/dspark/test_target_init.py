@@ -8,7 +8,7 @@ import torch
 from drafters.dspark.config import ConfigError, DSparkConfig
 from drafters.dspark.target_init import source_layers
 from drafters.target import Target
-from drafters.train.cli import new_drafter
+from drafters.train.start import new_drafter
 from tests.dspark._tiny import V, target_features, tiny_target
 
 

@@ -54,8 +54,8 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
     from drafters.evaluate import gate, spread_calls, write_report
     from drafters.recipe import StageRecipe
     from drafters.shards import load_prompts
-    from drafters.train.cli import new_drafter
     from drafters.train.resolve import resolved_seed
+    from drafters.train.start import new_drafter
 
     espec = dict(ctx.spec.get("evaluation") or {})
     engine = espec.get("engine") or "auto"

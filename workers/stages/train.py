@@ -87,7 +87,7 @@ def _train_here(ctx: StageContext, cfg, drafter_shape: dict[str, Any], train_seq
     from drafters.dspark.checkpoint import validate_checkpoint
     from drafters.dspark.config import DSparkConfig
     from drafters.train import train as run_training
-    from drafters.train.cli import new_drafter
+    from drafters.train.start import new_drafter
 
     target = load_job_target(ctx, for_training=True)
     # A warm start keeps the base drafter's shape (its config) and takes its weights, with a fresh optimizer.
