@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import itertools
 import json
 import re
 from collections import Counter
@@ -137,7 +138,7 @@ def _classes(v: str) -> tuple[int, int]:
         return 0 if c.islower() else 1 if c.isupper() else 2 if c.isdigit() else 3
 
     kinds = [cls(c) for c in v]
-    return len(set(kinds)), sum(a != b for a, b in zip(kinds, kinds[1:]))
+    return len(set(kinds)), sum(a != b for a, b in itertools.pairwise(kinds))
 
 
 def _prose_password(value: str) -> bool:

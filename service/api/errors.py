@@ -155,9 +155,9 @@ async def _project_error(request: Request, exc: Exception) -> JSONResponse:
 REMOVED_FIELDS: dict[str, tuple[str, str]] = {
     "evaluation.incumbent": (
         "incumbent_not_supported",
-        "evaluation.incumbent is not supported (no stage ever read it): the evaluation compares the candidate "
-        "with base_drafter, a registry reference of your organization's that training starts from, or, "
-        "without one, with the drafter training started from. Remove the field."),
+        ("evaluation.incumbent is not supported (no stage ever read it): the evaluation compares the candidate "
+         "with base_drafter, a registry reference of your organization's that training starts from, or, "
+         "without one, with the drafter training started from. Remove the field.")),
 }
 MAX_LISTED_PROBLEMS = 10
 

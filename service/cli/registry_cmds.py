@@ -16,6 +16,7 @@ import typer
 from rich.markup import escape
 
 from drafters.errors import TracedraftError
+from service import registry
 from service.cli._common import (
     EXIT_CONFLICT,
     EXIT_ERROR,
@@ -38,7 +39,6 @@ from service.cli._common import (
     short_ts,
     table,
 )
-from service import registry
 from service.cli.registry_admin import open_registry_admin
 from service.cli.registry_api import api_aliases, api_resolve, api_version, download_files
 from service.cli.registry_views import (
