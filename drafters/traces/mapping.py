@@ -37,6 +37,7 @@ Other shapes, with the optional keys:
     observation: observation       # key of an agent step (assistant message) holding its tool calls' result
     prompt: {system: $.system_prompt, user: $.task}   # messages put before the list (a task beside its steps)
     roles: {"*": assistant}        # "*": the role of every message whose role value is absent or not listed
+    items: openai_responses        # the list holds OpenAI Responses API items (function_call, reasoning, ...)
 
 JSONPath here is the common subset: ``$`` (the record), ``.key``, ``['key with spaces']``, ``[0]`` and
 ``[*]``; a step into a string holding JSON (an envelope's ``payload`` written as text) decodes it. Records
@@ -78,6 +79,7 @@ from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._spellings import block_parts, get
 from drafters.traces.formats._text_calls import with_text_tool_calls
+from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolCallPart, ToolResultPart
 from drafters.traces.report import TraceError
@@ -85,10 +87,11 @@ from drafters.traces.report import TraceError
 _ROLES = ("system", "user", "assistant", "tool")
 _STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[(\d+)\]|\[\*\]")
 _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
-         "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten"}
+         "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten", "items"}
 _TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
               "observation")
 _RECORDS = ("each", "file", "messages")
+_ITEMS = ("messages", "openai_responses")
 _SUB_KEYS = {"tool_call": {"id", "name", "arguments"}, "tool_result": {"id", "content"}, "prompt": {"system", "user"}}
 MAX_VALUES = 2000  # values in a mapping file, aliases counted at each use (an upload is untrusted)
 MAX_NAME = 40  # characters of a mapping's name ("mapping:NAME" is stored as a dataset's format)
@@ -186,6 +189,7 @@ class Mapping:
     observation: str | None = None  # key of an agent step (assistant message) holding its tool calls' result
     prompt: dict[str, str] = field(default_factory=dict)  # {system|user: JSONPath}: messages put before the list
     unflatten: bool = False  # records' dotted keys (span attributes "llm.input_messages.0.message.role") nested
+    items: str = "messages"  # messages | openai_responses (the list holds Responses API items, not messages)
     label: str | None = None  # the format name in reports (the general path's "generic"); default mapping:NAME
 
     def format(self) -> TraceFormat:
@@ -202,7 +206,7 @@ class Mapping:
         defaults = Mapping("", "$", "", {})
         out: dict[str, Any] = {"name": self.name}
         for key in ("records", "messages", "group", "role", "roles", "content", "reasoning", "tool_calls", "tool_call",
-                    "tool_result", "observation", "response", "prompt", "tools", "id", "unflatten"):
+                    "tool_result", "observation", "response", "prompt", "tools", "id", "unflatten", "items"):
             value = getattr(self, key)
             if value != getattr(defaults, key) or key in ("messages", "role", "roles"):
                 out[key] = value
@@ -285,6 +289,8 @@ class Mapping:
             return
         raws = out if isinstance(out, list) else [out]
         parts: list = []
+        if self.items == "openai_responses":
+            raws, parts = [], [p for m in items_to_messages(out if isinstance(out, list) else [out]) for p in m.parts]
         for i, raw in enumerate(raws):
             if isinstance(raw, dict):
                 parts += self._message(raw, "assistant", f"{found[0][0]}[{i}]", reading).parts
@@ -340,6 +346,8 @@ class Mapping:
         messages: list[Message] = []
         source, problems = reading.source, reading.problems
         missing_before = reading.missing
+        if self.items == "openai_responses":
+            return self._items_conversation(record, msgs, reading)
         for i, raw in enumerate(msgs):
             at = f"{where}[{i}]"
             if not isinstance(raw, dict):
@@ -364,6 +372,14 @@ class Mapping:
         tools = jsonpath(record, self.tools) if self.tools else []
         return Conversation(id="", source=source, tools=tool_defs(tools[0][1]) if tools else [],
                             messages=self._prompt(record) + messages)
+
+    def _items_conversation(self, record: Any, msgs: list, reading: _Reading) -> Conversation:
+        """``items: openai_responses``: the list holds Responses API items (``message``, ``reasoning``,
+        ``function_call``, ``function_call_output``, ...), read by the Responses reader (an item type it does not
+        know is a counted placeholder that ingestion reports as ``unknown_content``)."""
+        tools = jsonpath(record, self.tools) if self.tools else []
+        return Conversation(id="", source=reading.source, tools=tool_defs(tools[0][1]) if tools else [],
+                            messages=self._prompt(record) + items_to_messages(msgs))
 
     def _prompt(self, record: Any) -> list[Message]:
         """The messages the ``prompt`` paths give (system, then user), put before the message list."""
@@ -608,6 +624,8 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
                 raise bad(key, str(exc)) from exc
     if not isinstance(data.get("unflatten", False), bool):
         raise bad("unflatten", "true or false")
+    if data.get("items", "messages") not in _ITEMS:
+        raise bad("items", f"one of {', '.join(_ITEMS)}")
     defaults = Mapping("", "$", "", {})
     return Mapping(
         name=data.get("name") or Path(where).stem[:MAX_NAME], messages=data["messages"], role=data["role"],
@@ -616,7 +634,7 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
         tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
         id=data.get("id"), records=data.get("records") or "each", group=data.get("group"),
         response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}),
-        unflatten=bool(data.get("unflatten", False)))
+        unflatten=bool(data.get("unflatten", False)), items=data.get("items") or "messages")
 
 
 def _values_beyond(data: Any, limit: int) -> bool:

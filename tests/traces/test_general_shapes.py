@@ -6,7 +6,10 @@ Fixtures (``fixtures/shapes``, written from the tools' documented record shapes,
 ``runs_inputs_outputs.jsonl`` (run records ``inputs.messages`` / ``outputs.choices[0].message``, three calls of
 one agent loop and one unrelated call), ``openinference_spans.json`` (the same loop as spans whose attributes
 are flattened ``llm.input_messages.N.message.*`` keys), ``agent_steps.json`` (steps with ``action`` and
-``observation`` beside a ``task``), ``anthropic_array.json`` (the file is the message list).
+``observation`` beside a ``task``), ``anthropic_array.json`` (the file is the message list), and OpenAI
+Responses API item lists (``function_call``, ``function_call_output``, ``reasoning``) as the file
+(``responses_items.json``), in a record (``responses_in_record.json``) and as per-call input/output items
+(``responses_calls.jsonl``).
 """
 
 from __future__ import annotations
@@ -59,9 +62,34 @@ def _walk_array():
     return 1, sum(m["role"] == "assistant" for m in raw), sum(b["type"] == "tool_use" for m in raw for b in m["content"])
 
 
+def _model_turns(items):
+    """(calls, tool calls) of a Responses item list: each run of model-side items is one call."""
+    model = [i.get("type") in ("reasoning", "function_call") or i.get("role") == "assistant" for i in items]
+    runs = sum(1 for k, m in enumerate(model) if m and (k == 0 or not model[k - 1]))
+    return runs, sum(i.get("type") == "function_call" for i in items)
+
+
+def _walk_items():
+    return 1, *_model_turns(json.loads((SHAPES / "responses_items.json").read_text()))
+
+
+def _walk_items_in_record():
+    (rec,) = json.loads((SHAPES / "responses_in_record.json").read_text())
+    return 1, *_model_turns(rec["history"])
+
+
+def _walk_item_calls():
+    rows = [json.loads(x) for x in (SHAPES / "responses_calls.jsonl").read_text().splitlines()]
+    # row 2's input is row 1's input + output + the tool output: one conversation of two calls
+    assert rows[1]["model_input"][: len(rows[0]["model_input"]) + 2] == rows[0]["model_input"] + rows[0]["model_output"]
+    return 1, len(rows), sum(i.get("type") == "function_call" for r in rows for i in r["model_output"])
+
+
 CASES = [("events_envelope.jsonl", "message_lines", _walk_events), ("runs_inputs_outputs.jsonl", "request_response", _walk_runs),
          ("openinference_spans.json", "request_response", _walk_spans), ("agent_steps.json", "steps", _walk_steps),
-         ("anthropic_array.json", "file_list", _walk_array)]
+         ("anthropic_array.json", "file_list", _walk_array), ("responses_items.json", "file_list", _walk_items),
+         ("responses_in_record.json", "record_lists", _walk_items_in_record),
+         ("responses_calls.jsonl", "request_response", _walk_item_calls)]
 
 
 @pytest.mark.parametrize(("name", "shape", "walk"), CASES)

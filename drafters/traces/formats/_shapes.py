@@ -13,6 +13,9 @@ and ``tracedraft datasets infer-mapping FILE`` can write it for the user to corr
 - ``file_list``: the file is the message list (a top-level array of messages);
 - ``record_lists``: each record holds one message list (``messages``, ``conversations``, ``turns``, ...).
 
+Lists of OpenAI Responses API items (``function_call``, ``function_call_output``, ``reasoning`` beside
+messages) are recognised in each of these places and read with ``items: openai_responses``.
+
 Two shapes that both fit, or two message lists in a record, are ``Ambiguous`` (named, never guessed).
 Not a format (no ``FORMAT``).
 """
@@ -165,7 +168,7 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
     if not values:
         return None
     array_doc = records[0][0].record == "$[0]"
-    for shape in (_request_response, _steps, _message_lines, _file_list, _record_lists):
+    for shape in (_responses_items, _request_response, _steps, _message_lines, _file_list, _record_lists):
         try:
             got = shape(values, array_doc, name)
         except (ValueError, TraceError):  # mixed spellings within one shape, no mapping says it: not this shape
@@ -383,6 +386,57 @@ def _assistant_at(value: Any, path: str) -> list[str]:
                 if hits:
                     break
     return hits
+
+
+RESPONSES_MODEL_ITEMS = ("function_call", "function_call_output", "reasoning", "custom_tool_call",
+                         "custom_tool_call_output", "local_shell_call", "local_shell_call_output")
+ITEMS_MAPPING = {"items": "openai_responses", "role": "role",
+                 "roles": {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}}
+
+
+def _is_items(value: Any, loose: bool = False) -> bool:
+    """A list of OpenAI Responses API items: every entry a message (role) or a typed item, some of them the
+    model's own items (function calls, their outputs, reasoning), which tell it from a plain message list
+    (``loose``: not required, for a call's input, which may hold only the user's message)."""
+    if not isinstance(value, list) or not value or not all(isinstance(i, dict) for i in value):
+        return False
+    typed = [i.get("type") for i in value if "role" not in i]
+    return all(isinstance(t, str) for t in typed) and (
+        loose or any(i.get("type") in RESPONSES_MODEL_ITEMS for i in value))
+
+
+def _item_lists(value: Any, path: str = "$", depth: int = 0, loose: bool = False) -> list[str]:
+    if _is_items(value, loose):
+        return [path]
+    if depth > 3 or not isinstance(value, dict):
+        return []
+    return [p for k, v in value.items() for p in _item_lists(v, _child(path, k), depth + 1, loose)]
+
+
+def _items_call(value: Any) -> tuple[str, str] | None:
+    """(input, output) paths of a record holding one call's input items and output items."""
+    lists = _item_lists(value, loose=True)
+    outs = [p for p in lists if any(k in p for k in OUTPUT_KEYS)]
+    ins = [p for p in lists if any(k in p for k in INPUT_KEYS) and p not in outs]
+    return (ins[0], outs[0]) if len(ins) == 1 and len(outs) == 1 else None
+
+
+def _responses_items(values: list, array_doc: bool, name: str) -> Inferred | Ambiguous | None:
+    """Responses API item lists: the file is the list, a record holds one, or a record holds a call's
+    ``input`` items and ``output`` items side by side."""
+    if array_doc and _is_items(values):
+        return Inferred("file_list", _mapping(name, records="file", messages="$", **ITEMS_MAPPING))
+    calls = [_items_call(v) for v in values]
+    if calls and all(calls) and any(_item_lists(v) for v in values):  # some model items: Responses-shaped
+        inp, out = Counter(calls).most_common(1)[0][0]  # type: ignore[misc]
+        return Inferred("request_response", _mapping(name, messages=inp, response=out, **ITEMS_MAPPING))
+    found = [_item_lists(v) for v in values]
+    if not found or not all(found):
+        return None
+    paths = Counter(tuple(f) for f in found).most_common(1)[0][0]
+    if len(paths) == 1:
+        return Inferred("record_lists", _mapping(name, messages=paths[0], **ITEMS_MAPPING))
+    return Ambiguous([f"openai_responses items at {p}" for p in paths[:5]])
 
 
 def _steps(values: list, array_doc: bool, name: str) -> Inferred | None:

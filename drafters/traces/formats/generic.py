@@ -191,8 +191,11 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
                        "which one holds the conversation is not guessed; declare it in a mapping file (--mapping; "
                        "`tracedraft datasets infer-mapping` writes a first one)", Source(NAME, filename))
         return
-    if shape is not None and shape.shape not in ("record_lists", "file_list"):
-        yield from _by_mapping(shape, chain(sample, records), filename, problems)
+    if shape is not None and (shape.shape not in ("record_lists", "file_list") or shape.mapping.items != "messages"):
+        rest = chain(sample, records)
+        if shape.mapping.records == "file":  # the file is the list: its items are one record
+            rest = iter([(Source(NAME, filename, record="$"), [value for _, value in rest])])
+        yield from _by_mapping(shape, rest, filename, problems)
         return
     yield from _by_spellings(chain(sample, records), filename, problems, shape)
 
