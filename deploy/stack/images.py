@@ -22,7 +22,7 @@ from deploy.stack.errors import StackError
 
 BASE_REPO = "localhost/tracedraft-debian"
 SUITE = "bookworm"
-APP_SOURCES = ("Dockerfile", "pyproject.toml", "README.md", "deploy/app/requirements.lock", "drafters", "service",
+APP_SOURCES = ("Dockerfile", "pyproject.toml", "deploy/app/requirements.lock", "drafters", "service",
                "workers", "migrations")
 
 
