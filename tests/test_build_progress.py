@@ -64,3 +64,32 @@ def test_a_stage_hears_the_build_as_progress_events(tmp_path, monkeypatch):
         build_once(tmp_path / "t", _build, "merging the adapter", STEPS)
     assert ctx.calls[0][0] == 0.0 and ctx.calls[0][2].startswith("merging the adapter (once")
     assert any(eta is not None for _, eta, _ in ctx.calls) and ctx.calls[-1][2].startswith("merging the adapter: done")
+
+
+def test_stage_pace_reports_from_a_clock_between_units_with_an_eta_that_counts_down(monkeypatch):
+    """A stage of long units (held-out replays): each report says how far it is; between two units the
+    clock's reports count the ETA down, never below the units after the one running."""
+    from workers.stages import common
+
+    class Ctx:
+        def __init__(self):
+            self.calls = []
+
+        def progress(self, fraction, eta=None, message=None):
+            self.calls.append((fraction, eta, message))
+
+    now = [100.0]
+    monkeypatch.setattr(common.time, "monotonic", lambda: now[0])
+    ctx = Ctx()
+    pace = common.StagePace(ctx, "held-out replays")
+    pace.report()
+    assert ctx.calls[-1] == (0.0, None, "held-out replays (0 s so far)")
+    now[0] += 10
+    pace.done(1, 4)  # 10 s a unit, 3 left
+    assert ctx.calls[-1] == (0.25, 30.0, "held-out replays 1/4 (10 s so far)")
+    now[0] += 4
+    pace.report()
+    assert ctx.calls[-1][1] == 26.0
+    now[0] += 40  # the second unit overran: the two after it are still left
+    pace.report()
+    assert ctx.calls[-1][1] == 20.0 and ctx.calls[-1][2] == "held-out replays 1/4 (54 s so far)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,32 @@ def reporting_target_builds(ctx: StageContext):
     from drafters.target_cache import reporting_builds
 
     return reporting_builds(lambda message, eta: ctx.progress(0.0, eta, message=message))
+
+
+class StagePace:
+    """Progress of a stage made of units of work that can each take minutes (held-out replays on a CPU):
+    ``done(n, total)`` after each unit, ``report()`` also from a clock (``drafters.periodic.every``), so the
+    stage is never silent; the ETA is the seconds per unit so far times the units left, less the time the
+    unit running has already run (never less than the units after it)."""
+
+    def __init__(self, ctx: StageContext, what: str):
+        self.ctx, self.what = ctx, what
+        self.started = self.at = time.monotonic()
+        self.count, self.total = 0, 0
+
+    def done(self, count: int, total: int) -> None:
+        self.count, self.total, self.at = count, total, time.monotonic()
+        self.report()
+
+    def report(self) -> None:
+        now = time.monotonic()
+        per = (self.at - self.started) / self.count if self.count else None
+        left = self.total - self.count
+        # the unit running counts down; once it overruns, the units after it are still left
+        eta = max(per * max(0, left - 1), per * left - (now - self.at)) if per is not None else None
+        of = f" {self.count}/{self.total}" if self.total else ""
+        self.ctx.progress(self.count / max(1, self.total), eta,
+                          message=f"{self.what}{of} ({now - self.started:.0f} s so far)")
 
 
 def torch_distributed() -> bool:

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
+from drafters.periodic import every
 from workers.context import StageContext
 from workers.stages.common import (
+    StagePace,
     auto,
     base_drafter_dir,
     fetch,
@@ -19,6 +20,9 @@ from workers.stages.common import (
     target_spec,
     training_rows,
 )
+
+#: Seconds between two progress reports while one replay runs.
+REPORT_EVERY_S = 5.0
 
 
 def _engine(ctx: StageContext, name: str, target):
@@ -86,20 +90,21 @@ def evaluate(ctx: StageContext) -> dict[str, Any]:
     settings = {"max_new_tokens": int(auto(espec.get("max_new_tokens"), "max_new_tokens")),
                 "temperature": float(espec.get("temperature") or 0.0), "seed": int(espec.get("seed") or 0)}
     compare = [("candidate", incumbent_name)]
-    started = time.monotonic()
+    pace = StagePace(ctx, "held-out replays")
 
     class Cancelled(Exception):
         pass
 
     def progress(done: int, total: int) -> None:
-        elapsed = time.monotonic() - started
-        ctx.progress(done / max(1, total), elapsed / done * (total - done) if done else None)
+        pace.done(done, total)
         if ctx.cancelled():  # the replays are independent: stopping between two of them loses nothing
             raise Cancelled
 
     try:
-        report = _replay(ctx, engine, target, prompts, settings, compare, progress, candidate=candidate,
-                         incumbent=incumbent, incumbent_name=incumbent_name, best=best, incumbent_dir=incumbent_dir)
+        with every(REPORT_EVERY_S, pace.report):  # one replay of a long call takes minutes on a CPU
+            report = _replay(ctx, engine, target, prompts, settings, compare, progress, candidate=candidate,
+                             incumbent=incumbent, incumbent_name=incumbent_name, best=best,
+                             incumbent_dir=incumbent_dir)
     except Cancelled:
         return {"cancelled": True}
     policy = {k: v for k, v in (ctx.spec.get("promotion") or {}).items()
