@@ -49,11 +49,13 @@ def test_cohere_chat_history_and_what_was_not_read():
     result = ingest([G / "cohere_chat_history.jsonl"], scrub=False)
     report = result.report
     assert report.ok and (report.counts["conversations"], report.counts["calls"]) == (2, n_bot) == (2, 3)
-    tool = result.conversations[0].messages[2]
+    first = result.conversations[0].messages
+    assert (first[0].role, first[0].text) == ("system", rows[0]["preamble"])  # the record's preamble is read
+    tool = first[3]
     assert tool.role == "tool" and tool.tool_results[0].content == '[{"temp_c": 21}]'
     mapping = _warning(report, "generic_mapping")
     assert "$.chat_history" in mapping and "content from message" in mapping
-    assert "record keys not read: model (2), message (2), preamble (1)" in mapping
+    assert "record keys not read: model (2), message (2)" in mapping
     assert "without a parameter schema (1)" in mapping
 
 

@@ -177,7 +177,8 @@ def semconv_parts(parts: Any, *, call_id: Callable[[Any], Any] = lambda raw: raw
 
 
 def tool_defs(raw: Any) -> list[ToolDef]:
-    """ToolDefs from a list in OpenAI (``{"type":"function","function":{...}}``) or flat
+    """ToolDefs from a list in OpenAI (``{"type":"function","function":{...}}``), Bedrock Converse
+    (``{"toolSpec": {name, description, inputSchema: {json}}}``) or flat
     (``{"name","description","parameters"|"input_schema"}``) form; a JSON string is decoded first.
     Entries without a name are skipped."""
     if isinstance(raw, str):
@@ -191,11 +192,13 @@ def tool_defs(raw: Any) -> list[ToolDef]:
     for item in raw if isinstance(raw, list) else []:
         if not isinstance(item, dict):
             continue
-        fn = item.get("function") if isinstance(item.get("function"), dict) else item
+        fn = next((item[k] for k in ("function", "toolSpec") if isinstance(item.get(k), dict)), item)
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             continue
         params = fn.get("parameters") or fn.get("input_schema") or fn.get("inputSchema")
+        if isinstance(params, dict) and isinstance(params.get("json"), dict) and len(params) == 1:
+            params = params["json"]  # Bedrock Converse: inputSchema {json: {...}}
         if not isinstance(params, dict):
             params = {"type": "object", "properties": {}}
         out.append(ToolDef(name=name, description=str(fn.get("description") or ""), parameters=params))

@@ -50,6 +50,7 @@ OBSERVATION_KEYS = ("observation", "observations", "tool_output", "tool_result",
 ACTION_KEYS = ("action", "actions", "tool_calls", "tool_call", "function_call", "tool", "code_action")
 STEP_TEXT_KEYS = ("response", "answer", "final_answer", "output", "model_output", "content", "text")
 THOUGHT_KEYS = ("thought", "thoughts", "reasoning", "thinking")
+SYSTEM_KEYS = ("system", "system_prompt", "systemInstruction", "instructions", "preamble")
 TASK_KEYS = ("task", "query", "question", "instruction", "goal", "prompt", "input")
 _WRAPPERS = ("", "message.", "data.", "kwargs.")  # a message's keys, or those of the object it wraps
 SAMPLE = 50  # records the shape is inferred from
@@ -230,12 +231,23 @@ def _generic_path(path: str) -> str:
 
 
 def _record_extras(values: list, messages_path: str) -> dict[str, Any]:
-    """Record-level keys the mapping can read beside the messages: tool definitions."""
+    """Record-level keys the mapping can read beside the messages: tool definitions, at the record's top or
+    beside the message list (a request body's ``tools``, Bedrock's ``toolConfig.tools``)."""
     top = messages_path.split(".")[1].split("[")[0] if "." in messages_path else ""
-    for key in ("tools", "functions", "tool_definitions"):
-        if key != top and any(isinstance(v, dict) and isinstance(v.get(key), list) for v in values):
-            return {"tools": f"$.{key}"}
-    return {}
+    parent = messages_path.rsplit(".", 1)[0] if messages_path.count(".") > 1 else "$"
+    extras: dict[str, Any] = {}
+    for base in dict.fromkeys((parent, "$")):
+        for key in ("tools", "functions", "tool_definitions", "toolConfig.tools"):
+            path = f"{base}.{key}"
+            if "tools" not in extras and (base != "$" or key != top) and any(
+                    isinstance((jsonpath(v, path) or [(None, None)])[0][1], list) for v in values):
+                extras["tools"] = path
+        for key in SYSTEM_KEYS:  # a request body's system prompt beside its messages (Anthropic, Bedrock, Cohere)
+            path = f"{base}.{key}"
+            if "prompt" not in extras and key != top and any(
+                    (jsonpath(v, path) or [(None, None)])[0][1] not in (None, "", []) for v in values):
+                extras["prompt"] = {"system": path}
+    return extras
 
 
 def _one_message(value: Any) -> bool:
@@ -324,7 +336,7 @@ def _text_outputs(record: dict, path: str = "$", depth: int = 0) -> list[str]:
         return out
     for k, v in record.items():
         p = _child(path, k)
-        if k in OUTPUT_KEYS and isinstance(v, str) and v:
+        if k in OUTPUT_KEYS and isinstance(v, str) and v and not _looks_encoded(v):
             out.append(p)
         elif k in OUTPUT_KEYS and isinstance(v, dict):
             hit = _text_in(v, p)
@@ -335,12 +347,17 @@ def _text_outputs(record: dict, path: str = "$", depth: int = 0) -> list[str]:
     return out
 
 
+def _looks_encoded(text: str) -> bool:
+    """Hex or base64 without a space (a recorded binary event stream), not an answer's text."""
+    return len(text) >= 64 and re.fullmatch(r"[0-9A-Fa-f]+|[A-Za-z0-9+/=_-]+", text) is not None
+
+
 def _text_in(value: dict, path: str, depth: int = 0) -> str | None:
     """The ``text`` of an output object (or of its ``value``), when no tool call sits beside it."""
     if any(("tool" in str(k).lower() or "function" in str(k).lower()) and v not in (None, "", [], {})
            for k, v in value.items()):
         return None
-    if isinstance(value.get("text"), str):
+    if isinstance(value.get("text"), str) and not _looks_encoded(value["text"]):
         return f"{path}.text"
     inner = value.get("value")
     return _text_in(inner, f"{path}.value", depth + 1) if isinstance(inner, dict) and depth < 2 else None

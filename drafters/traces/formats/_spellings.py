@@ -35,7 +35,8 @@ ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type")
 CONTENT_KEYS = ("content", "value", "text", "message", "parts", "data.content", "contents")
 CALL_KEYS = ("tool_calls", "toolCalls", "function_call", "data.tool_calls")
 RESULT_ID_KEYS = ("tool_call_id", "tool_use_id", "toolCallId", "call_id", "data.tool_call_id")
-_CALL_ID = ("id", "tool_call_id", "toolCallId", "call_id")
+_CALL_ID = ("id", "tool_call_id", "toolCallId", "call_id", "toolUseId")
+_KEYED = {"toolUse": "tool_use", "toolResult": "tool_result", "reasoningContent": "reasoning"}
 _CALL_NAME = ("name", "toolName", "tool_name")
 _CALL_ARGS = ("input", "arguments", "args", "parameters")
 _MEDIA = {"image": "image", "image_url": "image", "input_image": "image", "audio": "audio",
@@ -88,8 +89,12 @@ def block_part(block: Any) -> Any:
         return TextPart(block) if block else None
     if not isinstance(block, dict):
         return TextPart(as_text(block))
-    if len(block) == 1 and isinstance(next(iter(block.values())), dict) and "type" in next(iter(block.values())):
-        return block_part(next(iter(block.values())))  # a wrapped block: {"message_content": {type, text}}
+    if len(block) == 1 and isinstance(next(iter(block.values())), dict):
+        (key, inner), = block.items()
+        if key in _KEYED:  # Bedrock Converse: {"toolUse": {...}}, {"toolResult": {...}}, {"reasoningContent": ...}
+            return block_part({**_flat_reasoning(inner), "type": _KEYED[key]})
+        if "type" in inner:
+            return block_part(inner)  # a wrapped block: {"message_content": {type, text}}
     kind = _kind(block)
     if kind in ("text", "input_text", "output_text", "") and first(block, ("text", "value", "content")) is not None:
         text = as_text(first(block, ("text", "value", "content")))
@@ -103,11 +108,18 @@ def block_part(block: Any) -> Any:
         out = first(block, ("content", "output", "result", "response"))
         text = as_text(out) if not isinstance(out, list) else "".join(
             p.text for p in (block_part(b) for b in out) if isinstance(p, TextPart))
-        return ToolResultPart(as_text(first(block, ("tool_use_id", "tool_call_id", "toolCallId", "call_id", "id")))
-                              or None, text, is_error=bool(block.get("is_error")))
+        return ToolResultPart(as_text(first(block, ("tool_use_id", "tool_call_id", "toolCallId", "call_id", "id",
+                                                    "toolUseId"))) or None, text,
+                              is_error=bool(block.get("is_error")) or block.get("status") == "error")
     if kind in _MEDIA:
         return UnsupportedPart(_MEDIA[kind])
     return UnsupportedPart(kind or "untyped_block")
+
+
+def _flat_reasoning(inner: dict) -> dict:
+    """Bedrock's ``reasoningContent: {reasoningText: {text, signature}}`` flattened to ``{text, signature}``."""
+    text = inner.get("reasoningText")
+    return {**inner, **text} if isinstance(text, dict) else inner
 
 
 def block_parts(content: Any) -> list:
