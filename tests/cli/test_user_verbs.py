@@ -242,7 +242,7 @@ def test_datasets_validate_a_directory_of_mixed_field_files(tmp_path: Path, cli)
     assert {k: (v["conversations"], v["status"]) for k, v in files.items()} == want
     codes = {(Path(p["file"]).name, p["code"]) for p in rep["errors"]}
     assert {("cut.jsonl", "invalid_json"), ("letta_customer_service.af", "no_assistant_message"),
-            ("any_agent_trace_no_input.json", "no_conversations"), ("preference_pairs.json", "ambiguous_shape"),
+            ("any_agent_trace_no_input.json", "content_not_captured"), ("preference_pairs.json", "ambiguous_shape"),
             ("NOTES.txt", "unknown_format")} <= codes
     (cut,) = [p for p in rep["errors"] if p["file"].endswith("cut.jsonl")]
     assert cut["line"] == 2

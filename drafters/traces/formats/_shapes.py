@@ -212,8 +212,10 @@ def _file_list(values: list, array_doc: bool, name: str) -> Inferred | None:
 
 
 def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambiguous | None:
-    found = [message_lists(v) for v in values if isinstance(v, (dict, list))]
-    if not found or not all(found):
+    """Each record holds one message list; records without one (a role value not known) are each refused
+    when read (``no_messages_found``), so most of the sample having one is enough."""
+    found = [f for f in (message_lists(v) for v in values if isinstance(v, (dict, list))) if f]
+    if not found or 2 * len(found) < len(values):
         return None
     paths = Counter(_generic_path(f[0][0]) for f in found if len(f) == 1)
     several = next((f for f in found if len(f) > 1), None)
