@@ -12,7 +12,7 @@
 #
 # The container runs the same commands the tests drive: `tracedraft db upgrade`, `tracedraft serve`,
 # `tracedraft worker --queue cpu|gpu`, as the non-root user `tracedraft` (uid 10001), with every setting
-# from TRACEDRAFT_* environment variables (README, "Environment variables").
+# from TRACEDRAFT_* environment variables (docs/settings.md).
 ARG BASE_IMAGE=python:3.11.13-slim-bookworm
 FROM ${BASE_IMAGE}
 

@@ -4,7 +4,7 @@ Every field is read from an environment variable named ``TRACEDRAFT_<FIELD>`` (u
 ``TRACEDRAFT_DATABASE_URL``. Defaults give the embedded mode (SQLite file, local artifact directory,
 in-process pipeline) under ``~/.tracedraft``; the stack (docker-compose, a cluster) sets the URLs.
 
-``Settings.env_vars()`` lists every variable name with its description, so the README and
+``Settings.env_vars()`` lists every variable name with its description, so docs/settings.md and
 docker-compose.yml can be checked against it.
 
 Tests override settings with ``override_settings(...)`` (a context manager) or, for FastAPI,

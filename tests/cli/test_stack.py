@@ -1,9 +1,10 @@
 """The local stack: docker-compose.yml validates (`docker compose config`, or `docker-compose config`, or
 structurally when no compose client is installed), every variable the settings read is documented in the
-README table and set for the api and worker services, the stack's values are valid settings, and the
-Dockerfile runs the commands the other CLI tests drive.
+table of docs/settings.md and set for the api and worker services, the stack's values are valid settings,
+the README shows a local server before the stack, and the Dockerfile runs the commands the other CLI tests
+drive.
 
-Regenerate the README table with: ``.venv/bin/python -m tests.cli.test_stack``.
+Regenerate the table with: ``.venv/bin/python -m tests.cli.test_stack``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from service.settings import Settings
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"
 README = REPO / "README.md"
+SETTINGS_DOC = REPO / "docs" / "settings.md"
 DOCKERFILE = REPO / "Dockerfile"
 APP_SERVICES = ("migrate", "api", "worker-cpu", "worker-gpu")
 #: Variables the CLI client reads (not settings of the service); documented in the same table.
@@ -57,7 +59,7 @@ def stack_value(var: str) -> str:
 
 
 def env_table() -> str:
-    """The README's environment-variable table, generated from ``Settings.env_vars()``."""
+    """The environment-variable table of docs/settings.md, generated from ``Settings.env_vars()``."""
     rows = ["| Variable | In the stack (docker-compose.yml) | Meaning and default |", "|---|---|---|"]
     for var, desc in {**Settings.env_vars(), **CLIENT_VARS}.items():
         value = stack_value(var).replace("|", "\\|")
@@ -66,9 +68,9 @@ def env_table() -> str:
     return "\n".join(rows)
 
 
-def readme_table() -> str:
-    text = README.read_text()
-    assert TABLE_START in text and TABLE_END in text, "README has no generated environment table"
+def documented_table() -> str:
+    text = SETTINGS_DOC.read_text()
+    assert TABLE_START in text and TABLE_END in text, "docs/settings.md has no generated environment table"
     return text.split(TABLE_START, 1)[1].split(TABLE_END, 1)[0].strip()
 
 
@@ -119,6 +121,8 @@ def test_compose_structure():
         assert len(devices[0]["device_ids"]) == 1  # one GPU per worker
     assert s["sglang"]["image"].startswith("lmsysorg/sglang:")
     assert s["worker-gpu"]["build"]["args"]["TORCH_INDEX"].endswith("/cu128")
+    # the sglang evaluation engine launches SGLang inside the GPU worker (docs/serving.md section 1)
+    assert s["worker-gpu"]["build"]["args"]["EXTRAS"] == "[sglang]"
 
 
 def test_every_setting_is_set_for_the_app_services_and_valid():
@@ -144,17 +148,27 @@ def test_every_setting_is_set_for_the_app_services_and_valid():
     assert type(store.fs).__name__ == "S3FileSystem" and not store.local
 
 
-def test_readme_documents_every_variable():
-    table = readme_table()
+def test_settings_doc_documents_every_variable():
+    table = documented_table()
     documented = set(re.findall(r"^\| `(TRACEDRAFT_[A-Z0-9_]+)`", table, flags=re.MULTILINE))
     assert documented == set(Settings.env_vars()) | set(CLIENT_VARS), \
-        "README table out of date: run .venv/bin/python -m tests.cli.test_stack"
-    assert table == env_table(), "README table out of date: run .venv/bin/python -m tests.cli.test_stack"
+        "docs/settings.md table out of date: run .venv/bin/python -m tests.cli.test_stack"
+    assert table == env_table(), "docs/settings.md table out of date: run .venv/bin/python -m tests.cli.test_stack"
+
+
+def test_readme_runs_a_local_server_with_curl_before_the_stack():
+    """The README's first REST example runs against the embedded server with a target it allows, before
+    compose; it stays a front door (about 200 lines)."""
     text = README.read_text()
-    section = text.split("## Run the stack", 1)[1]
-    for needle in ("docker compose up", "tracedraft orgs create", "--admin-key", "curl", "tracedraft jobs submit",
-                   "8000", "--profile gpu"):
+    assert len(text.splitlines()) <= 210
+    section = text.split("## Run the stack", 1)[1].split("\n## ", 1)[0]
+    for needle in ("tracedraft serve", "tracedraft orgs create", "--admin-key", "curl", "docker compose up",
+                   "tracedraft jobs submit", "8000", "--profile gpu"):
         assert needle in section, needle
+    assert section.index("tracedraft serve") < section.index("curl") < section.index("docker compose up")
+    first_job = section.split("/v1/jobs", 1)[1].split("```", 1)[0]
+    model = re.search(r'"model": "([^"]+)"', first_job).group(1)
+    assert model in Settings().allowed_targets, f"the first REST example names {model}, which serve refuses"
 
 
 def test_dockerfile_runs_the_cli_as_non_root():
@@ -181,9 +195,9 @@ def test_dockerfile_runs_the_cli_as_non_root():
     assert ".venv" in ignore and ".git" in ignore
 
 
-if __name__ == "__main__":  # regenerate the README table in place
-    text = README.read_text()
+if __name__ == "__main__":  # regenerate the table in place
+    text = SETTINGS_DOC.read_text()
     head, rest = text.split(TABLE_START, 1)
     _, tail = rest.split(TABLE_END, 1)
-    README.write_text(f"{head}{TABLE_START}\n{env_table()}\n{TABLE_END}{tail}")
-    print("README environment table regenerated")
+    SETTINGS_DOC.write_text(f"{head}{TABLE_START}\n{env_table()}\n{TABLE_END}{tail}")
+    print("docs/settings.md environment table regenerated")
