@@ -66,15 +66,22 @@ def serve(
     from service.settings import ENV_PREFIX, get_settings
 
     settings = get_settings()
+    key, before = f"{ENV_PREFIX}AUTO_MIGRATE", os.environ.get(f"{ENV_PREFIX}AUTO_MIGRATE")
     if settings.auto_migrate:
         # Once, here, before uvicorn starts its processes: each would otherwise migrate a fresh database at
-        # the same moment (`table alembic_version already exists`). They then skip it.
+        # the same moment (`table alembic_version already exists`). They inherit the environment: skip it.
         with handled():
             _migrate(settings.database_url)
-        os.environ[f"{ENV_PREFIX}AUTO_MIGRATE"] = "false"
-    uvicorn.run("service.api.app:create_app", factory=True, host=host, port=port,
-                workers=workers or api_workers(settings.api_workers), proxy_headers=proxy_headers,
-                log_level=settings.log_level.lower(), access_log=True)
+        os.environ[key] = "false"
+    try:
+        uvicorn.run("service.api.app:create_app", factory=True, host=host, port=port,
+                    workers=workers or api_workers(settings.api_workers), proxy_headers=proxy_headers,
+                    log_level=settings.log_level.lower(), access_log=True)
+    finally:
+        if before is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = before
 
 
 def worker_argv(queue: str, concurrency: int | None, loglevel: str | None, *, lease_s: float | None = None,

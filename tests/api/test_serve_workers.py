@@ -99,3 +99,16 @@ def test_serve_with_two_workers_on_a_fresh_home_starts_cleanly(tmp_path):
     text = log.read_text()
     assert ready, text
     assert "Traceback" not in text and "already exists" not in text, text
+
+
+def test_serve_leaves_the_environment_as_it_found_it(monkeypatch, tmp_path):
+    """The worker processes are told to skip migrating through the environment; the serving process's own
+    environment is restored once uvicorn returns (an in-process caller, a test, is not left without
+    migrations)."""
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn, "run", lambda target, **kw: None)
+    monkeypatch.delenv("TRACEDRAFT_AUTO_MIGRATE", raising=False)
+    with override_settings(Settings(home=tmp_path / "fresh", api_workers=2)):
+        assert CliRunner().invoke(cli_app, ["serve"]).exit_code == 0
+    assert "TRACEDRAFT_AUTO_MIGRATE" not in os.environ
