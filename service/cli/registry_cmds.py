@@ -155,6 +155,10 @@ def drafters_show(
     console.print(f"checkpoint: {out.get('checkpoint_uri')}  ({out.get('size_bytes')} bytes)")
     console.print(f"aliases: {', '.join(out.get('aliases') or []) or '-'}   job: {out.get('job_id')}   "
                   f"created by {out.get('created_by')} at {short_ts(out.get('created_at'))}")
+    score = out.get("score") or registry.version_score(out.get("report"), out.get("gate"))
+    tau, speed = score.get("tau"), score.get("speedup_vs_plain")
+    console.print(f"tau: {'-' if tau is None else f'{tau:.2f}'}   speed-up: "
+                  f"{'not measured' if speed is None else f'x{speed:.2f}'}")
     lineage = (out.get("lineage") or {}).items()
     console.print(table("Lineage", ["key", "value"], [[k, cell_text(v)] for k, v in lineage]))
     print_gate(out)

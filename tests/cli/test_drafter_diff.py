@@ -69,3 +69,10 @@ def test_versions_show_tau_and_speedup(stack, cli):
         {"tau": 3.1, "speedup_vs_plain": 1.42, "gate": True}, {"tau": 3.55, "speedup_vs_plain": None, "gate": True},
         {"tau": 3.3, "speedup_vs_plain": None, "gate": True}]
 
+
+
+def test_show_gives_the_versions_tau_and_speedup(stack, cli):
+    stack.register(1, report=_report(3.10, 1.42))
+    stack.register(2, report=_report(3.55, None))
+    assert "tau: 3.10   speed-up: x1.42" in cli("drafters", "show", "smol-agent", "1").out
+    assert "tau: 3.55   speed-up: not measured" in cli("drafters", "show", "smol-agent", "2").out
