@@ -78,7 +78,12 @@ class Corpus:
 
 
 def parse_args() -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    return build_parser().parse_args()
+
+
+def build_parser(description: str | None = None) -> argparse.ArgumentParser:
+    """The options of this benchmark (bench_speed.py adds its own to the same parser)."""
+    ap = argparse.ArgumentParser(description=description or __doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=400, help="training steps per drafter (c: this many more)")
     # The training stage's CPU recipe (drafters/train/resolve.py CPU_DEFAULTS) unless told otherwise.
     ap.add_argument("--anchors", type=int, default=CPU_DEFAULTS.num_anchors,
@@ -105,7 +110,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "tracedraft" / "bench_agent_tau")
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/agent_tau"))
-    return ap.parse_args()
+    return ap
 
 
 def _call_without_tools(call: LLMCall) -> LLMCall:
@@ -154,6 +159,15 @@ def regenerate_corpus(name: str, prompts: list, target, renderer: Renderer, tool
     return Corpus(name, rows, report.to_dict())
 
 
+def code_digest() -> str:
+    """sha256 (16 hex) of the source of the drafter and its training (drafters/dspark, drafters/train)."""
+    root = Path(__file__).resolve().parents[1] / "drafters"
+    h = hashlib.sha256()
+    for f in sorted([*root.glob("dspark/*.py"), *root.glob("train/*.py")]):
+        h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def train_drafter(name: str, target, rows: list, args, init_from: Path | None = None) -> tuple[Any, dict]:
     """A 1-layer (``--layers``) DSpark drafter trained ``--steps`` steps on ``rows`` (checkpointed under the
     cache: a rerun with the same settings resumes or returns at once). Returns (drafter, timing)."""
@@ -173,7 +187,9 @@ def train_drafter(name: str, target, rows: list, args, init_from: Path | None = 
     # The run's directory names its schedule, its rows and its starting point: another training set (a
     # different --train-calls) or base drafter is another run, never a resume of this one.
     data = hashlib.sha256(repr([(list(r.input_ids), list(r.loss_mask)) for r in rows]).encode())
-    data.update(f"{init_from}|{drafter.initialised_from}".encode())
+    # ...and the code and arithmetic that trained it: a drafter trained by other code or in another precision
+    # is another run, never reused silently.
+    data.update(f"{init_from}|{drafter.initialised_from}|{precision}|{code_digest()}".encode())
     out = (args.cache / "drafters" /
            f"{name}-{cfg.schedule_fingerprint()}-{data.hexdigest()[:12]}-{args.layers}x{args.block_size}")
     t0 = time.perf_counter()

@@ -115,9 +115,11 @@ def test_a_confident_wrong_drafter_is_still_chosen_the_rule_is_a_what_if():
 
 def test_the_report_table_by_segment_shows_suffix_and_hybrid():
     """evaluate() as it stands, with the two baselines beside n-gram, on the cyclic target (same rounds as
-    the hand counts above). Segments by parity of each round's first committed token (odd: text, even:
-    tool_args): suffix rounds start with 3, 2, 2, 2 -> text 1 round of 4 tokens, tool_args 3 of 5; every
-    hybrid round starts with 3 -> text, 4 rounds, 19 tokens."""
+    the hand counts above). Segments by parity of each committed token (odd: text, even: tool_args), each
+    token carrying 1/L of its round (SEGMENT_RULE). After the prefill token 2, suffix commits 3 4 0 1 | then
+    three rounds of 2 3 4 0 1: text 2 + 3x2 = 8 tokens over 0.5 + 3 x 0.4 = 1.7 rounds, tool_args 2 + 3x3 =
+    11 tokens over 0.5 + 3 x 0.6 = 2.3 rounds. The hybrid commits 3 4 0 1 2 three times, then 3 4 0 1: the
+    same tokens, so the same per-segment figures, as every proposer's segments cover the same tokens."""
     target = BigramTarget(CYCLE)
     prompt = SimpleNamespace(call_id="conv/0", prompt_ids=[0, 1, 2, 3, 4, 0, 1])
     proposers = {**suffix_baselines([], 4, drafter=CycleDrafter([0.7] * 4)), "ngram": NGramProposer(4)}
@@ -126,9 +128,11 @@ def test_the_report_table_by_segment_shows_suffix_and_hybrid():
     assert rep["lossless"]["calls_checked"] == 3
     suffix, hybrid = rep["proposers"]["suffix"], rep["proposers"]["hybrid"]
     assert suffix["tau"] == pytest.approx(19 / 4) and hybrid["tau"] == pytest.approx(19 / 4)
-    assert suffix["by_segment"] == {"text": {"tau": 4.0, "rounds": 1, "tokens": 4},
-                                    "tool_args": {"tau": 5.0, "rounds": 3, "tokens": 15}}
-    assert hybrid["by_segment"] == {"text": {"tau": 19 / 4, "rounds": 4, "tokens": 19}}
+    for entry in (suffix, hybrid):
+        seg = entry["by_segment"]
+        assert seg["text"]["tokens"] == 8 and seg["text"]["rounds"] == pytest.approx(1.7)
+        assert seg["tool_args"]["tokens"] == 11 and seg["tool_args"]["rounds"] == pytest.approx(2.3)
+        assert seg["text"]["tau"] == pytest.approx(8 / 1.7) and seg["tool_args"]["tau"] == pytest.approx(11 / 2.3)
     assert set(rep["proposers"]["ngram"]["by_segment"]) <= {"text", "tool_args"}
 
 

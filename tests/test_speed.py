@@ -66,3 +66,15 @@ def test_speed_section_carries_costs_and_deploy():
     assert sec["deploy"]["proposer"] == "suffix" and sec["hardware"] == "a CPU"
     assert sec["proposers"]["hybrid"]["what_if"] and sec["proposers"]["suffix"]["cost"] is None
     assert "tau / (r + c)" in sec["rule"]
+
+
+def test_pooled_ratio_interval_resamples_calls_and_pools_like_the_estimate():
+    from drafters.evaluate.metrics import pooled_ratio_ci
+
+    # proposer: 10 tokens in 1 s and 30 tokens in 1 s; plain: 10 tokens in 2 s twice -> (40/2) / (20/4) = 4
+    est, lo, hi = pooled_ratio_ci([(10, 1, 10, 2), (30, 1, 10, 2)])
+    assert est == pytest.approx(4.0)  # pooled, not the mean of per-call ratios (2 and 6 -> 4 here too)
+    assert 2.0 <= lo <= est <= hi <= 6.0
+    est, lo, hi = pooled_ratio_ci([(10, 1, 10, 1), (90, 9, 90, 1)])
+    assert est == pytest.approx((100 / 10) / (100 / 2))  # 0.2; the mean of per-call ratios would be 0.56
+    assert pooled_ratio_ci([(5, 1, 5, 1)]) == (1.0, 1.0, 1.0)

@@ -74,18 +74,21 @@ def spread_calls(prompts: Sequence[Any], n: int) -> list[Any]:
     return out[:n]
 
 
-def _segment_rounds(gen, segs: list[int]) -> dict[str, list[int]]:
-    """Round lengths grouped by the segment of each round's first committed token (SEGMENT_RULE)."""
-    out: dict[str, list[int]] = {}
-    first = {}
+def _segment_sums(gen, segs: list[int]) -> dict[str, list[float]]:
+    """{segment: [committed tokens, rounds]} of one generation by SEGMENT_RULE: each committed token belongs
+    to its own segment and carries 1 / (its round's committed tokens) of that round, so every proposer's
+    per-segment tau covers the same tokens (greedy output is identical) and a round's share is exact."""
+    per_round: dict[int, list[int]] = {}
     for i, ri in enumerate(gen.round_index):
-        if ri >= 0 and ri not in first:
-            first[ri] = i
-    for ri, r in enumerate(gen.rounds):
-        i = first.get(ri)
-        if i is None or i >= len(segs):
-            continue  # a round whose tokens were all cut by a stop string
-        out.setdefault(segment_name(segs[i]), []).append(r.committed)
+        if ri >= 0 and i < len(segs):
+            per_round.setdefault(ri, []).append(int(segs[i]))
+    out: dict[str, list[float]] = {}
+    for ri, seg_ids in per_round.items():
+        share = 1.0 / gen.rounds[ri].committed if gen.rounds[ri].committed else 0.0
+        for v in seg_ids:
+            acc = out.setdefault(segment_name(v), [0.0, 0.0])
+            acc[0] += 1
+            acc[1] += share
     return out
 
 
@@ -161,7 +164,9 @@ def evaluate(target: Any, proposers: Mapping[str, Any], prompts: Sequence[Any], 
         "lossless": {"checked": greedy, "calls_checked": len(prompts) * len(proposers) if greedy else 0,
                      "near_ties": near_ties, "tie_tolerance": tie_tolerance},
         "plain": {"tokens": p_tokens, "seconds": p_secs, "tokens_per_s": p_tps,
-                  "target_s": sum(g.target_s for g in plain), "overhead_s": sum(g.overhead_s for g in plain)},
+                  "target_s": sum(g.target_s for g in plain), "overhead_s": sum(g.overhead_s for g in plain),
+                  "per_call": [{"call_id": p.call_id, "tokens": len(g.tokens), "seconds": g.total_s}
+                               for p, g in zip(prompts, plain)]},
         "proposers": entries,
         "speed": speed_section(entries, costs, engine, hardware()),
         "comparisons": paired_comparisons(entries, compare, seed),
@@ -226,7 +231,7 @@ def _proposer_entry(name: str, prop: Any, prompts: Sequence[Any], gens: list, pl
     against ``plain`` (None: not greedy, no check)."""
     near_ties: list[dict] = []
     records, all_rounds, per_call = [], [], []
-    seg_groups: dict[str, list[int]] = {}
+    seg_groups: dict[str, list[float]] = {}
     fit_rounds, eval_rounds = [], []
     for i, p in enumerate(prompts):
         g = gens[i]
@@ -238,16 +243,18 @@ def _proposer_entry(name: str, prop: Any, prompts: Sequence[Any], gens: list, pl
         all_rounds.extend(g.rounds)
         (fit_rounds if calibration_split(p.call_id) == "fit" else eval_rounds).extend(g.rounds)
         segs = segmenter(list(g.tokens)) if segmenter else None
-        call_segs = _segment_rounds(g, list(segs)) if segs is not None else {"all": lengths}
-        for s, v in call_segs.items():
-            seg_groups.setdefault(s, []).extend(v)
+        call_segs = _segment_sums(g, list(segs)) if segs is not None else {"all": [sum(lengths), len(lengths)]}
+        for k, (t, r) in call_segs.items():
+            acc = seg_groups.setdefault(k, [0.0, 0.0])
+            acc[0] += t
+            acc[1] += r
         ctx = len(p.prompt_ids)
         records.append({"lengths": lengths, "turn": turn_index(p), "ctx": context_bucket(ctx, bucket_edges)})
         per_call.append({"call_id": p.call_id, "conversation_id": getattr(p, "conversation_id", None),
                          "turn": turn_index(p), "context_len": ctx, "rounds": len(lengths),
                          "sum_len": sum(lengths), "tau": tau_from_sums(sum(lengths), len(lengths)),
                          "tokens": len(g.tokens), "seconds": g.total_s, "finish_reason": g.finish_reason,
-                         "segments": {k: [sum(v), len(v)] for k, v in sorted(call_segs.items())}})
+                         "segments": {k: v for k, v in sorted(call_segs.items())}})
     block = int(getattr(prop, "block_size", 0) or 0) if prop is not None else 0
     sum_len = sum(r.committed for r in all_rounds)
     n_rounds = len(all_rounds)
@@ -257,7 +264,8 @@ def _proposer_entry(name: str, prop: Any, prompts: Sequence[Any], gens: list, pl
         "block_size": block, "max_tau": block + 1,
         "mean_proposed": (sum(r.proposed for r in all_rounds) / n_rounds) if n_rounds else None,
         "verify_rate": (sum_len / sum(r.proposed + 1 for r in all_rounds)) if n_rounds else None,
-        "by_segment": tau_by_group(seg_groups),
+        "by_segment": {k: {"tau": tau_from_sums(t, r), "rounds": r, "tokens": int(t)}
+                       for k, (t, r) in sorted(seg_groups.items())},
         "by_turn": _group(records, "turn"), "by_context": _group(records, "ctx"),
         "conditional_acceptance": conditional_acceptance(all_rounds, block or None),
         "calibration": _calibration(prompts, all_rounds, fit_rounds, eval_rounds),

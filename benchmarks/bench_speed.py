@@ -1,0 +1,231 @@
+"""Which proposer makes our agents fastest, and by how much? The headline benchmark (docs/experiments.md).
+
+    .venv/bin/python benchmarks/bench_speed.py                # the headline: 3 seeds, defaults below
+    .venv/bin/python benchmarks/bench_speed.py --seeds 0 --steps 20 --calls 4 --dev-calls 2 --max-new-tokens 16
+
+The target is the demo agent ``smollm2-135m-agent``, fp32, greedy, on this machine's CPU. Data: the example
+traces split as the agent target's adapter was built (its held-out conversations were never seen by the
+adapter); held-out conversations whose assistant side nearly duplicates a training conversation's move to
+training (drafters/traces/near_duplicates.py); the held-out agent calls (up to --max-context tokens) are
+split by conversation into development and test (drafters/evaluate/select.py). Per seed:
+
+  1. regenerate the training calls with the target (cached) and train the agent drafter (bench_agent_tau's
+     drafter (b), --steps steps, --layers layers, from the target's layers);
+  2. development (--dev-calls): replay the line-up (drafters/evaluate/lineup.py: the drafter with its draft
+     vocabulary, n-gram, suffix decoding at cap 24 and at the block size) and the cascade at each threshold;
+     fit the cascade's threshold and choose the proposer to ship (the fastest measured there);
+  3. test (--calls), read once: replay the line-up and the fitted cascade; report speed-up over plain
+     decoding (end to end, prefill included) and tau, each with a 95% interval that resamples whole calls
+     (pooled like the estimate), the cost model (r, c), and the shipped proposer against suffix decoding.
+
+Then across seeds: the mean, and the spread (min..max) across seeds beside the intervals across calls.
+Speed-ups are measured in one process with every proposer replayed right after plain decoding on the same
+call, so a machine whose load drifts moves them alike; they are figures of this machine, not a GPU's.
+The JSON report (--out/speed.json) holds the arguments it ran with, the code version and the machine.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("bench_agent_tau", HERE / "bench_agent_tau.py")
+bench = importlib.util.module_from_spec(_spec)
+sys.modules["bench_agent_tau"] = bench
+_spec.loader.exec_module(bench)
+
+from drafters.agent_target_build import EXAMPLE_TEMPLATE, example_trace_files, split_examples  # noqa: E402
+from drafters.baselines.suffix_decoding import training_outputs  # noqa: E402
+from drafters.evaluate import evaluate, pooled_tau_ci  # noqa: E402
+from drafters.evaluate.lineup import SUFFIX_CAP, Lineup  # noqa: E402
+from drafters.evaluate.metrics import pooled_ratio_ci  # noqa: E402
+from drafters.evaluate.report import hardware  # noqa: E402
+from drafters.evaluate.select import CASCADE_THRESHOLDS, choose_on_dev, split_dev_test  # noqa: E402
+from drafters.render import Renderer  # noqa: E402
+from drafters.target import AGENT_SPEC, load_target  # noqa: E402
+from drafters.traces.near_duplicates import split_without_near_duplicates  # noqa: E402
+from drafters.train.resolve import Machine  # noqa: E402
+
+SHOWN = ("cascade", "suffix", "suffix@block", "candidate", "ngram")
+
+
+def parse_args(argv: list[str] | None = None):
+    ap = bench.build_parser(__doc__.split("\n\n")[0])
+    ap.set_defaults(steps=600, train_calls=240, calls=24, max_context=4096, max_new_tokens=64, layers=1,
+                    out=Path("benchmarks/results/speed"))
+    ap.add_argument("--seeds", default="0,1,2", help="training seeds, comma-separated (the spread is reported)")
+    ap.add_argument("--dev-calls", type=int, default=12, help="development calls (threshold, what to ship)")
+    ap.add_argument("--suffix-cap", type=int, default=SUFFIX_CAP, help="suffix decoding's most drafts per round")
+    return ap.parse_args(argv)
+
+
+def source_of(call_id: str) -> str:
+    """The trace file a call came from (its conversation id up to '#')."""
+    return str(call_id).split("#", 1)[0].split("/", 1)[0]
+
+
+def calls(renderer: Renderer, args) -> tuple[list, list, list, dict, int]:
+    """(agent training prompts, development prompts, test prompts, tools by call id, near duplicates moved)."""
+    split = split_examples(example_trace_files())
+    split.train, split.heldout, moved = split_without_near_duplicates(split.train, split.heldout)
+    agent, _, _, tools_of = bench.build_prompts(renderer, split, args)
+    halves = split_dev_test(heldout_all(renderer, split, args))
+    return agent, halves.dev[: args.dev_calls], halves.test[: args.calls], tools_of, len(moved)
+
+
+def heldout_all(renderer: Renderer, split, args) -> list:
+    """Every held-out agent call (of conversations with tools) of at most --max-context tokens, spread over
+    conversations (bench_agent_tau.build_prompts' rule, without its --calls cap)."""
+    from drafters.evaluate import spread_calls
+
+    held = [renderer.render_prompt(c) for conv in split.heldout for c in conv.calls() if c.tools]
+    held = [p for p in held if len(p.prompt_ids) <= args.max_context]
+    return spread_calls(held, len(held))
+
+
+def per_call_sums(report: dict, a: str, b: str | None, what: str) -> list[tuple[float, float, float, float]]:
+    """Per call (na, da, nb, db) for pooled_ratio_ci: what="speed" (tokens, seconds of a; of b, or of plain
+    decoding when b is None) or "tau" (committed tokens, rounds of a; of b)."""
+    pa = {c["call_id"]: c for c in report["proposers"][a]["per_call"]}
+    pb = {c["call_id"]: c for c in (report["plain"]["per_call"] if b is None else report["proposers"][b]["per_call"])}
+    keys = ("tokens", "seconds") if what == "speed" else ("sum_len", "rounds")
+    return [(pa[k][keys[0]], pa[k][keys[1]], pb[k][keys[0]], pb[k][keys[1]]) for k in pa if k in pb
+            and pa[k][keys[1]] and pb[k][keys[1]]]
+
+
+def seed_run(seed: int, target, renderer: Renderer, corpus, dev: list, test: list, args) -> dict:
+    """Train one drafter, choose on development, report on test (module docstring)."""
+    args.seed = seed
+    drafter, timing = bench.train_drafter("agent", target, corpus.rows, args)
+    lineup = Lineup(drafter, None, "", training_outputs(corpus.rows), renderer.end_of_turn_ids(),
+                    suffix_cap=args.suffix_cap)
+    settings = {"max_new_tokens": args.max_new_tokens, "segmenter": renderer.segment_completion}
+
+    def run(proposers, prompts, compare=None):
+        return evaluate(target, proposers, prompts, compare=compare or [], **settings,
+                        progress=lambda d, n: print(f"  seed {seed}: replayed {d}/{n}", flush=True)
+                        if d % 20 == 0 else None)
+
+    def lineup_without_hybrid():  # the hybrid is a what-if (no speed); the cascade is what ships
+        return {k: v for k, v in lineup.baselines().items() if k != "hybrid"}
+
+    choice = choose_on_dev(run, lineup_without_hybrid(), lineup.cascade, dev)
+    threshold = choice.threshold if choice.threshold is not None else 1.0
+    report = run(lineup_without_hybrid() | {"cascade": lineup.cascade(threshold)}, test)
+    shipped = choice.deploy["proposer"] if choice.deploy else None
+    return {"seed": seed, "training": timing, "threshold": threshold, "shipped": shipped,
+            "dev_speedups": choice.speedups, "report": dict(report)}
+
+
+def summarize(runs: list[dict]) -> dict:
+    """Per proposer and per seed: speed-up over plain and tau with call intervals; the shipped proposer
+    against suffix decoding; the mean and the spread across seeds."""
+    out: dict[str, Any] = {"per_seed": [], "across_seeds": {}}
+    for r in runs:
+        rep = r["report"]
+        row = {"seed": r["seed"], "shipped": r["shipped"], "threshold": r["threshold"], "proposers": {}}
+        for name, e in rep["proposers"].items():
+            sp = pooled_ratio_ci(per_call_sums(rep, name, None, "speed"))
+            cost = (rep.get("speed") or {}).get("proposers", {}).get(name, {}).get("cost") or {}
+            row["proposers"][name] = {"speedup": sp, "tau": pooled_tau_ci(e), "r": cost.get("r"), "c": cost.get("c"),
+                                      "by_source": by_source(rep, name)}
+        if r["shipped"]:
+            row["shipped_vs_suffix"] = {"speed": pooled_ratio_ci(per_call_sums(rep, r["shipped"], "suffix", "speed")),
+                                        "tau": pooled_ratio_ci(per_call_sums(rep, r["shipped"], "suffix", "tau"))}
+        out["per_seed"].append(row)
+    names = out["per_seed"][0]["proposers"]
+    for name in names:
+        sp = [s["proposers"][name]["speedup"][0] for s in out["per_seed"]]
+        tau = [s["proposers"][name]["tau"][0] for s in out["per_seed"]]
+        out["across_seeds"][name] = {"speedup_mean": sum(sp) / len(sp), "speedup_range": [min(sp), max(sp)],
+                                     "tau_mean": sum(tau) / len(tau), "tau_range": [min(tau), max(tau)]}
+    return out
+
+
+def by_source(report: dict, name: str) -> dict:
+    """Speed-up and tau of one proposer per trace source (pooled over that source's calls)."""
+    plain = {c["call_id"]: c for c in report["plain"]["per_call"]}
+    groups: dict[str, list] = {}
+    for c in report["proposers"][name]["per_call"]:
+        groups.setdefault(source_of(c["conversation_id"] or c["call_id"]), []).append(c)
+    out = {}
+    for src, cs in groups.items():
+        sp = (sum(c["tokens"] for c in cs) / sum(c["seconds"] for c in cs)) / (
+            sum(plain[c["call_id"]]["tokens"] for c in cs) / sum(plain[c["call_id"]]["seconds"] for c in cs))
+        out[src] = {"calls": len(cs), "speedup": sp, "tau": sum(c["sum_len"] for c in cs) / max(1, sum(c["rounds"] for c in cs))}
+    return out
+
+
+def _ci(t: tuple) -> str:
+    v, lo, hi = t
+    return "-" if v is None or math.isnan(v) else f"{v:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def print_summary(s: dict) -> None:
+    for row in s["per_seed"]:
+        print(f"\nseed {row['seed']}: shipped (chosen on development) = {row['shipped']}, cascade threshold "
+              f"{row['threshold']}")
+        print(f"  {'proposer':14} {'speed-up vs plain':>24} {'tau':>24} {'r':>6} {'c':>6}")
+        for name in [n for n in SHOWN if n in row["proposers"]]:
+            p = row["proposers"][name]
+            print(f"  {name:14} {_ci(p['speedup']):>24} {_ci(p['tau']):>24} "
+                  f"{(p['r'] or float('nan')):6.2f} {(p['c'] or float('nan')):6.2f}")
+        if "shipped_vs_suffix" in row:
+            v = row["shipped_vs_suffix"]
+            print(f"  shipped / suffix: speed {_ci(v['speed'])}, tau {_ci(v['tau'])}")
+    print("\nacross seeds (mean, min..max):")
+    for name in [n for n in SHOWN if n in s["across_seeds"]]:
+        a = s["across_seeds"][name]
+        print(f"  {name:14} speed-up {a['speedup_mean']:.2f} ({a['speedup_range'][0]:.2f}..{a['speedup_range'][1]:.2f})"
+              f"   tau {a['tau_mean']:.2f} ({a['tau_range'][0]:.2f}..{a['tau_range'][1]:.2f})")
+
+
+def code_version() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    machine = {"hardware": hardware(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+               "precision": str(Machine.detect().precision), "python": platform.python_version()}
+    print(f"machine: {machine}")
+    target = load_target(AGENT_SPEC)
+    renderer = Renderer(target.tokenizer, chat_template=EXAMPLE_TEMPLATE.read_text())
+    agent, dev, test, tools_of, moved = calls(renderer, args)
+    print(f"{len(agent)} agent training calls; {len(dev)} development and {len(test)} test calls; {moved} "
+          f"near-duplicate held-out conversations moved to training", flush=True)
+    corpus = bench.regenerate_corpus("agent", agent, target, renderer, tools_of, args)
+    runs = [seed_run(int(s), target, renderer, corpus, dev, test, args) for s in args.seeds.split(",")]
+    summary = summarize(runs)
+    print_summary(summary)
+    print(f"\ntotal {time.perf_counter() - started:.0f} s; cascade thresholds tried on development: "
+          f"{list(CASCADE_THRESHOLDS)}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "speed.json"
+    path.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "code_version": code_version(),
+                                "machine": machine, "near_duplicates_moved": moved,
+                                "calls": {"train": len(agent), "dev": len(dev), "test": len(test)},
+                                "summary": summary, "runs": runs}, indent=1, default=str))
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
