@@ -174,24 +174,7 @@ def _read_file(path: Path, forced: TraceFormat | None, report: ValidationReport,
                     return None
                 report.error(exc.code, exc.message, Source("", name))  # unknown_format, empty_file
                 return None
-        declined: list[tuple[TraceFormat, TrialSink, _FileTally]] = []
-        for fmt in candidates:
-            trial, tally = TrialSink(report), _FileTally(0, 0)
-            yield from _try_format(fmt, path, trial, tally, declined, scrubber, seen, dup_of)
-            tried.append({"format": fmt.name, "declined": "" if trial.committed else trial.reason()})
-            if trial.committed:
-                _check_file(tally, fmt, name, report)
-                return fmt.name
-            declined.append((fmt, trial, tally))
-        fmt, trial, tally = declined[0]  # nobody read it: the most confident reader says why
-        report.formats[fmt.name] += 1
-        tally.errors_before, tally.warnings_before = _error_count(report), _error_count(report, "warning")
-        trial.commit()
-        if len(declined) > 1:
-            report.warning("candidates_declined", "every candidate reader declined this file: " + _declined(declined),
-                           Source(fmt.name, name))
-        _check_file(tally, fmt, name, report)
-        return fmt.name
+        return (yield from _candidates(path, candidates, report, scrubber, seen, dup_of, tried))
     except TraceError:
         raise
     except (OSError, EOFError, UnicodeError) as exc:
@@ -204,6 +187,32 @@ def _read_file(path: Path, forced: TraceFormat | None, report: ValidationReport,
         else:
             report.error("parser_error", f"parser failed: {type(exc).__name__}: {exc}", Source("", name))
     return None
+
+
+def _candidates(path: Path, candidates: list[TraceFormat], report: ValidationReport, scrubber: Scrubber | None,
+                seen: dict[bytes, str] | None, dup_of: set[str], tried: list[dict[str, str]]
+                ) -> Generator[Conversation, None, str]:
+    """Try each candidate in turn (see ``_read_file``); returns the name of the format that read the file, or
+    of the most confident one when all declined (its problems are then reported)."""
+    name = str(path)
+    declined: list[tuple[TraceFormat, TrialSink, _FileTally]] = []
+    for fmt in candidates:
+        trial, tally = TrialSink(report), _FileTally(0, 0)
+        yield from _try_format(fmt, path, trial, tally, declined, scrubber, seen, dup_of)
+        tried.append({"format": fmt.name, "declined": "" if trial.committed else trial.reason()})
+        if trial.committed:
+            _check_file(tally, fmt, name, report)
+            return fmt.name
+        declined.append((fmt, trial, tally))
+    fmt, trial, tally = declined[0]  # nobody read it: the most confident reader says why
+    report.formats[fmt.name] += 1
+    tally.errors_before, tally.warnings_before = _error_count(report), _error_count(report, "warning")
+    trial.commit()
+    if len(declined) > 1:
+        report.warning("candidates_declined", "every candidate reader declined this file: " + _declined(declined),
+                       Source(fmt.name, name))
+    _check_file(tally, fmt, name, report)
+    return fmt.name
 
 
 def _declined(declined: list[tuple[TraceFormat, TrialSink, _FileTally]]) -> str:

@@ -79,8 +79,8 @@ from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._spellings import block_parts, get
 from drafters.traces.formats._text_calls import with_text_tool_calls
-from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolCallPart, ToolResultPart
 from drafters.traces.report import TraceError
 
@@ -199,6 +199,7 @@ class Mapping:
 
     @property
     def format_name(self) -> str:
+        """The format name in reports: ``label`` (the general path's ``generic``) or ``mapping:NAME``."""
         return self.label or f"mapping:{self.name}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -611,6 +612,21 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
         if sub is not None and (not isinstance(sub, dict) or not set(sub) <= allowed
                                 or not all(isinstance(v, str) and v for v in sub.values())):
             raise bad(key, f"an object naming the keys {', '.join(sorted(allowed))} (strings)")
+    _check_shape_keys(data, bad)
+    defaults = Mapping("", "$", "", {})
+    return Mapping(
+        name=data.get("name") or Path(where).stem[:MAX_NAME], messages=data["messages"], role=data["role"],
+        roles={str(k): v for k, v in roles.items()}, content=data.get("content"), reasoning=data.get("reasoning"),
+        tool_calls=data.get("tool_calls"), tool_call={**defaults.tool_call, **(data.get("tool_call") or {})},
+        tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
+        id=data.get("id"), records=data.get("records") or "each", group=data.get("group"),
+        response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}),
+        unflatten=bool(data.get("unflatten", False)), items=data.get("items") or "messages")
+
+
+def _check_shape_keys(data: dict, bad) -> None:
+    """Check the keys that declare a shape other than message lists in records (``records``, ``group``,
+    ``response``, ``prompt``, ``unflatten``, ``items``); ``bad(field, why)`` makes the ``bad_mapping`` error."""
     if data.get("records", "each") not in _RECORDS:
         raise bad("records", f"one of {', '.join(_RECORDS)}")
     if data.get("group") and data.get("records") != "messages":
@@ -626,15 +642,6 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
         raise bad("unflatten", "true or false")
     if data.get("items", "messages") not in _ITEMS:
         raise bad("items", f"one of {', '.join(_ITEMS)}")
-    defaults = Mapping("", "$", "", {})
-    return Mapping(
-        name=data.get("name") or Path(where).stem[:MAX_NAME], messages=data["messages"], role=data["role"],
-        roles={str(k): v for k, v in roles.items()}, content=data.get("content"), reasoning=data.get("reasoning"),
-        tool_calls=data.get("tool_calls"), tool_call={**defaults.tool_call, **(data.get("tool_call") or {})},
-        tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
-        id=data.get("id"), records=data.get("records") or "each", group=data.get("group"),
-        response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}),
-        unflatten=bool(data.get("unflatten", False)), items=data.get("items") or "messages")
 
 
 def _values_beyond(data: Any, limit: int) -> bool:

@@ -31,13 +31,16 @@ class TrialSink:
     codes: Counter[str] = field(default_factory=Counter)  # error codes seen, for ``reason``
 
     def error(self, code: str, message: str, source: Source, field: str | None = None) -> None:
+        """Hold (or, once committed, report) an error; its code is tallied for ``reason``."""
         self.codes[code] += 1
         self._pass("error", (code, message, source, field))
 
     def warning(self, code: str, message: str, source: Source, field: str | None = None) -> None:
+        """Hold (or, once committed, report) a warning."""
         self._pass("warning", (code, message, source, field))
 
     def count(self, key: str, n: int = 1) -> None:
+        """Hold (or, once committed, add) a report counter's increment."""
         self._pass("count", (key, n))
 
     def _pass(self, kind: str, args: tuple[Any, ...]) -> None:

@@ -1,23 +1,30 @@
-"""The general path: message sequences found by their shape anywhere in a JSON / JSONL document.
+"""The general path: any JSON / JSONL document read by the shape of its records.
 
-Tried after every format module (it is last in the registry), for files no module recognizes. In each
-record (a JSONL line, an array element, or the whole document) it looks for lists of objects that all
-carry a role in one of the common spellings (``role`` / ``from`` / ``speaker`` / ``author`` / ``sender`` /
-``type`` with values such as user, human, assistant, ai, gpt, model, bot, tool, function, ...; see
-``_spellings.py``) and at least one assistant turn. Exactly one such list per record is the conversation;
-its content (``content`` / ``value`` / ``text`` / ``message`` / ``parts`` / ``data.content``), tool calls
-(``tool_calls``, ``function_call``, content blocks) and tool results are read in the common spellings.
+Tried after every format module (it is last in the registry), for files no module recognizes (and for files
+a more specific reader declined: ``ingest._read_file`` falls through). It infers the file's shape from its
+first records (``_shapes.infer``): request/response records (one LLM call each, chained into conversations),
+agent steps with observations, one message per line (in an envelope or not), the file as the message list,
+Responses API item lists, or one message list per record. Every shape but the last is read with the
+declared mapping inferred for it (``drafters/traces/mapping.py``), so ``tracedraft datasets infer-mapping``
+writes exactly what was read.
+
+Message lists in records are read here directly, in the common spellings: lists of objects that all carry a
+role (``role`` / ``from`` / ``speaker`` / ``author`` / ``sender`` / ``type`` with values such as user, human,
+assistant, ai, gpt, model, bot, tool, function, ...; see ``_spellings.py``) and at least one assistant turn;
+content (``content`` / ``value`` / ``text`` / ``message`` / ``parts`` / ``data.content``), tool calls
+(``tool_calls``, ``function_call``, content blocks), tool results, and a record-level system prompt
+(``system`` / ``preamble`` / ...) beside the list.
 
 What it does not guess:
 
-- a record holding several message lists (``chosen``/``rejected``, per-step inputs, ...) is refused with
-  ``ambiguous_shape`` naming the paths found: write a declared mapping (``drafters/traces/mapping.py``);
-- a record without any is ``no_messages_found``;
+- records that fit two readings (``chosen``/``rejected`` lists, two item lists) are refused with
+  ``ambiguous_shape`` naming the candidates: write a declared mapping;
+- a record without any message list is ``no_messages_found``;
 - a message whose fields were not read (no known content key, nothing understood) makes its conversation
   an error ``content_not_mapped`` naming the keys, never a silently empty turn.
 
-Every file read this way gets one ``generic_mapping`` warning saying where the messages were found, which
-keys gave role and content, and which message keys were not read.
+Every file read this way gets one ``generic_mapping`` warning stating where the messages were found and the
+inferred mapping, and which keys were not read.
 """
 
 from __future__ import annotations
