@@ -45,6 +45,9 @@ def mapping_yaml(inferred: _shapes.Inferred) -> str:
 
     head = [f"# inferred by the general path: shape {inferred.shape}",
             "# check the roles (a value not listed is an error), then ingest with --mapping THIS_FILE"]
+    if inferred.calls_not_read:
+        head.append(f"# TOOL CALLS under {', '.join(inferred.calls_not_read)} are not read: declare tool_calls (and "
+                    "tool_call) for them")
     if inferred.keys_not_read:
         head.append(f"# message keys holding data this mapping does not read: {', '.join(inferred.keys_not_read)}")
     body = yaml.safe_dump(inferred.mapping.to_dict(), sort_keys=False, allow_unicode=True, default_flow_style=False)

@@ -118,3 +118,16 @@ def test_two_readings_are_refused_naming_both(tmp_path):
     result = ingest([path], scrub=False)
     (err,) = result.report.errors
     assert err.code == "ambiguous_shape" and "$.chosen" in err.message and "$.rejected" in err.message
+
+
+def test_tool_calls_under_a_key_the_inferred_mapping_does_not_read_refuse_the_file(tmp_path):
+    lines = [{"session_id": "s", "payload": {"role": "user", "content": "weather?"}},
+             {"session_id": "s", "payload": {"role": "assistant", "content": "",
+                                             "invocations": [{"tool": "weather", "args": {"city": "Oslo"}}]}},
+             {"session_id": "s", "payload": {"role": "assistant", "content": "-3C"}}]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    result = ingest([path], scrub=False)
+    (err,) = result.report.errors
+    assert err.code == "content_not_mapped" and "invocations" in err.message and not result.conversations
+    assert "TOOL CALLS under invocations" in mapping_yaml(infer_mapping(path))

@@ -58,11 +58,13 @@ SAMPLE = 50  # records the shape is inferred from
 
 @dataclass
 class Inferred:
-    """A shape and the mapping that reads it; ``keys_not_read`` are message keys holding data it does not map."""
+    """A shape and the mapping that reads it; ``keys_not_read`` are message keys holding data it does not map,
+    ``calls_not_read`` those of them that hold tool calls (the file is then refused, naming them)."""
 
     shape: str
     mapping: Mapping
     keys_not_read: list[str] = field(default_factory=list)
+    calls_not_read: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -146,6 +148,20 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     return out, [k for k, _ in unread.most_common(8)]
 
 
+def call_shaped(value: Any) -> bool:
+    """Tool calls in some spelling: an object, or a list of objects, with a name and arguments."""
+    items = value if isinstance(value, list) else [value]
+    return bool(items) and all(isinstance(c, dict) for c in items) and all(
+        any(k in c or k in (c.get("function") or {}) for k in ("name", "tool", "tool_name", "toolName"))
+        and any(k in c or k in (c.get("function") or {}) for k in ("arguments", "args", "input", "parameters"))
+        for c in items)
+
+
+def calls_not_read(msgs: list[dict], keys_not_read: list[str]) -> list[str]:
+    """The unread message keys that hold tool calls: reading without them would lose the calls."""
+    return [k for k in keys_not_read if any(call_shaped(m.get(k)) for m in msgs if isinstance(m, dict))]
+
+
 def _call_keys(values: list) -> dict[str, str]:
     """``tool_call`` sub-keys from the first call object found (OpenAI ``function.*`` or flat spellings)."""
     calls = [c for v in values for c in (v if isinstance(v, list) else [v]) if isinstance(c, dict)]
@@ -208,7 +224,8 @@ def _file_list(values: list, array_doc: bool, name: str) -> Inferred | None:
     if not array_doc or not all(is_message(v) for v in values) or not message_lists(values):
         return None
     keys, unread = message_keys(values)
-    return Inferred("file_list", _mapping(name, records="file", messages="$", **keys), unread)
+    return Inferred("file_list", _mapping(name, records="file", messages="$", **keys), unread,
+                    calls_not_read(values, unread))
 
 
 def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambiguous | None:
@@ -224,7 +241,8 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
     (path, _), = paths.most_common(1)
     msgs = [m for f in found for m in f[0][1]][:500]
     keys, unread = message_keys(msgs)
-    return Inferred("record_lists", _mapping(name, messages=path, **keys, **_record_extras(values, path)), unread)
+    return Inferred("record_lists", _mapping(name, messages=path, **keys, **_record_extras(values, path)), unread,
+                    calls_not_read(msgs, unread))
 
 
 def _generic_path(path: str) -> str:
@@ -286,7 +304,8 @@ def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
     group = next((f"$.{k}" for k in GROUP_KEYS
                   if all(isinstance(v, dict) and v.get(k) is not None for v, w in zip(values, where) if w)), None)
     keys, unread = message_keys(msgs)
-    return Inferred("message_lines", _mapping(name, records="messages", messages=path, group=group, **keys), unread)
+    return Inferred("message_lines", _mapping(name, records="messages", messages=path, group=group, **keys), unread,
+                    calls_not_read(msgs, unread))
 
 
 def _request_response(values: list, array_doc: bool, name: str) -> Inferred | None:
@@ -299,7 +318,7 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | No
     keys, unread = message_keys(msgs)
     flat = dicts != values
     return Inferred("request_response", _mapping(name, messages=inp, response=out, unflatten=flat or None,
-                                                 **keys, **_record_extras(dicts, inp)), unread)
+                                                 **keys, **_record_extras(dicts, inp)), unread, calls_not_read(msgs, unread))
 
 
 def _messages_at(record: Any, path: str) -> list[dict]:
@@ -469,7 +488,8 @@ def _steps(values: list, array_doc: bool, name: str) -> Inferred | None:
     keys, unread = message_keys(steps, steps=True)
     task = next((f"$.{k}" for k in TASK_KEYS if all(isinstance(v, dict) and isinstance(v.get(k), str) for v in values)),
                 None)
-    return Inferred("steps", _mapping(name, messages=path, prompt={"user": task} if task else None, **keys), unread)
+    return Inferred("steps", _mapping(name, messages=path, prompt={"user": task} if task else None, **keys), unread,
+                    calls_not_read(steps, unread))
 
 
 def _step_list(value: Any) -> tuple[str, list] | None:

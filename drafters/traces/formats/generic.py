@@ -211,6 +211,11 @@ def _by_mapping(shape: _shapes.Inferred, records: Iterator[tuple[Source, Any]], 
                 problems: ProblemSink) -> Iterator[Conversation]:
     """A shape other than message lists in records, read with the mapping inferred for it (stated in the
     report: the same mapping, written by ``infer-mapping``, reads the file the same way)."""
+    if shape.calls_not_read:  # reading without them would lose the calls: say which key to declare
+        problems.error("content_not_mapped", f"messages hold tool calls under {', '.join(shape.calls_not_read)}, "
+                       f"which the inferred mapping does not read (as {shape.shape}): declare them (tool_calls: KEY) "
+                       "in the mapping `tracedraft datasets infer-mapping` writes", Source(NAME, filename))
+        return
     mapping = replace(shape.mapping, label=NAME)
     yield from mapping.read(records, filename, problems)
     problems.warning("generic_mapping", f"read by the general path as {shape.shape} with the inferred mapping "
