@@ -132,3 +132,29 @@ def test_real_any_agent_traces_read_exactly_or_refuse_the_calls_they_cannot_rebu
         assert errors == ["content_not_captured"] * refused, (path.name, errors)
     # by hand: LLAMA_INDEX (the issue's trace) has 5 calls and 3 tool calls; its last call follows a text answer
     assert _any_agent_walk(ANY_AGENT / "LLAMA_INDEX_trace.json") == (4, 1, 3)
+
+
+def test_claude_code_inline_sub_agent_with_agent_id_on_some_lines_only_is_one_conversation(tmp_path):
+    """Claude Code 2.0.x wrote Task sub-agents inline: the sub-agent's tool-result lines carry ``agentId``, its
+    answers do not (as in claude-code-log's test/test_data/sidechain_integrated.jsonl, a trimmed real
+    session). One thread is one conversation, whatever lines carry the id."""
+    def line(uuid, parent, kind, content, side=True, agent=None, mid=None):
+        msg = {"role": kind, "content": content}
+        if kind == "assistant":
+            msg.update(id=mid or f"m-{uuid}", type="message", model="claude-sonnet-4-5-20250929")
+        out = {"parentUuid": parent, "isSidechain": side, "sessionId": "s", "type": kind, "uuid": uuid, "message": msg}
+        return {**out, **({"agentId": agent} if agent else {})}
+
+    call = [{"type": "tool_use", "id": "t1", "name": "Grep", "input": {"pattern": "x"}}]
+    result = [{"type": "tool_result", "tool_use_id": "t1", "content": "a.py"}]
+    lines = [line("u0", None, "user", "Research x", side=False),
+             line("s1", None, "user", "Sub-task: research x"),
+             line("s2", "s1", "assistant", call),
+             line("s3", "s2", "user", result, agent="e1c84ba5"),
+             line("s4", "s3", "assistant", [{"type": "text", "text": "x is in a.py"}]),
+             line("a0", "u0", "assistant", [{"type": "text", "text": "Done: a.py"}], side=False)]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    result_ = ingest([path], scrub=False)
+    assert result_.report.ok, result_.report.errors
+    assert totals(result_.conversations) == (2, 3, 1)  # main: 1 call; the sub-agent: 2 calls, 1 tool call

@@ -146,17 +146,19 @@ class _Session:
         """The conversation a line belongs to: its session, or a sidechain agent's own conversation."""
         session = line.get("sessionId") if isinstance(line.get("sessionId"), str) else None
         if line.get("isSidechain"):
-            return f"{session or self.stem}:sidechain:{line.get('agentId') or self.side_root(line)}"
+            return f"{session or self.stem}:sidechain:{self.side_root(line)}"
         return session or (self.last_key if self.last_key and ":sidechain:" not in self.last_key else self.stem)
 
 
     def side_root(self, line: dict[str, Any]) -> str:
-        """The first line of the sidechain thread ``line`` continues (by ``parentUuid``); a line whose parent
-        is no sidechain line starts a new sub-agent thread."""
-        uuid, parent = line.get("uuid"), line.get("parentUuid")
+        """The sub-agent thread ``line`` belongs to: the thread of its parent (``parentUuid``) when that is a
+        sidechain line already read, else its ``agentId``, else a new thread named by its own uuid. The parent
+        chain comes first because versions that wrote sub-agents inline put ``agentId`` on some lines of a
+        thread (tool results) and not on others (the model's answers)."""
+        uuid, parent, agent = line.get("uuid"), line.get("parentUuid"), line.get("agentId")
         root = self.side_roots.get(parent) if isinstance(parent, str) else None
         if root is None:
-            root = uuid if isinstance(uuid, str) else "agent"
+            root = agent if isinstance(agent, str) and agent else uuid if isinstance(uuid, str) else "agent"
         if isinstance(uuid, str):
             self.side_roots[uuid] = root
         return root
