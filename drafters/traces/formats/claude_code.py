@@ -13,8 +13,8 @@ What this parser does about the format's traps (README claude_code_jsonl, docs/t
   "Caveat: ..." line, hook output) keep the role they were sent in (user), marked ``meta=True``: they are
   context, never the human and never supervised. ``<synthetic>`` assistant lines (errors Claude Code
   wrote itself, not model output) are dropped.
-- Sidechain (sub-agent) lines form their own conversations: one per ``agentId``, or, where lines carry
-  none, one per thread (lines chained by ``parentUuid`` from a first line whose parent is no sidechain line).
+- Sidechain (sub-agent) lines form their own conversations, one per thread: a line follows its
+  ``parentUuid`` chain; one whose parent is no sidechain line joins its ``agentId``'s thread or starts one.
 - ``compact_boundary`` rewrites the history: the model afterwards sees only the compaction summary
   (a synthetic user message, marked meta) and what follows. Such conversations carry explicit calls
   whose contexts restart at the boundary.
