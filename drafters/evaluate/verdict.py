@@ -20,7 +20,11 @@ PROPOSER_TERMS = {
     "base": "the base drafter the job started from (its incumbent)",
     "ngram": "prompt lookup: drafts the tokens that followed the latest earlier occurrence of the last few "
              "tokens in the context; no training",
-    "suffix": "suffix decoding over the organization's training answers and the request so far; no training",
+    "suffix": "suffix decoding over the organization's training answers and the request so far, at its natural "
+              "cap (24 drafts, vLLM's default); no training",
+    "suffix@block": "the same suffix decoding capped at the drafter's block size",
+    "cascade": "suffix decoding first, the candidate drafter only in rounds where suffix decoding is unsure (a "
+               "threshold fitted on the development calls); decided before verification",
     "hybrid": "what-if: each round the candidate's or suffix decoding's draft, whichever expects more "
               "accepted tokens; its tau is real, its speed is not (no engine serves it, both run every round)",
 }
