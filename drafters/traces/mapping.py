@@ -271,12 +271,26 @@ class Mapping:
                                        "messages", source, where)
                 continue
             conv = self._conversation(record, where, msgs, reading)
+            beside = self._answer_beside(record, where, conv)
+            if beside is not None:
+                reading.problems.error("mapping_field_never_matched", f"the record holds an assistant answer at "
+                                       f"{beside}, beside the messages the mapping reads, which end before it: the "
+                                       "call's output would be lost (declare it: response: PATH)", source, "response")
+                continue
             if conv is not None:
                 loc = source.line if source.line is not None else source.record
                 suffix = f"#{where}" if len(found) > 1 else ""
                 cid = as_text(jsonpath(record, self.id)[0][1]) if self.id and jsonpath(record, self.id) else loc
                 conv.id = f"{fmt}:{stem}:{cid}{suffix}"
                 yield conv
+
+    def _answer_beside(self, record: Any, where: str, conv: Conversation | None) -> str | None:
+        """Without a declared ``response``, the path of an assistant message stored beside a message list that
+        ends before the model's answer (a request/response record read as if it were a transcript), else None."""
+        if self.response or conv is None or not conv.messages or conv.messages[-1].role == "assistant":
+            return None
+        assistant = {v for v, r in self.roles.items() if r == "assistant"}
+        return _assistant_path(record, where, self.role, assistant)
 
     def _add_call(self, chains: CallChains, record: Any, conv: Conversation, reading: _Reading) -> None:
         """``conv`` is one call's input; its output is at the ``response`` path (a message, a list of messages
@@ -459,6 +473,26 @@ class Mapping:
 
 
 _ABSENT = object()  # get()'s default: a mapped key that is not in the record
+
+
+def _assistant_path(value: Any, skip: str, role_key: str, assistant: set, path: str = "$", depth: int = 0) -> str | None:
+    """The first path (outside ``skip``) of an object whose ``role_key`` is an assistant role value."""
+    if depth > 5 or path == skip:
+        return None
+    if isinstance(value, dict):
+        if get(value, role_key) in assistant:
+            return path
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value[:50])  # type: ignore[assignment]
+    else:
+        return None
+    for k, v in items:
+        hit = _assistant_path(v, skip, role_key, assistant, f"{path}[{k}]" if isinstance(k, int) else f"{path}.{k}",
+                              depth + 1)
+        if hit is not None:
+            return hit
+    return None
 
 
 def _holds_data(value: Any) -> bool:

@@ -62,7 +62,8 @@ CODES: dict[str, str] = {
     "mapping_field_missing": "a key the declared mapping requires (content of a message without tool calls, a tool "
     "call's name, a tool result's content) is not in the record (dropped: its content would be lost)",
     "mapping_field_never_matched": "an optional key of the declared mapping (tool_calls, tool_call.arguments) "
-    "matches nowhere in a file whose messages or calls hold other, unmapped data",
+    "matches nowhere in a file whose messages or calls hold other, unmapped data, a declared record path finds "
+    "nothing, or an assistant answer stored beside the messages is not declared (response)",
     "mostly_unsupported": "most content parts of a file are placeholders (images, files, unknown parts)",
     "history_rows_merged": "records that repeat the history of the record after them (per-call rows) were read once, "
     "as part of the longer record",

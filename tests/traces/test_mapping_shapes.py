@@ -93,3 +93,11 @@ def test_a_mapping_that_does_not_reach_the_tool_results_is_not_ok(tmp_path):
     assert "tool_result_not_found" in {e.code for e in result.report.errors}
     result, _ = _read(tmp_path, "steps2.json", json.dumps(steps), observation="observation", **mapping)
     assert result.report.ok, result.report.errors
+
+
+def test_a_response_beside_the_messages_that_the_mapping_does_not_declare_is_not_ok(tmp_path):
+    runs = [{"inputs": {"messages": TURNS[:3]}, "outputs": {"choices": [{"message": TURNS[3]}]}}]
+    result, _ = _read(tmp_path, "runs.jsonl", json.dumps(runs[0]), messages="$.inputs.messages", role="role",
+                      roles=ROLES, content="content", tool_calls="tool_calls", tool_call=OPENAI_CALL)
+    (err,) = result.report.errors
+    assert err.code == "mapping_field_never_matched" and "$.outputs.choices[0]" in err.message
