@@ -319,3 +319,16 @@ def test_sampling_with_suffix_drafts_keeps_the_target_distribution_seeded(target
     b = speculative_generate(target, SuffixProposer(block_size=4), p, 25, temperature=1.0, seed=3)
     assert a.tokens == b.tokens and len(a.tokens) == 25
     assert all(0 <= r.accepted <= r.proposed <= 4 for r in a.rounds)
+
+
+def test_a_corpus_too_large_for_the_index_is_a_coded_error_naming_size_and_setting():
+    from drafters.baselines.suffix_decoding import build_global_index
+
+    outputs = [[1, 2, 3, 4]] * 5
+    assert build_global_index(outputs, 8, max_tokens=20).tokens  # 20 tokens fit
+    with pytest.raises(TracedraftError) as e:
+        build_global_index(outputs, 8, max_tokens=19)
+    assert e.value.code == "suffix_corpus_too_large" and "20 tokens" in e.value.message
+    assert e.value.where == "evaluation.suffix_max_tokens"
+    # only the most recent max_sequences count
+    assert build_global_index(outputs, 8, max_sequences=4, max_tokens=16).tokens

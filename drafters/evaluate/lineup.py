@@ -14,7 +14,7 @@ import torch
 
 from drafters.baselines import NGramProposer
 from drafters.baselines.hybrid import HybridProposer
-from drafters.baselines.suffix_decoding import SuffixProposer, build_global_index
+from drafters.baselines.suffix_decoding import MAX_INDEX_TOKENS, SuffixProposer, build_global_index
 from drafters.cascade import CascadeProposer
 from drafters.dspark.draft_vocab import DEFAULT_SIZE, draft_vocabulary
 from drafters.dspark.proposer import DSparkProposer
@@ -28,7 +28,9 @@ SUFFIX_CAP = 24
 class Lineup:
     """Builds proposers over one shared suffix index and draft vocabulary. candidate / incumbent:
     DSparkDrafter models (incumbent may be None); outputs: the training answers' token ids; stop_ids: the
-    target's end-of-turn ids (always draftable)."""
+    target's end-of-turn ids (always draftable); suffix_max_sequences / suffix_max_tokens: the global
+    index's limits (vLLM's suffix_decoding_max_cached_requests is 10000; raises TracedraftError(
+    code="suffix_corpus_too_large") beyond the token limit)."""
 
     candidate: Any
     incumbent: Any
@@ -37,11 +39,13 @@ class Lineup:
     stop_ids: Sequence[int] = ()
     suffix_cap: int = SUFFIX_CAP
     draft_vocab_size: int = DEFAULT_SIZE
+    suffix_max_sequences: int = 10000
+    suffix_max_tokens: int = MAX_INDEX_TOKENS
 
     def __post_init__(self) -> None:
         self.block = int(self.candidate.config.block_size)
         depth = 23 + max(self.suffix_cap, self.block)  # SuffixProposer's max_match_len + its block
-        self.index = build_global_index(self.outputs, depth)
+        self.index = build_global_index(self.outputs, depth, self.suffix_max_sequences, self.suffix_max_tokens)
         self.vocab = torch.tensor(draft_vocabulary(self.outputs, self.draft_vocab_size, self.stop_ids))
 
     def drafter(self, model: Any) -> DSparkProposer:

@@ -168,6 +168,12 @@ class EvaluationSettings(Request_):
     suffix_cap: Annotated[int, Field(ge=1, le=64)] = Field(
         default=24, description="Most drafts per round of suffix decoding, in the baseline and the cascade "
         "(24: vLLM's default); the report also gives suffix decoding capped at the drafter's block size.")
+    suffix_max_sequences: Annotated[int, Field(ge=1, le=10_000_000)] = Field(
+        default=10000, description="Most recent training answers suffix decoding indexes (vLLM's "
+        "suffix_decoding_max_cached_requests).")
+    suffix_max_tokens: Annotated[int, Field(ge=1, le=100_000_000)] = Field(
+        default=5_000_000, description="Most tokens suffix decoding's index may hold (about 400 bytes a "
+        "token); a larger corpus fails the evaluation with suffix_corpus_too_large, never an out-of-memory kill.")
     cascade_threshold: Annotated[float, Field(ge=0, le=64)] | Auto = Field(
         default="auto", description="Expected accepted drafts at or above which the cascade verifies suffix "
         "decoding's proposal without running the drafter; auto = fitted on the development split.")

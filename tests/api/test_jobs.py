@@ -27,6 +27,7 @@ def test_create_job_stores_spec_and_dispatches_validate(client, app, org_a, disp
     assert job["spec"]["recipe"] == {"lr": 3e-4, "block_size": 7}
     assert job["spec"]["target"] == {"model": "smollm2-135m-instruct", "template_kwargs": {}, "trust_remote_code": False}
     assert job["spec"]["evaluation"] == {"engine": "hf", "temperature": 0.0, "seed": 0, "suffix_cap": 24,
+                                         "suffix_max_sequences": 10000, "suffix_max_tokens": 5_000_000,
                                          "draft_vocab_size": 8192}
     assert job["spec"]["promotion"]["min_gain"] == 0.05 and job["spec"]["drafter_name"] == "smol-agent"
     _join(app)
@@ -38,6 +39,7 @@ def test_create_job_stores_spec_and_dispatches_validate(client, app, org_a, disp
 def test_proposer_settings_out_of_range_are_refused_naming_the_field(client, app, org_a, dispatched):
     ds = upload(client, org_a)
     for field, value in (("suffix_cap", 0), ("suffix_cap", 1000), ("cascade_threshold", -1),
+                         ("suffix_max_tokens", 0), ("suffix_max_sequences", -5),
                          ("cascade_threshold", "often"), ("draft_vocab_size", 0)):
         r = client.post("/v1/jobs", json=job_body(ds["id"], evaluation={field: value}), headers=org_a.h())
         assert r.status_code == 422, (field, value, r.text)

@@ -124,7 +124,7 @@ def _replay(ctx, engine, target, prompts, settings, compare, progress, *, candid
             best, incumbent_dir):
     """Replay the held-out prompts for the candidate and the incumbent (and, in-process, the n-gram
     baseline) on ``engine``; returns the evaluation report."""
-    from drafters.baselines.suffix_decoding import training_outputs
+    from drafters.baselines.suffix_decoding import MAX_INDEX_TOKENS, training_outputs
     from drafters.dspark.draft_vocab import DEFAULT_SIZE
     from drafters.evaluate import engine_report
     from drafters.evaluate.lineup import SUFFIX_CAP, Lineup
@@ -144,7 +144,9 @@ def _replay(ctx, engine, target, prompts, settings, compare, progress, *, candid
         lineup = Lineup(candidate, incumbent, incumbent_name,
                         training_outputs(load_sequences(rows / "train.safetensors")), renderer.end_of_turn_ids(),
                         suffix_cap=int(espec.get("suffix_cap") or SUFFIX_CAP),
-                        draft_vocab_size=int(espec.get("draft_vocab_size") or DEFAULT_SIZE))
+                        draft_vocab_size=int(espec.get("draft_vocab_size") or DEFAULT_SIZE),
+                        suffix_max_sequences=int(espec.get("suffix_max_sequences") or 10000),
+                        suffix_max_tokens=int(espec.get("suffix_max_tokens") or MAX_INDEX_TOKENS))
 
         def run(proposers, calls, compare=None, progress=None):
             return run_evaluation(target, proposers, calls, **settings, segmenter=renderer.segment_completion,
