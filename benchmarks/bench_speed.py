@@ -116,12 +116,9 @@ def seed_run(seed: int, target, renderer: Renderer, corpus, dev: list, test: lis
                         progress=lambda d, n: print(f"  seed {seed}: replayed {d}/{n}", flush=True)
                         if d % 20 == 0 else None)
 
-    def lineup_without_hybrid():  # the hybrid is a what-if (no speed); the cascade is what ships
-        return {k: v for k, v in lineup.baselines().items() if k != "hybrid"}
-
-    choice = choose_on_dev(run, lineup_without_hybrid(), lineup.cascade, dev)
+    choice = choose_on_dev(run, lineup.shippable(), lineup.cascade, dev)
     threshold = choice.threshold if choice.threshold is not None else 1.0
-    report = run(lineup_without_hybrid() | {"cascade": lineup.cascade(threshold)}, test)
+    report = run(lineup.shippable() | {"cascade": lineup.cascade(threshold)}, test)
     shipped = choice.deploy["proposer"] if choice.deploy else None
     return {"seed": seed, "training": timing, "threshold": threshold, "shipped": shipped,
             "dev_speedups": choice.speedups, "report": dict(report)}

@@ -57,6 +57,11 @@ class Lineup:
     def cascade(self, threshold: float) -> CascadeProposer:
         return CascadeProposer(self.suffix(), self.drafter(self.candidate), threshold)
 
+    def shippable(self) -> dict[str, Any]:
+        """The proposers a deployment could run, less the cascade (built per threshold): {"candidate", "ngram",
+        "suffix", "suffix@block"}; not the incumbent (what is served today) nor the what-if hybrid."""
+        return {k: v for k, v in self.baselines().items() if k not in (self.incumbent_name, "hybrid")}
+
     def baselines(self) -> dict[str, Any]:
         """Every proposer but the cascade: {"candidate", incumbent_name, "ngram", "suffix", "suffix@block",
         "hybrid"}; suffix@block is left out when the cap equals the block size."""

@@ -156,7 +156,7 @@ def _replay(ctx, engine, target, prompts, settings, compare, progress, *, candid
         fixed = espec.get("cascade_threshold")
         fixed = None if fixed in (None, "auto") else float(fixed)
         # Development: the cascade's threshold and the proposer to deploy (the test split is read once, below).
-        choice = choose_on_dev(run, lineup.baselines(), lineup.cascade, split.dev,
+        choice = choose_on_dev(run, lineup.shippable(), lineup.cascade, split.dev,
                                thresholds=(fixed,) if fixed is not None else CASCADE_THRESHOLDS)
         threshold = fixed if fixed is not None else choice.threshold if choice.threshold is not None else 1.0
         proposers = lineup.baselines() | {"cascade": lineup.cascade(threshold)}
