@@ -1,5 +1,5 @@
 """The no-registry stack's images, built here: a Debian 12 base made with debootstrap, then PostgreSQL and
-Redis from Debian's packages, rclone's S3 server, and the application from the locked wheels (Dockerfile).
+Redis from Debian's packages, SeaweedFS's S3 server, and the application from the locked wheels (Dockerfile).
 
 Each image carries the label ``tracedraft.recipe``: a hash of the files it is built from. An image whose
 label matches is not rebuilt, so a second `scripts/stack up` starts in seconds.
@@ -39,7 +39,7 @@ class Image:
 IMAGES = (
     Image("localhost/tracedraft-postgres:15-bookworm", "deploy/postgres/Containerfile", ("deploy/postgres",)),
     Image("localhost/tracedraft-redis:7.0-bookworm", "deploy/redis/Containerfile", ("deploy/redis",)),
-    Image("localhost/tracedraft-s3:rclone-1.75.2", "deploy/s3/Containerfile", ("deploy/s3",)),
+    Image("localhost/tracedraft-s3:seaweedfs-4.48", "deploy/s3/Containerfile", ("deploy/s3",)),
     Image("localhost/tracedraft:0.1.0-cpu", "Dockerfile", APP_SOURCES),
 )
 

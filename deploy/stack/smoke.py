@@ -32,7 +32,7 @@ TRACES = sorted((REPO / "examples" / "traces").glob("*.json*")) + sorted((REPO /
 DRAFTER = "smoke-drafter"
 #: Sized like tests/queue/test_real_stages.py: minutes on 2 CPU cores, a checkpoint every 5 steps.
 RECIPE = {"max_steps": 40, "num_draft_layers": 1, "num_anchors": 8, "tokens_per_batch": 1024,
-          "max_train_tokens": 20000, "val_max_seqs": 4, "checkpoint_every": 5, "validate_every": 20}
+          "checkpoint_every": 5, "validate_every": 20}
 
 
 class Smoke:
@@ -62,9 +62,14 @@ class Smoke:
     def curl(self, *args: str, timeout: float = 120) -> str:
         """`curl -sS -f` against the API with the key; prints the command with the key masked."""
         argv = ["curl", "-sS", "--fail-with-body", "-H", f"Authorization: Bearer {self.key}", *args]
-        print("    $ " + " ".join(a.replace(self.key, "$TRACEDRAFT_API_KEY") if self.key else a for a in argv),
-              flush=True)
-        return run(argv, timeout).stdout
+        print("    $ " + self.mask(" ".join(argv)), flush=True)
+        try:
+            return run(argv, timeout).stdout
+        except StackError as e:  # its message quotes the command: never the key
+            raise StackError(e.code, self.mask(e.message), e.fix) from None
+
+    def mask(self, text: str) -> str:
+        return text.replace(self.key, "$TRACEDRAFT_API_KEY") if self.key else text
 
     def get(self, path: str) -> dict:
         return json.loads(self.curl(f"{self.url}{path}"))
@@ -73,7 +78,10 @@ class Smoke:
         """`tracedraft ARGS` inside the api container, talking to the API with the key."""
         env = ["-e", f"TRACEDRAFT_API_KEY={self.key}", "-e", "TRACEDRAFT_API_URL=http://127.0.0.1:8000"]
         print(f"    $ scripts/stack compose exec api tracedraft {' '.join(args)}", flush=True)
-        return self.stack.compose("exec", "-T", *env, "api", "tracedraft", *args, timeout=timeout).stdout
+        try:
+            return self.stack.compose("exec", "-T", *env, "api", "tracedraft", *args, timeout=timeout).stdout
+        except StackError as e:
+            raise StackError(e.code, self.mask(e.message), e.fix) from None
 
 
 def health(s: Smoke) -> str:
@@ -157,8 +165,8 @@ def follow_kill_resume(s: Smoke) -> str:
             continue
         after = e["seq"]
         print(f"    event {e['seq']:>3} {e.get('type', ''):<10} {e.get('message', '')[:110]}", flush=True)
-        message = e.get("message", "")
-        if killed_at is None and message == "checkpoint saved":  # workers/stages/common.py: training only
+        message, ckpt = e.get("message", ""), ((e.get("data") or {}).get("checkpoint") or {})
+        if killed_at is None and message == "checkpoint saved" and "latest" in ckpt:  # a training step's
             killed_at = kill_and_restart(s)
         elif killed_at is not None and resumed_s is None and message.startswith("resuming from checkpoint"):
             resumed_s = time.monotonic() - killed_at

