@@ -14,14 +14,15 @@ def _prompts(convs):
 
 def test_split_keeps_conversations_whole_and_ignores_order():
     ps = _prompts(["a", "b", "c", "d", "e"])
-    s = split_dev_test(ps)
+    assert split_dev_test(ps).dev == []  # 10 calls: too few to split
+    s = split_dev_test(ps, min_calls=2)
     assert len(s.dev) + len(s.test) == 10 and s.dev and s.test
     dev = {p.conversation_id for p in s.dev}
     assert not dev & {p.conversation_id for p in s.test}
     assert len(dev) == 2  # 5 conversations: 3 test, 2 development
-    again = split_dev_test(list(reversed(ps)))
+    again = split_dev_test(list(reversed(ps)), min_calls=2)
     assert {p.conversation_id for p in again.dev} == dev
-    assert split_dev_test(_prompts(["only"])).dev == []
+    assert split_dev_test(_prompts(["only"]), min_calls=1).dev == []
 
 
 def test_choose_on_dev_reads_the_development_replay_only():

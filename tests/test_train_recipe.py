@@ -41,7 +41,7 @@ def test_auto_resolves_per_machine():
     assert (t.max_steps, t.lr, t.checkpoint_every, t.validate_every) == (3000, 2e-4, 300, 750)
     assert gpu.train.loss_matmul_dtype == "auto" and gpu.drafter["num_hidden_layers"] == 5
     assert gpu.max_train_tokens is None
-    assert CPU_DEFAULTS.max_calls == 8 and GPU_DEFAULTS.max_new_tokens == 512  # evaluation's, same table
+    assert CPU_DEFAULTS.max_calls == 6 and GPU_DEFAULTS.max_new_tokens == 512  # evaluation's, same table
 
 
 def test_given_values_pass_through_to_the_trainer_and_the_drafter():

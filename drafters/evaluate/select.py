@@ -15,6 +15,9 @@ from drafters.evaluate.speed import deploy_choice
 CASCADE_THRESHOLDS = (0.5, 1.5, 3.0)
 #: The name the cascade at threshold t carries in the development report.
 CASCADE_AT = "cascade@{:g}"
+#: Fewer held-out calls than this are not split: a development half of a handful of calls chooses nothing
+#: (the CPU demo evaluates 6); the report then says its choice was made on the calls it reports.
+DEV_SPLIT_MIN_CALLS = 16
 
 
 @dataclass
@@ -29,10 +32,13 @@ def _rank(conversation_id: Any) -> str:
     return hashlib.sha256(str(conversation_id).encode()).hexdigest()
 
 
-def split_dev_test(prompts: Sequence[Any]) -> Split:
+def split_dev_test(prompts: Sequence[Any], min_calls: int = DEV_SPLIT_MIN_CALLS) -> Split:
     """Split ``prompts`` (with ``conversation_id``) by conversation: conversations ordered by a stable hash
     of their id go alternately to test and development (test first), so both halves hold whole
-    conversations and neither depends on the order the calls came in. One conversation: all test."""
+    conversations and neither depends on the order the calls came in. One conversation, or fewer than
+    ``min_calls`` prompts: all test."""
+    if len(prompts) < min_calls:
+        return Split([], list(prompts))
     convs = sorted({getattr(p, "conversation_id", None) for p in prompts}, key=_rank)
     dev_ids = set(convs[1::2])
     return Split([p for p in prompts if getattr(p, "conversation_id", None) in dev_ids],
@@ -80,8 +86,9 @@ def with_selection(report: Any, choice: DevChoice, threshold: float, fixed: bool
                            "threshold_from": "job spec" if fixed else "development" if choice.calls else "default",
                            "dev_speedups": choice.speedups}
     if choice.deploy is None and "speed" in report:
-        report["speed"]["deploy"]["chosen_on"] = ("test: there were no development calls, so this choice was "
-                                                  "made on the calls it is reported on")
+        report["speed"]["deploy"]["chosen_on"] = (
+            f"test: too few held-out calls for a development split ({test_calls} < {DEV_SPLIT_MIN_CALLS}), so "
+            "this choice was made on the calls it is reported on")
     elif choice.deploy is not None and "speed" in report:
         name = choice.deploy["proposer"]
         e = report["proposers"].get(name) if name else None

@@ -36,7 +36,7 @@ class MachineDefaults:
     regenerate_slots: int
 
 
-CPU_DEFAULTS = MachineDefaults(num_draft_layers=1, max_seq_len=512, max_calls=8, max_new_tokens=32,
+CPU_DEFAULTS = MachineDefaults(num_draft_layers=1, max_seq_len=512, max_calls=6, max_new_tokens=32,
                                max_steps=100, num_anchors=16, lr=3e-3, tokens_per_batch=1024,
                                max_train_tokens=24_000, val_max_seqs=4, regenerate_max_tokens=160,
                                regenerate_slots=16)
