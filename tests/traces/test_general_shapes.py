@@ -131,3 +131,20 @@ def test_tool_calls_under_a_key_the_inferred_mapping_does_not_read_refuse_the_fi
     (err,) = result.report.errors
     assert err.code == "content_not_mapped" and "invocations" in err.message and not result.conversations
     assert "TOOL CALLS under invocations" in mapping_yaml(infer_mapping(path))
+
+
+def test_the_general_path_forced_on_every_real_module_file_is_exact_or_not_ok():
+    """On the real files of formats that have a module (fixtures/corpus), reading with the general path alone
+    either gives the module's counts or is not ``ok``: a shape it cannot read exactly is refused, never read
+    into other counts (SWE-agent's run held as both history and trajectory is ambiguous_shape, a Claude Code
+    loglines export keeps its tool calls)."""
+    from .conftest import DATA
+
+    checked = 0
+    for path in sorted(p for p in DATA.rglob("*") if p.is_file() and p.suffix not in (".md", ".tsv")):
+        module, general = ingest([path], scrub=False).report, ingest([path], format="generic", scrub=False).report
+        if general.ok:
+            keys = ("conversations", "calls", "tool_calls")
+            assert [general.counts[k] for k in keys] == [module.counts[k] for k in keys], path.name
+            checked += 1
+    assert checked >= 5

@@ -239,6 +239,9 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
     if several is not None:
         return Ambiguous([f"record_lists at {p}" for p, _ in several[:5]])
     (path, _), = paths.most_common(1)
+    steps = [sl for sl in (_step_list(v) for v in values) if sl is not None and _has_actions(sl[1])]
+    if steps:  # the same run as messages and as agent steps (SWE-agent's history and trajectory): not guessed
+        return Ambiguous([f"record_lists at {path}", f"steps at {steps[0][0]}"])
     msgs = [m for f in found for m in f[0][1]][:500]
     keys, unread = message_keys(msgs)
     return Inferred("record_lists", _mapping(name, messages=path, **keys, **_record_extras(values, path)), unread,
@@ -477,19 +480,30 @@ def _responses_items(values: list, array_doc: bool, name: str) -> Inferred | Amb
     return Ambiguous([f"openai_responses items at {p}" for p in paths[:5]])
 
 
-def _steps(values: list, array_doc: bool, name: str) -> Inferred | None:
+def _steps(values: list, array_doc: bool, name: str) -> Inferred | Ambiguous | None:
     lists = [_step_list(v) for v in values]
     if not lists or not all(lists):
         return None
     path = Counter(p for p, _ in lists).most_common(1)[0][0]  # type: ignore[misc]
     steps = [s for _, ss in lists for s in ss][:500]  # type: ignore[misc]
-    if not any(k in s for s in steps for k in OBSERVATION_KEYS) or not any(k in s for s in steps for k in ACTION_KEYS):
+    if not _has_actions(steps):
         return None
+    actions = [s[k] for s in steps for k in ACTION_KEYS if s.get(k) not in (None, "", [], {})]
+    if not all(call_shaped(a) for a in actions):
+        return None  # actions written as text (a command line): the step's tool call is not a structured call
+    lists_beside = [p for v in values for p, _ in message_lists(v)]
+    if lists_beside:  # the same run as steps and as a message list (SWE-agent's trajectory and history)
+        return Ambiguous([f"steps at {path}", *(f"record_lists at {p}" for p in sorted(set(lists_beside))[:4])])
     keys, unread = message_keys(steps, steps=True)
     task = next((f"$.{k}" for k in TASK_KEYS if all(isinstance(v, dict) and isinstance(v.get(k), str) for v in values)),
                 None)
     return Inferred("steps", _mapping(name, messages=path, prompt={"user": task} if task else None, **keys), unread,
                     calls_not_read(steps, unread))
+
+
+def _has_actions(steps: list) -> bool:
+    """Steps that record an action and its observation (not just a list of role-less records)."""
+    return any(k in s for s in steps for k in OBSERVATION_KEYS) and any(k in s for s in steps for k in ACTION_KEYS)
 
 
 def _step_list(value: Any) -> tuple[str, list] | None:

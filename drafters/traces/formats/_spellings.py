@@ -127,6 +127,9 @@ def block_parts(content: Any) -> list:
     (text, reasoning, tool calls and results of any vendor's spelling, media as placeholders). The general
     path's reader, where a block can be anything; ``_content.content_parts`` reads a chat format's message
     content, where a typed part that is not text or reasoning is lost content."""
+    if isinstance(content, dict) and "type" not in content and "text" not in content and \
+            isinstance(content.get("content"), (list, str)):
+        content = content["content"]  # a whole message given as content ({role, content}): its content
     blocks = content if isinstance(content, list) else [content] if content is not None else []
     return [p for p in (block_part(b) for b in blocks) if p is not None]
 
