@@ -11,7 +11,9 @@ import json
 import subprocess
 import sys
 
+from drafters.traces.infer import infer_mapping, mapping_yaml
 from drafters.traces.ingest import ingest
+from drafters.traces.mapping import parse_mapping
 
 from .conftest import totals
 from .test_bad_input import SHAPES
@@ -47,3 +49,15 @@ def test_every_file_is_read_exactly_or_refused_with_a_code():
     readable = [n for n, h in want.items() if h["readable"]]
     assert sorted(exact) == sorted(readable)  # every file the hand count can read, the general path reads
     assert (len(exact), len(want)) == (18, 26)  # the share written in docs/traces.md
+
+
+def test_the_mapping_infer_mapping_writes_reads_each_exact_file_the_same(tmp_path):
+    want = _hand_counts()
+    for name, hand in sorted(want.items()):
+        if not hand["readable"]:
+            continue
+        written = tmp_path / f"{name}.mapping.yaml"
+        written.write_text(mapping_yaml(infer_mapping(CORPUS / name)))
+        again = ingest([CORPUS / name], mapping=parse_mapping(written.read_text(), str(written)), scrub=False)
+        assert again.report.ok, (name, again.report.errors)
+        assert totals(again.conversations) == (hand["conversations"], hand["calls"], hand["tool_calls"]), name
