@@ -377,6 +377,10 @@ class Mapping:
                 problems.error("unknown_role", f"the message {why}", source, at)
                 return None
             message = self._message(raw, role, at, reading)
+            if role == "assistant" and messages and messages[-1].role == "assistant" and \
+                    _response_id(raw) is not None and _response_id(raw) == _response_id(msgs[i - 1]):
+                messages[-1].parts.extend(message.parts)  # one response written as several records (one per block)
+                continue
             for m in [message, *self._observation(raw, message)]:
                 if m.role == "tool" and messages and messages[-1].role == "tool":
                     messages[-1].parts.extend(m.parts)
@@ -473,6 +477,13 @@ class Mapping:
 
 
 _ABSENT = object()  # get()'s default: a mapped key that is not in the record
+_RESPONSE_IDS = ("message_id", "messageId", "response_id", "responseId", "requestId", "message.id", "id")
+
+
+def _response_id(raw: Any) -> str | None:
+    """The id of the model response an assistant record belongs to, when the record carries one."""
+    value = next((get(raw, k) for k in _RESPONSE_IDS if isinstance(get(raw, k), str) and get(raw, k)), None)
+    return value if isinstance(value, str) else None
 
 
 def _assistant_path(value: Any, skip: str, role_key: str, assistant: set, path: str = "$", depth: int = 0) -> str | None:

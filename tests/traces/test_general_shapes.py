@@ -148,3 +148,23 @@ def test_the_general_path_forced_on_every_real_module_file_is_exact_or_not_ok():
             assert [general.counts[k] for k in keys] == [module.counts[k] for k in keys], path.name
             checked += 1
     assert checked >= 5
+
+
+def test_one_response_written_as_several_message_lines_is_one_call(tmp_path):
+    """An event log that writes one model response as one line per content block (sharing its id), as Claude
+    Code does: one assistant message, one call, both tool calls in it."""
+    lines = [{"session_id": "s", "message": {"role": "user", "content": "list and count"}},
+             {"session_id": "s", "message": {"id": "r1", "role": "assistant", "content": [
+                 {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}]}},
+             {"session_id": "s", "message": {"id": "r1", "role": "assistant", "content": [
+                 {"type": "tool_use", "id": "t2", "name": "wc", "input": {}}]}},
+             {"session_id": "s", "message": {"role": "user", "content": [
+                 {"type": "tool_result", "tool_use_id": "t1", "content": "a b"},
+                 {"type": "tool_result", "tool_use_id": "t2", "content": "2"}]}},
+             {"session_id": "s", "message": {"id": "r2", "role": "assistant", "content": "2 files"}}]
+    path = tmp_path / "blocks.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    result = ingest([path], scrub=False)
+    assert result.report.ok, result.report.errors
+    assert totals(result.conversations) == (1, 2, 2)
+    assert result.report.counts["parallel_calls"] == 1
