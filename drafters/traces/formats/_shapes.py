@@ -52,7 +52,7 @@ STEP_TEXT_KEYS = ("response", "answer", "final_answer", "output", "model_output"
 THOUGHT_KEYS = ("thought", "thoughts", "reasoning", "thinking")
 SYSTEM_KEYS = ("system", "system_prompt", "systemInstruction", "instructions", "preamble")
 TASK_KEYS = ("task", "query", "question", "instruction", "goal", "prompt", "input")
-_WRAPPERS = ("", "message.", "data.", "kwargs.")  # a message's keys, or those of the object it wraps
+_WRAPPERS = ("", "message.", "data.", "kwargs.", "content.")  # a message's keys, or the object it wraps (ADK: content)
 SAMPLE = 50  # records the shape is inferred from
 
 

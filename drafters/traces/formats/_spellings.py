@@ -11,6 +11,10 @@ Content blocks understood (``type`` values, case-insensitive, ``-``/``_`` alike)
   ``parameters``;
 - tool result: ``tool_result``, ``tool_call_response``, ``function_call_output`` with ``tool_use_id`` /
   ``tool_call_id`` / ``toolCallId`` / ``call_id`` / ``id``, ``content`` / ``output`` / ``result``;
+- keyed blocks (the block's only key names its kind): Bedrock Converse ``toolUse`` / ``toolResult`` /
+  ``reasoningContent``, Gemini and Google ADK ``functionCall`` / ``function_call`` / ``functionResponse`` /
+  ``function_response``; any other single-key wrapper of a typed block (``{"message_content": {type, ...}}``)
+  is unwrapped; a whole message given as content (``{role, content}``) reads its content;
 - media: ``image``, ``image_url``, ``input_image``, ``audio``, ``input_audio``, ``file``, ``document``,
   ``video`` (counted placeholders); any other type is kept as a placeholder of that type, which
   ingestion reports as lost content.
@@ -36,7 +40,10 @@ CONTENT_KEYS = ("content", "value", "text", "message", "parts", "data.content", 
 CALL_KEYS = ("tool_calls", "toolCalls", "function_call", "data.tool_calls")
 RESULT_ID_KEYS = ("tool_call_id", "tool_use_id", "toolCallId", "call_id", "data.tool_call_id")
 _CALL_ID = ("id", "tool_call_id", "toolCallId", "call_id", "toolUseId")
-_KEYED = {"toolUse": "tool_use", "toolResult": "tool_result", "reasoningContent": "reasoning"}
+_KEYED = {"toolUse": "tool_use", "toolResult": "tool_result", "reasoningContent": "reasoning",
+          # Gemini / Google ADK parts, camelCase (API) and snake_case (Python SDK dumps)
+          "functionCall": "tool_call", "function_call": "tool_call",
+          "functionResponse": "tool_result", "function_response": "tool_result"}
 _CALL_NAME = ("name", "toolName", "tool_name")
 _CALL_ARGS = ("input", "arguments", "args", "parameters")
 _MEDIA = {"image": "image", "image_url": "image", "input_image": "image", "audio": "audio",

@@ -198,7 +198,9 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
                        "which one holds the conversation is not guessed; declare it in a mapping file (--mapping; "
                        "`tracedraft datasets infer-mapping` writes a first one)", Source(NAME, filename))
         return
-    if shape is not None and (shape.shape not in ("record_lists", "file_list") or shape.mapping.items != "messages"):
+    wrapped = shape is not None and "." in shape.mapping.role  # roles inside a wrapper: the mapping reads them
+    if shape is not None and (shape.shape not in ("record_lists", "file_list") or shape.mapping.items != "messages"
+                              or wrapped):
         rest = chain(sample, records)
         if shape.mapping.records == "file":  # the file is the list: its items are one record
             rest = iter([(Source(NAME, filename, record="$"), [value for _, value in rest])])
