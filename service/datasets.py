@@ -367,6 +367,8 @@ def _split_error(report: Mapping[str, Any], counts: Mapping[str, int]) -> dict[s
         return {"code": "not_enough_data",
                 "message": f"need at least one training and one held-out conversation, got "
                            f"{counts['train_conversations']} and {counts['heldout_conversations']} (of "
-                           f"{counts['conversations']} valid conversations)",
+                           f"{counts['conversations']} valid conversations)"
+                           + (f"; {counts['near_duplicates_moved']} held-out conversation(s) nearly duplicated a "
+                              "training one and moved to training" if counts.get("near_duplicates_moved") else ""),
                 "param": "dataset"}
     return None

@@ -25,8 +25,12 @@ from drafters.traces.model import Conversation, TextPart, ToolCallPart
 #: Jaccard similarity of assistant-side word 3-shingles at or above which two conversations are near duplicates.
 THRESHOLD = 0.7
 SHINGLE = 3
+#: Fewer shingles than this (an assistant side under 7 words, e.g. "ok") say nothing about memory: never a
+#: near duplicate.
+MIN_SHINGLES = 5
 NEAR_DUPLICATE_RULE = (f"a held-out conversation whose assistant turns (text and tool calls) share word {SHINGLE}-"
-                       f"shingles with a training conversation's at Jaccard >= {THRESHOLD} moves to train")
+                       f"shingles with a training conversation's at Jaccard >= {THRESHOLD} moves to train (both "
+                       f"sides with at least {MIN_SHINGLES} shingles)")
 _WORD = re.compile(r"\w+|[^\w\s]")
 
 
@@ -75,12 +79,17 @@ def _prefix(sh: set[int], rank: dict[int, tuple[int, int]], threshold: float) ->
 def near_duplicates(heldout: Sequence[Conversation], train: Sequence[Conversation],
                     threshold: float = THRESHOLD) -> list[NearDuplicate]:
     """For each held-out conversation with a training conversation at Jaccard >= ``threshold`` (module
-    docstring), its most similar one. Conversations without assistant text are never near duplicates.
+    docstring), its most similar one. Conversations with fewer than MIN_SHINGLES assistant shingles are never
+    near duplicates.
     Raises ValueError for a threshold outside (0, 1]."""
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
-    train_sh = [shingles(assistant_text(c)) for c in train]
-    held_sh = [shingles(assistant_text(c)) for c in heldout]
+    def eligible(c: Conversation) -> set[int]:
+        sh = shingles(assistant_text(c))
+        return sh if len(sh) >= MIN_SHINGLES else set()
+
+    train_sh = [eligible(c) for c in train]
+    held_sh = [eligible(c) for c in heldout]
     freq = Counter(x for sh in (*train_sh, *held_sh) for x in sh)
     rank = {x: (n, x) for x, n in freq.items()}
     index: dict[int, list[int]] = defaultdict(list)

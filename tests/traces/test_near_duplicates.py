@@ -47,6 +47,9 @@ def test_the_threshold_is_a_threshold():
     assert near_duplicates([b], [a], threshold=s - 1e-9) and not near_duplicates([b], [a], threshold=s + 1e-9)
     silent = Conversation("s", Source("test", "f.json"), messages=[Message("user", [TextPart(WEATHER)])])
     assert near_duplicates([silent], [silent]) == []  # no assistant side: nothing to compare
+    short = Conversation("k", Source("test", "f.json"), messages=[
+        Message("user", [TextPart("hi")]), Message("assistant", [TextPart("ok, done")])])
+    assert near_duplicates([short], [short]) == []  # too short to say anything about memory
 
 
 def test_prefix_filtering_finds_what_brute_force_finds():
