@@ -229,7 +229,7 @@ def test_a_backend_without_decode_steps_is_reported_by_a_clock_during_every_batc
 
     monkeypatch.setattr(run, "STEP_REPORT_S", 0.05)
     prompts = [SimpleNamespace(call_id=f"c{i}", prompt_ids=[5, 6 + i], completion_ids=[5] * 3) for i in range(4)]
-    backend = SlowBackend(tok, {p.call_id: "ok ok<|im_end|>" for p in prompts}, delay=0.5)
+    backend = SlowBackend(tok, {p.call_id: "ok ok<|im_end|>" for p in prompts}, delay=1.0)  # slack for a loaded CPU
     seen = []
     regenerate(prompts, backend, _mem_store(), target_id="t", sampling=Sampling(max_tokens=8),
                stop_ids=[tok.convert_tokens_to_ids("<|im_end|>")], progress=lambda f, eta, m: seen.append((f, eta, m)))
@@ -323,11 +323,43 @@ def test_openai_backend_request_and_answer_shapes(tok):
     (ids,) = backend.generate([Request("c1", [1, 2, 3], 7)], Sampling(temperature=0.7, top_p=0.8, top_k=20))
     assert tok.decode(ids) == "Hi there.<|im_end|>"
     assert seen[0] == {"model": "agent", "prompt": [1, 2, 3], "max_tokens": 256, "temperature": 0.7, "top_p": 0.8,
-                       "seed": 7, "skip_special_tokens": False, "top_k": 20}
+                       "seed": 7, "skip_special_tokens": False, "stop_token_ids": [eot], "top_k": 20}
+
+
+def test_openai_backend_ends_an_answer_with_the_turn_end_the_server_names():
+    """gpt-oss ends a turn with <|return|> or <|call|>: the answer ends with the one SGLang (matched_stop) or
+    vLLM (stop_reason) names; a server naming none of several is a coded error, never a guess."""
+    answers = iter([{"text": "x", "finish_reason": "stop", "matched_stop": 201},
+                    {"text": "x", "finish_reason": "stop", "stop_reason": 200},
+                    {"text": "x", "finish_reason": "length"},
+                    {"text": "x", "finish_reason": "stop", "matched_stop": "</s>"}])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"choices": [{**next(answers), "index": 0}]})
+
+    backend = OpenAIBackend("http://sglang:30000", "gpt-oss", lambda s: [7], [200, 201],
+                            transport=httpx.MockTransport(handler))
+    got = [backend.generate([Request(f"c{i}", [1], 0)], Sampling())[0] for i in range(3)]
+    assert got == [[7, 201], [7, 200], [7]]
+    with pytest.raises(TracedraftError) as e:
+        backend.generate([Request("c3", [1], 0)], Sampling())
+    assert e.value.code == "regeneration_stop_unknown"
+
+
+def test_llama_server_cannot_name_one_of_several_turn_ends():
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"tokens": [7, 8], "stop_type": "eos"})
+
+    one = LlamaServerBackend("http://llama:8080", stop_ids=[200], transport=httpx.MockTransport(handler))
+    assert one.generate([Request("a", [1], 0)], Sampling())[0] == [7, 8, 200]
+    two = LlamaServerBackend("http://llama:8080", stop_ids=[200, 201], transport=httpx.MockTransport(handler))
+    with pytest.raises(TracedraftError) as e:
+        two.generate([Request("a", [1], 0)], Sampling())
+    assert e.value.code == "regeneration_stop_unknown"
 
 
 def test_an_endpoint_that_is_down_names_itself_and_the_call():
-    backend = LlamaServerBackend("http://127.0.0.1:9", stop_id=2, timeout=5)
+    backend = LlamaServerBackend("http://127.0.0.1:9", stop_ids=2, timeout=5)
     with pytest.raises(TracedraftError) as e:
         backend.generate([Request("conv-1:3", [1, 2], 0)], Sampling())
     assert e.value.code == "regeneration_endpoint_unreachable"
@@ -336,7 +368,7 @@ def test_an_endpoint_that_is_down_names_itself_and_the_call():
 
 def test_an_endpoint_error_is_reported_not_taken_as_an_answer():
     transport = httpx.MockTransport(lambda r: httpx.Response(503, text="overloaded"))
-    backend = LlamaServerBackend("http://llama:8080", stop_id=2, transport=transport)
+    backend = LlamaServerBackend("http://llama:8080", stop_ids=2, transport=transport)
     with pytest.raises(TracedraftError) as e:
         backend.generate([Request("c", [1], 0)], Sampling())
     assert e.value.code == "regeneration_endpoint_error" and "503" in e.value.message
