@@ -167,15 +167,17 @@ class HTTPBackend:
 class LlamaServerBackend(HTTPBackend):
     """llama.cpp's ``llama-server`` ``POST /completion`` with token-id prompts. Start the server with
     ``-np batch_size`` parallel slots (``drafters.engines`` does: ``regeneration_server``). The server stops at
-    its end-of-generation tokens without returning them; ``stop_id`` (the template's end-of-turn token) is
-    then appended, so the answer ends as the target's turn ends."""
+    its end-of-generation tokens without returning them or naming which; the template's end-of-turn id
+    (``stop_ids``: one int, or a list) is then appended, so the answer ends as the target's turn ends. Raises
+    TracedraftError(code="regeneration_stop_unknown") when several ids end a turn (gpt-oss: <|return|>,
+    <|call|>) and the server stopped on one it did not name: the answer cannot be labelled."""
 
     name = "llamacpp"
     path = "/completion"
 
-    def __init__(self, base_url: str, stop_id: int, **kw: Any):
+    def __init__(self, base_url: str, stop_ids: int | Sequence[int], **kw: Any):
         super().__init__(base_url, **kw)
-        self.stop_id = int(stop_id)
+        self.stop_ids = [int(stop_ids)] if isinstance(stop_ids, int) else [int(t) for t in stop_ids]
 
     def body(self, request: Request, sampling: Sampling) -> dict[str, Any]:
         return {"prompt": list(request.prompt_ids), "n_predict": sampling.max_tokens,
@@ -185,28 +187,37 @@ class LlamaServerBackend(HTTPBackend):
 
     def tokens(self, data: dict[str, Any]) -> list[int]:
         ids = [int(t) for t in data["tokens"]]
-        if data.get("stop_type") in ("eos", "word") and (not ids or ids[-1] != self.stop_id):
-            ids.append(self.stop_id)
-        return ids
+        if data.get("stop_type") not in ("eos", "word") or (ids and ids[-1] in self.stop_ids):
+            return ids
+        if len(self.stop_ids) == 1:
+            return [*ids, self.stop_ids[0]]
+        raise TracedraftError("regeneration_stop_unknown", f"llama-server stopped on an end-of-generation token "
+                              f"without naming it, and the template ends turns with any of {self.stop_ids}; "
+                              "regenerate this target with the hf or openai engine", "data.regeneration.engine")
 
 
 class OpenAIBackend(HTTPBackend):
     """An OpenAI-compatible ``POST /v1/completions`` (SGLang, vLLM) with token-id prompts. The answer's text
-    is tokenized again with the target's tokenizer (``encode``: text -> ids), and ``stop_id`` appended when
-    it finished on a stop (``finish_reason`` "stop"); special tokens are kept in the text
-    (``skip_special_tokens`` false), so tool-call markers survive."""
+    is tokenized again with the target's tokenizer (``encode``: text -> ids); special tokens are kept in the
+    text (``skip_special_tokens`` false), so tool-call markers survive. ``stop_ids``: the template's
+    end-of-turn ids (one int or several: gpt-oss ends a turn with ``<|return|>`` or ``<|call|>``), sent as
+    ``stop_token_ids``. An answer that finished on a stop ends with the id the server names
+    (``matched_stop`` in SGLang, ``stop_reason`` in vLLM); raises TracedraftError(code=
+    "regeneration_stop_unknown") when several ids end a turn and the server names none of them."""
 
     name = "openai"
     path = "/v1/completions"
 
-    def __init__(self, base_url: str, model: str, encode: Callable[[str], list[int]], stop_id: int, **kw: Any):
+    def __init__(self, base_url: str, model: str, encode: Callable[[str], list[int]],
+                 stop_ids: int | Sequence[int], **kw: Any):
         super().__init__(base_url, **kw)
-        self.model, self.encode, self.stop_id = model, encode, int(stop_id)
+        self.model, self.encode = model, encode
+        self.stop_ids = [int(stop_ids)] if isinstance(stop_ids, int) else [int(t) for t in stop_ids]
 
     def body(self, request: Request, sampling: Sampling) -> dict[str, Any]:
         body = {"model": self.model, "prompt": list(request.prompt_ids), "max_tokens": sampling.max_tokens,
                 "temperature": sampling.temperature, "top_p": sampling.top_p, "seed": request.seed,
-                "skip_special_tokens": False}
+                "skip_special_tokens": False, "stop_token_ids": list(self.stop_ids)}
         if sampling.top_k:
             body["top_k"] = sampling.top_k
         return body
@@ -214,6 +225,13 @@ class OpenAIBackend(HTTPBackend):
     def tokens(self, data: dict[str, Any]) -> list[int]:
         choice = data["choices"][0]
         ids = [int(t) for t in choice["token_ids"]] if choice.get("token_ids") else self.encode(choice["text"])
-        if choice.get("finish_reason") == "stop" and (not ids or ids[-1] != self.stop_id):
-            ids.append(self.stop_id)
-        return ids
+        if choice.get("finish_reason") != "stop" or (ids and ids[-1] in self.stop_ids):
+            return ids
+        named = choice.get("matched_stop", choice.get("stop_reason"))
+        if isinstance(named, int) and named in self.stop_ids:
+            return [*ids, named]
+        if len(self.stop_ids) == 1:
+            return [*ids, self.stop_ids[0]]
+        raise TracedraftError("regeneration_stop_unknown", f"the server stopped without naming which of the "
+                              f"end-of-turn ids {self.stop_ids} ended the answer (matched_stop / stop_reason: "
+                              f"{named!r}); the answer cannot be labelled", "data.regeneration.endpoint")

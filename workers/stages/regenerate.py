@@ -159,7 +159,7 @@ def _regeneration_backend(ctx: StageContext, renderer, options: dict[str, Any], 
                                   "endpoint (or target.sglang.endpoint)", "data.regeneration.endpoint")
         model = options["model"] or target_spec(ctx)["model"]
         backend = OpenAIBackend(str(options["endpoint"]), model,
-                                lambda s: renderer.tokenizer.encode(s, add_special_tokens=False), stop[0],
+                                lambda s: renderer.tokenizer.encode(s, add_special_tokens=False), stop,
                                 batch_size=slots)
         return backend, f"openai:{model}", backend.close
     if engine == "llamacpp":
@@ -183,7 +183,7 @@ def _llamacpp_backend(ctx: StageContext, stop: list[int], slots: int, per_slot: 
     gguf = export_target_gguf(target_dir, ctx.workdir / "llamacpp" / "target-f32.gguf")
     server = LlamaServer(find_llama_server(), gguf, ctx_size=(per_slot + 16) * slots,
                          log_dir=ctx.workdir / "llamacpp", extra_args=["-np", str(slots)]).start()
-    backend = LlamaServerBackend(server.base_url, stop[0], batch_size=slots)
+    backend = LlamaServerBackend(server.base_url, stop, batch_size=slots)
 
     def close() -> None:
         backend.close()
