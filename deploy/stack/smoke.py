@@ -168,7 +168,7 @@ def follow_kill_resume(s: Smoke) -> str:
         message, ckpt = e.get("message", ""), ((e.get("data") or {}).get("checkpoint") or {})
         if killed_at is None and message == "checkpoint saved" and "latest" in ckpt:  # a training step's
             killed_at = kill_and_restart(s)
-        elif killed_at is not None and resumed_s is None and message.startswith("resuming from checkpoint"):
+        elif killed_at is not None and resumed_s is None and "resuming from" in message:
             resumed_s = time.monotonic() - killed_at
     proc.kill()
     job = s.get(f"/v1/jobs/{s.facts['job']}")

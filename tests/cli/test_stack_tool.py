@@ -1,7 +1,7 @@
 """scripts/stack (deploy/stack/): the no-registry images and compose override, the pins, and the clear
 errors for a missing engine, a base image that cannot be built, a port in use, a volume without write
 permission and a command past its deadline. The end-to-end smoke of a running stack is slow and opt-in:
-TRACEDRAFT_STACK_SMOKE=1 (it builds images and runs a job: about 15 min on 2 cores; not run in CI).
+TRACEDRAFT_STACK_SMOKE=1 (it builds images and runs a job: about 25 min on 2 shared cores; not run in CI).
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ def _engine_present() -> bool:
 @pytest.mark.timeout(5400)
 @pytest.mark.skipif(os.environ.get("TRACEDRAFT_STACK_SMOKE") != "1",
                     reason="opt-in (TRACEDRAFT_STACK_SMOKE=1): builds the images and runs a job through the stack, "
-                           "about 15 min on 2 cores; left out of CI's 90-minute budget")
+                           "about 25 min on 2 shared cores; left out of CI's 90-minute budget")
 def test_stack_smoke_end_to_end():
     """`scripts/stack smoke`: every step passes on a real engine (docs/stack.md has a measured run)."""
     if not _engine_present():
