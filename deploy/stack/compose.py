@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from deploy.stack.engine import REPO, STATE, Engine
+from deploy.stack.engine import REPO, STATE, Engine, deadline_s
 from deploy.stack.errors import StackError
 
 #: Published ports: the variable that moves each, and its default (docker-compose.yml).
@@ -29,7 +29,7 @@ LONG_RUNNING = ("postgres", "redis", "minio", "api", "worker-cpu")
 
 
 def timeout_s() -> float:
-    return float(os.environ.get("TRACEDRAFT_STACK_TIMEOUT_S", 900))
+    return deadline_s("900")
 
 
 @dataclass

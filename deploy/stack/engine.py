@@ -43,6 +43,11 @@ class Engine:
         return run([self.name, *args], timeout, env=self.env, check=check, input=input, quiet=quiet)
 
 
+def deadline_s(default: str) -> float:
+    """Seconds a long step may take: TRACEDRAFT_STACK_TIMEOUT_S, else ``default``."""
+    return float(os.environ.get("TRACEDRAFT_STACK_TIMEOUT_S", default))
+
+
 def run(argv: Sequence[str], timeout: float, *, env: dict[str, str] | None = None, check: bool = True,
         input: str | None = None, quiet: bool = True, cwd: Path = REPO) -> subprocess.CompletedProcess:
     """Run ``argv`` with a timeout (seconds). ``quiet`` captures output (else it streams to the terminal).

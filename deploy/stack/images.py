@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deploy.stack import wheels
-from deploy.stack.engine import REPO, STATE, Engine
+from deploy.stack.engine import REPO, STATE, Engine, deadline_s
 from deploy.stack.errors import StackError
 
 BASE_REPO = "localhost/tracedraft-debian"
@@ -84,7 +84,7 @@ def existing_base(engine: Engine) -> str | None:
     """The newest base image made here earlier (``localhost/tracedraft-debian:<point release>-minbase``)."""
     proc = engine.run(["images", "--format", "{{.Repository}}:{{.Tag}}", BASE_REPO], 60, check=False)
     tags = [t for t in proc.stdout.split() if t.endswith("-minbase")]
-    return sorted(tags)[-1] if tags else None
+    return max(tags) if tags else None
 
 
 def base_image(engine: Engine, log=print) -> str:
@@ -109,7 +109,7 @@ def base_image(engine: Engine, log=print) -> str:
     with open(logfile, "w") as f:
         try:
             proc = subprocess.run(["debootstrap", "--variant=minbase", SUITE, str(rootfs), mirror], stdout=f,
-                                  stderr=subprocess.STDOUT, timeout=float(os.environ.get("TRACEDRAFT_STACK_TIMEOUT_S", 1800)),
+                                  stderr=subprocess.STDOUT, timeout=deadline_s("1800"),
                                   check=False)
         except subprocess.TimeoutExpired:
             proc = None
@@ -150,7 +150,7 @@ def build(engine: Engine, image: Image, base: str, log=print) -> None:
     with open(logfile, "w") as f:
         try:
             proc = subprocess.run(argv, cwd=REPO, env={**os.environ, **env}, stdout=f, stderr=subprocess.STDOUT,
-                                  timeout=float(os.environ.get("TRACEDRAFT_STACK_TIMEOUT_S", 1800)), check=False)
+                                  timeout=deadline_s("1800"), check=False)
         except subprocess.TimeoutExpired:
             proc = None
     if proc is None or proc.returncode != 0:

@@ -147,7 +147,7 @@ def follow_kill_resume(s: Smoke) -> str:
     events: queue.Queue = queue.Queue()
     after, killed_at, resumed_s, end = 0, None, None, None
     proc = _follow(s, 0, events)
-    deadline = time.monotonic() + float(os.environ.get("TRACEDRAFT_SMOKE_JOB_S", 2400))
+    deadline = time.monotonic() + float(os.environ.get("TRACEDRAFT_SMOKE_JOB_S", "2400"))
     while end is None and time.monotonic() < deadline:
         try:
             e = events.get(timeout=5)
