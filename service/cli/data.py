@@ -142,9 +142,11 @@ def datasets_infer_mapping(
     file: Path = typer.Argument(..., help="A trace file of a format tracedraft has no module for."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Write the mapping here (default: print it)."),
     name: str | None = typer.Option(None, "--name", help="The mapping's name (default: the file's stem)."),
+    as_json: bool = JsonOpt,
 ) -> None:
     """Write the declared mapping the general path infers for FILE (offline), to check and fix, then use
-    with --mapping. Exits 1 with a coded error when no shape, or more than one, fits.
+    with --mapping. Exits 1 with a coded error when no shape, or more than one, fits. --json prints
+    {"file", "shape", "mapping", "keys_not_read", "calls_not_read"} (and still writes --out).
 
     Example: tracedraft datasets infer-mapping export.jsonl -o export.mapping.yaml
     """
@@ -153,7 +155,16 @@ def datasets_infer_mapping(
     with handled():
         if not file.exists():
             raise CliError("not_found", f"no such file: {file}", where=str(file))
-        text = mapping_yaml(infer_mapping(file, name))
+        inferred = infer_mapping(file, name)
+        text = mapping_yaml(inferred)
+    if as_json:
+        import yaml
+
+        print_json({"file": str(file), "shape": inferred.shape, "mapping": yaml.safe_load(text),
+                    "keys_not_read": inferred.keys_not_read, "calls_not_read": inferred.calls_not_read})
+        if out is not None:
+            out.write_text(text, encoding="utf-8")
+        return
     if out is None:
         print(text, end="")
     else:

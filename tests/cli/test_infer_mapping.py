@@ -38,3 +38,11 @@ def test_infer_mapping_refuses_with_a_code(tmp_path):
     path.write_text(json.dumps({"rows": [1, 2, 3]}))
     r = runner.invoke(app, ["datasets", "infer-mapping", str(path)])
     assert r.exit_code != 0 and "no_messages_found" in r.output
+
+
+def test_infer_mapping_json_names_the_shape_and_the_mapping():
+    r = CliRunner().invoke(app, ["datasets", "infer-mapping", "--json", str(SHAPES / "runs_inputs_outputs.jsonl")])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert got["shape"] == "request_response" and got["mapping"]["response"] == "$.outputs.choices[0].message"
+    assert got["calls_not_read"] == []
