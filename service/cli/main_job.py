@@ -183,12 +183,15 @@ def print_speed(s: dict) -> None:
     d = s.get("deploy") or {}
     if d:
         sel = s.get("selection") or {}
-        where = (f"chosen on {sel.get('dev_calls')} development calls" if d.get("chosen_on") == "development"
-                 else "chosen on the test calls")
-        test = d.get("on_test") or {}
-        name = d.get("proposer") or "plain decoding (no proposer)"
-        console.print(f"[bold]deploy on {d.get('engine')}: {name}[/] ({where}: {_f(d.get('speedup_vs_plain'), 'x')}; "
-                      f"on the test calls {_f(test.get('speedup_vs_plain'), 'x')})"
+        name = d.get("proposer") or "plain decoding (no proposer faster)"
+        if d.get("chosen_on") == "development":
+            test = d.get("on_test") or {}
+            where = (f"chosen on {sel.get('dev_calls')} development calls at {_f(d.get('speedup_vs_plain'), 'x')}; "
+                     f"{_f(test.get('speedup_vs_plain'), 'x')} on the test calls")
+        else:
+            where = (f"{_f(d.get('speedup_vs_plain'), 'x')}, chosen on the test calls themselves: too few "
+                     "held-out calls for a development split")
+        console.print(f"[bold]deploy on {d.get('engine')}: {name}[/] ({where})"
                       + (f"; cascade threshold {sel.get('cascade_threshold')}" if name == "cascade" else ""))
 
 
