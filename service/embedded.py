@@ -196,6 +196,7 @@ def run_job(
     cancelling = False
     plain_lines = not console.is_terminal
     last_line, last_stage = 0.0, None
+    latest = ""  # the stage's latest progress message, for the plain lines (the bars show it as info)
     with Progress(*columns, console=console, disable=plain_lines, transient=False) as progress:
         bars = StageBars(progress)
         overall = progress.add_task("job", total=1.0, info="", eta="")
@@ -208,19 +209,23 @@ def run_job(
                     eta = "" if row.eta_seconds is None else f"ETA {_fmt_s(row.eta_seconds)}"
                     progress.update(overall, completed=row.progress, info=f"{row.status} / {row.stage}", eta=eta)
                     state = (row.status, row.stage)  # the final line too: the status changes, the stage may not
-                    if plain_lines and (state != last_stage or time.monotonic() - last_line > LINE_EVERY_S):
-                        last_line, last_stage = time.monotonic(), state
-                        console.print(f"{time.strftime('%H:%M:%S')} job {row.progress:4.0%}  {row.status} / "
-                                      f"{row.stage}  {eta}", soft_wrap=True, highlight=False)
                     events = jobs.list_events(session, job_id, after_seq=after, limit=500)
                     for ev in events:
                         after = ev.seq
                         bars.update(ev)
                         if ev.type == "stage" and (ev.data or {}).get("previous_stage"):
                             bars.finish(ev.data["previous_stage"])
+                            latest = ""
+                        elif ev.type == "progress" and ev.message:
+                            latest = ev.message
                         if ev.level in ("warning", "error"):
                             progress.console.print(f"[{'yellow' if ev.level == 'warning' else 'red'}]"
                                                    f"{ev.level}:[/] {escape(ev.message)}", soft_wrap=True)
+                    if plain_lines and (state != last_stage or time.monotonic() - last_line > LINE_EVERY_S):
+                        last_line, last_stage = time.monotonic(), state
+                        console.print(f"{time.strftime('%H:%M:%S')} job {row.progress:4.0%}  {row.status} / "
+                                      f"{row.stage}  {eta}" + (f"  {latest[:120]}" if latest else ""),
+                                      soft_wrap=True, highlight=False, markup=False)
                 if not alive and not events:
                     break
                 time.sleep(POLL_S)
