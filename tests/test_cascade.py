@@ -17,14 +17,6 @@ from drafters.target import Target
 from tests.dspark._tiny import tiny_drafter
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
-
 class Counting(DSparkProposer):
     """A DSparkProposer that counts its drafting rounds."""
 
