@@ -225,6 +225,45 @@ def test_gpt_oss_parallel_calls_are_refused_not_half_rendered():
         ("c1/1", "template_renders_one_call_per_turn"), ("c1/2", "template_renders_one_call_per_turn")]
 
 
+def test_gpt_oss_text_of_a_tool_call_turn_is_reasoning_as_written_on_the_analysis_channel():
+    """gpt-oss writes the text of a message that makes a tool call (OpenAI-format traces: "Let me check."
+    plus a call) on the analysis channel, where the model writes its reasoning: training labels it
+    REASONING, as generated text is labelled by channel (before: TEXT in training, REASONING in
+    evaluation). A final answer's text stays TEXT."""
+    tok, r = make("openai-gpt-oss-120b")
+    c = conv(Message("user", [TextPart("Weather in Paris?")]),
+             Message("assistant", [TextPart("Let me check."), call("c1", "Paris")]),
+             Message("tool", [ToolResultPart("c1", "rain")]),
+             Message("assistant", [TextPart("It will rain.")]))
+    rows = r.render_conversation(c)
+    assert r.report.dropped == [] and sum(len(s.call_ids) for s in rows) == 2
+    prompts = assert_one_labelling_rule(tok, r, c)
+    first = labelled(tok, prompts[0].completion_ids, prompts[0].completion_segments)
+    assert first[0] == ("REASONING", "<|channel|>analysis<|message|>Let me check.")
+    assert [n for n, _ in first[1:]] == ["TOOL_STRUCTURE", "TOOL_NAME", "TOOL_STRUCTURE", "TOOL_ARGS",
+                                         "TOOL_STRUCTURE"]
+    assert labelled(tok, prompts[1].completion_ids, prompts[1].completion_segments) == [
+        ("TEXT", "<|channel|>final<|message|>It will rain.<|return|>")]
+    assert not any(k.startswith("not_located") for k in r.report.warnings)
+
+
+def test_gpt_oss_reasoning_and_text_with_a_call_is_refused_with_its_own_code():
+    """gpt-oss raises on a tool-call message with both reasoning and text (both go on the one analysis
+    channel): the probe learns that, and such calls are dropped with a code naming the behaviour, not the
+    generic template_error; a call with reasoning alone still renders."""
+    _, r = make("openai-gpt-oss-120b")
+    assert r.dialect.refuses_reasoning_and_content
+    r.render_conversation(conv(Message("user", [TextPart("Weather in Paris?")]),
+                               Message("assistant", [ReasoningPart("Look it up."), TextPart("Let me check."),
+                                                     call("c1", "Paris")]),
+                               Message("tool", [ToolResultPart("c1", "rain")]),
+                               Message("assistant", [ReasoningPart("Done."), TextPart("It will rain.")])))
+    assert [(d["call_id"], d["code"]) for d in r.report.dropped] == [
+        ("c1/0", "template_refuses_reasoning_and_content"), ("c1/1", "template_refuses_reasoning_and_content")]
+    _, qwen = make("Qwen-Qwen3-Coder-30B-A3B-Instruct")
+    assert not qwen.dialect.refuses_reasoning_and_content
+
+
 # ---------------------------------------------------------------------------- argument values of every type
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from drafters.render.codec import TokenCodec
 from drafters.render.labels import label_completion, reasoning_tail
-from drafters.render.messages import IdMap, dict_reasoning, to_dicts
+from drafters.render.messages import IdMap, dict_reasoning, dict_text, to_dicts
 from drafters.render.records import CallRender, Dialect, RenderError
 from drafters.render.template import ChatTemplate
 from drafters.traces.model import LLMCall, Message
@@ -42,7 +42,9 @@ class CallRenderer:
         completion dicts when already converted (a prefix of the conversation's, see `to_dicts`).
 
         Raises RenderError: ``not_assistant``, ``empty_context``,
-        ``template_error``, ``context_not_prefix``, ``invalid_tool_arguments``.
+        ``template_error``, ``context_not_prefix``, ``invalid_tool_arguments``,
+        ``reasoning_closed_by_prompt``, ``template_renders_one_call_per_turn``,
+        ``template_refuses_reasoning_and_content``.
         """
         if dicts is None:
             dicts = self.call_dicts(call, ids)
@@ -59,6 +61,11 @@ class CallRenderer:
                               "a message makes parallel tool calls and the chat template renders only the first "
                               "of them (gpt-oss harmony ends a turn at each call): the later calls would vanish "
                               "from the answer or the context", where=call.id)
+        if self.dialect.refuses_reasoning_and_content and any(_reasons_and_says(m) for m in dicts):
+            raise RenderError("template_refuses_reasoning_and_content",
+                              "a message makes a tool call with both reasoning and text, and the chat template "
+                              "refuses that (gpt-oss writes either on its one analysis channel, not both)",
+                              where=call.id)
         tools = self.template.tools_for(call.tools)
         try:
             prompt = self.template.apply(ctx, tools, True, prepared=True)
@@ -158,6 +165,11 @@ def continue_reasoning(h: str, markup: int, header: str, state: str, d: Dialect,
     if reasoning.strip():
         raise _closed_by_prompt(where)
     return answer[len(ws):] if ws and answer.startswith(ws) else answer
+
+
+def _reasons_and_says(m: dict) -> bool:
+    """Whether the template dict ``m`` makes a tool call with both reasoning and text."""
+    return bool(m.get("tool_calls")) and bool(dict_reasoning(m).strip()) and bool(dict_text(m).strip())
 
 
 def _closed_by_prompt(where: str) -> RenderError:

@@ -50,9 +50,10 @@ def label_completion(comp: dict, text: str, dialect: Dialect, added_re: re.Patte
     pieces = _completion_pieces(comp, dialect)
     if opened:  # the logged reasoning is inside the block the prompt opened
         pieces = [p for p in pieces if p[1] != Segment.REASONING or p[0] != [reasoning.strip()]]
-    found, cursor = _locate(pieces, text, opened[-1].end if opened else sup_start, warnings)
+    lo = opened[-1].end if opened else sup_start
+    found, cursor = _locate(pieces, text, lo, warnings)
     end = eot_end(text, cursor, dialect.eot_tokens, added_re, warnings)
-    found = opened + _close_approximate_args(found, end, warnings)
+    found = opened + text_in_reasoning(_close_approximate_args(found, end, warnings), text, lo, end, dialect)
     found = wrap_reasoning(found, text, sup_start, end, dialect)
     return completion_spans(found, sup_start, end, bool(comp.get("tool_calls"))), sup_start, end
 
@@ -110,6 +111,26 @@ def prose_pieces(text: str, start: int, end: int, dialect: Dialect) -> list[tupl
         out += _stripped(text, s + len(opn), inner_end, Segment.REASONING) or [(s, e, Segment.REASONING)]
         pos = e
     out += _stripped(text, pos, end, Segment.TEXT)
+    return out
+
+
+def text_in_reasoning(found: list[Located], text: str, start: int, end: int, dialect: Dialect) -> list[Located]:
+    """``found`` (sorted, inside ``text[start:end]``) with each TEXT piece that the template wrote inside a
+    reasoning block relabelled REASONING. gpt-oss writes the text of a tool-call message on the analysis
+    channel (``<|channel|>analysis<|message|>Let me check.``), where the model writes its reasoning; a
+    model generating it is reasoning, and generated text is labelled by the block it is in
+    (`prose_pieces`), so training labels it so too (one rule). Blocks are searched as in generated text:
+    between the tool pieces, from ``dialect.reasoning_open`` to ``reasoning_close`` or the next tool piece."""
+    out, lo = [], start
+    for k, f in enumerate(found):
+        if f.segment == Segment.TEXT:
+            hi = next((g.start for g in found[k + 1:] if g.is_tool), end)
+            blocks = inline_reasoning_spans(text[lo:hi], dialect.reasoning_open, dialect.reasoning_close)
+            if any(lo + s <= f.start and f.end <= lo + e for s, e in blocks):
+                f = f._replace(segment=Segment.REASONING)
+        elif f.is_tool:
+            lo = f.end
+        out.append(f)
     return out
 
 

@@ -310,6 +310,20 @@ def _probe_call_markup(template: ChatTemplate, codec: TokenCodec, d: Dialect) ->
     after = _render_probe_call(template, codec, d, conv, reasoned, Counter())
     if after is not None and d.call_prefix is not None:
         markup.learn_prefix_after_reasoning(d, after[0], after[1])
+    if after is not None:
+        d.refuses_reasoning_and_content = _refuses_reasoning_and_content(template, d, conv)
+
+
+def _refuses_reasoning_and_content(template: ChatTemplate, d: Dialect, conv: list[Message]) -> bool:
+    """Whether the template raises on a tool-call message with reasoning and text though it renders one with
+    text alone (gpt-oss: both would go on its one analysis channel); the caller knows reasoning alone renders."""
+    def renders(parts: list) -> bool:
+        msgs = conv[:2] + [Message("assistant", parts + [conv[2].parts[0]])]
+        dicts = to_dicts(msgs, IdMap(d.ids, "probe"), d, template.prepare)
+        return template.try_apply(dicts, tools_to_openai([_PROBE_TOOL]), False) is not None
+
+    text = TextPart(_PROBE_ANSWER)
+    return renders([text]) and not renders([ReasoningPart(_PROBE_REASONING), text])
 
 
 def _render_probe_call(template: ChatTemplate, codec: TokenCodec, d: Dialect, conv: list[Message],

@@ -131,6 +131,9 @@ class Dialect:
     # dict): "json" (tojson) or "python" (Python's str(): Qwen3-Coder's True, ['a', 'b']).
     value_forms: dict[str, str] = field(default_factory=dict)
     one_call_per_turn: bool = False  # the template renders only the first of parallel calls (gpt-oss)
+    # The template raises on a tool-call message with both reasoning and text (gpt-oss: both would go on
+    # its one analysis channel).
+    refuses_reasoning_and_content: bool = False
     call_prefix: str | None = None  # text before the first tool name, e.g. '<tool_call>\n{"name": "'
     # The call prefix after reasoning when it differs (gpt-oss: '<|end|><|start|>assistant to=functions.').
     call_prefix_after_reasoning: str | None = None
