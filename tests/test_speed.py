@@ -78,3 +78,17 @@ def test_pooled_ratio_interval_resamples_calls_and_pools_like_the_estimate():
     est, lo, hi = pooled_ratio_ci([(10, 1, 10, 1), (90, 9, 90, 1)])
     assert est == pytest.approx((100 / 10) / (100 / 2))  # 0.2; the mean of per-call ratios would be 0.56
     assert pooled_ratio_ci([(5, 1, 5, 1)]) == (1.0, 1.0, 1.0)
+
+
+def test_the_report_verdict_says_where_the_deploy_choice_was_made():
+    from drafters.evaluate.verdict import deploy_choice as verdict_deploy
+
+    base = {"plain": {"tokens_per_s": 3.0}, "proposers": {}, "settings": {}}
+    dev = {**base, "speed": {"deploy": {"proposer": "cascade", "speedup_vs_plain": 1.4, "reason": "fastest",
+                                        "chosen_on": "development"}}}
+    assert verdict_deploy(dev).reason == "fastest; chosen on the development calls, measured on the test calls"
+    test = {**base, "speed": {"deploy": {"proposer": None, "reason": "none faster",
+                                         "chosen_on": "test: too few held-out calls (2 < 16)"}}}
+    got = verdict_deploy(test)
+    assert got.proposer == "plain" and got.reason == ("none faster; chosen on the test calls themselves: too few "
+                                                      "held-out calls (2 < 16)")

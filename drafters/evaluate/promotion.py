@@ -94,9 +94,9 @@ def gate(candidate: Mapping, incumbent: Mapping | None = None, policy: GatePolic
             continue
         support = min(v["candidate_rounds"], v["incumbent_rounds"])
         if support < pol.min_support:
-            oks.append(f"segment {s}: {support} rounds < min_support {pol.min_support}, not judged")
+            oks.append(f"segment {s}: {support:.0f} rounds < min_support {pol.min_support}, not judged")
             continue
         msg = (f"segment {s}: tau {v['candidate_tau']:.3f} vs {v['incumbent_tau']:.3f} ({v['relative']:+.1%}, "
-               f"max loss {pol.max_segment_loss:.1%}, {support} rounds)")
+               f"max loss {pol.max_segment_loss:.1%}, {support:.0f} rounds)")
         (fails if v["relative"] < -pol.max_segment_loss else oks).append(msg)
     return GateDecision(not fails, fails + oks, details)

@@ -23,8 +23,9 @@ PROPOSER_TERMS = {
     "suffix": "suffix decoding over the organization's training answers and the request so far, at its natural "
               "cap (24 drafts, vLLM's default); no training",
     "suffix@block": "the same suffix decoding capped at the drafter's block size",
-    "cascade": "suffix decoding first, the candidate drafter only in rounds where suffix decoding is unsure (a "
-               "threshold fitted on the development calls); decided before verification",
+    "cascade": "suffix decoding first, the candidate drafter only in rounds where suffix decoding is unsure "
+               "(report.selection gives its threshold and where it came from: the development calls, the job "
+               "spec, or the default 1.0 when too few calls were held out); decided before verification",
     "hybrid": "what-if: each round the candidate's or suffix decoding's draft, whichever expects more "
               "accepted tokens; its tau is real, its speed is not (no engine serves it, both run every round)",
 }
@@ -64,8 +65,13 @@ def deploy_choice(report: Mapping[str, Any]) -> Deploy:
                                                                  report["settings"].get("engine") or "hf")
     plain = named.get("proposer") in (None, "plain")
     tps = (report.get("plain") or {}).get("tokens_per_s") if plain else named.get("tokens_per_s")
-    return Deploy("plain" if plain else str(named["proposer"]), named.get("speedup_vs_plain"), tps,
-                  str(named.get("reason") or "named by the report"))
+    where = named.get("chosen_on")
+    reason = str(named.get("reason") or "named by the report")
+    if where == "development":
+        reason += "; chosen on the development calls, measured on the test calls"
+    elif where:  # "test: too few held-out calls ..."
+        reason += "; chosen on the test calls themselves" + where.removeprefix("test")
+    return Deploy("plain" if plain else str(named["proposer"]), named.get("speedup_vs_plain"), tps, reason)
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def print_speed(s: dict) -> None:
     d = s.get("deploy") or {}
     if d:
         sel = s.get("selection") or {}
-        name = d.get("proposer") or "plain decoding (no proposer faster)"
+        name = d.get("proposer") or "plain decoding, no proposer faster"
         if d.get("chosen_on") == "development":
             test = d.get("on_test") or {}
             where = (f"chosen on {sel.get('dev_calls')} development calls at {_f(d.get('speedup_vs_plain'), 'x')}; "
@@ -191,7 +191,7 @@ def print_speed(s: dict) -> None:
         else:
             where = (f"{_f(d.get('speedup_vs_plain'), 'x')}, chosen on the test calls themselves: too few "
                      "held-out calls for a development split")
-        console.print(f"[bold]deploy on {d.get('engine')}: {name}[/] ({where})"
+        console.print(f"[bold]deploy on {d.get('engine')}: {name}[/]: {where}"
                       + (f"; cascade threshold {sel.get('cascade_threshold')}" if name == "cascade" else ""))
 
 

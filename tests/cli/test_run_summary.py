@@ -76,10 +76,10 @@ def test_speed_leads_with_the_cost_model_and_what_to_deploy(monkeypatch):
     assert [c.strip() for c in row.split("│")[1:-1]] == ["cascade", "1.45x", "11.00", "1.80", "1.40", "0.10",
                                                           "1.13x"]
     assert text.index("│ cascade") < text.index("│ suffix")  # fastest first
-    assert ("deploy on hf: cascade (chosen on 4 development calls at 1.50x; 1.45x on the test calls); cascade "
+    assert ("deploy on hf: cascade: chosen on 4 development calls at 1.50x; 1.45x on the test calls; cascade "
             "threshold 1.5") in text
     out.truncate(0)
     s["deploy"] = {"engine": "hf", "proposer": None, "speedup_vs_plain": 1.0, "chosen_on": "test: too few"}
     main_job.print_summary(s)
-    assert ("deploy on hf: plain decoding (no proposer faster) (1.00x, chosen on the test calls themselves: too "
-            "few held-out calls for a development split)") in out.getvalue()
+    assert ("deploy on hf: plain decoding, no proposer faster: 1.00x, chosen on the test calls themselves: too "
+            "few held-out calls for a development split") in out.getvalue()
