@@ -81,11 +81,11 @@ from drafters.traces.formats._spellings import block_parts, get
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
+from drafters.traces.json_paths import jsonpath, unflatten
 from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolCallPart, ToolResultPart
 from drafters.traces.report import TraceError
 
 _ROLES = ("system", "user", "assistant", "tool")
-_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[(\d+)\]|\[\*\]")
 _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
          "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten", "items"}
 _TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
@@ -95,77 +95,6 @@ _ITEMS = ("messages", "openai_responses")
 _SUB_KEYS = {"tool_call": {"id", "name", "arguments"}, "tool_result": {"id", "content"}, "prompt": {"system", "user"}}
 MAX_VALUES = 2000  # values in a mapping file, aliases counted at each use (an upload is untrusted)
 MAX_NAME = 40  # characters of a mapping's name ("mapping:NAME" is stored as a dataset's format)
-
-
-def jsonpath(value: Any, path: str) -> list[tuple[str, Any]]:
-    """``(concrete path, value)`` for every match of ``path`` (the subset in the module docstring).
-
-    Raises ValueError when ``path`` is not in that subset."""
-    if not path.startswith("$"):
-        raise ValueError(f"a JSONPath starts with '$': {path!r}")
-    steps, pos = [], 1
-    while pos < len(path):
-        m = _STEP.match(path, pos)
-        if m is None:
-            raise ValueError(f"unsupported JSONPath step at {path[pos:]!r} in {path!r}")
-        steps.append(m)
-        pos = m.end()
-    current: list[tuple[str, Any]] = [("$", value)]
-    for m in steps:
-        nxt: list[tuple[str, Any]] = []
-        key = m.group(1) or m.group(2) or m.group(3)
-        for where, v in current:
-            v = _decoded(v)
-            if key is not None and isinstance(v, dict) and key in v:
-                nxt.append((f"{where}.{key}", v[key]))
-            elif m.group(4) is not None and isinstance(v, list) and int(m.group(4)) < len(v):
-                nxt.append((f"{where}[{m.group(4)}]", v[int(m.group(4))]))
-            elif m.group(0) == "[*]" and isinstance(v, list):
-                nxt.extend((f"{where}[{i}]", item) for i, item in enumerate(v))
-        current = nxt
-    return [(where, _decoded(v)) for where, v in current]
-
-
-def unflatten(value: Any) -> Any:
-    """Dotted keys nested: ``{"llm.input_messages.0.message.role": "user"}`` -> ``{"llm": {"input_messages":
-    [{"message": {"role": "user"}}]}}`` (an object whose keys are all indices becomes a list, in index order).
-    Values without dotted keys are returned as they are; nested objects are unflattened too."""
-    if isinstance(value, list):
-        return [unflatten(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if not any(isinstance(k, str) and "." in k for k in value):
-        return {k: unflatten(v) for k, v in value.items()}
-    tree: dict[str, Any] = {}
-    for key, v in value.items():
-        node, steps = tree, str(key).split(".")
-        for step in steps[:-1]:
-            nxt = node.get(step)
-            if not isinstance(nxt, dict):
-                nxt = node[step] = {} if nxt is None else {"": nxt}
-            node = nxt
-        node[steps[-1]] = unflatten(v)
-    return _listify(tree)
-
-
-def _listify(node: Any) -> Any:
-    if not isinstance(node, dict):
-        return node
-    node = {k: _listify(v) for k, v in node.items()}
-    if node and all(k.isdigit() for k in node):
-        return [node[k] for k in sorted(node, key=int)]
-    return node
-
-
-def _decoded(value: Any) -> Any:
-    """A string holding a JSON object or array (an envelope's ``payload``, a message list stored as text),
-    decoded; any other value as it is."""
-    if isinstance(value, str) and value[:1] in ("{", "[") and value.rstrip()[-1:] in ("}", "]"):
-        try:
-            return _reading.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,8 @@ from drafters.traces.formats._spellings import (
     get,
     role_of,
 )
-from drafters.traces.mapping import Mapping, jsonpath, mapping_from_dict, unflatten
+from drafters.traces.json_paths import jsonpath, unflatten
+from drafters.traces.mapping import Mapping, mapping_from_dict
 from drafters.traces.report import TraceError
 
 ENVELOPES = ("data", "payload", "event", "record", "state", "message", "item", "body", "entry")
