@@ -26,6 +26,7 @@ The JSON report (--out/speed.json) holds the arguments it ran with, the code ver
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import math
@@ -44,17 +45,17 @@ bench = importlib.util.module_from_spec(_spec)
 sys.modules["bench_agent_tau"] = bench
 _spec.loader.exec_module(bench)
 
-from drafters.agent_target_build import EXAMPLE_TEMPLATE, example_trace_files, split_examples  # noqa: E402
-from drafters.baselines.suffix_decoding import training_outputs  # noqa: E402
-from drafters.evaluate import evaluate, pooled_tau_ci  # noqa: E402
-from drafters.evaluate.lineup import SUFFIX_CAP, Lineup  # noqa: E402
-from drafters.evaluate.metrics import pooled_ratio_ci  # noqa: E402
-from drafters.evaluate.report import hardware  # noqa: E402
-from drafters.evaluate.select import CASCADE_THRESHOLDS, choose_on_dev, split_dev_test  # noqa: E402
-from drafters.render import Renderer  # noqa: E402
-from drafters.target import AGENT_SPEC, load_target  # noqa: E402
-from drafters.traces.near_duplicates import split_without_near_duplicates  # noqa: E402
-from drafters.train.resolve import Machine  # noqa: E402
+from drafters.agent_target_build import EXAMPLE_TEMPLATE, example_trace_files, split_examples
+from drafters.baselines.suffix_decoding import training_outputs
+from drafters.evaluate import evaluate, pooled_tau_ci
+from drafters.evaluate.lineup import SUFFIX_CAP, Lineup
+from drafters.evaluate.metrics import pooled_ratio_ci
+from drafters.evaluate.report import hardware
+from drafters.evaluate.select import CASCADE_THRESHOLDS, choose_on_dev, split_dev_test
+from drafters.render import Renderer
+from drafters.target import AGENT_SPEC, load_target
+from drafters.traces.near_duplicates import split_without_near_duplicates
+from drafters.train.resolve import Machine
 
 SHOWN = ("cascade", "suffix", "suffix@block", "candidate", "ngram")
 
@@ -75,22 +76,15 @@ def source_of(call_id: str) -> str:
 
 
 def calls(renderer: Renderer, args) -> tuple[list, list, list, dict, int]:
-    """(agent training prompts, development prompts, test prompts, tools by call id, near duplicates moved)."""
+    """(agent training prompts, development prompts, test prompts, tools by call id, near duplicates moved).
+    The held-out agent calls are bench_agent_tau.build_prompts' (its rule, without its --calls cap), split by
+    conversation into development and test."""
     split = split_examples(example_trace_files())
     split.train, split.heldout, moved = split_without_near_duplicates(split.train, split.heldout)
-    agent, _, _, tools_of = bench.build_prompts(renderer, split, args)
-    halves = split_dev_test(heldout_all(renderer, split, args))
+    uncapped = argparse.Namespace(**{**vars(args), "calls": sys.maxsize})
+    agent, _, held, tools_of = bench.build_prompts(renderer, split, uncapped)
+    halves = split_dev_test(held)
     return agent, halves.dev[: args.dev_calls], halves.test[: args.calls], tools_of, len(moved)
-
-
-def heldout_all(renderer: Renderer, split, args) -> list:
-    """Every held-out agent call (of conversations with tools) of at most --max-context tokens, spread over
-    conversations (bench_agent_tau.build_prompts' rule, without its --calls cap)."""
-    from drafters.evaluate import spread_calls
-
-    held = [renderer.render_prompt(c) for conv in split.heldout for c in conv.calls() if c.tools]
-    held = [p for p in held if len(p.prompt_ids) <= args.max_context]
-    return spread_calls(held, len(held))
 
 
 def per_call_sums(report: dict, a: str, b: str | None, what: str) -> list[tuple[float, float, float, float]]:

@@ -85,14 +85,15 @@ def with_selection(report: Any, choice: DevChoice, threshold: float, fixed: bool
                            "dev_calls": choice.calls, "test_calls": test_calls, "cascade_threshold": threshold,
                            "threshold_from": "job spec" if fixed else "development" if choice.calls else "default",
                            "dev_speedups": choice.speedups}
-    if choice.deploy is None and "speed" in report:
+    if "speed" not in report:
+        return report
+    if choice.deploy is None:
         report["speed"]["deploy"]["chosen_on"] = (
             f"test: too few held-out calls for a development split ({test_calls} < {DEV_SPLIT_MIN_CALLS}), so "
             "this choice was made on the calls it is reported on")
-    elif choice.deploy is not None and "speed" in report:
-        name = choice.deploy["proposer"]
-        e = report["proposers"].get(name) if name else None
-        test = {"speedup_vs_plain": e.get("speedup_vs_plain"), "tau": e.get("tau"),
-                "tokens_per_s": (e.get("timing") or {}).get("tokens_per_s")} if e else None
-        report["speed"]["deploy"] = {**choice.deploy, "chosen_on": "development", "on_test": test}
+        return report
+    e = report["proposers"].get(choice.deploy["proposer"]) if choice.deploy["proposer"] else None
+    test = {"speedup_vs_plain": e.get("speedup_vs_plain"), "tau": e.get("tau"),
+            "tokens_per_s": (e.get("timing") or {}).get("tokens_per_s")} if e else None
+    report["speed"]["deploy"] = {**choice.deploy, "chosen_on": "development", "on_test": test}
     return report
