@@ -11,7 +11,10 @@ Modules: ``metrics`` (tau, conditional acceptance, ECE/AUROC/Brier, sequential t
 bootstrap, engine counters), ``replay`` (``evaluate``: replay + losslessness check + EvalReport;
 ``engine_report`` for counter-only engines), ``report`` (the EvalReport record), ``promotion`` (``gate``,
 the promotion decision, a pure function) and ``html_report`` (``write_report``: JSON, PNG plots, one-page
-HTML). Callers import from ``drafters.evaluate``.
+HTML). Callers import from ``drafters.evaluate``; three modules are imported by their own path:
+``speed`` (the cost model and the deploy choice, docs/dspark.md 5.5), ``select`` (the development/test
+split and what it chooses) and ``lineup`` (the proposers a job compares; it imports the drafter, so
+importing this package does not).
 """
 
 from drafters.evaluate.html_report import write_report
