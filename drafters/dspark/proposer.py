@@ -12,8 +12,9 @@ z_k depends on the previous draft; it is evaluated on ``markov_candidates`` toke
 - greedy (temperature < 1e-5): exact. The argmax of U_k + B_k is searched among the candidates, and the
   bound |B_k[v]| <= ||W2[v]|| ||z_k|| (Cauchy-Schwarz) proves that no other token can beat it; where the
   bound cannot prove it, the full-vocabulary bias is computed. Drafts equal the full computation's (up to
-  fp32 summation order). ``probs`` are ONE-HOT on the drafts, as DeepSpec's evaluator treats both draft and
-  target at temperature 0 (docs/dspark.md 5.1 step 3).
+  rounding at a near tie: fp32 summation order, or the bias's bf16 rounding in a bf16 drafter). ``probs``
+  are ONE-HOT on the drafts, as DeepSpec's evaluator treats both draft and target at temperature 0
+  (docs/dspark.md 5.1 step 3).
 - sampling: the draft distribution is softmax((U_k + B_k) / temperature) restricted to the candidates
   (zero elsewhere) and the draft is sampled from exactly that, so ``probs`` is the distribution the draft
   came from and rejection sampling stays exact. ``markov_candidates=0`` samples from the full vocabulary.
