@@ -233,6 +233,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
         pg.stop()
 
 
+def _words(key: str) -> str:
+    """Eight hex words from ``key``: conversations of one template that still differ, so validation's
+    near-duplicate rule (``drafters.traces.near_duplicates``) leaves held-out conversations to measure."""
+    import hashlib
+
+    return " ".join(hashlib.sha256(f"{key}/{k}".encode()).hexdigest()[:6] for k in range(8))
+
+
 def _submit(stack: Stack, i: int) -> str:
     """Upload a dataset, create a job and start it the way ``POST /v1/jobs`` does
     (``service.api.dispatcher``: a failed publish is logged, the reconciler sends the job later)."""
@@ -244,7 +252,7 @@ def _submit(stack: Stack, i: int) -> str:
 
     files = []
     for part in range(2):  # a multi-file dataset: gc and the store must keep every file
-        lines = [json.dumps(TRACE).replace("{i}", f"{i}-{part}-{n}") for n in range(12)]
+        lines = [json.dumps(TRACE).replace("{i}", _words(f"{i}-{part}-{n}")) for n in range(12)]
         files.append((f"part{part}.jsonl", io.BytesIO(("\n".join(lines) + "\n").encode())))
     with stack.sessions() as s:
         ds = datasets.create_dataset(s, stack.store, stack.org_id, files)
