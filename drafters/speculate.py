@@ -51,6 +51,16 @@ class Proposer(Protocol):
         features: FloatTensor [a+1, m*d] (the target's features at those positions) or None."""
 
 
+def prepare_request(proposer: Proposer | None, request: object) -> None:
+    """Hand ``request`` (the RenderedPrompt-like record of the call about to be decoded: call_id,
+    prompt_ids, tools) to a proposer that reads the request itself, before ``start``: one with a
+    ``prepare(request)`` method (the tool-schema proposer reads the request's tool schemas, as a serving
+    engine's would). Others, and None, are left alone."""
+    prepare = getattr(proposer, "prepare", None)
+    if callable(prepare):
+        prepare(request)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The loop (docs/dspark.md 5.1). One function for every proposer; proposer=None is plain decoding through the
 # same code path (a round with zero drafts), so speculative-vs-plain timings compare like for like.

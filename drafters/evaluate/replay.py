@@ -5,6 +5,7 @@ into one EvalReport."""
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -179,7 +180,7 @@ def _replay(target: Any, proposers: Mapping[str, Any], prompts: Sequence[Any], m
     """(plain generations [calls], {proposer: generations [calls]}), call by call: one prefill, shared by
     plain decoding and every proposer (its time is charged to each), then dropped, so memory holds one
     prompt's cache at a time. Call i is decoded with seed + i by everyone."""
-    from drafters.speculate import prefill, speculative_generate
+    from drafters.speculate import prefill, prepare_request, speculative_generate
 
     total_steps = len(prompts) * (1 + len(proposers))
     done = 0
@@ -199,6 +200,7 @@ def _replay(target: Any, proposers: Mapping[str, Any], prompts: Sequence[Any], m
                                           shared_prefill=pre, **generate_kw))
         tick()
         for name, prop in proposers.items():
+            prepare_request(prop, p)
             gens[name].append(speculative_generate(target, prop, p.prompt_ids, max_new_tokens, seed=seed + i,
                                                    shared_prefill=pre, **generate_kw))
             tick()
@@ -272,7 +274,21 @@ def _proposer_entry(name: str, prop: Any, prompts: Sequence[Any], gens: list, pl
         "timing": _timing(gens),
         "per_call": per_call,
     }
+    entry.update(_choices(prop))
     return entry, near_ties
+
+
+def _choices(prop: Any) -> dict:
+    """What a proposer says of its own choices: ``picks`` (a cascade's rounds by side) and ``stood_aside``
+    (requests the tool-schema proposer, alone or inside a cascade, could not serve, by reason)."""
+    out: dict[str, Any] = {}
+    if isinstance(getattr(prop, "picks", None), dict):
+        out["picks"] = dict(prop.picks)
+    parts = [prop, *getattr(prop, "cheap", [])]
+    counts = [p.stood_aside for p in parts if isinstance(getattr(p, "stood_aside", None), Counter)]
+    if counts:
+        out["stood_aside"] = dict(sum(counts, Counter()))
+    return out
 
 
 def _group(records: list[dict], key: str) -> dict:

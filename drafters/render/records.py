@@ -45,6 +45,7 @@ class RenderedPrompt:
     completion_ids: list[int]
     completion_segments: list[int]
     prompt_segments: list[int] = field(default_factory=list)  # [T] labels of the context (never supervised)
+    tools: list[dict] | None = None  # the request's tools, OpenAI format (what a serving engine is given)
 
 
 @dataclass

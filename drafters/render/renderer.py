@@ -10,7 +10,7 @@ from drafters.render.codec import TokenCodec
 from drafters.render.generated import generated_calls, label_generated_text, segment_completion
 from drafters.render.labels import completion_labels, encode_labeled, prompt_labels
 from drafters.render.markup import ParsedCall
-from drafters.render.messages import IdMap, has_tool_content
+from drafters.render.messages import IdMap, has_tool_content, tools_to_openai
 from drafters.render.packing import call_row, pack_blocker, pack_calls
 from drafters.render.probe import probe_dialect
 from drafters.render.records import CallRender, RenderedPrompt, RenderedSequence, RenderError, RenderReport
@@ -125,7 +125,8 @@ class Renderer:
         r = self.call_renderer.render(call, IdMap(self.dialect.ids, call.conversation_id))
         prompt_ids, prompt_segs = prompt_labels(r, self.codec)
         comp_ids, comp_segs, _ = encode_labeled(self.codec, r.completion_text, *completion_labels(r))
-        return RenderedPrompt(call.id, call.conversation_id, prompt_ids, comp_ids, comp_segs, prompt_segs)
+        return RenderedPrompt(call.id, call.conversation_id, prompt_ids, comp_ids, comp_segs, prompt_segs,
+                              tools_to_openai(call.tools))
 
     def segment_completion(self, token_ids: list[int]) -> list[int]:
         """Segment labels [n] for generated tokens [n], with the rules used for training labels (see
