@@ -23,7 +23,12 @@ PROPOSER_TERMS = {
     "suffix": "suffix decoding over the organization's training answers and the request so far, at its natural "
               "cap (24 drafts, vLLM's default); no training",
     "suffix@block": "the same suffix decoding capped at the drafter's block size",
-    "cascade": "suffix decoding first, the candidate drafter only in rounds where suffix decoding is unsure "
+    "schema": "the tool-schema proposer: drafts the call markup, tool name, argument keys and JSON punctuation "
+              "that the request's tool schemas fix (never a value); no training, in-process only today",
+    "suffix+schema": "each round the better of suffix decoding and the tool-schema proposer by their own "
+                     "estimates of accepted drafts; no training, in-process only today",
+    "cascade": "the tool-schema proposer and suffix decoding first, the candidate drafter only in rounds where "
+               "they are unsure "
                "(report.selection gives its threshold and where it came from: the development calls, the job "
                "spec, or the default 1.0 when too few calls were held out); decided before verification",
     "hybrid": "what-if: each round the candidate's or suffix decoding's draft, whichever expects more "

@@ -146,7 +146,8 @@ def _replay(ctx, engine, target, prompts, settings, compare, progress, *, candid
                         suffix_cap=int(espec.get("suffix_cap") or SUFFIX_CAP),
                         draft_vocab_size=int(espec.get("draft_vocab_size") or DEFAULT_SIZE),
                         suffix_max_sequences=int(espec.get("suffix_max_sequences") or 10000),
-                        suffix_max_tokens=int(espec.get("suffix_max_tokens") or MAX_INDEX_TOKENS))
+                        suffix_max_tokens=int(espec.get("suffix_max_tokens") or MAX_INDEX_TOKENS),
+                        renderer=renderer)
 
         def run(proposers, calls, compare=None, progress=None):
             return run_evaluation(target, proposers, calls, **settings, segmenter=renderer.segment_completion,
@@ -161,7 +162,7 @@ def _replay(ctx, engine, target, prompts, settings, compare, progress, *, candid
         threshold = fixed if fixed is not None else choice.threshold if choice.threshold is not None else 1.0
         proposers = lineup.baselines() | {"cascade": lineup.cascade(threshold)}
         pairs = [("candidate", "ngram"), ("candidate", "suffix"), ("candidate", "hybrid"), ("cascade", "suffix"),
-                 ("cascade", "candidate")]
+                 ("cascade", "candidate"), ("suffix+schema", "suffix")]
         report = run(proposers, split.test, compare + pairs, progress)
         return with_selection(report, choice, threshold, fixed is not None, len(split.test))
     eng = _engine(ctx, engine, target)
