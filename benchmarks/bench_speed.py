@@ -50,23 +50,39 @@ from drafters.baselines.suffix_decoding import training_outputs
 from drafters.evaluate import evaluate, pooled_tau_ci
 from drafters.evaluate.lineup import SUFFIX_CAP, Lineup
 from drafters.evaluate.metrics import pooled_ratio_ci
+from drafters.evaluate.replay import spread_calls
 from drafters.evaluate.report import hardware
 from drafters.evaluate.select import CASCADE_THRESHOLDS, choose_on_dev, split_dev_test
 from drafters.render import Renderer
 from drafters.target import AGENT_SPEC, load_target
+from drafters.traces.infer_tools import infer_tools, with_inferred_tools
+from drafters.traces.ingest import ingest, split_conversations
 from drafters.traces.near_duplicates import split_without_near_duplicates
 from drafters.train.resolve import Machine
 
-SHOWN = ("cascade", "suffix", "suffix@block", "candidate", "ngram")
+SHOWN = ("cascade", "suffix+schema", "schema", "suffix", "suffix@block", "candidate", "ngram")
+
+
+#: The second source: real GPT-4o customer-service runs (tau-bench airline, MIT; benchmarks/data/SOURCES.md),
+#: long system policy and tool results, outside examples/ so the agent target's adapter never saw them.
+EXTRA_TRACES = HERE / "data" / "tau-bench__gpt-4o-airline__first40.json"
 
 
 def parse_args(argv: list[str] | None = None):
     ap = bench.build_parser(__doc__.split("\n\n")[0])
-    ap.set_defaults(steps=600, train_calls=240, calls=24, max_context=4096, max_new_tokens=64, layers=1,
+    ap.set_defaults(steps=300, train_calls=120, calls=24, max_context=4096, max_new_tokens=64, layers=1,
                     out=Path("benchmarks/results/speed"))
     ap.add_argument("--seeds", default="0,1,2", help="training seeds, comma-separated (the spread is reported)")
     ap.add_argument("--dev-calls", type=int, default=12, help="development calls (threshold, what to ship)")
     ap.add_argument("--suffix-cap", type=int, default=SUFFIX_CAP, help="suffix decoding's most drafts per round")
+    ap.add_argument("--extra-traces", type=Path, nargs="*", default=[EXTRA_TRACES],
+                    help="trace files of a second source (none: the example traces only), split by conversation "
+                         "(--extra-heldout-fraction); tools inferred from their training calls where they record "
+                         "none (drafters/traces/infer_tools.py)")
+    ap.add_argument("--extra-heldout-fraction", type=float, default=0.25)
+    ap.add_argument("--extra-train-calls", type=int, default=48,
+                    help="training calls of the second source regenerated for suffix decoding's corpus (prompts "
+                         "up to --max-context; the drafter trains on rows up to --max-seq-len only)")
     return ap.parse_args(argv)
 
 
@@ -75,16 +91,45 @@ def source_of(call_id: str) -> str:
     return str(call_id).split("#", 1)[0].split("/", 1)[0]
 
 
-def calls(renderer: Renderer, args) -> tuple[list, list, list, dict, int]:
-    """(agent training prompts, development prompts, test prompts, tools by call id, near duplicates moved).
-    The held-out agent calls are bench_agent_tau.build_prompts' (its rule, without its --calls cap), split by
-    conversation into development and test."""
+def extra_split(paths: list[Path], fraction: float) -> tuple[list, list]:
+    """(train, held-out) conversations of the second source, split by conversation; conversations that
+    record no tools get the tools inferred from the training conversations' calls (never the held-out's)."""
+    if not paths:
+        return [], []
+    train, held = split_conversations(ingest(paths).conversations, fraction, min_heldout=1)
+    tools = infer_tools(train)
+    return with_inferred_tools(train, tools), with_inferred_tools(held, tools)
+
+
+def by_source(prompts: list, n: int) -> list:
+    """At most ``n`` of ``prompts``, taken round-robin over their sources (each source's own order kept),
+    so every source is represented however many conversations each has."""
+    groups: dict[str, list] = {}
+    for p in prompts:
+        groups.setdefault(source_of(p.conversation_id), []).append(p)
+    out, depth = [], 0
+    while len(out) < n and any(depth < len(g) for g in groups.values()):
+        out.extend(g[depth] for g in groups.values() if depth < len(g))
+        depth += 1
+    return out[:n]
+
+
+def calls(renderer: Renderer, args) -> tuple[list, list, list, list, dict, int]:
+    """(agent training prompts, the second source's long training prompts, development prompts, test prompts,
+    tools by call id, near duplicates moved). The held-out agent calls are bench_agent_tau.build_prompts'
+    (its rule, without its --calls cap), split by conversation into development and test, each taken
+    round-robin over the sources."""
     split = split_examples(example_trace_files())
+    xtrain, xheld = extra_split(args.extra_traces, args.extra_heldout_fraction)
+    split.train, split.heldout = split.train + xtrain, split.heldout + xheld
     split.train, split.heldout, moved = split_without_near_duplicates(split.train, split.heldout)
     uncapped = argparse.Namespace(**{**vars(args), "calls": sys.maxsize})
     agent, _, held, tools_of = bench.build_prompts(renderer, split, uncapped)
+    xids = {c.id for c in xtrain}
+    long = [renderer.render_prompt(c) for conv in split.train if conv.id in xids for c in conv.calls() if c.tools]
+    long = spread_calls([p for p in long if len(p.prompt_ids) <= args.max_context], args.extra_train_calls)
     halves = split_dev_test(held)
-    return agent, halves.dev[: args.dev_calls], halves.test[: args.calls], tools_of, len(moved)
+    return agent, long, by_source(halves.dev, args.dev_calls), by_source(halves.test, args.calls), tools_of, len(moved)
 
 
 def per_call_sums(report: dict, a: str, b: str | None, what: str) -> list[tuple[float, float, float, float]]:
@@ -97,12 +142,13 @@ def per_call_sums(report: dict, a: str, b: str | None, what: str) -> list[tuple[
             and pa[k][keys[1]] and pb[k][keys[1]]]
 
 
-def seed_run(seed: int, target, renderer: Renderer, corpus, dev: list, test: list, args) -> dict:
-    """Train one drafter, choose on development, report on test (module docstring)."""
+def seed_run(seed: int, target, renderer: Renderer, corpus, extra, dev: list, test: list, args) -> dict:
+    """Train one drafter (on ``corpus``), choose on development, report on test (module docstring); suffix
+    decoding indexes the answers of ``corpus`` and ``extra`` (the second source's long calls)."""
     args.seed = seed
     drafter, timing = bench.train_drafter("agent", target, corpus.rows, args)
-    lineup = Lineup(drafter, None, "", training_outputs(corpus.rows), renderer.end_of_turn_ids(),
-                    suffix_cap=args.suffix_cap)
+    lineup = Lineup(drafter, None, "", training_outputs(corpus.rows + extra.rows), renderer.end_of_turn_ids(),
+                    suffix_cap=args.suffix_cap, renderer=renderer)
     settings = {"max_new_tokens": args.max_new_tokens, "segmenter": renderer.segment_completion}
 
     def run(proposers, prompts, compare=None):
@@ -129,7 +175,7 @@ def summarize(runs: list[dict]) -> dict:
             sp = pooled_ratio_ci(per_call_sums(rep, name, None, "speed"))
             cost = (rep.get("speed") or {}).get("proposers", {}).get(name, {}).get("cost") or {}
             row["proposers"][name] = {"speedup": sp, "tau": pooled_tau_ci(e), "r": cost.get("r"), "c": cost.get("c"),
-                                      "by_source": by_source(rep, name)}
+                                      "by_source": per_source(rep, name)}
         if r["shipped"]:
             row["shipped_vs_suffix"] = {"speed": pooled_ratio_ci(per_call_sums(rep, r["shipped"], "suffix", "speed")),
                                         "tau": pooled_ratio_ci(per_call_sums(rep, r["shipped"], "suffix", "tau"))}
@@ -143,7 +189,7 @@ def summarize(runs: list[dict]) -> dict:
     return out
 
 
-def by_source(report: dict, name: str) -> dict:
+def per_source(report: dict, name: str) -> dict:
     """Speed-up and tau of one proposer per trace source (pooled over that source's calls)."""
     plain = {c["call_id"]: c for c in report["plain"]["per_call"]}
     groups: dict[str, list] = {}
@@ -199,11 +245,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine}")
     target = load_target(AGENT_SPEC)
     renderer = Renderer(target.tokenizer, chat_template=EXAMPLE_TEMPLATE.read_text())
-    agent, dev, test, tools_of, moved = calls(renderer, args)
-    print(f"{len(agent)} agent training calls; {len(dev)} development and {len(test)} test calls; {moved} "
-          f"near-duplicate held-out conversations moved to training", flush=True)
+    agent, long, dev, test, tools_of, moved = calls(renderer, args)
+    sources = {src: sum(source_of(p.conversation_id) == src for p in test) for src in
+               dict.fromkeys(source_of(p.conversation_id) for p in test)}
+    print(f"{len(agent)} agent training calls (+{len(long)} long ones for suffix decoding); {len(dev)} development "
+          f"and {len(test)} test calls (test by source: {sources}; contexts up to "
+          f"{max(len(p.prompt_ids) for p in test)} tokens); {moved} near-duplicate held-out conversations moved to "
+          f"training", flush=True)
     corpus = bench.regenerate_corpus("agent", agent, target, renderer, tools_of, args)
-    runs = [seed_run(int(s), target, renderer, corpus, dev, test, args) for s in args.seeds.split(",")]
+    long_args = argparse.Namespace(**{**vars(args), "max_seq_len": args.max_context + args.max_answer})
+    extra = bench.regenerate_corpus("long", long, target, renderer, tools_of, long_args)
+    runs = [seed_run(int(s), target, renderer, corpus, extra, dev, test, args) for s in args.seeds.split(",")]
     summary = summarize(runs)
     print_summary(summary)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; cascade thresholds tried on development: "
@@ -212,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     path = args.out / "speed.json"
     path.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "code_version": code_version(),
                                 "machine": machine, "near_duplicates_moved": moved,
-                                "calls": {"train": len(agent), "dev": len(dev), "test": len(test)},
+                                "calls": {"train": len(agent), "train_long": len(long), "dev": len(dev),
+                                          "test": len(test), "test_by_source": sources},
                                 "summary": summary, "runs": runs}, indent=1, default=str))
     print(f"wrote {path}")
     return 0
