@@ -3,20 +3,26 @@
     .venv/bin/python benchmarks/bench_speed.py                # the headline: 3 seeds, defaults below
     .venv/bin/python benchmarks/bench_speed.py --seeds 0 --steps 20 --calls 4 --dev-calls 2 --max-new-tokens 16
 
-The target is the demo agent ``smollm2-135m-agent``, fp32, greedy, on this machine's CPU. Data: the example
-traces split as the agent target's adapter was built (its held-out conversations were never seen by the
-adapter); held-out conversations whose assistant side nearly duplicates a training conversation's move to
-training (drafters/traces/near_duplicates.py); the held-out agent calls (up to --max-context tokens) are
-split by conversation into development and test (drafters/evaluate/select.py). Per seed:
+The target is the demo agent ``smollm2-135m-agent``, fp32, greedy, on this machine's CPU. Data, two sources:
+the example traces split as the agent target's adapter was built (its held-out conversations were never
+seen by the adapter), and a second source outside examples/ (--extra-traces, default tau-bench airline:
+real GPT-4o runs with a long policy prompt; benchmarks/data/SOURCES.md) split by conversation, its tools
+inferred from its training calls. Held-out conversations whose assistant side nearly duplicates a training
+conversation's move to training (drafters/traces/near_duplicates.py); the held-out agent calls (up to
+--max-context tokens) are split by conversation into development and test (drafters/evaluate/select.py),
+each sampled round-robin over the sources. Per seed:
 
-  1. regenerate the training calls with the target (cached) and train the agent drafter (bench_agent_tau's
-     drafter (b), --steps steps, --layers layers, from the target's layers);
+  1. regenerate the training calls with the target (cached): the short ones (rows up to --max-seq-len) train
+     the agent drafter (bench_agent_tau's drafter (b), --steps steps, --layers layers, from the target's
+     layers); they and the second source's long ones (--extra-train-calls) are suffix decoding's corpus;
   2. development (--dev-calls): replay the line-up (drafters/evaluate/lineup.py: the drafter with its draft
-     vocabulary, n-gram, suffix decoding at cap 24 and at the block size) and the cascade at each threshold;
-     fit the cascade's threshold and choose the proposer to ship (the fastest measured there);
+     vocabulary, n-gram, suffix decoding at cap 24 and at the block size, the tool-schema proposer and
+     suffix+schema) and the cascade at each threshold; fit the cascade's threshold and choose the proposer
+     to ship (the fastest measured there);
   3. test (--calls), read once: replay the line-up and the fitted cascade; report speed-up over plain
      decoding (end to end, prefill included) and tau, each with a 95% interval that resamples whole calls
-     (pooled like the estimate), the cost model (r, c), and the shipped proposer against suffix decoding.
+     (pooled like the estimate), the cost model (r, c), per source, and the shipped proposer against suffix
+     decoding.
 
 Then across seeds: the mean, and the spread (min..max) across seeds beside the intervals across calls.
 Speed-ups are measured in one process with every proposer replayed right after plain decoding on the same
@@ -27,6 +33,7 @@ The JSON report (--out/speed.json) holds the arguments it ran with, the code ver
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.util
 import json
 import math
@@ -70,7 +77,7 @@ EXTRA_TRACES = HERE / "data" / "tau-bench__gpt-4o-airline__first40.json"
 
 def parse_args(argv: list[str] | None = None):
     ap = bench.build_parser(__doc__.split("\n\n")[0])
-    ap.set_defaults(steps=300, train_calls=120, calls=24, max_context=4096, max_new_tokens=64, layers=1,
+    ap.set_defaults(steps=300, train_calls=120, calls=24, max_context=6144, max_new_tokens=64, layers=1,
                     out=Path("benchmarks/results/speed"))
     ap.add_argument("--seeds", default="0,1,2", help="training seeds, comma-separated (the spread is reported)")
     ap.add_argument("--dev-calls", type=int, default=12, help="development calls (threshold, what to ship)")
@@ -102,10 +109,11 @@ def extra_split(paths: list[Path], fraction: float) -> tuple[list, list]:
 
 
 def by_source(prompts: list, n: int) -> list:
-    """At most ``n`` of ``prompts``, taken round-robin over their sources (each source's own order kept),
-    so every source is represented however many conversations each has."""
+    """At most ``n`` of ``prompts``, taken round-robin over their sources, each source's calls in the order of
+    a stable hash of their call id: every source is represented however many conversations it has, and a
+    source's sample covers all positions in its conversations (early calls have the shortest contexts)."""
     groups: dict[str, list] = {}
-    for p in prompts:
+    for p in sorted(prompts, key=lambda p: hashlib.sha256(str(p.call_id).encode()).hexdigest()):
         groups.setdefault(source_of(p.conversation_id), []).append(p)
     out, depth = [], 0
     while len(out) < n and any(depth < len(g) for g in groups.values()):
@@ -220,6 +228,9 @@ def print_summary(s: dict) -> None:
         if "shipped_vs_suffix" in row:
             v = row["shipped_vs_suffix"]
             print(f"  shipped / suffix: speed {_ci(v['speed'])}, tau {_ci(v['tau'])}")
+        for name in [n for n in (row["shipped"], "suffix") if n in row["proposers"]]:
+            for src, f in row["proposers"][name]["by_source"].items():
+                print(f"  {name} on {src} ({f['calls']} calls): speed-up {f['speedup']:.2f}, tau {f['tau']:.2f}")
     print("\nacross seeds (mean, min..max):")
     for name in [n for n in SHOWN if n in s["across_seeds"]]:
         a = s["across_seeds"][name]
