@@ -24,7 +24,8 @@ SPEED_RULE = ("speed-up = tau / (r + c): r = seconds per verification round (tar
               "(prefill excluded); end-to-end speed-up counts the prefill too")
 
 #: What each serving engine can run today, by the proposer names of the in-process evaluation
-#: (docs/serving.md 5): the engine's flag and the proposer it corresponds to.
+#: (docs/serving.md 5): the engine's flag and the proposer it corresponds to. The tool-schema proposer,
+#: suffix+schema and the cascade run in-process only.
 ENGINE_SUPPORT: dict[str, dict[str, str]] = {
     "vllm": {"suffix": "--speculative-config '{\"method\": \"suffix\", \"num_speculative_tokens\": 24}'",
              "ngram": "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 7}'"},
