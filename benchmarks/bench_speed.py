@@ -24,7 +24,9 @@ each sampled round-robin over the sources. Per seed:
      (pooled like the estimate), the cost model (r, c), per source, and the shipped proposer against suffix
      decoding.
 
-Then across seeds: the mean, and the spread (min..max) across seeds beside the intervals across calls.
+Then across seeds: the mean, and the spread (min..max) across seeds beside the intervals across calls. The
+proposers whose drafts do not depend on the seed (n-gram, suffix@block, schema, suffix+schema) are replayed
+with the first seed only; every seed replays the drafter, the cascade and suffix decoding.
 Speed-ups are measured in one process with every proposer replayed right after plain decoding on the same
 call, so a machine whose load drifts moves them alike; they are figures of this machine, not a GPU's.
 The JSON report (--out/speed.json) holds the arguments it ran with, the code version and the machine.
@@ -59,7 +61,7 @@ from drafters.evaluate.lineup import SUFFIX_CAP, Lineup
 from drafters.evaluate.metrics import pooled_ratio_ci
 from drafters.evaluate.replay import spread_calls
 from drafters.evaluate.report import hardware
-from drafters.evaluate.select import CASCADE_THRESHOLDS, choose_on_dev, split_dev_test
+from drafters.evaluate.select import CASCADE_AT, CASCADE_THRESHOLDS, choose_on_dev, split_dev_test
 from drafters.render import Renderer
 from drafters.target import AGENT_SPEC, load_target
 from drafters.traces.infer_tools import infer_tools, with_inferred_tools
@@ -150,9 +152,17 @@ def per_call_sums(report: dict, a: str, b: str | None, what: str) -> list[tuple[
             and pa[k][keys[1]] and pb[k][keys[1]]]
 
 
-def seed_run(seed: int, target, renderer: Renderer, corpus, extra, dev: list, test: list, args) -> dict:
+#: Proposers whose drafts do not depend on the training seed: replayed with the first seed only (later seeds
+#: replay the drafter, the cascade and suffix decoding, the reference they are compared with).
+SEED_FREE = ("ngram", "suffix@block", "schema", "suffix+schema")
+
+
+def seed_run(seed: int, target, renderer: Renderer, corpus, extra, dev: list, test: list, args,
+             first: dict | None = None) -> dict:
     """Train one drafter (on ``corpus``), choose on development, report on test (module docstring); suffix
-    decoding indexes the answers of ``corpus`` and ``extra`` (the second source's long calls)."""
+    decoding indexes the answers of ``corpus`` and ``extra`` (the second source's long calls). With
+    ``first`` (the first seed's run) the SEED_FREE proposers are not replayed again: their development
+    speed-ups are the first seed's, and the proposer to ship is the fastest of theirs and this seed's."""
     args.seed = seed
     drafter, timing = bench.train_drafter("agent", target, corpus.rows, args)
     lineup = Lineup(drafter, None, "", training_outputs(corpus.rows + extra.rows), renderer.end_of_turn_ids(),
@@ -164,17 +174,30 @@ def seed_run(seed: int, target, renderer: Renderer, corpus, extra, dev: list, te
                         progress=lambda d, n: print(f"  seed {seed}: replayed {d}/{n}", flush=True)
                         if d % 20 == 0 else None)
 
-    choice = choose_on_dev(run, lineup.shippable(), lineup.cascade, dev)
+    shippable = {k: v for k, v in lineup.shippable().items() if first is None or k not in SEED_FREE}
+    choice = choose_on_dev(run, shippable, lineup.cascade, dev)
     threshold = choice.threshold if choice.threshold is not None else 1.0
-    report = run(lineup.shippable() | {"cascade": lineup.cascade(threshold)}, test)
-    shipped = choice.deploy["proposer"] if choice.deploy else None
-    return {"seed": seed, "training": timing, "threshold": threshold, "shipped": shipped,
-            "dev_speedups": choice.speedups, "report": dict(report)}
+    report = run(shippable | {"cascade": lineup.cascade(threshold)}, test)
+    speeds = dict(choice.speedups)
+    if first is not None:
+        speeds |= {k: v for k, v in first["dev_speedups"].items() if k in SEED_FREE}
+    return {"seed": seed, "training": timing, "threshold": threshold, "shipped": fastest(speeds, threshold),
+            "dev_speedups": speeds, "report": dict(report)}
+
+
+def fastest(dev_speedups: dict, threshold: float) -> str | None:
+    """The proposer to ship: the fastest on development (the cascade at its fitted threshold), None (plain
+    decoding) when none beats 1.0."""
+    speeds = {k: v for k, v in dev_speedups.items() if v is not None and not k.startswith("cascade@")}
+    speeds["cascade"] = dev_speedups.get(CASCADE_AT.format(threshold))
+    best = max((k for k in speeds if speeds[k] is not None), key=speeds.__getitem__, default=None)
+    return best if best is not None and speeds[best] > 1.0 else None
 
 
 def summarize(runs: list[dict]) -> dict:
     """Per proposer and per seed: speed-up over plain and tau with call intervals; the shipped proposer
-    against suffix decoding; the mean and the spread across seeds."""
+    against suffix decoding; the mean and the spread across seeds. A SEED_FREE proposer's row in a later
+    seed is the first seed's (``"from_seed"``)."""
     out: dict[str, Any] = {"per_seed": [], "across_seeds": {}}
     for r in runs:
         rep = r["report"]
@@ -184,16 +207,25 @@ def summarize(runs: list[dict]) -> dict:
             cost = (rep.get("speed") or {}).get("proposers", {}).get(name, {}).get("cost") or {}
             row["proposers"][name] = {"speedup": sp, "tau": pooled_tau_ci(e), "r": cost.get("r"), "c": cost.get("c"),
                                       "by_source": per_source(rep, name)}
-        if r["shipped"]:
-            row["shipped_vs_suffix"] = {"speed": pooled_ratio_ci(per_call_sums(rep, r["shipped"], "suffix", "speed")),
-                                        "tau": pooled_ratio_ci(per_call_sums(rep, r["shipped"], "suffix", "tau"))}
+        first = out["per_seed"][0] if out["per_seed"] else None
+        for name, p in (first["proposers"].items() if first else ()):
+            row["proposers"].setdefault(name, {**p, "from_seed": first["seed"]})
+        # a seed-free proposer shipped by a later seed is compared with suffix decoding where it was replayed
+        src = next((x for x in (rep, runs[0]["report"]) if r["shipped"] in x["proposers"]), None)
+        if src is not None:
+            row["shipped_vs_suffix"] = {"speed": pooled_ratio_ci(per_call_sums(src, r["shipped"], "suffix", "speed")),
+                                        "tau": pooled_ratio_ci(per_call_sums(src, r["shipped"], "suffix", "tau"))}
+            if src is not rep:
+                row["shipped_vs_suffix"]["from_seed"] = runs[0]["seed"]
         out["per_seed"].append(row)
     names = out["per_seed"][0]["proposers"]
     for name in names:
-        sp = [s["proposers"][name]["speedup"][0] for s in out["per_seed"]]
-        tau = [s["proposers"][name]["tau"][0] for s in out["per_seed"]]
-        out["across_seeds"][name] = {"speedup_mean": sum(sp) / len(sp), "speedup_range": [min(sp), max(sp)],
-                                     "tau_mean": sum(tau) / len(tau), "tau_range": [min(tau), max(tau)]}
+        own = [s for s in out["per_seed"] if "from_seed" not in s["proposers"][name]]
+        sp = [s["proposers"][name]["speedup"][0] for s in own]
+        tau = [s["proposers"][name]["tau"][0] for s in own]
+        out["across_seeds"][name] = {"seeds": len(own), "speedup_mean": sum(sp) / len(sp),
+                                     "speedup_range": [min(sp), max(sp)], "tau_mean": sum(tau) / len(tau),
+                                     "tau_range": [min(tau), max(tau)]}
     return out
 
 
@@ -235,7 +267,8 @@ def print_summary(s: dict) -> None:
     for name in [n for n in SHOWN if n in s["across_seeds"]]:
         a = s["across_seeds"][name]
         print(f"  {name:14} speed-up {a['speedup_mean']:.2f} ({a['speedup_range'][0]:.2f}..{a['speedup_range'][1]:.2f})"
-              f"   tau {a['tau_mean']:.2f} ({a['tau_range'][0]:.2f}..{a['tau_range'][1]:.2f})")
+              f"   tau {a['tau_mean']:.2f} ({a['tau_range'][0]:.2f}..{a['tau_range'][1]:.2f})"
+              + ("" if a["seeds"] > 1 else "   (seed-free: replayed with the first seed only)"))
 
 
 def code_version() -> str:
@@ -266,7 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     corpus = bench.regenerate_corpus("agent", agent, target, renderer, tools_of, args)
     long_args = argparse.Namespace(**{**vars(args), "max_seq_len": args.max_context + args.max_answer})
     extra = bench.regenerate_corpus("long", long, target, renderer, tools_of, long_args)
-    runs = [seed_run(int(s), target, renderer, corpus, extra, dev, test, args) for s in args.seeds.split(",")]
+    runs: list[dict] = []
+    for s in args.seeds.split(","):
+        runs.append(seed_run(int(s), target, renderer, corpus, extra, dev, test, args, runs[0] if runs else None))
     summary = summarize(runs)
     print_summary(summary)
     print(f"\ntotal {time.perf_counter() - started:.0f} s; cascade thresholds tried on development: "
