@@ -100,7 +100,7 @@ def tool_shapes(tools: Sequence[Mapping[str, Any]] | None) -> tuple[dict[str, To
 
 
 @dataclass
-class _Args:
+class ArgsScan:
     """Where a scan of a call's argument text ended: ``state`` (module constants below), the keys written,
     the key being written (``partial``) and what was written since the last structural character
     (``written``: whitespace, or the text after the closing brace)."""
@@ -118,10 +118,10 @@ START, OBJ, KEY, COLON, VALUE, STRING, OTHER, AFTER, DONE = (
     "start", "obj", "key", "colon", "value", "string", "other", "after", "done")
 
 
-def scan_arguments(text: str) -> _Args:
+def scan_arguments(text: str) -> ArgsScan:
     """Scan the argument text of one call (a flat or nested JSON object, possibly unfinished) and say where
-    it ended (``_Args``). Nested values are skipped as one value; escapes inside strings are honoured."""
-    a = _Args()
+    it ended (``ArgsScan``). Nested values are skipped as one value; escapes inside strings are honoured."""
+    a = ArgsScan()
     depth, in_str, esc = 0, False, False  # inside a non-string value
     i = 0
     while i < len(text):
@@ -206,7 +206,7 @@ def _minus(fixed: str, written: str) -> str:
     return fixed[len(written):] if fixed.startswith(written) else ""
 
 
-def args_continuation(a: _Args, shape: ToolShape, tail: str) -> tuple[str, float]:
+def args_continuation(a: ArgsScan, shape: ToolShape, tail: str) -> tuple[str, float]:
     """(the text fixed after a call's scanned argument text ``a``, its certainty); ('', 0) inside a value."""
     unsure = GUESS if any(k not in a.keys for k, _ in shape.properties if k not in shape.required) else 1.0
     nxt = _next_key(shape, a.keys)
@@ -265,7 +265,7 @@ def _heads(rest: str, syntax: CallSyntax, shapes: Mapping[str, ToolShape]) -> tu
     the rest of them and of its arguments' opening; certainty that of the one tool, 1.0 for several (only
     their common tokens are drafted)."""
     heads = [n for n in shapes if (n + syntax.mid).startswith(rest)]
-    conts = [args_continuation(_Args(), shapes[n], syntax.tail) for n in heads]
+    conts = [args_continuation(ArgsScan(), shapes[n], syntax.tail) for n in heads]
     texts = tuple((n + syntax.mid)[len(rest):] + c for n, (c, _) in zip(heads, conts))
     return texts, (conts[0][1] if len(heads) == 1 else 1.0) if heads else 0.0
 
