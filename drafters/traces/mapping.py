@@ -31,6 +31,7 @@ Other shapes, with the optional keys:
 
     records: file                  # the whole file is one record: with messages: $, the file IS the message list
     records: messages              # each record (line / array item) is ONE message, at the messages path
+    records: lists                 # the document is an object of lists of records ({"post": [...], "patch": [...]})
     group: $.session_id            #   ... and a change of this value starts a new conversation
     response: $.outputs.choices[0].message   # a call's output beside its input (messages = the call's input);
                                    #   calls whose input extends the previous input + output form one conversation
@@ -70,7 +71,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -82,7 +83,15 @@ from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.json_paths import jsonpath, unflatten
-from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolCallPart, ToolResultPart
+from drafters.traces.model import (
+    Conversation,
+    Message,
+    ReasoningPart,
+    Source,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from drafters.traces.report import TraceError
 
 _ROLES = ("system", "user", "assistant", "tool")
@@ -90,7 +99,7 @@ _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_call
          "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten", "items"}
 _TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
               "observation")
-_RECORDS = ("each", "file", "messages")
+_RECORDS = ("each", "file", "messages", "lists")
 _ITEMS = ("messages", "openai_responses")
 _SUB_KEYS = {"tool_call": {"id", "name", "arguments"}, "tool_result": {"id", "content"}, "prompt": {"system", "user"}}
 MAX_VALUES = 2000  # values in a mapping file, aliases counted at each use (an upload is untrusted)
@@ -162,15 +171,27 @@ class Mapping:
             yield from self._message_records(records, filename, fmt, problems, reading_uses)
         else:
             chains = CallChains() if self.response else None
-            for source, record in records:
+            starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
+            merged = 0
+            for source, record in (self._batch_items(records) if self.records == "lists" else records):
                 for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake
                     use.observe(record if isinstance(record, dict) else {}, jsonpath(record, use.key) or _ABSENT,
                                 {_root_key(self.messages)})
                 for conv in self._record(record, source, stem, fmt, _Reading(source, problems, *reading_uses)):
                     if chains is None:
                         yield conv
-                    else:
-                        self._add_call(chains, record, conv, _Reading(source, problems, *reading_uses))
+                    elif not self._add_call(chains, record, conv, _Reading(source, problems, *reading_uses)):
+                        starts.append((conv, source))
+                    else:  # the same call's start, written before it (a run posted, then patched): read once
+                        merged += sum(1 for c, _ in starts if c.messages == conv.messages)
+                        starts = [(c, s) for c, s in starts if c.messages != conv.messages]
+            for _, source in starts:
+                problems.error("mapping_field_missing", f"the mapping's response path {self.response} finds nothing "
+                               "in this record: the call's output would be lost", source, self.response)
+            if merged:
+                problems.warning("run_starts_merged", f"{merged} record(s) held only the input of a call that a later "
+                                 "record repeats with its output (a run posted, then updated): each is read once, "
+                                 "as that later record", Source(fmt, filename))
             if chains is not None:
                 yield from chains.conversations()
         for use in [*reading_uses, *record_paths]:
@@ -221,16 +242,14 @@ class Mapping:
         assistant = {v for v, r in self.roles.items() if r == "assistant"}
         return _assistant_path(record, where, self.role, assistant)
 
-    def _add_call(self, chains: CallChains, record: Any, conv: Conversation, reading: _Reading) -> None:
+    def _add_call(self, chains: CallChains, record: Any, conv: Conversation, reading: _Reading) -> bool:
         """``conv`` is one call's input; its output is at the ``response`` path (a message, a list of messages
-        or the assistant's text). A record without it is ``mapping_field_missing`` (the call is lost)."""
+        or the assistant's text). False for a record without it: ``read`` reports it (``mapping_field_missing``,
+        the call is lost) unless a later record repeats the input with its output."""
         found = jsonpath(record, self.response or "$")
         out = found[0][1] if found else _ABSENT
         if out is _ABSENT or out is None:
-            reading.problems.error("mapping_field_missing", f"the mapping's response path {self.response} finds "
-                                   "nothing in this record: the call's output would be lost", reading.source,
-                                   self.response)
-            return
+            return False  # reported by ``read`` unless a later record holds this call's output
         raws = out if isinstance(out, list) else [out]
         parts: list = []
         if self.items == "openai_responses":
@@ -242,6 +261,15 @@ class Mapping:
                 parts += block_parts(raw)
         model = next((m for m in (get(r, "model") for r in raws if isinstance(r, dict)) if isinstance(m, str)), None)
         chains.add(conv.id, conv.source, conv.tools, conv.messages, Message("assistant", parts, model=model))
+        return True
+
+    def _batch_items(self, records: Iterator[tuple[Source, Any]]) -> Iterator[tuple[Source, Any]]:
+        """``records: lists``: the document is an object of lists whose items are the records (a batch upload,
+        LangSmith's ``{"post": [runs], "patch": [runs]}``); a value that is not a list is not read."""
+        for source, doc in records:
+            for key, items in (doc.items() if isinstance(doc, dict) else []):
+                for i, item in enumerate(items if isinstance(items, list) else []):
+                    yield replace(source, record=f"$.{key}[{i}]", line=None), item
 
     def _message_records(self, records: Iterator[tuple[Source, Any]], filename: str, fmt: str, problems: ProblemSink,
                          uses: tuple[_PathUse | None, _PathUse]) -> Iterator[Conversation]:
@@ -371,6 +399,17 @@ class Mapping:
         if value is _ABSENT or value is None:
             return []
         calls = message.tool_calls
+        listed = _result_list(value)
+        if listed is not None:  # ATIF: {"results": [{"source_call_id", "content"}, ...]}
+            if not calls:  # no call to answer: the environment's reply (a parser's complaint) is the next input
+                text = "\n".join(c for _, c in listed if c)
+                return [Message("user", [TextPart(text)])] if text else []
+            by_id = {c.id: c for c in calls if c.id}
+            results = []
+            for i, (rid, content) in enumerate(listed):
+                call = by_id.get(rid) if rid is not None else calls[i] if i < len(calls) else None
+                results.append(ToolResultPart(call.id if call else rid, content, name=call.name if call else None))
+            return [Message("tool", results)]
         values = value if isinstance(value, list) and len(value) == len(calls) > 1 else [value]
         results = [ToolResultPart(calls[i].id if i < len(calls) else None, v if isinstance(v, str) else as_text(v),
                                   name=calls[i].name if i < len(calls) else None) for i, v in enumerate(values)]
@@ -406,6 +445,25 @@ class Mapping:
 
 
 _ABSENT = object()  # get()'s default: a mapped key that is not in the record
+_RESULT_IDS = ("source_call_id", "tool_call_id", "call_id", "tool_use_id", "id")
+
+
+def _result_list(value: Any) -> list[tuple[str | None, str]] | None:
+    """An observation written as a list of results (ATIF ``{"results": [{"source_call_id", "content"}]}``):
+    ``(call id or None, text)`` per result; None for any other observation."""
+    items = value.get("results") if isinstance(value, dict) else None
+    if not isinstance(items, list) or not items or not all(isinstance(r, dict) for r in items):
+        return None
+    if not all(any(k in r for k in ("content", "output", "result", *_RESULT_IDS)) for r in items):
+        return None
+    out = []
+    for r in items:
+        rid = next((r[k] for k in _RESULT_IDS if isinstance(r.get(k), str) and r[k]), None)
+        content = next((r[k] for k in ("content", "output", "result") if k in r), None)
+        text = "".join(p.text for p in block_parts(content) if isinstance(p, TextPart)) \
+            if isinstance(content, list) else as_text(content) if content is not None else ""
+        out.append((rid, text))
+    return out
 _RESPONSE_IDS = ("message_id", "messageId", "response_id", "responseId", "requestId", "message.id", "id")
 
 

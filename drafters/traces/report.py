@@ -79,6 +79,10 @@ CODES: dict[str, str] = {
     "(an earlier eviction); counted, not read",
     "tool_result_not_found": "a file read by shape or by a declared mapping has a tool call whose result was never "
     "found: the mapping does not reach where the results are (content lost)",
+    "copied_context": "messages flagged as copied from another context (an agent's handoff) are context, not this "
+    "file's calls; the general path does not tell them apart, so the file is refused",
+    "run_starts_merged": "records holding only a call's input that a later record repeats with its output (a run "
+    "posted, then updated) were read once, as the later record",
     "records_not_messages": "records: messages: records holding no message at the mapping's path (metadata, usage "
     "events) were counted and not read",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "

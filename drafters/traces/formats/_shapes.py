@@ -26,7 +26,7 @@ import json
 import os
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from drafters.traces.formats._spellings import (
@@ -142,6 +142,9 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
         out["tool_result"] = {"content": rcontent, **({"id": rid} if rid else {})}
     if steps:
         out["observation"] = next(k for k in OBSERVATION_KEYS if any(k in m for m in msgs))
+    elif any(role_of(get(m, role or "")) == "assistant" and m.get("observation") not in (None, "", [], {})
+             for m in msgs):  # agent steps with roles (ATIF): the step's observation holds its calls' results
+        out["observation"] = "observation"
     read = {str(v).split(".")[0] for k, v in out.items() if isinstance(v, str) and k != "roles"}
     read |= {str(v).split(".")[0] for v in (out.get("tool_result") or {}).values()}
     unread = Counter(k for m in msgs for k, v in m.items() if k not in read and v not in (None, "", [], {})
@@ -171,7 +174,8 @@ def _call_keys(values: list) -> dict[str, str]:
     c = calls[0]
     fn = "function." if isinstance(c.get("function"), dict) else "tool_call.function." if isinstance(
         get(c, "tool_call.function"), dict) else ""
-    name = next((fn + k for k in ("name", "tool_name", "toolName", "tool") if get(c, fn + k) is not None), fn + "name")
+    name = next((fn + k for k in ("name", "tool_name", "toolName", "function_name", "tool") if get(c, fn + k) is not None),
+                fn + "name")
     args = next((fn + k for k in ("arguments", "args", "input", "parameters", "tool_input", "params")
                  if get(c, fn + k) is not None), fn + "arguments")
     ident = next((k for k in ("id", "call_id", "tool_call_id", "toolCallId", "tool_call.id") if get(c, k) is not None),
@@ -186,6 +190,15 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
     if not values:
         return None
     array_doc = records[0][0].record == "$[0]"
+    batch = _batch(values) if len(values) == 1 else None
+    if batch:  # an object of lists of records (a batch upload): the shape of the lists' items
+        for shape in (_responses_items, _request_response, _steps):
+            try:
+                got = shape(batch, False, name)
+            except (ValueError, TraceError):
+                continue
+            if isinstance(got, Inferred):
+                return replace(got, mapping=replace(got.mapping, records="lists"))
     for shape in (_responses_items, _request_response, _steps, _message_lines, _file_list, _record_lists):
         try:
             got = shape(values, array_doc, name)
@@ -194,6 +207,42 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
         if got is not None:
             return got
     return None
+
+
+COPIED_KEYS = ("is_copied_context", "copied_context", "is_copied")
+
+
+def copied_context(records: list[tuple[Any, Any]], shape: Inferred) -> int:
+    """Messages at the shape's messages path flagged as copied from another context (ATIF steps a handoff
+    repeats, ``is_copied_context: true``): context, not calls of this file; the general path refuses them."""
+    if shape.mapping.records == "messages":
+        return 0
+    n = 0
+    for _, value in records[:SAMPLE]:
+        for _, msgs in jsonpath(value, shape.mapping.messages) if isinstance(value, (dict, list)) else []:
+            n += sum(1 for m in (msgs if isinstance(msgs, list) else []) if isinstance(m, dict) and
+                     any(m.get(k) is True for k in COPIED_KEYS))
+    return n
+
+
+def _batch(values: list) -> list | None:
+    """The records of a document that is an object of lists of records (LangSmith's batch upload
+    ``{"post": [runs], "patch": [runs]}``), those holding only a call's input that a record with an output
+    repeats left out (a run posted, then patched: the mapping reads it once); None for any other document."""
+    doc = values[0]
+    if not isinstance(doc, dict) or not doc or not all(isinstance(v, list) for v in doc.values()):
+        return None
+    items = [i for v in doc.values() for i in v]
+    if not items or not all(isinstance(i, dict) for i in items):
+        return None
+    flat = [unflatten(i) for i in items]
+    answered = [_input_output(i) for i in flat]
+    inputs = [[m for _, m in message_lists(i, need_assistant=False)] for i in flat]
+    done = [inp for inp, io in zip(inputs, answered) if io is not None]
+    if not done or any(io is None and not (inp and any(all(m in d for m in inp) for d in done))
+                       for inp, io in zip(inputs, answered)):
+        return None
+    return [i for i, io in zip(items, answered) if io is not None]
 
 
 def decoded_tree(value: Any, budget: list[int] | None = None) -> Any:

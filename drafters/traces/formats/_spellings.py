@@ -35,7 +35,7 @@ ROLE_ALIASES: dict[str, str] = {
     "tool": "tool", "function": "tool", "observation": "tool", "ipython": "tool", "tool_result": "tool",
     "tool-response": "tool", "tool_response": "tool",
 }
-ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type")
+ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type", "source")  # source: ATIF steps (Harbor)
 CONTENT_KEYS = ("content", "value", "text", "message", "parts", "data.content", "contents")
 CALL_KEYS = ("tool_calls", "toolCalls", "function_call", "data.tool_calls")
 RESULT_ID_KEYS = ("tool_call_id", "tool_use_id", "toolCallId", "call_id", "data.tool_call_id")
@@ -44,7 +44,7 @@ _KEYED = {"toolUse": "tool_use", "toolResult": "tool_result", "reasoningContent"
           # Gemini / Google ADK parts, camelCase (API) and snake_case (Python SDK dumps)
           "functionCall": "tool_call", "function_call": "tool_call",
           "functionResponse": "tool_result", "function_response": "tool_result"}
-_CALL_NAME = ("name", "toolName", "tool_name")
+_CALL_NAME = ("name", "toolName", "tool_name", "function_name")
 _CALL_ARGS = ("input", "arguments", "args", "parameters")
 _MEDIA = {"image": "image", "image_url": "image", "input_image": "image", "audio": "audio",
           "input_audio": "audio", "file": "file", "input_file": "file", "document": "document", "video": "video"}

@@ -198,9 +198,15 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
                        "which one holds the conversation is not guessed; declare it in a mapping file (--mapping; "
                        "`tracedraft datasets infer-mapping` writes a first one)", Source(NAME, filename))
         return
+    copied = _shapes.copied_context(sample, shape) if isinstance(shape, _shapes.Inferred) else 0
+    if copied:
+        problems.error("copied_context", f"{copied} message(s) are flagged as copied from another context "
+                       "(is_copied_context: an agent's handoff): which turns are this file's own LLM calls is not "
+                       "guessed, and reading them all would count copied answers as calls", Source(NAME, filename))
+        return
     wrapped = shape is not None and "." in shape.mapping.role  # roles inside a wrapper: the mapping reads them
     if shape is not None and (shape.shape not in ("record_lists", "file_list") or shape.mapping.items != "messages"
-                              or wrapped):
+                              or wrapped or shape.mapping.observation):  # observations: only the mapping reads them
         rest = chain(sample, records)
         if shape.mapping.records == "file":  # the file is the list: its items are one record
             rest = iter([(Source(NAME, filename, record="$"), [value for _, value in rest])])
