@@ -320,6 +320,7 @@ class Mapping:
         missing_before = reading.missing
         if self.items == "openai_responses":
             return self._items_conversation(record, msgs, reading)
+        handoff: tuple[int, str, Any] | None = None  # (messages kept, path, step id) of a context handoff
         for i, raw in enumerate(msgs):
             at = f"{where}[{i}]"
             if not isinstance(raw, dict):
@@ -334,6 +335,9 @@ class Mapping:
                 problems.error("unknown_role", f"the message {why}", source, at)
                 return None
             message = self._message(raw, role, at, reading)
+            if handoff is None and handed_off(raw, self.observation, role):
+                # the context after this step is recorded elsewhere: cut before a handoff step, after a call's step
+                handoff = (len(messages) + (role == "assistant"), at, raw.get("step_id"))
             if role == "assistant" and messages and messages[-1].role == "assistant" and \
                     _response_id(raw) is not None and _response_id(raw) == _response_id(msgs[i - 1]):
                 messages[-1].parts.extend(message.parts)  # one response written as several records (one per block)
@@ -345,6 +349,8 @@ class Mapping:
                     messages.append(m)
         if reading.missing > missing_before:
             return None
+        if handoff is not None:
+            messages = _cut_at_handoff(messages, handoff, reading)
         tools = jsonpath(record, self.tools) if self.tools else []
         return Conversation(id="", source=source, tools=tool_defs(tools[0][1]) if tools else [],
                             messages=self._prompt(record) + messages)
@@ -446,6 +452,40 @@ class Mapping:
 
 _ABSENT = object()  # get()'s default: a mapped key that is not in the record
 _RESULT_IDS = ("source_call_id", "tool_call_id", "call_id", "tool_use_id", "id")
+SUBAGENT_KEYS = ("subagent_trajectory_ref", "subagent_trajectory_refs")  # ATIF: a result kept in another file
+
+
+def handed_off(raw: dict, observation: str | None, role: str) -> bool:
+    """Whether an agent step's observation says the context went on in another trajectory (ATIF
+    ``observation.results[].subagent_trajectory_ref``): on a step that is not the agent's (Harbor's
+    terminus-2 writes its context summarization as a ``system`` step referring to the summary, questions and
+    answers sub-agents, after which the agent starts again from a summary this file does not hold), or as a
+    call's result whose content is left to the sub-agent's trajectory (what the agent was shown is not here)."""
+    value = get(raw, observation, None) if observation else None
+    items = value.get("results") if isinstance(value, dict) else None
+    for r in items if isinstance(items, list) else []:
+        if isinstance(r, dict) and any(r.get(k) not in (None, [], {}, "") for k in SUBAGENT_KEYS) and \
+                (role != "assistant" or all(r.get(k) in (None, "") for k in ("content", "output", "result"))):
+            return True
+    return False
+
+
+def _cut_at_handoff(messages: list[Message], handoff: tuple[int, str, Any], reading: _Reading) -> list[Message]:
+    """The messages before a context handoff, when calls follow it: their contexts are what the agent saw after
+    the handoff (a summary, a sub-agent's answer), which another trajectory file records; reading them on
+    from the steps before would give them contexts the model never saw, so they are refused
+    (``handoff_context_not_recorded``, naming the file and step). Nothing is cut when no call follows."""
+    kept, at, step_id = handoff
+    refused = sum(1 for m in messages[kept:] if m.role == "assistant")
+    if not refused:
+        return messages
+    step = f"step {step_id} ({at})" if step_id is not None else at
+    reading.problems.error(
+        "handoff_context_not_recorded",
+        f"{reading.source.where()}: {step} hands the context off to another trajectory (subagent_trajectory_ref: a "
+        f"context summarization or a delegated result); the {refused} LLM call(s) after it saw a context this file "
+        "does not record, so they are refused (the calls before it are read)", reading.source, at)
+    return messages[:kept]
 
 
 def _result_list(value: Any) -> list[tuple[str | None, str]] | None:

@@ -81,6 +81,9 @@ CODES: dict[str, str] = {
     "found: the mapping does not reach where the results are (content lost)",
     "copied_context": "messages flagged as copied from another context (an agent's handoff) are context, not this "
     "file's calls; the general path does not tell them apart, so the file is refused",
+    "handoff_context_not_recorded": "an agent step hands the context off to another trajectory (ATIF "
+    "subagent_trajectory_ref: a context summarization, or a call's result left to a sub-agent's file): the calls "
+    "after it saw a context the file does not record; they are refused, the calls before it are read",
     "run_starts_merged": "records holding only a call's input that a later record repeats with its output (a run "
     "posted, then updated) were read once, as the later record",
     "records_not_messages": "records: messages: records holding no message at the mapping's path (metadata, usage "

@@ -38,7 +38,7 @@ from drafters.traces.formats._spellings import (
     role_of,
 )
 from drafters.traces.json_paths import jsonpath, unflatten
-from drafters.traces.mapping import Mapping, mapping_from_dict
+from drafters.traces.mapping import Mapping, handed_off, mapping_from_dict
 from drafters.traces.report import TraceError
 
 ENVELOPES = ("data", "payload", "event", "record", "state", "message", "item", "body", "entry")
@@ -143,7 +143,9 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     if steps:
         out["observation"] = next(k for k in OBSERVATION_KEYS if any(k in m for m in msgs))
     elif any(role_of(get(m, role or "")) == "assistant" and m.get("observation") not in (None, "", [], {})
-             for m in msgs):  # agent steps with roles (ATIF): the step's observation holds its calls' results
+             for m in msgs) or any(handed_off(m, "observation", "system") for m in msgs):
+        # agent steps with roles (ATIF): the step's observation holds its calls' results, or a context handoff
+        # (subagent_trajectory_ref) that the mapping reader refuses the later calls at
         out["observation"] = "observation"
     read = {str(v).split(".")[0] for k, v in out.items() if isinstance(v, str) and k != "roles"}
     read |= {str(v).split(".")[0] for v in (out.get("tool_result") or {}).values()}
