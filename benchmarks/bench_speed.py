@@ -89,6 +89,8 @@ def parse_args(argv: list[str] | None = None):
                          "(--extra-heldout-fraction); tools inferred from their training calls where they record "
                          "none (drafters/traces/infer_tools.py)")
     ap.add_argument("--extra-heldout-fraction", type=float, default=0.25)
+    ap.add_argument("--tables", type=Path, default=None,
+                    help="print the markdown tables of a speed.json this benchmark wrote, and run nothing")
     ap.add_argument("--extra-train-calls", type=int, default=48,
                     help="training calls of the second source regenerated for suffix decoding's corpus (prompts "
                          "up to --max-context; the drafter trains on rows up to --max-seq-len only)")
@@ -271,6 +273,33 @@ def print_summary(s: dict) -> None:
               + ("" if a["seeds"] > 1 else "   (seed-free: replayed with the first seed only)"))
 
 
+def markdown(result: dict) -> str:
+    """The headline table of a speed.json (docs/speed.md): per proposer, speed-up over plain decoding and tau
+    (mean over seeds, the spread across seeds, the first seed's 95% call interval), then the shipped
+    proposer against suffix decoding per seed, and per source. The summary is recomputed from the runs."""
+    s = summarize(result["runs"])
+    first = s["per_seed"][0]
+    lines = [("| proposer | speed-up over plain: mean (seeds min..max) | first seed, 95% CI over calls | tau: mean "
+              "(seeds min..max) | first seed, 95% CI | r | c |"), "|---|---|---|---|---|---|---|"]
+    for name in [n for n in SHOWN if n in s["across_seeds"]]:
+        a, p = s["across_seeds"][name], first["proposers"][name]
+        spread = ((f"{a['speedup_range'][0]:.2f}..{a['speedup_range'][1]:.2f}",
+                   f"{a['tau_range'][0]:.2f}..{a['tau_range'][1]:.2f}") if a["seeds"] > 1 else ("seed-free",) * 2)
+        lines.append(f"| {name} | {a['speedup_mean']:.2f} ({spread[0]}) | {_ci(p['speedup'])} | {a['tau_mean']:.2f} "
+                     f"({spread[1]}) | {_ci(p['tau'])} | {p['r']:.2f} | {p['c']:.2f} |")
+    lines += ["", "| seed | shipped (chosen on development) | shipped / suffix: speed | shipped / suffix: tau |",
+              "|---|---|---|---|"]
+    for row in s["per_seed"]:
+        v = row.get("shipped_vs_suffix") or {}
+        lines.append(f"| {row['seed']} | {row['shipped']} | {_ci(v['speed']) if v else '-'} | "
+                     f"{_ci(v['tau']) if v else '-'} |")
+    lines += ["", "| proposer (first seed) | source | calls | speed-up | tau |", "|---|---|---|---|---|"]
+    for name in [n for n in SHOWN if n in first["proposers"]]:
+        for src, f in first["proposers"][name]["by_source"].items():
+            lines.append(f"| {name} | {src} | {f['calls']} | {f['speedup']:.2f} | {f['tau']:.2f} |")
+    return "\n".join(lines)
+
+
 def code_version() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, cwd=HERE,
@@ -281,6 +310,9 @@ def code_version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.tables:
+        print(markdown(json.loads(args.tables.read_text())))
+        return 0
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
