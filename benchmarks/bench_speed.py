@@ -79,7 +79,7 @@ EXTRA_TRACES = HERE / "data" / "tau-bench__gpt-4o-airline__first40.json"
 
 def parse_args(argv: list[str] | None = None):
     ap = bench.build_parser(__doc__.split("\n\n")[0])
-    ap.set_defaults(steps=300, train_calls=120, calls=24, max_context=6144, max_new_tokens=64, layers=1,
+    ap.set_defaults(steps=300, train_calls=120, calls=24, max_context=6144, max_new_tokens=48, layers=1,
                     out=Path("benchmarks/results/speed"))
     ap.add_argument("--seeds", default="0,1,2", help="training seeds, comma-separated (the spread is reported)")
     ap.add_argument("--dev-calls", type=int, default=12, help="development calls (threshold, what to ship)")
@@ -331,21 +331,22 @@ def main(argv: list[str] | None = None) -> int:
     corpus = bench.regenerate_corpus("agent", agent, target, renderer, tools_of, args)
     long_args = argparse.Namespace(**{**vars(args), "max_seq_len": args.max_context + args.max_answer})
     extra = bench.regenerate_corpus("long", long, target, renderer, tools_of, long_args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "speed.json"
     runs: list[dict] = []
     for s in args.seeds.split(","):
         runs.append(seed_run(int(s), target, renderer, corpus, extra, dev, test, args, runs[0] if runs else None))
-    summary = summarize(runs)
-    print_summary(summary)
+        # written after every seed, so a run cut short keeps the seeds it finished
+        path.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "code_version": code_version(),
+                                    "machine": machine, "near_duplicates_moved": moved,
+                                    "calls": {"train": len(agent), "train_long": len(long), "dev": len(dev),
+                                              "test": len(test), "test_by_source": sources},
+                                    "seconds": time.perf_counter() - started, "summary": summarize(runs),
+                                    "runs": runs}, indent=1, default=str))
+        print(f"wrote {path} ({len(runs)} seed(s))", flush=True)
+    print_summary(summarize(runs))
     print(f"\ntotal {time.perf_counter() - started:.0f} s; cascade thresholds tried on development: "
           f"{list(CASCADE_THRESHOLDS)}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / "speed.json"
-    path.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "code_version": code_version(),
-                                "machine": machine, "near_duplicates_moved": moved,
-                                "calls": {"train": len(agent), "train_long": len(long), "dev": len(dev),
-                                          "test": len(test), "test_by_source": sources},
-                                "summary": summary, "runs": runs}, indent=1, default=str))
-    print(f"wrote {path}")
     return 0
 
 
