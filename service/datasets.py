@@ -65,13 +65,13 @@ def manifest_sha256(files: list[Mapping[str, Any]], mapping_sha256: str | None =
 
 
 def check_mapping(mapping: MappingFile) -> TraceMapping:
-    """Parse and check a declared mapping file (``drafters.traces.mapping.parse_mapping``).
+    """Parse and check a declared mapping file (``drafters.traces.mapping_file.parse_mapping``).
 
     Raises:
         DatasetError ``bad_mapping`` (where: the file's display name and the field at fault) when the file
         is over ``MAX_MAPPING_BYTES``, not UTF-8, not YAML/JSON, or not a valid mapping.
     """
-    from drafters.traces.mapping import parse_mapping
+    from drafters.traces.mapping_file import parse_mapping
 
     name = safe_name(mapping.name)
     if len(mapping.data) > MAX_MAPPING_BYTES:

@@ -23,7 +23,8 @@ from drafters.traces import io as tio
 from drafters.traces.detect import candidate_formats, json_problem
 from drafters.traces.formats import get_format
 from drafters.traces.formats.base import TraceFormat
-from drafters.traces.mapping import Mapping, load_mapping
+from drafters.traces.mapping import Mapping
+from drafters.traces.mapping_file import load_mapping
 from drafters.traces.model import (
     Conversation,
     ReasoningPart,

@@ -16,7 +16,7 @@ import pytest
 from drafters.traces.detect import detect_format
 from drafters.traces.ingest import ingest
 from drafters.traces.json_paths import jsonpath
-from drafters.traces.mapping import load_mapping, mapping_from_dict, parse_mapping
+from drafters.traces.mapping_file import load_mapping, mapping_from_dict, parse_mapping
 from drafters.traces.report import TraceError
 
 G = Path(__file__).parent / "fixtures" / "generic"

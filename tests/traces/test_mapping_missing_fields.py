@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from drafters.traces.ingest import ingest
-from drafters.traces.mapping import mapping_from_dict
+from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.report import TraceError
 
 RECORDS = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from drafters.traces.ingest import ingest
-from drafters.traces.mapping import mapping_from_dict
+from drafters.traces.mapping_file import mapping_from_dict
 
 from .conftest import totals
 

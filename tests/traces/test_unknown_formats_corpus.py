@@ -15,7 +15,7 @@ import sys
 
 from drafters.traces.infer import infer_mapping, mapping_yaml
 from drafters.traces.ingest import ingest
-from drafters.traces.mapping import parse_mapping
+from drafters.traces.mapping_file import parse_mapping
 
 from .conftest import totals
 from .test_bad_input import SHAPES

@@ -38,7 +38,8 @@ from drafters.traces.formats._spellings import (
     role_of,
 )
 from drafters.traces.json_paths import jsonpath, unflatten
-from drafters.traces.mapping import Mapping, handed_off, mapping_from_dict
+from drafters.traces.mapping import Mapping, handed_off
+from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.report import TraceError
 
 ENVELOPES = ("data", "payload", "event", "record", "state", "message", "item", "body", "entry")
