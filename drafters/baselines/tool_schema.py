@@ -55,6 +55,10 @@ class ToolShape:
     properties: tuple[tuple[str, bool], ...]
     required: frozenset[str]
 
+    def is_string(self, key: str) -> bool:
+        """Whether property ``key`` is a JSON string (False for an unknown key)."""
+        return any(k == key and s for k, s in self.properties)
+
 
 @dataclass(frozen=True)
 class CallSyntax:
@@ -193,7 +197,7 @@ def scan_arguments(text: str) -> ArgsScan:
 
 def _opening(key: str, shape: ToolShape) -> str:
     """'"key": ' and the opening quote of a string value."""
-    return f'"{key}"{KEY_SEP}' + ('"' if dict(shape.properties).get(key) else "")
+    return f'"{key}"{KEY_SEP}' + ('"' if shape.is_string(key) else "")
 
 
 def _next_key(shape: ToolShape, written: Sequence[str]) -> str | None:
@@ -223,7 +227,7 @@ def args_continuation(a: ArgsScan, shape: ToolShape, tail: str) -> tuple[str, fl
         key = nxt if nxt is not None and nxt.startswith(a.partial) else names[0] if len(names) == 1 else None
         return (key[len(a.partial):] + _opening(key, shape)[len(key) + 1:], 1.0) if key else ("", 0.0)
     if a.state in (COLON, VALUE):
-        rest = KEY_SEP + ('"' if dict(shape.properties).get(a.keys[-1]) else "")
+        rest = KEY_SEP + ('"' if shape.is_string(a.keys[-1]) else "")
         return _minus(rest if a.state == COLON else rest[1:], a.written), 1.0
     if a.state == AFTER:
         if nxt is None:

@@ -48,9 +48,9 @@ def infer_tools(conversations: Iterable[Conversation]) -> list[ToolDef]:
         t = seen.setdefault(call.name, {"calls": 0, "props": {}, "counts": {}})
         t["calls"] += 1
         for k, v in (call.arguments or {}).items():
-            types = t["props"].setdefault(k, [])
-            if json_type(v) not in types:
-                types.append(json_type(v))
+            types, ty = t["props"].setdefault(k, []), json_type(v)
+            if ty not in types:
+                types.append(ty)
             t["counts"][k] = t["counts"].get(k, 0) + 1
     tools = []
     for name, t in seen.items():
@@ -66,7 +66,7 @@ def with_inferred_tools(conversations: Sequence[Conversation], tools: Sequence[T
     others as they are). Explicit per-call records keep their own tools."""
     out = []
     for conv in conversations:
-        calls_tools = any(True for _ in logged_calls([conv]))
+        calls_tools = next(iter(logged_calls([conv])), None) is not None
         out.append(replace(conv, tools=list(tools)) if not conv.tools and calls_tools
                    and conv.explicit_calls is None else conv)
     return out
