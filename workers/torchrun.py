@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -26,6 +27,12 @@ from drafters.errors import TracedraftError
 
 #: Seconds the ranks get to write their checkpoint after SIGTERM before the group is killed.
 STOP_GRACE_S = 120.0
+#: Characters of the launch's log a failure quotes: the ranks' own error first, then the log's end.
+QUOTE_CHARS = 2000
+#: Lines that start a rank's own report of a failure (torchrun's summary of it comes after, in its own words);
+#: torchrun writes a rank's lines as "[rank1]: ..."; the faulthandler's, written to the descriptor, may lack it.
+RANK_ERROR = re.compile(r"^(\[rank\d+\]: ?)?(Fatal Python error|Traceback \(most recent call last\)|"
+                        r"terminate called|free\(\): |double free|Segmentation fault)", re.MULTILINE)
 
 
 def train_processes(setting: int) -> int:
@@ -59,8 +66,10 @@ def run_torchrun(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {}
     with open(log_path, "ab") as log:
+        start = log.tell()  # a resume appends: quote only this launch
+        # PYTHONFAULTHANDLER: a rank that aborts or crashes writes every thread's Python stack to the log
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, start_new_session=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"})
 
         def follow() -> None:
             assert proc.stdout is not None
@@ -89,7 +98,37 @@ def run_torchrun(
     if stopped_at is not None:
         return result or None
     if proc.returncode != 0 or not result:
-        tail = log_path.read_bytes()[-2000:].decode("utf-8", "replace")
+        launch_log = log_path.read_bytes()[start:].decode("utf-8", "replace")
         raise TracedraftError("training_failed", f"torchrun with {nproc} processes exited with code "
-                              f"{proc.returncode}; end of its log:\n{tail}", where=str(log_path))
+                              f"{proc.returncode}; from its log:\n{failure_excerpt(launch_log)}",
+                              where=str(log_path))
     return result
+
+
+def failure_excerpt(log: str, chars: int = QUOTE_CHARS) -> str:
+    """What a failed launch's log says about the failure, in about ``2 * chars`` characters at most: the first
+    rank's own error report (its Python traceback with any chained causes, a fatal error with the
+    faulthandler's stacks, a C++ terminate), shortened to its first and last ``chars / 2`` when longer, then
+    the log's last ``chars``. torchrun's own traceback and summary fill the end of the log, so its last lines
+    alone rarely say why a rank died."""
+    matches = list(RANK_ERROR.finditer(log))
+    for i, match in enumerate(matches):
+        if _is_torchrun_traceback(log, match):
+            continue
+        start, prefix = match.start(), match.group(1)
+        # the report runs on while the same rank writes errors (chained tracebacks), up to another's
+        end = next((m.start() for m in matches[i + 1:]
+                    if m.group(1) != prefix or _is_torchrun_traceback(log, m)), len(log))
+        if len(log) - start <= 2 * chars:
+            return log[start:]
+        report = log[start:end]
+        if len(report) > chars:
+            report = f"{report[:chars // 2]}\n[...]\n{report[-(chars // 2):]}"
+        return f"{report}\n[...]\n{log[-chars:]}"
+    return log[-chars:]
+
+
+def _is_torchrun_traceback(log: str, match: re.Match[str]) -> bool:
+    """Whether an error report is the launcher's own traceback (unprefixed, naming torch.distributed.run)."""
+    return (match.group(1) is None and match.group(2).startswith("Traceback")
+            and "torch/distributed/run.py" in log[match.start():match.start() + 400])
