@@ -130,17 +130,21 @@ def main(argv: list[str] | None = None) -> int:
     from drafters.shards import load_sequences
     from drafters.target import load_target
 
-    target = load_target(args.target, device=device, cache_dir=args.cache_dir, dtype=args.target_dtype)
-    if device.type == "cpu":
-        target.feature_dtype = torch.float32  # the fp32 drafter trains on fp32 features (bf16 target or not)
-    drafter = build_drafter(args, cfg, target, device)
-    train_seqs = load_sequences(Path(args.train))
-    val_seqs = load_sequences(Path(args.val)) if args.val else []
-    result = train(target, drafter, train_seqs, val_seqs, cfg, Path(args.out),
-                   progress=lambda p: show_progress(p, jsonl=args.progress_jsonl, rank=rank),
-                   resume=not args.no_resume, handle_sigterm=True)
-    if rank == 0:
-        show_result(result, as_json=args.json, jsonl=args.progress_jsonl)
-    if world > 1:
-        dist.destroy_process_group()
+    try:
+        target = load_target(args.target, device=device, cache_dir=args.cache_dir, dtype=args.target_dtype)
+        if device.type == "cpu":
+            target.feature_dtype = torch.float32  # the fp32 drafter trains on fp32 features (bf16 target or not)
+        drafter = build_drafter(args, cfg, target, device)
+        train_seqs = load_sequences(Path(args.train))
+        val_seqs = load_sequences(Path(args.val)) if args.val else []
+        result = train(target, drafter, train_seqs, val_seqs, cfg, Path(args.out),
+                       progress=lambda p: show_progress(p, jsonl=args.progress_jsonl, rank=rank),
+                       resume=not args.no_resume, handle_sigterm=True)
+        if rank == 0:
+            show_result(result, as_json=args.json, jsonl=args.progress_jsonl)
+    finally:
+        # on every path, while the interpreter is whole: gloo's threads still holding work (and tensors)
+        # at interpreter finalization abort the process (SIGABRT) and hide the real exit status
+        if world > 1 and dist.is_initialized():
+            dist.destroy_process_group()
     return 130 if result.cancelled else 0
