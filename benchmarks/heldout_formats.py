@@ -1,0 +1,111 @@
+"""Held-out measurement of the general ingestion path on trace files of formats with no module (files that the
+tests never saw): benchmarks/data/heldout_formats/files, provenance in benchmarks/data/heldout_formats/SOURCES.md.
+
+Compares the product's counts (``tracedraft datasets validate --json``) with the hand counts of
+benchmarks/data/heldout_formats/hand_count.py (standard library, does not import tracedraft). Where a file
+with a readable LLM call is refused, it also tries the mapping ``infer-mapping`` writes, unchanged.
+
+Classes: exact (ok, same conversations / calls / tool calls); exact-with-mapping (the inferred mapping reads it
+exactly); refused-with-code (not ok, no conversation kept, an error code); WRONG (ok, or conversations kept,
+with counts the file does not hold); crash (no JSON report). Prints a Markdown table and the share exact.
+
+Run: ``python benchmarks/heldout_formats.py`` (uses .venv/bin/tracedraft; about 12 CLI runs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "benchmarks" / "data" / "heldout_formats"
+CLI = str(ROOT / ".venv" / "bin" / "tracedraft")
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+
+
+def _validate(path: Path, mapping: Path | None = None) -> dict | None:
+    cmd = [CLI, "datasets", "validate", "--json", "--no-scrub", str(path)]
+    if mapping is not None:
+        cmd[3:3] = ["--mapping", str(mapping)]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=300)
+    try:
+        return json.loads(out.stdout)
+    except json.JSONDecodeError:
+        return None
+
+
+def _counts(report: dict) -> tuple[int, int, int]:
+    c = report["counts"]
+    return c["conversations"], c["calls"], c["tool_calls"]
+
+
+def _infer(path: Path, out: Path) -> bool:
+    res = subprocess.run([CLI, "datasets", "infer-mapping", "-o", str(out), str(path)], capture_output=True,
+                         text=True, cwd=ROOT, env=ENV, timeout=300)
+    return res.returncode == 0 and out.exists() and out.stat().st_size > 0
+
+
+def classify(path: Path, hand: dict, tmp: Path) -> dict:
+    report = _validate(path)
+    if report is None:
+        return {"class": "crash", "product": "no JSON report", "codes": []}
+    got = _counts(report)
+    codes = [e["code"] for e in report["errors"]]
+    want = (hand["conversations"], hand["calls"], hand["tool_calls"])
+    product = f"ok={report['ok']} {got[0]}/{got[1]}/{got[2]}" + (f" {codes[0]}" if codes else "")
+    if report["ok"] and hand["readable"] and got == want:
+        return {"class": "exact", "product": product, "codes": codes}
+    if not report["ok"] and got[0] == 0 and codes:
+        row = {"class": "refused-with-code", "product": product, "codes": codes}
+        if hand["readable"]:
+            mapping = tmp / (path.name + ".mapping.yaml")
+            if _infer(path, mapping):
+                mapped = _validate(path, mapping)
+                if mapped is not None and mapped["ok"] and _counts(mapped) == want:
+                    row["class"] = "exact-with-mapping"
+                row["mapping"] = "inferred mapping: " + (
+                    "no report" if mapped is None else
+                    f"ok={mapped['ok']} {'/'.join(map(str, _counts(mapped)))}")
+            else:
+                row["mapping"] = "infer-mapping refused"
+        return row
+    return {"class": "WRONG", "product": product, "codes": codes}
+
+
+def main() -> int:
+    hand_out = subprocess.run([sys.executable, str(DATA / "hand_count.py")], capture_output=True, text=True,
+                              check=True)
+    hands = [json.loads(line) for line in hand_out.stdout.splitlines()]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for hand in hands:
+            row = classify(DATA / "files" / hand["file"], hand, Path(tmp))
+            rows.append((hand, row))
+    print("| file | format | hand conv/calls/tools | readable | product | class |")
+    print("|---|---|---|---|---|---|")
+    for hand, row in rows:
+        note = f" ({row['mapping']})" if row.get("mapping") else ""
+        print(f"| {hand['file']} | {hand['format']} | {hand['conversations']}/{hand['calls']}/"
+              f"{hand['tool_calls']} | {'yes' if hand['readable'] else 'no'} | {row['product']}{note} | "
+              f"{row['class']} |")
+    classes = [row["class"] for _, row in rows]
+    readable = [row["class"] for hand, row in rows if hand["readable"]]
+    n_exact = sum(c in ("exact", "exact-with-mapping") for c in classes)
+    print()
+    print(f"files: {len(rows)}; exact: {classes.count('exact')}; exact with the inferred mapping: "
+          f"{classes.count('exact-with-mapping')}; refused with a code: {classes.count('refused-with-code')}; "
+          f"WRONG: {classes.count('WRONG')}; crash: {classes.count('crash')}")
+    print(f"share exact: {n_exact}/{len(rows)} of all files; "
+          f"{sum(c in ('exact', 'exact-with-mapping') for c in readable)}/{len(readable)} of the files holding a "
+          f"readable LLM call; correct outcome (exact, or refused where nothing is readable): "
+          f"{n_exact + sum(1 for h, r in rows if not h['readable'] and r['class'] == 'refused-with-code')}"
+          f"/{len(rows)}")
+    return 1 if classes.count("WRONG") or classes.count("crash") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
