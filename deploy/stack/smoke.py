@@ -1,12 +1,13 @@
 """The running stack, end to end, as a user drives it (`scripts/stack smoke`; docs/stack.md, "Smoke test").
 
 Steps, each printed with its time: stack up; /healthz and /readyz; an organization and admin key made with
-the CLI inside the api container; the example traces uploaded and a small CPU job (the demo target
-smollm2-135m-agent, a few training steps, two held-out calls) submitted with curl; its events followed with
-curl; the worker container killed once the job has a training checkpoint, started again, and the job
-resuming to success; the version listed and promoted with the admin CLI; the report fetched (JSON, and the
-HTML page read back from the S3 store); the stack down and up again, and the job, version, alias, report
-and checkpoint file still there (the checkpoint re-downloaded and its sha256 compared).
+the CLI inside the api container; the README's first REST example (its trace file uploaded and its small
+CPU job: the demo target smollm2-135m-agent, 20 training steps, two held-out calls) run with curl, its
+events followed with curl; the worker container killed once the job has a training checkpoint, started
+again, and the job resuming to success; the version listed and promoted with the admin CLI; the report
+fetched (JSON, and the HTML page read back from the S3 store); the stack down and up again, and the job,
+version, alias, report and checkpoint file still there (the checkpoint re-downloaded and its sha256
+compared).
 A JSON record of the run (date, machine, engine, seconds per step) goes to STATE/smoke-<date>.json.
 """
 
@@ -28,11 +29,20 @@ from deploy.stack.compose import Stack
 from deploy.stack.engine import REPO, STATE, run
 from deploy.stack.errors import StackError
 
-TRACES = sorted((REPO / "examples" / "traces").glob("*.json*")) + sorted((REPO / "examples" / "traces").glob("*.yaml"))
-DRAFTER = "smoke-drafter"
-#: Sized like tests/queue/test_real_stages.py: minutes on 2 CPU cores, a checkpoint every 5 steps.
-RECIPE = {"max_steps": 40, "num_draft_layers": 1, "num_anchors": 8, "tokens_per_batch": 1024,
-          "checkpoint_every": 5, "validate_every": 20}
+#: The README's first REST example, which this smoke runs as written (tests/cli/test_stack.py checks they
+#: agree): one trace file uploaded as dataset "demo", then this job. The drafter takes the target's name.
+TRACES = [REPO / "examples" / "traces" / "llamafactory__glaive_toolcall_en_demo.json"]
+DATASET_NAME = "demo"
+DRAFTER = "smollm2-135m-agent"
+#: 20 steps with a checkpoint every 5, so the worker can be killed mid-training and the job resume.
+README_JOB = {"target": {"model": DRAFTER}, "data": {"regenerate": "never"},
+              "recipe": {"max_steps": 20, "checkpoint_every": 5},
+              "evaluation": {"max_calls": 2, "max_new_tokens": 32}}
+
+
+def job_spec(dataset_id: str) -> dict:
+    """The job the README's first REST example submits, on ``dataset_id``."""
+    return {"dataset_id": dataset_id, **README_JOB}
 
 
 class Smoke:
@@ -105,17 +115,13 @@ def org_and_key(s: Smoke) -> str:
 
 def upload(s: Smoke) -> str:
     parts = [a for p in TRACES for a in ("-F", f"file=@{p.relative_to(REPO)}")]
-    ds = json.loads(s.curl(f"{s.url}/v1/datasets", *parts, "-F", "name=smoke-examples"))
+    ds = json.loads(s.curl(f"{s.url}/v1/datasets", *parts, "-F", f"name={DATASET_NAME}"))
     s.facts["dataset"] = ds["id"]
     return f"dataset {ds['id']} ({len(TRACES)} files, status {ds.get('status')})"
 
 
 def submit(s: Smoke) -> str:
-    spec = {"dataset_id": s.facts["dataset"], "drafter_name": DRAFTER,
-            "target": {"model": "smollm2-135m-agent",
-                       "chat_template": (REPO / "examples/chat_templates/chatml_tools.jinja").read_text()},
-            "data": {"regenerate": "never"}, "recipe": RECIPE,
-            "evaluation": {"engine": "hf", "max_calls": 2, "max_new_tokens": 8}}
+    spec = job_spec(s.facts["dataset"])
     path = STATE / "smoke-job.json"
     path.write_text(json.dumps(spec, indent=1))
     job = json.loads(s.curl(f"{s.url}/v1/jobs", "-H", "Content-Type: application/json", "-H",
@@ -201,9 +207,9 @@ def promote(s: Smoke) -> str:
     print(f"    $ scripts/stack compose exec api tracedraft promote {DRAFTER} 1 --alias champion --reason "
           f"'stack smoke' --yes  (exit {out.returncode})\n{out.stdout[-1500:]}")
     forced = out.returncode == 4
-    if forced:  # a 40-step drafter rarely passes the gate: the refusal is the gate working; override it
+    if forced:  # a 20-step drafter rarely passes the gate: the refusal is the gate working; override it
         print(s.cli("promote", DRAFTER, "1", "--alias", "champion", "--force", "--yes", "--reason",
-                    "stack smoke: a 40-step drafter, gate overridden on purpose"))
+                    "stack smoke: a 20-step drafter, gate overridden on purpose"))
     elif out.returncode != 0:
         raise StackError("smoke_failed", f"promote exited {out.returncode}: {out.stderr[-500:]}")
     return f"{DRAFTER} v1 is champion{' (gate refused it; promoted with --force)' if forced else ''}"
@@ -250,8 +256,8 @@ def main(stack: Stack, up: Callable[[Stack], float], down: Callable[[Stack, bool
     s.step("stack up", lambda: f"{up(stack):.0f} s to healthy")
     s.step("health and readiness", lambda: health(s))
     s.step("organization and admin key (CLI in the api container)", lambda: org_and_key(s))
-    s.step("upload the example traces (curl)", lambda: upload(s))
-    s.step("submit a small CPU job (curl)", lambda: submit(s))
+    s.step("upload the README's trace file (curl)", lambda: upload(s))
+    s.step("submit the README's job (curl)", lambda: submit(s))
     s.step("follow events; kill the worker mid-job; resume to success", lambda: follow_kill_resume(s))
     s.step("version listed and promoted (admin CLI)", lambda: promote(s))
     s.step("report fetched (curl)", lambda: report(s))

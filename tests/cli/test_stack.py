@@ -171,6 +171,22 @@ def test_readme_runs_a_local_server_with_curl_before_the_stack():
     assert model in Settings().allowed_targets, f"the first REST example names {model}, which serve refuses"
 
 
+def test_the_stack_smoke_runs_the_readmes_first_rest_example_as_written():
+    """`scripts/stack smoke` uploads the same file under the same name and submits the same job as the README's
+    first REST example (only the dataset id differs), so the example a user copies is the one that ran."""
+    from deploy.stack import smoke
+
+    section = README.read_text().split("## Run the stack", 1)[1].split("\n## ", 1)[0]
+    upload = section.split("/v1/datasets", 1)[1].split("curl", 1)[0]
+    files = re.findall(r"-F file=@(\S+)", upload)
+    assert files == [str(p.relative_to(REPO)) for p in smoke.TRACES]
+    assert re.search(r"-F name=(\S+)", upload).group(1) == smoke.DATASET_NAME
+    job = section.split("/v1/jobs", 1)[1].split("```", 1)[0]
+    spec = json.loads(re.search(r"-d '(\{.*?\})'", job, re.DOTALL).group(1))
+    assert spec == smoke.job_spec("ds_...")
+    assert spec["recipe"]["checkpoint_every"] < spec["recipe"]["max_steps"]  # a checkpoint to kill the worker at
+
+
 def test_dockerfile_runs_the_cli_as_non_root():
     text = DOCKERFILE.read_text()
     assert re.search(r"^ARG BASE_IMAGE=", text, flags=re.MULTILINE) and re.search(r"^ARG TORCH_INDEX=", text, flags=re.MULTILINE)
