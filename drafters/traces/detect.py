@@ -3,7 +3,10 @@
 Detection does not guess once: ``candidate_formats`` lists every format whose sniffer accepts the file, in
 order of confidence (the registry order: specific formats before general ones, the general path last), and
 ingestion tries them in turn; a reader that reads nothing from the file hands it to the next candidate
-(``ingest._read_file``), and the report names every candidate tried and why each declined.
+(``ingest._read_file``), and the report names every candidate tried and why each declined. The general path
+is always the last candidate of a JSON file that a specific reader claims, even when its own sniffer did not
+accept the head: a misdetecting reader's refusal is then never the final word without the general path
+having tried (and said why it declined).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from pathlib import PurePath
 from drafters.traces.formats import all_formats
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.report import TraceError
+
+GENERAL = "generic"  # the general path (formats/generic.py): the last candidate of every JSON file
 
 
 def candidate_formats(head: str, filename: str) -> list[TraceFormat]:
@@ -39,6 +44,9 @@ def candidate_formats(head: str, filename: str) -> list[TraceFormat]:
         except Exception:  # noqa: BLE001 - a buggy sniffer must not hide the other formats
             continue
     if found:
+        general = next((f for f in all_formats() if f.name == GENERAL), None)
+        if general is not None and general not in found and head.lstrip()[:1] in ("{", "["):
+            found.append(general)  # a JSON file a specific reader claims: the general path tries it last
         return found
     raise TraceError(
         "unknown_format",

@@ -39,12 +39,27 @@ Other shapes, with the optional keys:
     prompt: {system: $.system_prompt, user: $.task}   # messages put before the list (a task beside its steps)
     roles: {"*": assistant}        # "*": the role of every message whose role value is absent or not listed
     items: openai_responses        # the list holds OpenAI Responses API items (function_call, reasoning, ...)
+    tree:                          # the messages path finds a message TREE: nodes (an object keyed by node id,
+      parent: parent               #   or a list of nodes with an id) linked by a parent id and/or
+      children: children           #   a list of children ids (at least one of the two), each node holding
+      message: message             #   its message under this key (absent: the node is the message; null: none)
+      current: $.current_node      #   optional JSONPath of the current node's id: the transcript's leaf
 
 JSONPath here is the common subset: ``$`` (the record), ``.key``, ``['key with spaces']``, ``[0]`` and
 ``[*]``; a step into a string holding JSON (an envelope's ``payload`` written as text) decodes it. Records
 are the lines of a JSONL file, the elements of a top-level array, or the document (``records: file``: the
 document even when it is an array). ``tracedraft datasets infer-mapping FILE`` writes the mapping the general
 path inferred for a file, as a starting point.
+With ``response``, a string at the ``messages`` path is the call's input as the user's text (a run's input).
+With ``records: lists``, an item that holds no message at all (another kind of event) is skipped, counted in a
+``records_not_calls`` warning. With ``response``, a record that repeats another record's call (the same
+output, after the same input or a beginning of it: a trace or parent span restating its generation) is read
+once (``repeated_calls`` warning).
+A tree is read as one conversation per record: every assistant message is one LLM call whose context is the
+messages of its ancestors (root first; a run of assistant nodes each the only child of the one before is one
+answer), so each branch's calls are read with their own context and none twice; the transcript is the path to
+the ``current`` node (else to the last leaf). A parent id that names no node, a cycle, or a ``current`` id
+that names no node is ``tree_broken``.
 A role value the mapping does not list is an error (``unknown_role``) naming the value and where; a path
 that finds nothing is ``no_messages_found``; a required key that is not in a record (``content`` of a message
 without tool calls, the tool call's ``name``, the tool result's ``content``) is ``mapping_field_missing`` at that
@@ -76,13 +91,14 @@ from typing import IO, Any
 from drafters.traces.formats import _reading
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
-from drafters.traces.formats._spellings import block_parts, get
+from drafters.traces.formats._spellings import ROLE_KEYS, block_parts, get, role_of
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.json_paths import jsonpath, unflatten
 from drafters.traces.model import (
     Conversation,
+    LLMCall,
     Message,
     ReasoningPart,
     Source,
@@ -114,6 +130,7 @@ class Mapping:
     prompt: dict[str, str] = field(default_factory=dict)  # {system|user: JSONPath}: messages put before the list
     unflatten: bool = False  # records' dotted keys (span attributes "llm.input_messages.0.message.role") nested
     items: str = "messages"  # messages | openai_responses (the list holds Responses API items, not messages)
+    tree: dict[str, str] = field(default_factory=dict)  # {parent, children, message, id, current}: a message tree
     label: str | None = None  # the format name in reports (the general path's "generic"); default mapping:NAME
 
     def format(self) -> TraceFormat:
@@ -131,7 +148,7 @@ class Mapping:
         defaults = Mapping("", "$", "", {})
         out: dict[str, Any] = {"name": self.name}
         for key in ("records", "messages", "group", "role", "roles", "content", "reasoning", "tool_calls", "tool_call",
-                    "tool_result", "observation", "response", "prompt", "tools", "id", "unflatten", "items"):
+                    "tool_result", "observation", "response", "prompt", "tools", "id", "unflatten", "items", "tree"):
             value = getattr(self, key)
             if value != getattr(defaults, key) or key in ("messages", "role", "roles"):
                 out[key] = value
@@ -158,8 +175,11 @@ class Mapping:
         else:
             chains = CallChains() if self.response else None
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
-            merged = 0
+            merged = other_events = 0
             for source, record in (self._batch_items(records) if self.records == "lists" else records):
+                if self.records == "lists" and not jsonpath(record, self.messages) and not _holds_message(record):
+                    other_events += 1  # an event of another kind in the batch (a score, a span without messages)
+                    continue
                 for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake
                     use.observe(record if isinstance(record, dict) else {}, jsonpath(record, use.key) or _ABSENT,
                                 {_root_key(self.messages)})
@@ -178,7 +198,15 @@ class Mapping:
                 problems.warning("run_starts_merged", f"{merged} record(s) held only the input of a call that a later "
                                  "record repeats with its output (a run posted, then updated): each is read once, "
                                  "as that later record", Source(fmt, filename))
+            if other_events:
+                problems.warning("records_not_calls", f"{other_events} record(s) of the batch hold no message (events "
+                                 "of another kind): not read", Source(fmt, filename))
             if chains is not None:
+                repeated = chains.drop_repeats()
+                if repeated:
+                    problems.warning("repeated_calls", f"{repeated} record(s) repeat another record's call (the same "
+                                     "output after the same input, or after a beginning of it: a trace or parent span "
+                                     "restating its generation): each call is read once", Source(fmt, filename))
                 yield from chains.conversations()
         for use in [*reading_uses, *record_paths]:
             if use is not None:
@@ -202,12 +230,18 @@ class Mapping:
                                    source)
             return
         for where, msgs in found:
-            if not isinstance(msgs, list):
+            if self.response and isinstance(msgs, str) and msgs.strip() and not self.tree:
+                conv: Conversation | None = Conversation(id="", source=source, tools=self._tools(record),
+                                                         messages=self._prompt(record) + [Message("user", [TextPart(msgs)])])
+            elif self.tree:
+                conv = self._tree_conversation(record, where, msgs, reading)
+            elif not isinstance(msgs, list):
                 reading.problems.error("not_an_object", f"{where} is a {type(msgs).__name__}, not a list of "
                                        "messages", source, where)
                 continue
-            conv = self._conversation(record, where, msgs, reading)
-            beside = self._answer_beside(record, where, conv)
+            else:
+                conv = self._conversation(record, where, msgs, reading)
+            beside = None if self.tree else self._answer_beside(record, where, conv)
             if beside is not None:
                 reading.problems.error("mapping_field_never_matched", f"the record holds an assistant answer at "
                                        f"{beside}, beside the messages the mapping reads, which end before it: the "
@@ -218,6 +252,8 @@ class Mapping:
                 suffix = f"#{where}" if len(found) > 1 else ""
                 cid = as_text(jsonpath(record, self.id)[0][1]) if self.id and jsonpath(record, self.id) else loc
                 conv.id = f"{fmt}:{stem}:{cid}{suffix}"
+                for call in conv.explicit_calls or []:
+                    call.conversation_id = conv.id
                 yield conv
 
     def _answer_beside(self, record: Any, where: str, conv: Conversation | None) -> str | None:
@@ -340,6 +376,115 @@ class Mapping:
         tools = jsonpath(record, self.tools) if self.tools else []
         return Conversation(id="", source=source, tools=tool_defs(tools[0][1]) if tools else [],
                             messages=self._prompt(record) + messages)
+
+    def _tools(self, record: Any) -> list:
+        tools = jsonpath(record, self.tools) if self.tools else []
+        return tool_defs(tools[0][1]) if tools else []
+
+    def _tree_conversation(self, record: Any, where: str, nodes: Any, reading: _Reading) -> Conversation | None:
+        """``tree``: the record's message tree as one conversation with explicit calls (see the module
+        docstring); None (reported) for a broken tree or a message that cannot be read."""
+        tree, problems, source = self.tree, reading.problems, reading.source
+        id_key = tree.get("id", "id")
+        if isinstance(nodes, dict):
+            items = [(str(k), n, f"{where}['{k}']") for k, n in nodes.items()]
+        elif isinstance(nodes, list):
+            items = [(as_text(get(n, id_key)), n, f"{where}[{i}]") for i, n in enumerate(nodes)]
+        else:
+            problems.error("not_an_object", f"{where} is a {type(nodes).__name__}, not a collection of tree nodes",
+                           source, where)
+            return None
+
+        def broken(why: str, at: str) -> None:
+            problems.error("tree_broken", f"the message tree {why}: which messages each call saw is not known",
+                           source, at)
+
+        parent: dict[str, str | None] = {}
+        for nid, node, at in items:
+            if not isinstance(node, dict) or not nid:
+                return broken("has a node that is not an object with an id", at)
+            value = get(node, tree["parent"]) if "parent" in tree else None
+            parent[nid] = as_text(value) if value is not None else None
+        for nid, node, at in items:
+            for child in as_list(get(node, tree["children"])) if "children" in tree else []:
+                child = as_text(child)
+                if child not in parent:
+                    return broken(f"names a child {child!r} that is not one of its nodes", at)
+                if parent[child] not in (None, nid):
+                    return broken(f"gives node {child!r} two parents", at)
+                parent[child] = nid
+        children: dict[str | None, list[str]] = {}
+        for nid, p in parent.items():
+            if p is not None and p not in parent:
+                return broken(f"names a parent {p!r} that is not one of its nodes", where)
+            children.setdefault(p, []).append(nid)
+        messages: dict[str, Message] = {}
+        missing = reading.missing
+        for nid, node, at in items:
+            raw = get(node, tree["message"]) if "message" in tree else node
+            if raw is None:
+                continue  # a node without a message (the root)
+            msgs = self._conversation(record, at, [raw], reading)
+            if msgs is None:
+                return None
+            if msgs.messages and (msgs.messages[-1].parts or msgs.messages[-1].role == "assistant"):
+                messages[nid] = msgs.messages[-1]  # an empty system or user message (a hidden prompt) is no turn
+        if reading.missing > missing:
+            return None
+
+        def joined(nid: str) -> bool:  # an assistant node continuing its parent's answer (its only child)
+            p = parent[nid]
+            return p is not None and nid in messages and p in messages and messages[nid].role == "assistant" == \
+                messages[p].role and len(children.get(p, [])) == 1
+
+        def path(nid: str | None) -> list[Message]:
+            ids: list[str] = []
+            seen: set[str] = set()
+            while nid is not None:
+                if nid in seen:
+                    raise ValueError(nid)
+                seen.add(nid)
+                ids.append(nid)
+                nid = parent[nid]
+            out: list[Message] = []
+            for i in reversed(ids):
+                m = messages.get(i)
+                if m is None:
+                    continue
+                if out and (joined(i) or (m.role == "tool" == out[-1].role)):
+                    out[-1] = Message(out[-1].role, [*out[-1].parts, *m.parts], model=out[-1].model or m.model)
+                else:
+                    out.append(m)
+            return out
+
+        tools, prompt = self._tools(record), self._prompt(record)
+        calls: list[LLMCall] = []
+        try:
+            for nid, _, _ in items:
+                if nid not in messages or messages[nid].role != "assistant" or joined(nid):
+                    continue
+                end = nid
+                while len(children.get(end, [])) == 1 and joined(children[end][0]):
+                    end = children[end][0]
+                answer = path(end)[-1]
+                context = prompt + path(parent[nid])
+                if context:
+                    calls.append(LLMCall("", len(calls), tools, context, answer))
+            leaf = None
+            if "current" in tree:
+                found = jsonpath(record, tree["current"])
+                leaf = as_text(found[0][1]) if found and found[0][1] is not None else None
+                if leaf is not None and leaf not in parent:
+                    return broken(f"has no node {leaf!r}, which {tree['current']} names as the current one",
+                                  tree["current"])
+            if leaf is None:
+                leaves = [nid for nid, _, _ in items if not children.get(nid)]
+                leaf = leaves[-1] if leaves else None
+            transcript = prompt + path(leaf)
+        except ValueError as exc:
+            return broken(f"has a cycle through node {exc}", where)
+        return Conversation(id="", source=source, tools=tools, messages=transcript,
+                            explicit_calls=calls)
 
     def _items_conversation(self, record: Any, msgs: list, reading: _Reading) -> Conversation:
         """``items: openai_responses``: the list holds Responses API items (``message``, ``reasoning``,
@@ -517,6 +662,17 @@ def _assistant_path(value: Any, skip: str, role_key: str, assistant: set, path: 
         if hit is not None:
             return hit
     return None
+
+
+def _holds_message(value: Any, depth: int = 0) -> bool:
+    """Whether a record holds a message anywhere (an object with a role in a known spelling)."""
+    if depth > 8:
+        return False
+    if isinstance(value, dict):
+        if any(role_of(value.get(k)) for k in ROLE_KEYS):
+            return True
+        value = list(value.values())
+    return isinstance(value, list) and any(_holds_message(v, depth + 1) for v in value[:1000])
 
 
 def _holds_data(value: Any) -> bool:

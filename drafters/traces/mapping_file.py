@@ -14,12 +14,13 @@ from drafters.traces.report import TraceError
 
 _ROLES = ("system", "user", "assistant", "tool")
 _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
-         "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten", "items"}
+         "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten", "items", "tree"}
 _TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
               "observation")
 _RECORDS = ("each", "file", "messages", "lists")
 _ITEMS = ("messages", "openai_responses")
-_SUB_KEYS = {"tool_call": {"id", "name", "arguments"}, "tool_result": {"id", "content"}, "prompt": {"system", "user"}}
+_SUB_KEYS = {"tool_call": {"id", "name", "arguments"}, "tool_result": {"id", "content"}, "prompt": {"system", "user"},
+             "tree": {"parent", "children", "message", "id", "current"}}
 MAX_VALUES = 2000  # values in a mapping file, aliases counted at each use (an upload is untrusted)
 MAX_NAME = 40  # characters of a mapping's name ("mapping:NAME" is stored as a dataset's format)
 
@@ -116,7 +117,8 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
         tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
         id=data.get("id"), records=data.get("records") or "each", group=data.get("group"),
         response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}),
-        unflatten=bool(data.get("unflatten", False)), items=data.get("items") or "messages")
+        unflatten=bool(data.get("unflatten", False)), items=data.get("items") or "messages",
+        tree=dict(data.get("tree") or {}))
 
 
 def _check_shape_keys(data: dict, bad) -> None:
@@ -133,6 +135,18 @@ def _check_shape_keys(data: dict, bad) -> None:
                 jsonpath({}, path)
             except ValueError as exc:
                 raise bad(key, str(exc)) from exc
+    tree = data.get("tree")
+    if tree is not None and not ({"parent", "children"} & set(tree)):
+        raise bad("tree", "name the key linking nodes: parent (a node's parent id) and/or children (its children's ids)")
+    if tree and tree.get("current") is not None:
+        try:
+            jsonpath({}, tree["current"])
+        except ValueError as exc:
+            raise bad("tree.current", str(exc)) from exc
+    if tree and (data.get("response") or data.get("records") not in (None, "each", "file") or data.get("items")
+                 not in (None, "messages")):
+        raise bad("tree", "a tree is read from records of messages (records: each or file, no response, items: "
+                  "messages)")
     if not isinstance(data.get("unflatten", False), bool):
         raise bad("unflatten", "true or false")
     if data.get("items", "messages") not in _ITEMS:

@@ -54,6 +54,30 @@ class CallChains:
         chain.calls.append(LLMCall(chain.id, len(chain.calls), tools, context, completion))
         return chain.calls[-1]
 
+    def drop_repeats(self) -> int:
+        """Drop each one-call chain whose call another record repeats or extends: the same completion after the
+        same context (an event logged twice: a trace restating its generation) or after a beginning of it that
+        the completion does not follow (a parent span: the run's first input and last output). The first of
+        exact repeats is kept. Returns the number dropped."""
+        dropped = 0
+        for c in list(self.chains):
+            if len(c.calls) != 1:
+                continue
+            call = c.calls[0]
+            n = len(call.context)
+            for other in self.chains:
+                if other is c:
+                    continue
+                if any(same_messages([call.completion], [d.completion]) and len(d.context) >= n
+                       and same_messages(call.context, d.context[:n])
+                       and (len(d.context) > n and not same_messages(d.context[n:n + 1], [call.completion])
+                            or len(d.context) == n and self.chains.index(other) < self.chains.index(c))
+                       for d in other.calls):
+                    self.chains.remove(c)
+                    dropped += 1
+                    break
+        return dropped
+
     def conversations(self) -> Iterator[Conversation]:
         """Each chain as a conversation with explicit calls (the transcript: the last call's context and
         completion); context copies of earlier completions get their model name back (``link_models``)."""

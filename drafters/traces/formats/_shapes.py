@@ -83,7 +83,7 @@ def is_message(value: Any) -> bool:
 
 def _role_key(msgs: list) -> str | None:
     for wrapper in _WRAPPERS:
-        for key in ROLE_KEYS:
+        for key in (*ROLE_KEYS, "author.role"):  # author.role: an author object (ChatGPT's export)
             values = [get(m, wrapper + key) for m in msgs]
             if values and all(isinstance(v, str) and role_of(v) for v in values):
                 return wrapper + key
@@ -117,7 +117,7 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     role = _role_key(msgs) if not steps else None
     if role is None and not steps:
         raise ValueError("the messages do not share a role key")
-    wrap = role.rsplit(".", 1)[0] + "." if role and "." in role else ""
+    wrap = next((w for w in _WRAPPERS if w and role and role.startswith(w)), "")
     out: dict[str, Any] = {"role": role or "role"}
     out["roles"] = {"*": "assistant"} if steps else {
         v: role_of(v) for v in sorted({get(m, role) for m in msgs if isinstance(get(m, role), str)})}
@@ -125,6 +125,9 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     said = [m for m in msgs if not role or role_of(get(m, role)) != "tool"] or msgs  # tool messages: tool_result
     out["content"] = next((wrap + k for k in content_keys if any(get(m, wrap + k) is not None for m in said)),
                           wrap + "content")
+    held = [get(m, out["content"]) for m in said if get(m, out["content"]) is not None]
+    if held and all(isinstance(v, dict) and isinstance(v.get("parts"), list) for v in held):
+        out["content"] += ".parts"  # a content object wrapping its parts ({content_type: text, parts: [...]})
     reasoning = next((wrap + k for k in ("reasoning_content", "reasoning", "thinking", *THOUGHT_KEYS)
                       if any(isinstance(get(m, wrap + k), str) for m in msgs)), None)
     if reasoning:
@@ -202,7 +205,8 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
                 continue
             if isinstance(got, Inferred):
                 return replace(got, mapping=replace(got.mapping, records="lists"))
-    for shape in (_responses_items, _request_response, _steps, _message_lines, _file_list, _record_lists):
+    for shape in (_run_state, _responses_items, _request_response, _steps, _tree, _message_lines, _file_list,
+                  _record_lists):
         try:
             got = shape(values, array_doc, name)
         except (ValueError, TraceError):  # mixed spellings within one shape, no mapping says it: not this shape
@@ -230,12 +234,14 @@ def copied_context(records: list[tuple[Any, Any]], shape: Inferred) -> int:
 
 def _batch(values: list) -> list | None:
     """The records of a document that is an object of lists of records (LangSmith's batch upload
-    ``{"post": [runs], "patch": [runs]}``), those holding only a call's input that a record with an output
-    repeats left out (a run posted, then patched: the mapping reads it once); None for any other document."""
+    ``{"post": [runs], "patch": [runs]}``, an ingestion API's ``{"batch": [events], "metadata": {...}}``: values
+    that are not lists are the batch's metadata), those holding only a call's input that a record with an output
+    repeats left out (a run posted, then patched: the mapping reads it once) and those holding no message at all
+    (other events: the mapping skips them, counted); None for any other document."""
     doc = values[0]
-    if not isinstance(doc, dict) or not doc or not all(isinstance(v, list) for v in doc.values()):
+    if not isinstance(doc, dict) or not doc or not any(isinstance(v, list) for v in doc.values()):
         return None
-    items = [i for v in doc.values() for i in v]
+    items = [i for v in doc.values() if isinstance(v, list) for i in v]
     if not items or not all(isinstance(i, dict) for i in items):
         return None
     flat = [unflatten(i) for i in items]
@@ -243,9 +249,23 @@ def _batch(values: list) -> list | None:
     inputs = [[m for _, m in message_lists(i, need_assistant=False)] for i in flat]
     done = [inp for inp, io in zip(inputs, answered) if io is not None]
     if not done or any(io is None and not (inp and any(all(m in d for m in inp) for d in done))
-                       for inp, io in zip(inputs, answered)):
+                       and holds_message(i) for i, inp, io in zip(flat, inputs, answered)):
         return None
     return [i for i, io in zip(items, answered) if io is not None]
+
+
+def holds_message(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` holds a message anywhere (an object with a role in a known spelling), as JSON text
+    too: a record without one is another kind of event, not a call."""
+    if depth > 8:
+        return False
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        value = decoded_tree(value)
+    if isinstance(value, dict):
+        return is_message(value) or any(holds_message(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return any(holds_message(v, depth + 1) for v in value[:1000])
+    return False
 
 
 def decoded_tree(value: Any, budget: list[int] | None = None) -> Any:
@@ -570,3 +590,139 @@ def _step_list(value: Any) -> tuple[str, list] | None:
                 all(any(k in s for k in keys) for s in dicts):
             return path, items
     return None
+
+
+PARENT_KEYS = ("parent", "parent_id", "parentId", "parent_message_id", "parentMessageId", "parent_uuid",
+               "parentUuid")
+CHILDREN_KEYS = ("children", "child_ids", "childIds", "children_ids", "childrenIds")
+CURRENT_KEYS = ("current_node", "currentNode", "current_node_id", "currentNodeId", "current_leaf", "currentLeaf",
+                "current_leaf_id", "currentLeafId", "current_message_id", "currentMessageId", "leaf_id", "leafId")
+NODE_MESSAGE_KEYS = ("message", "data", "item", "value")
+
+
+def _node_collection(value: Any) -> list[tuple[str, Any]] | None:
+    """(id, node) of an object of nodes keyed by id, or of a list of nodes each with an ``id``."""
+    if isinstance(value, dict) and len(value) >= 2 and all(isinstance(v, dict) for v in value.values()):
+        return [(str(k), v) for k, v in value.items()]
+    if isinstance(value, list) and len(value) >= 2 and all(isinstance(v, dict) and isinstance(v.get("id"), (str, int))
+                                                           for v in value):
+        return [(str(v["id"]), v) for v in value]
+    return None
+
+
+def _tree_keys(nodes: list[tuple[str, Any]]) -> dict[str, str] | None:
+    """The ``tree`` keys of a node collection: the key linking a node to its parent and/or children (ids of
+    nodes of the collection), and where a node's message sits (``message``; absent: the node is the message).
+    None when the nodes are not linked by ids or hold no assistant message."""
+    ids = {i for i, _ in nodes}
+    out: dict[str, str] = {}
+    parent = next((k for k in PARENT_KEYS if all(k in n and (n[k] is None or isinstance(n[k], (str, int)))
+                                                 for _, n in nodes)), None)
+    if parent and any(n[parent] is not None and str(n[parent]) in ids for _, n in nodes):
+        out["parent"] = parent
+    children = next((k for k in CHILDREN_KEYS if all(isinstance(n.get(k), list) for _, n in nodes)), None)
+    if children and any(str(c) in ids for _, n in nodes for c in n[children]):
+        out["children"] = children
+    if not out:
+        return None
+    key = next((k for k in NODE_MESSAGE_KEYS if all(n.get(k) is None or is_message(n.get(k)) for _, n in nodes)
+                and sum(1 for _, n in nodes if n.get(k) is not None) >= 2), None)
+    if key is not None:  # each node holds its message (or none: a root)
+        out["message"] = key
+        msgs = [n[key] for _, n in nodes if n.get(key) is not None]
+    elif all(is_message(n) for _, n in nodes):
+        msgs = [n for _, n in nodes]
+    else:
+        return None
+    role = _role_key(msgs)
+    if role is None or not any(role_of(get(m, role)) == "assistant" for m in msgs):
+        return None
+    return out
+
+
+def tree_of(value: Any) -> tuple[str, dict[str, str], list] | None:
+    """(path, tree keys, node messages) of the message tree a record holds (at its top or one level down)."""
+    if not isinstance(value, dict):
+        return None
+    places = [(_child("$", k), v) for k, v in value.items()]
+    places += [(_child(_child("$", k), k2), v2) for k, v in value.items() if isinstance(v, dict)
+               for k2, v2 in v.items()]
+    found = []
+    for path, v in places:
+        nodes = _node_collection(v)
+        keys = _tree_keys(nodes) if nodes else None
+        if keys is not None:
+            msgs = [get(n, keys["message"]) if "message" in keys else n for _, n in nodes]  # type: ignore[union-attr]
+            found.append((path, keys, [m for m in msgs if m is not None]))
+    return found[0] if len(found) == 1 else None
+
+
+def _tree(values: list, array_doc: bool, name: str) -> Inferred | None:
+    """Records each holding a message tree: nodes (keyed by id, or with an ``id``) linked by parent and/or
+    children ids, each holding a message (or none: a root). Read by ``tree`` in the mapping: every assistant
+    message is one call whose context is its ancestors' messages (``drafters/traces/mapping.py``)."""
+    trees = [tree_of(v) for v in values]
+    if not trees or not all(trees):
+        return None
+    (path, keys), _ = Counter((t[0], tuple(sorted(t[1].items()))) for t in trees).most_common(1)[0]  # type: ignore[index]
+    tree = dict(keys)
+    nodes_ids = [{i for i, _ in _node_collection(jsonpath(v, path)[0][1]) or []} for v in values]
+    current = next((k for k in CURRENT_KEYS if all(isinstance(v.get(k), (str, int)) or v.get(k) is None
+                                                   for v in values)
+                    and any(str(v.get(k)) in ids for v, ids in zip(values, nodes_ids))), None)
+    if current:
+        tree["current"] = f"$.{current}"
+    msgs = [m for t in trees for m in t[2]][:500]  # type: ignore[index]
+    keys_, unread = message_keys(msgs)
+    return Inferred("tree", _mapping(name, messages=path, tree=tree, **keys_, **_record_extras(values, path)), unread,
+                    calls_not_read(msgs, unread))
+
+
+MODEL_OUTPUT_ITEMS = ("function_call", "reasoning", "custom_tool_call", "local_shell_call")
+RUN_INPUT_KEYS = ("input", "original_input", "originalInput", "user_input", "userInput", "prompt", "query",
+                  "task", "question")
+
+
+def _model_outputs(value: Any, path: str = "$", depth: int = 0) -> list[tuple[str, list]]:
+    """Every list of the model's own Responses API output items (assistant messages, function calls,
+    reasoning; nothing the user or a tool wrote) under an output-like key, through objects and lists."""
+    if depth > 5:
+        return []
+    if isinstance(value, list):
+        if _is_items(value, loose=True) and all(i.get("type") in MODEL_OUTPUT_ITEMS or (
+                i.get("type", "message") == "message" and role_of(i.get("role")) == "assistant") for i in value) \
+                and any(k in path.rsplit(".", 1)[-1] for k in ("output", "response", "completion", "generation")):
+            return [(path, value)]
+        return [f for i, v in enumerate(value[:100]) for f in _model_outputs(v, f"{path}[{i}]", depth + 1)]
+    if isinstance(value, dict):
+        return [f for k, v in value.items() for f in _model_outputs(v, _child(path, k), depth + 1)]
+    return []
+
+
+def run_state_call(value: Any) -> tuple[str, str] | None:
+    """(input path, output path) of a run's saved state holding one LLM call: the run's input as text at a
+    top-level input key, and the model's output items at one or more paths that all hold the same items (a
+    ``last_model_response`` and ``model_responses[0]`` of one turn). Several different outputs (several turns,
+    whose later contexts the state does not hold) or several inputs: None."""
+    if not isinstance(value, dict):
+        return None
+    inputs = [k for k, v in value.items() if (k in RUN_INPUT_KEYS or k.lower().endswith("_input"))
+              and isinstance(v, str) and v.strip()]
+    outs = _model_outputs(value)
+    if len(inputs) != 1 or not outs or len({json.dumps(o, sort_keys=True) for _, o in outs}) != 1:
+        return None
+    out = min((p for p, _ in outs), key=lambda p: ("[" in p, len(p)))  # a path without an index: every state has it
+    return _child("$", inputs[0]), out
+
+
+def _run_state(values: list, array_doc: bool, name: str) -> Inferred | None:
+    """Saved run states (an agent SDK's resumable state): one call, the run's input text and the model's
+    output items (``openai_responses``) at separate paths; read with ``response`` (a string input is the
+    user's message)."""
+    calls = [run_state_call(v) for v in values]
+    if not calls or not all(calls):
+        return None
+    inp, out = Counter(calls).most_common(1)[0][0]  # type: ignore[misc]
+    if any(c != (inp, out) for c in calls):
+        return None
+    return Inferred("run_state", _mapping(name, messages=inp, response=out, **ITEMS_MAPPING))
