@@ -203,6 +203,15 @@ class Mapping:
                                  "of another kind): not read", Source(fmt, filename))
             if chains is not None:
                 repeated = chains.drop_repeats()
+                kinds = sorted({k for c in chains.chains for call in c.calls
+                                if (k := chains.kinds.get(id(call))) is not None})
+                if len(kinds) > 1:  # a trace beside its generations, whose calls it does not simply restate
+                    problems.error("ambiguous_shape", f"calls were read from records of {len(kinds)} kinds (type "
+                                   f"{', '.join(kinds[:5])}) that do not repeat each other: whether one kind restates "
+                                   "the other's calls (a trace or parent span over its generations) is not guessed, "
+                                   "and reading both could count a call twice", Source(fmt, filename))
+                    chains.chains.clear()
+                    repeated = 0
                 if repeated:
                     problems.warning("repeated_calls", f"{repeated} record(s) repeat another record's call (the same "
                                      "output after the same input, or after a beginning of it: a trace or parent span "
@@ -282,7 +291,9 @@ class Mapping:
             else:
                 parts += block_parts(raw)
         model = next((m for m in (get(r, "model") for r in raws if isinstance(r, dict)) if isinstance(m, str)), None)
-        chains.add(conv.id, conv.source, conv.tools, conv.messages, Message("assistant", parts, model=model))
+        call = chains.add(conv.id, conv.source, conv.tools, conv.messages, Message("assistant", parts, model=model))
+        kind = record.get("type") if isinstance(record, dict) else None
+        chains.kinds[id(call)] = kind if isinstance(kind, str) else None
         return True
 
     def _batch_items(self, records: Iterator[tuple[Source, Any]]) -> Iterator[tuple[Source, Any]]:

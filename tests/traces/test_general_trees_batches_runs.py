@@ -201,3 +201,13 @@ def test_a_misdetecting_readers_refusal_hands_the_file_to_the_general_path(tmp_p
     if len(names) > 1:
         warning = next(w for w in result.report.warnings if w.code == "candidates_declined")
         assert "generic (" in warning.message
+
+
+def test_a_trace_event_that_restates_no_generation_refuses_the_batch(tmp_path):
+    # the trace's output is a summary no generation wrote: it may be a parent record or a call; not guessed
+    path = _batch(tmp_path, [_event("trace-create", USER, {"role": "assistant", "content": "Greeted the user."}),
+                             _event("generation-create", USER, ANSWER)])
+    result = ingest([path], scrub=False)
+    assert not result.report.ok and not result.conversations
+    tried = result.report.files[str(path)]["candidates"]
+    assert tried[-1]["format"] == "generic" and tried[-1]["declined"].startswith("ambiguous_shape")

@@ -36,6 +36,7 @@ class CallChains:
     """Calls added in log order, grouped into conversations (``add``, then ``conversations``)."""
 
     chains: list[_Chain] = field(default_factory=list)
+    kinds: dict[int, str | None] = field(default_factory=dict)  # id(call) -> its record's type (for the reader)
 
     def add(self, conv_id: str, source: Source, tools: list[ToolDef], context: list[Message],
             completion: Message, key: object = None) -> LLMCall:
