@@ -105,6 +105,11 @@ def iter_conversations(
 ) -> Iterator[Conversation]:
     """Stream validated, scrubbed, deduplicated conversations from ``paths`` (files or directories).
 
+    ``paths`` are one batch: content a file refers to and another file holds (a Claude Code session's
+    sub-agent threads, ``subagent_not_read``) is looked for in every file of it, in any order, so those errors
+    come once the last file is read (the referring file's conversations were already yielded; its report entry
+    turns ``partial``).
+
     Args:
         format: a registered format name, or None to detect per file.
         on_error: "skip" reports bad input and goes on; "fail" raises ``TraceError`` at the first error.
@@ -144,6 +149,7 @@ def iter_conversations(
                             chars={k: v - chars[k] for k, v in report.chars.items()},
                             duplicate_of=sorted(dup_of - {str(path)}),  # repeats inside a file are not "of" it
                             candidates=tried)
+        report.resolve()  # what a file referred to (a sub-agent's thread) and no file of the batch held
     finally:
         report.close()
 

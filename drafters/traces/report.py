@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -94,6 +95,9 @@ CODES: dict[str, str] = {
     "warning names the others and why",
     "no_tool_definitions": "a conversation calls tools but carries no tool definitions (its rendered context "
     "differs from what the model saw when serving)",
+    "subagent_not_read": "a session's main thread ran a sub-agent (a Claude Code Task) whose own thread is in no file "
+    "of the batch (neither its agent-<id>.jsonl nor sidechain lines): its LLM calls are lost; the main thread's "
+    "calls are read (the file is partial)",
 }
 
 
@@ -131,6 +135,18 @@ class Problem:
         if self.field:
             loc += f" ({self.field})"
         return loc
+
+
+@dataclass
+class _Reference:
+    """Content a file's reader saw referred to and did not hold (a sub-agent's thread): an error unless another
+    file of the batch provides one of ``keys`` (``ValidationReport.refer``)."""
+
+    keys: frozenset[str]
+    code: str
+    message: str
+    source: Source
+    field: str | None = None
 
 
 _COUNT_KEYS = (
@@ -235,6 +251,11 @@ class ValidationReport:
         self.unsupported: Counter[str] = Counter()  # part kind -> count
         self.scrub_counts: Counter[str] = Counter()  # placeholder type -> replacements
         self.files: dict[str, dict[str, Any]] = {}  # file -> {format, conversations, calls, errors, warnings}
+        # Content a file refers to and another file of the batch may hold (``refer``/``provide``/``resolve``):
+        # kept per referring file until the batch ends; what is provided is a few keys per thread.
+        self._references: list[_Reference] = []
+        self._provided: set[str] = set()
+        self._referring: dict[str, dict[str, Any] | None] = {}  # referring file -> its ``files`` entry
         self._stream: IO[str] | None = None
         if problems_path is not None:
             self._stream = open(problems_path, "w", encoding="utf-8")
@@ -255,6 +276,37 @@ class ValidationReport:
     def count(self, key: str, n: int = 1) -> None:
         """Add ``n`` to a counter such as "records" (parsers call it through ``formats._reading.count``)."""
         self.counts[key] = self.counts.get(key, 0) + n
+
+    def refer(self, keys: Iterable[str], code: str, message: str, source: Source, field: str | None = None) -> None:
+        """A reader saw content it does not hold referred to (a sub-agent's thread, named by ``keys``): at the end
+        of the batch (``resolve``) it is the error ``code`` at ``source`` unless a file read in the same batch
+        ``provide``-d one of the keys."""
+        self._references.append(_Reference(frozenset(keys), code, message, source, field))
+        if source.file is not None:
+            self._referring.setdefault(source.file, None)
+
+    def provide(self, keys: Iterable[str]) -> None:
+        """A reader read content that other files may refer to (a sub-agent's thread, by id, first line, prompt)."""
+        self._provided.update(keys)
+
+    def resolve(self) -> None:
+        """End of a batch: every reference no file of the batch provided becomes its error, counted in its file's
+        entry (an ``ok`` file becomes ``partial``). Raises ``TraceError`` at the first with ``on_error="fail"``."""
+        refs, self._references = self._references, []
+        for ref in refs:
+            if ref.keys & self._provided:
+                continue
+            self.error(ref.code, ref.message, ref.source, ref.field)
+            entry = self._referring.get(ref.source.file) if ref.source.file is not None else None
+            if entry is not None:
+                before = entry["status"]
+                entry["errors"] += 1
+                entry["status"] = _file_status(entry["conversations"], entry["errors"], entry["duplicate_of"])
+                self.counts["files_" + before] -= 1
+                if not self.counts["files_" + before]:
+                    del self.counts["files_" + before]  # like a status no file had
+                self.counts["files_" + entry["status"]] = self.counts.get("files_" + entry["status"], 0) + 1
+        self._referring.clear()
 
     def _add(self, code: str, message: str, source: Source | None, field: str | None, severity: Severity):
         problem = Problem(
@@ -315,16 +367,16 @@ class ValidationReport:
         are the file's characters per segment kind (a file whose text or tool calls vanished shows zeros);
         ``candidates`` the readers tried, in order, each ``{format, declined}`` (the reason it declined, or
         "" for the one that read the file)."""
-        if conversations == 0:
-            status = "duplicate" if duplicate_of and not errors else "refused"
-        else:
-            status = "partial" if errors else "ok"
+        status = _file_status(conversations, errors, duplicate_of)
         self.counts["files_" + status] = self.counts.get("files_" + status, 0) + 1
+        entry = {"format": format, "conversations": conversations, "calls": calls, "errors": errors,
+                 "warnings": warnings, "status": status, "chars": dict(chars or {}),
+                 "duplicate_of": list(duplicate_of or []), "candidates": list(candidates or [])}
+        if name in self._referring:  # its status may change when the batch ends (``resolve``)
+            self._referring[name] = entry
         if len(self.files) >= self.max_problems:  # bounded like the problem lists; the counts stay complete
             return
-        self.files[name] = {"format": format, "conversations": conversations, "calls": calls, "errors": errors,
-                            "warnings": warnings, "status": status, "chars": dict(chars or {}),
-                            "duplicate_of": list(duplicate_of or []), "candidates": list(candidates or [])}
+        self.files[name] = entry
 
     def add_scrub_counts(self, counts: dict[str, int]) -> None:
         self.scrub_counts.update({k: v for k, v in counts.items() if v})
@@ -389,6 +441,13 @@ class ValidationReport:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _file_status(conversations: int, errors: int, duplicate_of: list[str] | None) -> str:
+    """A file's ``status`` (see ``ValidationReport.add_file``)."""
+    if conversations == 0:
+        return "duplicate" if duplicate_of and not errors else "refused"
+    return "partial" if errors else "ok"
 
 
 def _norm_model(name: str) -> str:

@@ -43,10 +43,19 @@ class TrialSink:
         """Hold (or, once committed, add) a report counter's increment."""
         self._pass("count", (key, n))
 
+    def refer(self, keys: Any, code: str, message: str, source: Source, field: str | None = None) -> None:
+        """Hold (or, once committed, pass on) a reference to content another file may hold
+        (``ValidationReport.refer``)."""
+        self._pass("refer", (tuple(keys), code, message, source, field))
+
+    def provide(self, keys: Any) -> None:
+        """Hold (or, once committed, pass on) keys of content this file holds (``ValidationReport.provide``)."""
+        self._pass("provide", (tuple(keys),))
+
     def _pass(self, kind: str, args: tuple[Any, ...]) -> None:
         if self.committed:
             getattr(self.report, kind)(*args)
-        elif len(self.held) < MAX_HELD or kind == "count":
+        elif len(self.held) < MAX_HELD or kind in ("count", "refer", "provide"):
             self.held.append((kind, args))
         else:
             self.overflow[f"{kind}:{args[0]}"] += 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from drafters.traces.formats.base import ProblemSink
@@ -50,6 +50,22 @@ def count(problems: ProblemSink, key: str, n: int = 1) -> None:
     fn = getattr(problems, "count", None)
     if fn is not None:
         fn(key, n)
+
+
+def refer(problems: ProblemSink, keys: Iterable[str], code: str, message: str, source: Source) -> None:
+    """Content this file refers to and does not hold (a sub-agent's thread): an error ``code`` at ``source`` when
+    no file of the same batch provides one of ``keys`` (``ValidationReport.refer``; a sink without batches
+    ignores it)."""
+    fn = getattr(problems, "refer", None)
+    if fn is not None:
+        fn(list(keys), code, message, source)
+
+
+def provide(problems: ProblemSink, keys: Iterable[str]) -> None:
+    """Keys of content this file holds that another file may refer to (``ValidationReport.provide``)."""
+    fn = getattr(problems, "provide", None)
+    if fn is not None:
+        fn(list(keys))
 
 
 def _why(exc: ValueError, with_line: bool) -> str:

@@ -20,10 +20,17 @@ What this parser does about the format's traps (README claude_code_jsonl, docs/t
   whose contexts restart at the boundary.
 - Hook-event logs (flat ``ts``/``event``/``tool_name`` records) are recognized and reported as
   ``not_a_transcript``, yielding nothing.
+- Sub-agents written to their own file (2.x: ``<session>/subagents/agent-<id>.jsonl``; the main file keeps
+  the Task call, ``agent_progress`` copies of the sub-agent's messages, skipped, and a result whose
+  ``toolUseResult.agentId`` names it): each sub-agent the main thread shows by an ``agentId`` is a reference
+  (``_reading.refer``) that the sub-agent's thread resolves when a file of the same batch holds it (its
+  ``agentId``, the uuid of its first line, or, for threads without ``agentId``, its first prompt); else the
+  batch reports ``subagent_not_read`` at the Task call (its calls are lost; the main thread's are read).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -111,6 +118,43 @@ def _records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[
 
 
 @dataclass
+class _SubAgent:
+    """A sub-agent the main thread shows (by ``agentId``): its Task call, the progress copies of its messages."""
+
+    agent_id: str
+    session: str | None = None
+    tool_use_id: str | None = None  # the Task call that started it
+    first_progress: Source | None = None
+    first_uuid: str | None = None  # the uuid of the first message copied into a progress line
+    prompt: str | None = None
+    progress: int = 0  # agent_progress lines (copies of its messages)
+    responses: set[str] = field(default_factory=set)  # distinct model response ids among them
+
+
+@dataclass
+class _Thread:
+    """What identifies a sidechain thread read here, for the main files that refer to it."""
+
+    first_uuid: str | None = None
+    agent_ids: set[str] = field(default_factory=set)
+    prompt: str | None = None
+
+
+def _prompt_key(text: str) -> str:
+    return "prompt:" + hashlib.sha256(text.strip().encode("utf-8")).hexdigest()[:32]
+
+
+def _first_text(content: Any) -> str | None:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        for b in content:
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str):
+                return b["text"]
+    return None
+
+
+@dataclass
 class _Session:
     """What reading one transcript file keeps: the conversations by key (main session, sidechain agents),
     the lines already read (a resumed session writes some twice), where the history forks, and how many
@@ -131,6 +175,107 @@ class _Session:
     # (versions that wrote Task sub-agents into the session file) belong to the agent whose thread they
     # continue, so two sub-agents never share one context.
     side_roots: dict[str, str] = field(default_factory=dict)
+    # sub-agents: Task-like tool calls by id (where they were made), the sub-agents the main thread shows by
+    # agentId, and the sidechain threads read here (what identifies them)
+    tool_uses: dict[str, Source] = field(default_factory=dict)
+    subagents: dict[str, _SubAgent] = field(default_factory=dict)
+    threads: dict[str, _Thread] = field(default_factory=dict)
+
+    def note_subagent(self, line: dict[str, Any], kind: str, src: Source) -> None:
+        """Record what a line says about sub-agents: a tool call made, an ``agent_progress`` copy of a sub-agent's
+        message, a tool result naming the sub-agent that answered it, a sidechain line of a thread read here."""
+        msg = line.get("message") if isinstance(line.get("message"), dict) else {}
+        content = msg.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        if kind == "assistant":
+            for b in blocks:
+                if b.get("type") == "tool_use" and isinstance(b.get("id"), str):
+                    self.tool_uses.setdefault(b["id"], src)
+        if line.get("isSidechain") and kind in ("user", "assistant"):
+            t = self.threads.setdefault(self.key_of_side(line), _Thread())
+            if t.first_uuid is None and isinstance(line.get("uuid"), str):
+                t.first_uuid = line["uuid"]
+            if isinstance(line.get("agentId"), str) and line["agentId"]:
+                t.agent_ids.add(line["agentId"])
+            if t.prompt is None and kind == "user":
+                t.prompt = _first_text(content)
+            return
+        data = line.get("data")
+        if kind == "progress" and isinstance(data, dict) and data.get("type") == "agent_progress":
+            agent = data.get("agentId")
+            if not isinstance(agent, str) or not agent:
+                return
+            sa = self._subagent(agent, line)
+            sa.progress += 1
+            if sa.first_progress is None:
+                sa.first_progress = src
+            copied = data.get("message") if isinstance(data.get("message"), dict) else {}
+            if sa.first_uuid is None and isinstance(copied.get("uuid"), str):
+                sa.first_uuid = copied["uuid"]
+            inner = copied.get("message") if isinstance(copied.get("message"), dict) else {}
+            if copied.get("type") == "assistant" and isinstance(inner.get("id"), str) \
+                    and inner.get("model") != "<synthetic>":
+                sa.responses.add(inner["id"])
+            if sa.prompt is None and isinstance(data.get("prompt"), str):
+                sa.prompt = data["prompt"]
+            if sa.tool_use_id is None and isinstance(line.get("parentToolUseID"), str):
+                sa.tool_use_id = line["parentToolUseID"]
+            return
+        result = line.get("toolUseResult")
+        if kind == "user" and isinstance(result, dict) and isinstance(result.get("agentId"), str) \
+                and result["agentId"]:
+            sa = self._subagent(result["agentId"], line)
+            if sa.prompt is None and isinstance(result.get("prompt"), str):
+                sa.prompt = result["prompt"]
+            if sa.tool_use_id is None:
+                ids = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+                sa.tool_use_id = next((i for i in ids if isinstance(i, str)), None)
+            if sa.first_progress is None:
+                sa.first_progress = src
+
+    def _subagent(self, agent: str, line: dict[str, Any]) -> _SubAgent:
+        sa = self.subagents.get(agent)
+        if sa is None:
+            session = line.get("sessionId") if isinstance(line.get("sessionId"), str) else None
+            sa = self.subagents[agent] = _SubAgent(agent, session)
+        return sa
+
+    def key_of_side(self, line: dict[str, Any]) -> str:
+        """The thread key of a sidechain line already placed by ``key_of`` (its root, without recording)."""
+        uuid = line.get("uuid")
+        root = self.side_roots.get(uuid) if isinstance(uuid, str) else None
+        return root or str(line.get("agentId") or uuid or "agent")
+
+    def report_subagents(self, filename: str, problems: ProblemSink) -> None:
+        """Provide the sidechain threads read here; refer to each sub-agent the main thread shows, so that the
+        batch reports ``subagent_not_read`` when no file of it holds the sub-agent's thread."""
+        for t in self.threads.values():
+            keys = [f"agent:{a}" for a in sorted(t.agent_ids)]
+            if t.first_uuid:
+                keys.append(f"uuid:{t.first_uuid}")
+            if not t.agent_ids and t.prompt:
+                keys.append(_prompt_key(t.prompt))
+            _reading.provide(problems, keys)
+        for sa in self.subagents.values():
+            keys = [f"agent:{sa.agent_id}"]
+            if sa.first_uuid:
+                keys.append(f"uuid:{sa.first_uuid}")
+            if sa.prompt:
+                keys.append(_prompt_key(sa.prompt))
+            call = self.tool_uses.get(sa.tool_use_id) if sa.tool_use_id else None
+            where = call or sa.first_progress or Source(NAME, filename)
+            started = "started by the Task call on this line" if call else \
+                "its Task call not in this file (this is the first line naming it)"
+            first = sa.first_progress.line if sa.first_progress is not None else None
+            copied = (f"{sa.progress} of its messages copied into agent_progress lines"
+                      + (f" from line {first}" if first is not None else "")
+                      + f", {len(sa.responses)} model response(s) among them") if sa.progress else \
+                "none of its messages copied into this file"
+            session = sa.session or "<session-id>"
+            _reading.refer(problems, keys, "subagent_not_read",
+                           f"sub-agent {sa.agent_id} ran in this session ({started}; {copied}) but its own thread "
+                           "is in no file read with this one: its LLM calls are not read (the main thread's are); "
+                           f"upload {session}/subagents/agent-{sa.agent_id}.jsonl with the session file", where)
 
     def note_turn(self, line: dict[str, Any], kind: str, src: Source) -> None:
         parent = line.get("parentUuid")
@@ -186,6 +331,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             state.seen_uuids.add(uuid)
         state.note_turn(line, kind, src)
         key = state.key_of(line)
+        state.note_subagent(line, kind, src)
         if kind == "system":
             conv = state.convs.get(key)
             if line.get("subtype") == "compact_boundary" and conv is not None:
@@ -216,6 +362,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
                          "branches are read in file order as one history, which the model never saw", src)
     for conv in state.convs.values():
         yield _finish(conv)
+    state.report_subagents(filename, problems)
 
 
 def _add_turn(conv: _Conv, kind: str, line: dict[str, Any], msg: dict, src: Source,
