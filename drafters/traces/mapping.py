@@ -93,6 +93,7 @@ from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._spellings import ROLE_KEYS, block_parts, get, role_of
 from drafters.traces.formats._text_calls import with_text_tool_calls
+from drafters.traces.formats._turns import join_turns
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.json_paths import jsonpath, unflatten
@@ -132,6 +133,9 @@ class Mapping:
     items: str = "messages"  # messages | openai_responses (the list holds Responses API items, not messages)
     tree: dict[str, str] = field(default_factory=dict)  # {parent, children, message, id, current}: a message tree
     label: str | None = None  # the format name in reports (the general path's "generic"); default mapping:NAME
+    # the general path: two unflagged assistant messages with nothing between them are refused (ambiguous_turns)
+    # instead of read as two calls (formats/_turns.py)
+    strict_turns: bool = False
 
     def format(self) -> TraceFormat:
         """A ``TraceFormat`` that reads files with this mapping (its sniffer accepts every file)."""
@@ -349,6 +353,7 @@ class Mapping:
         """The record's messages at ``where``; None (reported) when one cannot be read or a required mapped
         key is absent (its content would be lost)."""
         messages: list[Message] = []
+        raws: list[Any] = []  # the raw message of each message (None: an observation), for formats._turns
         source, problems = reading.source, reading.problems
         missing_before = reading.missing
         if self.items == "openai_responses":
@@ -380,10 +385,15 @@ class Mapping:
                     messages[-1].parts.extend(m.parts)
                 else:
                     messages.append(m)
+                    raws.append(raw if m is message else None)
         if reading.missing > missing_before:
             return None
         if handoff is not None:
             messages = _cut_at_handoff(messages, handoff, reading)
+        messages, why = join_turns(messages, raws[:len(messages)], self.role, strict=self.strict_turns)
+        if why is not None:
+            problems.error("ambiguous_turns", f"{why} (docs/traces.md, consecutive assistant messages)", source, where)
+            return None
         tools = jsonpath(record, self.tools) if self.tools else []
         return Conversation(id="", source=source, tools=tool_defs(tools[0][1]) if tools else [],
                             messages=self._prompt(record) + messages)

@@ -37,6 +37,7 @@ from drafters.traces.formats._spellings import (
     get,
     role_of,
 )
+from drafters.traces.formats._turns import TURN_KEYS
 from drafters.traces.json_paths import jsonpath, unflatten
 from drafters.traces.mapping import Mapping, handed_off
 from drafters.traces.mapping_file import mapping_from_dict
@@ -154,8 +155,8 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     read = {str(v).split(".")[0] for k, v in out.items() if isinstance(v, str) and k != "roles"}
     read |= {str(v).split(".")[0] for v in (out.get("tool_result") or {}).values()}
     unread = Counter(k for m in msgs for k, v in m.items() if k not in read and v not in (None, "", [], {})
-                     and k not in ("id", "name", "type", "timestamp", "created_at", "model", "metadata"))
-    return out, [k for k, _ in unread.most_common(8)]
+                     and k not in ("id", "name", "type", "timestamp", "created_at", "model", "metadata", *TURN_KEYS))
+    return out, [k for k, _ in unread.most_common(16)]
 
 
 def call_shaped(value: Any) -> bool:

@@ -103,6 +103,8 @@ def block_part(block: Any) -> Any:
         if "type" in inner:
             return block_part(inner)  # a wrapped block: {"message_content": {type, text}}
     kind = _kind(block)
+    if kind in ("text", "") and block.get("thought") is True and isinstance(block.get("text"), str):
+        return ReasoningPart(block["text"], signature=block.get("thoughtSignature")) if block["text"] else None
     if kind in ("text", "input_text", "output_text", "") and first(block, ("text", "value", "content")) is not None:
         text = as_text(first(block, ("text", "value", "content")))
         return TextPart(text) if text else None

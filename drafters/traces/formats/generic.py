@@ -50,12 +50,14 @@ from drafters.traces.formats._spellings import (
     role_of,
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
+from drafters.traces.formats._turns import TURN_KEYS, join_turns
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolResultPart, compact_json
 
 NAME = "generic"
 MAX_DEPTH = 6
-_READ_KEYS = {"name", "id", "tool_results", "tool_call_ids"} | {k.split(".")[0] for k in CALL_KEYS + RESULT_ID_KEYS}
+_READ_KEYS = {"name", "id", "tool_results", "tool_call_ids", *TURN_KEYS} | {
+    k.split(".")[0] for k in CALL_KEYS + RESULT_ID_KEYS}
 
 
 @dataclass
@@ -141,6 +143,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                     tally: _Tally | None = None) -> Conversation | None:
     """The conversation of a found message list; None (reported) when a message's content was not mapped."""
     messages: list[Message] = []
+    raws: list[Any] = []
     for i, raw in enumerate(found.messages):
         role = role_of(get(raw, found.role_key))
         message = message_of(raw, role, found.content_key)  # type: ignore[arg-type]
@@ -158,6 +161,12 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
             messages[-1].parts.extend(message.parts)
         else:
             messages.append(message)
+            raws.append(raw)
+    messages, why = join_turns(messages, raws, found.role_key, strict=True)
+    if why is not None:
+        problems.error("ambiguous_turns", f"{why} (docs/traces.md, consecutive assistant messages); declare the "
+                       "reading in a mapping file (--mapping)", source, found.path)
+        return None
     return Conversation(id=conv_id, source=source, tools=tool_defs(tools), messages=messages)
 
 
@@ -224,7 +233,7 @@ def _by_mapping(shape: _shapes.Inferred, records: Iterator[tuple[Source, Any]], 
                        f"which the inferred mapping does not read (as {shape.shape}): declare them (tool_calls: KEY) "
                        "in the mapping `tracedraft datasets infer-mapping` writes", Source(NAME, filename))
         return
-    mapping = replace(shape.mapping, label=NAME)
+    mapping = replace(shape.mapping, label=NAME, strict_turns=True)
     yield from mapping.read(records, filename, problems)
     problems.warning("generic_mapping", f"read by the general path as {shape.shape} with the inferred mapping "
                      f"{compact_json(shape.mapping.to_dict())}; message keys not read: "
@@ -245,8 +254,8 @@ def _by_spellings(records: Iterator[tuple[Source, Any]], filename: str, problems
         problems.warning("generic_mapping", f"read by the general path: messages at {_top(tally.paths)}; "
                          f"role from {_top(tally.role_keys)}; content from {_top(tally.content_keys)}; "
                          f"roles {_top(tally.roles)}; tool definitions: {_top(tally.tools) or 'none'}; "
-                         f"message keys not read: {_top(tally.skipped) or 'none'}; record keys not read: "
-                         f"{_top(tally.record_skipped) or 'none'}{inferred}",
+                         f"message keys not read: {_top(tally.skipped, 16) or 'none'}; record keys not read: "
+                         f"{_top(tally.record_skipped, 16) or 'none'}{inferred}",
                          Source(NAME, filename))
 
 
@@ -283,8 +292,8 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
         yield conv
 
 
-def _top(counts: Counter) -> str:
-    return ", ".join(f"{k} ({n})" for k, n in counts.most_common(4))
+def _top(counts: Counter, n: int = 4) -> str:
+    return ", ".join(f"{k} ({c})" for k, c in counts.most_common(n))
 
 
 FORMAT = TraceFormat(

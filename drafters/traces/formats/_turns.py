@@ -1,0 +1,106 @@
+"""Consecutive assistant messages in the general path: one answer, or two calls, or not known.
+
+A file may write one model turn as several assistant messages with nothing between them: its thinking first
+(AI Studio's ``chunkedPrompt`` chunk with ``"isThought": true``, a message of ``type: thinking``), or the
+chunks of a streamed reply (``partial: true``). The rule (docs/traces.md, "Consecutive assistant messages"):
+
+- a message flagged as a thought (``THOUGHT_FLAGS`` true, or ``type`` in ``THOUGHT_TYPES`` when ``type`` is not
+  the role key) is the reasoning of the assistant turn it precedes: its text becomes reasoning and it is joined
+  to the next assistant message, never a call of its own; a thought followed by no answer (the next message is
+  not the assistant's, or there is none) is not guessed: ``ambiguous_turns``;
+- a message flagged as a chunk of a streamed reply (``CHUNK_FLAGS`` true) is joined with the assistant
+  messages after it up to and including the first unflagged one (the reply's end);
+- two unflagged assistant messages with nothing between them are two calls when each carries evidence of
+  a call of its own (``CALL_EVIDENCE``: a step, response or request id of its own, or its own token usage:
+  ATIF agent steps); otherwise whether they are one call written in two records or two calls (the second
+  without a new input) is not known, so the general path refuses the conversation (``ambiguous_turns``); a
+  declared mapping (``strict=False``) reads them as two calls, as declared.
+
+Not a format (no ``FORMAT``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drafters.traces.model import Message, ReasoningPart, TextPart
+
+THOUGHT_FLAGS = ("isThought", "is_thought", "thought", "isThinking", "is_thinking", "isReasoning", "is_reasoning")
+THOUGHT_TYPES = ("thinking", "reasoning", "thought")
+CHUNK_FLAGS = ("isChunk", "is_chunk", "partial", "isPartial", "is_partial")
+TURN_KEYS = THOUGHT_FLAGS + CHUNK_FLAGS  # message keys the rule reads (not listed as "keys not read")
+CALL_IDS = ("step_id", "stepId", "response_id", "responseId", "request_id", "requestId")
+CALL_AUTHORS = ("author", "agent", "agent_name", "agentName", "agent_id", "agentId", "model", "model_name")
+CALL_USAGE = ("usage", "metrics", "usage_metadata", "usageMetadata", "tokenCount", "token_count", "tokens")
+
+
+def turn_kind(raw: Any, role_key: str = "role") -> str | None:
+    """``thought``, ``chunk`` or None for one raw message (flags at its top level)."""
+    if not isinstance(raw, dict):
+        return None
+    if any(raw.get(k) is True for k in THOUGHT_FLAGS):
+        return "thought"
+    kind = raw.get("type")
+    if role_key.split(".")[-1] != "type" and isinstance(kind, str) and kind.lower() in THOUGHT_TYPES:
+        return "thought"
+    if any(raw.get(k) is True for k in CHUNK_FLAGS):
+        return "chunk"
+    if any(raw.get(k) not in (None, "", {}, []) for k in CALL_IDS + CALL_USAGE):
+        return "call"
+    return None
+
+
+def _own_calls(a: Any, b: Any) -> bool:
+    """Two raw messages each with evidence of a call of its own (distinct step/response ids, or usage)."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return False
+    for k in CALL_IDS:
+        if a.get(k) not in (None, "") and b.get(k) not in (None, ""):
+            return a[k] != b[k]
+    if any(isinstance(a.get(k), str) and isinstance(b.get(k), str) and a[k] != b[k] for k in CALL_AUTHORS):
+        return True  # written by two agents (or models): two calls
+    return any(a.get(k) not in (None, {}, []) for k in CALL_USAGE) and \
+        any(b.get(k) not in (None, {}, []) for k in CALL_USAGE)
+
+
+def _as_reasoning(message: Message) -> list:
+    return [ReasoningPart(p.text) if isinstance(p, TextPart) else p for p in message.parts]
+
+
+def join_turns(messages: list[Message], raws: list[Any], role_key: str, strict: bool) -> tuple[list[Message], str | None]:
+    """``messages`` with thoughts and stream chunks joined to the assistant turn they belong to; the second
+    item is why the turns are not known (then the first is meaningless), else None. ``raws`` parallels
+    ``messages``: the raw message each was read from (None for one that is not: an observation)."""
+    kinds = [turn_kind(r, role_key) for r in raws]
+    last_raw: Any = None
+    out: list[Message] = []
+    open_: str | None = None  # the last output message is an assistant turn still open: "thought" / "chunk"
+    for i, (m, kind) in enumerate(zip(messages, kinds)):
+        if m.role != "assistant":
+            if open_ == "thought":
+                return out, f"message {i - 1} is flagged as a thought, and no answer of the model follows it"
+            out.append(m)
+            open_ = None
+            continue
+        parts = _as_reasoning(m) if kind == "thought" else list(m.parts)
+        last = out[-1] if out else None
+        if last is not None and last.role == "assistant" and open_ is not None:
+            last.parts.extend(parts)
+            last.model = last.model or m.model
+            open_ = kind if kind in ("thought", "chunk") else None
+            last_raw = raws[i]
+            if open_ == "thought" and any(not isinstance(p, ReasoningPart) for p in last.parts):
+                return out, f"message {i} is flagged as a thought after the answer it would precede had begun"
+            continue
+        if last is not None and last.role == "assistant" and kind in ("thought", "chunk"):
+            return out, f"message {i} is flagged as a thought or a chunk after an answer of the model had ended"
+        if last is not None and last.role == "assistant" and strict and not _own_calls(last_raw, raws[i]):
+            return out, (f"messages {i - 1} and {i} are both the assistant's with nothing between them, neither "
+                         "flagged as a thought or a chunk of a streamed reply nor each with a step, response id or "
+                         "usage of its own: whether they are one call or two is not known")
+        out.append(Message("assistant", parts, model=m.model, meta=m.meta, supervised=m.supervised))
+        last_raw = raws[i]
+        open_ = kind if kind in ("thought", "chunk") else None
+    if open_ == "thought":
+        return out, f"message {len(messages) - 1} is flagged as a thought, and no answer of the model follows it"
+    return out, None

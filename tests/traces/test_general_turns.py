@@ -1,0 +1,103 @@
+"""Consecutive assistant messages in the general path (issue 30; docs/traces.md, "Consecutive assistant
+messages"): a message flagged as a thought is the reasoning of the answer it precedes, never a call of its
+own; chunks of a streamed reply are one answer; two unflagged assistant messages with nothing between them are
+two calls only when each shows a call of its own (step / response id, usage, another author), else refused
+(``ambiguous_turns``), never guessed.
+
+Fixture ``fixtures/shapes/thought_chunks.json``: hand-made (a saved prompt whose model turns are written as a
+thought chunk, or two, followed by the reply chunk; a last turn without a thought); not a copy of a real file.
+"""
+
+from __future__ import annotations
+
+import json
+
+from drafters.traces.ingest import ingest
+
+from .conftest import totals
+from .test_bad_input import SHAPES
+
+
+def _write(tmp_path, doc, name="doc.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _turns(*msgs):
+    return {"conversation": {"turns": [dict(m) for m in msgs]}}
+
+
+def _codes(result):
+    return [e.code for e in result.report.errors]
+
+
+def test_thought_chunks_are_the_reasoning_of_the_answer_they_precede():
+    doc = json.loads((SHAPES / "thought_chunks.json").read_text())
+    turns = doc["prompt"]["turns"]
+    answers = [t for i, t in enumerate(turns) if t["role"] == "model" and not t.get("isThought")]
+    result = ingest([SHAPES / "thought_chunks.json"], scrub=False)
+    assert result.report.ok, _codes(result)
+    assert totals(result.conversations) == (1, len(answers), 0) == (1, 3, 0)
+    calls = list(result.conversations[0].calls())
+    assert [c.completion.text for c in calls] == [a["text"] for a in answers]
+    assert calls[0].completion.reasoning == "2^10 is 1024; 10^3 is 1000."
+    assert calls[1].completion.reasoning == "1024 - 1000 = 24.Check: 1000 + 24 = 1024."
+    assert calls[2].completion.reasoning == ""
+    # the thought is in no context as visible text or as an assistant turn of its own
+    assert [m.role for m in calls[1].context] == ["user", "assistant", "user"]
+    assert "1024; 10^3" not in "".join(m.text for m in calls[1].context)
+    # the keys the reading ignored are listed, the ones it read (isThought) are not
+    (warning,) = [w for w in result.report.warnings if w.code == "generic_mapping"]
+    assert "finishReason" in warning.message and "isThought" not in warning.message.split("keys not read")[1]
+
+
+def test_a_thought_with_no_answer_after_it_is_refused(tmp_path):
+    doc = _turns({"role": "user", "text": "q"}, {"role": "model", "isThought": True, "text": "hmm"},
+                 {"role": "user", "text": "hello?"}, {"role": "model", "text": "a"})
+    result = ingest([_write(tmp_path, doc)], scrub=False)
+    assert not result.report.ok and _codes(result) == ["ambiguous_turns"] and not result.conversations
+
+
+def test_thought_by_type_and_gemini_thought_parts(tmp_path):
+    doc = {"dialog": [{"role": "user", "content": "q"},
+                        {"role": "assistant", "type": "reasoning", "content": "think"},
+                        {"role": "assistant", "content": "a"}]}
+    result = ingest([_write(tmp_path, doc)], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (1, 1, 0)
+    (call,) = result.conversations[0].calls()
+    assert (call.completion.reasoning, call.completion.text) == ("think", "a")
+    doc = {"contents": [{"role": "user", "parts": [{"text": "q"}]},
+                        {"role": "model", "parts": [{"text": "think", "thought": True}, {"text": "a"}]}]}
+    result = ingest([_write(tmp_path, doc, "g.json")], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (1, 1, 0)
+    (call,) = result.conversations[0].calls()
+    assert (call.completion.reasoning, call.completion.text) == ("think", "a")
+
+
+def test_stream_chunks_are_one_answer(tmp_path):
+    doc = _turns({"role": "user", "text": "q"}, {"role": "assistant", "partial": True, "text": "Hel"},
+                 {"role": "assistant", "partial": True, "text": "lo"}, {"role": "assistant", "text": "!"})
+    result = ingest([_write(tmp_path, doc)], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (1, 1, 0)
+    assert next(result.conversations[0].calls()).completion.text == "Hello!"
+
+
+def test_two_unflagged_answers_in_a_row_are_refused_not_guessed(tmp_path):
+    doc = _turns({"role": "user", "text": "q"}, {"role": "assistant", "text": "a"},
+                 {"role": "assistant", "text": "b"})
+    result = ingest([_write(tmp_path, doc)], scrub=False)
+    assert not result.report.ok and _codes(result) == ["ambiguous_turns"] and not result.conversations
+
+
+def test_two_answers_each_with_a_call_of_its_own_are_two_calls(tmp_path):
+    for a, b in (({"usage": {"output_tokens": 1}}, {"usage": {"output_tokens": 2}}),
+                 ({"step_id": 2}, {"step_id": 3}), ({"author": "planner"}, {"author": "writer"})):
+        doc = _turns({"role": "user", "text": "q"}, {"role": "assistant", "text": "a", **a},
+                     {"role": "assistant", "text": "b", **b})
+        result = ingest([_write(tmp_path, doc)], scrub=False)
+        assert result.report.ok and totals(result.conversations) == (1, 2, 0), (a, _codes(result))
+    doc = _turns({"role": "user", "text": "q"}, {"role": "assistant", "text": "a", "step_id": 2},
+                 {"role": "assistant", "text": "b", "step_id": 2})
+    result = ingest([_write(tmp_path, doc)], scrub=False)
+    assert _codes(result) == ["ambiguous_turns"]  # the same step: not two calls, and not known to be one
