@@ -365,6 +365,7 @@ class Mapping:
                 problems.error("not_an_object", f"message is a {type(raw).__name__}, not an object", source, at)
                 return None
             value = get(raw, self.role)
+            value = str(value).lower() if isinstance(value, bool) else value  # a boolean role key: "true" / "false"
             role = self.roles.get(value) if isinstance(value, str) else None
             role = role or self.roles.get("*")  # the declared role of every message not otherwise listed
             if role is None:
@@ -407,8 +408,12 @@ class Mapping:
         docstring); None (reported) for a broken tree or a message that cannot be read."""
         tree, problems, source = self.tree, reading.problems, reading.source
         id_key = tree.get("id", "id")
+        nested: dict[str, str | None] | None = None  # a nested tree: each node's parent, by where it sits
         if isinstance(nodes, dict):
             items = [(str(k), n, f"{where}['{k}']") for k, n in nodes.items()]
+        elif isinstance(nodes, list) and "children" in tree and any(
+                isinstance(c, dict) for n in nodes for c in as_list(get(n, tree["children"]))):
+            items, nested = self._nested_items(nodes, where, id_key)
         elif isinstance(nodes, list):
             items = [(as_text(get(n, id_key)), n, f"{where}[{i}]") for i, n in enumerate(nodes)]
         else:
@@ -424,10 +429,13 @@ class Mapping:
         for nid, node, at in items:
             if not isinstance(node, dict) or not nid:
                 return broken("has a node that is not an object with an id", at)
-            value = get(node, tree["parent"]) if "parent" in tree else None
-            parent[nid] = as_text(value) if value is not None else None
+            value = get(node, tree["parent"]) if "parent" in tree and nested is None else None
+            # a nil id ("", "00000000-0000-...") names no parent: the node is a root
+            parent[nid] = as_text(value) if value is not None and as_text(value).strip("0-") else None
+            if nested is not None:
+                parent[nid] = nested[nid]
         for nid, node, at in items:
-            for child in as_list(get(node, tree["children"])) if "children" in tree else []:
+            for child in as_list(get(node, tree["children"])) if "children" in tree and nested is None else []:
                 child = as_text(child)
                 if child not in parent:
                     return broken(f"names a child {child!r} that is not one of its nodes", at)
@@ -506,6 +514,23 @@ class Mapping:
             return broken(f"has a cycle through node {exc}", where)
         return Conversation(id="", source=source, tools=tools, messages=transcript,
                             explicit_calls=calls)
+
+    def _nested_items(self, nodes: list, where: str, id_key: str) -> tuple[list, dict[str, str | None]]:
+        """A nested tree's nodes (children holding the child nodes), depth first, as (id, node, path), and each
+        node's parent id (the node holding it)."""
+        key = self.tree["children"]
+        items: list[tuple[str, Any, str]] = []
+        parents: dict[str, str | None] = {}
+        stack = [(n, f"{where}[{i}]", None) for i, n in reversed(list(enumerate(nodes)))]
+        while stack:
+            node, at, up = stack.pop()
+            nid = as_text(get(node, id_key)) if isinstance(node, dict) else ""
+            items.append((nid, node, at))
+            parents[nid] = up
+            kids = get(node, key) if isinstance(node, dict) else None
+            stack += [(k, f"{at}.{key}[{j}]", nid) for j, k in reversed(list(enumerate(kids)))] \
+                if isinstance(kids, list) else []
+        return items, parents
 
     def _items_conversation(self, record: Any, msgs: list, reading: _Reading) -> Conversation:
         """``items: openai_responses``: the list holds Responses API items (``message``, ``reasoning``,

@@ -112,7 +112,7 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
     defaults = Mapping("", "$", "", {})
     return Mapping(
         name=data.get("name") or Path(where).stem[:MAX_NAME], messages=data["messages"], role=data["role"],
-        roles={str(k): v for k, v in roles.items()}, content=data.get("content"), reasoning=data.get("reasoning"),
+        roles={str(k).lower() if isinstance(k, bool) else str(k): v for k, v in roles.items()}, content=data.get("content"), reasoning=data.get("reasoning"),
         tool_calls=data.get("tool_calls"), tool_call={**defaults.tool_call, **(data.get("tool_call") or {})},
         tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
         id=data.get("id"), records=data.get("records") or "each", group=data.get("group"),

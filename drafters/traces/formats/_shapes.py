@@ -33,7 +33,9 @@ from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
     RESULT_ID_KEYS,
+    ROLE_FLAGS,
     ROLE_KEYS,
+    flag_roles,
     get,
     role_of,
 )
@@ -88,7 +90,18 @@ def _role_key(msgs: list) -> str | None:
             values = [get(m, wrapper + key) for m in msgs]
             if values and all(isinstance(v, str) and role_of(v) for v in values):
                 return wrapper + key
+    for key in ROLE_FLAGS:  # a role given by a boolean (isCreatedByUser), when no key spells it as text
+        if msgs and all(isinstance(get(m, key), bool) for m in msgs):
+            return key
     return None
+
+
+def role_value(message: Any, key: str) -> str | None:
+    """The canonical role of a message under ``key`` (a text role, or a boolean role key)."""
+    value = get(message, key)
+    if isinstance(value, bool):
+        return (flag_roles(key) or {}).get(str(value).lower())
+    return role_of(value)
 
 
 def message_lists(value: Any, path: str = "$", depth: int = 0, need_assistant: bool = True) -> list[tuple[str, list]]:
@@ -98,7 +111,7 @@ def message_lists(value: Any, path: str = "$", depth: int = 0, need_assistant: b
     if isinstance(value, list):
         dicts = [m for m in value if isinstance(m, dict)]
         if dicts and len(dicts) == len(value) and _role_key(dicts) and (
-                not need_assistant or any(role_of(get(m, _role_key(dicts) or "")) == "assistant" for m in dicts)):
+                not need_assistant or any(role_value(m, _role_key(dicts) or "") == "assistant" for m in dicts)):
             return [(path, value)]
         return [f for i, item in enumerate(value[:1000]) for f in message_lists(item, f"{path}[{i}]", depth + 1,
                                                                                  need_assistant)]
@@ -120,10 +133,10 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
         raise ValueError("the messages do not share a role key")
     wrap = next((w for w in _WRAPPERS if w and role and role.startswith(w)), "")
     out: dict[str, Any] = {"role": role or "role"}
-    out["roles"] = {"*": "assistant"} if steps else {
+    out["roles"] = {"*": "assistant"} if steps else flag_roles(role or "") or {
         v: role_of(v) for v in sorted({get(m, role) for m in msgs if isinstance(get(m, role), str)})}
     content_keys = STEP_TEXT_KEYS if steps else CONTENT_KEYS
-    said = [m for m in msgs if not role or role_of(get(m, role)) != "tool"] or msgs  # tool messages: tool_result
+    said = [m for m in msgs if not role or role_value(m, role) != "tool"] or msgs  # tool messages: tool_result
     out["content"] = next((wrap + k for k in content_keys if any(get(m, wrap + k) is not None for m in said)),
                           wrap + "content")
     held = [get(m, out["content"]) for m in said if get(m, out["content"]) is not None]
@@ -138,7 +151,7 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     if calls_key:
         out["tool_calls"] = calls_key
         out["tool_call"] = _call_keys([get(m, calls_key) for m in msgs])
-    tool_msgs = [m for m in msgs if role and role_of(get(m, role)) == "tool"]
+    tool_msgs = [m for m in msgs if role and role_value(m, role) == "tool"]
     if tool_msgs:
         rid = next((wrap + k.split(".")[-1] for k in RESULT_ID_KEYS if any(get(m, wrap + k.split(".")[-1])
                                                                              is not None for m in tool_msgs)), None)
@@ -147,7 +160,7 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
         out["tool_result"] = {"content": rcontent, **({"id": rid} if rid else {})}
     if steps:
         out["observation"] = next(k for k in OBSERVATION_KEYS if any(k in m for m in msgs))
-    elif any(role_of(get(m, role or "")) == "assistant" and m.get("observation") not in (None, "", [], {})
+    elif any(role_value(m, role or "") == "assistant" and m.get("observation") not in (None, "", [], {})
              for m in msgs) or any(handed_off(m, "observation", "system") for m in msgs):
         # agent steps with roles (ATIF): the step's observation holds its calls' results, or a context handoff
         # (subagent_trajectory_ref) that the mapping reader refuses the later calls at
@@ -308,6 +321,7 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
     found = [f for f in (message_lists(v) for v in values if isinstance(v, (dict, list))) if f]
     if not found or 2 * len(found) < len(values):
         return None
+    found = [_siblings(f) for f in found]
     paths = Counter(_generic_path(f[0][0]) for f in found if len(f) == 1)
     several = next((f for f in found if len(f) > 1), None)
     if several is not None:
@@ -322,6 +336,20 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
                     calls_not_read(msgs, unread))
 
 
+def _siblings(found: list[tuple[str, list]]) -> list[tuple[str, list]]:
+    """Several message lists in a record that are the same key of each item of one array (an export envelope's
+    ``history[i].messages``: one conversation per item) as one ``[*]`` path; any other set as it is."""
+    if len(found) < 2:
+        return found
+    starred = {re.sub(r"\[\d+\]", "[*]", p, count=0) for p, _ in found}
+    if len(starred) != 1:
+        return found
+    (star,) = starred
+    if star.count("[*]") != 1 or any(re.sub(r"\[\d+\]", "", p) != star.replace("[*]", "") for p, _ in found):
+        return found
+    return [(star, [m for _, msgs in found for m in msgs])]
+
+
 def _generic_path(path: str) -> str:
     """``$[3].messages`` -> ``$.messages`` (records are the array's items)."""
     return re.sub(r"^\$\[\d+\]", "$", path)
@@ -333,7 +361,7 @@ def _record_extras(values: list, messages_path: str) -> dict[str, Any]:
     top = messages_path.split(".")[1].split("[")[0] if "." in messages_path else ""
     parent = messages_path.rsplit(".", 1)[0] if messages_path.count(".") > 1 else "$"
     extras: dict[str, Any] = {}
-    for base in dict.fromkeys((parent, "$")):
+    for base in dict.fromkeys((parent, "$") if "[*]" not in parent else ("$",)):  # [*]: one per item, not read
         for key in ("tools", "functions", "tool_definitions", "toolConfig.tools"):
             path = f"{base}.{key}"
             if "tools" not in extras and (base != "$" or key != top) and any(
@@ -376,7 +404,7 @@ def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
         return None
     (path, _), = paths.most_common(1)
     msgs = [jsonpath(v, path)[0][1] for v, w in zip(values, where) if w == path]
-    if not any(role_of(get(m, _role_key([m]) or "")) == "assistant" for m in msgs):
+    if not any(role_value(m, _role_key([m]) or "") == "assistant" for m in msgs):
         return None
     group = next((f"$.{k}" for k in GROUP_KEYS
                   if all(isinstance(v, dict) and v.get(k) is not None for v, w in zip(values, where) if w)), None)
@@ -463,7 +491,7 @@ def _text_in(value: dict, path: str, depth: int = 0) -> str | None:
 
 def _ends_with_answer(msgs: list) -> bool:
     key = _role_key(msgs) or "role"
-    return role_of(get(msgs[-1], key)) == "assistant"
+    return role_value(msgs[-1], key) == "assistant"
 
 
 def _output_paths(record: dict, path: str = "$", depth: int = 0) -> list[str]:
@@ -486,11 +514,11 @@ def _output_paths(record: dict, path: str = "$", depth: int = 0) -> list[str]:
 def _assistant_at(value: Any, path: str) -> list[str]:
     """The paths at ``value`` holding the assistant's output: the message, a list of them, or, for a list of
     wrappers (``choices``: ``[{message: ...}]``), both the list and its first item's message."""
-    if isinstance(value, dict) and "message" not in value and role_of(get(value, _role_key([value]) or "")) == "assistant":
+    if isinstance(value, dict) and "message" not in value and role_value(value, _role_key([value]) or "") == "assistant":
         return [path]
     hits = []
     if isinstance(value, list) and value and all(isinstance(m, dict) for m in value) and _role_key(value) and \
-            all(role_of(get(m, _role_key(value) or "")) == "assistant" for m in value):
+            all(role_value(m, _role_key(value) or "") == "assistant" for m in value):
         hits.append(path)
     if isinstance(value, list) and value and isinstance(value[0], dict) and isinstance(value[0].get("message"), dict):
         hits += _assistant_at(value[0]["message"], f"{path}[0].message")
@@ -601,14 +629,42 @@ CURRENT_KEYS = ("current_node", "currentNode", "current_node_id", "currentNodeId
 NODE_MESSAGE_KEYS = ("message", "data", "item", "value")
 
 
+NODE_ID_KEYS = ("id", "messageId", "message_id", "uuid", "nodeId", "node_id")
+
+
+def node_id_key(nodes: list) -> str | None:
+    """The key every node of a list has its id under (``id``, ``messageId``, ...), or None."""
+    return next((k for k in NODE_ID_KEYS if nodes and all(isinstance(v, dict) and isinstance(v.get(k), (str, int))
+                                                           for v in nodes)), None)
+
+
+def nested_nodes(value: Any, key: str, depth: int = 0) -> list[dict] | None:
+    """The nodes of a NESTED tree (a list of nodes whose ``key`` lists its child nodes themselves, not their
+    ids), depth first; None when ``value`` is not one."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) and isinstance(v.get(key), list) for v in value) \
+            or depth > 200:
+        return None
+    out: list[dict] = []
+    for v in value:
+        kids = nested_nodes(v[key], key, depth + 1) if v[key] else []
+        if kids is None:
+            return None
+        out += [v, *kids]
+    return out
+
+
 def _node_collection(value: Any) -> list[tuple[str, Any]] | None:
-    """(id, node) of an object of nodes keyed by id, or of a list of nodes each with an ``id``."""
+    """(id, node) of an object of nodes keyed by id, or of a list of nodes each with an id (``NODE_ID_KEYS``),
+    or of a nested tree of such nodes (children holding the child nodes)."""
     if isinstance(value, dict) and len(value) >= 2 and all(isinstance(v, dict) for v in value.values()):
         return [(str(k), v) for k, v in value.items()]
-    if isinstance(value, list) and len(value) >= 2 and all(isinstance(v, dict) and isinstance(v.get("id"), (str, int))
-                                                           for v in value):
-        return [(str(v["id"]), v) for v in value]
-    return None
+    for key in CHILDREN_KEYS:
+        nested = nested_nodes(value, key)
+        if nested is not None and len(nested) >= 2 and any(v[key] for v in value):
+            ident = node_id_key(nested)
+            return [(str(v[ident]), v) for v in nested] if ident else None
+    ident = node_id_key(value) if isinstance(value, list) and len(value) >= 2 else None
+    return [(str(v[ident]), v) for v in value] if ident else None
 
 
 def _tree_keys(nodes: list[tuple[str, Any]]) -> dict[str, str] | None:
@@ -617,14 +673,21 @@ def _tree_keys(nodes: list[tuple[str, Any]]) -> dict[str, str] | None:
     None when the nodes are not linked by ids or hold no assistant message."""
     ids = {i for i, _ in nodes}
     out: dict[str, str] = {}
-    parent = next((k for k in PARENT_KEYS if all(k in n and (n[k] is None or isinstance(n[k], (str, int)))
+    ident = node_id_key([n for _, n in nodes])
+    if ident not in (None, "id"):
+        out["id"] = ident
+    nested = next((k for k in CHILDREN_KEYS if any(isinstance(n.get(k), list) and n[k] and
+                                                   all(isinstance(c, dict) for c in n[k]) for _, n in nodes)), None)
+    if nested is not None:  # children hold the child nodes: the nesting links them (a parent key is not needed)
+        out["children"] = nested
+    parent = None if nested else next((k for k in PARENT_KEYS if all(k in n and (n[k] is None or isinstance(n[k], (str, int)))
                                                  for _, n in nodes)), None)
     if parent and any(n[parent] is not None and str(n[parent]) in ids for _, n in nodes):
         out["parent"] = parent
     children = next((k for k in CHILDREN_KEYS if all(isinstance(n.get(k), list) for _, n in nodes)), None)
-    if children and any(str(c) in ids for _, n in nodes for c in n[children]):
+    if children and not nested and any(str(c) in ids for _, n in nodes for c in n[children]):
         out["children"] = children
-    if not out:
+    if "parent" not in out and "children" not in out:
         return None
     key = next((k for k in NODE_MESSAGE_KEYS if all(n.get(k) is None or is_message(n.get(k)) for _, n in nodes)
                 and sum(1 for _, n in nodes if n.get(k) is not None) >= 2), None)
@@ -636,7 +699,7 @@ def _tree_keys(nodes: list[tuple[str, Any]]) -> dict[str, str] | None:
     else:
         return None
     role = _role_key(msgs)
-    if role is None or not any(role_of(get(m, role)) == "assistant" for m in msgs):
+    if role is None or not any(role_value(m, role) == "assistant" for m in msgs):
         return None
     return out
 
@@ -675,6 +738,7 @@ def _tree(values: list, array_doc: bool, name: str) -> Inferred | None:
         tree["current"] = f"$.{current}"
     msgs = [m for t in trees for m in t[2]][:500]  # type: ignore[index]
     keys_, unread = message_keys(msgs)
+    unread = [k for k in unread if k not in tree.values()]  # the links the tree reads
     return Inferred("tree", _mapping(name, messages=path, tree=tree, **keys_, **_record_extras(values, path)), unread,
                     calls_not_read(msgs, unread))
 

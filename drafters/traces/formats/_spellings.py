@@ -36,6 +36,9 @@ ROLE_ALIASES: dict[str, str] = {
     "tool-response": "tool", "tool_response": "tool",
 }
 ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type", "source")  # source: ATIF steps (Harbor)
+# A role given by a boolean: the key -> the role when true (false: the other of user / assistant).
+ROLE_FLAGS = {"isCreatedByUser": "user", "is_created_by_user": "user", "isUser": "user", "is_user": "user",
+              "fromUser": "user", "from_user": "user", "isBot": "assistant", "is_bot": "assistant"}
 CONTENT_KEYS = ("content", "value", "text", "message", "parts", "data.content", "contents")
 CALL_KEYS = ("tool_calls", "toolCalls", "function_call", "data.tool_calls")
 RESULT_ID_KEYS = ("tool_call_id", "tool_use_id", "toolCallId", "call_id", "data.tool_call_id")
@@ -77,6 +80,14 @@ def role_of(value: Any, aliases: dict[str, str] | None = None) -> str | None:
         return None
     table = aliases if aliases is not None else ROLE_ALIASES
     return table.get(value) or table.get(value.strip().lower())
+
+
+def flag_roles(key: str) -> dict[str, str] | None:
+    """The ``roles`` of a boolean role key (``{"true": "user", "false": "assistant"}``), else None."""
+    role = ROLE_FLAGS.get(key.rsplit(".", 1)[-1])
+    if role is None:
+        return None
+    return {"true": role, "false": "assistant" if role == "user" else "user"}
 
 
 def _kind(block: dict) -> str:

@@ -215,7 +215,9 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         return
     wrapped = shape is not None and "." in shape.mapping.role  # roles inside a wrapper: the mapping reads them
     if shape is not None and (shape.shape not in ("record_lists", "file_list") or shape.mapping.items != "messages"
-                              or wrapped or shape.mapping.observation):  # observations: only the mapping reads them
+                              or wrapped or shape.mapping.observation  # observations: only the mapping reads them
+                              or "[*]" in shape.mapping.messages  # one list per item of an array: the mapping
+                              or shape.mapping.role not in ROLE_KEYS):  # a boolean role key: the mapping
         rest = chain(sample, records)
         if shape.mapping.records == "file":  # the file is the list: its items are one record
             rest = iter([(Source(NAME, filename, record="$"), [value for _, value in rest])])
