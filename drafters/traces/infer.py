@@ -12,7 +12,7 @@ import os
 from itertools import islice
 
 from drafters.traces import io as tio
-from drafters.traces.formats import _reading, _shapes
+from drafters.traces.formats import _reading, _shapes, _streams
 from drafters.traces.report import TraceError, ValidationReport
 
 
@@ -27,7 +27,8 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
     problems = ValidationReport()
     label = name or os.path.basename(str(path)).split(".")[0][:40] or "inferred"
     with tio.open_text(path) as stream:
-        sample = list(islice(_reading.load_json_or_lines(stream, str(path), problems, "generic"), _shapes.SAMPLE))
+        sample = list(islice(_streams.joined_records(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
+                                                     problems, "generic"), _shapes.SAMPLE))
     got = _shapes.infer(sample, label)
     if isinstance(got, _shapes.Ambiguous):
         raise TraceError("ambiguous_shape", "the records fit more than one reading: " + "; ".join(got.candidates)

@@ -211,7 +211,9 @@ def _candidates(path: Path, candidates: list[TraceFormat], report: ValidationRep
             _check_file(tally, fmt, name, report)
             return fmt.name
         declined.append((fmt, trial, tally))
-    fmt, trial, tally = declined[0]  # nobody read it: the most confident reader says why
+    # Nobody read it: the most confident reader says why, unless a later one got as far as a recorded stream
+    # it refused to join (stream_incomplete / stream_not_joined: the file's real problem, docs/traces.md).
+    fmt, trial, tally = next((d for d in declined if d[1].codes.keys() & _STREAM_CODES), declined[0])
     report.formats[fmt.name] += 1
     tally.errors_before, tally.warnings_before = _error_count(report), _error_count(report, "warning")
     trial.commit()
@@ -220,6 +222,9 @@ def _candidates(path: Path, candidates: list[TraceFormat], report: ValidationRep
                        Source(fmt.name, name))
     _check_file(tally, fmt, name, report)
     return fmt.name
+
+
+_STREAM_CODES = frozenset({"stream_incomplete", "stream_not_joined"})
 
 
 def _declined(declined: list[tuple[TraceFormat, TrialSink, _FileTally]]) -> str:

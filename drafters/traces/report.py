@@ -98,6 +98,10 @@ CODES: dict[str, str] = {
     "subagent_not_read": "a session's main thread ran a sub-agent (a Claude Code Task) whose own thread is in no file "
     "of the batch (neither its agent-<id>.jsonl nor sidechain lines): its LLM calls are lost; the main thread's "
     "calls are read (the file is partial)",
+    "stream_incomplete": "a recorded streamed response ends without its end (no finish reason, done, message_stop "
+    "or response.completed; or an error event): the reply was cut, so the call is refused, never read truncated",
+    "stream_not_joined": "a recorded streamed response's chunks cannot be joined into one reply without guessing "
+    "(chunks of two kinds, a tool call renamed between chunks, tool input fragments that do not parse)",
 }
 
 

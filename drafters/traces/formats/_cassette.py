@@ -1,4 +1,6 @@
-"""VCR / pydantic-ai YAML cassettes of provider HTTP traffic (``interactions[{request, response}]``).
+"""VCR / pydantic-ai YAML cassettes of provider HTTP traffic (``interactions[{request, response}]``; Ruby VCR's
+``http_interactions``, with ``!binary`` / ``base64_string`` bodies, too). A body that is a recorded stream (SSE,
+JSON lines, a chunk list) is joined into the reply it streams (``_streams``; a cut stream is refused).
 
 Every request re-sends the whole history, so each interaction is one explicit ``LLMCall`` (context =
 the request's messages, completion = the response's message): that is exactly what the model saw and
@@ -13,13 +15,15 @@ Providers are told apart by the request URI (and body shape): each provider modu
 
 from __future__ import annotations
 
+import base64
+import gzip
 import importlib
 import json
 import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
-from drafters.traces.formats import _reading, _records
+from drafters.traces.formats import _reading, _records, _streams
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import Conversation, LLMCall, Message, Source, TextPart
 
@@ -46,6 +50,8 @@ def provider_of(uri: str) -> str | None:
         return "gemini_api"
     if "/v1/messages" in u and "count_tokens" not in u:
         return "anthropic_messages"
+    if u.split("?")[0].rstrip("/").endswith("/api/chat"):  # Ollama: OpenAI-shaped messages and tools
+        return "openai_chat"
     return None
 
 
@@ -61,8 +67,12 @@ def model_from_uri(uri: str) -> str | None:
 
 
 def is_cassette(head: str) -> bool:
-    """Whether ``head`` (the start of a file) is a YAML cassette rather than JSON(L) records."""
-    return head.lstrip().startswith("interactions:")
+    """Whether ``head`` (the start of a file) is a YAML cassette rather than JSON(L) records: vcrpy /
+    pydantic-ai ``interactions:``, or Ruby VCR ``http_interactions:`` (after an optional ``---``)."""
+    text = head.lstrip()
+    if text.startswith("---"):
+        text = text[3:].lstrip()
+    return text.startswith(("interactions:", "http_interactions:"))
 
 
 def sniff_provider(head: str) -> str | None:
@@ -73,18 +83,66 @@ def sniff_provider(head: str) -> str | None:
     return found
 
 
+def _text(raw: bytes | str) -> str:
+    """A recorded body as text: bytes gunzipped when gzip-compressed, decoded as UTF-8."""
+    if isinstance(raw, str):
+        return raw
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8", errors="replace")
+
+
 def _body(part: dict[str, Any]) -> Any:
+    """A request's or response's body as JSON. Spellings: pydantic-ai ``parsed_body``; vcrpy
+    ``body: {string: ...}`` or ``body: "..."``; Ruby VCR ``body: {encoding, string}`` with the string possibly a
+    ``!binary`` (base64) scalar, or ``body: {base64_string: ...}``. A recorded stream (SSE ``data:`` lines, JSON
+    lines, a list of chunks) is joined into the body it streams (``_streams``).
+
+    Raises:
+        _streams.StreamError when the body is a recorded stream that cannot be joined (its code says why).
+    """
     body = part.get("parsed_body")
     if body is None:
         body = part.get("body")
-        if isinstance(body, dict) and "string" in body:  # vcrpy's {"string": "..."} form
+        if isinstance(body, dict) and "base64_string" in body:  # Ruby VCR preserve_exact_body_bytes
+            try:
+                body = base64.b64decode(str(body["base64_string"]))
+            except ValueError:
+                return None
+        elif isinstance(body, dict) and "string" in body:  # vcrpy's / Ruby VCR's {"string": "..."} form
             body = body["string"]
         if isinstance(body, (bytes, str)):
             try:
-                body = json.loads(body)
-            except ValueError:
+                text = _text(body)
+            except (OSError, EOFError):
                 return None
+            try:
+                body = json.loads(text)
+            except ValueError:
+                chunks = _streams.chunks_of_text(text)
+                return _streams.join(chunks) if chunks is not None else None
+    if _streams.is_chunk_list(body):
+        return _streams.join(body)
+    if isinstance(body, dict) and _streams.kind(body) == "ollama_chat" and body.get("done") is True:
+        return _streams.join([body])  # an unstreamed Ollama /api/chat reply: read as a chat.completion
     return body
+
+
+def _load(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Any:
+    """The cassette's YAML; Ruby VCR's ``!binary`` scalars (base64) are read as bytes (``_body`` decodes them).
+    Parse errors are reported as ``invalid_json`` (None returned)."""
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = type("CassetteLoader", (base,), {})
+    loader.add_constructor("!binary", lambda ld, node: base64.b64decode(ld.construct_scalar(node)))
+    try:
+        return yaml.load(stream, Loader=loader)  # noqa: S506 - a SafeLoader with one more scalar tag
+    except (yaml.YAMLError, ValueError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problems.error("invalid_json", f"file is not valid YAML: {getattr(exc, 'problem', exc)}",
+                       Source(fmt, filename, line=mark.line + 1 if mark else None))
+        return None
 
 
 def _first_user_text(messages: list[Message]) -> str:
@@ -113,10 +171,12 @@ def _share_prefix(previous: list[Message], context: list[Message]) -> list[Messa
 
 def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Iterator[Conversation]:
     """Yield the conversations of one cassette (see module doc). Bad interactions are reported."""
-    data = _reading.load_yaml(stream, filename, problems, fmt)
+    data = _load(stream, filename, problems, fmt)
     if data is None:
         return
-    interactions = data.get("interactions") if isinstance(data, dict) else None
+    interactions = None
+    if isinstance(data, dict):
+        interactions = data.get("interactions", data.get("http_interactions"))
     if not isinstance(interactions, list):
         problems.error("missing_field", "cassette has no 'interactions' list", Source(fmt, filename, record="$"))
         return
@@ -137,7 +197,12 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
         if status is not None and status != 200:
             problems.warning("error_response", f"HTTP {status} response skipped", src)
             continue
-        req_body, resp_body = _body(req), _body(resp)
+        try:
+            req_body, resp_body = _body(req), _body(resp)
+        except _streams.StreamError as exc:
+            problems.error(exc.code, f"recorded streamed response: {exc} (docs/traces.md, streamed responses)",
+                           src, field="response.body")
+            continue
         if not isinstance(req_body, dict) or not isinstance(resp_body, dict):
             problems.error("invalid_json", "request or response body is not a JSON object", src, field="body")
             continue

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from typing import IO, Any
 
-from drafters.traces.formats import _reading, _shapes
+from drafters.traces.formats import _reading, _shapes, _streams
 from drafters.traces.formats._content import tool_defs
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
@@ -177,6 +177,7 @@ def sniff(head: str, filename: str) -> bool:
         return False
     first = _reading.first_json_line(head)
     values = _reading.json_lines(head, limit=_shapes.SAMPLE) if isinstance(first, (dict, list)) else []
+    values = [_streams.joined_tree(v)[0] for v in values]  # recorded streams read as the reply they stream
     if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
         return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(values[0])])\
             is not None
@@ -186,6 +187,7 @@ def sniff(head: str, filename: str) -> bool:
         value = _reading.loads(head)
     except ValueError:  # a pretty-printed document cut by the head
         return ('"role"' in head or '"from"' in head) and ('"content"' in head or '"value"' in head)
+    value = _streams.joined_tree(value)[0]
     items = value if isinstance(value, list) else [value]
     return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]" if isinstance(value, list) else "$"), v)
                           for i, v in enumerate(items)]) is not None
@@ -199,7 +201,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     """The file's conversations, read by the shape its first records have (``_shapes.infer``): message lists
     in records by the common spellings (below), every other shape by the inferred mapping; see the module
     docstring."""
-    records = _reading.load_json_or_lines(stream, filename, problems, NAME)
+    records = _streams.joined_records(_reading.load_json_or_lines(stream, filename, problems, NAME), problems, NAME)
     sample = list(islice(records, _shapes.SAMPLE))
     shape = _shapes.infer(sample)
     if isinstance(shape, _shapes.Ambiguous):
