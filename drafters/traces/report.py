@@ -100,6 +100,8 @@ CODES: dict[str, str] = {
     "calls are read (the file is partial)",
     "stream_incomplete": "a recorded streamed response ends without its end (no finish reason, done, message_stop "
     "or response.completed; or an error event): the reply was cut, so the call is refused, never read truncated",
+    "recording_not_parsed": "an HTTP recording's container (a Go httprr trace) does not frame as HTTP messages of "
+    "the lengths it records: the rest of the file is not read",
     "stream_not_joined": "a recorded streamed response's chunks cannot be joined into one reply without guessing "
     "(chunks of two kinds, a tool call renamed between chunks, tool input fragments that do not parse)",
 }

@@ -29,3 +29,31 @@ def test_ruby_vcr_is_a_cassette():
     assert _cassette.is_cassette("---\nhttp_interactions:\n- request:\n")
     assert _cassette.is_cassette("interactions:\n- request:\n")
     assert not _cassette.is_cassette("---\nname: x\n")
+
+
+def test_httprr_exchanges_by_their_byte_lengths_and_a_chunked_sse_reply():
+    result = ingest([STREAMS / "openai_chat.httprr"], scrub=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert totals(result.conversations) == (1, 2, 1)
+    first, second = result.conversations[0].calls()
+    assert first.completion.tool_calls[0].arguments == {"a": 2, "b": 3}  # a CRLF JSON body, exact length
+    assert second.completion.text == "2 + 3 = 5."  # chunked transfer of SSE chunks, joined
+    assert [m.role for m in second.context] == ["user", "assistant", "tool"]
+
+
+def test_httprr_cut_inside_an_exchange_is_refused_with_a_code():
+    result = ingest([STREAMS / "openai_chat_cut.httprr"], scrub=False)
+    assert "recording_not_parsed" in [e.code for e in result.report.errors]
+    assert not result.report.ok  # the first exchange is read, the cut one is not
+    assert totals(result.conversations) == (1, 1, 1)
+
+
+def test_httprr_read_as_text_only_refuses_a_body_end_it_cannot_tell():
+    from drafters.traces.report import ValidationReport
+
+    text = (STREAMS / "openai_chat.httprr").read_bytes().decode().replace("\r\n", "\n")
+    problems = ValidationReport()
+    got = _cassette._httprr(text, "not-a-file.httprr", problems, "openai_chat")  # no raw bytes to re-read
+    # the CRLF JSON body is followed by "664 ..." : ending at "}", "}6" or "}66" all fit once CRs are gone
+    assert got is None and [e.code for e in problems.errors] == ["recording_not_parsed"]
+    assert "ambiguous" in problems.errors[0].message

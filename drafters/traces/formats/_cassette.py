@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 import gzip
 import importlib
+import io
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -35,6 +36,8 @@ _PROVIDERS = {  # format name -> module implementing the converters
     "gemini_api": "drafters.traces.formats.gemini_api",
 }
 _URI_RE = re.compile(r"^\s*uri:\s*(\S+)", re.MULTILINE)
+_REQUEST_LINE_RE = re.compile(r"^(?:GET|POST|PUT|PATCH|DELETE) (\S+) HTTP/\d", re.MULTILINE)
+HTTPRR_HEADER = "httprr trace v1\n"
 
 
 def provider_of(uri: str) -> str | None:
@@ -68,7 +71,10 @@ def model_from_uri(uri: str) -> str | None:
 
 def is_cassette(head: str) -> bool:
     """Whether ``head`` (the start of a file) is a YAML cassette rather than JSON(L) records: vcrpy /
-    pydantic-ai ``interactions:``, or Ruby VCR ``http_interactions:`` (after an optional ``---``)."""
+    pydantic-ai ``interactions:``, Ruby VCR ``http_interactions:`` (after an optional ``---``), or a Go httprr
+    trace (``httprr trace v1``)."""
+    if head.startswith(HTTPRR_HEADER):
+        return True
     text = head.lstrip()
     if text.startswith("---"):
         text = text[3:].lstrip()
@@ -78,7 +84,7 @@ def is_cassette(head: str) -> bool:
 def sniff_provider(head: str) -> str | None:
     """The provider of the last LLM request URI in ``head`` (the conversation a mixed cassette ends in)."""
     found = None
-    for uri in _URI_RE.findall(head):
+    for uri in (_REQUEST_LINE_RE if head.startswith(HTTPRR_HEADER) else _URI_RE).findall(head):
         found = provider_of(uri) or found
     return found
 
@@ -145,6 +151,171 @@ def _load(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> An
         return None
 
 
+class _NotHttp(ValueError):
+    pass
+
+
+def _http_message(data: bytes, pos: int, follows: Callable[[int], bool]) -> tuple[str, dict[str, str], bytes, int,
+                                                                                int]:
+    """One HTTP/1.1 message of an httprr record at ``pos``: (start line, headers (lower-case names), body, end
+    position, lines in its head). The body by ``Content-Length`` or ``Transfer-Encoding: chunked``, else empty
+    (a request without a body; a response without either is read by its record length, see ``_httprr``).
+    Line ends may have lost their CR (the file was read as text): a ``Content-Length`` body must end where
+    ``follows(position)`` says the next message starts."""
+    def line() -> str:
+        nonlocal pos
+        end = data.find(b"\n", pos)
+        if end < 0:
+            raise _NotHttp("a header line without its end")
+        text, pos = data[pos:end].rstrip(b"\r").decode("utf-8", errors="replace"), end + 1
+        return text
+
+    start = line()
+    headers: dict[str, str] = {}
+    n_lines = 2
+    while (h := line()) != "":
+        n_lines += 1
+        name, sep, value = h.partition(":")
+        if not sep:
+            raise _NotHttp(f"a header line without a colon: {h[:60]!r}")
+        headers[name.strip().lower()] = value.strip()
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        body = b""
+        while True:
+            size_line = line()
+            n_lines += 1
+            try:
+                size = int(size_line.split(";")[0].strip(), 16)
+            except ValueError:
+                raise _NotHttp(f"a chunk size that is not hex: {size_line[:20]!r}") from None
+            if size == 0:
+                while line() != "":  # trailers, then the blank line
+                    n_lines += 1
+                return start, headers, body, pos, n_lines
+            body += data[pos:pos + size]
+            pos += size
+            if data[pos:pos + 2] == b"\r\n":
+                pos += 2
+            elif data[pos:pos + 1] == b"\n":
+                pos += 1
+            else:
+                raise _NotHttp("a chunk whose length does not match its size line")
+    if "content-length" in headers:
+        try:
+            n = int(headers["content-length"])
+        except ValueError:
+            raise _NotHttp("a Content-Length that is not a number") from None
+        # The body ends where the next message or record starts: at n bytes, or short of it by at most one
+        # byte per line break in it (a CR dropped by the text read; Gemini's JSON arrays use CRLF).
+        # Exactly one end may fit: a body that could end at two places is not guessed.
+        newlines = data.count(b"\n", pos, pos + n)
+        ends = [end for end in range(min(pos + n, len(data)), max(pos + n - newlines, pos) - 1, -1)
+                if follows(end) and pos + n - end <= data.count(b"\n", pos, end)]
+        if len(ends) != 1:
+            raise _NotHttp("a body that does not end where its Content-Length says" if not ends else
+                           "a body whose end is ambiguous once line ends lost their CR")
+        return start, headers, data[pos:ends[0]], ends[0], n_lines
+    return start, headers, b"", pos, n_lines
+
+
+_RECORD_RE = re.compile(rb"(\d+) (\d+)\n")
+
+
+def _record_follows(data: bytes) -> Callable[[int], bool]:
+    """Whether an httprr record (or the end of the file, blank lines aside) starts at a position."""
+    return lambda e: not data[e:].strip() or _RECORD_RE.match(data, e) is not None
+
+
+def _httprr(text: str, filename: str, problems: ProblemSink, fmt: str) -> dict[str, Any] | None:
+    """A Go httprr trace (``httprr trace v1``, then per exchange a line ``N M`` and the raw HTTP request of N
+    bytes and response of M bytes) as cassette ``interactions``. Each message is parsed by HTTP framing
+    (headers, then a ``Content-Length`` or chunked body), and must fit its record's byte count (up to the CRs a
+    text read drops from line ends) and end where the next record starts; anything else is
+    ``recording_not_parsed`` and the rest of the file is not read (None when no exchange was read)."""
+    raw = _raw_bytes(text, filename)
+    data = raw if raw is not None else text.encode("utf-8")
+    pos = len(HTTPRR_HEADER)
+    interactions: list[dict[str, Any]] = []
+    while pos < len(data):
+        src = Source(fmt, filename, record=f"exchange[{len(interactions)}]")
+        m = _RECORD_RE.match(data, pos)
+        try:
+            if m is None:
+                raise _NotHttp("no 'N M' record line where an exchange starts")
+            n_req, n_resp = int(m.group(1)), int(m.group(2))
+            pos = m.end()
+            if raw is not None:  # exact bytes: each message is exactly its record's length
+                exchange = _exact_exchange(data, pos, n_req, n_resp)
+                pos += n_req + n_resp
+                interactions.append(exchange)
+                continue
+            req_start, req_headers, req_body, end, head_lines = _http_message(
+                data, pos, lambda e: data.startswith(b"HTTP/", e))
+            if not (end - pos <= n_req <= end - pos + head_lines):
+                raise _NotHttp(f"the request is {end - pos} bytes, its record says {n_req}")
+            pos = end
+            resp_start, resp_headers, resp_body, end, head_lines = _http_message(data, pos, _record_follows(data))
+            if not resp_body and "content-length" not in resp_headers:  # no framing: the record's length
+                end = min(len(data), pos + n_resp)
+                while end > pos and not (end == len(data) or _RECORD_RE.match(data, end)):
+                    end -= 1
+                resp_start, resp_headers, _, body_at, head_lines = _http_message(data[:end], pos, _record_follows(data))
+                resp_body = data[body_at:end]
+            if not (end - pos <= n_resp <= end - pos + head_lines + resp_body.count(b"\n")):
+                raise _NotHttp(f"the response is {end - pos} bytes, its record says {n_resp}")
+            if "gzip" in resp_headers.get("content-encoding", "").lower():
+                raise _NotHttp("a gzip-encoded response body (not readable from a text read)")
+            pos = end
+        except _NotHttp as exc:
+            problems.error("recording_not_parsed", f"httprr trace: {exc}; the rest of the file is not read",
+                           src)
+            break
+        interactions.append(_interaction(req_start, req_body, resp_start, resp_body))
+    return {"interactions": interactions} if interactions else None
+
+
+def _interaction(req_start: str, req_body: bytes, resp_start: str, resp_body: bytes) -> dict[str, Any]:
+    method, _, rest = req_start.partition(" ")
+    status = resp_start.split(" ")
+    return {"request": {"method": method, "uri": rest.rsplit(" ", 1)[0],
+                        "body": req_body.decode("utf-8", errors="replace")},
+            "response": {"status": {"code": int(status[1]) if len(status) > 1 and status[1].isdigit() else None},
+                         "body": resp_body.decode("utf-8", errors="replace")}}
+
+
+def _exact_exchange(data: bytes, pos: int, n_req: int, n_resp: int) -> dict[str, Any]:
+    """One httprr exchange read from the file's exact bytes: request and response each exactly fill their
+    record lengths (``_NotHttp`` otherwise)."""
+    req, resp = data[pos:pos + n_req], data[pos + n_req:pos + n_req + n_resp]
+    if len(req) != n_req or len(resp) != n_resp:
+        raise _NotHttp("the file ends inside an exchange (cut)")
+    req_start, _, req_body, end, _ = _http_message(req, 0, lambda e: e == len(req))
+    if end != len(req):
+        raise _NotHttp(f"the request frames as {end} bytes, its record says {n_req}")
+    resp_start, headers, resp_body, end, _ = _http_message(resp, 0, lambda e: e == len(resp))
+    if not resp_body and "content-length" not in headers and "transfer-encoding" not in headers:
+        resp_body, end = resp[end:], len(resp)  # no framing: the rest of the record
+    if end != len(resp):
+        raise _NotHttp(f"the response frames as {end} bytes, its record says {n_resp}")
+    if "gzip" in headers.get("content-encoding", "").lower():
+        resp_body = _text(resp_body).encode("utf-8")
+    return _interaction(req_start, req_body, resp_start, resp_body)
+
+
+def _raw_bytes(text: str, filename: str) -> bytes | None:
+    """The file's exact bytes when ``filename`` is the file ``text`` was read from (the text read drops CRs,
+    and httprr lengths count them); None otherwise (then the text is framed by ``_http_message``'s rules)."""
+    from drafters.traces import io as tio
+
+    try:
+        with tio.open_binary(filename) as f:
+            raw = f.read()
+    except (OSError, EOFError, ValueError):
+        return None
+    decoded = raw.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    return raw.removeprefix(b"\xef\xbb\xbf") if decoded == text else None
+
+
 def _first_user_text(messages: list[Message]) -> str:
     for m in messages:
         if m.role == "user" and m.text:
@@ -171,7 +342,11 @@ def _share_prefix(previous: list[Message], context: list[Message]) -> list[Messa
 
 def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Iterator[Conversation]:
     """Yield the conversations of one cassette (see module doc). Bad interactions are reported."""
-    data = _load(stream, filename, problems, fmt)
+    text = stream.read()
+    if text.startswith(HTTPRR_HEADER):
+        data = _httprr(text, filename, problems, fmt)
+    else:
+        data = _load(io.StringIO(text), filename, problems, fmt)
     if data is None:
         return
     interactions = None
