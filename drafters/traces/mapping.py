@@ -93,7 +93,7 @@ from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._spellings import ROLE_KEYS, block_parts, get, role_of
 from drafters.traces.formats._text_calls import with_text_tool_calls
-from drafters.traces.formats._turns import join_turns
+from drafters.traces.formats._turns import join_turns, split_at_results
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.json_paths import jsonpath, unflatten
@@ -295,9 +295,16 @@ class Mapping:
             else:
                 parts += block_parts(raw)
         model = next((m for m in (get(r, "model") for r in raws if isinstance(r, dict)) if isinstance(m, str)), None)
-        call = chains.add(conv.id, conv.source, conv.tools, conv.messages, Message("assistant", parts, model=model))
         kind = record.get("type") if isinstance(record, dict) else None
-        chains.kinds[id(call)] = kind if isinstance(kind, str) else None
+        pieces, _ = split_at_results([Message("assistant", parts, model=model)], [None])
+        if not any(m.role == "assistant" for m in pieces):
+            pieces = [Message("assistant", parts, model=model)]
+        context = conv.messages
+        for piece in pieces:  # tool results inside the output end a call; what follows them is the next call
+            if piece.role == "assistant":
+                call = chains.add(conv.id, conv.source, conv.tools, context, piece)
+                chains.kinds[id(call)] = kind if isinstance(kind, str) else None
+            context = [*context, piece]
         return True
 
     def _batch_items(self, records: Iterator[tuple[Source, Any]]) -> Iterator[tuple[Source, Any]]:

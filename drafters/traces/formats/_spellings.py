@@ -10,7 +10,11 @@ Content blocks understood (``type`` values, case-insensitive, ``-``/``_`` alike)
   / ``call_id``, ``name`` / ``toolName`` / ``tool_name``, ``input`` / ``arguments`` / ``args`` /
   ``parameters``;
 - tool result: ``tool_result``, ``tool_call_response``, ``function_call_output`` with ``tool_use_id`` /
-  ``tool_call_id`` / ``toolCallId`` / ``call_id`` / ``id``, ``content`` / ``output`` / ``result``;
+  ``tool_call_id`` / ``toolCallId`` / ``call_id`` / ``id``, its text under ``content`` / ``output`` / ``result`` /
+  ``response`` / ``text`` / ``value`` / ``outputs`` (a string, a nested list of blocks, or JSON); a result block
+  with no text under any of them is not read as an empty result: it is a placeholder that ingestion reports
+  (``unknown_content``; the general path says ``content_not_mapped``). In an assistant message a result block
+  ends the model's call there (``_turns.split_at_results``);
 - keyed blocks (the block's only key names its kind): Bedrock Converse ``toolUse`` / ``toolResult`` /
   ``reasoningContent``, Gemini and Google ADK ``functionCall`` / ``function_call`` / ``functionResponse`` /
   ``function_response``; any other single-key wrapper of a typed block (``{"message_content": {type, ...}}``)
@@ -47,6 +51,10 @@ _KEYED = {"toolUse": "tool_use", "toolResult": "tool_result", "reasoningContent"
           # Gemini / Google ADK parts, camelCase (API) and snake_case (Python SDK dumps)
           "functionCall": "tool_call", "function_call": "tool_call",
           "functionResponse": "tool_result", "function_response": "tool_result"}
+# Where a tool-result block keeps its text (Claude.ai exports: ``text``); a result block with none of them is read as
+# ``UnsupportedPart(RESULT_NOT_READ)``, which ingestion reports (never an empty result read as ok).
+RESULT_TEXT_KEYS = ("content", "output", "result", "response", "text", "value", "outputs")
+RESULT_NOT_READ = "tool_result_text_not_found"
 _CALL_NAME = ("name", "toolName", "tool_name", "function_name")
 _CALL_ARGS = ("input", "arguments", "args", "parameters")
 _MEDIA = {"image": "image", "image_url": "image", "input_image": "image", "audio": "audio",
@@ -125,15 +133,37 @@ def block_part(block: Any) -> Any:
     if kind in ("tool_use", "tool_call", "function_call"):
         return tool_call(block)
     if kind in ("tool_result", "tool_call_response", "function_call_output"):
-        out = first(block, ("content", "output", "result", "response"))
-        text = as_text(out) if not isinstance(out, list) else "".join(
-            p.text for p in (block_part(b) for b in out) if isinstance(p, TextPart))
+        text = result_text(first(block, RESULT_TEXT_KEYS))
+        if text is None:  # no result text in a known spelling: never read as an empty result
+            return UnsupportedPart(RESULT_NOT_READ)
         return ToolResultPart(as_text(first(block, ("tool_use_id", "tool_call_id", "toolCallId", "call_id", "id",
                                                     "toolUseId"))) or None, text,
                               is_error=bool(block.get("is_error")) or block.get("status") == "error")
     if kind in _MEDIA:
         return UnsupportedPart(_MEDIA[kind])
     return UnsupportedPart(kind or "untyped_block")
+
+
+def result_text(value: Any) -> str | None:
+    """A tool result's text: a string as is; a list of blocks (or strings) joined, each block's text found in
+    the common spellings (a nested result's text, other JSON as compact JSON, media left out); any other
+    JSON value as compact JSON. None when there is none (absent)."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        part = block_part(value) if isinstance(value, dict) and ("type" in value or "text" in value) else None
+        return part.text if isinstance(part, TextPart) else part.content if isinstance(part, ToolResultPart) \
+            else as_text(value)
+    texts = []
+    for item in value:
+        part = block_part(item)
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif isinstance(part, ToolResultPart):
+            texts.append(part.content)
+        elif isinstance(part, UnsupportedPart) and part.lost:
+            texts.append(as_text(item))  # a block of no known kind ({"json": {...}}): its JSON, not lost
+    return "".join(texts)
 
 
 def _flat_reasoning(inner: dict) -> dict:

@@ -10,6 +10,10 @@ chunks of a streamed reply (``partial: true``). The rule (docs/traces.md, "Conse
   not the assistant's, or there is none) is not guessed: ``ambiguous_turns``;
 - a message flagged as a chunk of a streamed reply (``CHUNK_FLAGS`` true) is joined with the assistant
   messages after it up to and including the first unflagged one (the reply's end);
+- a tool result inside an assistant message (a ``tool_result`` content block after the model's ``tool_use``:
+  Claude.ai exports) is the environment's, not the model's: the model's call ends before it, the results
+  become a tool message, and what the message holds after them is a new call whose context includes the
+  result (``split_at_results``; done first);
 - two unflagged assistant messages with nothing between them are two calls when each carries evidence of
   a call of its own (``CALL_EVIDENCE``: a step, response or request id of its own, or its own token usage:
   ATIF agent steps); otherwise whether they are one call written in two records or two calls (the second
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from drafters.traces.model import Message, ReasoningPart, TextPart
+from drafters.traces.model import Message, ReasoningPart, TextPart, ToolResultPart
 
 THOUGHT_FLAGS = ("isThought", "is_thought", "thought", "isThinking", "is_thinking", "isReasoning", "is_reasoning")
 THOUGHT_TYPES = ("thinking", "reasoning", "thought")
@@ -67,10 +71,41 @@ def _as_reasoning(message: Message) -> list:
     return [ReasoningPart(p.text) if isinstance(p, TextPart) else p for p in message.parts]
 
 
+def split_at_results(messages: list[Message], raws: list[Any]) -> tuple[list[Message], list[Any]]:
+    """``messages`` with every assistant message that holds tool results split at them: the parts before a
+    result are one call's completion, the results (consecutive ones together) a tool message, the parts after
+    them the next call's; adjacent tool messages are merged. ``raws`` parallels ``messages`` (a tool message
+    split off gets None: it is not the model's)."""
+    out: list[Message] = []
+    out_raws: list[Any] = []
+    for m, raw in zip(messages, raws):
+        pieces = [m]
+        if m.role == "assistant" and any(isinstance(p, ToolResultPart) for p in m.parts):
+            pieces, current = [], []
+            for p in [*m.parts, None]:
+                if not isinstance(p, ToolResultPart) and p is not None:
+                    current.append(p)
+                    continue
+                if current:
+                    pieces.append(Message("assistant", current, model=m.model, meta=m.meta, supervised=m.supervised))
+                    current = []
+                if p is not None:
+                    pieces.append(Message("tool", [p]))
+        for piece in pieces:
+            if piece.role == "tool" and out and out[-1].role == "tool" and piece is not m:
+                out[-1].parts.extend(piece.parts)
+                continue
+            out.append(piece)
+            out_raws.append(raw if piece.role != "tool" or piece is m else None)
+    return out, out_raws
+
+
 def join_turns(messages: list[Message], raws: list[Any], role_key: str, strict: bool) -> tuple[list[Message], str | None]:
-    """``messages`` with thoughts and stream chunks joined to the assistant turn they belong to; the second
-    item is why the turns are not known (then the first is meaningless), else None. ``raws`` parallels
-    ``messages``: the raw message each was read from (None for one that is not: an observation)."""
+    """``messages`` with tool results split out of assistant messages (``split_at_results``), thoughts and
+    stream chunks joined to the assistant turn they belong to; the second item is why the turns are not known
+    (then the first is meaningless), else None. ``raws`` parallels ``messages``: the raw message each was read
+    from (None for one that is not: an observation)."""
+    messages, raws = split_at_results(messages, raws)
     kinds = [turn_kind(r, role_key) for r in raws]
     last_raw: Any = None
     out: list[Message] = []

@@ -7,6 +7,9 @@ JSONL/JSON records ``{"system"?, "messages": [...], "tools"?: [...]}`` whose con
 Canonical mapping (shared with Claude Code, whose ``message`` objects are Anthropic messages):
 - a user message's ``tool_result`` blocks become one ``tool``-role message each, in block order; other
   user blocks stay in a user message (Anthropic puts results in the user role; templates want ``tool``);
+  a ``tool_result`` block inside an assistant message (a chat export) likewise ends the assistant message
+  there: what follows the result is the model's next call (docs/traces.md, "Tool results inside an assistant
+  message");
 - ``thinking`` keeps its ``signature`` byte-exact; ``redacted_thinking`` keeps its ``data`` as the
   signature with ``redacted=True``;
 - server-side tool blocks (MCP connector, web search) ran inside the API within the same response: the
@@ -20,7 +23,7 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from drafters.traces.formats import _cassette, _content, _reading
+from drafters.traces.formats import _cassette, _content, _reading, _spellings
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -37,6 +40,7 @@ from drafters.traces.model import (
 NAME = "anthropic_messages"
 
 _SERVER_CALLS = {"mcp_tool_use", "server_tool_use"}
+_RESULT_KEYS = {"type", "tool_use_id", "id", "content", "is_error", "cache_control"}
 
 
 def _is_server_result(kind: str) -> bool:
@@ -45,8 +49,14 @@ def _is_server_result(kind: str) -> bool:
 
 def tool_result_parts(block: dict[str, Any]) -> list:
     """A ``tool_result`` block -> [ToolResultPart, UnsupportedPart(image)...]. Text blocks are joined by
-    newlines; images (base64 screenshots) are counted, not kept."""
+    newlines; images (base64 screenshots) are counted, not kept. Without ``content`` (an empty result in the
+    API) the text under another common key (``text``, ``output``: a chat export) is read; a block holding other
+    data but no text in a known spelling is a placeholder that ingestion reports, never an empty result."""
     content = block.get("content")
+    if content is None:
+        content = _spellings.first(block, _spellings.RESULT_TEXT_KEYS)
+        if content is None and any(v not in (None, "", [], {}) for k, v in block.items() if k not in _RESULT_KEYS):
+            return [UnsupportedPart(_spellings.RESULT_NOT_READ)]
     extra: list = []
     if isinstance(content, list):
         texts = []
@@ -64,7 +74,7 @@ def tool_result_parts(block: dict[str, Any]) -> list:
         text = ""
     else:
         text = json.dumps(content, ensure_ascii=False)
-    return [ToolResultPart(call_id=block.get("tool_use_id"), content=text,
+    return [ToolResultPart(call_id=block.get("tool_use_id") or _content.as_str(block.get("id")), content=text,
                            is_error=bool(block.get("is_error", False)))] + extra
 
 

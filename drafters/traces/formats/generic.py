@@ -41,6 +41,8 @@ from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
     RESULT_ID_KEYS,
+    RESULT_NOT_READ,
+    RESULT_TEXT_KEYS,
     ROLE_KEYS,
     block_parts,
     calls_of,
@@ -52,7 +54,15 @@ from drafters.traces.formats._spellings import (
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import TURN_KEYS, join_turns
 from drafters.traces.formats.base import ProblemSink, TraceFormat
-from drafters.traces.model import Conversation, Message, ReasoningPart, Source, ToolResultPart, compact_json
+from drafters.traces.model import (
+    Conversation,
+    Message,
+    ReasoningPart,
+    Source,
+    ToolResultPart,
+    UnsupportedPart,
+    compact_json,
+)
 
 NAME = "generic"
 MAX_DEPTH = 6
@@ -153,6 +163,11 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
             tally.skipped.update(unread)
         empty = not message.parts or (role == "tool" and not any(
             p.content for p in message.parts if isinstance(p, ToolResultPart)))
+        if any(isinstance(p, UnsupportedPart) and p.kind == RESULT_NOT_READ for p in message.parts):
+            problems.error("content_not_mapped", f"message {i} has a tool result block with no result text in a "
+                           f"known spelling ({', '.join(RESULT_TEXT_KEYS)}): it is not read as an empty result",
+                           source, f"{found.path}[{i}]")
+            return None
         if empty and unread:
             problems.error("content_not_mapped", f"message {i} has no content in a known spelling; its keys "
                            f"{', '.join(sorted(unread)[:8])} were not read", source, f"{found.path}[{i}]")
