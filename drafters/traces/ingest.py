@@ -434,7 +434,11 @@ def _check_tool_pairing(conv: Conversation, report: ValidationReport) -> None:
     for cid, i in call_ids.items():
         # A call in the final assistant message may be unanswered because the log ends there.
         if cid not in answered and i != last_assistant:
-            if by_shape:
+            if messages[i].failed:  # the turn records its own failure (an error stop reason): never run
+                report.warning("unpaired_tool_call", "tool call has no result: its assistant message records a "
+                               "failed request (stop reason / error message), so it was never run", src,
+                               field=f"messages[{i}]")
+            elif by_shape:
                 report.error("tool_result_not_found", "tool call has no result: the mapping (declared or inferred) "
                              "does not reach where this file keeps tool results", src, field=f"messages[{i}]")
             else:

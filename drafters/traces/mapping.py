@@ -91,7 +91,7 @@ from typing import IO, Any
 from drafters.traces.formats import _reading
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
-from drafters.traces.formats._spellings import ROLE_KEYS, block_parts, get, role_of
+from drafters.traces.formats._spellings import ROLE_KEYS, block_parts, failed_turn, get, role_of
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import join_turns, split_at_results
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -325,6 +325,10 @@ class Mapping:
         for source, record in records:
             found = jsonpath(record, self.messages)
             if not found or not isinstance(found[0][1], dict):
+                if self.label == "generic" and _holds_message(record):  # read by shape: never skip a message
+                    problems.error("content_not_mapped", f"the record holds a message outside {self.messages}, "
+                                   "where the file's other messages are: it is not read by the inferred mapping",
+                                   source)
                 skipped += 1
                 continue
             key = as_text(jsonpath(record, self.group)[0][1]) if self.group and jsonpath(record, self.group) else None
@@ -381,6 +385,13 @@ class Mapping:
                 problems.error("unknown_role", f"the message {why}", source, at)
                 return None
             message = self._message(raw, role, at, reading)
+            if role == "assistant" and failed_turn(raw):
+                if not message.parts:  # a request that failed before any output: no model turn, no context
+                    problems.warning("failed_turn_skipped", "an assistant message with no content records a "
+                                     "failed request (stop reason / error message): no model turn, not read",
+                                     source, at)
+                    continue
+                message.failed = True  # its calls that no tool message answers were never run
             if handoff is None and handed_off(raw, self.observation, role):
                 # the context after this step is recorded elsewhere: cut before a handoff step, after a call's step
                 handoff = (len(messages) + (role == "assistant"), at, raw.get("step_id"))
@@ -566,6 +577,8 @@ class Mapping:
             if blocks and all(isinstance(p, ToolResultPart) for p in blocks):
                 return Message("tool", blocks)  # results as typed blocks, each with its call's id
             text = content if isinstance(content, str) else as_text(content)
+            if blocks and len(blocks) == len(content) and all(isinstance(p, TextPart) for p in blocks):
+                text = "".join(p.text for p in blocks)  # a result given as text blocks: their text, joined
             return Message("tool", [ToolResultPart(as_text(get(raw, self.tool_result.get("id", "tool_call_id")))
                                                    or None, text)])
         calls = self._calls(raw, at, reading) if role == "assistant" and self.tool_calls else []

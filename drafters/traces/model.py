@@ -159,6 +159,9 @@ class Message:
     # ``"weight": 0``, LLaMA-Factory ``"loss_weight": 0``): it stays in later calls' context but is
     # never a call's completion.
     supervised: bool = True
+    # True for an assistant message the source records as failed (a stop reason error / aborted, an error
+    # message beside it: _spellings.failed_turn): tool calls in it that no tool message answers were never run.
+    failed: bool = False
 
     @property
     def text(self) -> str:
@@ -297,6 +300,8 @@ def message_to_dict(message: Message) -> dict[str, Any]:
         data["meta"] = True
     if not message.supervised:
         data["supervised"] = False
+    if message.failed:
+        data["failed"] = True
     return data
 
 
@@ -320,13 +325,15 @@ def _message_payload(message: Message) -> dict[str, Any]:
         data["meta"] = True
     if not message.supervised:
         data["supervised"] = False
+    if message.failed:
+        data["failed"] = True
     return data
 
 
 def message_from_dict(data: dict[str, Any]) -> Message:
     parts = [PART_TYPES[p["type"]](**p) for p in data["parts"]]
     return Message(role=data["role"], parts=parts, model=data.get("model"), meta=bool(data.get("meta", False)),
-                   supervised=bool(data.get("supervised", True)))
+                   supervised=bool(data.get("supervised", True)), failed=bool(data.get("failed", False)))
 
 
 def conversation_to_dict(conv: Conversation) -> dict[str, Any]:

@@ -43,6 +43,8 @@ CODES: dict[str, str] = {
     "unknown_format": "no registered format recognizes the file",
     "unreadable_file": "the file cannot be opened or decompressed",
     "unpaired_tool_call": "a tool call has no result in the conversation",
+    "failed_turn_skipped": "an assistant message with no content that records a failed request (an error / aborted "
+    "stop reason, an error message) is no model turn: not read",
     "tool_result_without_call": "a tool result answers no earlier tool call",
     "empty_conversation": "a record holds no messages",
     "no_assistant_message": "a conversation has no assistant message, so no LLM call to train on",

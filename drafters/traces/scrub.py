@@ -414,7 +414,7 @@ class Scrubber:
                 p = ToolResultPart(p.call_id, self.scrub_text(p.content), p.is_error, p.name)
             parts.append(p)
         return Message(message.role, parts, model=message.model, meta=message.meta,
-                       supervised=message.supervised)
+                       supervised=message.supervised, failed=message.failed)
 
     def scrub_tools(self, tools: list[ToolDef]) -> list[ToolDef]:
         return [ToolDef(t.name, self.scrub_text(t.description), self.scrub_value(t.parameters)) for t in tools]

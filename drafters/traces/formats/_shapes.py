@@ -386,6 +386,12 @@ def _one_message(value: Any) -> bool:
 def _envelope(value: Any) -> str | None:
     """The path of the one message a record holds: ``$`` or an envelope key (``$.payload``...)."""
     if _one_message(value):
+        role = _role_key([value]) or ""
+        wrapper = role.split(".")[0] if "." in role else None
+        if wrapper in ENVELOPES and _one_message(value.get(wrapper)):
+            # the role is the wrapped message's ({"type": "message", "message": {role, content}}): the envelope
+            # is the path, so a record without one (a session header, a settings change) is no message, counted
+            return f"$.{wrapper}"
         return "$"
     if isinstance(value, dict):
         for key in ENVELOPES:

@@ -26,6 +26,7 @@ Content blocks understood (``type`` values, case-insensitive, ``-``/``_`` alike)
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from drafters.traces.formats._content import as_list, as_text
@@ -37,8 +38,8 @@ ROLE_ALIASES: dict[str, str] = {
     "assistant": "assistant", "ai": "assistant", "gpt": "assistant", "model": "assistant", "bot": "assistant",
     "chatbot": "assistant", "agent": "assistant", "answer": "assistant",
     "tool": "tool", "function": "tool", "observation": "tool", "ipython": "tool", "tool_result": "tool",
-    "tool-response": "tool", "tool_response": "tool",
-}
+    "tool-response": "tool", "tool_response": "tool", "function_result": "tool", "function_response": "tool",
+}  # role_of also reads camelCase / kebab-case spellings by their snake case (toolResult -> tool_result)
 ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type", "source")  # source: ATIF steps (Harbor)
 # A role given by a boolean: the key -> the role when true (false: the other of user / assistant).
 ROLE_FLAGS = {"isCreatedByUser": "user", "is_created_by_user": "user", "isUser": "user", "is_user": "user",
@@ -87,7 +88,32 @@ def role_of(value: Any, aliases: dict[str, str] | None = None) -> str | None:
     if not isinstance(value, str):
         return None
     table = aliases if aliases is not None else ROLE_ALIASES
-    return table.get(value) or table.get(value.strip().lower())
+    return table.get(value) or table.get(value.strip().lower()) or (
+        table.get(snake(value)) if aliases is None else None)
+
+
+# An assistant turn that records its own failure: a stop reason in these spellings, or an error message beside it.
+STOP_KEYS = ("stopReason", "stop_reason", "finish_reason", "finishReason")
+FAILED_STOPS = {"error", "aborted", "abort", "cancelled", "canceled", "interrupted"}
+ERROR_KEYS = ("errorMessage", "error_message", "error")
+
+
+def failed_turn(raw: Any) -> bool:
+    """Whether a raw assistant message records that its request failed (``stopReason: error`` / ``aborted``, a
+    non-empty ``errorMessage``): its tool calls were never run, and with no content it is no model turn."""
+    if not isinstance(raw, dict):
+        return False
+    stop = first(raw, STOP_KEYS)
+    if isinstance(stop, str) and snake(stop) in FAILED_STOPS:
+        return True
+    return any(raw.get(k) not in (None, "", False, {}, []) for k in ERROR_KEYS)
+
+
+def snake(value: str) -> str:
+    """A spelling's words in snake case: ``toolResult`` / ``tool-result`` / ``Tool_Result`` -> ``tool_result``
+    (camelCase split at each lower-to-upper step; ``-`` and spaces as ``_``)."""
+    value = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", value.strip())
+    return re.sub(r"[-\s]+", "_", value).lower()
 
 
 def flag_roles(key: str) -> dict[str, str] | None:
@@ -99,7 +125,7 @@ def flag_roles(key: str) -> dict[str, str] | None:
 
 
 def _kind(block: dict) -> str:
-    return str(block.get("type") or "").lower().replace("-", "_")
+    return snake(str(block.get("type") or ""))  # toolCall, tool-call, tool_call alike
 
 
 def tool_call(block: dict) -> ToolCallPart:

@@ -87,7 +87,8 @@ def split_at_results(messages: list[Message], raws: list[Any]) -> tuple[list[Mes
                     current.append(p)
                     continue
                 if current:
-                    pieces.append(Message("assistant", current, model=m.model, meta=m.meta, supervised=m.supervised))
+                    pieces.append(Message("assistant", current, model=m.model, meta=m.meta, supervised=m.supervised,
+                                          failed=m.failed))
                     current = []
                 if p is not None:
                     pieces.append(Message("tool", [p]))
@@ -122,6 +123,7 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str, strict: 
         if last is not None and last.role == "assistant" and open_ is not None:
             last.parts.extend(parts)
             last.model = last.model or m.model
+            last.failed = last.failed or m.failed
             open_ = kind if kind in ("thought", "chunk") else None
             last_raw = raws[i]
             if open_ == "thought" and any(not isinstance(p, ReasoningPart) for p in last.parts):
@@ -133,7 +135,8 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str, strict: 
             return out, (f"messages {i - 1} and {i} are both the assistant's with nothing between them, neither "
                          "flagged as a thought or a chunk of a streamed reply nor each with a step, response id or "
                          "usage of its own: whether they are one call or two is not known")
-        out.append(Message("assistant", parts, model=m.model, meta=m.meta, supervised=m.supervised))
+        out.append(Message("assistant", parts, model=m.model, meta=m.meta, supervised=m.supervised,
+                           failed=m.failed))
         last_raw = raws[i]
         open_ = kind if kind in ("thought", "chunk") else None
     if open_ == "thought":

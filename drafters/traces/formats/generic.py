@@ -46,6 +46,7 @@ from drafters.traces.formats._spellings import (
     ROLE_KEYS,
     block_parts,
     calls_of,
+    failed_turn,
     first,
     get,
     result_parts,
@@ -157,6 +158,13 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
     for i, raw in enumerate(found.messages):
         role = role_of(get(raw, found.role_key))
         message = message_of(raw, role, found.content_key)  # type: ignore[arg-type]
+        if role == "assistant" and failed_turn(raw):
+            if not message.parts and not message.tool_calls:  # a request that failed before any output
+                problems.warning("failed_turn_skipped", f"message {i} is an assistant message with no content that "
+                                 "records a failed request (stop reason / error message): no model turn, not read",
+                                 source, f"{found.path}[{i}]")
+                continue
+            message.failed = True  # its calls that no tool message answers were never run
         unread = _unread(raw, found)
         if tally is not None:
             tally.roles[role] += 1

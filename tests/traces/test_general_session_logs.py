@@ -1,0 +1,82 @@
+"""Session logs read by the general path (issue 30; docs/traces.md, "Session logs: spellings, metadata lines,
+failed turns"): camelCase role and block spellings (``toolResult``, ``toolCall``), envelope lines
+(``{"type": "message", "message": {...}}``) beside header / settings lines that are skipped and counted, and
+assistant turns that record their own failure (an aborted request with no output is no call; calls of a turn
+that errored are never run, so no result is expected).
+
+Fixture ``fixtures/shapes/session_entries.jsonl``: hand-made, not a copy of a real file.
+"""
+
+from __future__ import annotations
+
+import json
+
+from drafters.traces.formats._spellings import block_part, failed_turn, role_of, snake
+from drafters.traces.ingest import ingest
+from drafters.traces.model import ToolCallPart
+
+from .conftest import totals
+from .test_bad_input import SHAPES
+
+
+def _codes(result, severity="errors"):
+    return [e.code for e in getattr(result.report, severity)]
+
+
+def _write(tmp_path, lines, name="log.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_camel_case_spellings():
+    assert snake("toolResult") == "tool_result" and snake("Tool-Result") == "tool_result"
+    assert role_of("toolResult") == "tool" and role_of("functionResult") == "tool"
+    assert role_of("AssistantMessage") is None  # not a role spelling: no guess
+    part = block_part({"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}})
+    assert isinstance(part, ToolCallPart) and part.name == "read" and part.arguments == {"path": "a"}
+
+
+def test_failed_turn_spellings():
+    assert failed_turn({"stopReason": "aborted"}) and failed_turn({"finish_reason": "error"})
+    assert failed_turn({"role": "assistant", "errorMessage": "terminated"})
+    assert not failed_turn({"stopReason": "toolUse"}) and not failed_turn({"finish_reason": "stop", "error": None})
+
+
+def test_session_log_with_header_lines_and_failed_turns():
+    path = SHAPES / "session_entries.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    result = ingest([path], scrub=False)
+    assert result.report.ok, _codes(result)
+    # by hand: 12 lines, 2 not messages (header, setting change); 5 assistant messages, one aborted with no
+    # output (no call): 4 calls; tool calls c1, c2, c3 (c2 and c3 in a turn that errored, never run)
+    assert sum(x["type"] != "message" for x in lines) == 2
+    assert totals(result.conversations) == (1, 4, 3)
+    warnings = _codes(result, "warnings")
+    assert warnings.count("unpaired_tool_call") == 2 and "failed_turn_skipped" in warnings
+    assert "records_not_messages" in warnings and "tool_result_not_found" not in _codes(result)
+    (conv,) = result.conversations
+    calls = list(conv.calls())
+    assert [m.role for m in calls[1].context] == ["user", "assistant", "tool"]
+    assert calls[1].context[-1].tool_results[0].content == "fern\nbasil\nmint"
+    assert calls[1].completion.reasoning == "three lines"
+    # the aborted turn is in no context: two user messages in a row
+    assert [m.role for m in calls[2].context][-3:] == ["assistant", "user", "user"]
+    assert calls[2].completion.failed and [p.name for p in calls[2].completion.tool_calls] == ["water", "water"]
+    assert calls[3].completion.text == "No, that is all."
+
+
+def test_unanswered_calls_without_a_failure_record_are_still_refused(tmp_path):
+    lines = [json.loads(x) for x in (SHAPES / "session_entries.jsonl").read_text().splitlines()]
+    for x in lines:
+        if x.get("message", {}).get("stopReason") == "error":
+            del x["message"]["stopReason"], x["message"]["errorMessage"]
+    result = ingest([_write(tmp_path, lines)], scrub=False)
+    assert not result.report.ok and "tool_result_not_found" in _codes(result)
+
+
+def test_a_message_outside_the_envelope_is_never_skipped(tmp_path):
+    lines = [json.loads(x) for x in (SHAPES / "session_entries.jsonl").read_text().splitlines()]
+    lines += [{"type": "note"}] * 60 + [{"role": "assistant", "content": "a reply written without the envelope"}]
+    result = ingest([_write(tmp_path, lines)], scrub=False)
+    assert not result.report.ok and "content_not_mapped" in _codes(result)
