@@ -32,7 +32,11 @@ def _write(tmp_path, lines, name="log.jsonl"):
 def test_camel_case_spellings():
     assert snake("toolResult") == "tool_result" and snake("Tool-Result") == "tool_result"
     assert role_of("toolResult") == "tool" and role_of("functionResult") == "tool"
-    assert role_of("AssistantMessage") is None  # not a role spelling: no guess
+    # message classes (AutoGen, LangChain): the role before "Message"
+    assert [role_of(v) for v in ("AssistantMessage", "UserMessage", "SystemMessage", "AIMessage", "HumanMessage",
+                                 "ToolMessage", "FunctionExecutionResultMessage")] == [
+        "assistant", "user", "system", "assistant", "user", "tool", "tool"]
+    assert role_of("ChatMessage") is None and role_of("message") is None and role_of("TextMessage") is None
     part = block_part({"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}})
     assert isinstance(part, ToolCallPart) and part.name == "read" and part.arguments == {"path": "a"}
 
@@ -80,3 +84,28 @@ def test_a_message_outside_the_envelope_is_never_skipped(tmp_path):
     lines += [{"type": "note"}] * 60 + [{"role": "assistant", "content": "a reply written without the envelope"}]
     result = ingest([_write(tmp_path, lines)], scrub=False)
     assert not result.report.ok and "content_not_mapped" in _codes(result)
+
+
+def test_message_classes_with_untyped_calls_and_results():
+    """Fixture ``fixtures/shapes/message_classes.json`` (hand-made, AutoGen-core-like): roles as message classes
+    under ``type``, calls as untyped ``{id, name, arguments}`` blocks, results as untyped ``{content, call_id}``
+    blocks, the text before the calls under ``thought``."""
+    result = ingest([SHAPES / "message_classes.json"], scrub=False)
+    assert result.report.ok, _codes(result)
+    assert totals(result.conversations) == (1, 2, 2)
+    (conv,) = result.conversations
+    first_call, second = conv.calls()
+    assert [p.name for p in first_call.completion.tool_calls] == ["read_sensor", "read_sensor"]
+    assert first_call.completion.tool_calls[1].arguments == {"sensor": "humidity"}
+    assert first_call.completion.reasoning == "Check both sensors first."
+    assert [m.role for m in second.context] == ["system", "user", "assistant", "tool"]
+    assert [(r.call_id, r.content) for r in second.context[-1].tool_results] == [("f1", "31 C"), ("f2", "80 %")]
+    assert second.completion.text.startswith("Yes: 31 C")
+
+
+def test_untyped_blocks_read_only_when_unambiguous():
+    call = block_part({"id": "f1", "name": "read", "arguments": "{}"})
+    assert isinstance(call, ToolCallPart) and call.id == "f1"
+    assert not isinstance(block_part({"name": "read", "content": "x"}), ToolCallPart)  # text beside it: not a call
+    result = block_part({"content": "ok", "call_id": "f1"})
+    assert result.call_id == "f1" and result.content == "ok"

@@ -39,6 +39,7 @@ ROLE_ALIASES: dict[str, str] = {
     "chatbot": "assistant", "agent": "assistant", "answer": "assistant",
     "tool": "tool", "function": "tool", "observation": "tool", "ipython": "tool", "tool_result": "tool",
     "tool-response": "tool", "tool_response": "tool", "function_result": "tool", "function_response": "tool",
+    "function_execution_result": "tool",
 }  # role_of also reads camelCase / kebab-case spellings by their snake case (toolResult -> tool_result)
 ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type", "source")  # source: ATIF steps (Harbor)
 # A role given by a boolean: the key -> the role when true (false: the other of user / assistant).
@@ -88,8 +89,12 @@ def role_of(value: Any, aliases: dict[str, str] | None = None) -> str | None:
     if not isinstance(value, str):
         return None
     table = aliases if aliases is not None else ROLE_ALIASES
-    return table.get(value) or table.get(value.strip().lower()) or (
-        table.get(snake(value)) if aliases is None else None)
+    if aliases is not None:
+        return table.get(value) or table.get(value.strip().lower())
+    name = snake(value)
+    if name.endswith("_message") or name == "aimessage":  # a message class: UserMessage, AIMessage, ToolMessage
+        name = name[:-8] if name.endswith("_message") else "ai"
+    return table.get(value) or table.get(value.strip().lower()) or table.get(name)
 
 
 # An assistant turn that records its own failure: a stop reason in these spellings, or an error message beside it.
@@ -148,6 +153,11 @@ def block_part(block: Any) -> Any:
         if "type" in inner:
             return block_part(inner)  # a wrapped block: {"message_content": {type, text}}
     kind = _kind(block)
+    if kind == "" and _untyped_call(block):  # AutoGen FunctionCall: {id, name, arguments}, no type
+        return tool_call(block)
+    if kind == "" and any(block.get(k) is not None for k in RESULT_ID_KEYS[:4]) and "content" in block:
+        # AutoGen FunctionExecutionResult: {content, name, call_id, is_error}, no type
+        return block_part({**block, "type": "tool_result"})
     if kind in ("text", "") and block.get("thought") is True and isinstance(block.get("text"), str):
         return ReasoningPart(block["text"], signature=block.get("thoughtSignature")) if block["text"] else None
     if kind in ("text", "input_text", "output_text", "") and first(block, ("text", "value", "content")) is not None:
@@ -168,6 +178,12 @@ def block_part(block: Any) -> Any:
     if kind in _MEDIA:
         return UnsupportedPart(_MEDIA[kind])
     return UnsupportedPart(kind or "untyped_block")
+
+
+def _untyped_call(block: dict) -> bool:
+    """A block without a type that is a function call: a name (text) and arguments, and nothing of text."""
+    return isinstance(block.get("name"), str) and any(k in block for k in ("arguments", "args")) and not any(
+        k in block for k in ("text", "value", "content", "role"))
 
 
 def result_text(value: Any) -> str | None:

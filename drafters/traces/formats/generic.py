@@ -133,7 +133,7 @@ def message_of(raw: dict, role: str, content_key: str | None) -> Message:
     if role == "tool":
         return Message("tool", result_parts(raw, parts))
     if role == "assistant":
-        for key in ("reasoning_content", "reasoning", "thinking"):
+        for key in ("reasoning_content", "reasoning", "thinking", "thought"):  # thought: AutoGen's text before calls
             if isinstance(raw.get(key), str) and raw[key]:
                 parts.insert(0, ReasoningPart(raw[key]))
                 break
