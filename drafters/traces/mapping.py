@@ -106,6 +106,7 @@ from drafters.traces.model import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    compact_json,
 )
 
 
@@ -209,7 +210,13 @@ class Mapping:
                 repeated = chains.drop_repeats()
                 kinds = sorted({k for c in chains.chains for call in c.calls
                                 if (k := chains.kinds.get(id(call))) is not None})
-                if len(kinds) > 1:  # a trace beside its generations, whose calls it does not simply restate
+                if chains.identical:  # read by shape: a call made twice or one record written twice, not guessed
+                    problems.error("ambiguous_shape", f"{chains.identical} record(s) are identical copies of another "
+                                   "record (same input, same output, same fields): whether the call was made twice "
+                                   "(a recorder) or one record was written twice is not guessed", Source(fmt, filename))
+                    chains.chains.clear()
+                    repeated = 0
+                elif len(kinds) > 1:  # a trace beside its generations, whose calls it does not simply restate
                     problems.error("ambiguous_shape", f"calls were read from records of {len(kinds)} kinds (type "
                                    f"{', '.join(kinds[:5])}) that do not repeat each other: whether one kind restates "
                                    "the other's calls (a trace or parent span over its generations) is not guessed, "
@@ -304,6 +311,8 @@ class Mapping:
             if piece.role == "assistant":
                 call = chains.add(conv.id, conv.source, conv.tools, context, piece)
                 chains.kinds[id(call)] = kind if isinstance(kind, str) else None
+                if self.label == "generic":
+                    chains.records[id(call)] = compact_json(record, sort_keys=True)
             context = [*context, piece]
         return True
 

@@ -24,6 +24,9 @@ def _codes(result, severity="errors"):
 
 
 def _write(tmp_path, lines, name="log.jsonl"):
+    if name.endswith(".json"):
+        (tmp_path / name).write_text(json.dumps(lines))
+        return tmp_path / name
     path = tmp_path / name
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return path
@@ -109,3 +112,23 @@ def test_untyped_blocks_read_only_when_unambiguous():
     assert not isinstance(block_part({"name": "read", "content": "x"}), ToolCallPart)  # text beside it: not a call
     result = block_part({"content": "ok", "call_id": "f1"})
     assert result.call_id == "f1" and result.content == "ok"
+
+
+def test_recorded_calls_with_a_result_object_without_a_role(tmp_path):
+    """Fixture ``fixtures/shapes/recorder_calls.json`` (hand-made, AutoGen-recorder-like): records of input
+    messages and a role-less result ``{finish_reason, content, usage, ...}``; a record whose input extends an
+    earlier record's input and answer continues its conversation."""
+    path = SHAPES / "recorder_calls.json"
+    result = ingest([path], scrub=False)
+    assert result.report.ok, _codes(result)
+    assert totals(result.conversations) == (2, 3, 0)
+    first_conv = result.conversations[0]
+    assert [c.completion.text for c in first_conv.calls()] == ["Basil, of the three.", "Fern needs the least."]
+    # an identical copy of a record: a call made twice or one written twice is not guessed
+    recs = json.loads(path.read_text())
+    result = ingest([_write(tmp_path, [*recs, recs[1]], "copies.json")], scrub=False)
+    assert not result.report.ok and "ambiguous_shape" in _codes(result)
+    # a result object holding more than its text (a thought) is not read as the answer
+    recs[0]["response"]["thought"] = "water needs"
+    result = ingest([_write(tmp_path, recs, "thought.json")], scrub=False)
+    assert not result.report.ok

@@ -37,6 +37,8 @@ class CallChains:
 
     chains: list[_Chain] = field(default_factory=list)
     kinds: dict[int, str | None] = field(default_factory=dict)  # id(call) -> its record's type (for the reader)
+    records: dict[int, str] = field(default_factory=dict)  # id(call) -> its whole record's JSON (for the reader)
+    identical: int = 0  # exact repeats dropped whose records are identical copies (set by drop_repeats)
 
     def add(self, conv_id: str, source: Source, tools: list[ToolDef], context: list[Message],
             completion: Message, key: object = None) -> LLMCall:
@@ -76,6 +78,8 @@ class CallChains:
                        for d in other.calls):
                     self.chains.remove(c)
                     dropped += 1
+                    rec = self.records.get(id(call))
+                    self.identical += rec is not None and any(self.records.get(id(d)) == rec for d in other.calls)
                     break
         return dropped
 

@@ -425,7 +425,8 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | No
     if not pairs or not all(pairs):
         return None
     ((inp, out), _), = Counter(pairs).most_common(1)
-    msgs = [m for v in dicts for path in (inp, out) for m in _messages_at(v, path)][:500]
+    msgs = [m for v in dicts for path in (inp, out) for m in _messages_at(v, path)
+            if path == inp or is_message(m)][:500]  # an output object without a role: read as the answer
     keys, unread = message_keys(msgs)
     flat = dicts != values
     return Inferred("request_response", _mapping(name, messages=inp, response=out, unflatten=flat or None,
@@ -468,7 +469,8 @@ def _text_outputs(record: dict, path: str = "$", depth: int = 0) -> list[str]:
         return out
     for k, v in record.items():
         p = _child(path, k)
-        if k in OUTPUT_KEYS and isinstance(v, str) and v and not _looks_encoded(v):
+        if k in OUTPUT_KEYS and (isinstance(v, str) and v and not _looks_encoded(v)
+                                 or isinstance(v, dict) and _result_object(v)):  # text, or a role-less result
             out.append(p)
         elif k in OUTPUT_KEYS and isinstance(v, dict):
             hit = _text_in(v, p)
@@ -477,6 +479,20 @@ def _text_outputs(record: dict, path: str = "$", depth: int = 0) -> list[str]:
         elif isinstance(v, dict):
             out += _text_outputs(v, p, depth + 1)
     return out
+
+
+# A model's result object without a role (AutoGen's CreateResult: {finish_reason, content, usage, ...}): the keys
+# that may hold data beside its content; any other key holding data (a thought, tool calls) is not guessed.
+_RESULT_META = ("finish_reason", "finishReason", "stop_reason", "stopReason", "usage", "cached", "logprobs",
+                "model", "id", "created")
+
+
+def _result_object(value: dict) -> bool:
+    """An output object with no role that is the model's reply: a stop reason, ``content`` text, and nothing
+    else holding data but metadata (the general path reads it as the assistant message, its content the text)."""
+    return not is_message(value) and any(value.get(k) for k in _RESULT_META[:4]) and \
+        isinstance(value.get("content"), str) and all(
+            k == "content" or k in _RESULT_META or v in (None, "", [], {}) for k, v in value.items())
 
 
 def _looks_encoded(text: str) -> bool:

@@ -29,6 +29,7 @@ inferred mapping, and which keys were not read.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -209,7 +210,9 @@ def sniff(head: str, filename: str) -> bool:
     try:
         value = _reading.loads(head)
     except ValueError:  # a pretty-printed document cut by the head
-        return ('"role"' in head or '"from"' in head) and ('"content"' in head or '"value"' in head)
+        return ('"role"' in head or '"from"' in head or re.search(r'"type":\s*"(User|Assistant|System|Human|AI)Message"',
+                                                                   head) is not None) \
+            and ('"content"' in head or '"value"' in head)  # roles as message classes (AutoGen, LangChain) too
     value = _streams.joined_tree(value)[0]
     items = value if isinstance(value, list) else [value]
     return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]" if isinstance(value, list) else "$"), v)
