@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import heldout_formats  # noqa: E402
+import heldout_formats
 
 heldout_formats.DATA = heldout_formats.ROOT / "benchmarks" / "data" / "heldout_formats_3"
 

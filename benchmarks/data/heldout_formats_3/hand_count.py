@@ -183,7 +183,7 @@ def antigravity_markdown(path: Path) -> dict:
     """Antigravity language-server conversation summary (``markdown`` field with ``### User Input`` /
     ``### Planner Response`` sections). Rule: one conversation; each Planner Response section is one call."""
     md = json.loads(path.read_text(encoding="utf-8"))["markdown"]
-    sections = re.split(r"^### ", md, flags=re.M)
+    sections = re.split(r"^### ", md, flags=re.MULTILINE)
     completions, contexts, ctx = [], [], []
     for s in sections:
         if s.startswith("Planner Response"):
