@@ -393,7 +393,8 @@ def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | Non
         report.error("no_llm_call", "no assistant message has a context before it (the log starts with the "
                      "model's answer): no LLM call to train on", src)
         return None
-    _check_tool_pairing(conv, report)
+    if not _check_tool_pairing(conv, report):
+        return None  # a call whose result the reading did not reach: later contexts lack it (or hold it raw)
     n_calls = sum(1 for m in all_messages for p in m.parts if isinstance(p, ToolCallPart))
     has_defs = bool(conv.tools) or any(c.tools for c in conv.explicit_calls or [])
     if n_calls and not has_defs:
@@ -407,8 +408,10 @@ def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | Non
     return conv
 
 
-def _check_tool_pairing(conv: Conversation, report: ValidationReport) -> None:
-    """Warn about tool calls without results, results without calls and arguments that are not JSON."""
+def _check_tool_pairing(conv: Conversation, report: ValidationReport) -> bool:
+    """Warn about tool calls without results, results without calls and arguments that are not JSON. False (the
+    conversation is refused) when a file read by shape or by a mapping has a call whose result was not found: the
+    reading did not reach it, so a later call's context lacks it, or holds it unlinked (a raw record as text)."""
     src = conv.source
     messages = conv.messages
     call_ids: dict[str, int] = {}
@@ -431,6 +434,7 @@ def _check_tool_pairing(conv: Conversation, report: ValidationReport) -> None:
     # Read by shape or by a declared mapping, a result that is nowhere to be found is where the reading did not
     # look (an agent step's observation, a response stored beside its input): content lost, not a log cut short.
     by_shape = src.format == "generic" or src.format.startswith("mapping:")
+    linked = True
     for cid, i in call_ids.items():
         # A call in the final assistant message may be unanswered because the log ends there.
         if cid not in answered and i != last_assistant:
@@ -440,9 +444,12 @@ def _check_tool_pairing(conv: Conversation, report: ValidationReport) -> None:
                                field=f"messages[{i}]")
             elif by_shape:
                 report.error("tool_result_not_found", "tool call has no result: the mapping (declared or inferred) "
-                             "does not reach where this file keeps tool results", src, field=f"messages[{i}]")
+                             "does not reach where this file keeps tool results; conversation not kept", src,
+                             field=f"messages[{i}]")
+                linked = False
             else:
                 report.warning("unpaired_tool_call", "tool call has no result", src, field=f"messages[{i}]")
+    return linked
 
 
 def ingest(

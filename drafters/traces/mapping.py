@@ -91,7 +91,17 @@ from typing import IO, Any
 from drafters.traces.formats import _reading
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
-from drafters.traces.formats._spellings import ROLE_KEYS, block_parts, failed_turn, get, role_of
+from drafters.traces.formats._spellings import (
+    ROLE_KEYS,
+    SYSTEM_KEYS,
+    block_parts,
+    failed_turn,
+    get,
+    role_of,
+    sibling_system,
+    system_not_read,
+    system_text,
+)
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import join_turns, split_at_results
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -377,7 +387,7 @@ class Mapping:
         source, problems = reading.source, reading.problems
         missing_before = reading.missing
         if self.items == "openai_responses":
-            return self._items_conversation(record, msgs, reading)
+            return self._items_conversation(record, where, msgs, reading)
         handoff: tuple[int, str, Any] | None = None  # (messages kept, path, step id) of a context handoff
         for i, raw in enumerate(msgs):
             at = f"{where}[{i}]"
@@ -424,7 +434,7 @@ class Mapping:
             return None
         tools = jsonpath(record, self.tools) if self.tools else []
         return Conversation(id="", source=source, tools=tool_defs(tools[0][1]) if tools else [],
-                            messages=self._prompt(record) + messages)
+                            messages=self._prompt(record, where, messages, reading) + messages)
 
     def _tools(self, record: Any) -> list:
         tools = jsonpath(record, self.tools) if self.tools else []
@@ -559,22 +569,38 @@ class Mapping:
                 if isinstance(kids, list) else []
         return items, parents
 
-    def _items_conversation(self, record: Any, msgs: list, reading: _Reading) -> Conversation:
+    def _items_conversation(self, record: Any, where: str, msgs: list, reading: _Reading) -> Conversation:
         """``items: openai_responses``: the list holds Responses API items (``message``, ``reasoning``,
         ``function_call``, ``function_call_output``, ...), read by the Responses reader (an item type it does not
         know is a counted placeholder that ingestion reports as ``unknown_content``)."""
         tools = jsonpath(record, self.tools) if self.tools else []
+        messages = items_to_messages(msgs)
         return Conversation(id="", source=reading.source, tools=tool_defs(tools[0][1]) if tools else [],
-                            messages=self._prompt(record) + items_to_messages(msgs))
+                            messages=self._prompt(record, where, messages, reading) + messages)
 
-    def _prompt(self, record: Any) -> list[Message]:
-        """The messages the ``prompt`` paths give (system, then user), put before the message list."""
+    def _prompt(self, record: Any, where: str | None = None, messages: list[Message] | None = None,
+                reading: _Reading | None = None) -> list[Message]:
+        """The messages the ``prompt`` paths give (system, then user), put before the message list. Without a
+        declared ``prompt.system``, a system prompt beside the list at ``where`` (``_spellings.SYSTEM_KEYS`` in the
+        object holding the list) is the first message; one that is not read is reported, never dropped silently."""
         out = []
         for role in ("system", "user"):
             found = jsonpath(record, self.prompt[role]) if role in self.prompt else []
-            parts = block_parts(found[0][1]) if found else []
+            text = system_text(found[0][1]) if found and role == "system" else None
+            parts = [TextPart(text)] if text is not None else block_parts(found[0][1]) if found else []
             if parts:
                 out.append(Message(role, parts))  # type: ignore[arg-type]
+        holder = _holder(record, where) if where is not None and reading is not None else None
+        if holder is not None and reading is not None:
+            declared = {p.split(".")[-1] for p in self.prompt.values()}  # read as declared, not twice
+            rest = {k: v for k, v in holder.items() if k not in declared}
+            head = out[:1] if out and out[0].role == "system" else messages
+            prompt, not_read = sibling_system(rest, head)
+            if "system" not in self.prompt:
+                out[:0] = prompt
+            elif prompt:  # a declared system path that found nothing here: the other keys are not read
+                not_read = [k for k in SYSTEM_KEYS if system_text(rest.get(k)) is not None]
+            system_not_read(not_read, reading.source, reading.problems)
         return out
 
     def _message(self, raw: dict, role: str, at: str, reading: _Reading) -> Message:
@@ -582,6 +608,9 @@ class Mapping:
         if role == "tool":
             key = self.tool_result.get("content", "content")
             content = reading.required(raw, key, "tool_result.content", at)
+            if isinstance(content, dict) and "type" not in content and "text" not in content:
+                inner = next((content[k] for k in ("parts", "content") if isinstance(content.get(k), list)), None)
+                content = inner if inner is not None else content  # a message object given as the result: its parts
             blocks = block_parts(content) if isinstance(content, list) else []
             if blocks and all(isinstance(p, ToolResultPart) for p in blocks):
                 return Message("tool", blocks)  # results as typed blocks, each with its call's id
@@ -755,6 +784,16 @@ def _holds_data(value: Any) -> bool:
     if isinstance(value, str):
         return value.lstrip()[:1] in ("{", "[")
     return isinstance(value, (dict, list)) and bool(value)
+
+
+def _holder(record: Any, where: str) -> dict | None:
+    """The object holding the list found at the concrete JSONPath ``where`` (``$.messages`` -> the record); None
+    for a list that is the record itself or an item of a list."""
+    m = re.match(r"^(.*?)(?:\.[A-Za-z0-9_\-]+|\['[^']*'\])$", where)
+    if m is None:
+        return None
+    found = jsonpath(record, m.group(1) or "$")
+    return found[0][1] if found and isinstance(found[0][1], dict) else None
 
 
 def _root_key(path: str) -> str:

@@ -81,7 +81,7 @@ CODES: dict[str, str] = {
     "history_not_read": "stored messages no longer in an agent's context whose calls' contexts cannot be rebuilt "
     "(an earlier eviction); counted, not read",
     "tool_result_not_found": "a file read by shape or by a declared mapping has a tool call whose result was never "
-    "found: the mapping does not reach where the results are (content lost)",
+    "found: the mapping does not reach where the results are (content lost; the conversation is not kept)",
     "copied_context": "messages flagged as copied from another context (an agent's handoff) are context, not this "
     "file's calls; the general path does not tell them apart, so the file is refused",
     "handoff_context_not_recorded": "an agent step hands the context off to another trajectory (ATIF "
@@ -89,6 +89,11 @@ CODES: dict[str, str] = {
     "after it saw a context the file does not record; they are refused, the calls before it are read",
     "run_starts_merged": "records holding only a call's input that a later record repeats with its output (a run "
     "posted, then updated) were read once, as the later record",
+    "marker_skipped": "a chat message of a role no chat API has that holds nothing but its role (a session "
+    "marker such as {\"role\": \"session_meta\"}): no content, not read",
+    "system_prompt_not_read": "a record holds a system prompt beside its message list (system, system_prompt, "
+    "instructions, ...) that the conversation does not read: a second, different one, or one that differs from "
+    "the list's own first system message (which one the model saw is not known)",
     "records_not_messages": "records: messages: records holding no message at the mapping's path (metadata, usage "
     "events) were counted and not read",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "

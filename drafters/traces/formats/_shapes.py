@@ -35,6 +35,7 @@ from drafters.traces.formats._spellings import (
     RESULT_ID_KEYS,
     ROLE_FLAGS,
     ROLE_KEYS,
+    SYSTEM_KEYS,
     flag_roles,
     get,
     role_of,
@@ -55,7 +56,6 @@ OBSERVATION_KEYS = ("observation", "observations", "tool_output", "tool_result",
 ACTION_KEYS = ("action", "actions", "tool_calls", "tool_call", "function_call", "tool", "code_action")
 STEP_TEXT_KEYS = ("response", "answer", "final_answer", "output", "model_output", "content", "text")
 THOUGHT_KEYS = ("thought", "thoughts", "reasoning", "thinking")
-SYSTEM_KEYS = ("system", "system_prompt", "systemInstruction", "instructions", "preamble")
 TASK_KEYS = ("task", "query", "question", "instruction", "goal", "prompt", "input")
 _WRAPPERS = ("", "message.", "data.", "kwargs.", "content.")  # a message's keys, or the object it wraps (ADK: content)
 SAMPLE = 50  # records the shape is inferred from
@@ -157,6 +157,9 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
                                                                              is not None for m in tool_msgs)), None)
         rcontent = next((wrap + k for k in CONTENT_KEYS if all(get(m, wrap + k) is not None for m in tool_msgs)),
                         out["content"])
+        rheld = [get(m, rcontent) for m in tool_msgs]
+        if all(isinstance(v, dict) and isinstance(v.get("parts"), list) for v in rheld):
+            rcontent += ".parts"  # a message object holding the result's parts (Gemini-style functionResponse)
         out["tool_result"] = {"content": rcontent, **({"id": rid} if rid else {})}
     if steps:
         out["observation"] = next(k for k in OBSERVATION_KEYS if any(k in m for m in msgs))

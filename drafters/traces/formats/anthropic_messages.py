@@ -192,7 +192,17 @@ def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Ite
             if not isinstance(item, dict) or not isinstance(item.get("messages"), list):
                 problems.error("not_an_object", "record has no 'messages' list", s)
                 continue
+            other = [j for j, m in enumerate(item["messages"])
+                     if not (isinstance(m, dict) and m.get("role") in ("user", "assistant"))]
+            if other:  # a message the Messages API has no role for (a tool or system message) would be lost
+                problems.error("not_an_object", f"message {other[0]}: not a user or assistant message of the "
+                               "Anthropic Messages API (its content would be lost)", s, field=f"messages[{other[0]}]")
+                continue
             tools, msgs = request_to_messages(item)
+            if "system" not in item:  # the system prompt under another spelling beside the list
+                prompt, not_read = _spellings.sibling_system(item, msgs)
+                msgs[:0] = prompt
+                _spellings.system_not_read(not_read, s, problems)
             model = item.get("model") if isinstance(item.get("model"), str) else None
             for m in msgs:
                 if m.role == "assistant" and m.model is None:

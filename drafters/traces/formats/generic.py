@@ -45,6 +45,7 @@ from drafters.traces.formats._spellings import (
     RESULT_NOT_READ,
     RESULT_TEXT_KEYS,
     ROLE_KEYS,
+    SYSTEM_KEYS,
     block_parts,
     calls_of,
     failed_turn,
@@ -52,6 +53,8 @@ from drafters.traces.formats._spellings import (
     get,
     result_parts,
     role_of,
+    sibling_system,
+    system_not_read,
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import TURN_KEYS, join_turns
@@ -311,13 +314,14 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
         tally.tools["with parameters" if isinstance(schema, dict) else "without a parameter schema"] += 1
     if isinstance(value, dict):
         used = {f.path.split(".")[1].split("[")[0] if "." in f.path else "", "tools", "functions", "tool_definitions",
-                *_shapes.SYSTEM_KEYS}
+                *SYSTEM_KEYS}
         tally.record_skipped.update(k for k, v in value.items() if k not in used and v not in (None, "", [], {}))
     loc = source.line if source.line is not None else source.record
     conv = conversation_of(f, source, f"{NAME}:{stem}:{loc}", tools, problems, tally)
-    system = first(value, _shapes.SYSTEM_KEYS) if isinstance(value, dict) and f.path.count(".") == 1 else None
-    if conv is not None and system not in (None, "", []) and not (conv.messages and conv.messages[0].role == "system"):
-        conv.messages.insert(0, Message("system", block_parts(system)))  # a record's system prompt beside its list
+    if conv is not None and isinstance(value, dict) and f.path.count(".") == 1:  # a system prompt beside the list
+        prompt, not_read = sibling_system(value, conv.messages)
+        conv.messages[:0] = prompt
+        system_not_read(not_read, source, problems)
     if conv is not None:
         yield conv
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from drafters.traces.formats import _cassette, _content, _reading
+from drafters.traces.formats._spellings import sibling_system, system_not_read
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
@@ -66,10 +67,11 @@ def tools_from_openai(tools: Any) -> list[ToolDef]:
         name = fn.get("name")
         if not isinstance(name, str):
             continue
-        params = fn.get("parameters")
+        params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else \
+            next((tool[k] for k in ("parameters", "input_schema") if isinstance(tool.get(k), dict)), None)
         out.append(ToolDef(
             name=name,
-            description=fn.get("description") or "",
+            description=fn.get("description") or tool.get("description") or "",
             parameters=params if isinstance(params, dict) else {"type": "object", "properties": {}},
         ))
     return out
@@ -187,12 +189,23 @@ def messages_from_openai(
         try:
             if not isinstance(msg, dict):
                 raise ValueError(f"message is a {type(msg).__name__}, not an object")
+            if problems is not None and source is not None and _marker(msg):
+                problems.warning("marker_skipped", f"message {i} holds nothing but its role {msg['role']!r} (a "
+                                 "session marker): no content, not read", source, field=f"messages[{i}]")
+                continue
             out.append(message_from_openai(msg, model))
         except ValueError as exc:
             if problems is None or source is None:
                 raise
             problems.error("not_an_object", f"message {i}: {exc}", source, field=f"messages[{i}]")
     return out
+
+
+def _marker(msg: dict[str, Any]) -> bool:
+    """A message of a role no chat API has that holds nothing but the role (Hermes' trailing
+    ``{"role": "session_meta"}``): skipping it loses nothing; any other key with data keeps it an error."""
+    return isinstance(msg.get("role"), str) and msg["role"] not in _ROLE_MAP and not any(
+        v not in (None, "", [], {}) for k, v in msg.items() if k != "role")
 
 
 def response_to_message(body: dict[str, Any]) -> Message | None:
@@ -342,6 +355,9 @@ def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Ite
                 continue
             msgs, tools, model, rid = rec
             messages = messages_from_openai(msgs, problems, src, model)
+            prompt, not_read = sibling_system(item, messages)  # a system prompt beside the list: the first message
+            messages[:0] = prompt
+            system_not_read(not_read, src, problems)
             loc = f"{src.line}" if src.line is not None else (src.record or "$")
             yield Conversation(
                 id=f"{NAME}:{stem}:{rid or loc}",
