@@ -1,19 +1,22 @@
 """Held-out measurement of the general ingestion path on trace files of formats with no module (files that the
-tests never saw): benchmarks/data/heldout_formats/files, provenance in benchmarks/data/heldout_formats/SOURCES.md.
+tests never saw). Set 1 is benchmarks/data/heldout_formats/ (report: docs/heldout-formats.md); set N > 1 is
+benchmarks/data/heldout_formats_N/ (docs/heldout-formats-N.md). Each holds files/, SOURCES.md (provenance) and
+hand_count.py, its evaluator's own counting script (standard library, does not import tracedraft).
 
-Compares the product's counts (``tracedraft datasets validate --json``) with the hand counts of
-benchmarks/data/heldout_formats/hand_count.py (standard library, does not import tracedraft). Where a file
+Compares the product's counts (``tracedraft datasets validate --json``) with the hand counts. Where a file
 with a readable LLM call is refused, it also tries the mapping ``infer-mapping`` writes, unchanged.
 
 Classes: exact (ok, same conversations / calls / tool calls); exact-with-mapping (the inferred mapping reads it
 exactly); refused-with-code (not ok, no conversation kept, an error code); WRONG (ok, or conversations kept,
 with counts the file does not hold); crash (no JSON report). Prints a Markdown table and the share exact.
 
-Run: ``python benchmarks/heldout_formats.py`` (uses .venv/bin/tracedraft; about 12 CLI runs).
+Run: ``python benchmarks/heldout_formats.py [SET]`` (SET 1 to 4, default 1; uses .venv/bin/tracedraft, a CLI
+run or two per file).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -23,6 +26,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data" / "heldout_formats"
+
+
+def data_dir(held_out_set: int) -> Path:
+    """The directory of held-out set ``held_out_set`` (1: heldout_formats, N: heldout_formats_N)."""
+    return DATA if held_out_set == 1 else DATA.with_name(f"heldout_formats_{held_out_set}")
 CLI = str(ROOT / ".venv" / "bin" / "tracedraft")
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
@@ -76,14 +84,15 @@ def classify(path: Path, hand: dict, tmp: Path) -> dict:
     return {"class": "WRONG", "product": product, "codes": codes}
 
 
-def main() -> int:
-    hand_out = subprocess.run([sys.executable, str(DATA / "hand_count.py")], capture_output=True, text=True,
+def main(held_out_set: int = 1) -> int:
+    data = data_dir(held_out_set)
+    hand_out = subprocess.run([sys.executable, str(data / "hand_count.py")], capture_output=True, text=True,
                               check=True)
     hands = [json.loads(line) for line in hand_out.stdout.splitlines()]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for hand in hands:
-            row = classify(DATA / "files" / hand["file"], hand, Path(tmp))
+            row = classify(data / "files" / hand["file"], hand, Path(tmp))
             rows.append((hand, row))
     print("| file | format | hand conv/calls/tools | readable | product | class |")
     print("|---|---|---|---|---|---|")
@@ -108,4 +117,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("set", nargs="?", type=int, default=1, choices=(1, 2, 3, 4),
+                        help="which held-out set (default 1)")
+    sys.exit(main(parser.parse_args().set))
