@@ -99,6 +99,7 @@ from drafters.traces.formats._spellings import (
     get,
     role_of,
     sibling_system,
+    summary_texts,
     system_not_read,
     system_text,
 )
@@ -658,6 +659,8 @@ class Mapping:
 
     def _reasoning(self, raw: dict) -> list[ReasoningPart]:
         """The assistant message's reasoning (the ``reasoning`` key's text), when the mapping declares it."""
+        if not self.reasoning and summary_texts(raw) is not None:  # a reasoning record: its summary texts
+            return [ReasoningPart(t) for t in summary_texts(raw) or []]
         text = as_text(get(raw, self.reasoning)) if self.reasoning else ""
         return [ReasoningPart(text)] if text else []
 

@@ -47,6 +47,9 @@ ROLE_ALIASES: dict[str, str] = {
     "tool": "tool", "function": "tool", "observation": "tool", "ipython": "tool", "tool_result": "tool",
     "tool-response": "tool", "tool_response": "tool", "function_result": "tool", "function_response": "tool",
     "function_execution_result": "tool",
+    # a reasoning record between messages (Responses API reasoning item, Grok CLI): the model's, read as a thought
+    # of the assistant turn after it (_turns.turn_kind), never a call of its own
+    "reasoning": "assistant", "thinking": "assistant", "thought": "assistant",
 }  # role_of also reads camelCase / kebab-case spellings by their snake case (toolResult -> tool_result)
 ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type", "source")  # source: ATIF steps (Harbor)
 # A role given by a boolean: the key -> the role when true (false: the other of user / assistant).
@@ -303,3 +306,21 @@ def system_not_read(keys: list[str], source: Any, problems: Any) -> None:
         problems.warning("system_prompt_not_read", f"the record holds a system prompt under {', '.join(keys)} that "
                          "differs from the one the conversation starts with and is not read: which one the model saw "
                          "is not known", source)
+
+
+_THOUGHT_ROLES = ("reasoning", "thinking", "thought")  # = _turns.THOUGHT_TYPES
+
+
+def summary_texts(raw: dict) -> list[str] | None:
+    """The texts of a reasoning record's ``summary`` (a list of ``summary_text`` blocks, or a string) when its role
+    value names reasoning (``type: reasoning``: a Responses API reasoning item written as a message line), else
+    None."""
+    if not any(isinstance(raw.get(k), str) and raw[k].lower() in _THOUGHT_ROLES for k in ROLE_KEYS):
+        return None
+    summary = raw.get("summary")
+    if isinstance(summary, str):
+        return [summary] if summary else []
+    if isinstance(summary, list) and all(isinstance(b, dict) and isinstance(b.get("text"), str) and
+                                         b.get("type") in (None, "summary_text") for b in summary):
+        return [b["text"] for b in summary if b["text"]]
+    return None

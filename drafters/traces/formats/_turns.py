@@ -47,6 +47,9 @@ def turn_kind(raw: Any, role_key: str = "role") -> str | None:
     kind = raw.get("type")
     if role_key.split(".")[-1] != "type" and isinstance(kind, str) and kind.lower() in THOUGHT_TYPES:
         return "thought"
+    role = raw.get(role_key.split(".")[-1]) if "." not in role_key else None
+    if isinstance(role, str) and role.lower() in THOUGHT_TYPES:  # the role itself says reasoning (a reasoning record)
+        return "thought"
     if any(raw.get(k) is True for k in CHUNK_FLAGS):
         return "chunk"
     if any(raw.get(k) not in (None, "", {}, []) for k in CALL_IDS + CALL_USAGE):

@@ -54,6 +54,7 @@ from drafters.traces.formats._spellings import (
     result_parts,
     role_of,
     sibling_system,
+    summary_texts,
     system_not_read,
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
@@ -141,6 +142,8 @@ def message_of(raw: dict, role: str, content_key: str | None) -> Message:
             if isinstance(raw.get(key), str) and raw[key]:
                 parts.insert(0, ReasoningPart(raw[key]))
                 break
+        if not parts and summary_texts(raw) is not None:  # a reasoning record: its summary (Responses API items)
+            parts = [ReasoningPart(t) for t in summary_texts(raw) or []]
         parts += calls_of(first(raw, CALL_KEYS))
         model = raw.get("model") if isinstance(raw.get("model"), str) else None
         return Message("assistant", parts, model=model)
@@ -151,6 +154,8 @@ def message_of(raw: dict, role: str, content_key: str | None) -> Message:
 
 def _unread(raw: dict, found: _Found) -> list[str]:
     used = {found.role_key.split(".")[0], (found.content_key or "").split(".")[0]} | _READ_KEYS
+    if summary_texts(raw) is not None:
+        used |= {"summary"}
     return [k for k, v in raw.items() if k not in used and v not in (None, "", [], {})]
 
 
