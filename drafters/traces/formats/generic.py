@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from typing import IO, Any
 
-from drafters.traces.formats import _reading, _shapes, _streams
+from drafters.traces.formats import _reading, _shapes, _step_events, _streams
 from drafters.traces.formats._content import tool_defs
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
@@ -210,6 +210,8 @@ def sniff(head: str, filename: str) -> bool:
     first = _reading.first_json_line(head)
     values = _reading.json_lines(head, limit=_shapes.SAMPLE) if isinstance(first, (dict, list)) else []
     values = [_streams.joined_tree(v)[0] for v in values]  # recorded streams read as the reply they stream
+    if _step_events.is_step_log(values):
+        return True
     if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
         return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(values[0])])\
             is not None
@@ -237,6 +239,11 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     docstring."""
     records = _streams.joined_records(_reading.load_json_or_lines(stream, filename, problems, NAME), problems, NAME)
     sample = list(islice(records, _shapes.SAMPLE))
+    if _step_events.is_step_log([v for _, v in sample]):  # model output logged as loop step events
+        conv = _step_events.read(chain(sample, records), filename, problems)
+        if conv is not None:
+            yield conv
+        return
     shape = _shapes.infer(sample)
     if isinstance(shape, _shapes.Ambiguous):
         problems.error("ambiguous_shape", f"the records fit more than one reading ({'; '.join(shape.candidates)}): "
