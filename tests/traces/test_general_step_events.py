@@ -102,3 +102,11 @@ def test_a_result_without_its_call_is_refused(tmp_path):
     result = ingest([_write(tmp_path, rows)], scrub=False)
     assert not result.conversations
     assert "tool_result_not_found" in _why(result)
+
+
+def test_a_step_that_records_its_failure_is_a_failed_call(tmp_path):
+    rows = _rows()
+    rows[12]["event"]["finishReason"] = "error"
+    result = ingest([_write(tmp_path, rows)], scrub=False)
+    (conv,) = result.conversations
+    assert [m.failed for m in conv.messages if m.role == "assistant"] == [False, True]

@@ -11,7 +11,8 @@ content}``); the loop's events in an ``event`` envelope, typed:
 - ``tool.call``: a tool call of the step's output (``toolCallId`` / ``id``, ``name``, ``args`` / ``arguments``);
 - ``tool.result``: a tool's result, the input of the next step (its call id; ``result.output`` text, with an
   ``isError`` flag; any other result object is read as compact JSON, like every structured result);
-- ``step.end``: the step's end (usage, finish reason).
+- ``step.end``: the step's end (usage, finish reason); one that records a failure (``finishReason: error`` /
+  ``aborted``, an error message) marks the step's call failed, as an assistant message that records it is.
 
 A system prompt set beside (``systemPrompt`` / ``system_prompt`` in a record) is the first system message; a
 record that sets a different one while calls follow refuses the file (``system_prompt_not_read``). Records of
@@ -29,7 +30,14 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from drafters.traces.formats._spellings import block_parts, result_text, role_of, system_text, tool_call
+from drafters.traces.formats._spellings import (
+    block_parts,
+    failed_turn,
+    result_text,
+    role_of,
+    system_text,
+    tool_call,
+)
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import Conversation, Message, ReasoningPart, Source, TextPart, ToolResultPart
 
@@ -115,6 +123,8 @@ def read(records: Iterable[tuple[Source, Any]], filename: str, problems: Problem
             open_call, after_result = None, False
             continue
         if kind in STEP_END:
+            if open_call is not None and failed_turn(ev):  # the step records its failure (finishReason: error)
+                open_call.failed = True  # its calls that no result answers were never run
             continue
         if kind in TOOL_RESULT:
             call_id = ev.get("toolCallId") or ev.get("tool_call_id") or ev.get("call_id")
