@@ -110,3 +110,11 @@ def test_a_step_that_records_its_failure_is_a_failed_call(tmp_path):
     result = ingest([_write(tmp_path, rows)], scrub=False)
     (conv,) = result.conversations
     assert [m.failed for m in conv.messages if m.role == "assistant"] == [False, True]
+
+
+def test_a_message_outside_the_envelope_is_refused(tmp_path):
+    rows = _rows()
+    rows.insert(13, {"type": "assistant", "content": "A reply written as a record of its own."})
+    result = ingest([_write(tmp_path, rows)], scrub=False)
+    assert not result.conversations
+    assert "ambiguous_shape" in _why(result)

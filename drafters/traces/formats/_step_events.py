@@ -21,7 +21,8 @@ warning. Not guessed, refused with a code: an event type not listed (``unknown_c
 (``unknown_content``), output after a tool result in the same step (``ambiguous_turns``), a compaction
 (``*compaction*`` record with a summary) followed by calls, whose context was replaced by a summary
 (``handoff_context_not_recorded``; a compaction at the end is no call and is reported), a tool result whose
-call is not in the file (``tool_result_not_found``). Standard library only.
+call is not in the file (``tool_result_not_found``), a message record outside the ``message`` envelope or an
+assistant message in it (``ambiguous_shape``). Standard library only.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from drafters.traces.formats._spellings import (
+    ROLE_KEYS,
     block_parts,
     failed_turn,
     result_text,
@@ -112,6 +114,10 @@ def read(records: Iterable[tuple[Source, Any]], filename: str, problems: Problem
             elif isinstance(rec, dict) and "compaction" in (_name(rec.get("type")) or "") and \
                     any(isinstance(rec.get(k), str) for k in ("summary", "contextSummary", "context_summary")):
                 compacted_at = source
+            elif isinstance(rec, dict) and any(role_of(rec.get(k)) for k in ROLE_KEYS):
+                problems.error("ambiguous_shape", "a message record outside the message envelope beside the step "
+                               "events: which records hold the conversation is not guessed", source)
+                return None
             else:
                 skipped[rec.get("type") if isinstance(rec, dict) else type(rec).__name__] += 1
             continue
