@@ -41,6 +41,22 @@ def totals(convs: list[Conversation]) -> tuple[int, int, int]:
     return len(convs), n_calls, n_tools
 
 
+def inferred_mapping_totals(path: Path, shape: str, tmp_path: Path) -> tuple[int, int, int]:
+    """Infer ``path``'s mapping (its shape must be ``shape``), write it as YAML, read the file back with it
+    (the report must be ok) and return the totals, to compare with the general path's."""
+    from drafters.traces.infer import infer_mapping, mapping_yaml
+    from drafters.traces.ingest import ingest
+    from drafters.traces.mapping_file import parse_mapping
+
+    inferred = infer_mapping(path)
+    assert inferred.shape == shape
+    written = tmp_path / "m.yaml"
+    written.write_text(mapping_yaml(inferred))
+    again = ingest([path], mapping=parse_mapping(written.read_text(), str(written)), scrub=False)
+    assert again.report.ok, again.report.errors
+    return totals(again.conversations)
+
+
 @pytest.fixture
 def data_dir() -> Path:
     return DATA

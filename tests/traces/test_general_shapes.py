@@ -21,9 +21,8 @@ import pytest
 
 from drafters.traces.infer import infer_mapping, mapping_yaml
 from drafters.traces.ingest import ingest
-from drafters.traces.mapping_file import parse_mapping
 
-from .conftest import totals
+from .conftest import inferred_mapping_totals, totals
 from .test_bad_input import SHAPES
 
 
@@ -102,13 +101,7 @@ def test_general_path_reads_the_shape_exactly_and_its_mapping_reads_it_the_same(
     assert totals(result.conversations) == want
     stated = [w.message for w in result.report.warnings if w.code == "generic_mapping"]
     assert len(stated) == 1 and "inferred mapping" in stated[0]
-    inferred = infer_mapping(path)
-    assert inferred.shape == shape
-    written = tmp_path / "m.yaml"
-    written.write_text(mapping_yaml(inferred))
-    again = ingest([path], mapping=parse_mapping(written.read_text(), str(written)), scrub=False)
-    assert again.report.ok, again.report.errors
-    assert totals(again.conversations) == want
+    assert inferred_mapping_totals(path, shape, tmp_path) == want
 
 
 def test_two_readings_are_refused_naming_both(tmp_path):

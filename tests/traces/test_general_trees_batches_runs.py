@@ -21,12 +21,11 @@ import json
 import pytest
 
 from drafters.traces.detect import candidate_formats
-from drafters.traces.infer import infer_mapping, mapping_yaml
 from drafters.traces.ingest import ingest
 from drafters.traces.mapping_file import parse_mapping
 from drafters.traces.report import TraceError
 
-from .conftest import totals
+from .conftest import inferred_mapping_totals, totals
 from .test_bad_input import SHAPES
 
 
@@ -74,13 +73,7 @@ def test_the_shape_is_read_exactly_and_its_inferred_mapping_reads_it_the_same(tm
     assert result.report.ok, result.report.errors
     assert totals(result.conversations) == walk()
     assert result.report.files[str(path)]["format"] == "generic"
-    inferred = infer_mapping(path)
-    assert inferred.shape == shape
-    written = tmp_path / "m.yaml"
-    written.write_text(mapping_yaml(inferred))
-    again = ingest([path], mapping=parse_mapping(written.read_text(), str(written)), scrub=False)
-    assert again.report.ok, again.report.errors
-    assert totals(again.conversations) == walk()
+    assert inferred_mapping_totals(path, shape, tmp_path) == walk()
 
 
 def _calls(path, **kw):
