@@ -43,17 +43,30 @@ def redis_client(db: int = 0) -> Any:
     return redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=db, socket_timeout=5)
 
 
+def _claim_key(db: int) -> str:
+    return f"tracedraft:test:claim:{db}"
+
+
 def _pick_redis_db() -> int:
+    """A Redis database number (2..15) claimed for this test session. The claim is a key in database 0, set
+    atomically (NX), so two test runs at once never share a database, and a test that flushes its own database
+    (the reconciler's) cannot drop the claim with it. Released by ``_release_redis_db``."""
     client = redis_client()
     candidates = list(range(2, 16))
     random.shuffle(candidates)
-    for db in candidates:
-        c = redis_client(db)
-        if c.dbsize() == 0:
-            c.set("tracedraft:test:claim", str(os.getpid()), ex=3600)
-            return db
-    client.close()
-    raise RuntimeError("no empty Redis database number among 2..15")
+    try:
+        for db in candidates:
+            if client.set(_claim_key(db), str(os.getpid()), nx=True, ex=3600):
+                redis_client(db).flushdb()  # a crashed run's leftovers
+                return db
+    finally:
+        client.close()
+    raise RuntimeError("no free Redis database number among 2..15 (claims: tracedraft:test:claim:* in db 0)")
+
+
+def _release_redis_db(db: int) -> None:
+    redis_client(db).flushdb()
+    redis_client().delete(_claim_key(db))
 
 
 @dataclass
@@ -186,7 +199,7 @@ def make_queue_env(tmp_path_factory: pytest.TempPathFactory, redis_url: str | No
         worker_db._engines.clear()
         if redis_url is None:
             ensure_redis_up()
-            redis_client(redis_db).flushdb()
+            _release_redis_db(redis_db)
         with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{dbname}" WITH (FORCE)')
 
