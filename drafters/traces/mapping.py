@@ -27,50 +27,13 @@ Example (``support-bot.mapping.yaml``) for records like
     tools: $.tool_specs            # optional: JSONPath of the tool definitions (OpenAI or flat form)
     id: $.session                  # optional: JSONPath of the conversation id
 
-Other shapes, with the optional keys:
-
-    records: file                  # the whole file is one record: with messages: $, the file IS the message list
-    records: messages              # each record (line / array item) is ONE message, at the messages path
-    records: lists                 # the document is an object of lists of records ({"post": [...], "patch": [...]})
-    group: $.session_id            #   ... and a change of this value starts a new conversation
-    response: $.outputs.choices[0].message   # a call's output beside its input (messages = the call's input);
-                                   #   calls whose input extends the previous input + output form one conversation
-    observation: observation       # key of an agent step (assistant message) holding its tool calls' result
-    prompt: {system: $.system_prompt, user: $.task}   # messages put before the list (a task beside its steps)
-    roles: {"*": assistant}        # "*": the role of every message whose role value is absent or not listed
-    items: openai_responses        # the list holds OpenAI Responses API items (function_call, reasoning, ...)
-    tree:                          # the messages path finds a message TREE: nodes (an object keyed by node id,
-      parent: parent               #   or a list of nodes with an id) linked by a parent id and/or
-      children: children           #   a list of children ids (at least one of the two), each node holding
-      message: message             #   its message under this key (absent: the node is the message; null: none)
-      current: $.current_node      #   optional JSONPath of the current node's id: the transcript's leaf
-
-JSONPath here is the common subset: ``$`` (the record), ``.key``, ``['key with spaces']``, ``[0]`` and
-``[*]``; a step into a string holding JSON (an envelope's ``payload`` written as text) decodes it. Records
-are the lines of a JSONL file, the elements of a top-level array, or the document (``records: file``: the
-document even when it is an array). ``tracedraft datasets infer-mapping FILE`` writes the mapping the general
-path inferred for a file, as a starting point.
-With ``response``, a string at the ``messages`` path is the call's input as the user's text (a run's input).
-With ``records: lists``, an item that holds no message at all (another kind of event) is skipped, counted in a
-``records_not_calls`` warning. With ``response``, a record that repeats another record's call (the same
-output, after the same input or a beginning of it: a trace or parent span restating its generation) is read
-once (``repeated_calls`` warning).
-A tree is read as one conversation per record: every assistant message is one LLM call whose context is the
-messages of its ancestors (root first; a run of assistant nodes each the only child of the one before is one
-answer), so each branch's calls are read with their own context and none twice; the transcript is the path to
-the ``current`` node (else to the last leaf). A parent id that names no node, a cycle, or a ``current`` id
-that names no node is ``tree_broken``.
-A role value the mapping does not list is an error (``unknown_role``) naming the value and where; a path
-that finds nothing is ``no_messages_found``; a required key that is not in a record (``content`` of a message
-without tool calls, the tool call's ``name``, the tool result's ``content``) is ``mapping_field_missing`` at that
-record and field, and its conversation is dropped; an optional key (``tool_calls``, ``tool_call.arguments``) that
-matches nowhere in a file whose messages or calls hold other, unmapped data is ``mapping_field_never_matched``
-for the file, and so is a declared ``tools`` or ``id`` path that finds nothing in any record of the file
-(docs/traces.md: ``ok`` means the content was understood); a tool call whose result is never found is
-``tool_result_not_found`` (the mapping does not reach the results: declare ``observation`` or the tool
-messages); a ``response`` path that finds nothing in a record is ``mapping_field_missing``; a mapping file with a
-mistake raises
-``TraceError`` (``bad_mapping``) before anything is read.
+The other shapes (``records: file | messages | lists``, ``group``, ``response``, ``observation``,
+``prompt``, ``roles: {"*": ...}``, ``items: openai_responses``, ``tree``), the JSONPath subset, and the error
+codes each mistake gives (``unknown_role``, ``no_messages_found``, ``mapping_field_missing``,
+``mapping_field_never_matched``, ``tool_result_not_found``, ``tree_broken``; ``bad_mapping`` before anything is
+read) are documented in docs/traces.md ("Supported formats", the declared mapping); ``tracedraft datasets infer-mapping FILE``
+writes the mapping the general path inferred for a file, as a starting point. Message trees are read by
+drafters/traces/mapping_tree.py, context handoffs recognized by drafters/traces/handoff.py.
 
 Use: ``tracedraft datasets validate --mapping support-bot.mapping.yaml traces/*.jsonl`` or
 ``ingest(paths, mapping="support-bot.mapping.yaml")``. The service keeps a mapping with its dataset (the
@@ -107,10 +70,11 @@ from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import join_turns, split_at_results
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
+from drafters.traces.handoff import cut_at_handoff, handed_off, result_list
 from drafters.traces.json_paths import jsonpath, unflatten
+from drafters.traces.mapping_tree import TreeBroken, TreeReading, tree_links, tree_nodes
 from drafters.traces.model import (
     Conversation,
-    LLMCall,
     Message,
     ReasoningPart,
     Source,
@@ -428,7 +392,7 @@ class Mapping:
         if reading.missing > missing_before:
             return None
         if handoff is not None:
-            messages = _cut_at_handoff(messages, handoff, reading)
+            messages = cut_at_handoff(messages, handoff, reading.problems, reading.source)
         messages, why = join_turns(messages, raws[:len(messages)], self.role, strict=self.strict_turns)
         if why is not None:
             problems.error("ambiguous_turns", f"{why} (docs/traces.md, consecutive assistant messages)", source, where)
@@ -442,133 +406,44 @@ class Mapping:
         return tool_defs(tools[0][1]) if tools else []
 
     def _tree_conversation(self, record: Any, where: str, nodes: Any, reading: _Reading) -> Conversation | None:
-        """``tree``: the record's message tree as one conversation with explicit calls (see the module
-        docstring); None (reported) for a broken tree or a message that cannot be read."""
-        tree, problems, source = self.tree, reading.problems, reading.source
-        id_key = tree.get("id", "id")
-        nested: dict[str, str | None] | None = None  # a nested tree: each node's parent, by where it sits
-        if isinstance(nodes, dict):
-            items = [(str(k), n, f"{where}['{k}']") for k, n in nodes.items()]
-        elif isinstance(nodes, list) and "children" in tree and any(
-                isinstance(c, dict) for n in nodes for c in as_list(get(n, tree["children"]))):
-            items, nested = self._nested_items(nodes, where, id_key)
-        elif isinstance(nodes, list):
-            items = [(as_text(get(n, id_key)), n, f"{where}[{i}]") for i, n in enumerate(nodes)]
-        else:
+        """``tree``: the record's message tree as one conversation with explicit calls (drafters/traces/
+        mapping_tree.py); None (reported) for a broken tree or a message that cannot be read."""
+        problems, source = reading.problems, reading.source
+        try:
+            items, nested = tree_nodes(nodes, where, self.tree)
+        except TypeError:
             problems.error("not_an_object", f"{where} is a {type(nodes).__name__}, not a collection of tree nodes",
                            source, where)
             return None
-
-        def broken(why: str, at: str) -> None:
-            problems.error("tree_broken", f"the message tree {why}: which messages each call saw is not known",
-                           source, at)
-
-        parent: dict[str, str | None] = {}
-        for nid, node, at in items:
-            if not isinstance(node, dict) or not nid:
-                return broken("has a node that is not an object with an id", at)
-            value = get(node, tree["parent"]) if "parent" in tree and nested is None else None
-            # a nil id ("", "00000000-0000-...") names no parent: the node is a root
-            parent[nid] = as_text(value) if value is not None and as_text(value).strip("0-") else None
-            if nested is not None:
-                parent[nid] = nested[nid]
-        for nid, node, at in items:
-            for child in as_list(get(node, tree["children"])) if "children" in tree and nested is None else []:
-                child = as_text(child)
-                if child not in parent:
-                    return broken(f"names a child {child!r} that is not one of its nodes", at)
-                if parent[child] not in (None, nid):
-                    return broken(f"gives node {child!r} two parents", at)
-                parent[child] = nid
-        children: dict[str | None, list[str]] = {}
-        for nid, p in parent.items():
-            if p is not None and p not in parent:
-                return broken(f"names a parent {p!r} that is not one of its nodes", where)
-            children.setdefault(p, []).append(nid)
-        messages: dict[str, Message] = {}
-        missing = reading.missing
-        for nid, node, at in items:
-            raw = get(node, tree["message"]) if "message" in tree else node
-            if raw is None:
-                continue  # a node without a message (the root)
-            msgs = self._conversation(record, at, [raw], reading)
-            if msgs is None:
-                return None
-            if msgs.messages and (msgs.messages[-1].parts or msgs.messages[-1].role == "assistant"):
-                messages[nid] = msgs.messages[-1]  # an empty system or user message (a hidden prompt) is no turn
-        if reading.missing > missing:
-            return None
-
-        def joined(nid: str) -> bool:  # an assistant node continuing its parent's answer (its only child)
-            p = parent[nid]
-            return p is not None and nid in messages and p in messages and messages[nid].role == "assistant" == \
-                messages[p].role and len(children.get(p, [])) == 1
-
-        def path(nid: str | None) -> list[Message]:
-            ids: list[str] = []
-            seen: set[str] = set()
-            while nid is not None:
-                if nid in seen:
-                    raise ValueError(nid)
-                seen.add(nid)
-                ids.append(nid)
-                nid = parent[nid]
-            out: list[Message] = []
-            for i in reversed(ids):
-                m = messages.get(i)
-                if m is None:
-                    continue
-                if out and (joined(i) or (m.role == "tool" == out[-1].role)):
-                    out[-1] = Message(out[-1].role, [*out[-1].parts, *m.parts], model=out[-1].model or m.model)
-                else:
-                    out.append(m)
-            return out
-
-        tools, prompt = self._tools(record), self._prompt(record)
-        calls: list[LLMCall] = []
         try:
-            for nid, _, _ in items:
-                if nid not in messages or messages[nid].role != "assistant" or joined(nid):
-                    continue
-                end = nid
-                while len(children.get(end, [])) == 1 and joined(children[end][0]):
-                    end = children[end][0]
-                answer = path(end)[-1]
-                context = prompt + path(parent[nid])
-                if context:
-                    calls.append(LLMCall("", len(calls), tools, context, answer))
-            leaf = None
-            if "current" in tree:
-                found = jsonpath(record, tree["current"])
-                leaf = as_text(found[0][1]) if found and found[0][1] is not None else None
-                if leaf is not None and leaf not in parent:
-                    return broken(f"has no node {leaf!r}, which {tree['current']} names as the current one",
-                                  tree["current"])
-            if leaf is None:
-                leaves = [nid for nid, _, _ in items if not children.get(nid)]
-                leaf = leaves[-1] if leaves else None
-            transcript = prompt + path(leaf)
-        except ValueError as exc:
-            return broken(f"has a cycle through node {exc}", where)
-        return Conversation(id="", source=source, tools=tools, messages=transcript,
-                            explicit_calls=calls)
-
-    def _nested_items(self, nodes: list, where: str, id_key: str) -> tuple[list, dict[str, str | None]]:
-        """A nested tree's nodes (children holding the child nodes), depth first, as (id, node, path), and each
-        node's parent id (the node holding it)."""
-        key = self.tree["children"]
-        items: list[tuple[str, Any, str]] = []
-        parents: dict[str, str | None] = {}
-        stack = [(n, f"{where}[{i}]", None) for i, n in reversed(list(enumerate(nodes)))]
-        while stack:
-            node, at, up = stack.pop()
-            nid = as_text(get(node, id_key)) if isinstance(node, dict) else ""
-            items.append((nid, node, at))
-            parents[nid] = up
-            kids = get(node, key) if isinstance(node, dict) else None
-            stack += [(k, f"{at}.{key}[{j}]", nid) for j, k in reversed(list(enumerate(kids)))] \
-                if isinstance(kids, list) else []
-        return items, parents
+            links = tree_links(items, self.tree, nested, where)
+            messages: dict[str, Message] = {}
+            missing = reading.missing
+            for node in items:
+                raw = get(node.raw, self.tree["message"]) if "message" in self.tree else node.raw
+                if raw is None:
+                    continue  # a node without a message (the root)
+                read = self._conversation(record, node.at, [raw], reading)
+                if read is None:
+                    return None
+                last = read.messages[-1] if read.messages else None
+                if last is not None and (last.parts or last.role == "assistant"):
+                    messages[node.id] = last  # an empty system or user message (a hidden prompt) is no turn
+            if reading.missing > missing:
+                return None
+            tree = TreeReading(items, links, messages)
+            tools, prompt = self._tools(record), self._prompt(record)
+            calls = tree.calls(prompt, tools)
+            current = None
+            if "current" in self.tree:
+                found = jsonpath(record, self.tree["current"])
+                current = as_text(found[0][1]) if found and found[0][1] is not None else None
+            transcript = prompt + tree.path(tree.leaf(current, self.tree.get("current", "")))
+        except TreeBroken as e:
+            problems.error("tree_broken", f"the message tree {e.why}: which messages each call saw is not known",
+                           source, e.at or where)
+            return None
+        return Conversation(id="", source=source, tools=tools, messages=transcript, explicit_calls=calls)
 
     def _items_conversation(self, record: Any, where: str, msgs: list, reading: _Reading) -> Conversation:
         """``items: openai_responses``: the list holds Responses API items (``message``, ``reasoning``,
@@ -641,7 +516,7 @@ class Mapping:
         if value is _ABSENT or value is None:
             return []
         calls = message.tool_calls
-        listed = _result_list(value)
+        listed = result_list(value)
         if listed is not None:  # ATIF: {"results": [{"source_call_id", "content"}, ...]}
             if not calls:  # no call to answer: the environment's reply (a parser's complaint) is the next input
                 text = "\n".join(c for _, c in listed if c)
@@ -689,59 +564,6 @@ class Mapping:
 
 
 _ABSENT = object()  # get()'s default: a mapped key that is not in the record
-_RESULT_IDS = ("source_call_id", "tool_call_id", "call_id", "tool_use_id", "id")
-SUBAGENT_KEYS = ("subagent_trajectory_ref", "subagent_trajectory_refs")  # ATIF: a result kept in another file
-
-
-def handed_off(raw: dict, observation: str | None, role: str) -> bool:
-    """Whether an agent step's observation says the context went on in another trajectory (ATIF
-    ``observation.results[].subagent_trajectory_ref``): on a step that is not the agent's (Harbor's
-    terminus-2 writes its context summarization as a ``system`` step referring to the summary, questions and
-    answers sub-agents, after which the agent starts again from a summary this file does not hold), or as a
-    call's result whose content is left to the sub-agent's trajectory (what the agent was shown is not here)."""
-    value = get(raw, observation, None) if observation else None
-    items = value.get("results") if isinstance(value, dict) else None
-    for r in items if isinstance(items, list) else []:
-        if isinstance(r, dict) and any(r.get(k) not in (None, [], {}, "") for k in SUBAGENT_KEYS) and \
-                (role != "assistant" or all(r.get(k) in (None, "") for k in ("content", "output", "result"))):
-            return True
-    return False
-
-
-def _cut_at_handoff(messages: list[Message], handoff: tuple[int, str, Any], reading: _Reading) -> list[Message]:
-    """The messages before a context handoff, when calls follow it: their contexts are what the agent saw after
-    the handoff (a summary, a sub-agent's answer), which another trajectory file records; reading them on
-    from the steps before would give them contexts the model never saw, so they are refused
-    (``handoff_context_not_recorded``, naming the file and step). Nothing is cut when no call follows."""
-    kept, at, step_id = handoff
-    refused = sum(1 for m in messages[kept:] if m.role == "assistant")
-    if not refused:
-        return messages
-    step = f"step {step_id} ({at})" if step_id is not None else at
-    reading.problems.error(
-        "handoff_context_not_recorded",
-        f"{reading.source.where()}: {step} hands the context off to another trajectory (subagent_trajectory_ref: a "
-        f"context summarization or a delegated result); the {refused} LLM call(s) after it saw a context this file "
-        "does not record, so they are refused (the calls before it are read)", reading.source, at)
-    return messages[:kept]
-
-
-def _result_list(value: Any) -> list[tuple[str | None, str]] | None:
-    """An observation written as a list of results (ATIF ``{"results": [{"source_call_id", "content"}]}``):
-    ``(call id or None, text)`` per result; None for any other observation."""
-    items = value.get("results") if isinstance(value, dict) else None
-    if not isinstance(items, list) or not items or not all(isinstance(r, dict) for r in items):
-        return None
-    if not all(any(k in r for k in ("content", "output", "result", *_RESULT_IDS)) for r in items):
-        return None
-    out = []
-    for r in items:
-        rid = next((r[k] for k in _RESULT_IDS if isinstance(r.get(k), str) and r[k]), None)
-        content = next((r[k] for k in ("content", "output", "result") if k in r), None)
-        text = "".join(p.text for p in block_parts(content) if isinstance(p, TextPart)) \
-            if isinstance(content, list) else as_text(content) if content is not None else ""
-        out.append((rid, text))
-    return out
 _RESPONSE_IDS = ("message_id", "messageId", "response_id", "responseId", "requestId", "message.id", "id")
 
 

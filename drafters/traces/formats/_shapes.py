@@ -41,8 +41,9 @@ from drafters.traces.formats._spellings import (
     role_of,
 )
 from drafters.traces.formats._turns import TURN_KEYS
+from drafters.traces.handoff import handed_off
 from drafters.traces.json_paths import jsonpath, unflatten
-from drafters.traces.mapping import Mapping, handed_off
+from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.report import TraceError
 
