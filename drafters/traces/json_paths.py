@@ -84,3 +84,8 @@ def decoded(value: Any) -> Any:
         except ValueError:
             return value
     return value
+
+
+def child_path(path: str, key: str) -> str:
+    """``path`` one key down: ``$.key``, or ``$['key']`` for a key that is not a plain name."""
+    return f"{path}.{key}" if key.replace("_", "a").replace("-", "a").isalnum() else f"{path}['{key}']"

@@ -29,20 +29,29 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from drafters.traces.formats._record_shapes import (
+    CURRENT_KEYS,
+    is_items,
+    node_collection,
+    run_state_call,
+    tree_of,
+)
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
+    MESSAGE_WRAPPERS,
     RESULT_ID_KEYS,
-    ROLE_FLAGS,
-    ROLE_KEYS,
     SYSTEM_KEYS,
     flag_roles,
     get,
+    is_message,
+    role_key,
     role_of,
+    role_value,
 )
 from drafters.traces.formats._turns import TURN_KEYS
 from drafters.traces.handoff import handed_off
-from drafters.traces.json_paths import jsonpath, unflatten
+from drafters.traces.json_paths import child_path, jsonpath, unflatten
 from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.report import TraceError
@@ -58,7 +67,6 @@ ACTION_KEYS = ("action", "actions", "tool_calls", "tool_call", "function_call", 
 STEP_TEXT_KEYS = ("response", "answer", "final_answer", "output", "model_output", "content", "text")
 THOUGHT_KEYS = ("thought", "thoughts", "reasoning", "thinking")
 TASK_KEYS = ("task", "query", "question", "instruction", "goal", "prompt", "input")
-_WRAPPERS = ("", "message.", "data.", "kwargs.", "content.")  # a message's keys, or the object it wraps (ADK: content)
 SAMPLE = 50  # records the shape is inferred from
 
 
@@ -80,59 +88,30 @@ class Ambiguous:
     candidates: list[str]
 
 
-def is_message(value: Any) -> bool:
-    """A dict with a role in a known spelling (at the top level or in a ``message``/``data`` wrapper)."""
-    return isinstance(value, dict) and _role_key([value]) is not None
-
-
-def _role_key(msgs: list) -> str | None:
-    for wrapper in _WRAPPERS:
-        for key in (*ROLE_KEYS, "author.role"):  # author.role: an author object (ChatGPT's export)
-            values = [get(m, wrapper + key) for m in msgs]
-            if values and all(isinstance(v, str) and role_of(v) for v in values):
-                return wrapper + key
-    for key in ROLE_FLAGS:  # a role given by a boolean (isCreatedByUser), when no key spells it as text
-        if msgs and all(isinstance(get(m, key), bool) for m in msgs):
-            return key
-    return None
-
-
-def role_value(message: Any, key: str) -> str | None:
-    """The canonical role of a message under ``key`` (a text role, or a boolean role key)."""
-    value = get(message, key)
-    if isinstance(value, bool):
-        return (flag_roles(key) or {}).get(str(value).lower())
-    return role_of(value)
-
-
 def message_lists(value: Any, path: str = "$", depth: int = 0, need_assistant: bool = True) -> list[tuple[str, list]]:
     """Every list of messages in ``value`` (``(path, list)``; not looking inside a found list)."""
     if depth > 6:
         return []
     if isinstance(value, list):
         dicts = [m for m in value if isinstance(m, dict)]
-        if dicts and len(dicts) == len(value) and _role_key(dicts) and (
-                not need_assistant or any(role_value(m, _role_key(dicts) or "") == "assistant" for m in dicts)):
+        if dicts and len(dicts) == len(value) and role_key(dicts) and (
+                not need_assistant or any(role_value(m, role_key(dicts) or "") == "assistant" for m in dicts)):
             return [(path, value)]
         return [f for i, item in enumerate(value[:1000]) for f in message_lists(item, f"{path}[{i}]", depth + 1,
                                                                                  need_assistant)]
     if isinstance(value, dict):
         return [f for k, v in value.items() if isinstance(v, (list, dict))
-                for f in message_lists(v, _child(path, k), depth + 1, need_assistant)]
+                for f in message_lists(v, child_path(path, k), depth + 1, need_assistant)]
     return []
-
-
-def _child(path: str, key: str) -> str:
-    return f"{path}.{key}" if key.replace("_", "a").replace("-", "a").isalnum() else f"{path}['{key}']"
 
 
 def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any], list[str]]:
     """The mapping's message keys for a sample of raw messages (role, roles, content, reasoning, tool calls
     and their keys, tool results), and the keys holding data that none of them reads."""
-    role = _role_key(msgs) if not steps else None
+    role = role_key(msgs) if not steps else None
     if role is None and not steps:
         raise ValueError("the messages do not share a role key")
-    wrap = next((w for w in _WRAPPERS if w and role and role.startswith(w)), "")
+    wrap = next((w for w in MESSAGE_WRAPPERS if w and role and role.startswith(w)), "")
     out: dict[str, Any] = {"role": role or "role"}
     out["roles"] = {"*": "assistant"} if steps else flag_roles(role or "") or {
         v: role_of(v) for v in sorted({get(m, role) for m in msgs if isinstance(get(m, role), str)})}
@@ -390,7 +369,7 @@ def _one_message(value: Any) -> bool:
 def _envelope(value: Any) -> str | None:
     """The path of the one message a record holds: ``$`` or an envelope key (``$.payload``...)."""
     if _one_message(value):
-        role = _role_key([value]) or ""
+        role = role_key([value]) or ""
         wrapper = role.split(".")[0] if "." in role else None
         if wrapper in ENVELOPES and _one_message(value.get(wrapper)):
             # the role is the wrapped message's ({"type": "message", "message": {role, content}}): the envelope
@@ -414,7 +393,7 @@ def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
         return None
     (path, _), = paths.most_common(1)
     msgs = [jsonpath(v, path)[0][1] for v, w in zip(values, where) if w == path]
-    if not any(role_value(m, _role_key([m]) or "") == "assistant" for m in msgs):
+    if not any(role_value(m, role_key([m]) or "") == "assistant" for m in msgs):
         return None
     group = next((f"$.{k}" for k in GROUP_KEYS
                   if all(isinstance(v, dict) and v.get(k) is not None for v, w in zip(values, where) if w)), None)
@@ -452,7 +431,7 @@ def _input_output(record: Any) -> tuple[str, str] | None:
     inputs = [(p, v) for p, v in message_lists(record, need_assistant=False)
               if any(k in p for k in INPUT_KEYS) and not _ends_with_answer(v)]
     pairs = [(inp, out) for inp, msgs in inputs for out in _output_paths(record)
-             if not out.startswith(inp) and _role_key(_messages_at(record, out)) == _role_key(msgs)]
+             if not out.startswith(inp) and role_key(_messages_at(record, out)) == role_key(msgs)]
     if not pairs and len(inputs) == 1:
         pairs = [(inputs[0][0], out) for out in _text_outputs(record)]
     if not pairs:
@@ -472,7 +451,7 @@ def _text_outputs(record: dict, path: str = "$", depth: int = 0) -> list[str]:
     if depth > 5 or not isinstance(record, dict):
         return out
     for k, v in record.items():
-        p = _child(path, k)
+        p = child_path(path, k)
         if k in OUTPUT_KEYS and (isinstance(v, str) and v and not _looks_encoded(v)
                                  or isinstance(v, dict) and _result_object(v)):  # text, or a role-less result
             out.append(p)
@@ -516,7 +495,7 @@ def _text_in(value: dict, path: str, depth: int = 0) -> str | None:
 
 
 def _ends_with_answer(msgs: list) -> bool:
-    key = _role_key(msgs) or "role"
+    key = role_key(msgs) or "role"
     return role_value(msgs[-1], key) == "assistant"
 
 
@@ -526,7 +505,7 @@ def _output_paths(record: dict, path: str = "$", depth: int = 0) -> list[str]:
     if depth > 5 or not isinstance(record, dict):
         return out
     for k, v in record.items():
-        p = _child(path, k)
+        p = child_path(path, k)
         if k in OUTPUT_KEYS or (k == "choices" and isinstance(v, list)):
             hits = _assistant_at(v, p)
             if hits:
@@ -540,46 +519,33 @@ def _output_paths(record: dict, path: str = "$", depth: int = 0) -> list[str]:
 def _assistant_at(value: Any, path: str) -> list[str]:
     """The paths at ``value`` holding the assistant's output: the message, a list of them, or, for a list of
     wrappers (``choices``: ``[{message: ...}]``), both the list and its first item's message."""
-    if isinstance(value, dict) and "message" not in value and role_value(value, _role_key([value]) or "") == "assistant":
+    if isinstance(value, dict) and "message" not in value and role_value(value, role_key([value]) or "") == "assistant":
         return [path]
     hits = []
-    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value) and _role_key(value) and \
-            all(role_value(m, _role_key(value) or "") == "assistant" for m in value):
+    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value) and role_key(value) and \
+            all(role_value(m, role_key(value) or "") == "assistant" for m in value):
         hits.append(path)
     if isinstance(value, list) and value and isinstance(value[0], dict) and isinstance(value[0].get("message"), dict):
         hits += _assistant_at(value[0]["message"], f"{path}[0].message")
     if isinstance(value, dict):
         for k in ("message", "choices", "messages", *OUTPUT_KEYS):
             if k in value:
-                hits += _assistant_at(value[k], _child(path, k))
+                hits += _assistant_at(value[k], child_path(path, k))
                 if hits:
                     break
     return hits
 
 
-RESPONSES_MODEL_ITEMS = ("function_call", "function_call_output", "reasoning", "custom_tool_call",
-                         "custom_tool_call_output", "local_shell_call", "local_shell_call_output")
 ITEMS_MAPPING = {"items": "openai_responses", "role": "role",
                  "roles": {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}}
 
 
-def _is_items(value: Any, loose: bool = False) -> bool:
-    """A list of OpenAI Responses API items: every entry a message (role) or a typed item, some of them the
-    model's own items (function calls, their outputs, reasoning), which tell it from a plain message list
-    (``loose``: not required, for a call's input, which may hold only the user's message)."""
-    if not isinstance(value, list) or not value or not all(isinstance(i, dict) for i in value):
-        return False
-    typed = [i.get("type") for i in value if "role" not in i]
-    return all(isinstance(t, str) for t in typed) and (
-        loose or any(i.get("type") in RESPONSES_MODEL_ITEMS for i in value))
-
-
 def _item_lists(value: Any, path: str = "$", depth: int = 0, loose: bool = False) -> list[str]:
-    if _is_items(value, loose):
+    if is_items(value, loose):
         return [path]
     if depth > 3 or not isinstance(value, dict):
         return []
-    return [p for k, v in value.items() for p in _item_lists(v, _child(path, k), depth + 1, loose)]
+    return [p for k, v in value.items() for p in _item_lists(v, child_path(path, k), depth + 1, loose)]
 
 
 def _items_call(value: Any) -> tuple[str, str] | None:
@@ -593,7 +559,7 @@ def _items_call(value: Any) -> tuple[str, str] | None:
 def _responses_items(values: list, array_doc: bool, name: str) -> Inferred | Ambiguous | None:
     """Responses API item lists: the file is the list, a record holds one, or a record holds a call's
     ``input`` items and ``output`` items side by side."""
-    if array_doc and _is_items(values):
+    if array_doc and is_items(values):
         return Inferred("file_list", _mapping(name, records="file", messages="$", **ITEMS_MAPPING))
     calls = [_items_call(v) for v in values]
     if calls and all(calls) and any(_item_lists(v) for v in values):  # some model items: Responses-shaped
@@ -641,110 +607,10 @@ def _step_list(value: Any) -> tuple[str, list] | None:
     for path, items in candidates:
         dicts = [s for s in items if isinstance(s, dict)]
         keys = (*OBSERVATION_KEYS, *ACTION_KEYS, *STEP_TEXT_KEYS, *THOUGHT_KEYS)
-        if dicts and len(dicts) == len(items) and not _role_key(dicts) and \
+        if dicts and len(dicts) == len(items) and not role_key(dicts) and \
                 all(any(k in s for k in keys) for s in dicts):
             return path, items
     return None
-
-
-PARENT_KEYS = ("parent", "parent_id", "parentId", "parent_message_id", "parentMessageId", "parent_uuid",
-               "parentUuid")
-CHILDREN_KEYS = ("children", "child_ids", "childIds", "children_ids", "childrenIds")
-CURRENT_KEYS = ("current_node", "currentNode", "current_node_id", "currentNodeId", "current_leaf", "currentLeaf",
-                "current_leaf_id", "currentLeafId", "current_message_id", "currentMessageId", "leaf_id", "leafId")
-NODE_MESSAGE_KEYS = ("message", "data", "item", "value")
-
-
-NODE_ID_KEYS = ("id", "messageId", "message_id", "uuid", "nodeId", "node_id")
-
-
-def node_id_key(nodes: list) -> str | None:
-    """The key every node of a list has its id under (``id``, ``messageId``, ...), or None."""
-    return next((k for k in NODE_ID_KEYS if nodes and all(isinstance(v, dict) and isinstance(v.get(k), (str, int))
-                                                           for v in nodes)), None)
-
-
-def nested_nodes(value: Any, key: str, depth: int = 0) -> list[dict] | None:
-    """The nodes of a NESTED tree (a list of nodes whose ``key`` lists its child nodes themselves, not their
-    ids), depth first; None when ``value`` is not one."""
-    if not isinstance(value, list) or not all(isinstance(v, dict) and isinstance(v.get(key), list) for v in value) \
-            or depth > 200:
-        return None
-    out: list[dict] = []
-    for v in value:
-        kids = nested_nodes(v[key], key, depth + 1) if v[key] else []
-        if kids is None:
-            return None
-        out += [v, *kids]
-    return out
-
-
-def _node_collection(value: Any) -> list[tuple[str, Any]] | None:
-    """(id, node) of an object of nodes keyed by id, or of a list of nodes each with an id (``NODE_ID_KEYS``),
-    or of a nested tree of such nodes (children holding the child nodes)."""
-    if isinstance(value, dict) and len(value) >= 2 and all(isinstance(v, dict) for v in value.values()):
-        return [(str(k), v) for k, v in value.items()]
-    for key in CHILDREN_KEYS:
-        nested = nested_nodes(value, key)
-        if nested is not None and len(nested) >= 2 and any(v[key] for v in value):
-            ident = node_id_key(nested)
-            return [(str(v[ident]), v) for v in nested] if ident else None
-    ident = node_id_key(value) if isinstance(value, list) and len(value) >= 2 else None
-    return [(str(v[ident]), v) for v in value] if ident else None
-
-
-def _tree_keys(nodes: list[tuple[str, Any]]) -> dict[str, str] | None:
-    """The ``tree`` keys of a node collection: the key linking a node to its parent and/or children (ids of
-    nodes of the collection), and where a node's message sits (``message``; absent: the node is the message).
-    None when the nodes are not linked by ids or hold no assistant message."""
-    ids = {i for i, _ in nodes}
-    out: dict[str, str] = {}
-    ident = node_id_key([n for _, n in nodes])
-    if ident not in (None, "id"):
-        out["id"] = ident
-    nested = next((k for k in CHILDREN_KEYS if any(isinstance(n.get(k), list) and n[k] and
-                                                   all(isinstance(c, dict) for c in n[k]) for _, n in nodes)), None)
-    if nested is not None:  # children hold the child nodes: the nesting links them (a parent key is not needed)
-        out["children"] = nested
-    parent = None if nested else next((k for k in PARENT_KEYS if all(k in n and (n[k] is None or isinstance(n[k], (str, int)))
-                                                 for _, n in nodes)), None)
-    if parent and any(n[parent] is not None and str(n[parent]) in ids for _, n in nodes):
-        out["parent"] = parent
-    children = next((k for k in CHILDREN_KEYS if all(isinstance(n.get(k), list) for _, n in nodes)), None)
-    if children and not nested and any(str(c) in ids for _, n in nodes for c in n[children]):
-        out["children"] = children
-    if "parent" not in out and "children" not in out:
-        return None
-    key = next((k for k in NODE_MESSAGE_KEYS if all(n.get(k) is None or is_message(n.get(k)) for _, n in nodes)
-                and sum(1 for _, n in nodes if n.get(k) is not None) >= 2), None)
-    if key is not None:  # each node holds its message (or none: a root)
-        out["message"] = key
-        msgs = [n[key] for _, n in nodes if n.get(key) is not None]
-    elif all(is_message(n) for _, n in nodes):
-        msgs = [n for _, n in nodes]
-    else:
-        return None
-    role = _role_key(msgs)
-    if role is None or not any(role_value(m, role) == "assistant" for m in msgs):
-        return None
-    return out
-
-
-def tree_of(value: Any) -> tuple[str, dict[str, str], list] | None:
-    """(path, tree keys, node messages) of the message tree a record holds (at its top or one level down)."""
-    if not isinstance(value, dict):
-        return None
-    places = [(_child("$", k), v) for k, v in value.items()]
-    places += [(_child(_child("$", k), k2), v2) for k, v in value.items() if isinstance(v, dict)
-               for k2, v2 in v.items()]
-    found = []
-    for path, v in places:
-        nodes = _node_collection(v)
-        keys = _tree_keys(nodes) if nodes else None
-        if keys is not None:
-            msgs = [get(n, keys["message"]) if "message" in keys else n for _, n in nodes]  # type: ignore[union-attr]
-            found.append((path, keys, [m for m in msgs if m is not None]))
-    return found[0] if len(found) == 1 else None
 
 
 def _tree(values: list, array_doc: bool, name: str) -> Inferred | None:
@@ -756,7 +622,7 @@ def _tree(values: list, array_doc: bool, name: str) -> Inferred | None:
         return None
     (path, keys), _ = Counter((t[0], tuple(sorted(t[1].items()))) for t in trees).most_common(1)[0]  # type: ignore[index]
     tree = dict(keys)
-    nodes_ids = [{i for i, _ in _node_collection(jsonpath(v, path)[0][1]) or []} for v in values]
+    nodes_ids = [{i for i, _ in node_collection(jsonpath(v, path)[0][1]) or []} for v in values]
     current = next((k for k in CURRENT_KEYS if all(isinstance(v.get(k), (str, int)) or v.get(k) is None
                                                    for v in values)
                     and any(str(v.get(k)) in ids for v, ids in zip(values, nodes_ids))), None)
@@ -767,43 +633,6 @@ def _tree(values: list, array_doc: bool, name: str) -> Inferred | None:
     unread = [k for k in unread if k not in tree.values()]  # the links the tree reads
     return Inferred("tree", _mapping(name, messages=path, tree=tree, **keys_, **_record_extras(values, path)), unread,
                     calls_not_read(msgs, unread))
-
-
-MODEL_OUTPUT_ITEMS = ("function_call", "reasoning", "custom_tool_call", "local_shell_call")
-RUN_INPUT_KEYS = ("input", "original_input", "originalInput", "user_input", "userInput", "prompt", "query",
-                  "task", "question")
-
-
-def _model_outputs(value: Any, path: str = "$", depth: int = 0) -> list[tuple[str, list]]:
-    """Every list of the model's own Responses API output items (assistant messages, function calls,
-    reasoning; nothing the user or a tool wrote) under an output-like key, through objects and lists."""
-    if depth > 5:
-        return []
-    if isinstance(value, list):
-        if _is_items(value, loose=True) and all(i.get("type") in MODEL_OUTPUT_ITEMS or (
-                i.get("type", "message") == "message" and role_of(i.get("role")) == "assistant") for i in value) \
-                and any(k in path.rsplit(".", 1)[-1] for k in ("output", "response", "completion", "generation")):
-            return [(path, value)]
-        return [f for i, v in enumerate(value[:100]) for f in _model_outputs(v, f"{path}[{i}]", depth + 1)]
-    if isinstance(value, dict):
-        return [f for k, v in value.items() for f in _model_outputs(v, _child(path, k), depth + 1)]
-    return []
-
-
-def run_state_call(value: Any) -> tuple[str, str] | None:
-    """(input path, output path) of a run's saved state holding one LLM call: the run's input as text at a
-    top-level input key, and the model's output items at one or more paths that all hold the same items (a
-    ``last_model_response`` and ``model_responses[0]`` of one turn). Several different outputs (several turns,
-    whose later contexts the state does not hold) or several inputs: None."""
-    if not isinstance(value, dict):
-        return None
-    inputs = [k for k, v in value.items() if (k in RUN_INPUT_KEYS or k.lower().endswith("_input"))
-              and isinstance(v, str) and v.strip()]
-    outs = _model_outputs(value)
-    if len(inputs) != 1 or not outs or len({json.dumps(o, sort_keys=True) for _, o in outs}) != 1:
-        return None
-    out = min((p for p, _ in outs), key=lambda p: ("[" in p, len(p)))  # a path without an index: every state has it
-    return _child("$", inputs[0]), out
 
 
 def _run_state(values: list, array_doc: bool, name: str) -> Inferred | None:

@@ -324,3 +324,31 @@ def summary_texts(raw: dict) -> list[str] | None:
                                          b.get("type") in (None, "summary_text") for b in summary):
         return [b["text"] for b in summary if b["text"]]
     return None
+
+
+MESSAGE_WRAPPERS = ("", "message.", "data.", "kwargs.", "content.")  # a message's keys, or the object it wraps (ADK: content)
+
+
+def is_message(value: Any) -> bool:
+    """A dict with a role in a known spelling (at the top level or in a ``message``/``data`` wrapper)."""
+    return isinstance(value, dict) and role_key([value]) is not None
+
+
+def role_key(msgs: list) -> str | None:
+    for wrapper in MESSAGE_WRAPPERS:
+        for key in (*ROLE_KEYS, "author.role"):  # author.role: an author object (ChatGPT's export)
+            values = [get(m, wrapper + key) for m in msgs]
+            if values and all(isinstance(v, str) and role_of(v) for v in values):
+                return wrapper + key
+    for key in ROLE_FLAGS:  # a role given by a boolean (isCreatedByUser), when no key spells it as text
+        if msgs and all(isinstance(get(m, key), bool) for m in msgs):
+            return key
+    return None
+
+
+def role_value(message: Any, key: str) -> str | None:
+    """The canonical role of a message under ``key`` (a text role, or a boolean role key)."""
+    value = get(message, key)
+    if isinstance(value, bool):
+        return (flag_roles(key) or {}).get(str(value).lower())
+    return role_of(value)

@@ -1,0 +1,164 @@
+"""What one record holds, for the general path's shape inference (``_shapes.infer``): a message tree (nodes
+linked by parent and/or children ids, or nested) and a saved run state (a run's input text beside the model's
+Responses API output items). The readings themselves: drafters/traces/mapping_tree.py and the declared
+mapping's ``response`` (docs/traces.md).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from drafters.traces.formats._spellings import get, is_message, role_key, role_of, role_value
+from drafters.traces.json_paths import child_path
+
+RESPONSES_MODEL_ITEMS = ("function_call", "function_call_output", "reasoning", "custom_tool_call",
+                         "custom_tool_call_output", "local_shell_call", "local_shell_call_output")
+
+
+def is_items(value: Any, loose: bool = False) -> bool:
+    """A list of OpenAI Responses API items: every entry a message (role) or a typed item, some of them the
+    model's own items (function calls, their outputs, reasoning), which tell it from a plain message list
+    (``loose``: not required, for a call's input, which may hold only the user's message)."""
+    if not isinstance(value, list) or not value or not all(isinstance(i, dict) for i in value):
+        return False
+    typed = [i.get("type") for i in value if "role" not in i]
+    return all(isinstance(t, str) for t in typed) and (
+        loose or any(i.get("type") in RESPONSES_MODEL_ITEMS for i in value))
+
+
+PARENT_KEYS = ("parent", "parent_id", "parentId", "parent_message_id", "parentMessageId", "parent_uuid",
+               "parentUuid")
+CHILDREN_KEYS = ("children", "child_ids", "childIds", "children_ids", "childrenIds")
+CURRENT_KEYS = ("current_node", "currentNode", "current_node_id", "currentNodeId", "current_leaf", "currentLeaf",
+                "current_leaf_id", "currentLeafId", "current_message_id", "currentMessageId", "leaf_id", "leafId")
+NODE_MESSAGE_KEYS = ("message", "data", "item", "value")
+
+
+NODE_ID_KEYS = ("id", "messageId", "message_id", "uuid", "nodeId", "node_id")
+
+
+def node_id_key(nodes: list) -> str | None:
+    """The key every node of a list has its id under (``id``, ``messageId``, ...), or None."""
+    return next((k for k in NODE_ID_KEYS if nodes and all(isinstance(v, dict) and isinstance(v.get(k), (str, int))
+                                                           for v in nodes)), None)
+
+
+def nested_nodes(value: Any, key: str, depth: int = 0) -> list[dict] | None:
+    """The nodes of a NESTED tree (a list of nodes whose ``key`` lists its child nodes themselves, not their
+    ids), depth first; None when ``value`` is not one."""
+    if not isinstance(value, list) or not all(isinstance(v, dict) and isinstance(v.get(key), list) for v in value) \
+            or depth > 200:
+        return None
+    out: list[dict] = []
+    for v in value:
+        kids = nested_nodes(v[key], key, depth + 1) if v[key] else []
+        if kids is None:
+            return None
+        out += [v, *kids]
+    return out
+
+
+def node_collection(value: Any) -> list[tuple[str, Any]] | None:
+    """(id, node) of an object of nodes keyed by id, or of a list of nodes each with an id (``NODE_ID_KEYS``),
+    or of a nested tree of such nodes (children holding the child nodes)."""
+    if isinstance(value, dict) and len(value) >= 2 and all(isinstance(v, dict) for v in value.values()):
+        return [(str(k), v) for k, v in value.items()]
+    for key in CHILDREN_KEYS:
+        nested = nested_nodes(value, key)
+        if nested is not None and len(nested) >= 2 and any(v[key] for v in value):
+            ident = node_id_key(nested)
+            return [(str(v[ident]), v) for v in nested] if ident else None
+    ident = node_id_key(value) if isinstance(value, list) and len(value) >= 2 else None
+    return [(str(v[ident]), v) for v in value] if ident else None
+
+
+def _tree_keys(nodes: list[tuple[str, Any]]) -> dict[str, str] | None:
+    """The ``tree`` keys of a node collection: the key linking a node to its parent and/or children (ids of
+    nodes of the collection), and where a node's message sits (``message``; absent: the node is the message).
+    None when the nodes are not linked by ids or hold no assistant message."""
+    ids = {i for i, _ in nodes}
+    out: dict[str, str] = {}
+    ident = node_id_key([n for _, n in nodes])
+    if ident not in (None, "id"):
+        out["id"] = ident
+    nested = next((k for k in CHILDREN_KEYS if any(isinstance(n.get(k), list) and n[k] and
+                                                   all(isinstance(c, dict) for c in n[k]) for _, n in nodes)), None)
+    if nested is not None:  # children hold the child nodes: the nesting links them (a parent key is not needed)
+        out["children"] = nested
+    parent = None if nested else next((k for k in PARENT_KEYS if all(k in n and (n[k] is None or isinstance(n[k], (str, int)))
+                                                 for _, n in nodes)), None)
+    if parent and any(n[parent] is not None and str(n[parent]) in ids for _, n in nodes):
+        out["parent"] = parent
+    children = next((k for k in CHILDREN_KEYS if all(isinstance(n.get(k), list) for _, n in nodes)), None)
+    if children and not nested and any(str(c) in ids for _, n in nodes for c in n[children]):
+        out["children"] = children
+    if "parent" not in out and "children" not in out:
+        return None
+    key = next((k for k in NODE_MESSAGE_KEYS if all(n.get(k) is None or is_message(n.get(k)) for _, n in nodes)
+                and sum(1 for _, n in nodes if n.get(k) is not None) >= 2), None)
+    if key is not None:  # each node holds its message (or none: a root)
+        out["message"] = key
+        msgs = [n[key] for _, n in nodes if n.get(key) is not None]
+    elif all(is_message(n) for _, n in nodes):
+        msgs = [n for _, n in nodes]
+    else:
+        return None
+    role = role_key(msgs)
+    if role is None or not any(role_value(m, role) == "assistant" for m in msgs):
+        return None
+    return out
+
+
+def tree_of(value: Any) -> tuple[str, dict[str, str], list] | None:
+    """(path, tree keys, node messages) of the message tree a record holds (at its top or one level down)."""
+    if not isinstance(value, dict):
+        return None
+    places = [(child_path("$", k), v) for k, v in value.items()]
+    places += [(child_path(child_path("$", k), k2), v2) for k, v in value.items() if isinstance(v, dict)
+               for k2, v2 in v.items()]
+    found = []
+    for path, v in places:
+        nodes = node_collection(v)
+        keys = _tree_keys(nodes) if nodes else None
+        if keys is not None:
+            msgs = [get(n, keys["message"]) if "message" in keys else n for _, n in nodes]  # type: ignore[union-attr]
+            found.append((path, keys, [m for m in msgs if m is not None]))
+    return found[0] if len(found) == 1 else None
+
+
+MODEL_OUTPUT_ITEMS = ("function_call", "reasoning", "custom_tool_call", "local_shell_call")
+RUN_INPUT_KEYS = ("input", "original_input", "originalInput", "user_input", "userInput", "prompt", "query",
+                  "task", "question")
+
+
+def _model_outputs(value: Any, path: str = "$", depth: int = 0) -> list[tuple[str, list]]:
+    """Every list of the model's own Responses API output items (assistant messages, function calls,
+    reasoning; nothing the user or a tool wrote) under an output-like key, through objects and lists."""
+    if depth > 5:
+        return []
+    if isinstance(value, list):
+        if is_items(value, loose=True) and all(i.get("type") in MODEL_OUTPUT_ITEMS or (
+                i.get("type", "message") == "message" and role_of(i.get("role")) == "assistant") for i in value) \
+                and any(k in path.rsplit(".", 1)[-1] for k in ("output", "response", "completion", "generation")):
+            return [(path, value)]
+        return [f for i, v in enumerate(value[:100]) for f in _model_outputs(v, f"{path}[{i}]", depth + 1)]
+    if isinstance(value, dict):
+        return [f for k, v in value.items() for f in _model_outputs(v, child_path(path, k), depth + 1)]
+    return []
+
+
+def run_state_call(value: Any) -> tuple[str, str] | None:
+    """(input path, output path) of a run's saved state holding one LLM call: the run's input as text at a
+    top-level input key, and the model's output items at one or more paths that all hold the same items (a
+    ``last_model_response`` and ``model_responses[0]`` of one turn). Several different outputs (several turns,
+    whose later contexts the state does not hold) or several inputs: None."""
+    if not isinstance(value, dict):
+        return None
+    inputs = [k for k, v in value.items() if (k in RUN_INPUT_KEYS or k.lower().endswith("_input"))
+              and isinstance(v, str) and v.strip()]
+    outs = _model_outputs(value)
+    if len(inputs) != 1 or not outs or len({json.dumps(o, sort_keys=True) for _, o in outs}) != 1:
+        return None
+    out = min((p for p, _ in outs), key=lambda p: ("[" in p, len(p)))  # a path without an index: every state has it
+    return child_path("$", inputs[0]), out
