@@ -54,13 +54,12 @@ from typing import IO, Any
 from drafters.traces.formats import _reading
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
+from drafters.traces.formats._record_shapes import assistant_path, holds_data, holds_role_message
 from drafters.traces.formats._spellings import (
-    ROLE_KEYS,
     SYSTEM_KEYS,
     block_parts,
     failed_turn,
     get,
-    role_of,
     sibling_system,
     summary_texts,
     system_not_read,
@@ -157,7 +156,7 @@ class Mapping:
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
             merged = other_events = 0
             for source, record in (self._batch_items(records) if self.records == "lists" else records):
-                if self.records == "lists" and not jsonpath(record, self.messages) and not _holds_message(record):
+                if self.records == "lists" and not jsonpath(record, self.messages) and not holds_role_message(record):
                     other_events += 1  # an event of another kind in the batch (a score, a span without messages)
                     continue
                 for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake
@@ -257,7 +256,7 @@ class Mapping:
         if self.response or conv is None or not conv.messages or conv.messages[-1].role == "assistant":
             return None
         assistant = {v for v, r in self.roles.items() if r == "assistant"}
-        return _assistant_path(record, where, self.role, assistant)
+        return assistant_path(record, where, self.role, assistant)
 
     def _add_call(self, chains: CallChains, record: Any, conv: Conversation, reading: _Reading) -> bool:
         """``conv`` is one call's input; its output is at the ``response`` path (a message, a list of messages
@@ -309,7 +308,7 @@ class Mapping:
         for source, record in records:
             found = jsonpath(record, self.messages)
             if not found or not isinstance(found[0][1], dict):
-                if self.label == "generic" and _holds_message(record):  # read by shape: never skip a message
+                if self.label == "generic" and holds_role_message(record):  # read by shape: never skip a message
                     problems.error("content_not_mapped", f"the record holds a message outside {self.messages}, "
                                    "where the file's other messages are: it is not read by the inferred mapping",
                                    source)
@@ -573,44 +572,6 @@ def _response_id(raw: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _assistant_path(value: Any, skip: str, role_key: str, assistant: set, path: str = "$", depth: int = 0) -> str | None:
-    """The first path (outside ``skip``) of an object whose ``role_key`` is an assistant role value."""
-    if depth > 5 or path == skip:
-        return None
-    if isinstance(value, dict):
-        if get(value, role_key) in assistant:
-            return path
-        items = value.items()
-    elif isinstance(value, list):
-        items = enumerate(value[:50])  # type: ignore[assignment]
-    else:
-        return None
-    for k, v in items:
-        hit = _assistant_path(v, skip, role_key, assistant, f"{path}[{k}]" if isinstance(k, int) else f"{path}.{k}",
-                              depth + 1)
-        if hit is not None:
-            return hit
-    return None
-
-
-def _holds_message(value: Any, depth: int = 0) -> bool:
-    """Whether a record holds a message anywhere (an object with a role in a known spelling)."""
-    if depth > 8:
-        return False
-    if isinstance(value, dict):
-        if any(role_of(value.get(k)) for k in ROLE_KEYS):
-            return True
-        value = list(value.values())
-    return isinstance(value, list) and any(_holds_message(v, depth + 1) for v in value[:1000])
-
-
-def _holds_data(value: Any) -> bool:
-    """True for a value that can hold calls or arguments: a non-empty object or list, or JSON text of one."""
-    if isinstance(value, str):
-        return value.lstrip()[:1] in ("{", "[")
-    return isinstance(value, (dict, list)) and bool(value)
-
-
 def _holder(record: Any, where: str) -> dict | None:
     """The object holding the list found at the concrete JSONPath ``where`` (``$.messages`` -> the record); None
     for a list that is the record itself or an item of a list."""
@@ -646,7 +607,7 @@ class _PathUse:
             self.matched += 1
             return
         mapped = mapped | {self.key.split(".")[0]}
-        self.unmapped.update(str(k) for k, v in obj.items() if k not in mapped and _holds_data(v))
+        self.unmapped.update(str(k) for k, v in obj.items() if k not in mapped and holds_data(v))
 
     def report(self, source: Source, problems: ProblemSink) -> None:
         """``mapping_field_never_matched`` when the key matched nowhere in the file while the objects held

@@ -1,6 +1,7 @@
 """What one record holds, for the general path's shape inference (``_shapes.infer``): a message tree (nodes
 linked by parent and/or children ids, or nested) and a saved run state (a run's input text beside the model's
-Responses API output items). The readings themselves: drafters/traces/mapping_tree.py and the declared
+Responses API output items), and whether a record holds a message, data, or an assistant object anywhere
+(declared mappings ask). The readings themselves: drafters/traces/mapping_tree.py and the declared
 mapping's ``response`` (docs/traces.md).
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from drafters.traces.formats._spellings import get, is_message, role_key, role_of, role_value
+from drafters.traces.formats._spellings import ROLE_KEYS, get, is_message, role_key, role_of, role_value
 from drafters.traces.json_paths import child_path
 
 RESPONSES_MODEL_ITEMS = ("function_call", "function_call_output", "reasoning", "custom_tool_call",
@@ -162,3 +163,41 @@ def run_state_call(value: Any) -> tuple[str, str] | None:
         return None
     out = min((p for p, _ in outs), key=lambda p: ("[" in p, len(p)))  # a path without an index: every state has it
     return child_path("$", inputs[0]), out
+
+
+def assistant_path(value: Any, skip: str, role_key: str, assistant: set, path: str = "$", depth: int = 0) -> str | None:
+    """The first path (outside ``skip``) of an object whose ``role_key`` is an assistant role value."""
+    if depth > 5 or path == skip:
+        return None
+    if isinstance(value, dict):
+        if get(value, role_key) in assistant:
+            return path
+        items = value.items()
+    elif isinstance(value, list):
+        items = enumerate(value[:50])  # type: ignore[assignment]
+    else:
+        return None
+    for k, v in items:
+        hit = assistant_path(v, skip, role_key, assistant, f"{path}[{k}]" if isinstance(k, int) else f"{path}.{k}",
+                              depth + 1)
+        if hit is not None:
+            return hit
+    return None
+
+
+def holds_role_message(value: Any, depth: int = 0) -> bool:
+    """Whether a record holds a message anywhere (an object with a role in a known spelling)."""
+    if depth > 8:
+        return False
+    if isinstance(value, dict):
+        if any(role_of(value.get(k)) for k in ROLE_KEYS):
+            return True
+        value = list(value.values())
+    return isinstance(value, list) and any(holds_role_message(v, depth + 1) for v in value[:1000])
+
+
+def holds_data(value: Any) -> bool:
+    """True for a value that can hold calls or arguments: a non-empty object or list, or JSON text of one."""
+    if isinstance(value, str):
+        return value.lstrip()[:1] in ("{", "[")
+    return isinstance(value, (dict, list)) and bool(value)
