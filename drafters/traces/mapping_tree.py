@@ -121,9 +121,11 @@ class TreeReading:
         """The messages from the root to ``nid``, continued answers and consecutive tool results joined.
         Raises TreeBroken on a cycle."""
         ids: list[str] = []
+        seen: set[str] = set()
         while nid is not None:
-            if nid in ids:
+            if nid in seen:
                 raise TreeBroken(f"has a cycle through node {nid}", "")  # the caller names where
+            seen.add(nid)
             ids.append(nid)
             nid = self.links.parent[nid]
         out: list[Message] = []
