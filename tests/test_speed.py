@@ -60,6 +60,42 @@ def test_deploy_choice_takes_the_fastest_served_proposer_and_never_a_what_if():
     assert d["proposer"] is None and "plain decoding" in d["reason"]
 
 
+def _timed(speedup: float, tau: float, seconds: list[float]) -> dict:
+    """A report entry whose calls each commit 10 tokens in ``seconds``."""
+    return {"speedup_vs_plain": speedup, "tau": tau, "timing": {"tokens_per_s": 1.0},
+            "per_call": [{"call_id": f"c{i}", "tokens": 10, "seconds": s} for i, s in enumerate(seconds)]}
+
+
+def test_deploy_choice_breaks_a_tie_in_speed_by_tau_and_never_a_real_lead():
+    # "suffix" is 1% faster in total, but call by call the two trade places: level, and "suffix+schema"
+    # accepts more per round, so it ships; the choice then no longer flips with timing noise
+    noisy = [1.00, 1.30, 0.90, 1.20, 1.10, 0.95, 1.25, 1.05]
+    other = [1.28, 0.92, 1.22, 0.98, 1.08, 1.24, 0.97, 1.12]
+    assert sum(other) > sum(noisy)
+    e = {"suffix": _timed(1.12, 2.9, noisy), "suffix+schema": _timed(1.11, 3.0, other)}
+    d = deploy_choice(e, "hf")
+    assert d["proposer"] == "suffix+schema" and d["tied"] == ["suffix", "suffix+schema"]
+    assert "level with the fastest measured (suffix" in d["reason"]
+    # a lead that holds on every call is real: the faster proposer ships whatever the other's tau
+    e["suffix+schema"] = _timed(1.05, 3.5, [s * 1.1 for s in noisy])
+    d = deploy_choice(e, "hf")
+    assert d["proposer"] == "suffix" and d["tied"] == ["suffix"]
+    # a level proposer the engine cannot serve, or one no faster than plain decoding, is never chosen
+    e["suffix+schema"] = _timed(1.11, 3.0, other)
+    assert deploy_choice(e, "vllm")["proposer"] == "suffix"
+    e["ngram"] = _timed(0.99, 9.0, noisy)
+    assert deploy_choice(e, "hf")["proposer"] == "suffix+schema"
+
+
+def test_level_with_needs_per_call_timings_of_common_calls():
+    from drafters.evaluate.speed import level_with
+
+    a = _timed(1.1, 3.0, [1.0, 1.2, 0.9])
+    assert level_with(a, a)
+    assert not level_with(a, {"speedup_vs_plain": 1.0})  # nothing to resample
+    assert not level_with(a, {"per_call": [{"call_id": "other", "tokens": 10, "seconds": 1.0}]})
+
+
 def test_speed_section_carries_costs_and_deploy():
     e = _entries()
     sec = speed_section(e, {"suffix": None}, "hf", "a CPU")

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from drafters.evaluate.metrics import pooled_ratio_ci
+
 SPEED_RULE = ("speed-up = tau / (r + c): r = seconds per verification round (target forward + loop), c = "
               "seconds per drafting round, both divided by plain decoding's seconds per token, decoding phase "
               "(prefill excluded); end-to-end speed-up counts the prefill too")
@@ -83,26 +85,53 @@ def cost_model(gens: Sequence[Any], step_s: float | None) -> CostModel | None:
                      speedup(tau, r, c), rounds)
 
 
+#: How the deploy choice treats proposers whose measured speeds timing noise alone could have ordered.
+TIE_RULE = ("the fastest measured proposer the engine serves; proposers level with it (the 95% paired "
+            "bootstrap interval of its speed over theirs, whole calls resampled and pooled like the "
+            "estimate, reaches 1.0) are tied with it, and among the tied the highest tau wins: greedy "
+            "replays measure tau without timing noise")
+
+
+def level_with(fastest: Mapping, other: Mapping, seed: int = 0) -> bool:
+    """Whether ``other`` is level with ``fastest`` (report entries with ``per_call`` tokens and seconds, end
+    to end): the 95% paired interval of fastest's pooled speed over other's, over the calls both replayed,
+    reaches 1.0. False without per-call timings (nothing to resample)."""
+    theirs = {c["call_id"]: c for c in other.get("per_call") or () if c.get("seconds")}
+    sums = [(c["tokens"], c["seconds"], theirs[c["call_id"]]["tokens"], theirs[c["call_id"]]["seconds"])
+            for c in fastest.get("per_call") or () if c.get("seconds") and c["call_id"] in theirs]
+    if len(sums) < 2:
+        return False
+    _, lo, _ = pooled_ratio_ci(sums, seed=seed)
+    return lo <= 1.0
+
+
 def deploy_choice(entries: Mapping[str, Mapping], engine: str = "hf") -> dict:
-    """What to deploy on ``engine``: the proposer with the highest measured end-to-end speed-up among those
-    the engine can serve (what-if proposers never), or plain decoding when none is faster than 1.0.
-    entries: report["proposers"]. Returns {"engine", "proposer" (None: plain decoding), "speedup_vs_plain",
-    "tokens_per_s", "reason", "flag"}."""
+    """What to deploy on ``engine`` (TIE_RULE): among the proposers the engine can serve (what-if proposers
+    never) and faster than plain decoding, the fastest measured end to end, unless others are level with it,
+    then the highest tau among those; plain decoding when none is faster than 1.0. entries:
+    report["proposers"]. Returns {"engine", "proposer" (None: plain decoding), "speedup_vs_plain",
+    "tokens_per_s", "flag", "reason", "tied" (the names level with the fastest, itself included)}."""
     served = ENGINE_SUPPORT.get(engine) or {}
-    best, best_x = None, 1.0
-    for name, e in entries.items():
-        x = e.get("speedup_vs_plain")
-        if x is None or e.get("what_if") or (served and name not in served):
-            continue
-        if x > best_x:
-            best, best_x = name, x
-    if best is None:
+    faster = {name: e for name, e in entries.items()
+              if (e.get("speedup_vs_plain") or 0.0) > 1.0 and not e.get("what_if")
+              and (not served or name in served)}
+    if not faster:
         return {"engine": engine, "proposer": None, "speedup_vs_plain": 1.0, "tokens_per_s": None,
-                "flag": None, "reason": "no proposer decoded faster than plain decoding on this engine"}
-    e = entries[best]
-    return {"engine": engine, "proposer": best, "speedup_vs_plain": best_x,
+                "flag": None, "tied": [],
+                "reason": "no proposer decoded faster than plain decoding on this engine"}
+    fastest = max(faster, key=lambda n: faster[n]["speedup_vs_plain"])
+    tied = [n for n in faster if n == fastest or level_with(faster[fastest], faster[n])]
+    best = max(tied, key=lambda n: (faster[n].get("tau") or 0.0, n == fastest))
+    e = faster[best]
+    x = e["speedup_vs_plain"]
+    reason = f"fastest measured: {x:.2f}x plain decoding at tau {e.get('tau', float('nan')):.2f}"
+    if best != fastest:
+        reason = (f"level with the fastest measured ({fastest}, {faster[fastest]['speedup_vs_plain']:.2f}x: "
+                  f"the paired interval of their speeds reaches 1.0) and the highest tau of the tied: "
+                  f"{e.get('tau', float('nan')):.2f} at {x:.2f}x plain decoding")
+    return {"engine": engine, "proposer": best, "speedup_vs_plain": x,
             "tokens_per_s": (e.get("timing") or {}).get("tokens_per_s"), "flag": served.get(best),
-            "reason": f"fastest measured: {best_x:.2f}x plain decoding at tau {e.get('tau', float('nan')):.2f}"}
+            "tied": sorted(tied), "reason": reason}
 
 
 def speed_section(entries: Mapping[str, Mapping], costs: Mapping[str, CostModel | None], engine: str,
@@ -115,5 +144,5 @@ def speed_section(entries: Mapping[str, Mapping], costs: Mapping[str, CostModel 
         rows[name] = {"speedup_vs_plain": e.get("speedup_vs_plain"),
                       "tokens_per_s": (e.get("timing") or {}).get("tokens_per_s"), "tau": e.get("tau"),
                       "what_if": bool(e.get("what_if")), "cost": asdict(cm) if cm else None}
-    return {"rule": SPEED_RULE, "engine": engine, "hardware": hardware, "proposers": rows,
+    return {"rule": SPEED_RULE, "deploy_rule": TIE_RULE, "engine": engine, "hardware": hardware, "proposers": rows,
             "deploy": deploy_choice(entries, engine)}
