@@ -4,7 +4,7 @@
         --anchors 16 --tokens-per-batch 1024 --lr 3e-3 --calls 16 --max-new-tokens 64
 
 For each point ``CALLS:STEPS`` trains bench_agent_tau's drafter (b) on that many regenerated agent training
-calls for that many steps, and builds suffix decoding over the same calls (its tree holds every training
+calls for that many steps, and builds suffix decoding at its natural cap (24) over the same calls (its tree holds every training
 answer, so it gains from data too); replays the same held-out agent calls with all of them, plus the
 what-if hybrid of the largest point's drafter and suffix decoding and the n-gram proposer, and prints tau
 overall and on tool-call arguments with 95% call-bootstrap intervals, each drafter's paired difference to
@@ -38,9 +38,9 @@ _spec.loader.exec_module(bench)
 
 from drafters.agent_target_build import EXAMPLE_TEMPLATE, example_trace_files, split_examples
 from drafters.baselines import NGramProposer
-from drafters.baselines.suffix_decoding import suffix_baselines, training_outputs
-from drafters.dspark.proposer import DSparkProposer
+from drafters.baselines.suffix_decoding import training_outputs
 from drafters.evaluate import evaluate, pooled_tau_ci
+from drafters.evaluate.lineup import Lineup
 from drafters.render import Renderer
 from drafters.target import AGENT_SPEC, load_target
 
@@ -53,15 +53,19 @@ def parse_points(text: str) -> list[tuple[int, int]]:
     return points
 
 
-def main() -> int:
-    extra = sys.argv.index("--points") if "--points" in sys.argv else None
-    points = parse_points(sys.argv[extra + 1] if extra is not None else "160:1000,320:2000")
-    if extra is not None:
-        del sys.argv[extra:extra + 2]
-    both = "--compare-history" in sys.argv
-    if both:
-        sys.argv.remove("--compare-history")
-    args = bench.parse_args()
+def parse_args(argv: list[str] | None = None):
+    """bench_agent_tau.py's options plus ``--points`` and ``--compare-history`` (``--help`` lists them all)."""
+    ap = bench.build_parser(__doc__.split("\n\n")[0])
+    ap.add_argument("--points", type=parse_points, default=parse_points("160:1000,320:2000"),
+                    help="CALLS:STEPS,... training calls and steps per point (default 160:1000,320:2000)")
+    ap.add_argument("--compare-history", action="store_true",
+                    help="also train a drafter with --history-anchors at each point and pair it with the first")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    points, both = args.points, args.compare_history
     if args.threads:
         torch.set_num_threads(args.threads)
     started = time.perf_counter()
@@ -78,19 +82,18 @@ def main() -> int:
         rows_of[name] = len(corpus.rows)
         drafter, timings[name] = bench.train_drafter(name, target, corpus.rows, run)
         last = (calls, steps) == points[-1]
-        proposers[name] = DSparkProposer(drafter)
+        lineup = Lineup(drafter, None, "", training_outputs(corpus.rows))  # as the evaluate stage builds them
+        proposers[name] = lineup.drafter(drafter)
         if both:
             hist = copy.copy(run)
             hist.history_anchors = True
             rows_of[f"{name}+h"] = len(corpus.rows)
             drafter_h, timings[f"{name}+h"] = bench.train_drafter(f"{name}+h", target, corpus.rows, hist)
-            proposers[f"{name}+h"] = DSparkProposer(drafter_h)
+            proposers[f"{name}+h"] = lineup.drafter(drafter_h)
             compare += [(f"{name}+h", name), (f"{name}+h", f"suffix-{len(prompts)}")]
-        suffix = suffix_baselines(training_outputs(corpus.rows), args.block_size,
-                                  drafter=DSparkProposer(drafter) if last else None)
-        proposers[f"suffix-{len(prompts)}"] = suffix["suffix"]
+        proposers[f"suffix-{len(prompts)}"] = lineup.suffix()
         if last:
-            proposers["hybrid"] = suffix["hybrid"]
+            proposers["hybrid"] = lineup.baselines()["hybrid"]
         compare.append((name, f"suffix-{len(prompts)}"))
     proposers["ngram"] = NGramProposer(block_size=args.block_size)  # prompt lookup: no data to scale
     names = [n for n in proposers if n.startswith("agent-") and not n.endswith("+h")]

@@ -14,8 +14,12 @@ held-out agent calls (calls of conversations that have tools):
                 docs/dspark.md 3.3);
   (c) warm      (a) fine-tuned on the agent calls (the path of a user who starts from a released drafter);
   (d) ngram     prompt lookup (drafters/baselines/ngram.py);
-  (e) suffix    suffix decoding over the agent training answers plus the request (arXiv 2411.04975);
-  (f) hybrid    per verification round the longer of (c)'s and (e)'s proposals (a what-if: tau, not speed).
+  (e) suffix    suffix decoding over the agent training answers plus the request (arXiv 2411.04975), at its
+                natural cap (24 drafts, vLLM's default);
+  (f) hybrid    per verification round the longer of (c)'s and suffix decoding's proposals at the block
+                size (a what-if: tau, not speed).
+The drafters draft from the organization's draft vocabulary and the baselines are built as the evaluate
+stage builds them (drafters/evaluate/lineup.py).
 
 Training budgets are equal: (a) and (b) train ``--steps`` steps from the same random start with the same
 anchors per sequence, tokens per batch, learning rate and schedule; (c) starts from (a) and trains
@@ -47,11 +51,10 @@ from typing import Any
 import torch
 
 from drafters.agent_target_build import EXAMPLE_TEMPLATE, example_trace_files, split_examples
-from drafters.baselines import NGramProposer
-from drafters.baselines.suffix_decoding import suffix_baselines, training_outputs
+from drafters.baselines.suffix_decoding import training_outputs
 from drafters.dspark.config import DSparkConfig
-from drafters.dspark.proposer import DSparkProposer
 from drafters.evaluate import evaluate, pooled_tau_ci, spread_calls
+from drafters.evaluate.lineup import Lineup
 from drafters.regeneration import RegenerationStore, regenerate, regenerated_rows
 from drafters.regeneration.backends import HFBackend
 from drafters.regeneration.store import Sampling
@@ -286,10 +289,9 @@ def main() -> int:
     drafters["agent"], timings["agent"] = train_drafter("agent", target, corpora["agent"].rows, args)
     drafters["warm"], timings["warm"] = train_drafter("warm", target, corpora["agent"].rows, args,
                                                       init_from=Path(timings["generic"]["export"]))
-    proposers: dict[str, Any] = {n: DSparkProposer(d) for n, d in drafters.items()}
-    proposers["ngram"] = NGramProposer(block_size=args.block_size)
-    outputs = training_outputs(corpora["agent"].rows)
-    proposers |= suffix_baselines(outputs, args.block_size, drafter=DSparkProposer(drafters["warm"]))
+    lineup = Lineup(drafters["warm"], None, "", training_outputs(corpora["agent"].rows))
+    proposers: dict[str, Any] = {n: lineup.drafter(d) for n, d in drafters.items()}
+    proposers |= {n: p for n, p in lineup.baselines().items() if n in BASELINES}
     compare = [(c, o) for c in ("agent", "warm") for o in ("generic", "ngram", "suffix", "hybrid")]
     compare += [("warm", "agent")]
     t = time.perf_counter()

@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from drafters.baselines import NGramProposer
+from drafters.baselines.hybrid import DRAFTER, HybridProposer, expected_accepted
+from drafters.baselines.suffix_decoding import SuffixProposal, SuffixProposer
 from drafters.dspark.proposer import DSparkProposer
 from drafters.errors import TracedraftError
 from drafters.evaluate import evaluate, tau_of
-from drafters.baselines.hybrid import DRAFTER, HybridProposer, expected_accepted
 from drafters.speculate import Proposal, plain_generate, speculative_generate
-from drafters.baselines.suffix_decoding import SuffixProposal, SuffixProposer, suffix_baselines
 from drafters.target import Target
 from tests._speculate_helpers import SelfProposer, tiny_target
 from tests._suffix_helpers import BigramTarget
@@ -122,7 +122,9 @@ def test_the_report_table_by_segment_shows_suffix_and_hybrid():
     same tokens, so the same per-segment figures, as every proposer's segments cover the same tokens."""
     target = BigramTarget(CYCLE)
     prompt = SimpleNamespace(call_id="conv/0", prompt_ids=[0, 1, 2, 3, 4, 0, 1])
-    proposers = {**suffix_baselines([], 4, drafter=CycleDrafter([0.7] * 4)), "ngram": NGramProposer(4)}
+    proposers = {"suffix": SuffixProposer(block_size=4),
+                 "hybrid": HybridProposer(CycleDrafter([0.7] * 4), SuffixProposer(block_size=4)),
+                 "ngram": NGramProposer(4)}
     rep = evaluate(target, proposers, [prompt], max_new_tokens=20,
                    segmenter=lambda toks: [4 if t % 2 else 7 for t in toks])
     assert rep["lossless"]["calls_checked"] == 3

@@ -10,9 +10,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from drafters.errors import TracedraftError
-from drafters.evaluate import tau_of
-from drafters.speculate import plain_generate, speculative_generate
 from drafters.baselines.suffix_automaton import Match, SuffixAutomaton
 from drafters.baselines.suffix_decoding import (
     GLOBAL,
@@ -20,9 +17,11 @@ from drafters.baselines.suffix_decoding import (
     SuffixProposer,
     build_global_index,
     spec_length,
-    suffix_baselines,
     training_outputs,
 )
+from drafters.errors import TracedraftError
+from drafters.evaluate import tau_of
+from drafters.speculate import plain_generate, speculative_generate
 from tests._speculate_helpers import tiny_target
 from tests._suffix_helpers import BigramTarget, naive_speculate
 
@@ -202,16 +201,6 @@ def test_global_index_keeps_the_last_sequences():
     idx = build_global_index([[1, 2], [3, 4], [5, 6]], count_depth=4, max_sequences=2)
     assert idx.state_of([1, 2]) is None and idx.state_of([5, 6]) is not None and idx.sequences == 2
     assert build_global_index([[1, 2]], 4, max_sequences=0).tokens == 0
-
-
-def test_the_evaluation_baselines_share_one_global_index():
-    out = suffix_baselines([[1, 2, 3, 4]], block_size=3, max_match_len=5)
-    assert list(out) == ["suffix"] and out["suffix"].global_index.count_depth == 8
-    drafter = SuffixProposer(block_size=3)  # any proposer stands in for the DSpark one here
-    out = suffix_baselines([[1, 2, 3, 4]], block_size=3, drafter=drafter, min_token_prob=0.5)
-    assert list(out) == ["suffix", "hybrid"] and out["hybrid"].what_if
-    assert out["hybrid"].alternative.global_index is out["suffix"].global_index
-    assert out["hybrid"].alternative is not out["suffix"] and out["suffix"].min_token_prob == 0.5
 
 
 @pytest.mark.parametrize("kwargs", [{"block_size": 0}, {"max_match_len": 0}, {"min_token_prob": 1.5},

@@ -34,10 +34,9 @@ from typing import Any
 
 import torch
 
-from drafters.errors import TracedraftError
-from drafters.baselines.hybrid import HybridProposer
-from drafters.speculate import Proposal, Proposer
 from drafters.baselines.suffix_automaton import Match, SuffixAutomaton
+from drafters.errors import TracedraftError
+from drafters.speculate import Proposal
 
 #: Where a suffix draft came from: the request's own context or the global index of training outputs.
 REQUEST, GLOBAL = "request", "global"
@@ -256,17 +255,3 @@ class SuffixProposer:
             self._pending = None
         for t in toks:
             self._index(t)
-
-
-def suffix_baselines(outputs: Iterable[Sequence[int]], block_size: int, drafter: Proposer | None = None,
-                     max_global_sequences: int | None = 10000, **settings: Any) -> dict[str, Proposer]:
-    """The evaluation's suffix-decoding baselines over one shared global index of ``outputs`` (e.g.
-    ``training_outputs(load_sequences(train shard))``): {"suffix": SuffixProposer} and, given the drafter's
-    proposer, {"hybrid": HybridProposer(drafter, its own SuffixProposer)} (a what-if: report its tau, not
-    its speed). ``settings`` go to SuffixProposer (max_match_len, max_spec_factor, ...)."""
-    depth = int(settings.get("max_match_len", 23)) + block_size
-    index = build_global_index(outputs, depth, max_global_sequences)
-    out: dict[str, Proposer] = {"suffix": SuffixProposer(index, block_size=block_size, **settings)}
-    if drafter is not None:
-        out["hybrid"] = HybridProposer(drafter, SuffixProposer(index, block_size=block_size, **settings))
-    return out
