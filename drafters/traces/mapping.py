@@ -33,7 +33,8 @@ codes each mistake gives (``unknown_role``, ``no_messages_found``, ``mapping_fie
 ``mapping_field_never_matched``, ``tool_result_not_found``, ``tree_broken``; ``bad_mapping`` before anything is
 read) are documented in docs/traces.md ("Supported formats", the declared mapping); ``tracedraft datasets infer-mapping FILE``
 writes the mapping the general path inferred for a file, as a starting point. Message trees are read by
-drafters/traces/mapping_tree.py, context handoffs recognized by drafters/traces/handoff.py.
+drafters/traces/mapping_tree.py, context handoffs recognized by drafters/traces/handoff.py; what one reading
+tracks (required keys absent, optional keys never matched) is drafters/traces/mapping_reading.py.
 
 Use: ``tracedraft datasets validate --mapping support-bot.mapping.yaml traces/*.jsonl`` or
 ``ingest(paths, mapping="support-bot.mapping.yaml")``. The service keeps a mapping with its dataset (the
@@ -46,7 +47,6 @@ bounds its values (``MAX_VALUES``, ``MAX_NAME``), and its paths only ever addres
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
@@ -54,7 +54,7 @@ from typing import IO, Any
 from drafters.traces.formats import _reading
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
-from drafters.traces.formats._record_shapes import assistant_path, holds_data, holds_role_message
+from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
 from drafters.traces.formats._spellings import (
     SYSTEM_KEYS,
     block_parts,
@@ -66,11 +66,12 @@ from drafters.traces.formats._spellings import (
     system_text,
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
-from drafters.traces.formats._turns import join_turns, split_at_results
+from drafters.traces.formats._turns import join_turns, link_lone_results, split_at_results
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off, result_list
-from drafters.traces.json_paths import jsonpath, unflatten
+from drafters.traces.json_paths import decoded, jsonpath, unflatten
+from drafters.traces.mapping_reading import ABSENT, PathUse, Reading
 from drafters.traces.mapping_tree import TreeBroken, TreeReading, tree_links, tree_nodes
 from drafters.traces.model import (
     Conversation,
@@ -146,7 +147,7 @@ class Mapping:
         if self.unflatten:
             records = ((source, unflatten(record)) for source, record in records)
         reading_uses = self._optional_uses()
-        record_paths = [_PathUse(name, path, "record") for name, path in
+        record_paths = [PathUse(name, path, "record") for name, path in
                         (("tools", self.tools), ("id", self.id), ("response", self.response),
                          *((f"prompt.{k}", v) for k, v in self.prompt.items())) if path]
         if self.records == "messages":
@@ -160,12 +161,12 @@ class Mapping:
                     other_events += 1  # an event of another kind in the batch (a score, a span without messages)
                     continue
                 for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake
-                    use.observe(record if isinstance(record, dict) else {}, jsonpath(record, use.key) or _ABSENT,
+                    use.observe(record if isinstance(record, dict) else {}, jsonpath(record, use.key) or ABSENT,
                                 {_root_key(self.messages)})
-                for conv in self._record(record, source, stem, fmt, _Reading(source, problems, *reading_uses)):
+                for conv in self._record(record, source, stem, fmt, Reading(source, problems, *reading_uses)):
                     if chains is None:
                         yield conv
-                    elif not self._add_call(chains, record, conv, _Reading(source, problems, *reading_uses)):
+                    elif not self._add_call(chains, record, conv, Reading(source, problems, *reading_uses)):
                         starts.append((conv, source))
                     else:  # the same call's start, written before it (a run posted, then patched): read once
                         merged += sum(1 for c, _ in starts if c.messages == conv.messages)
@@ -216,7 +217,7 @@ class Mapping:
             return
         yield from _reading.load_json_or_lines(stream, filename, problems, fmt)
 
-    def _record(self, record: Any, source: Source, stem: str, fmt: str, reading: _Reading) -> Iterator[Conversation]:
+    def _record(self, record: Any, source: Source, stem: str, fmt: str, reading: Reading) -> Iterator[Conversation]:
         """The conversations of one record (one per message list found)."""
         found = jsonpath(record, self.messages)
         if not found:
@@ -258,14 +259,16 @@ class Mapping:
         assistant = {v for v, r in self.roles.items() if r == "assistant"}
         return assistant_path(record, where, self.role, assistant)
 
-    def _add_call(self, chains: CallChains, record: Any, conv: Conversation, reading: _Reading) -> bool:
+    def _add_call(self, chains: CallChains, record: Any, conv: Conversation, reading: Reading) -> bool:
         """``conv`` is one call's input; its output is at the ``response`` path (a message, a list of messages
         or the assistant's text). False for a record without it: ``read`` reports it (``mapping_field_missing``,
         the call is lost) unless a later record repeats the input with its output."""
         found = jsonpath(record, self.response or "$")
-        out = found[0][1] if found else _ABSENT
-        if out is _ABSENT or out is None:
+        out = found[0][1] if found else ABSENT
+        if out is ABSENT or out is None:
             return False  # reported by ``read`` unless a later record holds this call's output
+        if self._continuation(out):
+            return self._add_continuation(chains, record, conv, found[0][0], out, reading)
         raws = out if isinstance(out, list) else [out]
         parts: list = []
         if self.items == "openai_responses":
@@ -276,19 +279,41 @@ class Mapping:
             else:
                 parts += block_parts(raw)
         model = next((m for m in (get(r, "model") for r in raws if isinstance(r, dict)) if isinstance(m, str)), None)
-        kind = record.get("type") if isinstance(record, dict) else None
         pieces, _ = split_at_results([Message("assistant", parts, model=model)], [None])
         if not any(m.role == "assistant" for m in pieces):
             pieces = [Message("assistant", parts, model=model)]
+        self._chain(chains, record, conv, pieces)  # tool results inside the output end a call
+        return True
+
+    def _continuation(self, out: Any) -> bool:
+        """Whether the response is the conversation's continuation: a list of messages that carry the mapping's
+        role key, an answer among them (TRL's conversational prompt/completion, verifiers' results: the answers
+        with the tool results between them), rather than one answer's message or parts."""
+        if not isinstance(out, list) or not out or not all(isinstance(m, dict) for m in out):
+            return False
+        roles = [get(m, self.role) for m in out]
+        return ABSENT not in roles and any(isinstance(r, str) and self.roles.get(r) == "assistant" for r in roles)
+
+    def _add_continuation(self, chains: CallChains, record: Any, conv: Conversation, where: str, raws: list,
+                          reading: Reading) -> bool:
+        """The continuation's messages read with their own roles; a message that cannot be read is reported and
+        none of the record's calls is kept."""
+        messages = self._messages(where, raws, reading)
+        if messages is not None:
+            self._chain(chains, record, conv, messages)
+        return True
+
+    def _chain(self, chains: CallChains, record: Any, conv: Conversation, after: list[Message]) -> None:
+        """Each assistant message of ``after`` is a call whose context is the input and what precedes it."""
+        kind = record.get("type") if isinstance(record, dict) else None
         context = conv.messages
-        for piece in pieces:  # tool results inside the output end a call; what follows them is the next call
-            if piece.role == "assistant":
-                call = chains.add(conv.id, conv.source, conv.tools, context, piece)
+        for message in after:
+            if message.role == "assistant":
+                call = chains.add(conv.id, conv.source, conv.tools, context, message)
                 chains.kinds[id(call)] = kind if isinstance(kind, str) else None
                 if self.label == "generic":
                     chains.records[id(call)] = compact_json(record, sort_keys=True)
-            context = [*context, piece]
-        return True
+            context = [*context, message]
 
     def _batch_items(self, records: Iterator[tuple[Source, Any]]) -> Iterator[tuple[Source, Any]]:
         """``records: lists``: the document is an object of lists whose items are the records (a batch upload,
@@ -299,7 +324,7 @@ class Mapping:
                     yield replace(source, record=f"$.{key}[{i}]", line=None), item
 
     def _message_records(self, records: Iterator[tuple[Source, Any]], filename: str, fmt: str, problems: ProblemSink,
-                         uses: tuple[_PathUse | None, _PathUse]) -> Iterator[Conversation]:
+                         uses: tuple[PathUse | None, PathUse]) -> Iterator[Conversation]:
         """``records: messages``: each record holds one message (at the ``messages`` path); consecutive records
         with the same ``group`` value form one conversation. Records where the path finds nothing (session
         metadata, usage events) are not messages: they are counted in one ``records_not_messages`` warning."""
@@ -328,30 +353,38 @@ class Mapping:
                              "(metadata or other events): not read", Source(fmt, filename))
 
     def _run(self, run: tuple[Any, Source, list], stem: str, fmt: str, problems: ProblemSink,
-             uses: tuple[_PathUse | None, _PathUse]) -> Iterator[Conversation]:
+             uses: tuple[PathUse | None, PathUse]) -> Iterator[Conversation]:
         key, source, msgs = run
-        conv = self._conversation({}, "$", msgs, _Reading(source, problems, *uses))
+        conv = self._conversation({}, "$", msgs, Reading(source, problems, *uses))
         if conv is not None:
             loc = source.line if source.line is not None else source.record
             conv.id = f"{fmt}:{stem}:{key if key is not None else loc}"
             yield conv
 
-    def _optional_uses(self) -> tuple[_PathUse | None, _PathUse]:
+    def _optional_uses(self) -> tuple[PathUse | None, PathUse]:
         """(tool_calls, tool_call.arguments): the optional keys whose never matching in a file is checked
-        (``_PathUse.report``); None when the mapping declares no tool calls. (``reasoning`` is not checked:
+        (``PathUse.report``); None when the mapping declares no tool calls. (``reasoning`` is not checked:
         a model that never reasons leaves it unmatched with nothing lost.)"""
-        calls = _PathUse("tool_calls", self.tool_calls, "assistant message") if self.tool_calls else None
-        return calls, _PathUse("tool_call.arguments", self.tool_call.get("arguments", "arguments"), "tool call")
+        calls = PathUse("tool_calls", self.tool_calls, "assistant message") if self.tool_calls else None
+        return calls, PathUse("tool_call.arguments", self.tool_call.get("arguments", "arguments"), "tool call")
 
-    def _conversation(self, record: Any, where: str, msgs: list, reading: _Reading) -> Conversation | None:
-        """The record's messages at ``where``; None (reported) when one cannot be read or a required mapped
-        key is absent (its content would be lost)."""
+    def _conversation(self, record: Any, where: str, msgs: list, reading: Reading) -> Conversation | None:
+        """The record's messages at ``where``, after its prompt, with its tools; None (reported) when one cannot
+        be read or a required mapped key is absent (its content would be lost)."""
+        if self.items == "openai_responses":
+            return self._items_conversation(record, where, msgs, reading)
+        messages = self._messages(where, msgs, reading)
+        if messages is None:
+            return None
+        return Conversation(id="", source=reading.source, tools=self._tools(record),
+                            messages=self._prompt(record, where, messages, reading) + messages)
+
+    def _messages(self, where: str, msgs: list, reading: Reading) -> list[Message] | None:
+        """The messages of the raw list ``msgs`` at ``where``; None (reported) as for ``_conversation``."""
         messages: list[Message] = []
         raws: list[Any] = []  # the raw message of each message (None: an observation), for formats._turns
         source, problems = reading.source, reading.problems
         missing_before = reading.missing
-        if self.items == "openai_responses":
-            return self._items_conversation(record, where, msgs, reading)
         handoff: tuple[int, str, Any] | None = None  # (messages kept, path, step id) of a context handoff
         for i, raw in enumerate(msgs):
             at = f"{where}[{i}]"
@@ -363,7 +396,7 @@ class Mapping:
             role = self.roles.get(value) if isinstance(value, str) else None
             role = role or self.roles.get("*")  # the declared role of every message not otherwise listed
             if role is None:
-                why = (f"has no role key {self.role!r}" if value is _ABSENT or value is None
+                why = (f"has no role key {self.role!r}" if value is ABSENT or value is None
                        else f"has role {value!r} (key {self.role}), which is not in the mapping's roles")
                 problems.error("unknown_role", f"the message {why}", source, at)
                 return None
@@ -392,19 +425,18 @@ class Mapping:
             return None
         if handoff is not None:
             messages = cut_at_handoff(messages, handoff, reading.problems, reading.source)
+        link_lone_results(messages, raws)
         messages, why = join_turns(messages, raws[:len(messages)], self.role, strict=self.strict_turns)
         if why is not None:
             problems.error("ambiguous_turns", f"{why} (docs/traces.md, consecutive assistant messages)", source, where)
             return None
-        tools = jsonpath(record, self.tools) if self.tools else []
-        return Conversation(id="", source=source, tools=tool_defs(tools[0][1]) if tools else [],
-                            messages=self._prompt(record, where, messages, reading) + messages)
+        return messages
 
     def _tools(self, record: Any) -> list:
         tools = jsonpath(record, self.tools) if self.tools else []
         return tool_defs(tools[0][1]) if tools else []
 
-    def _tree_conversation(self, record: Any, where: str, nodes: Any, reading: _Reading) -> Conversation | None:
+    def _tree_conversation(self, record: Any, where: str, nodes: Any, reading: Reading) -> Conversation | None:
         """``tree``: the record's message tree as one conversation with explicit calls (drafters/traces/
         mapping_tree.py); None (reported) for a broken tree or a message that cannot be read."""
         problems, source = reading.problems, reading.source
@@ -444,7 +476,7 @@ class Mapping:
             return None
         return Conversation(id="", source=source, tools=tools, messages=transcript, explicit_calls=calls)
 
-    def _items_conversation(self, record: Any, where: str, msgs: list, reading: _Reading) -> Conversation:
+    def _items_conversation(self, record: Any, where: str, msgs: list, reading: Reading) -> Conversation:
         """``items: openai_responses``: the list holds Responses API items (``message``, ``reasoning``,
         ``function_call``, ``function_call_output``, ...), read by the Responses reader (an item type it does not
         know is a counted placeholder that ingestion reports as ``unknown_content``)."""
@@ -454,7 +486,7 @@ class Mapping:
                             messages=self._prompt(record, where, messages, reading) + messages)
 
     def _prompt(self, record: Any, where: str | None = None, messages: list[Message] | None = None,
-                reading: _Reading | None = None) -> list[Message]:
+                reading: Reading | None = None) -> list[Message]:
         """The messages the ``prompt`` paths give (system, then user), put before the message list. Without a
         declared ``prompt.system``, a system prompt beside the list at ``where`` (``_spellings.SYSTEM_KEYS`` in the
         object holding the list) is the first message; one that is not read is reported, never dropped silently."""
@@ -478,7 +510,7 @@ class Mapping:
             system_not_read(not_read, reading.source, reading.problems)
         return out
 
-    def _message(self, raw: dict, role: str, at: str, reading: _Reading) -> Message:
+    def _message(self, raw: dict, role: str, at: str, reading: Reading) -> Message:
         """One message; a required mapped key that is absent is reported (``mapping_field_missing``)."""
         if role == "tool":
             key = self.tool_result.get("content", "content")
@@ -511,8 +543,8 @@ class Mapping:
         list holds one result per call, in order; anything else is the result of the step's (first) call."""
         if not self.observation or message.role != "assistant":
             return []
-        value = get(raw, self.observation, _ABSENT)
-        if value is _ABSENT or value is None:
+        value = get(raw, self.observation, ABSENT)
+        if value is ABSENT or value is None:
             return []
         calls = message.tool_calls
         listed = result_list(value)
@@ -538,23 +570,29 @@ class Mapping:
         text = as_text(get(raw, self.reasoning)) if self.reasoning else ""
         return [ReasoningPart(text)] if text else []
 
-    def _calls(self, raw: dict, at: str, reading: _Reading) -> list[ToolCallPart]:
+    def _calls(self, raw: dict, at: str, reading: Reading) -> list[ToolCallPart]:
         """The assistant message's tool calls; their absence and an absent name are tallied/reported."""
         keys = self.tool_call
-        found = get(raw, self.tool_calls or "", _ABSENT)
+        found = get(raw, self.tool_calls or "", ABSENT)
         if reading.tool_calls is not None:
             reading.tool_calls.observe(raw, found, self._message_keys())
         out = []
-        calls = [found] if isinstance(found, dict) else as_list(None if found is _ABSENT else found)  # one, or a list
+        calls = [found] if isinstance(found, dict) else as_list(None if found is ABSENT else found)  # one, or a list
         for k, call in enumerate(calls):
-            if not isinstance(call, dict):
-                continue
             where = f"{at}.{self.tool_calls}[{k}]"
-            arguments = get(call, keys.get("arguments", "arguments"), _ABSENT)
+            call = decoded(call)  # a call written as JSON text (verifiers' results)
+            if call is None:
+                continue
+            if not isinstance(call, dict):
+                reading.problems.error("not_an_object", f"tool call is a {type(call).__name__}, not an object: "
+                                       "its name and arguments cannot be read", reading.source, where)
+                reading.missing += 1
+                continue
+            arguments = get(call, keys.get("arguments", "arguments"), ABSENT)
             reading.arguments.observe(call, arguments, {keys.get(f, f).split(".")[0] for f in ("id", "name")})
             name = reading.required(call, keys.get("name", "name"), "tool_call.name", where)
             out.append(ToolCallPart.from_raw(as_text(get(call, keys.get("id", "id"))) or None, as_text(name),
-                                             None if arguments is _ABSENT else arguments))
+                                             None if arguments is ABSENT else arguments))
         return out
 
     def _message_keys(self) -> set[str]:
@@ -562,7 +600,6 @@ class Mapping:
         return {k.split(".")[0] for k in (self.role, self.content, self.reasoning, self.tool_calls) if k}
 
 
-_ABSENT = object()  # get()'s default: a mapped key that is not in the record
 _RESPONSE_IDS = ("message_id", "messageId", "response_id", "responseId", "requestId", "message.id", "id")
 
 
@@ -586,58 +623,3 @@ def _root_key(path: str) -> str:
     """The record key a JSONPath starts with (``$.a.b`` -> ``a``, ``$['a b'][0]`` -> ``a b``)."""
     m = re.match(r"^\$(?:\.([^.\[]+)|\['([^']*)'\])", path)
     return (m.group(1) or m.group(2)) if m else ""
-
-
-@dataclass
-class _PathUse:
-    """One file's use of an optional mapped key: the objects it was looked for in, those where it matched,
-    and the unmapped keys holding data on the others (where a misspelt key's content sits)."""
-
-    name: str  # the mapping's field, e.g. "tool_calls"
-    key: str  # its value, the key looked up
-    holder: str  # what it is looked for in, e.g. "assistant message"
-    looked: int = 0
-    matched: int = 0
-    unmapped: Counter[str] = field(default_factory=Counter)
-
-    def observe(self, obj: dict, found: Any, mapped: set[str]) -> None:
-        """Tally one lookup of ``key`` in ``obj`` (``found``: its value, or ``_ABSENT``)."""
-        self.looked += 1
-        if found is not _ABSENT:
-            self.matched += 1
-            return
-        mapped = mapped | {self.key.split(".")[0]}
-        self.unmapped.update(str(k) for k, v in obj.items() if k not in mapped and holds_data(v))
-
-    def report(self, source: Source, problems: ProblemSink) -> None:
-        """``mapping_field_never_matched`` when the key matched nowhere in the file while the objects held
-        other, unmapped data: the content under them (calls, arguments) would be lost."""
-        if self.matched or not self.unmapped:
-            return
-        keys = ", ".join(f"{k!r} x{n}" for k, n in self.unmapped.most_common(5))
-        problems.error("mapping_field_never_matched",
-                       f"the mapping's {self.name} key {self.key!r} is in none of the file's {self.looked} "
-                       f"{self.holder}s, which hold unmapped data under {keys}: that content would be lost "
-                       "(is the key misspelt?)", source, self.name)
-
-
-@dataclass
-class _Reading:
-    """What reading one file's records with a mapping needs: where problems go and what is tallied."""
-
-    source: Source
-    problems: ProblemSink
-    tool_calls: _PathUse | None
-    arguments: _PathUse
-    missing: int = 0  # required mapped keys found absent so far
-
-    def required(self, obj: dict, key: str, name: str, at: str) -> Any:
-        """The value of a required mapped ``key`` in ``obj`` (``at`` is its JSONPath); when absent,
-        ``mapping_field_missing`` is reported and None returned (the caller's conversation is dropped)."""
-        value = get(obj, key, _ABSENT)
-        if value is _ABSENT:
-            self.missing += 1
-            self.problems.error("mapping_field_missing", f"the mapping's {name} key {key!r} is not in this "
-                                f"record ({at}.{key}): its content would be lost", self.source, f"{at}.{key}")
-            return None
-        return value

@@ -432,7 +432,8 @@ def _input_output(record: Any) -> tuple[str, str] | None:
               if any(k in p for k in INPUT_KEYS) and not _ends_with_answer(v)]
     pairs = [(inp, out) for inp, msgs in inputs for out in _output_paths(record)
              if not out.startswith(inp) and role_key(_messages_at(record, out)) == role_key(msgs)]
-    if not pairs and len(inputs) == 1:
+    answers = [p for p, _ in message_lists(record) if not p.startswith(inputs[0][0])] if inputs else []
+    if not pairs and len(inputs) == 1 and not answers:  # never a text field while answers elsewhere go unread
         pairs = [(inputs[0][0], out) for out in _text_outputs(record)]
     if not pairs:
         return None
@@ -523,8 +524,8 @@ def _assistant_at(value: Any, path: str) -> list[str]:
         return [path]
     hits = []
     if isinstance(value, list) and value and all(isinstance(m, dict) for m in value) and role_key(value) and \
-            all(role_value(m, role_key(value) or "") == "assistant" for m in value):
-        hits.append(path)
+            any(role_value(m, role_key(value) or "") == "assistant" for m in value):
+        hits.append(path)  # the answers, or the conversation's continuation (answers, tool results, ...)
     if isinstance(value, list) and value and isinstance(value[0], dict) and isinstance(value[0].get("message"), dict):
         hits += _assistant_at(value[0]["message"], f"{path}[0].message")
     if isinstance(value, dict):

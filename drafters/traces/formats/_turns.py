@@ -25,9 +25,10 @@ Not a format (no ``FORMAT``).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
-from drafters.traces.model import Message, ReasoningPart, TextPart, ToolResultPart
+from drafters.traces.model import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, compact_json
 
 THOUGHT_FLAGS = ("isThought", "is_thought", "thought", "isThinking", "is_thinking", "isReasoning", "is_reasoning")
 THOUGHT_TYPES = ("thinking", "reasoning", "thought")
@@ -145,3 +146,22 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str, strict: 
     if open_ == "thought":
         return out, f"message {len(messages) - 1} is flagged as a thought, and no answer of the model follows it"
     return out, None
+
+
+def link_lone_results(messages: list[Message], raws: list[Any]) -> None:
+    """In place: a tool message holding one result without a call id, right after an assistant message with
+    exactly one tool call and the only tool message before the next turn, answers that call and takes its id,
+    when its raw record (``raws[i]``, aligned with ``messages``) holds that id nowhere (verifiers' results write
+    the id on the call only). Any other result without an id is left as it is: a raw record that holds the id
+    where the reading did not look is a mapping that missed it, and which call a result answers is never
+    guessed (ingestion refuses a conversation whose calls stay unanswered)."""
+    for i in range(1, len(messages)):
+        m, before = messages[i], messages[i - 1]
+        after = messages[i + 1] if i + 1 < len(messages) else None
+        calls = [p for p in before.parts if isinstance(p, ToolCallPart)]
+        if m.role != "tool" or before.role != "assistant" or len(calls) != 1 or calls[0].id is None or \
+                (after is not None and after.role == "tool") or len(m.parts) != 1 or raws[i] is None:
+            continue
+        part = m.parts[0]
+        if isinstance(part, ToolResultPart) and part.call_id is None and calls[0].id not in compact_json(raws[i]):
+            m.parts[0] = replace(part, call_id=calls[0].id)

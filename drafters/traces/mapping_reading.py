@@ -1,0 +1,71 @@
+"""What one reading of a file with a declared or inferred mapping keeps track of (drafters/traces/mapping.py):
+where its problems go, the required keys found absent, and each optional key's use across the file, so that a
+key matched nowhere while other keys hold data is reported rather than read as empty."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from drafters.traces.formats._record_shapes import holds_data
+from drafters.traces.formats._spellings import get
+from drafters.traces.formats.base import ProblemSink
+from drafters.traces.model import Source
+
+ABSENT = object()  # get()'s default: a mapped key that is not in the record
+
+
+@dataclass
+class PathUse:
+    """One file's use of an optional mapped key: the objects it was looked for in, those where it matched,
+    and the unmapped keys holding data on the others (where a misspelt key's content sits)."""
+
+    name: str  # the mapping's field, e.g. "tool_calls"
+    key: str  # its value, the key looked up
+    holder: str  # what it is looked for in, e.g. "assistant message"
+    looked: int = 0
+    matched: int = 0
+    unmapped: Counter[str] = field(default_factory=Counter)
+
+    def observe(self, obj: dict, found: Any, mapped: set[str]) -> None:
+        """Tally one lookup of ``key`` in ``obj`` (``found``: its value, or ``ABSENT``)."""
+        self.looked += 1
+        if found is not ABSENT:
+            self.matched += 1
+            return
+        mapped = mapped | {self.key.split(".")[0]}
+        self.unmapped.update(str(k) for k, v in obj.items() if k not in mapped and holds_data(v))
+
+    def report(self, source: Source, problems: ProblemSink) -> None:
+        """``mapping_field_never_matched`` when the key matched nowhere in the file while the objects held
+        other, unmapped data: the content under them (calls, arguments) would be lost."""
+        if self.matched or not self.unmapped:
+            return
+        keys = ", ".join(f"{k!r} x{n}" for k, n in self.unmapped.most_common(5))
+        problems.error("mapping_field_never_matched",
+                       f"the mapping's {self.name} key {self.key!r} is in none of the file's {self.looked} "
+                       f"{self.holder}s, which hold unmapped data under {keys}: that content would be lost "
+                       "(is the key misspelt?)", source, self.name)
+
+
+@dataclass
+class Reading:
+    """What reading one file's records with a mapping needs: where problems go and what is tallied."""
+
+    source: Source
+    problems: ProblemSink
+    tool_calls: PathUse | None
+    arguments: PathUse
+    missing: int = 0  # required mapped keys found absent so far
+
+    def required(self, obj: dict, key: str, name: str, at: str) -> Any:
+        """The value of a required mapped ``key`` in ``obj`` (``at`` is its JSONPath); when absent,
+        ``mapping_field_missing`` is reported and None returned (the caller's conversation is dropped)."""
+        value = get(obj, key, ABSENT)
+        if value is ABSENT:
+            self.missing += 1
+            self.problems.error("mapping_field_missing", f"the mapping's {name} key {key!r} is not in this "
+                                f"record ({at}.{key}): its content would be lost", self.source, f"{at}.{key}")
+            return None
+        return value

@@ -1,0 +1,72 @@
+"""Records holding a prompt and its completion as two message lists (issue 30; docs/traces.md, "A completion
+that continues the prompt"): TRL's conversational prompt/completion rows and RL rollout results (verifiers'
+``vf-eval`` output) write the input under ``prompt`` and everything after it, answers and tool results
+between them, under ``completion``, with a reference ``answer`` (the dataset's, not the model's) beside them.
+The general path reads the completion as the conversation's continuation: each assistant message is a call.
+It never reads a text field as the answer while a list of answers goes unread, decodes tool calls written as
+JSON text, and links a tool result without an id to the one call right before it only when the result's
+record holds no id the reading missed.
+
+Fixture ``fixtures/shapes/prompt_completion_rollouts.jsonl``: hand-made, not a copy of a real file.
+"""
+
+from __future__ import annotations
+
+import json
+
+from drafters.traces.formats._turns import link_lone_results
+from drafters.traces.ingest import ingest
+from drafters.traces.model import Message, ToolCallPart, ToolResultPart
+
+from .conftest import totals
+from .test_bad_input import SHAPES
+
+ROLLOUTS = SHAPES / "prompt_completion_rollouts.jsonl"
+
+
+def _codes(result, kind="errors"):
+    return [e.code for e in getattr(result.report, kind)]
+
+
+def test_the_completion_continues_the_prompt_and_the_reference_answer_is_not_read():
+    result = ingest([ROLLOUTS], scrub=False)
+    assert result.report.ok, _codes(result)
+    assert totals(result.conversations) == (2, 4, 2)
+    first = list(result.conversations[0].calls())
+    assert [[m.role for m in c.context] for c in first] == [
+        ["system", "user"], ["system", "user", "assistant", "tool"],
+        ["system", "user", "assistant", "tool", "assistant", "tool"]]
+    assert [p.name for c in first for p in c.completion.tool_calls] == ["get_temperature"] * 2
+    assert [c.completion.tool_calls[0].arguments for c in first[:2]] == [{"city": "Oslo"}, {"city": "Lima"}]
+    results = [p for m in first[2].context for p in m.parts if isinstance(p, ToolResultPart)]
+    assert [(r.call_id, r.content) for r in results] == [("call_a1", "-3 C"), ("call_a2", "19 C")]
+    assert first[2].completion.text == "Lima is warmer: 19 C against -3 C in Oslo."
+    texts = [c.completion.text for conv in result.conversations for c in conv.calls()]
+    assert "Lima" not in texts and "4" not in texts  # the reference answers are never read as the model's
+
+
+def test_a_tool_call_that_is_no_object_is_an_error_not_a_quiet_skip(tmp_path):
+    rows = [json.loads(line) for line in ROLLOUTS.read_text().splitlines()]
+    rows[0]["completion"][0]["tool_calls"] = ["get_temperature(Oslo)"]  # neither an object nor JSON text
+    path = tmp_path / "r.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    result = ingest([path], scrub=False)
+    assert "not_an_object" in _codes(result)
+    assert totals(result.conversations) == (1, 1, 0)  # the other row only: the broken one is not kept
+
+
+def test_a_lone_result_takes_its_calls_id_only_when_its_record_holds_none():
+    def msgs():
+        return [Message("assistant", [ToolCallPart.from_raw("c1", "f", {})]), Message("tool", [ToolResultPart(None, "x")]),
+                Message("assistant", [ToolCallPart.from_raw("c2", "f", {}), ToolCallPart.from_raw("c3", "g", {})]),
+                Message("tool", [ToolResultPart(None, "y")])]
+    m = msgs()
+    link_lone_results(m, [{}, {"role": "tool", "content": "x"}, {}, {"role": "tool", "content": "y"}])
+    assert m[1].parts[0].call_id == "c1"  # one call, one result right after it
+    assert m[3].parts[0].call_id is None  # two calls: which one it answers is not guessed
+    m = msgs()
+    link_lone_results(m, [{}, {"role": "tool", "content": "x", "meta": {"call": "c1"}}, {}, {}])
+    assert m[1].parts[0].call_id is None  # the record holds the id where the reading did not look
+    m = msgs()[:2] + [Message("tool", [ToolResultPart(None, "z")])]
+    link_lone_results(m, [{}, {}, {}])
+    assert m[1].parts[0].call_id is None  # two results after one call: not linked
