@@ -5,7 +5,9 @@ between them, under ``completion``, with a reference ``answer`` (the dataset's, 
 The general path reads the completion as the conversation's continuation: each assistant message is a call.
 It never reads a text field as the answer while a list of answers goes unread, decodes tool calls written as
 JSON text, and links a tool result without an id to the one call right before it only when the result's
-record holds no id the reading missed.
+record holds no id the reading missed. A record holding no message but a prompt and the model's answer as two
+texts (instruction/output rows, AlpacaEval's outputs) is one call; two prompts, or an eval's reference
+``answer``, are not read.
 
 Fixture ``fixtures/shapes/prompt_completion_rollouts.jsonl``: hand-made, not a copy of a real file.
 """
@@ -70,3 +72,30 @@ def test_a_lone_result_takes_its_calls_id_only_when_its_record_holds_none():
     m = msgs()[:2] + [Message("tool", [ToolResultPart(None, "z")])]
     link_lone_results(m, [{}, {}, {}])
     assert m[1].parts[0].call_id is None  # two results after one call: not linked
+
+
+def _rows(tmp_path, rows, name="rows.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def test_a_prompt_and_an_answer_as_texts_are_one_call_each(tmp_path):
+    rows = [{"instruction": "Name a prime above 10.", "output": "11.", "generator": "m1", "dataset": "d"},
+            {"instruction": "Spell 'cat' backwards.", "output": "tac", "generator": "m1", "dataset": "d"},
+            {"instruction": "What is 3 x 3?", "input": "", "output": "9", "generator": "m1", "dataset": "d"}]
+    result = ingest([_rows(tmp_path, rows)], scrub=False)
+    assert result.report.ok, _codes(result)
+    assert totals(result.conversations) == (3, 3, 0)
+    calls = [c for conv in result.conversations for c in conv.calls()]
+    assert [[m.role for m in c.context] for c in calls] == [["user"]] * 3  # an empty "input" holds nothing
+    assert [c.completion.text for c in calls] == ["11.", "tac", "9"]
+
+
+def test_two_prompts_or_a_reference_answer_are_not_read_as_a_call(tmp_path):
+    alpaca = [{"instruction": "Translate.", "input": "Bonjour", "output": "Hello"}]
+    result = ingest([_rows(tmp_path, alpaca, "alpaca.json")], scrub=False)
+    assert not result.report.ok and result.conversations == []  # the second prompt would be lost
+    qa = [{"question": "What is 2 + 2?", "answer": "4"}, {"question": "And 3 + 3?", "answer": "6"}]
+    result = ingest([_rows(tmp_path, qa, "qa.json")], scrub=False)
+    assert not result.report.ok and result.conversations == []  # a reference answer is not the model's

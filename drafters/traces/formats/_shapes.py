@@ -6,7 +6,8 @@ and ``tracedraft datasets infer-mapping FILE`` can write it for the user to corr
 
 - ``request_response``: one LLM call per record, the input messages at one path and the output beside them
   (``inputs.messages`` / ``outputs``, ``request`` / ``response``, OpenInference or OpenLLMetry span attributes
-  flattened into dotted keys, ``llm.input_messages.0.message.role``), chained into conversations;
+  flattened into dotted keys, ``llm.input_messages.0.message.role``), chained into conversations (where a
+  record keeps the input and the output: ``_call_io.py``; a prompt and an answer as two texts too);
 - ``steps``: a list of agent steps without roles, each holding the model's action and the ``observation``;
 - ``message_lines``: one message per record (JSONL), directly or inside an envelope (``data``, ``payload``,
   ``event``, ``record``, ``state``, ``message``, ``item``; a JSON string is decoded), grouped by a session id;
@@ -23,12 +24,18 @@ Not a format (no ``FORMAT``).
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from drafters.traces.formats._call_io import (
+    INPUT_KEYS,
+    OUTPUT_KEYS,
+    input_output,
+    message_lists,
+    messages_at,
+)
 from drafters.traces.formats._record_shapes import (
     CURRENT_KEYS,
     is_items,
@@ -59,9 +66,6 @@ from drafters.traces.report import TraceError
 ENVELOPES = ("data", "payload", "event", "record", "state", "message", "item", "body", "entry")
 GROUP_KEYS = ("session_id", "sessionId", "conversation_id", "conversationId", "thread_id", "threadId", "chat_id",
               "chatId", "trace_id", "traceId", "run_id")
-OUTPUT_KEYS = ("outputs", "output", "response", "completion", "result", "generation", "generations",
-               "output_messages", "model_output_message", "llm_output", "answer")
-INPUT_KEYS = ("inputs", "input", "request", "prompt", "input_messages", "model_input_messages", "messages")
 OBSERVATION_KEYS = ("observation", "observations", "tool_output", "tool_result", "tool_results", "env_output")
 ACTION_KEYS = ("action", "actions", "tool_calls", "tool_call", "function_call", "tool", "code_action")
 STEP_TEXT_KEYS = ("response", "answer", "final_answer", "output", "model_output", "content", "text")
@@ -86,23 +90,6 @@ class Ambiguous:
     """Two readings fit: the candidates (shape and path), for an ``ambiguous_shape`` error naming them."""
 
     candidates: list[str]
-
-
-def message_lists(value: Any, path: str = "$", depth: int = 0, need_assistant: bool = True) -> list[tuple[str, list]]:
-    """Every list of messages in ``value`` (``(path, list)``; not looking inside a found list)."""
-    if depth > 6:
-        return []
-    if isinstance(value, list):
-        dicts = [m for m in value if isinstance(m, dict)]
-        if dicts and len(dicts) == len(value) and role_key(dicts) and (
-                not need_assistant or any(role_value(m, role_key(dicts) or "") == "assistant" for m in dicts)):
-            return [(path, value)]
-        return [f for i, item in enumerate(value[:1000]) for f in message_lists(item, f"{path}[{i}]", depth + 1,
-                                                                                 need_assistant)]
-    if isinstance(value, dict):
-        return [f for k, v in value.items() if isinstance(v, (list, dict))
-                for f in message_lists(v, child_path(path, k), depth + 1, need_assistant)]
-    return []
 
 
 def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any], list[str]]:
@@ -242,7 +229,7 @@ def _batch(values: list) -> list | None:
     if not items or not all(isinstance(i, dict) for i in items):
         return None
     flat = [unflatten(i) for i in items]
-    answered = [_input_output(i) for i in flat]
+    answered = [input_output(i) for i in flat]
     inputs = [[m for _, m in message_lists(i, need_assistant=False)] for i in flat]
     done = [inp for inp, io in zip(inputs, answered) if io is not None]
     if not done or any(io is None and not (inp and any(all(m in d for m in inp) for d in done))
@@ -404,137 +391,19 @@ def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
 
 def _request_response(values: list, array_doc: bool, name: str) -> Inferred | None:
     dicts = [unflatten(v) if isinstance(v, dict) else v for v in values]
-    pairs = [_input_output(v) for v in dicts]
+    pairs = [input_output(v) for v in dicts]
     if not pairs or not all(pairs):
         return None
     ((inp, out), _), = Counter(pairs).most_common(1)
-    msgs = [m for v in dicts for path in (inp, out) for m in _messages_at(v, path)
+    msgs = [m for v in dicts for path in (inp, out) for m in messages_at(v, path)
             if path == inp or is_message(m)][:500]  # an output object without a role: read as the answer
+    if not msgs:  # a prompt and an answer as texts (call_io.text_pair): the user's message, the model's reply
+        return Inferred("request_response", _mapping(name, messages=inp, response=out, role="role",
+                                                     roles={"user": "user"}, content="content"), [], [])
     keys, unread = message_keys(msgs)
     flat = dicts != values
     return Inferred("request_response", _mapping(name, messages=inp, response=out, unflatten=flat or None,
                                                  **keys, **_record_extras(dicts, inp)), unread, calls_not_read(msgs, unread))
-
-
-def _messages_at(record: Any, path: str) -> list[dict]:
-    found = jsonpath(record, path)
-    value = found[0][1] if found else None
-    return [m for m in (value if isinstance(value, list) else [value]) if isinstance(m, dict)]
-
-
-def _input_output(record: Any) -> tuple[str, str] | None:
-    """(input messages path, output path) of a request/response record, or None. The output is read with the
-    input's message keys, so of its spellings (``choices`` / ``choices[0].message``) the one whose messages
-    carry the input's role key is taken."""
-    if not isinstance(record, dict):
-        return None
-    inputs = [(p, v) for p, v in message_lists(record, need_assistant=False)
-              if any(k in p for k in INPUT_KEYS) and not _ends_with_answer(v)]
-    pairs = [(inp, out) for inp, msgs in inputs for out in _output_paths(record)
-             if not out.startswith(inp) and role_key(_messages_at(record, out)) == role_key(msgs)]
-    answers = [p for p, _ in message_lists(record) if not p.startswith(inputs[0][0])] if inputs else []
-    if not pairs and len(inputs) == 1 and not answers:  # never a text field while answers elsewhere go unread
-        pairs = [(inputs[0][0], out) for out in _text_outputs(record)]
-    if not pairs:
-        return None
-    # Several spellings of one call (span attributes beside the raw request): the input and output written
-    # side by side (the longest common path) belong together; a tie is not guessed.
-    best = sorted(pairs, key=lambda io: -len(os.path.commonprefix(io)))
-    if len(best) > 1 and len(os.path.commonprefix(best[0])) == len(os.path.commonprefix(best[1])):
-        return None
-    return best[0]
-
-
-def _text_outputs(record: dict, path: str = "$", depth: int = 0) -> list[str]:
-    """Paths of an output given as text (``response.text``, ``completion: {text}``), where the object holding
-    it has no tool calls beside it (reading only the text would lose them)."""
-    out: list[str] = []
-    if depth > 5 or not isinstance(record, dict):
-        return out
-    for k, v in record.items():
-        p = child_path(path, k)
-        if k in OUTPUT_KEYS and (isinstance(v, str) and v and not _looks_encoded(v)
-                                 or isinstance(v, dict) and _result_object(v)):  # text, or a role-less result
-            out.append(p)
-        elif k in OUTPUT_KEYS and isinstance(v, dict):
-            hit = _text_in(v, p)
-            if hit:
-                out.append(hit)
-        elif isinstance(v, dict):
-            out += _text_outputs(v, p, depth + 1)
-    return out
-
-
-# A model's result object without a role (AutoGen's CreateResult: {finish_reason, content, usage, ...}): the keys
-# that may hold data beside its content; any other key holding data (a thought, tool calls) is not guessed.
-_RESULT_META = ("finish_reason", "finishReason", "stop_reason", "stopReason", "usage", "cached", "logprobs",
-                "model", "id", "created")
-
-
-def _result_object(value: dict) -> bool:
-    """An output object with no role that is the model's reply: a stop reason, ``content`` text, and nothing
-    else holding data but metadata (the general path reads it as the assistant message, its content the text)."""
-    return not is_message(value) and any(value.get(k) for k in _RESULT_META[:4]) and \
-        isinstance(value.get("content"), str) and all(
-            k == "content" or k in _RESULT_META or v in (None, "", [], {}) for k, v in value.items())
-
-
-def _looks_encoded(text: str) -> bool:
-    """Hex or base64 without a space (a recorded binary event stream), not an answer's text."""
-    return len(text) >= 64 and re.fullmatch(r"[0-9A-Fa-f]+|[A-Za-z0-9+/=_-]+", text) is not None
-
-
-def _text_in(value: dict, path: str, depth: int = 0) -> str | None:
-    """The ``text`` of an output object (or of its ``value``), when no tool call sits beside it."""
-    if any(("tool" in str(k).lower() or "function" in str(k).lower()) and v not in (None, "", [], {})
-           for k, v in value.items()):
-        return None
-    if isinstance(value.get("text"), str) and not _looks_encoded(value["text"]):
-        return f"{path}.text"
-    inner = value.get("value")
-    return _text_in(inner, f"{path}.value", depth + 1) if isinstance(inner, dict) and depth < 2 else None
-
-
-def _ends_with_answer(msgs: list) -> bool:
-    key = role_key(msgs) or "role"
-    return role_value(msgs[-1], key) == "assistant"
-
-
-def _output_paths(record: dict, path: str = "$", depth: int = 0) -> list[str]:
-    """Paths under an output-like key holding an assistant message (or a list of them), in each spelling."""
-    out: list[str] = []
-    if depth > 5 or not isinstance(record, dict):
-        return out
-    for k, v in record.items():
-        p = child_path(path, k)
-        if k in OUTPUT_KEYS or (k == "choices" and isinstance(v, list)):
-            hits = _assistant_at(v, p)
-            if hits:
-                out += hits
-                continue
-        if isinstance(v, dict):
-            out += _output_paths(v, p, depth + 1)
-    return out
-
-
-def _assistant_at(value: Any, path: str) -> list[str]:
-    """The paths at ``value`` holding the assistant's output: the message, a list of them, or, for a list of
-    wrappers (``choices``: ``[{message: ...}]``), both the list and its first item's message."""
-    if isinstance(value, dict) and "message" not in value and role_value(value, role_key([value]) or "") == "assistant":
-        return [path]
-    hits = []
-    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value) and role_key(value) and \
-            any(role_value(m, role_key(value) or "") == "assistant" for m in value):
-        hits.append(path)  # the answers, or the conversation's continuation (answers, tool results, ...)
-    if isinstance(value, list) and value and isinstance(value[0], dict) and isinstance(value[0].get("message"), dict):
-        hits += _assistant_at(value[0]["message"], f"{path}[0].message")
-    if isinstance(value, dict):
-        for k in ("message", "choices", "messages", *OUTPUT_KEYS):
-            if k in value:
-                hits += _assistant_at(value[k], child_path(path, k))
-                if hits:
-                    break
-    return hits
 
 
 ITEMS_MAPPING = {"items": "openai_responses", "role": "role",

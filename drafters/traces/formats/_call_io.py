@@ -1,0 +1,174 @@
+"""Where one record of a request/response log keeps a call's input and output (the general path's
+``request_response`` shape, ``_shapes.infer``): the input message list under an input-like key, and the output
+beside it, as an assistant message, a list of them (the answers, or the conversation's continuation with its tool
+results), a role-less result object or text. A text field is never taken while a list of answers elsewhere in
+the record goes unread (docs/traces.md, "A completion that continues the prompt").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from drafters.traces.formats._spellings import is_message, role_key, role_value
+from drafters.traces.json_paths import child_path, jsonpath
+
+OUTPUT_KEYS = ("outputs", "output", "response", "completion", "result", "generation", "generations",
+               "output_messages", "model_output_message", "llm_output", "answer")
+INPUT_KEYS = ("inputs", "input", "request", "prompt", "input_messages", "model_input_messages", "messages")
+#: A call written as two texts: the prompt's keys, and the model's answer's (never ``answer``: an eval's reference).
+TEXT_INPUT_KEYS = ("instruction", "prompt", "question", "query", "input")
+TEXT_OUTPUT_KEYS = ("output", "response", "completion", "generation")
+
+
+def message_lists(value: Any, path: str = "$", depth: int = 0, need_assistant: bool = True) -> list[tuple[str, list]]:
+    """Every list of messages in ``value`` (``(path, list)``; not looking inside a found list)."""
+    if depth > 6:
+        return []
+    if isinstance(value, list):
+        dicts = [m for m in value if isinstance(m, dict)]
+        if dicts and len(dicts) == len(value) and role_key(dicts) and (
+                not need_assistant or any(role_value(m, role_key(dicts) or "") == "assistant" for m in dicts)):
+            return [(path, value)]
+        return [f for i, item in enumerate(value[:1000]) for f in message_lists(item, f"{path}[{i}]", depth + 1,
+                                                                                 need_assistant)]
+    if isinstance(value, dict):
+        return [f for k, v in value.items() if isinstance(v, (list, dict))
+                for f in message_lists(v, child_path(path, k), depth + 1, need_assistant)]
+    return []
+
+
+def messages_at(record: Any, path: str) -> list[dict]:
+    found = jsonpath(record, path)
+    value = found[0][1] if found else None
+    return [m for m in (value if isinstance(value, list) else [value]) if isinstance(m, dict)]
+
+
+def input_output(record: Any) -> tuple[str, str] | None:
+    """(input messages path, output path) of a request/response record, or None. The output is read with the
+    input's message keys, so of its spellings (``choices`` / ``choices[0].message``) the one whose messages
+    carry the input's role key is taken."""
+    if not isinstance(record, dict):
+        return None
+    if not message_lists(record, need_assistant=False):
+        return text_pair(record)
+    inputs = [(p, v) for p, v in message_lists(record, need_assistant=False)
+              if any(k in p for k in INPUT_KEYS) and not _ends_with_answer(v)]
+    pairs = [(inp, out) for inp, msgs in inputs for out in _output_paths(record)
+             if not out.startswith(inp) and role_key(messages_at(record, out)) == role_key(msgs)]
+    answers = [p for p, _ in message_lists(record) if not p.startswith(inputs[0][0])] if inputs else []
+    if not pairs and len(inputs) == 1 and not answers:  # never a text field while answers elsewhere go unread
+        pairs = [(inputs[0][0], out) for out in _text_outputs(record)]
+    if not pairs:
+        return None
+    # Several spellings of one call (span attributes beside the raw request): the input and output written
+    # side by side (the longest common path) belong together; a tie is not guessed.
+    best = sorted(pairs, key=lambda io: -len(os.path.commonprefix(io)))
+    if len(best) > 1 and len(os.path.commonprefix(best[0])) == len(os.path.commonprefix(best[1])):
+        return None
+    return best[0]
+
+
+def text_pair(record: dict) -> tuple[str, str] | None:
+    """(prompt path, answer path) of a record holding one call as two texts and no message (instruction/output
+    rows, AlpacaEval's model outputs): exactly one non-empty text among TEXT_INPUT_KEYS and one among
+    TEXT_OUTPUT_KEYS at its top level; None otherwise (two prompts, Alpaca's ``instruction`` with a non-empty
+    ``input``, cannot be one user message without a rule the general path does not guess). A reference
+    ``answer`` (an eval's ``question``/``answer``) is never the model's output."""
+    def texts(keys: tuple[str, ...]) -> list[str]:
+        return [k for k in keys if isinstance(record.get(k), str) and record[k].strip() and not _looks_encoded(record[k])]
+    ins, outs = texts(TEXT_INPUT_KEYS), texts(TEXT_OUTPUT_KEYS)
+    return (f"$.{ins[0]}", f"$.{outs[0]}") if len(ins) == 1 and len(outs) == 1 else None
+
+
+def _text_outputs(record: dict, path: str = "$", depth: int = 0) -> list[str]:
+    """Paths of an output given as text (``response.text``, ``completion: {text}``), where the object holding
+    it has no tool calls beside it (reading only the text would lose them)."""
+    out: list[str] = []
+    if depth > 5 or not isinstance(record, dict):
+        return out
+    for k, v in record.items():
+        p = child_path(path, k)
+        if k in OUTPUT_KEYS and (isinstance(v, str) and v and not _looks_encoded(v)
+                                 or isinstance(v, dict) and _result_object(v)):  # text, or a role-less result
+            out.append(p)
+        elif k in OUTPUT_KEYS and isinstance(v, dict):
+            hit = _text_in(v, p)
+            if hit:
+                out.append(hit)
+        elif isinstance(v, dict):
+            out += _text_outputs(v, p, depth + 1)
+    return out
+
+
+# A model's result object without a role (AutoGen's CreateResult: {finish_reason, content, usage, ...}): the keys
+# that may hold data beside its content; any other key holding data (a thought, tool calls) is not guessed.
+_RESULT_META = ("finish_reason", "finishReason", "stop_reason", "stopReason", "usage", "cached", "logprobs",
+                "model", "id", "created")
+
+
+def _result_object(value: dict) -> bool:
+    """An output object with no role that is the model's reply: a stop reason, ``content`` text, and nothing
+    else holding data but metadata (the general path reads it as the assistant message, its content the text)."""
+    return not is_message(value) and any(value.get(k) for k in _RESULT_META[:4]) and \
+        isinstance(value.get("content"), str) and all(
+            k == "content" or k in _RESULT_META or v in (None, "", [], {}) for k, v in value.items())
+
+
+def _looks_encoded(text: str) -> bool:
+    """Hex or base64 without a space (a recorded binary event stream), not an answer's text."""
+    return len(text) >= 64 and re.fullmatch(r"[0-9A-Fa-f]+|[A-Za-z0-9+/=_-]+", text) is not None
+
+
+def _text_in(value: dict, path: str, depth: int = 0) -> str | None:
+    """The ``text`` of an output object (or of its ``value``), when no tool call sits beside it."""
+    if any(("tool" in str(k).lower() or "function" in str(k).lower()) and v not in (None, "", [], {})
+           for k, v in value.items()):
+        return None
+    if isinstance(value.get("text"), str) and not _looks_encoded(value["text"]):
+        return f"{path}.text"
+    inner = value.get("value")
+    return _text_in(inner, f"{path}.value", depth + 1) if isinstance(inner, dict) and depth < 2 else None
+
+
+def _ends_with_answer(msgs: list) -> bool:
+    key = role_key(msgs) or "role"
+    return role_value(msgs[-1], key) == "assistant"
+
+
+def _output_paths(record: dict, path: str = "$", depth: int = 0) -> list[str]:
+    """Paths under an output-like key holding an assistant message (or a list of them), in each spelling."""
+    out: list[str] = []
+    if depth > 5 or not isinstance(record, dict):
+        return out
+    for k, v in record.items():
+        p = child_path(path, k)
+        if k in OUTPUT_KEYS or (k == "choices" and isinstance(v, list)):
+            hits = _assistant_at(v, p)
+            if hits:
+                out += hits
+                continue
+        if isinstance(v, dict):
+            out += _output_paths(v, p, depth + 1)
+    return out
+
+
+def _assistant_at(value: Any, path: str) -> list[str]:
+    """The paths at ``value`` holding the assistant's output: the message, a list of them, or, for a list of
+    wrappers (``choices``: ``[{message: ...}]``), both the list and its first item's message."""
+    if isinstance(value, dict) and "message" not in value and role_value(value, role_key([value]) or "") == "assistant":
+        return [path]
+    hits = []
+    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value) and role_key(value) and \
+            any(role_value(m, role_key(value) or "") == "assistant" for m in value):
+        hits.append(path)  # the answers, or the conversation's continuation (answers, tool results, ...)
+    if isinstance(value, list) and value and isinstance(value[0], dict) and isinstance(value[0].get("message"), dict):
+        hits += _assistant_at(value[0]["message"], f"{path}[0].message")
+    if isinstance(value, dict):
+        for k in ("message", "choices", "messages", *OUTPUT_KEYS):
+            if k in value:
+                hits += _assistant_at(value[k], child_path(path, k))
+                if hits:
+                    break
+    return hits
