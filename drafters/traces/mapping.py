@@ -68,7 +68,7 @@ from drafters.traces.formats._spellings import (
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import join_turns, link_lone_results, split_at_results
 from drafters.traces.formats.base import ProblemSink, TraceFormat
-from drafters.traces.formats.openai_responses import items_to_messages
+from drafters.traces.formats.openai_responses import ITEM_TYPES, items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off, result_list
 from drafters.traces.json_paths import decoded, jsonpath, unflatten
 from drafters.traces.mapping_reading import ABSENT, PathUse, Reading
@@ -332,6 +332,9 @@ class Mapping:
         skipped, stem = 0, filename.rsplit("/", 1)[-1]
         for source, record in records:
             found = jsonpath(record, self.messages)
+            if found and self.items == "openai_responses" and isinstance(found[0][1], dict) and \
+                    found[0][1].get("type", "message") not in ITEM_TYPES:
+                found = []  # items one per line: a record of another type (a session header) is no item
             if not found or not isinstance(found[0][1], dict):
                 if self.label == "generic" and holds_role_message(record):  # read by shape: never skip a message
                     problems.error("content_not_mapped", f"the record holds a message outside {self.messages}, "

@@ -13,8 +13,8 @@ from typing import Any
 from drafters.traces.formats._spellings import ROLE_KEYS, get, is_message, role_key, role_of, role_value
 from drafters.traces.json_paths import child_path
 
-RESPONSES_MODEL_ITEMS = ("function_call", "function_call_output", "reasoning", "custom_tool_call",
-                         "custom_tool_call_output", "local_shell_call", "local_shell_call_output")
+RESPONSES_MODEL_ITEMS = ("function_call", "function_call_output", "function_call_result", "reasoning",
+                         "custom_tool_call", "custom_tool_call_output", "local_shell_call", "local_shell_call_output")
 
 
 def is_items(value: Any, loose: bool = False) -> bool:

@@ -38,6 +38,7 @@ from drafters.traces.formats._call_io import (
 )
 from drafters.traces.formats._record_shapes import (
     CURRENT_KEYS,
+    RESPONSES_MODEL_ITEMS,
     is_items,
     node_collection,
     run_state_call,
@@ -384,6 +385,10 @@ def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
         return None
     group = next((f"$.{k}" for k in GROUP_KEYS
                   if all(isinstance(v, dict) and v.get(k) is not None for v, w in zip(values, where) if w)), None)
+    if path == "$" and any(w is None and isinstance(v, dict) and v.get("type") in RESPONSES_MODEL_ITEMS
+                           for v, w in zip(values, where)):  # Responses-like items, one per line, beside the messages
+        return Inferred("message_lines", _mapping(name, records="messages", messages=path, group=group,
+                                                  **ITEMS_MAPPING), [], [])
     keys, unread = message_keys(msgs)
     return Inferred("message_lines", _mapping(name, records="messages", messages=path, group=group, **keys), unread,
                     calls_not_read(msgs, unread))

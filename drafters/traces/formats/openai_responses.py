@@ -30,11 +30,15 @@ from drafters.traces.model import (
 NAME = "openai_responses"
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 _MODEL_SIDE = {"function_call", "custom_tool_call", "local_shell_call", "reasoning"}
-_OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output"}
+# function_call_result: the spelling of session logs that write Responses-like items one per line (CodeBuddy)
+_OUTPUTS = {"function_call_output", "function_call_result", "custom_tool_call_output", "local_shell_call_output"}
 _SERVER = {"web_search_call", "file_search_call", "mcp_call", "mcp_list_tools", "code_interpreter_call",
            "image_generation_call", "computer_call", "mcp_approval_request"}
 #: Items that carry no content of their own (a pointer to an earlier item, the client's approval answer).
 _NO_CONTENT = {"item_reference", "mcp_approval_response", "computer_call_output"}
+#: Every item type this reader knows.
+ITEM_TYPES = frozenset({"message", "reasoning", "custom_tool_call", "local_shell_call"} | _MODEL_SIDE | _OUTPUTS | _SERVER
+                       | _NO_CONTENT)
 
 
 def _content_parts(content: Any) -> list:
