@@ -18,7 +18,8 @@ each sampled round-robin over the sources. Per seed:
   2. development (--dev-calls): replay the line-up (drafters/evaluate/lineup.py: the drafter with its draft
      vocabulary, n-gram, suffix decoding at cap 24 and at the block size, the tool-schema proposer and
      suffix+schema) and the cascade at each threshold; fit the cascade's threshold and choose the proposer
-     to ship (the fastest measured there);
+     to ship by the product's own rule (drafters/evaluate/speed.py deploy_choice: the fastest measured there,
+     the highest tau among those level with it on speed); the development entries it read are kept in the JSON;
   3. test (--calls), read once: replay the line-up and the fitted cascade; report speed-up over plain
      decoding (end to end, prefill included) and tau, each with a 95% interval that resamples whole calls
      (pooled like the estimate), the cost model (r, c), per source, and the shipped proposer against suffix
@@ -61,7 +62,8 @@ from drafters.evaluate.lineup import SUFFIX_CAP, Lineup
 from drafters.evaluate.metrics import pooled_ratio_ci
 from drafters.evaluate.replay import spread_calls
 from drafters.evaluate.report import hardware
-from drafters.evaluate.select import CASCADE_AT, CASCADE_THRESHOLDS, choose_on_dev, split_dev_test
+from drafters.evaluate.select import CASCADE_THRESHOLDS, choose_on_dev, split_dev_test
+from drafters.evaluate.speed import deploy_choice
 from drafters.render import Renderer
 from drafters.target import AGENT_SPEC, load_target
 from drafters.traces.infer_tools import infer_tools, with_inferred_tools
@@ -180,20 +182,22 @@ def seed_run(seed: int, target, renderer: Renderer, corpus, extra, dev: list, te
     choice = choose_on_dev(run, shippable, lineup.cascade, dev)
     threshold = choice.threshold if choice.threshold is not None else 1.0
     report = run(shippable | {"cascade": lineup.cascade(threshold)}, test)
-    speeds = dict(choice.speedups)
+    speeds, entries = dict(choice.speedups), {k: dev_entry(e) for k, e in choice.entries.items()}
     if first is not None:
         speeds |= {k: v for k, v in first["dev_speedups"].items() if k in SEED_FREE}
-    return {"seed": seed, "training": timing, "threshold": threshold, "shipped": fastest(speeds, threshold),
-            "dev_speedups": speeds, "report": dict(report)}
+        entries |= {k: v for k, v in first["dev"].items() if k in SEED_FREE}
+    return {"seed": seed, "training": timing, "threshold": threshold,
+            "shipped": deploy_choice(entries, "hf")["proposer"] if entries else None,
+            "dev_speedups": speeds, "dev": entries, "report": dict(report)}
 
 
-def fastest(dev_speedups: dict, threshold: float) -> str | None:
-    """The proposer to ship: the fastest on development (the cascade at its fitted threshold), None (plain
-    decoding) when none beats 1.0."""
-    speeds = {k: v for k, v in dev_speedups.items() if v is not None and not k.startswith("cascade@")}
-    speeds["cascade"] = dev_speedups.get(CASCADE_AT.format(threshold))
-    best = max((k for k in speeds if speeds[k] is not None), key=speeds.__getitem__, default=None)
-    return best if best is not None and speeds[best] > 1.0 else None
+def dev_entry(entry: dict) -> dict:
+    """What the deploy choice reads of a development entry (drafters.evaluate.speed.deploy_choice): its
+    speed-up, tau and per-call tokens and seconds; kept in the JSON, so a choice can be checked offline."""
+    timing = {"tokens_per_s": (entry.get("timing") or {}).get("tokens_per_s")}
+    return {"speedup_vs_plain": entry.get("speedup_vs_plain"), "tau": entry.get("tau"), "timing": timing,
+            "per_call": [{"call_id": c["call_id"], "tokens": c["tokens"], "seconds": c["seconds"]}
+                         for c in entry.get("per_call") or ()]}
 
 
 def summarize(runs: list[dict]) -> dict:

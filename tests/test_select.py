@@ -38,6 +38,8 @@ def test_choose_on_dev_reads_the_development_replay_only():
     choice = choose_on_dev(run, {"suffix": object(), "candidate": object()}, lambda t: ("cascade", t), dev)
     assert seen == [(sorted(["suffix", "candidate", "cascade@0.5", "cascade@1.5", "cascade@3"]), 2)]
     assert choice.threshold == 1.5 and choice.deploy["proposer"] == "cascade" and choice.calls == 2
+    assert sorted(choice.entries) == ["candidate", "cascade", "suffix"]  # what the choice read, cascade fitted
+    assert choice.entries["cascade"]["speedup_vs_plain"] == 1.6
     empty = choose_on_dev(run, {}, lambda t: None, [])
     assert empty.threshold is None and empty.deploy is None and len(seen) == 1
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from drafters.evaluate.speed import deploy_choice
@@ -49,12 +49,14 @@ def split_dev_test(prompts: Sequence[Any], min_calls: int = DEV_SPLIT_MIN_CALLS)
 class DevChoice:
     """What the development replay chose: ``threshold`` for the cascade (None without development calls:
     the default is kept), ``deploy`` the deploy_choice record on development, ``calls`` replayed there,
-    ``speedups`` {proposer: end-to-end speed-up on development}."""
+    ``speedups`` {proposer: end-to-end speed-up on development}, ``entries`` the development report's entries
+    the deploy choice was made from (the cascade at its fitted threshold as "cascade")."""
 
     threshold: float | None
     deploy: dict | None
     calls: int
     speedups: dict
+    entries: dict = field(default_factory=dict)
 
 
 def choose_on_dev(run: Callable[[Mapping[str, Any], Sequence[Any]], Any], proposers: Mapping[str, Any],
@@ -73,7 +75,7 @@ def choose_on_dev(run: Callable[[Mapping[str, Any], Sequence[Any]], Any], propos
     best_t = max(thresholds, key=lambda t: speed.get(CASCADE_AT.format(t)) or 0.0)
     kept = {n: e for n, e in entries.items() if n not in variants}
     kept["cascade"] = entries[CASCADE_AT.format(best_t)]
-    return DevChoice(best_t, deploy_choice(kept, engine), len(dev), speed)
+    return DevChoice(best_t, deploy_choice(kept, engine), len(dev), speed, kept)
 
 
 def with_selection(report: Any, choice: DevChoice, threshold: float, fixed: bool, test_calls: int) -> Any:
