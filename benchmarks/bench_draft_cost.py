@@ -6,6 +6,7 @@ plain decoding steps of the same target on the same machine, side by side.
 For each target shape (random weights of the real dimensions; nothing is downloaded) and context length:
   - a plain decoding step (1 token after a KV-cached context);
   - a verification round of n tokens (anchor + n - 1 drafts) for each --verify n;
+  - both for each --batches B (B requests in one forward, B x n tokens; r relative to the batch-B plain step);
   - a DSpark drafting round (commit of --accepted + 1 tokens' features, then propose a block) for each
     --draft-layers: the shipped proposer (Markov head on --markov-candidates top candidates, LM head on a
     --draft-vocab draft vocabulary), the same on the whole vocabulary, and the reference computation
@@ -69,6 +70,7 @@ class Row:
     ms: float
     steps: float | None = None
     note: str = ""
+    batch: int = 1  # requests in the forward: a plain step of B requests, a verification round of B x n tokens
 
 
 @dataclass
@@ -84,7 +86,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"), help="target and drafter dtype")
     ap.add_argument("--contexts", default="512", help="comma-separated context lengths (tokens)")
-    ap.add_argument("--verify", default="8,16,25", help="verification round sizes (tokens per forward)")
+    ap.add_argument("--verify", default="8,16,25", help="verification round sizes (tokens per request)")
+    ap.add_argument("--batches", default="1", help="comma-separated batch sizes (requests per target forward); "
+                    "the drafting and suffix rounds are timed per request, at batch 1")
     ap.add_argument("--draft-layers", default="1,2", help="DSpark drafter depths")
     ap.add_argument("--block-size", type=int, default=7, help="DSpark block size g (drafts per round)")
     ap.add_argument("--markov-candidates", type=int, default=64, help="the shipped proposer's top-K")
@@ -139,16 +143,17 @@ def build_target(shape: str, layers: int, device: torch.device, dtype: torch.dty
     return Target(model.to(dtype), name=shape)
 
 
-def target_ops(target: Target, context: int, sizes: list[int], prefix: str) -> dict[str, Callable]:
-    """{name: fn} of a plain step (``prefix``1) and a verification round of each size (``prefix``n) after a
-    KV-cached context of ``context`` random tokens; each fn crops the cache back, so all share it."""
+def target_ops(target: Target, context: int, sizes: list[int], prefix: str, batch: int = 1) -> dict[str, Callable]:
+    """{name: fn} of a plain step (``prefix``1) and a verification round of each size (``prefix``n) of
+    ``batch`` requests after a KV-cached context of ``context`` random tokens each; each fn crops the cache
+    back, so all share it."""
     g = torch.Generator().manual_seed(1)
-    ids = torch.randint(0, target.vocab_size, (1, context), generator=g)
+    ids = torch.randint(0, target.vocab_size, (batch, context), generator=g)
     with torch.inference_mode():
         cache = target.step(ids, None, None, logits_to_keep=1).past_key_values
     ops = {}
     for n in [1, *sizes]:
-        x = torch.randint(0, target.vocab_size, (1, n), generator=g)
+        x = torch.randint(0, target.vocab_size, (batch, n), generator=g)
 
         @torch.inference_mode()
         def step(x=x):
@@ -207,11 +212,15 @@ def run_shape(shape: str, a: argparse.Namespace, device: torch.device, dtype: to
     half = max(1, built // 2)
     sizes = [int(s) for s in a.verify.split(",")]
     rows: list[Row] = []
+    batches = sorted({1, *(int(b) for b in a.batches.split(","))})  # batch 1: the per-request rounds' unit
     for context in (int(c) for c in a.contexts.split(",")):
         target = build_target(shape, built, device, dtype)
-        ops = target_ops(target, context, sizes, "t")
-        if built != real_layers:
-            ops |= target_ops(build_target(shape, half, device, dtype), context, sizes, "h")
+        shallow = build_target(shape, half, device, dtype) if built != real_layers else None
+        ops = {}
+        for b in batches:
+            ops |= target_ops(target, context, sizes, f"t{b}x", b)
+            if shallow is not None:
+                ops |= target_ops(shallow, context, sizes, f"h{b}x", b)
         kinds = {"shipped": (a.markov_candidates, a.draft_vocab), "whole vocabulary": (a.markov_candidates, 0),
                  "reference": (0, 0)}
         drafts = [(layers, kind) for layers in (int(x) for x in a.draft_layers.split(",")) for kind in kinds]
@@ -220,13 +229,18 @@ def run_shape(shape: str, a: argparse.Namespace, device: torch.device, dtype: to
         ms = interleaved_ms(ops, device, a.repeats, a.warmup)
         note = ""
         if built != real_layers:  # t(L) = t(N) + (L - N) * (t(N) - t(N/2)) / (N - N/2)
-            for n in [1, *sizes]:
-                per_layer = (ms[f"t{n}"] - ms[f"h{n}"]) / (built - half)
-                ms[f"t{n}"] += (real_layers - built) * per_layer
+            per_layer = {k: (ms[k] - ms["h" + k[1:]]) / (built - half) for k in ms if k.startswith("t")}
+            for key, cost in per_layer.items():
+                ms[key] += (real_layers - built) * cost
             note = f"extrapolated to {real_layers} layers from {built} and {half}"
-        plain = ms["t1"]
-        rows.append(Row(shape, context, "plain step", plain, 1.0, note))
-        rows += [Row(shape, context, f"verify {n}", ms[f"t{n}"], ms[f"t{n}"] / plain, note) for n in sizes]
+            if min(per_layer.values()) <= 0:  # the shallower target was not faster: noise swamped a layer's cost
+                note += "; UNRELIABLE: a layer's cost came out <= 0 (more --repeats or --target-layers)"
+        for b in batches:
+            step = ms[f"t{b}x1"]
+            rows.append(Row(shape, context, "plain step", step, 1.0, note, b))
+            rows += [Row(shape, context, f"verify {n}", ms[f"t{b}x{n}"], ms[f"t{b}x{n}"] / step, note, b)
+                     for n in sizes]
+        plain = ms["t1x1"]
         labels = {"shipped": f"Markov top-{a.markov_candidates}, vocab {a.draft_vocab}",
                   "whole vocabulary": f"Markov top-{a.markov_candidates}, all ids", "reference": "reference"}
         for layers, kind in drafts:
@@ -237,10 +251,10 @@ def run_shape(shape: str, a: argparse.Namespace, device: torch.device, dtype: to
 
 
 def print_rows(rows: list[Row]) -> None:
-    print(f"\n{'shape':<14}{'ctx':>6}  {'operation':<42}{'ms':>10}{'plain steps':>13}  note")
+    print(f"\n{'shape':<14}{'ctx':>6}{'batch':>6}  {'operation':<42}{'ms':>10}{'plain steps':>13}  note")
     for r in rows:
         steps = "-" if r.steps is None else f"{r.steps:.3f}"
-        print(f"{r.shape:<14}{r.context:>6}  {r.op:<42}{r.ms:>10.3f}{steps:>13}  {r.note}")
+        print(f"{r.shape:<14}{r.context:>6}{r.batch:>6}  {r.op:<42}{r.ms:>10.3f}{steps:>13}  {r.note}")
 
 
 def main(argv: list[str] | None = None) -> Result:

@@ -1,9 +1,10 @@
 """Project an evaluation's measured proposers onto another machine's costs (drafters/evaluate/projection.py).
 
     # 1. on the machine to project to (a GPU: --device cuda --dtype bfloat16), the demo target's shape:
-    .venv/bin/python benchmarks/bench_draft_cost.py --contexts 512,2048,4096 --verify 2,3,4,6,8,16,25 --out costs.json
+    .venv/bin/python benchmarks/bench_draft_cost.py --contexts 512,2048,4096 --verify 2,3,4,6,8,16,25 \
+        --batches 1,16 --out costs.json
     # 2. anywhere: the headline's first seed (or a job's report.json) projected onto those costs
-    .venv/bin/python benchmarks/project_speed.py benchmarks/results/speed/speed.json costs.json
+    .venv/bin/python benchmarks/project_speed.py benchmarks/results/speed/speed.json costs.json [--batch 16]
 
 Prints, for each proposer of the report (what-if rows left out), tau and the tokens verified per round as
 measured, r(n) and c from the cost table at the context nearest the report's mean context, the projected
@@ -37,10 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shape", default="smollm2-135m", help="the cost table's target shape (the report's target)")
     ap.add_argument("--context", type=int, default=0, help="context length (0: the report's mean context)")
     ap.add_argument("--drafter-layers", type=int, default=1, help="the report's drafter depth")
+    ap.add_argument("--batch", type=int, default=1, help="requests per target forward (bench_draft_cost --batches)")
     ap.add_argument("--run", type=int, default=0, help="which seed's run of bench_speed's JSON (0: the first)")
     a = ap.parse_args(argv)
     report = load_report(a.report, a.run)
-    table = CostTable.from_rows(json.loads(a.costs.read_text()), a.shape, a.context or mean_context(report))
+    table = CostTable.from_rows(json.loads(a.costs.read_text()), a.shape, a.context or mean_context(report),
+                                a.batch)
     print(format_projection(project(report, table, a.drafter_layers), table, str(a.report)))
     return 0
 

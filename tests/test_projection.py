@@ -18,8 +18,10 @@ def _rows(shape: str = "s", context: int = 512, plain: float = 10.0) -> list[dic
     return [{"shape": shape, "context": context, "op": op, "ms": plain * s, "steps": s} for op, s in ops.items()]
 
 
+BATCH4 = [{"shape": "s", "context": 512, "batch": 4, "op": op, "ms": 15.0 * r, "steps": r}
+          for op, r in (("plain step", 1.0), ("verify 8", 1.2), ("verify 16", 1.6))]
 TABLE = {"machine": {"device": "cuda", "cuda": "NVIDIA H100", "torch": "2.11"},
-         "rows": _rows(context=512) + _rows(context=4096, plain=20.0) + _rows(shape="other")}
+         "rows": _rows(context=512) + _rows(context=4096, plain=20.0) + _rows(shape="other") + BATCH4}
 
 
 def _entry(tau: float, proposed: float, picks: dict | None = None, **kw) -> dict:
@@ -34,6 +36,17 @@ def test_the_table_is_read_at_the_nearest_context_and_interpolates_verification(
     assert t.r(1) == 1.0 and t.r(8) == 1.5 and t.r(4.5) == pytest.approx(1.25)  # 1 + 0.5 * 3.5 / 7
     assert t.r(12) == pytest.approx(1.75) and t.r(34) == pytest.approx(2.9 + 0.9)  # beyond 25: the last slope
     assert CostTable.from_rows(TABLE, "s", 2304).context == 512  # equally near: the shorter
+
+
+def test_a_batch_reads_its_own_rounds_and_counts_each_requests_drafting():
+    t = CostTable.from_rows(TABLE, "s", 512, batch=4)
+    assert t.batch == 4 and t.plain_ms == 15.0 and t.verify == {8: 1.2, 16: 1.6}
+    # drafting runs request by request: 4 rounds of 0.2 batch-1 steps (10 ms each), in 15 ms batch-4 steps
+    assert t.draft[1] == pytest.approx(4 * 0.2 * 10 / 15) and t.suffix == pytest.approx(4 * 0.01 * 10 / 15)
+    with pytest.raises(TracedraftError, match="batch 16"):
+        CostTable.from_rows(TABLE, "s", 512, batch=16)
+    text = format_projection([], t, "r.json")
+    assert "batch 4 (c: the batch's per-request rounds one after another, an upper bound)" in text
 
 
 def test_project_applies_tau_over_r_plus_c_with_the_drafters_share_of_rounds():

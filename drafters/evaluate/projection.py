@@ -29,9 +29,11 @@ MODEL_FREE = frozenset({"ngram", "suffix", "suffix@block", "schema", "suffix+sch
 
 @dataclass(frozen=True)
 class CostTable:
-    """One machine's costs for one target shape at one context length, in plain decoding steps.
-    machine: the table's own record (device, processor, ...); verify: {tokens n: r(n)}; draft: {drafter
-    layers: c of the shipped DSpark round}; suffix: c of a suffix-decoding round."""
+    """One machine's costs for one target shape at one context length and batch, in plain decoding steps of
+    that batch. machine: the table's own record (device, processor, ...); batch: requests per target forward;
+    verify: {tokens n per request: r(n)}; draft: {drafter layers: c of the shipped DSpark round}; suffix: c of
+    a suffix-decoding round. At a batch above 1 the drafting and suffix rounds are the batch's requests'
+    rounds one after another (both proposers draft request by request here), so c is an upper bound."""
 
     machine: dict
     shape: str
@@ -40,26 +42,31 @@ class CostTable:
     verify: dict[int, float]
     draft: dict[int, float]
     suffix: float
+    batch: int = 1
 
     @classmethod
-    def from_rows(cls, data: Mapping[str, Any], shape: str, context: int) -> CostTable:
-        """The table of ``shape`` at the measured context nearest ``context`` (tokens), from
-        ``bench_draft_cost.py --out``'s JSON ({"machine", "rows": [{shape, context, op, ms, steps}]}).
-        Raises TracedraftError(code="bad_cost_table") when the shape or one of its operations is missing."""
+    def from_rows(cls, data: Mapping[str, Any], shape: str, context: int, batch: int = 1) -> CostTable:
+        """The table of ``shape`` at the measured context nearest ``context`` (tokens) and ``batch``, from
+        ``bench_draft_cost.py --out``'s JSON ({"machine", "rows": [{shape, context, batch, op, ms, steps}]}; a
+        row without ``batch`` is batch 1). Raises TracedraftError(code="bad_cost_table") when the shape, the
+        batch or one of its operations is missing."""
         rows = [r for r in data.get("rows") or () if r.get("shape") == shape]
         if not rows:
             raise TracedraftError("bad_cost_table", f"no rows for shape {shape!r}", "rows")
         near = min({r["context"] for r in rows}, key=lambda c: (abs(c - context), c))
-        ops = {r["op"]: r for r in rows if r["context"] == near}
-        verify = {int(op.split()[1]): r["steps"] for op, r in ops.items() if op.startswith("verify ")}
-        draft = {int(op.split()[1][:-1]): r["steps"] for op, r in ops.items()
-                 if op.startswith("dspark ") and "vocab" in op}
-        suffix = [r["steps"] for op, r in ops.items() if op.startswith("suffix decoding round")]
-        if "plain step" not in ops or not verify or not draft or not suffix:
-            raise TracedraftError("bad_cost_table", f"shape {shape!r} at context {near} lacks the plain step, a "
-                                  "verification round, a shipped drafting round or a suffix round", "rows")
-        return cls(dict(data.get("machine") or {}), shape, near, ops["plain step"]["ms"], verify, draft,
-                   suffix[0])
+        at = {(r.get("batch", 1), r["op"]): r for r in rows if r["context"] == near}
+        plain = at.get((batch, "plain step"))
+        verify = {int(op.split()[1]): r["steps"] for (b, op), r in at.items() if b == batch and op.startswith("verify ")}
+        # per-request rounds, timed at batch 1: B of them per round of the batch, in the batch's plain steps
+        scale = batch * at[(1, "plain step")]["ms"] / plain["ms"] if plain and (1, "plain step") in at else 0.0
+        draft = {int(op.split()[1][:-1]): r["steps"] * scale for (b, op), r in at.items()
+                 if b == 1 and op.startswith("dspark ") and "vocab" in op}
+        suffix = [r["steps"] * scale for (b, op), r in at.items() if b == 1 and op.startswith("suffix decoding round")]
+        if plain is None or not verify or not draft or not suffix:
+            raise TracedraftError("bad_cost_table", f"shape {shape!r} at context {near}, batch {batch}, lacks the "
+                                  "plain step, a verification round, a shipped drafting round or a suffix round",
+                                  "rows")
+        return cls(dict(data.get("machine") or {}), shape, near, plain["ms"], verify, draft, suffix[0], batch)
 
     def r(self, n: float) -> float:
         """Verification cost of ``n`` tokens in plain steps: linear between measured sizes (r(1) = 1, a plain
@@ -132,7 +139,9 @@ def format_projection(rows: Sequence[Projection], table: CostTable, source: str)
     where = ", ".join(str(v) for v in (m.get("cuda") or m.get("processor"), m.get("device"), m.get("torch")) if v)
     lines = [f"PROJECTION, not a measurement. tau and tokens verified per round: measured in {source}. "
              f"r(n) and c: measured by bench_draft_cost on {where or 'an unnamed machine'}, shape {table.shape}, "
-             f"context {table.context}, batch 1 (plain step {table.plain_ms:.2f} ms; suffix round "
+             f"context {table.context}, batch {table.batch}"
+             + (" (c: the batch's per-request rounds one after another, an upper bound)" if table.batch > 1 else "")
+             + f" (plain step {table.plain_ms:.2f} ms; suffix round "
              f"c = {table.suffix:.3f}; drafting round c = "
              + ", ".join(f"{k} layer(s) {v:.3f}" for k, v in sorted(table.draft.items())) + ").", "",
              ("| proposer | tau (measured) | tokens verified | drafter rounds | r(n) | c | projected speed-up "
