@@ -94,3 +94,22 @@ def test_the_command_projects_a_bench_speed_file(tmp_path, capsys):
     assert main([str(tmp_path / "speed.json"), str(tmp_path / "costs.json"), "--shape", "s"]) == 0
     out = capsys.readouterr().out
     assert "| suffix | 2.50 | 4.50 | 0% | 1.25 | 0.010 | 1.98x | - |" in out
+
+
+def test_the_prepared_gpu_script_runs_on_a_cpu_in_its_quick_mode(tmp_path):
+    """benchmarks/gpu_speed.sh, the device session's one script, end to end at tiny sizes: a cost table with
+    batch 1 and 2, and the headline projected onto it at both batches, labelled a projection."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = {**os.environ, "OUT": str(tmp_path), "DEVICE": "cpu", "QUICK": "1", "PYTHON": sys.executable,
+           "OMP_NUM_THREADS": "1"}
+    subprocess.run([str(REPO / "benchmarks" / "gpu_speed.sh")], env=env, check=True, capture_output=True, timeout=600)
+    rows = json.loads((tmp_path / "costs.json").read_text())["rows"]
+    assert {r["batch"] for r in rows} == {1, 2} and {r["shape"] for r in rows} == {"smollm2-135m"}
+    for b in (1, 2):
+        text = (tmp_path / f"projection-b{b}.md").read_text()
+        assert text.startswith("PROJECTION, not a measurement") and f"batch {b}" in text and "| suffix |" in text

@@ -60,3 +60,8 @@ def inferred_mapping_totals(path: Path, shape: str, tmp_path: Path) -> tuple[int
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
+
+
+def codes(result, kind: str = "errors") -> list[str]:
+    """The codes of an ingestion result's report problems of one kind ("errors" or "warnings"), in order."""
+    return [p.code for p in getattr(result.report, kind)]

@@ -14,20 +14,17 @@ import json
 from drafters.traces.ingest import ingest
 from drafters.traces.model import ToolResultPart
 
-from .conftest import totals
+from .conftest import codes, totals
 from .test_bad_input import SHAPES
 
 ITEMS = SHAPES / "items_per_line.jsonl"
 
 
-def _codes(result, kind="errors"):
-    return [e.code for e in getattr(result.report, kind)]
-
 
 def test_items_one_per_line_join_the_turn_before_them():
     result = ingest([ITEMS], scrub=False)
-    assert result.report.ok, _codes(result)
-    assert "records_not_messages" in _codes(result, "warnings")  # the session header, counted
+    assert result.report.ok, codes(result)
+    assert "records_not_messages" in codes(result, "warnings")  # the session header, counted
     assert totals(result.conversations) == (1, 4, 2)
     calls = list(result.conversations[0].calls())
     assert [c.completion.text for c in calls] == ["Listing them.", "Two files: main.py and util.py.", "",
@@ -45,4 +42,4 @@ def test_a_record_of_another_type_holding_a_message_is_not_skipped(tmp_path):
     path = tmp_path / "items.jsonl"
     path.write_text("\n".join(lines))
     result = ingest([path], scrub=False)
-    assert "content_not_mapped" in _codes(result)
+    assert "content_not_mapped" in codes(result)

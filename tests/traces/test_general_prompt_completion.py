@@ -20,19 +20,16 @@ from drafters.traces.formats._turns import link_lone_results
 from drafters.traces.ingest import ingest
 from drafters.traces.model import Message, ToolCallPart, ToolResultPart
 
-from .conftest import totals
+from .conftest import codes, totals
 from .test_bad_input import SHAPES
 
 ROLLOUTS = SHAPES / "prompt_completion_rollouts.jsonl"
 
 
-def _codes(result, kind="errors"):
-    return [e.code for e in getattr(result.report, kind)]
-
 
 def test_the_completion_continues_the_prompt_and_the_reference_answer_is_not_read():
     result = ingest([ROLLOUTS], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     assert totals(result.conversations) == (2, 4, 2)
     first = list(result.conversations[0].calls())
     assert [[m.role for m in c.context] for c in first] == [
@@ -53,7 +50,7 @@ def test_a_tool_call_that_is_no_object_is_an_error_not_a_quiet_skip(tmp_path):
     path = tmp_path / "r.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows))
     result = ingest([path], scrub=False)
-    assert "not_an_object" in _codes(result)
+    assert "not_an_object" in codes(result)
     assert totals(result.conversations) == (1, 1, 0)  # the other row only: the broken one is not kept
 
 
@@ -85,7 +82,7 @@ def test_a_prompt_and_an_answer_as_texts_are_one_call_each(tmp_path):
             {"instruction": "Spell 'cat' backwards.", "output": "tac", "generator": "m1", "dataset": "d"},
             {"instruction": "What is 3 x 3?", "input": "", "output": "9", "generator": "m1", "dataset": "d"}]
     result = ingest([_rows(tmp_path, rows)], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     assert totals(result.conversations) == (3, 3, 0)
     calls = [c for conv in result.conversations for c in conv.calls()]
     assert [[m.role for m in c.context] for c in calls] == [["user"]] * 3  # an empty "input" holds nothing

@@ -15,13 +15,11 @@ import json
 from drafters.traces.ingest import ingest
 from drafters.traces.model import ReasoningPart
 
+from .conftest import codes
 from .test_bad_input import SHAPES
 
 FIXTURE = SHAPES / "reasoning_records.jsonl"
 
-
-def _codes(result):
-    return [e.code for e in result.report.errors]
 
 
 def _lines(tmp_path, rows):
@@ -32,7 +30,7 @@ def _lines(tmp_path, rows):
 
 def test_reasoning_records_are_the_thought_of_the_answer_after_them():
     result = ingest([FIXTURE], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     (conv,) = result.conversations
     roles = [m.role for m in conv.messages]
     assert roles == ["system", "user", "assistant", "tool", "assistant"]
@@ -48,7 +46,7 @@ def test_a_reasoning_record_with_no_answer_after_it_is_refused(tmp_path):
     result = ingest([_lines(tmp_path, rows)], scrub=False)
     assert not result.report.ok
     assert not result.conversations
-    assert "ambiguous_turns" in _codes(result)
+    assert "ambiguous_turns" in codes(result)
 
 
 def test_a_reasoning_record_without_readable_summary_is_refused(tmp_path):

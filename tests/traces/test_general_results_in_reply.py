@@ -19,12 +19,8 @@ from drafters.traces.formats._turns import split_at_results
 from drafters.traces.ingest import ingest
 from drafters.traces.model import Message, TextPart, ToolCallPart, ToolResultPart
 
-from .conftest import totals
+from .conftest import codes, totals
 from .test_bad_input import SHAPES
-
-
-def _codes(result):
-    return [e.code for e in result.report.errors]
 
 
 def _write(tmp_path, doc, name="doc.json"):
@@ -37,7 +33,7 @@ def test_results_inside_an_assistant_message_end_its_calls():
     path = SHAPES / "results_in_reply.json"
     raw = json.loads(path.read_text())
     result = ingest([path], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     # by hand: a result block ends a call; text after it is a new call (A: 3 + 1 after "Thanks!", B: 2)
     n_results = sum(b["type"] == "tool_result" for c in raw for m in c["chat_messages"] for b in m["content"])
     n_uses = sum(b["type"] == "tool_use" for c in raw for m in c["chat_messages"] for b in m["content"])
@@ -66,7 +62,7 @@ def test_results_inside_an_assistant_message_end_its_calls():
 def test_results_inside_a_recorded_response_end_its_call():
     path = SHAPES / "results_in_reply_calls.jsonl"
     result = ingest([path], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 2, 1)
     first, second = result.conversations[0].calls()
     assert [p.name for p in first.completion.tool_calls] == ["shell"] and not first.completion.text
@@ -88,21 +84,21 @@ def test_a_result_block_whose_text_is_under_no_known_key_is_refused(tmp_path):
     doc = [{"uuid": "c1", "chat_messages": messages["messages"]}]
     result = ingest([_write(tmp_path, doc)], scrub=False)
     assert result.conversations == [] and not result.report.ok
-    assert _codes(result) == ["content_not_mapped"] and "tool result" in result.report.errors[0].message
+    assert codes(result) == ["content_not_mapped"] and "tool result" in result.report.errors[0].message
     assert result.report.errors[0].format == "generic"
 
 
 def test_the_anthropic_reader_splits_the_same_layout_and_refuses_a_result_without_text(tmp_path):
     # role/content messages with Anthropic blocks are the Anthropic reader's: the same rule holds there
     ok = ingest([_write(tmp_path, _one_result({"type": "tool_result", "id": "t1", "text": "a b"}))], scrub=False)
-    assert ok.report.ok, _codes(ok)
+    assert ok.report.ok, codes(ok)
     (conv,) = ok.conversations
     assert conv.source.format == "anthropic_messages" and totals(ok.conversations) == (1, 2, 1)
     assert [m.role for m in conv.messages] == ["user", "assistant", "tool", "assistant"]
     assert (conv.messages[2].tool_results[0].call_id, conv.messages[2].tool_results[0].content) == ("t1", "a b")
     bad = _one_result({"type": "tool_result", "tool_use_id": "t1", "stdout_lines": ["a", "b"]})
     result = ingest([_write(tmp_path, bad, "bad.json")], scrub=False)
-    assert not result.report.ok and "unknown_content" in _codes(result) and not result.conversations
+    assert not result.report.ok and "unknown_content" in codes(result) and not result.conversations
 
 
 def test_a_result_block_without_text_in_a_recorded_response_is_refused(tmp_path):
@@ -110,13 +106,13 @@ def test_a_result_block_without_text_in_a_recorded_response_is_refused(tmp_path)
            "response": {"role": "assistant", "content": _one_result(
                {"type": "tool_result", "tool_use_id": "t1", "lines": ["a"]})["messages"][1]["content"]}}
     result = ingest([_write(tmp_path, rec, "calls.jsonl")], scrub=False)
-    assert not result.report.ok and "unknown_content" in _codes(result) and not result.conversations
+    assert not result.report.ok and "unknown_content" in codes(result) and not result.conversations
 
 
 def test_an_empty_result_text_is_an_empty_result_not_an_error(tmp_path):
     doc = _one_result({"type": "tool_result", "tool_use_id": "t1", "content": ""})
     result = ingest([_write(tmp_path, doc)], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 2, 1)
     assert result.conversations[0].messages[2].tool_results[0].content == ""
 

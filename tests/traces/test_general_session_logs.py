@@ -15,12 +15,8 @@ from drafters.traces.formats._spellings import block_part, failed_turn, role_of,
 from drafters.traces.ingest import ingest
 from drafters.traces.model import ToolCallPart
 
-from .conftest import totals
+from .conftest import codes, totals
 from .test_bad_input import SHAPES
-
-
-def _codes(result, severity="errors"):
-    return [e.code for e in getattr(result.report, severity)]
 
 
 def _write(tmp_path, lines, name="log.jsonl"):
@@ -54,14 +50,14 @@ def test_session_log_with_header_lines_and_failed_turns():
     path = SHAPES / "session_entries.jsonl"
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     result = ingest([path], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     # by hand: 12 lines, 2 not messages (header, setting change); 5 assistant messages, one aborted with no
     # output (no call): 4 calls; tool calls c1, c2, c3 (c2 and c3 in a turn that errored, never run)
     assert sum(x["type"] != "message" for x in lines) == 2
     assert totals(result.conversations) == (1, 4, 3)
-    warnings = _codes(result, "warnings")
+    warnings = codes(result, "warnings")
     assert warnings.count("unpaired_tool_call") == 2 and "failed_turn_skipped" in warnings
-    assert "records_not_messages" in warnings and "tool_result_not_found" not in _codes(result)
+    assert "records_not_messages" in warnings and "tool_result_not_found" not in codes(result)
     (conv,) = result.conversations
     calls = list(conv.calls())
     assert [m.role for m in calls[1].context] == ["user", "assistant", "tool"]
@@ -79,14 +75,14 @@ def test_unanswered_calls_without_a_failure_record_are_still_refused(tmp_path):
         if x.get("message", {}).get("stopReason") == "error":
             del x["message"]["stopReason"], x["message"]["errorMessage"]
     result = ingest([_write(tmp_path, lines)], scrub=False)
-    assert not result.report.ok and "tool_result_not_found" in _codes(result)
+    assert not result.report.ok and "tool_result_not_found" in codes(result)
 
 
 def test_a_message_outside_the_envelope_is_never_skipped(tmp_path):
     lines = [json.loads(x) for x in (SHAPES / "session_entries.jsonl").read_text().splitlines()]
     lines += [{"type": "note"}] * 60 + [{"role": "assistant", "content": "a reply written without the envelope"}]
     result = ingest([_write(tmp_path, lines)], scrub=False)
-    assert not result.report.ok and "content_not_mapped" in _codes(result)
+    assert not result.report.ok and "content_not_mapped" in codes(result)
 
 
 def test_message_classes_with_untyped_calls_and_results():
@@ -94,7 +90,7 @@ def test_message_classes_with_untyped_calls_and_results():
     under ``type``, calls as untyped ``{id, name, arguments}`` blocks, results as untyped ``{content, call_id}``
     blocks, the text before the calls under ``thought``."""
     result = ingest([SHAPES / "message_classes.json"], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 2, 2)
     (conv,) = result.conversations
     first_call, second = conv.calls()
@@ -120,14 +116,14 @@ def test_recorded_calls_with_a_result_object_without_a_role(tmp_path):
     earlier record's input and answer continues its conversation."""
     path = SHAPES / "recorder_calls.json"
     result = ingest([path], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     assert totals(result.conversations) == (2, 3, 0)
     first_conv = result.conversations[0]
     assert [c.completion.text for c in first_conv.calls()] == ["Basil, of the three.", "Fern needs the least."]
     # an identical copy of a record: a call made twice or one written twice is not guessed
     recs = json.loads(path.read_text())
     result = ingest([_write(tmp_path, [*recs, recs[1]], "copies.json")], scrub=False)
-    assert not result.report.ok and "ambiguous_shape" in _codes(result)
+    assert not result.report.ok and "ambiguous_shape" in codes(result)
     # a result object holding more than its text (a thought) is not read as the answer
     recs[0]["response"]["thought"] = "water needs"
     result = ingest([_write(tmp_path, recs, "thought.json")], scrub=False)

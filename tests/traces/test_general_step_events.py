@@ -14,6 +14,7 @@ import json
 from drafters.traces.ingest import ingest
 from drafters.traces.model import ReasoningPart
 
+from .conftest import codes
 from .test_bad_input import SHAPES
 
 FIXTURE = SHAPES / "step_events.jsonl"
@@ -29,19 +30,16 @@ def _write(tmp_path, rows):
     return path
 
 
-def _codes(result):
-    return [e.code for e in result.report.errors]
-
 
 def _why(result):
     """The codes of the refusal: errors, and the general path's code where an earlier candidate reader was tried
     first (the ``candidates_declined`` warning names it)."""
-    return " ".join(_codes(result) + [w.message for w in result.report.warnings if w.code == "candidates_declined"])
+    return " ".join(codes(result) + [w.message for w in result.report.warnings if w.code == "candidates_declined"])
 
 
 def test_each_step_with_output_is_one_call():
     result = ingest([FIXTURE], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     (conv,) = result.conversations
     assert [m.role for m in conv.messages] == ["system", "user", "assistant", "tool", "assistant", "user"]
     assert conv.messages[0].text == "You are a careful shell assistant."
@@ -73,7 +71,7 @@ def test_calls_after_a_compaction_are_refused(tmp_path):
 def test_a_compaction_at_the_end_is_no_call(tmp_path):
     rows = [*_rows(), {"type": "context.apply_compaction", "summary": "We listed the files."}]
     result = ingest([_write(tmp_path, rows)], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     assert sum(m.role == "assistant" for m in result.conversations[0].messages) == 2
 
 

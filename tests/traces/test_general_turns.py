@@ -14,7 +14,7 @@ import json
 
 from drafters.traces.ingest import ingest
 
-from .conftest import totals
+from .conftest import codes, totals
 from .test_bad_input import SHAPES
 
 
@@ -28,16 +28,13 @@ def _turns(*msgs):
     return {"conversation": {"turns": [dict(m) for m in msgs]}}
 
 
-def _codes(result):
-    return [e.code for e in result.report.errors]
-
 
 def test_thought_chunks_are_the_reasoning_of_the_answer_they_precede():
     doc = json.loads((SHAPES / "thought_chunks.json").read_text())
     turns = doc["prompt"]["turns"]
     answers = [t for i, t in enumerate(turns) if t["role"] == "model" and not t.get("isThought")]
     result = ingest([SHAPES / "thought_chunks.json"], scrub=False)
-    assert result.report.ok, _codes(result)
+    assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, len(answers), 0) == (1, 3, 0)
     calls = list(result.conversations[0].calls())
     assert [c.completion.text for c in calls] == [a["text"] for a in answers]
@@ -56,7 +53,7 @@ def test_a_thought_with_no_answer_after_it_is_refused(tmp_path):
     doc = _turns({"role": "user", "text": "q"}, {"role": "model", "isThought": True, "text": "hmm"},
                  {"role": "user", "text": "hello?"}, {"role": "model", "text": "a"})
     result = ingest([_write(tmp_path, doc)], scrub=False)
-    assert not result.report.ok and _codes(result) == ["ambiguous_turns"] and not result.conversations
+    assert not result.report.ok and codes(result) == ["ambiguous_turns"] and not result.conversations
 
 
 def test_thought_by_type_and_gemini_thought_parts(tmp_path):
@@ -87,7 +84,7 @@ def test_two_unflagged_answers_in_a_row_are_refused_not_guessed(tmp_path):
     doc = _turns({"role": "user", "text": "q"}, {"role": "assistant", "text": "a"},
                  {"role": "assistant", "text": "b"})
     result = ingest([_write(tmp_path, doc)], scrub=False)
-    assert not result.report.ok and _codes(result) == ["ambiguous_turns"] and not result.conversations
+    assert not result.report.ok and codes(result) == ["ambiguous_turns"] and not result.conversations
 
 
 def test_two_answers_each_with_a_call_of_its_own_are_two_calls(tmp_path):
@@ -96,8 +93,8 @@ def test_two_answers_each_with_a_call_of_its_own_are_two_calls(tmp_path):
         doc = _turns({"role": "user", "text": "q"}, {"role": "assistant", "text": "a", **a},
                      {"role": "assistant", "text": "b", **b})
         result = ingest([_write(tmp_path, doc)], scrub=False)
-        assert result.report.ok and totals(result.conversations) == (1, 2, 0), (a, _codes(result))
+        assert result.report.ok and totals(result.conversations) == (1, 2, 0), (a, codes(result))
     doc = _turns({"role": "user", "text": "q"}, {"role": "assistant", "text": "a", "step_id": 2},
                  {"role": "assistant", "text": "b", "step_id": 2})
     result = ingest([_write(tmp_path, doc)], scrub=False)
-    assert _codes(result) == ["ambiguous_turns"]  # the same step: not two calls, and not known to be one
+    assert codes(result) == ["ambiguous_turns"]  # the same step: not two calls, and not known to be one

@@ -11,13 +11,12 @@ from drafters.traces.ingest import ingest
 from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.model import Message, TextPart
 
+from .conftest import codes
+
 SHAPES = Path(__file__).parent / "fixtures" / "shapes"
 CHAT = SHAPES / "chat_with_system_beside.json"
 PARTS = SHAPES / "parts_tool_results.jsonl"
 
-
-def _codes(result, kind="errors"):
-    return [p.code for p in getattr(result.report, kind)]
 
 
 def _write(tmp_path, name, value) -> str:
@@ -46,7 +45,7 @@ def test_sibling_system_is_added_once_and_a_different_one_is_named():
 def test_openai_chat_reads_the_system_prompt_beside_its_messages():
     result = ingest([str(CHAT)], scrub=False)
     assert result.report.ok, result.report.errors
-    assert _codes(result, "warnings").count("marker_skipped") == 1  # {"role": "end_of_session"} holds nothing
+    assert codes(result, "warnings").count("marker_skipped") == 1  # {"role": "end_of_session"} holds nothing
     (conv,) = result.conversations
     assert conv.source.format == "openai_chat"
     calls = list(conv.calls())
@@ -60,14 +59,14 @@ def test_a_marker_with_data_stays_an_error(tmp_path):
     doc = json.loads(CHAT.read_text())
     doc["messages"][-1]["note"] = "closed by the user"
     result = ingest([_write(tmp_path, "chat.json", doc)], scrub=False)
-    assert not result.report.ok and "not_an_object" in _codes(result)
+    assert not result.report.ok and "not_an_object" in codes(result)
 
 
 def test_a_different_system_prompt_beside_the_list_is_warned_not_dropped(tmp_path):
     doc = json.loads(CHAT.read_text())
     doc["messages"].insert(0, {"role": "system", "content": "You are someone else."})
     result = ingest([_write(tmp_path, "chat.json", doc)], scrub=False)
-    assert "system_prompt_not_read" in _codes(result, "warnings")
+    assert "system_prompt_not_read" in codes(result, "warnings")
     (conv,) = result.conversations
     assert [m.role for m in conv.messages].count("system") == 1
 
@@ -98,7 +97,7 @@ def test_declared_mapping_reads_the_system_prompt_beside_its_list(tmp_path):
                     scrub=False, mapping=mapping_from_dict(declared))
     (conv,) = result.conversations
     assert [m.role for m in conv.messages] == ["system", "user", "assistant"]
-    assert "system_prompt_not_read" in _codes(result, "warnings")
+    assert "system_prompt_not_read" in codes(result, "warnings")
 
 
 def test_tool_results_held_as_message_parts_are_linked_to_their_calls():
@@ -115,7 +114,7 @@ def test_a_tool_result_that_cannot_be_linked_is_not_kept(tmp_path):
                "roles": {"user": "user", "assistant": "assistant", "tool_result": "tool"},
                "content": "message.parts", "tool_result": {"id": "tool_call_id", "content": "kind"}}
     result = ingest([str(PARTS)], scrub=False, mapping=mapping_from_dict(mapping))  # result content points at the wrong key
-    assert "tool_result_not_found" in _codes(result)
+    assert "tool_result_not_found" in codes(result)
     assert result.conversations == []  # never kept with the record's text as the result
 
 
