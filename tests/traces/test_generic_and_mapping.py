@@ -66,6 +66,20 @@ def test_two_message_lists_in_a_record_are_refused_not_guessed():
     assert "$.chosen" in report.errors[0].message and "$.rejected" in report.errors[0].message
 
 
+def test_a_message_outside_the_one_list_read_refuses_the_record(tmp_path):
+    """A map of recorded calls (a hash per call: its input and its output): only the first call's input holds a
+    list with an answer, but its own output and the other call's messages would be lost: refused, not read."""
+    msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello!"},
+            {"role": "user", "content": "bye"}]
+    doc = {"a1": {"input": {"messages": msgs}, "output": {"message": {"role": "assistant", "content": "Bye!"}}},
+           "b2": {"input": {"messages": msgs[:1]}, "output": {"message": {"role": "assistant", "content": "Hello!"}}}}
+    path = tmp_path / "recorded.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False)
+    assert result.conversations == [] and "content_not_mapped" in [p.code for p in result.report.errors]
+    assert any("$.a1.output.message" in p.message for p in result.report.errors)
+
+
 def test_in_house_format_refused_by_shape_then_read_with_its_declared_mapping():
     data = G / "inhouse_support.jsonl"
     assert not ingest([data], scrub=False).report.ok  # unknown speakers, unknown keys: refused

@@ -132,6 +132,22 @@ def find_message_lists(value: Any, path: str = "$", depth: int = 0) -> list[_Fou
     return []
 
 
+def _message_outside(value: Any, skip: str, path: str = "$", depth: int = 0) -> str | None:
+    """The path of the first message (an object with a role in a known spelling) in ``value`` outside the
+    subtree at ``skip``, or None."""
+    if path == skip or depth > MAX_DEPTH:
+        return None
+    if isinstance(value, dict):
+        if path != "$" and _is_message(value):
+            return path
+        items = [(f"{path}.{k}", v) for k, v in value.items() if isinstance(v, (dict, list))]
+    elif isinstance(value, list):
+        items = [(f"{path}[{i}]", v) for i, v in enumerate(value[:1000]) if isinstance(v, (dict, list))]
+    else:
+        return None
+    return next((hit for p, v in items if (hit := _message_outside(v, skip, p, depth + 1)) is not None), None)
+
+
 def message_of(raw: dict, role: str, content_key: str | None) -> Message:
     """One raw message in the common spellings -> a canonical message."""
     parts = block_parts(get(raw, content_key)) if content_key else []
@@ -316,6 +332,12 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
                        "the conversation is not guessed; declare it in a mapping file (--mapping)", source)
         return
     (f,) = found
+    elsewhere = _message_outside(value, f.path)
+    if elsewhere is not None:  # a call's answer beside its input, another entry's messages: never dropped quietly
+        problems.error("content_not_mapped", f"the record holds a message at {elsewhere}, outside the message list "
+                       f"{f.path} read as its conversation: it would be lost; declare where it belongs in a mapping "
+                       "file (--mapping; `tracedraft datasets infer-mapping` writes a first one)", source, elsewhere)
+        return
     tally.paths[f.path] += 1
     tally.role_keys[f.role_key] += 1
     tally.content_keys[f.content_key or "(none)"] += 1
