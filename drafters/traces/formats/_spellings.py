@@ -352,3 +352,45 @@ def role_value(message: Any, key: str) -> str | None:
     if isinstance(value, bool):
         return (flag_roles(key) or {}).get(str(value).lower())
     return role_of(value)
+
+
+#: Variant names under which a serde externally tagged message holds a tool's result (snake case).
+_RESULT_VARIANTS = ("tool", "tool_result", "function_result", "tool_output")
+
+
+def untagged_variants(value: Any, depth: int = 0) -> Any:
+    """``value`` with every list of messages written as externally tagged variants (Rust serde's enums: a
+    one-key object per message, ``{"text": {role, content, tool_calls}}``, ``{"tool": {name, call_id, output}}``;
+    Forge's conversation dumps) replaced by the messages they hold: a variant holding a message is that message,
+    a result variant (``tool``, ``tool_result``, ...) a tool message with its object's keys (the result's text
+    under ``output`` / ``content``, its call under ``call_id``). A list is rewritten only when every item is such a
+    variant and one holds a message (metadata keys beside a variant, such as ``usage``, are not read); anything else
+    is returned as it is."""
+    if depth > 8:
+        return value
+    if isinstance(value, dict):
+        return {k: untagged_variants(v, depth + 1) for k, v in value.items()}
+    if not isinstance(value, list):
+        return value
+    inner = [_variant(v) for v in value]
+    if value and all(i is not None for i in inner) and any(is_message(i[1]) for i in inner if i is not None):
+        out = []
+        for tag, obj in (i for i in inner if i is not None):
+            if is_message(obj):
+                out.append(obj)
+            elif snake(tag) in _RESULT_VARIANTS:  # its text as the content: under output, result, ... if not there
+                text = obj.get("content") if "content" in obj else result_text(first(obj, RESULT_TEXT_KEYS))
+                out.append({**obj, "role": "tool", "content": text})
+            else:
+                return value  # a variant of another kind: not guessed
+        return out
+    return [untagged_variants(v, depth + 1) for v in value[:1000]] + value[1000:]
+
+
+def _variant(item: Any) -> tuple[str, dict] | None:
+    """(tag, object) of an item that is one externally tagged variant: exactly one key holding an object that
+    is a message or named as a result, beside metadata keys holding no message (Forge's ``usage``)."""
+    if not isinstance(item, dict) or is_message(item):
+        return None
+    tagged = [(k, v) for k, v in item.items() if isinstance(v, dict) and (is_message(v) or snake(k) in _RESULT_VARIANTS)]
+    return tagged[0] if len(tagged) == 1 else None

@@ -56,6 +56,7 @@ from drafters.traces.formats._spellings import (
     sibling_system,
     summary_texts,
     system_not_read,
+    untagged_variants,
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import TURN_KEYS, join_turns
@@ -321,6 +322,7 @@ def _by_spellings(records: Iterator[tuple[Source, Any]], filename: str, problems
 
 
 def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally: _Tally) -> Iterator[Conversation]:
+    value = untagged_variants(value)  # messages written as serde enum variants: the messages they hold
     found = find_message_lists(value)
     if not found:
         problems.error("no_messages_found", "no list of messages with roles (and an assistant turn) in this "

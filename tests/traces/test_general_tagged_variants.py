@@ -1,0 +1,43 @@
+"""Messages written as externally tagged variants (issue 30; docs/traces.md, "Messages as tagged variants"):
+Rust serde writes an enum as a one-key object, so a conversation dump may hold ``{"text": {role, content,
+tool_calls}}`` and ``{"tool": {name, call_id, output}}`` items (Forge). The general path reads the message each
+variant holds, a result variant as a tool message (its text under ``output`` when there is no ``content``), and
+leaves a list with a variant of another kind as it is (refused, never guessed).
+
+Fixture ``fixtures/shapes/tagged_variants.json``: hand-made, not a copy of a real file.
+"""
+
+from __future__ import annotations
+
+import json
+
+from drafters.traces.formats._spellings import untagged_variants
+from drafters.traces.ingest import ingest
+from drafters.traces.model import ToolResultPart
+
+from .conftest import codes, totals
+from .test_bad_input import SHAPES
+
+TAGGED = SHAPES / "tagged_variants.json"
+
+
+def test_tagged_variants_are_read_as_the_messages_they_hold():
+    result = ingest([TAGGED], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 1)
+    first, second = result.conversations[0].calls()
+    assert [m.role for m in first.context] == ["system", "user"] and first.completion.text == "Reading it."
+    assert first.completion.tool_calls[0].arguments == {"path": "a.txt"}
+    (res,) = [p for m in second.context for p in m.parts if isinstance(p, ToolResultPart)]
+    assert res.call_id == "t1" and json.loads(res.content) == {"is_error": False, "values": [{"text": "x\ny\n"}]}
+    assert second.completion.text == "It has 2 lines."  # the usage beside the variant is metadata
+
+
+def test_a_variant_of_another_kind_leaves_the_list_as_it_is(tmp_path):
+    doc = json.loads(TAGGED.read_text())
+    doc["context"]["messages"].insert(2, {"image": {"url": "file://a.png"}})
+    assert untagged_variants(doc) == doc  # which message an image variant is would be a guess
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False)
+    assert not result.report.ok and result.conversations == []
