@@ -87,6 +87,11 @@ def test_a_prompt_and_an_answer_as_texts_are_one_call_each(tmp_path):
     calls = [c for conv in result.conversations for c in conv.calls()]
     assert [[m.role for m in c.context] for c in calls] == [["user"]] * 3  # an empty "input" holds nothing
     assert [c.completion.text for c in calls] == ["11.", "tac", "9"]
+    chat = [{"request": "Rename x to y.", "response": "Done: y = 1", "provider": "p", "model": "m2"}]
+    result = ingest([_rows(tmp_path, chat, "chat.json")], scrub=False)  # a chat history's request/response
+    assert result.report.ok and [c.completion.text for c in result.conversations[0].calls()] == ["Done: y = 1"]
+    mixed = rows + chat  # two layouts in one file: the second is not guessed
+    assert not ingest([_rows(tmp_path, mixed, "mixed.json")], scrub=False).report.ok
 
 
 def test_two_prompts_or_a_reference_answer_are_not_read_as_a_call(tmp_path):

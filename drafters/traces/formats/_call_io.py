@@ -18,7 +18,7 @@ OUTPUT_KEYS = ("outputs", "output", "response", "completion", "result", "generat
                "output_messages", "model_output_message", "llm_output", "answer")
 INPUT_KEYS = ("inputs", "input", "request", "prompt", "input_messages", "model_input_messages", "messages")
 #: A call written as two texts: the prompt's keys, and the model's answer's (never ``answer``: an eval's reference).
-TEXT_INPUT_KEYS = ("instruction", "prompt", "question", "query", "input")
+TEXT_INPUT_KEYS = ("instruction", "prompt", "question", "query", "input", "request")
 TEXT_OUTPUT_KEYS = ("output", "response", "completion", "generation")
 
 
