@@ -64,7 +64,7 @@ from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.report import TraceError
 
-ENVELOPES = ("data", "payload", "event", "record", "state", "message", "item", "body", "entry")
+ENVELOPES = ("data", "payload", "event", "record", "state", "message", "item", "body", "entry", "turn")
 GROUP_KEYS = ("session_id", "sessionId", "conversation_id", "conversationId", "thread_id", "threadId", "chat_id",
               "chatId", "trace_id", "traceId", "run_id")
 OBSERVATION_KEYS = ("observation", "observations", "tool_output", "tool_result", "tool_results", "env_output")

@@ -139,8 +139,16 @@ def flag_roles(key: str) -> dict[str, str] | None:
     return {"true": role, "false": "assistant" if role == "user" else "user"}
 
 
+#: Block kinds also read from a ``kind`` key where a block has no ``type`` (Evener's transcripts); ``kind`` holds
+#: other things elsewhere (VS Code chat's ``markdownContent``), so only these.
+_KIND_VALUES = ("text", "thinking", "reasoning", "tool_call", "tool_use", "tool_result", "function_call")
+
+
 def _kind(block: dict) -> str:
-    return snake(str(block.get("type") or ""))  # toolCall, tool-call, tool_call alike
+    kind = snake(str(block.get("type") or ""))  # toolCall, tool-call, tool_call alike
+    if not kind and isinstance(block.get("kind"), str) and snake(block["kind"]) in _KIND_VALUES:
+        kind = snake(block["kind"])
+    return kind
 
 
 def tool_call(block: dict) -> ToolCallPart:
@@ -163,6 +171,8 @@ def block_part(block: Any) -> Any:
         if "type" in inner:
             return block_part(inner)  # a wrapped block: {"message_content": {type, text}}
     kind = _kind(block)
+    if kind and isinstance(block.get(kind), dict) and kind not in ("text",):  # the payload under its kind's key
+        return block_part({**block[kind], "type": kind})  # ({"kind": "tool_call", "tool_call": {id, name, ...}})
     if kind == "" and _untyped_call(block):  # AutoGen FunctionCall: {id, name, arguments}, no type
         return tool_call(block)
     if kind == "" and any(block.get(k) is not None for k in RESULT_ID_KEYS[:4]) and "content" in block:
