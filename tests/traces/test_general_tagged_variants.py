@@ -41,3 +41,22 @@ def test_a_variant_of_another_kind_leaves_the_list_as_it_is(tmp_path):
     path.write_text(json.dumps(doc))
     result = ingest([path], scrub=False)
     assert not result.report.ok and result.conversations == []
+
+
+def test_message_and_marks_pairs_are_read_as_the_messages(tmp_path):
+    """AgentScope's memory: ``[[message, marks], ...]``; a system-role message of tool results is tool input."""
+    pairs = [[{"role": "user", "name": "user", "content": [{"type": "text", "text": "Read a.md"}]}, []],
+             [{"role": "assistant", "name": "Friday", "content": [
+                 {"type": "tool_use", "id": "u1", "name": "read_file", "input": {"path": "a.md"}}]}, ["hint"]],
+             [{"role": "system", "name": "system", "content": [
+                 {"type": "tool_result", "id": "u1", "name": "read_file", "output": [{"type": "text", "text": "# A"}]}]},
+              []],
+             [{"role": "assistant", "name": "Friday", "content": [{"type": "text", "text": "It is a heading."}]}, []]]
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps({"agent": {"memory": {"content": pairs}, "name": "Friday"}}))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 1)
+    second = list(result.conversations[0].calls())[1]
+    assert [m.role for m in second.context] == ["user", "assistant", "tool"]
+    assert second.context[2].parts[0].content == "# A" and second.completion.text == "It is a heading."

@@ -369,19 +369,23 @@ _RESULT_VARIANTS = ("tool", "tool_result", "function_result", "tool_output")
 
 
 def untagged_variants(value: Any, depth: int = 0) -> Any:
-    """``value`` with every list of messages written as externally tagged variants (Rust serde's enums: a
-    one-key object per message, ``{"text": {role, content, tool_calls}}``, ``{"tool": {name, call_id, output}}``;
-    Forge's conversation dumps) replaced by the messages they hold: a variant holding a message is that message,
-    a result variant (``tool``, ``tool_result``, ...) a tool message with its object's keys (the result's text
-    under ``output`` / ``content``, its call under ``call_id``). A list is rewritten only when every item is such a
-    variant and one holds a message (metadata keys beside a variant, such as ``usage``, are not read); anything else
-    is returned as it is."""
+    """``value`` with every list of messages written inside a wrapper per item replaced by the messages:
+    externally tagged variants (Rust serde's enums: a one-key object per message, ``{"text": {role, content,
+    tool_calls}}``, ``{"tool": {name, call_id, output}}``; Forge's conversation dumps), where a variant holding a
+    message is that message and a result variant (``tool``, ``tool_result``, ...) a tool message with its object's
+    keys (the result's text under ``output`` / ``content``, its call under ``call_id``); and ``[message, marks]``
+    pairs (AgentScope's memory: each message beside the list of its marks). A list is rewritten only when every item
+    is such a wrapper and one holds a message (metadata beside a variant, such as ``usage``, and the marks are not
+    read); anything else is returned as it is."""
     if depth > 8:
         return value
     if isinstance(value, dict):
         return {k: untagged_variants(v, depth + 1) for k, v in value.items()}
     if not isinstance(value, list):
         return value
+    if value and all(isinstance(v, list) and len(v) == 2 and is_message(v[0]) and isinstance(v[1], list)
+                     for v in value):
+        return [v[0] for v in value]  # [message, marks] pairs
     inner = [_variant(v) for v in value]
     if value and all(i is not None for i in inner) and any(is_message(i[1]) for i in inner if i is not None):
         out = []

@@ -226,7 +226,8 @@ def sniff(head: str, filename: str) -> bool:
         return False
     first = _reading.first_json_line(head)
     values = _reading.json_lines(head, limit=_shapes.SAMPLE) if isinstance(first, (dict, list)) else []
-    values = [_streams.joined_tree(v)[0] for v in values]  # recorded streams read as the reply they stream
+    # recorded streams read as the reply they stream; messages inside a wrapper per item as the messages
+    values = [untagged_variants(_streams.joined_tree(v)[0]) for v in values]
     if _step_events.is_step_log(values):
         return True
     if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
@@ -240,7 +241,7 @@ def sniff(head: str, filename: str) -> bool:
         return ('"role"' in head or '"from"' in head or re.search(r'"type":\s*"(User|Assistant|System|Human|AI)Message"',
                                                                    head) is not None) \
             and ('"content"' in head or '"value"' in head)  # roles as message classes (AutoGen, LangChain) too
-    value = _streams.joined_tree(value)[0]
+    value = untagged_variants(_streams.joined_tree(value)[0])
     items = value if isinstance(value, list) else [value]
     return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]" if isinstance(value, list) else "$"), v)
                           for i, v in enumerate(items)]) is not None
