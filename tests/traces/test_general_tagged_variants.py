@@ -44,7 +44,8 @@ def test_a_variant_of_another_kind_leaves_the_list_as_it_is(tmp_path):
 
 
 def test_message_and_marks_pairs_are_read_as_the_messages(tmp_path):
-    """AgentScope's memory: ``[[message, marks], ...]``; a system-role message of tool results is tool input."""
+    """AgentScope's memory: ``[[message, marks], ...]``; a system-role message of tool results is tool input; the
+    agent's ``_sys_prompt``, two levels above the list, heads the conversation."""
     pairs = [[{"role": "user", "name": "user", "content": [{"type": "text", "text": "Read a.md"}]}, []],
              [{"role": "assistant", "name": "Friday", "content": [
                  {"type": "tool_use", "id": "u1", "name": "read_file", "input": {"path": "a.md"}}]}, ["hint"]],
@@ -53,10 +54,11 @@ def test_message_and_marks_pairs_are_read_as_the_messages(tmp_path):
               []],
              [{"role": "assistant", "name": "Friday", "content": [{"type": "text", "text": "It is a heading."}]}, []]]
     path = tmp_path / "session.json"
-    path.write_text(json.dumps({"agent": {"memory": {"content": pairs}, "name": "Friday"}}))
+    path.write_text(json.dumps({"agent": {"memory": {"content": pairs}, "name": "Friday", "_sys_prompt": "Be brief."}}))
     result = ingest([path], scrub=False)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 2, 1)
     second = list(result.conversations[0].calls())[1]
-    assert [m.role for m in second.context] == ["user", "assistant", "tool"]
-    assert second.context[2].parts[0].content == "# A" and second.completion.text == "It is a heading."
+    assert [m.role for m in second.context] == ["system", "user", "assistant", "tool"]  # the agent's prompt too
+    assert second.context[0].parts[0].text == "Be brief."
+    assert second.context[3].parts[0].content == "# A" and second.completion.text == "It is a heading."

@@ -274,7 +274,7 @@ def result_parts(raw: dict, text_parts: list) -> list:
 # OpenAI Responses ``instructions``, Gemini ``systemInstruction``, Cohere ``preamble``, agent session files'
 # ``system_prompt`` / ``systemPrompt``): the first of these holding text is the conversation's first system message.
 SYSTEM_KEYS = ("system", "system_prompt", "systemPrompt", "system_message", "systemMessage", "systemInstruction",
-               "system_instruction", "instructions", "preamble")
+               "system_instruction", "instructions", "preamble", "sys_prompt", "_sys_prompt")  # _sys_prompt: AgentScope
 
 
 def system_text(value: Any) -> str | None:

@@ -355,12 +355,26 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
         tally.record_skipped.update(k for k, v in value.items() if k not in used and v not in (None, "", [], {}))
     loc = source.line if source.line is not None else source.record
     conv = conversation_of(f, source, f"{NAME}:{stem}:{loc}", tools, problems, tally)
-    if conv is not None and isinstance(value, dict) and f.path.count(".") == 1:  # a system prompt beside the list
-        prompt, not_read = sibling_system(value, conv.messages)
-        conv.messages[:0] = prompt
-        system_not_read(not_read, source, problems)
+    for holder in _holders(value, f.path) if conv is not None else ():  # a system prompt beside the list, or
+        prompt, not_read = sibling_system(holder, conv.messages)        # on an object holding it (the nearest)
+        if prompt or not_read:
+            conv.messages[:0] = prompt
+            system_not_read(not_read, source, problems)
+            break
     if conv is not None:
         yield conv
+
+
+def _holders(value: Any, path: str) -> list[dict]:
+    """The objects holding the list at ``path`` (``$.agent.memory.content``: the memory, the agent, the record),
+    nearest first; none when a list is on the way (whose prompt an item's list would take is not guessed)."""
+    out, node = [], value
+    for key, index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path)[:-1]:
+        if index or not isinstance(node, dict):
+            return []
+        out.append(node)
+        node = node.get(key)
+    return ([node] if isinstance(node, dict) else []) + out[::-1]
 
 
 def _top(counts: Counter, n: int = 4) -> str:
