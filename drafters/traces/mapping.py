@@ -109,9 +109,9 @@ class Mapping:
     items: str = "messages"  # messages | openai_responses (the list holds Responses API items, not messages)
     tree: dict[str, str] = field(default_factory=dict)  # {parent, children, message, id, current}: a message tree
     label: str | None = None  # the format name in reports (the general path's "generic"); default mapping:NAME
-    # the general path: two unflagged assistant messages with nothing between them are refused (ambiguous_turns)
-    # instead of read as two calls (formats/_turns.py)
-    strict_turns: bool = False
+    # two unflagged assistant messages with nothing between them: separate (two calls), join (one) or refuse
+    # (ambiguous_turns, as the general path reads and infer-mapping writes; formats/_turns.py)
+    adjacent_answers: str = "separate"
 
     def format(self) -> TraceFormat:
         """A ``TraceFormat`` that reads files with this mapping (its sniffer accepts every file)."""
@@ -128,7 +128,8 @@ class Mapping:
         defaults = Mapping("", "$", "", {})
         out: dict[str, Any] = {"name": self.name}
         for key in ("records", "messages", "group", "role", "roles", "content", "reasoning", "tool_calls", "tool_call",
-                    "tool_result", "observation", "response", "prompt", "tools", "id", "unflatten", "items", "tree"):
+                    "tool_result", "observation", "response", "prompt", "tools", "id", "unflatten", "items", "tree",
+                    "adjacent_answers"):
             value = getattr(self, key)
             if value != getattr(defaults, key) or key in ("messages", "role", "roles"):
                 out[key] = value
@@ -429,7 +430,7 @@ class Mapping:
         if handoff is not None:
             messages = cut_at_handoff(messages, handoff, reading.problems, reading.source)
         link_lone_results(messages, raws)
-        messages, why = join_turns(messages, raws[:len(messages)], self.role, strict=self.strict_turns)
+        messages, why = join_turns(messages, raws[:len(messages)], self.role, self.adjacent_answers)
         if why is not None:
             problems.error("ambiguous_turns", f"{why} (docs/traces.md, consecutive assistant messages)", source, where)
             return None

@@ -8,13 +8,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from drafters.traces.formats._turns import ADJACENT_ANSWERS
 from drafters.traces.json_paths import jsonpath
 from drafters.traces.mapping import Mapping
 from drafters.traces.report import TraceError
 
 _ROLES = ("system", "user", "assistant", "tool")
 _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
-         "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten", "items", "tree"}
+         "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten", "items", "tree",
+         "adjacent_answers"}
 _TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
               "observation")
 _RECORDS = ("each", "file", "messages", "lists")
@@ -118,7 +120,7 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
         id=data.get("id"), records=data.get("records") or "each", group=data.get("group"),
         response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}),
         unflatten=bool(data.get("unflatten", False)), items=data.get("items") or "messages",
-        tree=dict(data.get("tree") or {}))
+        tree=dict(data.get("tree") or {}), adjacent_answers=data.get("adjacent_answers") or "separate")
 
 
 def _check_shape_keys(data: dict, bad) -> None:
@@ -135,6 +137,9 @@ def _check_shape_keys(data: dict, bad) -> None:
                 jsonpath({}, path)
             except ValueError as exc:
                 raise bad(key, str(exc)) from exc
+    if data.get("adjacent_answers", "separate") not in ADJACENT_ANSWERS:
+        raise bad("adjacent_answers", f"one of {', '.join(ADJACENT_ANSWERS)} (two assistant messages with nothing "
+                  "between them: two calls, one call, or refused)")
     tree = data.get("tree")
     if tree is not None and not ({"parent", "children"} & set(tree)):
         raise bad("tree", "name the key linking nodes: parent (a node's parent id) and/or children (its children's ids)")

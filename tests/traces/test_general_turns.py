@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from drafters.traces.ingest import ingest
 
 from .conftest import codes, totals
@@ -98,3 +100,38 @@ def test_two_answers_each_with_a_call_of_its_own_are_two_calls(tmp_path):
                  {"role": "assistant", "text": "b", "step_id": 2})
     result = ingest([_write(tmp_path, doc)], scrub=False)
     assert codes(result) == ["ambiguous_turns"]  # the same step: not two calls, and not known to be one
+
+
+def test_a_mapping_says_what_two_answers_in_a_row_are(tmp_path):
+    """The mapping infer-mapping writes refuses them as the general path does; one line declares them."""
+    from drafters.traces.mapping_file import mapping_from_dict, parse_mapping
+    from drafters.traces.report import TraceError
+
+    doc = _turns({"role": "user", "text": "q"}, {"role": "assistant", "text": "a"},
+                 {"role": "assistant", "text": "b"})
+    path = _write(tmp_path, doc)
+    base = {"name": "t", "messages": "$.conversation.turns", "role": "role",
+            "roles": {"user": "user", "assistant": "assistant"}, "content": "text"}
+    expected = {"refuse": None, "join": (1, 1, 0), "separate": (1, 2, 0), None: (1, 2, 0)}  # None: the default
+    for mode, want in expected.items():
+        mapping = mapping_from_dict({**base, **({"adjacent_answers": mode} if mode else {})})
+        result = ingest([path], scrub=False, mapping=mapping)
+        if want is None:
+            assert codes(result) == ["ambiguous_turns"] and "adjacent_answers" in result.report.errors[0].message
+        else:
+            assert result.report.ok and totals(result.conversations) == want, mode
+    joined = ingest([path], scrub=False, mapping=mapping_from_dict({**base, "adjacent_answers": "join"}))
+    assert next(iter(joined.conversations[0].calls())).completion.text == "ab"
+    with pytest.raises(TraceError, match="adjacent_answers") as e:
+        parse_mapping(json.dumps({**base, "adjacent_answers": "guess"}))
+    assert e.value.code == "bad_mapping"
+
+
+def test_infer_mapping_writes_the_general_paths_reading_of_adjacent_answers():
+    from drafters.traces.formats import _shapes
+    from drafters.traces.model import Source
+
+    lines = [{"sid": "s", "role": "user", "content": "q"}, {"sid": "s", "role": "assistant", "content": "a"},
+             {"sid": "s", "role": "assistant", "content": "b"}]
+    shape = _shapes.infer([(Source("generic", "f.jsonl", line=i), v) for i, v in enumerate(lines, 1)])
+    assert shape.mapping.adjacent_answers == "refuse" and shape.mapping.to_dict()["adjacent_answers"] == "refuse"

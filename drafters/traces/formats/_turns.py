@@ -18,7 +18,8 @@ chunks of a streamed reply (``partial: true``). The rule (docs/traces.md, "Conse
   a call of its own (``CALL_EVIDENCE``: a step, response or request id of its own, or its own token usage:
   ATIF agent steps); otherwise whether they are one call written in two records or two calls (the second
   without a new input) is not known, so the general path refuses the conversation (``ambiguous_turns``); a
-  declared mapping (``strict=False``) reads them as two calls, as declared.
+  declared mapping says which (``adjacent_answers``: ``separate``, two calls, its default; ``join``, one call;
+  ``refuse``, as the general path, and as the mapping ``infer-mapping`` writes).
 
 Not a format (no ``FORMAT``).
 """
@@ -105,11 +106,17 @@ def split_at_results(messages: list[Message], raws: list[Any]) -> tuple[list[Mes
     return out, out_raws
 
 
-def join_turns(messages: list[Message], raws: list[Any], role_key: str, strict: bool) -> tuple[list[Message], str | None]:
+#: How two unflagged assistant messages with nothing between them and no call evidence of their own are read.
+ADJACENT_ANSWERS = ("separate", "join", "refuse")
+
+
+def join_turns(messages: list[Message], raws: list[Any], role_key: str,
+               adjacent: str = "separate") -> tuple[list[Message], str | None]:
     """``messages`` with tool results split out of assistant messages (``split_at_results``), thoughts and
-    stream chunks joined to the assistant turn they belong to; the second item is why the turns are not known
-    (then the first is meaningless), else None. ``raws`` parallels ``messages``: the raw message each was read
-    from (None for one that is not: an observation)."""
+    stream chunks joined to the assistant turn they belong to, adjacent answers read as ``adjacent`` says
+    (``ADJACENT_ANSWERS``); the second item is why the turns are not known (then the first is meaningless), else
+    None. ``raws`` parallels ``messages``: the raw message each was read from (None for one that is not: an
+    observation)."""
     messages, raws = split_at_results(messages, raws)
     kinds = [turn_kind(r, role_key) for r in raws]
     last_raw: Any = None
@@ -135,10 +142,17 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str, strict: 
             continue
         if last is not None and last.role == "assistant" and kind in ("thought", "chunk"):
             return out, f"message {i} is flagged as a thought or a chunk after an answer of the model had ended"
-        if last is not None and last.role == "assistant" and strict and not _own_calls(last_raw, raws[i]):
+        if last is not None and last.role == "assistant" and adjacent != "separate" and \
+                not _own_calls(last_raw, raws[i]):
+            if adjacent == "join":  # declared: one answer written as two records
+                last.parts.extend(parts)
+                last.model, last.failed = last.model or m.model, last.failed or m.failed
+                last_raw = raws[i]
+                continue
             return out, (f"messages {i - 1} and {i} are both the assistant's with nothing between them, neither "
                          "flagged as a thought or a chunk of a streamed reply nor each with a step, response id or "
-                         "usage of its own: whether they are one call or two is not known")
+                         "usage of its own: whether they are one call or two is not known (a mapping says which: "
+                         "adjacent_answers: join or separate)")
         out.append(Message("assistant", parts, model=m.model, meta=m.meta, supervised=m.supervised,
                            failed=m.failed))
         last_raw = raws[i]

@@ -211,7 +211,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
         else:
             messages.append(message)
             raws.append(raw)
-    messages, why = join_turns(messages, raws, found.role_key, strict=True)
+    messages, why = join_turns(messages, raws, found.role_key, "refuse")
     if why is not None:
         problems.error("ambiguous_turns", f"{why} (docs/traces.md, consecutive assistant messages); declare the "
                        "reading in a mapping file (--mapping)", source, found.path)
@@ -296,7 +296,7 @@ def _by_mapping(shape: _shapes.Inferred, records: Iterator[tuple[Source, Any]], 
                        f"which the inferred mapping does not read (as {shape.shape}): declare them (tool_calls: KEY) "
                        "in the mapping `tracedraft datasets infer-mapping` writes", Source(NAME, filename))
         return
-    mapping = replace(shape.mapping, label=NAME, strict_turns=True)
+    mapping = replace(shape.mapping, label=NAME)
     yield from mapping.read(records, filename, problems)
     problems.warning("generic_mapping", f"read by the general path as {shape.shape} with the inferred mapping "
                      f"{compact_json(shape.mapping.to_dict())}; message keys not read: "
