@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import psycopg
 import sqlalchemy as sa
 
 from service.settings import Settings, get_settings
@@ -72,10 +73,19 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def is_db_outage(exc: BaseException) -> bool:
     """Whether ``exc`` says the database could not be reached or dropped the connection (SQLAlchemy's
     ``OperationalError``/``InterfaceError``, a DBAPI error that invalidated its connection, a socket
-    error), as opposed to a statement the database refused."""
-    if isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError, ConnectionError)):
-        return True
-    return isinstance(exc, sa.exc.DBAPIError) and bool(exc.connection_invalidated)
+    error), as opposed to a statement the database refused. The exceptions it was raised from count too: a
+    pool's pre-ping that meets a closed socket can raise a ``ProgrammingError`` while restoring the
+    connection's autocommit (psycopg: "connection in transaction status ACTIVE"), masking the outage."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError, ConnectionError,
+                            psycopg.OperationalError, psycopg.InterfaceError)):
+            return True
+        if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def one_line(exc: BaseException) -> str:

@@ -102,6 +102,8 @@ def test_retry_db_waits_out_an_outage_and_gives_up_after_its_limit(monkeypatch):
     assert (job_id, level, kind) == ("job_1", "warning", "message") and "a progress update" in message
     assert data["cause"] == "database_unavailable" and data["error"] == "ConnectionRefusedError: connection refused"
     assert is_db_outage(down) and not is_db_outage(ValueError("x"))
+    assert is_db_outage(_masked_outage())  # a pre-ping's closed socket behind the error restoring autocommit
+    assert not is_db_outage(sa.exc.ProgrammingError("SELECT nope", {}, Exception("syntax error")))
 
     def refused():  # a statement the database refused is no outage: raised at once, no retry
         raise sa.exc.IntegrityError("INSERT", {}, Exception("duplicate key"))
@@ -115,3 +117,21 @@ def test_retry_db_waits_out_an_outage_and_gives_up_after_its_limit(monkeypatch):
 
     with pytest.raises(sa.exc.OperationalError):
         retry_db(always_down, "x", job_id="j", stage=None, make_session=Session, max_s=0.0, sleep=slept.append)
+
+
+def _masked_outage() -> BaseException:
+    """The chain a pool's pre-ping raised during a PostgreSQL restart (seen in a test run): the ping met a
+    closed socket, restoring autocommit then failed, and SQLAlchemy wrapped that second error."""
+    import psycopg
+
+    try:
+        try:
+            raise psycopg.OperationalError("connection socket closed")
+        except psycopg.OperationalError:
+            raise psycopg.ProgrammingError("can't change 'autocommit' now: connection in transaction status ACTIVE")
+    except psycopg.ProgrammingError as inner:
+        try:
+            raise sa.exc.ProgrammingError("SELECT 1", {}, inner) from inner
+        except sa.exc.ProgrammingError as outer:
+            return outer
+
