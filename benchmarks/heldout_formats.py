@@ -10,7 +10,7 @@ Classes: exact (ok, same conversations / calls / tool calls); exact-with-mapping
 exactly); refused-with-code (not ok, no conversation kept, an error code); WRONG (ok, or conversations kept,
 with counts the file does not hold); crash (no JSON report). Prints a Markdown table and the share exact.
 
-Run: ``python benchmarks/heldout_formats.py [SET]`` (SET 1 to 7, default 1; uses .venv/bin/tracedraft, a CLI
+Run: ``python benchmarks/heldout_formats.py [SET]`` (SET 1 to 8, default 1; uses .venv/bin/tracedraft, a CLI
 run or two per file).
 """
 
@@ -118,6 +118,6 @@ def main(held_out_set: int = 1) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("set", nargs="?", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7),
+    parser.add_argument("set", nargs="?", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7, 8),
                         help="which held-out set (default 1)")
     sys.exit(main(parser.parse_args().set))
