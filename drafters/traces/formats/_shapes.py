@@ -56,6 +56,7 @@ from drafters.traces.formats._spellings import (
     role_key,
     role_of,
     role_value,
+    tool_invocation,
 )
 from drafters.traces.formats._turns import TURN_KEYS
 from drafters.traces.handoff import handed_off
@@ -153,8 +154,11 @@ def call_shaped(value: Any) -> bool:
 
 
 def calls_not_read(msgs: list[dict], keys_not_read: list[str]) -> list[str]:
-    """The unread message keys that hold tool calls: reading without them would lose the calls."""
-    return [k for k in keys_not_read if any(call_shaped(m.get(k)) for m in msgs if isinstance(m, dict))]
+    """The unread message keys that hold tool calls (as calls, or as parts holding a call and its result: the AI
+    SDK's ``parts``): reading without them would lose the calls."""
+    def holds_calls(value: Any) -> bool:
+        return call_shaped(value) or isinstance(value, list) and any(tool_invocation(b) for b in value)
+    return [k for k in keys_not_read if any(holds_calls(m.get(k)) for m in msgs if isinstance(m, dict))]
 
 
 def _call_keys(values: list) -> dict[str, str]:

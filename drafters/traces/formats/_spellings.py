@@ -243,7 +243,40 @@ def block_parts(content: Any) -> list:
             isinstance(content.get("content"), (list, str)):
         content = content["content"]  # a whole message given as content ({role, content}): its content
     blocks = content if isinstance(content, list) else [content] if content is not None else []
-    return [p for p in (block_part(b) for b in blocks) if p is not None]
+    out: list = []
+    for b in blocks:
+        invoked = tool_invocation(b)
+        out += invoked if invoked is not None else [p for p in [block_part(b)] if p is not None]
+    return out
+
+
+#: Parts that mark a step's start and hold nothing (the AI SDK's UI messages: ``{"type": "step-start"}``).
+_MARKERS = ("step_start",)
+
+
+def tool_invocation(block: Any) -> list | None:
+    """The parts of a block that holds a tool call and, once run, its result (the AI SDK's UI message parts:
+    v4 ``{"type": "tool-invocation", "toolInvocation": {toolCallId, toolName, args, state, result}}``, v5
+    ``{"type": "tool-NAME" | "dynamic-tool", toolCallId, toolName?, input, state, output}``): ``[call]`` or
+    ``[call, result]`` (the result ends the call, as a result block inside a reply does); ``[]`` for a marker
+    part (``step-start``); None for any other block."""
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        return None
+    kind = block["type"]
+    if snake(kind) in _MARKERS and len(block) == 1:
+        return []
+    inv = block.get("toolInvocation") if kind == "tool-invocation" else \
+        block if (kind.startswith("tool-") or kind == "dynamic-tool") and "toolCallId" in block else None
+    if not isinstance(inv, dict) or not isinstance(inv.get("toolCallId"), str):
+        return None
+    name = inv.get("toolName") or (kind[len("tool-"):] if kind.startswith("tool-") else None)
+    call = ToolCallPart.from_raw(inv["toolCallId"], str(name or ""), first(inv, ("args", "input")))
+    out = first(inv, ("result", "output"))
+    if out is None:
+        return [call]
+    text = result_text(out)
+    return [call, ToolResultPart(inv["toolCallId"], text if text is not None else as_text(out),
+                                 is_error=inv.get("state") == "output-error")]
 
 
 def calls_of(value: Any) -> list[ToolCallPart]:

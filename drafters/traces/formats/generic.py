@@ -66,6 +66,7 @@ from drafters.traces.model import (
     Message,
     ReasoningPart,
     Source,
+    TextPart,
     ToolResultPart,
     UnsupportedPart,
     compact_json,
@@ -150,8 +151,11 @@ def _message_outside(value: Any, skip: str, path: str = "$", depth: int = 0) -> 
 
 
 def message_of(raw: dict, role: str, content_key: str | None) -> Message:
-    """One raw message in the common spellings -> a canonical message."""
-    parts = block_parts(get(raw, content_key)) if content_key else []
+    """One raw message in the common spellings -> a canonical message. A message holding its text under
+    ``content_key`` and a ``parts`` list with more than text (the AI SDK's UI messages: the calls and their
+    results live only in ``parts``) is read from its parts."""
+    richer = _richer_parts(raw, content_key)
+    parts = richer if richer is not None else block_parts(get(raw, content_key)) if content_key else []
     if role == "tool":
         return Message("tool", result_parts(raw, parts))
     if role == "assistant":
@@ -169,8 +173,19 @@ def message_of(raw: dict, role: str, content_key: str | None) -> Message:
     return Message(role, parts)  # type: ignore[arg-type]
 
 
+def _richer_parts(raw: dict, content_key: str | None) -> list | None:
+    """The parts of a message's ``parts`` list when it holds more than text beside the content it would be read
+    from (``message_of``), else None."""
+    if content_key == "parts" or not isinstance(raw.get("parts"), list):
+        return None
+    parts = block_parts(raw["parts"])
+    return parts if any(not isinstance(p, TextPart) for p in parts) else None
+
+
 def _unread(raw: dict, found: _Found) -> list[str]:
     used = {found.role_key.split(".")[0], (found.content_key or "").split(".")[0]} | _READ_KEYS
+    if _richer_parts(raw, found.content_key) is not None:
+        used |= {"parts"}
     if summary_texts(raw) is not None:
         used |= {"summary"}
     return [k for k, v in raw.items() if k not in used and v not in (None, "", [], {})]

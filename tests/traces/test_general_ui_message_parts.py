@@ -1,0 +1,46 @@
+"""UI messages whose tool calls live in ``parts`` beside a text ``content`` (issue 30; docs/traces.md, "Calls in
+UI message parts"): the AI SDK's ``useChat`` messages keep the reply's text in ``content`` and, in ``parts``, each
+tool call with its result (v4 ``tool-invocation`` parts, v5 ``tool-NAME`` parts) between ``step-start`` markers.
+Read from the content alone, the calls were lost while the file was reported ok; the general path reads the parts
+(a result ends its call, as a result block inside a reply does), and the mapping ``infer-mapping`` writes names
+the key it does not read.
+
+Fixture ``fixtures/shapes/ui_message_parts.json``: hand-made, not a copy of a real file.
+"""
+
+from __future__ import annotations
+
+import json
+
+from drafters.traces.formats._shapes import calls_not_read
+from drafters.traces.formats._spellings import tool_invocation
+from drafters.traces.ingest import ingest
+from drafters.traces.model import ToolCallPart, ToolResultPart
+
+from .conftest import codes, totals
+from .test_bad_input import SHAPES
+
+PARTS = SHAPES / "ui_message_parts.json"
+
+
+def test_calls_in_parts_are_read_with_their_results():
+    result = ingest([PARTS], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 4, 2)
+    calls = list(result.conversations[0].calls())
+    assert [c.completion.text for c in calls] == ["", "It is 18 C in Paris.", "", "21 C in Lima."]
+    assert [c.completion.tool_calls[0].arguments for c in calls[::2]] == [{"city": "Paris"}, {"city": "Lima"}]
+    assert calls[2].completion.tool_calls[0].name == "weather"  # v5: the name is in the part's type
+    results = [p for m in calls[3].context for p in m.parts if isinstance(p, ToolResultPart)]
+    assert [(r.call_id, json.loads(r.content) if r.content.startswith("{") else r.content) for r in results] == [
+        ("call_1", {"temp": 18}), ("call_2", "21 C")]
+
+
+def test_tool_invocation_parts_and_the_unread_key_they_make():
+    assert tool_invocation({"type": "step-start"}) == []
+    assert tool_invocation({"type": "text", "text": "x"}) is None
+    pending = tool_invocation({"type": "tool-invocation", "toolInvocation": {"state": "call", "toolCallId": "c",
+                                                                             "toolName": "f", "args": {}}})
+    assert [type(p) for p in pending] == [ToolCallPart]  # not run yet: the call alone
+    msgs = json.loads(PARTS.read_text())
+    assert calls_not_read(msgs, ["parts", "id"]) == ["parts"]  # a mapping reading content alone would lose them
