@@ -44,3 +44,14 @@ def test_tool_invocation_parts_and_the_unread_key_they_make():
     assert [type(p) for p in pending] == [ToolCallPart]  # not run yet: the call alone
     msgs = json.loads(PARTS.read_text())
     assert calls_not_read(msgs, ["parts", "id"]) == ["parts"]  # a mapping reading content alone would lose them
+
+
+def test_calls_under_a_key_no_rule_reads_refuse_the_conversation(tmp_path):
+    msgs = [{"role": "user", "content": "Go."},
+            {"role": "assistant", "content": "On it.", "actions": [{"name": "run", "arguments": {"cmd": "ls"}}]},
+            {"role": "user", "content": "Thanks."}, {"role": "assistant", "content": "Done."}]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"messages": msgs}))
+    result = ingest([path], scrub=False)
+    assert not result.report.ok and result.conversations == []  # never ok with the call lost
+    assert any(p.code == "content_not_mapped" and "actions" in p.message for p in result.report.errors)

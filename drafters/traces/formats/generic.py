@@ -221,6 +221,12 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
             problems.error("content_not_mapped", f"message {i} has no content in a known spelling; its keys "
                            f"{', '.join(sorted(unread)[:8])} were not read", source, f"{found.path}[{i}]")
             return None
+        lost = _shapes.calls_not_read([raw], unread)
+        if lost:  # tool calls under a key no rule reads: the call would be lost, the file reported ok
+            problems.error("content_not_mapped", f"message {i} holds tool calls under {', '.join(lost)}, which the "
+                           "general path does not read: declare them in a mapping file (--mapping; tool_calls: KEY)",
+                           source, f"{found.path}[{i}]")
+            return None
         if role == "tool" and messages and messages[-1].role == "tool":
             messages[-1].parts.extend(message.parts)
         else:
