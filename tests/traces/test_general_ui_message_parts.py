@@ -51,7 +51,7 @@ def test_calls_under_a_key_no_rule_reads_refuse_the_conversation(tmp_path):
             {"role": "assistant", "content": "On it.", "actions": [{"name": "run", "arguments": {"cmd": "ls"}}]},
             {"role": "user", "content": "Thanks."}, {"role": "assistant", "content": "Done."}]
     path = tmp_path / "chat.json"
-    path.write_text(json.dumps({"messages": msgs}))
+    path.write_text(json.dumps({"history": msgs}))  # no chat format claims it: the general path reads it
     result = ingest([path], scrub=False)
     assert not result.report.ok and result.conversations == []  # never ok with the call lost
     assert any(p.code == "content_not_mapped" and "actions" in p.message for p in result.report.errors)
