@@ -413,7 +413,8 @@ def untagged_variants(value: Any, depth: int = 0) -> Any:
     if depth > 8:
         return value
     if isinstance(value, dict):
-        return {k: untagged_variants(v, depth + 1) for k, v in value.items()}
+        new = {k: untagged_variants(v, depth + 1) for k, v in value.items()}
+        return value if all(new[k] is v for k, v in value.items()) else new  # unchanged: the same object
     if not isinstance(value, list):
         return value
     if value and all(isinstance(v, list) and len(v) == 2 and is_message(v[0]) and isinstance(v[1], list)
@@ -431,7 +432,8 @@ def untagged_variants(value: Any, depth: int = 0) -> Any:
             else:
                 return value  # a variant of another kind: not guessed
         return out
-    return [untagged_variants(v, depth + 1) for v in value[:1000]] + value[1000:]
+    head = [untagged_variants(v, depth + 1) for v in value[:1000]]
+    return value if all(a is b for a, b in zip(head, value)) else head + value[1000:]
 
 
 def _variant(item: Any) -> tuple[str, dict] | None:

@@ -150,11 +150,10 @@ def _message_outside(value: Any, skip: str, path: str = "$", depth: int = 0) -> 
     return next((hit for p, v in items if (hit := _message_outside(v, skip, p, depth + 1)) is not None), None)
 
 
-def message_of(raw: dict, role: str, content_key: str | None) -> Message:
+def message_of(raw: dict, role: str, content_key: str | None, richer: list | None = None) -> Message:
     """One raw message in the common spellings -> a canonical message. A message holding its text under
     ``content_key`` and a ``parts`` list with more than text (the AI SDK's UI messages: the calls and their
-    results live only in ``parts``) is read from its parts."""
-    richer = _richer_parts(raw, content_key)
+    results live only in ``parts``; ``richer``, from ``_richer_parts``) is read from its parts."""
     parts = richer if richer is not None else block_parts(get(raw, content_key)) if content_key else []
     if role == "tool":
         return Message("tool", result_parts(raw, parts))
@@ -182,9 +181,9 @@ def _richer_parts(raw: dict, content_key: str | None) -> list | None:
     return parts if any(not isinstance(p, TextPart) for p in parts) else None
 
 
-def _unread(raw: dict, found: _Found) -> list[str]:
+def _unread(raw: dict, found: _Found, parts_read: bool) -> list[str]:
     used = {found.role_key.split(".")[0], (found.content_key or "").split(".")[0]} | _READ_KEYS
-    if _richer_parts(raw, found.content_key) is not None:
+    if parts_read:
         used |= {"parts"}
     if summary_texts(raw) is not None:
         used |= {"summary"}
@@ -198,7 +197,8 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
     raws: list[Any] = []
     for i, raw in enumerate(found.messages):
         role = role_of(get(raw, found.role_key))
-        message = message_of(raw, role, found.content_key)  # type: ignore[arg-type]
+        richer = _richer_parts(raw, found.content_key)
+        message = message_of(raw, role, found.content_key, richer)  # type: ignore[arg-type]
         if role == "assistant" and failed_turn(raw):
             if not message.parts and not message.tool_calls:  # a request that failed before any output
                 problems.warning("failed_turn_skipped", f"message {i} is an assistant message with no content that "
@@ -206,7 +206,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                                  source, f"{found.path}[{i}]")
                 continue
             message.failed = True  # its calls that no tool message answers were never run
-        unread = _unread(raw, found)
+        unread = _unread(raw, found, richer is not None)
         if tally is not None:
             tally.roles[role] += 1
             tally.skipped.update(unread)
