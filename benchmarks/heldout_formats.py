@@ -10,7 +10,7 @@ Classes: exact (ok, same conversations / calls / tool calls); exact-with-mapping
 exactly); refused-with-code (not ok, no conversation kept, an error code); WRONG (ok, or conversations kept,
 with counts the file does not hold); crash (no JSON report). Prints a Markdown table and the share exact.
 
-Run: ``python benchmarks/heldout_formats.py [SET]`` (SET 1 to 8, default 1; uses .venv/bin/tracedraft, a CLI
+Run: ``python benchmarks/heldout_formats.py [SET]`` (SET: a set under benchmarks/data/, default 1; uses .venv/bin/tracedraft, a CLI
 run or two per file).
 """
 
@@ -118,6 +118,7 @@ def main(held_out_set: int = 1) -> int:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    parser.add_argument("set", nargs="?", type=int, default=1, choices=(1, 2, 3, 4, 5, 6, 7, 8),
+    sets = sorted([1] + [int(d.name.rsplit("_", 1)[1]) for d in DATA.parent.glob("heldout_formats_*")])
+    parser.add_argument("set", nargs="?", type=int, default=1, choices=sets,
                         help="which held-out set (default 1)")
     sys.exit(main(parser.parse_args().set))
