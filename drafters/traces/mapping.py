@@ -66,7 +66,7 @@ from drafters.traces.formats._spellings import (
     system_text,
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
-from drafters.traces.formats._turns import join_turns, link_lone_results, split_at_results
+from drafters.traces.formats._turns import join_turns, link_lone_results, split_at_results, warn_joined
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import ITEM_TYPES, items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off, result_list
@@ -430,11 +430,13 @@ class Mapping:
         if handoff is not None:
             messages = cut_at_handoff(messages, handoff, reading.problems, reading.source)
         link_lone_results(messages, raws)
-        messages, why = join_turns(messages, raws[:len(messages)], self.role, self.adjacent_answers)
-        if why is not None:
-            problems.error("ambiguous_turns", f"{why} (docs/traces.md, consecutive assistant messages)", source, where)
+        turns = join_turns(messages, raws[:len(messages)], self.role, self.adjacent_answers)
+        if turns.why is not None:
+            problems.error("ambiguous_turns", f"{turns.why} (docs/traces.md, consecutive assistant messages)", source,
+                           where)
             return None
-        return messages
+        warn_joined(turns, problems, source, where)
+        return turns.messages
 
     def _tools(self, record: Any) -> list:
         tools = jsonpath(record, self.tools) if self.tools else []

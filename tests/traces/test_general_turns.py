@@ -1,8 +1,8 @@
 """Consecutive assistant messages in the general path (issue 30; docs/traces.md, "Consecutive assistant
 messages"): a message flagged as a thought is the reasoning of the answer it precedes, never a call of its
 own; chunks of a streamed reply are one answer; two unflagged assistant messages with nothing between them are
-two calls only when each shows a call of its own (step / response id, usage, another author), else refused
-(``ambiguous_turns``), never guessed.
+two calls only when each shows a call of its own (step / response id, usage, another author), else one call
+written as two records (joined, with an ``adjacent_answers_joined`` warning; a mapping declares otherwise).
 
 Fixture ``fixtures/shapes/thought_chunks.json``: hand-made (a saved prompt whose model turns are written as a
 thought chunk, or two, followed by the reply chunk; a last turn without a thought); not a copy of a real file.
@@ -82,11 +82,19 @@ def test_stream_chunks_are_one_answer(tmp_path):
     assert next(result.conversations[0].calls()).completion.text == "Hello!"
 
 
-def test_two_unflagged_answers_in_a_row_are_refused_not_guessed(tmp_path):
+def test_two_unflagged_answers_in_a_row_are_one_call_and_the_report_says_so(tmp_path):
     doc = _turns({"role": "user", "text": "q"}, {"role": "assistant", "text": "a"},
-                 {"role": "assistant", "text": "b"})
+                 {"role": "assistant", "text": "b", "tool_calls": [{"id": "c1", "function": {
+                     "name": "f", "arguments": "{}"}}]},
+                 {"role": "tool", "tool_call_id": "c1", "text": "r"}, {"role": "assistant", "text": "c"})
     result = ingest([_write(tmp_path, doc)], scrub=False)
-    assert not result.report.ok and codes(result) == ["ambiguous_turns"] and not result.conversations
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 1)
+    first, second = result.conversations[0].calls()
+    assert first.completion.text == "ab" and [p.name for p in first.completion.tool_calls] == ["f"]
+    assert [m.role for m in second.context] == ["user", "assistant", "tool"]
+    (warning,) = [w for w in result.report.warnings if w.code == "adjacent_answers_joined"]
+    assert warning.message.startswith("1 pair(s)") and "adjacent_answers: separate" in warning.message
 
 
 def test_two_answers_each_with_a_call_of_its_own_are_two_calls(tmp_path):
@@ -99,11 +107,11 @@ def test_two_answers_each_with_a_call_of_its_own_are_two_calls(tmp_path):
     doc = _turns({"role": "user", "text": "q"}, {"role": "assistant", "text": "a", "step_id": 2},
                  {"role": "assistant", "text": "b", "step_id": 2})
     result = ingest([_write(tmp_path, doc)], scrub=False)
-    assert codes(result) == ["ambiguous_turns"]  # the same step: not two calls, and not known to be one
+    assert result.report.ok and totals(result.conversations) == (1, 1, 0)  # the same step: one call
 
 
 def test_a_mapping_says_what_two_answers_in_a_row_are(tmp_path):
-    """The mapping infer-mapping writes refuses them as the general path does; one line declares them."""
+    """The mapping infer-mapping writes joins them as the general path does; one line declares otherwise."""
     from drafters.traces.mapping_file import mapping_from_dict, parse_mapping
     from drafters.traces.report import TraceError
 
@@ -134,4 +142,4 @@ def test_infer_mapping_writes_the_general_paths_reading_of_adjacent_answers():
     lines = [{"sid": "s", "role": "user", "content": "q"}, {"sid": "s", "role": "assistant", "content": "a"},
              {"sid": "s", "role": "assistant", "content": "b"}]
     shape = _shapes.infer([(Source("generic", "f.jsonl", line=i), v) for i, v in enumerate(lines, 1)])
-    assert shape.mapping.adjacent_answers == "refuse" and shape.mapping.to_dict()["adjacent_answers"] == "refuse"
+    assert shape.mapping.adjacent_answers == "join" and shape.mapping.to_dict()["adjacent_answers"] == "join"

@@ -279,9 +279,9 @@ def decoded_tree(value: Any, budget: list[int] | None = None) -> Any:
 
 
 def _mapping(name: str, **keys: Any) -> Mapping:
-    """An inferred mapping; adjacent answers without evidence are refused, as the general path reads them, so the
-    mapping ``infer-mapping`` writes reads a file the same way until its user declares them."""
-    keys = {"adjacent_answers": "refuse", **keys}
+    """An inferred mapping; adjacent answers without evidence are joined, as the general path reads them, so the
+    mapping ``infer-mapping`` writes reads a file the same way until its user declares otherwise."""
+    keys = {"adjacent_answers": "join", **keys}
     return mapping_from_dict({"name": name, **{k: v for k, v in keys.items() if v not in (None, {}, "")}}, name)
 
 

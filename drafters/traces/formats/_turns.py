@@ -27,9 +27,18 @@ Not a format (no ``FORMAT``).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
-from drafters.traces.model import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart, compact_json
+from drafters.traces.formats.base import ProblemSink
+from drafters.traces.model import (
+    Message,
+    ReasoningPart,
+    Source,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    compact_json,
+)
 
 THOUGHT_FLAGS = ("isThought", "is_thought", "thought", "isThinking", "is_thinking", "isReasoning", "is_reasoning")
 THOUGHT_TYPES = ("thinking", "reasoning", "thought")
@@ -110,14 +119,22 @@ def split_at_results(messages: list[Message], raws: list[Any]) -> tuple[list[Mes
 ADJACENT_ANSWERS = ("separate", "join", "refuse")
 
 
-def join_turns(messages: list[Message], raws: list[Any], role_key: str,
-               adjacent: str = "separate") -> tuple[list[Message], str | None]:
+class Turns(NamedTuple):
+    """The assistant turns of one message list: ``messages`` as read; ``why`` the turns are not known (then
+    ``messages`` is meaningless), else None; ``joined``, how many adjacent answers were joined under ``join``."""
+
+    messages: list[Message]
+    why: str | None
+    joined: int = 0
+
+
+def join_turns(messages: list[Message], raws: list[Any], role_key: str, adjacent: str = "separate") -> Turns:
     """``messages`` with tool results split out of assistant messages (``split_at_results``), thoughts and
     stream chunks joined to the assistant turn they belong to, adjacent answers read as ``adjacent`` says
-    (``ADJACENT_ANSWERS``); the second item is why the turns are not known (then the first is meaningless), else
-    None. ``raws`` parallels ``messages``: the raw message each was read from (None for one that is not: an
-    observation)."""
+    (``ADJACENT_ANSWERS``). ``raws`` parallels ``messages``: the raw message each was read from (None for one
+    that is not: an observation)."""
     messages, raws = split_at_results(messages, raws)
+    joined = 0
     kinds = [turn_kind(r, role_key) for r in raws]
     last_raw: Any = None
     out: list[Message] = []
@@ -125,7 +142,7 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str,
     for i, (m, kind) in enumerate(zip(messages, kinds)):
         if m.role != "assistant":
             if open_ == "thought":
-                return out, f"message {i - 1} is flagged as a thought, and no answer of the model follows it"
+                return Turns(out, f"message {i - 1} is flagged as a thought, and no answer of the model follows it")
             out.append(m)
             open_ = None
             continue
@@ -138,18 +155,18 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str,
             open_ = kind if kind in ("thought", "chunk") else None
             last_raw = raws[i]
             if open_ == "thought" and any(not isinstance(p, ReasoningPart) for p in last.parts):
-                return out, f"message {i} is flagged as a thought after the answer it would precede had begun"
+                return Turns(out, f"message {i} is flagged as a thought after the answer it would precede had begun")
             continue
         if last is not None and last.role == "assistant" and kind in ("thought", "chunk"):
-            return out, f"message {i} is flagged as a thought or a chunk after an answer of the model had ended"
+            return Turns(out, f"message {i} is flagged as a thought or a chunk after an answer of the model had ended")
         if last is not None and last.role == "assistant" and adjacent != "separate" and \
                 not _own_calls(last_raw, raws[i]):
             if adjacent == "join":  # declared: one answer written as two records
                 last.parts.extend(parts)
                 last.model, last.failed = last.model or m.model, last.failed or m.failed
-                last_raw = raws[i]
+                last_raw, joined = raws[i], joined + 1
                 continue
-            return out, (f"messages {i - 1} and {i} are both the assistant's with nothing between them, neither "
+            return Turns(out, f"messages {i - 1} and {i} are both the assistant's with nothing between them, neither "
                          "flagged as a thought or a chunk of a streamed reply nor each with a step, response id or "
                          "usage of its own: whether they are one call or two is not known (a mapping says which: "
                          "adjacent_answers: join or separate)")
@@ -158,8 +175,18 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str,
         last_raw = raws[i]
         open_ = kind if kind in ("thought", "chunk") else None
     if open_ == "thought":
-        return out, f"message {len(messages) - 1} is flagged as a thought, and no answer of the model follows it"
-    return out, None
+        return Turns(out, f"message {len(messages) - 1} is flagged as a thought, and no answer of the model follows it")
+    return Turns(out, None, joined)
+
+
+def warn_joined(turns: Turns, problems: ProblemSink, source: Source, where: str | None) -> None:
+    """The ``adjacent_answers_joined`` warning for a reading that joined adjacent answers (none when it did not):
+    the count, and the mapping line that reads them as calls of their own instead."""
+    if turns.joined:
+        problems.warning("adjacent_answers_joined", f"{turns.joined} pair(s) of assistant messages with nothing "
+                         "between them and no call id or usage of their own were read as one call each; if each is "
+                         "a call of its own, declare `adjacent_answers: separate` in a mapping file (--mapping; "
+                         "docs/traces.md, consecutive assistant messages)", source, where)
 
 
 def link_lone_results(messages: list[Message], raws: list[Any]) -> None:

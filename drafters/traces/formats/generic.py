@@ -59,7 +59,7 @@ from drafters.traces.formats._spellings import (
     untagged_variants,
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
-from drafters.traces.formats._turns import TURN_KEYS, join_turns
+from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -232,11 +232,13 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
         else:
             messages.append(message)
             raws.append(raw)
-    messages, why = join_turns(messages, raws, found.role_key, "refuse")
-    if why is not None:
-        problems.error("ambiguous_turns", f"{why} (docs/traces.md, consecutive assistant messages); declare the "
-                       "reading in a mapping file (--mapping)", source, found.path)
+    turns = join_turns(messages, raws, found.role_key, "join")
+    if turns.why is not None:
+        problems.error("ambiguous_turns", f"{turns.why} (docs/traces.md, consecutive assistant messages); declare "
+                       "the reading in a mapping file (--mapping)", source, found.path)
         return None
+    warn_joined(turns, problems, source, found.path)
+    messages = turns.messages
     return Conversation(id=conv_id, source=source, tools=tool_defs(tools), messages=messages)
 
 
