@@ -258,13 +258,15 @@ def tool_invocation(block: Any) -> list | None:
     """The parts of a block that holds a tool call and, once run, its result (the AI SDK's UI message parts:
     v4 ``{"type": "tool-invocation", "toolInvocation": {toolCallId, toolName, args, state, result}}``, v5
     ``{"type": "tool-NAME" | "dynamic-tool", toolCallId, toolName?, input, state, output}``): ``[call]`` or
-    ``[call, result]`` (the result ends the call, as a result block inside a reply does); ``[]`` for a marker
-    part (``step-start``); None for any other block."""
+    ``[call, result]`` (the result ends the call, as a result block inside a reply does); OpenCode's ``tool``
+    parts alike (``_tool_with_state``); ``[]`` for a marker part (``step-start``); None for any other block."""
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
         return None
     kind = block["type"]
     if snake(kind) in _MARKERS and len(block) == 1:
         return []
+    if kind == "tool" and isinstance(block.get("state"), dict):
+        return _tool_with_state(block, block["state"])
     inv = block.get("toolInvocation") if kind == "tool-invocation" else \
         block if (kind.startswith("tool-") or kind == "dynamic-tool") and "toolCallId" in block else None
     if not isinstance(inv, dict) or not isinstance(inv.get("toolCallId"), str):
@@ -277,6 +279,25 @@ def tool_invocation(block: Any) -> list | None:
     text = result_text(out)
     return [call, ToolResultPart(inv["toolCallId"], text if text is not None else as_text(out),
                                  is_error=inv.get("state") == "output-error")]
+
+
+def _tool_with_state(block: dict, state: dict) -> list | None:
+    """OpenCode's ``tool`` part: ``{type: tool, id | callID, name | tool, state: {status, input, output}}``, the
+    call and, once the status is completed or error, its result (``output``; v2 keeps a file's text under
+    ``structured`` beside an empty ``content`` list). None when it holds no call id or no input."""
+    call_id, name = first(block, ("callID", "toolCallId", "id")), first(block, ("tool", "name", "toolName"))
+    if not isinstance(call_id, str) or "input" not in state:
+        return None
+    call = ToolCallPart.from_raw(call_id, str(name or ""), state["input"])
+    if state.get("status") not in ("completed", "error"):
+        return [call]
+    structured = state.get("structured")
+    out = next((v for v in (state.get("output"), state.get("result"), state.get("error"), state.get("content"),
+                            first(structured, ("content", "text")) if isinstance(structured, dict) else None,
+                            structured) if v not in (None, "", [], {})), "")
+    text = result_text(out)
+    return [call, ToolResultPart(call_id, text if text is not None else as_text(out),
+                                 is_error=state.get("status") == "error")]
 
 
 def calls_of(value: Any) -> list[ToolCallPart]:

@@ -181,8 +181,18 @@ def _richer_parts(raw: dict, content_key: str | None) -> list | None:
     return parts if any(not isinstance(p, TextPart) for p in parts) else None
 
 
-def _unread(raw: dict, found: _Found, parts_read: bool) -> list[str]:
-    used = {found.role_key.split(".")[0], (found.content_key or "").split(".")[0]} | _READ_KEYS
+def _content_key(raw: dict, key: str | None) -> str | None:
+    """The content key of one message: the list's (``key``), or where a message lacks it another spelling beside
+    it (OpenCode rows: a user's ``data.text``, an assistant's ``data.content``; a text beside parts)."""
+    if key is None or get(raw, key) is not None:
+        return key
+    parent = key.rpartition(".")[0]
+    spellings = [f"{parent}.{k}" if parent else k for k in CONTENT_KEYS]
+    return next((k for k in spellings if isinstance(get(raw, k), (str, list))), key)
+
+
+def _unread(raw: dict, found: _Found, parts_read: bool, content_key: str | None) -> list[str]:
+    used = {found.role_key.split(".")[0], (content_key or "").split(".")[0]} | _READ_KEYS
     if parts_read:
         used |= {"parts"}
     if summary_texts(raw) is not None:
@@ -197,8 +207,9 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
     raws: list[Any] = []
     for i, raw in enumerate(found.messages):
         role = role_of(get(raw, found.role_key))
-        richer = _richer_parts(raw, found.content_key)
-        message = message_of(raw, role, found.content_key, richer)  # type: ignore[arg-type]
+        content_key = _content_key(raw, found.content_key)
+        richer = _richer_parts(raw, content_key)
+        message = message_of(raw, role, content_key, richer)  # type: ignore[arg-type]
         if role == "assistant" and failed_turn(raw):
             if not message.parts and not message.tool_calls:  # a request that failed before any output
                 problems.warning("failed_turn_skipped", f"message {i} is an assistant message with no content that "
@@ -206,7 +217,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                                  source, f"{found.path}[{i}]")
                 continue
             message.failed = True  # its calls that no tool message answers were never run
-        unread = _unread(raw, found, richer is not None)
+        unread = _unread(raw, found, richer is not None, content_key)
         if tally is not None:
             tally.roles[role] += 1
             tally.skipped.update(unread)

@@ -110,7 +110,8 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
     Tool (and legacy ``function``) messages become one ToolResultPart. An assistant message gets one
     ``UnsupportedPart`` (kind ``key:NAME``) per non-standard key holding what would be lost: any data when
     it has no content, reasoning, refusal or calls; a list of call-shaped objects (calls under
-    ``invocations``, say) when it has. Ingestion then refuses the conversation with ``unknown_content``
+    ``invocations``, say) when it has; a user or system message with no content, likewise (its text under
+    ``text``, say). Ingestion then refuses the conversation with ``unknown_content``
     instead of reading an empty turn or dropping calls (docs/traces.md, the silent-loss rule).
     """
     role = _ROLE_MAP.get(msg.get("role"))  # type: ignore[arg-type]
@@ -148,7 +149,7 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         fc = msg.get("function_call")
         if isinstance(fc, dict):
             parts.append(ToolCallPart.from_raw(None, str(fc.get("name", "")), fc.get("arguments")))
-    if role == "assistant":
+    if role == "assistant" or not parts:  # a user / system turn with no content: its text is elsewhere
         for key in _unread_keys(msg, bool(parts)):
             parts.append(UnsupportedPart(f"key:{key}"))  # an unknown kind: ingestion says unknown_content
     msg_model = msg.get("model") if isinstance(msg.get("model"), str) else None
