@@ -70,7 +70,7 @@ from drafters.traces.formats._turns import join_turns, link_lone_results, split_
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import ITEM_TYPES, items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off, result_list
-from drafters.traces.json_paths import decoded, jsonpath, unflatten
+from drafters.traces.json_paths import child_path, decoded, jsonpath, unflatten
 from drafters.traces.mapping_reading import ABSENT, PathUse, Reading
 from drafters.traces.mapping_tree import TreeBroken, TreeReading, tree_links, tree_nodes
 from drafters.traces.model import (
@@ -100,7 +100,8 @@ class Mapping:
     tool_result: dict[str, str] = field(default_factory=lambda: {"id": "tool_call_id", "content": "content"})
     tools: str | None = None
     id: str | None = None
-    records: str = "each"  # each | file | messages (see the module docstring)
+    records: str = "each"  # each | file | messages | lists (see the module docstring)
+    lists: str = "$"  # records: lists: JSONPath of the object whose lists hold the records ({"results": {...}})
     group: str | None = None  # records: messages: a JSONPath whose value starts a new conversation when it changes
     response: str | None = None  # JSONPath of a call's output beside its input messages
     observation: str | None = None  # key of an agent step (assistant message) holding its tool calls' result
@@ -127,7 +128,7 @@ class Mapping:
         """The mapping as a mapping file's content (``mapping_from_dict`` inverts it); defaults left out."""
         defaults = Mapping("", "$", "", {})
         out: dict[str, Any] = {"name": self.name}
-        for key in ("records", "messages", "group", "role", "roles", "content", "reasoning", "tool_calls", "tool_call",
+        for key in ("records", "lists", "messages", "group", "role", "roles", "content", "reasoning", "tool_calls", "tool_call",
                     "tool_result", "observation", "response", "prompt", "tools", "id", "unflatten", "items", "tree",
                     "adjacent_answers"):
             value = getattr(self, key)
@@ -317,12 +318,15 @@ class Mapping:
             context = [*context, message]
 
     def _batch_items(self, records: Iterator[tuple[Source, Any]]) -> Iterator[tuple[Source, Any]]:
-        """``records: lists``: the document is an object of lists whose items are the records (a batch upload,
-        LangSmith's ``{"post": [runs], "patch": [runs]}``); a value that is not a list is not read."""
+        """``records: lists``: the document (or the object at ``lists`` in it: an eval export's ``results``) is
+        an object of lists whose items are the records (a batch upload, LangSmith's ``{"post": [runs], "patch":
+        [runs]}``); a value that is not a list is not read."""
         for source, doc in records:
-            for key, items in (doc.items() if isinstance(doc, dict) else []):
+            found = jsonpath(doc, self.lists) if isinstance(doc, (dict, list)) else []
+            holder = found[0][1] if found else None
+            for key, items in (holder.items() if isinstance(holder, dict) else []):
                 for i, item in enumerate(items if isinstance(items, list) else []):
-                    yield replace(source, record=f"$.{key}[{i}]", line=None), item
+                    yield replace(source, record=f"{child_path(self.lists, key)}[{i}]", line=None), item
 
     def _message_records(self, records: Iterator[tuple[Source, Any]], filename: str, fmt: str, problems: ProblemSink,
                          uses: tuple[PathUse | None, PathUse]) -> Iterator[Conversation]:

@@ -16,9 +16,9 @@ from drafters.traces.report import TraceError
 _ROLES = ("system", "user", "assistant", "tool")
 _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
          "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten", "items", "tree",
-         "adjacent_answers"}
+         "adjacent_answers", "lists"}
 _TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
-              "observation")
+              "observation", "lists")
 _RECORDS = ("each", "file", "messages", "lists")
 _ITEMS = ("messages", "openai_responses")
 _SUB_KEYS = {"tool_call": {"id", "name", "arguments"}, "tool_result": {"id", "content"}, "prompt": {"system", "user"},
@@ -117,7 +117,8 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
         roles={str(k).lower() if isinstance(k, bool) else str(k): v for k, v in roles.items()}, content=data.get("content"), reasoning=data.get("reasoning"),
         tool_calls=data.get("tool_calls"), tool_call={**defaults.tool_call, **(data.get("tool_call") or {})},
         tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
-        id=data.get("id"), records=data.get("records") or "each", group=data.get("group"),
+        id=data.get("id"), records=data.get("records") or "each", lists=data.get("lists") or "$",
+        group=data.get("group"),
         response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}),
         unflatten=bool(data.get("unflatten", False)), items=data.get("items") or "messages",
         tree=dict(data.get("tree") or {}), adjacent_answers=data.get("adjacent_answers") or "separate")
@@ -128,9 +129,11 @@ def _check_shape_keys(data: dict, bad) -> None:
     ``response``, ``prompt``, ``unflatten``, ``items``); ``bad(field, why)`` makes the ``bad_mapping`` error."""
     if data.get("records", "each") not in _RECORDS:
         raise bad("records", f"one of {', '.join(_RECORDS)}")
+    if data.get("lists") and data.get("records") != "lists":
+        raise bad("lists", "only with records: lists (it says where the object of lists of records is)")
     if data.get("group") and data.get("records") != "messages":
         raise bad("group", "only with records: messages (it says which message records form one conversation)")
-    for key in ("group", "response", *(f"prompt.{k}" for k in data.get("prompt") or {})):
+    for key in ("group", "response", "lists", *(f"prompt.{k}" for k in data.get("prompt") or {})):
         path = data.get("prompt", {}).get(key.split(".", 1)[1]) if key.startswith("prompt.") else data.get(key)
         if path is not None:
             try:

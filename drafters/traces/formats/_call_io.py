@@ -76,10 +76,41 @@ def text_pair(record: dict) -> tuple[str, str] | None:
     TEXT_OUTPUT_KEYS at its top level; None otherwise (two prompts, Alpaca's ``instruction`` with a non-empty
     ``input``, cannot be one user message without a rule the general path does not guess). A reference
     ``answer`` (an eval's ``question``/``answer``) is never the model's output."""
-    def texts(keys: tuple[str, ...]) -> list[str]:
-        return [k for k in keys if isinstance(record.get(k), str) and record[k].strip() and not _looks_encoded(record[k])]
-    ins, outs = texts(TEXT_INPUT_KEYS), texts(TEXT_OUTPUT_KEYS)
-    return (f"$.{ins[0]}", f"$.{outs[0]}") if len(ins) == 1 and len(outs) == 1 else None
+    ins, outs = _texts(record, TEXT_INPUT_KEYS), _texts(record, TEXT_OUTPUT_KEYS)
+    if not ins and not outs:  # each held one level down: {request: {prompt}, result: {completions: [{text}]}}
+        ins = [p for k in TEXT_INPUT_KEYS if isinstance(record.get(k), dict)
+               for p in _held_text(record[k], f"$.{k}", PROMPT_TEXT_KEYS)]
+        outs = [p for k in TEXT_OUTPUT_KEYS + ("result",) if isinstance(record.get(k), dict)
+                for p in _held_text(record[k], f"$.{k}", ANSWER_TEXT_KEYS)]
+    return (ins[0], outs[0]) if len(ins) == 1 and len(outs) == 1 else None
+
+
+#: Inside a prompt object (promptfoo's ``prompt: {raw, label}``, HELM's ``request: {prompt, model, ...}``), the
+#: keys of its text; inside an answer object (``response: {output}``, ``result: {completions: [{text}]}``), its.
+PROMPT_TEXT_KEYS = ("raw", "prompt", "text", "content")
+ANSWER_TEXT_KEYS = ("output", "text", "content", "completion")
+
+
+def _texts(record: dict, keys: tuple[str, ...]) -> list[str]:
+    return [f"$.{k}" for k in keys if isinstance(record.get(k), str) and record[k].strip()
+            and not _looks_encoded(record[k])]
+
+
+def _held_text(value: dict, path: str, keys: tuple[str, ...]) -> list[str]:
+    """The one text an object holds for a prompt or an answer (``keys``; an answer also as the one entry of a
+    ``completions`` / ``choices`` list), when it holds no message and no tool call: [] when it holds none or
+    several (a template beside its rendering is not guessed)."""
+    if is_message(value) or any(("tool" in str(k).lower() or "function" in str(k).lower()) and v not in
+                                (None, "", [], {}) for k, v in value.items()):
+        return []
+    found = [f"{path}.{k[2:]}" for k in _texts(value, keys)]
+    if keys is ANSWER_TEXT_KEYS:
+        for k in ("completions", "choices"):
+            items = value.get(k)
+            if isinstance(items, list) and len(items) == 1 and isinstance(items[0], dict) and \
+                    isinstance(items[0].get("text"), str):
+                found.append(f"{path}.{k}[0].text")
+    return found if len(found) == 1 else []
 
 
 def _text_outputs(record: dict, path: str = "$", depth: int = 0) -> list[str]:

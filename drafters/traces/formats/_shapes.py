@@ -185,15 +185,16 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
     if not values:
         return None
     array_doc = records[0][0].record == "$[0]"
-    batch = _batch(values) if len(values) == 1 else None
+    batch = _batch_at(values[0]) if len(values) == 1 else None
     if batch:  # an object of lists of records (a batch upload): the shape of the lists' items
+        lists, items = batch
         for shape in (_responses_items, _request_response, _steps):
             try:
-                got = shape(batch, False, name)
+                got = shape(items, False, name)
             except (ValueError, TraceError):
                 continue
             if isinstance(got, Inferred):
-                return replace(got, mapping=replace(got.mapping, records="lists"))
+                return replace(got, mapping=replace(got.mapping, records="lists", lists=lists))
     for shape in (_run_state, _responses_items, _request_response, _steps, _tree, _message_lines, _file_list,
                   _record_lists):
         try:
@@ -219,6 +220,18 @@ def copied_context(records: list[tuple[Any, Any]], shape: Inferred) -> int:
             n += sum(1 for m in (msgs if isinstance(msgs, list) else []) if isinstance(m, dict) and
                      any(m.get(k) is True for k in COPIED_KEYS))
     return n
+
+
+def _batch_at(doc: Any) -> tuple[str, list] | None:
+    """(path, records) of a batch document (``_batch``): the document itself, or the one object value of a
+    document without lists of its own (an eval export's ``{"evalId", "results": {"prompts": [...], "results":
+    [...]}, "config": {...}}``)."""
+    records = _batch([doc])
+    if records is not None or not isinstance(doc, dict) or any(isinstance(v, list) for v in doc.values()):
+        return ("$", records) if records is not None else None
+    inner = [(k, _batch([v])) for k, v in doc.items() if isinstance(v, dict)]
+    found = [(child_path("$", k), r) for k, r in inner if r is not None]
+    return found[0] if len(found) == 1 else None
 
 
 def _batch(values: list) -> list | None:

@@ -1,0 +1,75 @@
+"""Evaluation exports read by the general path (issue 30; docs/traces.md, "A prompt and an answer as two
+texts"): a call's prompt and answer each held one level down in an object (HELM's request states:
+``request: {prompt, model, ...}`` beside ``result: {completions: [{text}]}``; promptfoo's results: ``prompt:
+{raw, label}`` beside ``response: {output}``), and the lists of records one object down (``{"results":
+{"prompts": [...], "results": [...]}}``). Documents are hand-made in those layouts, not copies of real files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drafters.traces.ingest import ingest
+from drafters.traces.mapping_file import parse_mapping
+from drafters.traces.report import TraceError
+
+from .conftest import codes, inferred_mapping_totals, totals
+
+
+def _state(prompt, *answers):
+    return {"instance": {"input": {"text": prompt[-5:]}, "references": [{"output": {"text": "ref"}}], "id": "i"},
+            "request": {"model": "m", "prompt": prompt, "temperature": 0.0, "max_tokens": 1},
+            "result": {"success": True, "completions": [{"text": a, "logprob": 0.0} for a in answers],
+                       "cached": True}}
+
+
+def _write(tmp_path, doc, name="doc.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_request_states_with_the_prompt_and_the_completion_one_level_down(tmp_path):
+    doc = {"adapter_spec": {"method": "generation", "instructions": "Answer."},
+           "request_states": [_state("Q1: 2+2? A:", "4"), _state("Q2: 3+3? A:", "6")]}
+    path = _write(tmp_path, doc)
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (2, 2, 0)
+    calls = [c for conv in result.conversations for c in conv.calls()]
+    assert [(c.context[0].role, c.context[0].text, c.completion.text) for c in calls] == [
+        ("user", "Q1: 2+2? A:", "4"), ("user", "Q2: 3+3? A:", "6")]
+    assert inferred_mapping_totals(path, "request_response", tmp_path) == (2, 2, 0)
+
+
+def test_several_completions_of_one_request_are_not_guessed(tmp_path):
+    doc = {"request_states": [_state("Q1", "a", "b")]}
+    result = ingest([_write(tmp_path, doc)], scrub=False)
+    assert not result.report.ok and not result.conversations
+
+
+def test_results_whose_lists_sit_one_object_down(tmp_path):
+    rows = [{"prompt": {"raw": f"Solve: riddle {i}", "label": "Solve: {{riddle}}"}, "promptIdx": 0,
+             "response": {"output": f"answer {i}", "tokenUsage": {"total": 3}}, "score": 1,
+             "testCase": {"vars": {"riddle": f"riddle {i}"}}} for i in range(3)]
+    doc = {"evalId": "eval-1", "results": {"version": 3, "prompts": [{"raw": "Solve: {{riddle}}", "label": "t"}],
+                                           "results": rows}, "config": {"providers": ["p"]}}
+    path = _write(tmp_path, doc)
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 3, 0)
+    calls = [c for conv in result.conversations for c in conv.calls()]
+    assert [(c.context[0].text, c.completion.text) for c in calls][0] == ("Solve: riddle 0", "answer 0")
+    assert "records_not_calls" in codes(result, "warnings")  # the prompt template: no call
+    assert inferred_mapping_totals(path, "request_response", tmp_path) == (3, 3, 0)
+
+
+def test_a_mapping_names_where_the_lists_are():
+    base = {"name": "t", "messages": "$.prompt.raw", "role": "role", "roles": {"user": "user"},
+            "content": "content", "response": "$.response.output"}
+    mapping = parse_mapping(json.dumps({**base, "records": "lists", "lists": "$.results"}))
+    assert mapping.lists == "$.results" and mapping.to_dict()["lists"] == "$.results"
+    with pytest.raises(TraceError, match="lists") as e:
+        parse_mapping(json.dumps({**base, "lists": "$.results"}))  # without records: lists
+    assert e.value.code == "bad_mapping"
