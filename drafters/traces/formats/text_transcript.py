@@ -1,0 +1,203 @@
+"""The general path for text: a chat saved as text or markdown, each message opened by a role-marker line.
+
+Chat front-ends that keep a conversation as a file (editor plugins, CLI chat tools, exported notes) write it as
+text: a line naming the speaker, then the message, in one decoration the file uses throughout:
+``# === USER ===`` / ``# === ASSISTANT ===``, ``## User`` / ``## Assistant``, ``**Human:**`` / ``**AI:**``,
+``<user>`` / ``<assistant>``. No module knows the file; this reader finds the decoration by itself
+(docs/traces.md, "Text transcripts"):
+
+- a marker line is a short line made of a role label (``ROLE_LABELS``: user, human, prompt, assistant, ai, model,
+  response, system, developer, ...) and decoration only (``#``, ``=``, ``*``, ``_``, ``-``, ``:``, ``<>``,
+  ``[]``); the markers are the lines of one decoration (the text around the label) that labels both a user and
+  an assistant message at least once; a line of that decoration whose label is no role (``### Summary`` inside
+  a reply) or another label of a role than the one the file uses most for it (a reply's ``## Answer`` where the
+  file writes ``## Assistant``) is text, and so is every line inside a fenced code block (an example transcript
+  in a reply);
+- two decorations that both qualify are not guessed: the file is refused (``ambiguous_shape``);
+- a marker that labels a tool message (``## Tool``) is refused (``content_not_mapped``): a result whose call the
+  text does not record as a structured call cannot be paired;
+- front matter (``+++ ... +++``, ``--- ... ---`` at the start: settings) is not a message; text before the first
+  marker is the user's message when that marker is the assistant's (a file that begins with the prompt, its
+  first header the reply's: ``leading_text_read_as_user``), else the file's heading (``preamble_not_read``);
+- a message with no text (the empty prompt a chat file ends with, for the next turn) is no message; messages of
+  one role in a row are one message (two assistant messages: one call, ``adjacent_answers_joined``).
+
+One file is one conversation; every assistant message is a call whose context is everything before it. Text
+transcripts record no structured tool calls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO
+
+from drafters.traces.formats._reading import count, src
+from drafters.traces.formats._records import guard_file
+from drafters.traces.formats._turns import join_turns, warn_joined
+from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.model import Conversation, Message, TextPart
+
+NAME = "text_transcript"
+
+#: A marker's label (lower case, spaces collapsed) -> the role it opens.
+ROLE_LABELS = {
+    **dict.fromkeys(("user", "human", "you", "me", "prompt", "question", "query", "user input", "user message",
+                     "user prompt", "user query"), "user"),
+    **dict.fromkeys(("assistant", "ai", "bot", "model", "response", "answer", "reply", "assistant response",
+                     "assistant message", "ai response", "model response", "chatbot"), "assistant"),
+    **dict.fromkeys(("system", "system prompt", "system message", "developer", "instructions"), "system"),
+    **dict.fromkeys(("tool", "tool result", "tool output", "tool response", "function", "observation"), "tool"),
+}
+_MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z ]{0,24}?)\s*(?P<post>[=*_:>\]\s-]*)$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_FRONT = ("+++", "---")
+MAX_MARKER = 48  # characters of a marker line: a longer line is text
+MAX_FRONT = 60  # lines of front matter
+
+
+@dataclass(frozen=True)
+class Marker:
+    """A marker line: 0-based line index, the decoration (``pre``, ``post``), its label and the role it opens."""
+
+    index: int
+    decoration: tuple[str, str]
+    label: str
+    role: str
+
+
+def _marker(line: str, index: int) -> Marker | None:
+    text = line.strip()
+    if not text or len(text) > MAX_MARKER or text.startswith("</"):
+        return None
+    m = _MARKER.match(text)
+    if m is None or not (m["pre"].strip() or m["post"].strip()):
+        return None  # an undecorated word alone on a line is text
+    label = " ".join(m["label"].lower().split())
+    role = ROLE_LABELS.get(label)
+    return Marker(index, (" ".join(m["pre"].split()), " ".join(m["post"].split())), label, role) if role else None
+
+
+_SETTING = re.compile(r"^\s*([\w.-]+\s*[=:]|#|$)")  # a front-matter line: key = value, key: value, a comment
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """The index of the first line after front matter at the file's start (0 when there is none): a ``+++`` or
+    ``---`` line, settings lines only, and the same line again within ``MAX_FRONT`` lines."""
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None or lines[first].strip() not in _FRONT:
+        return 0
+    fence = lines[first].strip()
+    for i in range(first + 1, min(len(lines), first + 1 + MAX_FRONT)):
+        if lines[i].strip() == fence:
+            return i + 1
+        if not _SETTING.match(lines[i]) and not lines[i].startswith((" ", "\t", "-")):
+            return 0  # prose: a horizontal rule, not front matter
+    return 0
+
+
+def find_markers(lines: list[str], start: int = 0) -> list[Marker] | list[tuple[str, str]]:
+    """The marker lines of the one decoration that labels a user and an assistant message, or, where two
+    decorations do, those decorations (a list of ``(pre, post)``); [] where none does."""
+    found, fenced = [], False
+    for i in range(start, len(lines)):
+        if _FENCE.match(lines[i]):
+            fenced = not fenced
+            continue
+        marker = None if fenced else _marker(lines[i], i)
+        if marker is not None:
+            found.append(marker)
+    roles: dict[tuple[str, str], set[str]] = {}
+    for m in found:
+        roles.setdefault(m.decoration, set()).add(m.role)
+    fit = [d for d, r in roles.items() if {"user", "assistant"} <= r]
+    if len(fit) > 1:
+        return fit
+    if not fit:
+        return []
+    ours = [m for m in found if m.decoration == fit[0]]
+    # one label per role: a heading of the same decoration with another label (a reply's "## Answer" where the
+    # file writes "## Assistant") is the reply's text
+    label = {role: Counter(m.label for m in ours if m.role == role).most_common(1)[0][0] for role in roles[fit[0]]}
+    return [m for m in ours if m.label == label[m.role]]
+
+
+def sniff(head: str, filename: str) -> bool:
+    """Text (not JSON) whose first 64 KiB hold the markers of one decoration (``find_markers``)."""
+    start = head.lstrip("\ufeff\r\n\t ")[:1]
+    if not start or start in "{[":
+        return False
+    lines = head.splitlines()
+    return bool(find_markers(lines, _front_matter_end(lines)))
+
+
+@guard_file(NAME)
+def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+    """The file's one conversation (see the module docstring)."""
+    lines = stream.read().splitlines()
+    count(problems, "records")
+    start = _front_matter_end(lines)
+    markers = find_markers(lines, start)
+    where = src(NAME, filename, line=start + 1)
+    if markers and not isinstance(markers[0], Marker):
+        problems.error("ambiguous_shape", "two marker decorations each label user and assistant messages: "
+                       + ", ".join(f"{pre} ROLE {post}".strip() for pre, post in markers), where)  # type: ignore[misc]
+        return
+    if not markers:
+        problems.error("unknown_format", "no role-marker lines labelling both a user and an assistant message",
+                       where)
+        return
+    messages = _messages(lines, start, markers, filename, problems)  # type: ignore[arg-type]
+    if messages is None:
+        return
+    turns = join_turns(messages, [None] * len(messages), "role", "join")
+    warn_joined(turns, problems, where, None)
+    stem = filename.rsplit("/", 1)[-1]
+    yield Conversation(id=f"{stem}:transcript", source=where, messages=turns.messages)
+
+
+def _messages(lines: list[str], start: int, markers: list[Marker], filename: str,
+              problems: ProblemSink) -> list[Message] | None:
+    """The messages between markers (None, reported, when one is a tool message)."""
+    tool = next((m for m in markers if m.role == "tool"), None)
+    if tool is not None:
+        problems.error("content_not_mapped", f"line {tool.index + 1} opens a tool message; a text transcript "
+                       "records no structured tool call for its result to answer: declare the file's format",
+                       src(NAME, filename, line=tool.index + 1))
+        return None
+    bounds = [m.index for m in markers] + [len(lines)]
+    lead = "\n".join(lines[start:markers[0].index]).strip()
+    messages: list[Message] = []
+    if lead and markers[0].role == "assistant":
+        messages.append(Message("user", [TextPart(lead)]))
+        problems.warning("leading_text_read_as_user", f"the text before the first marker (line "
+                         f"{markers[0].index + 1}, the assistant's) is read as the user's message",
+                         src(NAME, filename, line=start + 1))
+    elif lead:
+        problems.warning("preamble_not_read", f"{len(lead.splitlines())} line(s) before the first marker (line "
+                         f"{markers[0].index + 1}) are the file's heading, not a message: not read",
+                         src(NAME, filename, line=start + 1))
+    for marker, end in zip(markers, bounds[1:]):
+        text = "\n".join(lines[marker.index + 1:end]).strip()
+        if not text:
+            continue  # an empty prompt left for the next turn, or a header with nothing under it
+        if messages and messages[-1].role == marker.role != "assistant":
+            messages[-1].parts.append(TextPart("\n\n" + text))
+            continue
+        messages.append(Message(marker.role, [TextPart(text)]))  # type: ignore[arg-type]
+    roles = Counter(m.role for m in messages)
+    if not roles["assistant"]:
+        problems.error("no_assistant_message", "the transcript's assistant markers hold no text",
+                       src(NAME, filename, line=start + 1))
+        return None
+    return messages
+
+
+FORMAT = TraceFormat(
+    name=NAME,
+    description="General path for text: a chat kept as text or markdown, messages opened by role-marker lines",
+    sniff=sniff,
+    parse=parse,
+)
