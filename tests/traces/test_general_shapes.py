@@ -22,7 +22,7 @@ import pytest
 from drafters.traces.infer import infer_mapping, mapping_yaml
 from drafters.traces.ingest import ingest
 
-from .conftest import inferred_mapping_totals, totals
+from .conftest import codes, inferred_mapping_totals, totals
 from .test_bad_input import SHAPES
 
 
@@ -161,3 +161,21 @@ def test_one_response_written_as_several_message_lines_is_one_call(tmp_path):
     assert result.report.ok, result.report.errors
     assert totals(result.conversations) == (1, 2, 2)
     assert result.report.counts["parallel_calls"] == 1
+
+
+def test_a_prompt_kept_beside_the_message_list_refuses_the_record(tmp_path):
+    """A turn kept as text beside the list (a sampler's ``message_prompt`` / ``message_edit`` beside a history)
+    is content the list does not hold: refused, never read as the list alone and reported ok (issue 30)."""
+    history = [{"role": "user", "content": "Add a save method."}, {"role": "assistant", "content": "Added it."}]
+    doc = {"title": "t", "message_history": history, "message_prompt": "Now add a test for save.",
+           "message_edit": "I will add the test."}
+    path = tmp_path / "sample.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False)
+    assert not result.conversations and codes(result) == ["content_not_mapped"]
+    assert "message_prompt" in result.report.errors[0].message
+    for beside in ({"prompt": "Add a save method."},  # a copy of a message: no loss
+                   {"response_format": "json object please now"}, {"input": "text"}, {"answer": "the reference one"}):
+        path.write_text(json.dumps({"messages": history, **beside}))
+        result = ingest([path], scrub=False)
+        assert result.report.ok and totals(result.conversations) == (1, 1, 0), beside

@@ -37,7 +37,7 @@ from itertools import chain, islice
 from typing import IO, Any
 
 from drafters.traces.formats import _reading, _shapes, _step_events, _streams
-from drafters.traces.formats._content import tool_defs
+from drafters.traces.formats._content import as_text, tool_defs
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
@@ -375,6 +375,12 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
                        f"{f.path} read as its conversation: it would be lost; declare where it belongs in a mapping "
                        "file (--mapping; `tracedraft datasets infer-mapping` writes a first one)", source, elsewhere)
         return
+    beside = _turn_text_beside(_holders(value, f.path)[:1], f)
+    if beside is not None:  # a prompt or a reply kept beside the list: a turn the list does not hold
+        problems.error("content_not_mapped", f"the record holds text under {beside} beside the message list "
+                       f"{f.path}, and no message of the list holds it: it may be a turn of the conversation the "
+                       "list does not hold; declare where it belongs in a mapping file (--mapping)", source, beside)
+        return
     tally.paths[f.path] += 1
     tally.role_keys[f.role_key] += 1
     tally.content_keys[f.content_key or "(none)"] += 1
@@ -397,6 +403,28 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
             break
     if conv is not None:
         yield conv
+
+
+#: A key beside a message list naming a turn of a conversation by its last word (``message_prompt``,
+#: ``final_response``, ``userQuery``; not ``response_format``), or a ``message_`` key; not ``answer`` (an eval's
+#: reference answer beside the messages is no turn).
+_TURN_KEY = re.compile(r"(^|_|[a-z])(prompt|query|question|instruction|input|completion|response|reply|output)s?$"
+                       r"|^message_", re.IGNORECASE)
+
+
+def _turn_text_beside(holders: list[dict], found: _Found) -> str | None:
+    """The first key of the object holding the list whose name says a turn (``_TURN_KEY``) and whose text no
+    message of the list holds, else None (a copy of a message is no loss)."""
+    texts = {as_text(get(m, found.content_key)).strip() for m in found.messages if isinstance(m, dict)} \
+        if found.content_key else set()
+    for holder in holders:
+        for key, value in holder.items():
+            if key in SYSTEM_KEYS or not isinstance(value, str) or len(value.split()) < 3 or \
+                    not _TURN_KEY.search(key):
+                continue  # a word or two (a format name, a label) is no turn
+            if value.strip() not in texts and not any(value.strip() in t for t in texts):
+                return key
+    return None
 
 
 def _holders(value: Any, path: str) -> list[dict]:
