@@ -54,6 +54,7 @@ from typing import IO, Any
 from drafters.traces.formats import _reading
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
+from drafters.traces.formats._events import event_kind, restated_events
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
 from drafters.traces.formats._spellings import (
     SYSTEM_KEYS,
@@ -335,6 +336,8 @@ class Mapping:
         metadata, usage events) are not messages: they are counted in one ``records_not_messages`` warning."""
         current: tuple[Any, Source, list] | None = None  # (group value, first source, raw messages)
         skipped, stem = 0, filename.rsplit("/", 1)[-1]
+        events: list[tuple[str, Any, Source]] = []
+        read: list[Any] = []  # the raw messages read, to check the events against
         for source, record in records:
             found = jsonpath(record, self.messages)
             if found and self.items == "openai_responses" and isinstance(found[0][1], dict) and \
@@ -347,6 +350,10 @@ class Mapping:
                                    source)
                 skipped += 1
                 continue
+            kind = self._event_kind(found[0][1])
+            if kind is not None:  # an event beside the messages: a stream chunk, a call's run, metadata
+                events.append((kind, found[0][1], source))
+                continue
             key = as_text(jsonpath(record, self.group)[0][1]) if self.group and jsonpath(record, self.group) else None
             if current is not None and key != current[0]:
                 yield from self._run(current, stem, fmt, problems, uses)
@@ -354,11 +361,21 @@ class Mapping:
             if current is None:
                 current = (key, source, [])
             current[2].append(found[0][1])
+            read.append(found[0][1])
         if current is not None:
             yield from self._run(current, stem, fmt, problems, uses)
+        skipped += restated_events(events, read, problems)
         if skipped:
             problems.warning("records_not_messages", f"{skipped} record(s) hold no message at {self.messages} "
                              "(metadata or other events): not read", Source(fmt, filename))
+
+    def _event_kind(self, raw: Any) -> str | None:
+        """``chunk``, ``call_run`` or ``other`` for a record whose role value is no role of the mapping
+        (``formats/_events.event_kind``); None for a message (or a record to refuse as ``unknown_role``)."""
+        value = get(raw, self.role) if isinstance(raw, dict) else None
+        if not isinstance(value, str) or value in self.roles or "*" in self.roles:
+            return None
+        return event_kind(raw, value, self.content, self.tool_calls)
 
     def _run(self, run: tuple[Any, Source, list], stem: str, fmt: str, problems: ProblemSink,
              uses: tuple[PathUse | None, PathUse]) -> Iterator[Conversation]:

@@ -60,7 +60,7 @@ def test_results_whose_lists_sit_one_object_down(tmp_path):
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (3, 3, 0)
     calls = [c for conv in result.conversations for c in conv.calls()]
-    assert [(c.context[0].text, c.completion.text) for c in calls][0] == ("Solve: riddle 0", "answer 0")
+    assert (calls[0].context[0].text, calls[0].completion.text) == ("Solve: riddle 0", "answer 0")
     assert "records_not_calls" in codes(result, "warnings")  # the prompt template: no call
     assert inferred_mapping_totals(path, "request_response", tmp_path) == (3, 3, 0)
 

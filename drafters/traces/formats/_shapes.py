@@ -393,8 +393,8 @@ def _envelope(value: Any) -> str | None:
 
 
 def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
-    if array_doc:
-        return None
+    if array_doc and all(is_message(v) for v in values):
+        return None  # the file is the message list (_file_list)
     where = [_envelope(v) for v in values]
     paths = Counter(w for w in where if w)
     if not paths or sum(paths.values()) < 2:
