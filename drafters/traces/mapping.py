@@ -27,7 +27,7 @@ Example (``support-bot.mapping.yaml``) for records like
     tools: $.tool_specs            # optional: JSONPath of the tool definitions (OpenAI or flat form)
     id: $.session                  # optional: JSONPath of the conversation id
 
-The other shapes (``records: file | messages | lists``, ``group``, ``response``, ``observation``,
+The other shapes (``records: file | messages | lists | entries``, ``group``, ``response``, ``observation``,
 ``prompt``, ``roles: {"*": ...}``, ``items: openai_responses``, ``tree``), the JSONPath subset, and the error
 codes each mistake gives (``unknown_role``, ``no_messages_found``, ``mapping_field_missing``,
 ``mapping_field_never_matched``, ``tool_result_not_found``, ``tree_broken``; ``bad_mapping`` before anything is
@@ -55,6 +55,7 @@ from drafters.traces.formats import _reading
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._events import event_kind, restated_events
+from drafters.traces.formats._entries import entry_records
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
 from drafters.traces.formats._spellings import (
     SYSTEM_KEYS,
@@ -101,7 +102,7 @@ class Mapping:
     tool_result: dict[str, str] = field(default_factory=lambda: {"id": "tool_call_id", "content": "content"})
     tools: str | None = None
     id: str | None = None
-    records: str = "each"  # each | file | messages | lists (see the module docstring)
+    records: str = "each"  # each | file | messages | lists | entries (see the module docstring)
     lists: str = "$"  # records: lists: JSONPath of the object whose lists hold the records ({"results": {...}})
     group: str | None = None  # records: messages: a JSONPath whose value starts a new conversation when it changes
     response: str | None = None  # JSONPath of a call's output beside its input messages
@@ -159,7 +160,9 @@ class Mapping:
             chains = CallChains() if self.response else None
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
             merged = other_events = 0
-            for source, record in (self._batch_items(records) if self.records == "lists" else records):
+            items = self._batch_items(records) if self.records == "lists" else \
+                entry_records(records) if self.records == "entries" else records
+            for source, record in items:
                 if self.records == "lists" and not jsonpath(record, self.messages) and not holds_role_message(record):
                     other_events += 1  # an event of another kind in the batch (a score, a span without messages)
                     continue
@@ -185,7 +188,8 @@ class Mapping:
                 problems.warning("records_not_calls", f"{other_events} record(s) of the batch hold no message (events "
                                  "of another kind): not read", Source(fmt, filename))
             if chains is not None:
-                repeated = chains.drop_repeats()
+                # a cache's entries are distinct requests by construction: none restates another
+                repeated = chains.drop_repeats() if self.records != "entries" else 0
                 kinds = sorted({k for c in chains.chains for call in c.calls
                                 if (k := chains.kinds.get(id(call))) is not None})
                 if chains.identical:  # read by shape: a call made twice or one record written twice, not guessed
@@ -301,6 +305,10 @@ class Mapping:
                           reading: Reading) -> bool:
         """The continuation's messages read with their own roles; a message that cannot be read is reported and
         none of the record's calls is kept."""
+        given = jsonpath(record, self.messages)
+        given = given[0][1] if given else None
+        if isinstance(given, list) and given and raws[:len(given)] == given and len(raws) > len(given):
+            raws = raws[len(given):]  # the input restated, then the reply (a cache's stored value): read once
         messages = self._messages(where, raws, reading)
         if messages is not None:
             self._chain(chains, record, conv, messages)

@@ -60,6 +60,7 @@ from drafters.traces.formats._spellings import (
 )
 from drafters.traces.formats._turns import TURN_KEYS
 from drafters.traces.handoff import handed_off
+from drafters.traces.formats._entries import entry_items, is_cache
 from drafters.traces.json_paths import child_path, jsonpath, unflatten
 from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import mapping_from_dict
@@ -185,6 +186,13 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
     if not values:
         return None
     array_doc = records[0][0].record == "$[0]"
+    if len(values) == 1 and is_cache(values[0]):  # a response cache: each entry one call
+        try:
+            got = _request_response([decoded_tree(i) for i in entry_items(values[0])], False, name)
+        except (ValueError, TraceError):
+            got = None
+        if isinstance(got, Inferred):
+            return replace(got, mapping=replace(got.mapping, records="entries"))
     batch = _batch_at(values[0]) if len(values) == 1 else None
     if batch:  # an object of lists of records (a batch upload): the shape of the lists' items
         lists, items = batch

@@ -38,6 +38,7 @@ from typing import IO, Any
 
 from drafters.traces.formats import _reading, _shapes, _step_events, _streams
 from drafters.traces.formats._content import as_text, tool_defs
+from drafters.traces.formats._entries import cache_head
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
@@ -272,7 +273,7 @@ def sniff(head: str, filename: str) -> bool:
     try:
         value = _reading.loads(head)
     except ValueError:  # a pretty-printed document cut by the head
-        return ('"role"' in head or '"from"' in head or re.search(r'"type":\s*"(User|Assistant|System|Human|AI)Message"',
+        return cache_head(head) or ('"role"' in head or '"from"' in head or re.search(r'"type":\s*"(User|Assistant|System|Human|AI)Message"',
                                                                    head) is not None) \
             and ('"content"' in head or '"value"' in head)  # roles as message classes (AutoGen, LangChain) too
     value = untagged_variants(_streams.joined_tree(value)[0])
