@@ -152,8 +152,10 @@ def _kind(block: dict) -> str:
 
 
 def tool_call(block: dict) -> ToolCallPart:
-    """A tool call in any of the common spellings (OpenAI ``{id, function{name, arguments}}`` included)."""
-    fn = block.get("function") if isinstance(block.get("function"), dict) else block
+    """A tool call in any of the common spellings (OpenAI ``{id, function{name, arguments}}`` included; an MCP
+    request ``{method: tools/call, params: {name, arguments}}``)."""
+    fn = block.get("function") if isinstance(block.get("function"), dict) else \
+        block["params"] if block.get("method") == "tools/call" and isinstance(block.get("params"), dict) else block
     return ToolCallPart.from_raw(as_text(first(block, _CALL_ID)) or None, str(first(fn, _CALL_NAME)),
                                  first(fn, _CALL_ARGS))
 
@@ -301,9 +303,23 @@ def _tool_with_state(block: dict, state: dict) -> list | None:
 
 
 def calls_of(value: Any) -> list[ToolCallPart]:
-    """Message-level tool calls (a list, or one legacy ``function_call`` object)."""
+    """Message-level tool calls (a list, one legacy ``function_call`` object, or a map of call id -> call:
+    fast-agent's ``{id: {method: tools/call, params}}``)."""
+    by_id = keyed_by_id(value)
+    if by_id is not None:
+        return [tool_call({**c, "id": k}) for k, c in by_id.items()]
     items = [value] if isinstance(value, dict) else as_list(value)
     return [tool_call(c) for c in items if isinstance(c, dict)]
+
+
+def keyed_by_id(value: Any) -> dict[str, dict] | None:
+    """``value`` when it is a map of ids to objects (calls or results keyed by call id), else None: every value
+    an object, and no key a field of a call or a result (``name``, ``arguments``, ``content``, ...)."""
+    fields = {*_CALL_ID, *_CALL_NAME, *_CALL_ARGS, "function", "type", "content", "output", "result", "method",
+              "params", "outputs", "call", "is_error", "isError"}
+    if not isinstance(value, dict) or not value or any(k in fields for k in value):
+        return None
+    return value if all(isinstance(v, dict) for v in value.values()) else None
 
 
 def result_parts(raw: dict, text_parts: list) -> list:
@@ -311,7 +327,12 @@ def result_parts(raw: dict, text_parts: list) -> list:
     id keys, or by position when it has none); results given as blocks or Cohere-style ``tool_results``
     are kept as they are."""
     parts = [p for p in text_parts if not isinstance(p, TextPart)]
-    for item in as_list(raw.get("tool_results")):  # Cohere: [{call{name, parameters}, outputs[...]}]
+    by_id = keyed_by_id(raw.get("tool_results"))
+    for call_id, item in (by_id or {}).items():  # results keyed by call id (MCP CallToolResult: content, isError)
+        text = result_text(first(item, ("content", "output", "result")))
+        parts.append(ToolResultPart(call_id, text if text is not None else as_text(item),
+                                    is_error=bool(first(item, ("isError", "is_error")))))
+    for item in [] if by_id else as_list(raw.get("tool_results")):  # Cohere: [{call{name, parameters}, outputs[...]}]
         if isinstance(item, dict):
             parts.append(ToolResultPart(None, as_text(first(item, ("outputs", "output", "content", "result"))),
                                         name=as_text(get(item, "call.name")) or None))

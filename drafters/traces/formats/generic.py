@@ -54,6 +54,7 @@ from drafters.traces.formats._spellings import (
     get,
     result_parts,
     role_of,
+    keyed_by_id,
     sibling_system,
     summary_texts,
     system_not_read,
@@ -75,7 +76,7 @@ from drafters.traces.model import (
 
 NAME = "generic"
 MAX_DEPTH = 6
-_READ_KEYS = {"name", "id", "tool_results", "tool_call_ids", *TURN_KEYS} | {
+_READ_KEYS = {"name", "id", "tool_results", "tool_call_ids", "channels", *TURN_KEYS} | {
     k.split(".")[0] for k in CALL_KEYS + RESULT_ID_KEYS}
 
 
@@ -156,12 +157,15 @@ def message_of(raw: dict, role: str, content_key: str | None, richer: list | Non
     ``content_key`` and a ``parts`` list with more than text (the AI SDK's UI messages: the calls and their
     results live only in ``parts``; ``richer``, from ``_richer_parts``) is read from its parts."""
     parts = richer if richer is not None else block_parts(get(raw, content_key)) if content_key else []
-    if role == "tool":
-        return Message("tool", result_parts(raw, parts))
+    if role == "tool" or (role == "user" and keyed_by_id(raw.get("tool_results")) and not parts):
+        return Message("tool", result_parts(raw, parts))  # a user turn holding only results keyed by call id
     if role == "assistant":
-        for key in ("reasoning_content", "reasoning", "thinking", "thought"):  # thought: AutoGen's text before calls
-            if isinstance(raw.get(key), str) and raw[key]:
-                parts.insert(0, ReasoningPart(raw[key]))
+        for key in ("reasoning_content", "reasoning", "thinking", "thought", "channels.reasoning"):
+            text = get(raw, key)  # thought: AutoGen's text before calls; channels.reasoning: fast-agent's blocks
+            text = "".join(p.text for p in block_parts(text) if isinstance(p, TextPart)) if isinstance(text, list) \
+                else text
+            if isinstance(text, str) and text:
+                parts.insert(0, ReasoningPart(text))
                 break
         if not parts and summary_texts(raw) is not None:  # a reasoning record: its summary (Responses API items)
             parts = [ReasoningPart(t) for t in summary_texts(raw) or []]
