@@ -46,12 +46,12 @@ ROLE_ALIASES: dict[str, str] = {
     "chatbot": "assistant", "agent": "assistant", "answer": "assistant",
     "tool": "tool", "function": "tool", "observation": "tool", "ipython": "tool", "tool_result": "tool",
     "tool-response": "tool", "tool_response": "tool", "function_result": "tool", "function_response": "tool",
-    "function_execution_result": "tool",
+    "function_execution_result": "tool", "tool_results": "tool", "prompt": "user",
     # a reasoning record between messages (Responses API reasoning item, Grok CLI): the model's, read as a thought
     # of the assistant turn after it (_turns.turn_kind), never a call of its own
     "reasoning": "assistant", "thinking": "assistant", "thought": "assistant",
 }  # role_of also reads camelCase / kebab-case spellings by their snake case (toolResult -> tool_result)
-ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type", "source")  # source: ATIF steps (Harbor)
+ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type", "source", "kind")  # source: ATIF (Harbor)
 # A role given by a boolean: the key -> the role when true (false: the other of user / assistant).
 ROLE_FLAGS = {"isCreatedByUser": "user", "is_created_by_user": "user", "isUser": "user", "is_user": "user",
               "fromUser": "user", "from_user": "user", "isBot": "assistant", "is_bot": "assistant"}
@@ -175,6 +175,9 @@ def block_part(block: Any) -> Any:
     kind = _kind(block)
     if kind and isinstance(block.get(kind), dict) and kind not in ("text",):  # the payload under its kind's key
         return block_part({**block[kind], "type": kind})  # ({"kind": "tool_call", "tool_call": {id, name, ...}})
+    if kind and set(block) == {"kind" if "kind" in block else "type", "data"}:  # serde adjacently tagged variant
+        data = block["data"]  # ({"kind": "text", "data": "..."}, {"kind": "toolUse", "data": {toolUseId, ...}})
+        return block_part({**data, "type": kind} if isinstance(data, dict) else {"type": kind, "text": data})
     if kind == "" and _untyped_call(block):  # AutoGen FunctionCall: {id, name, arguments}, no type
         return tool_call(block)
     if kind == "" and any(block.get(k) is not None for k in RESULT_ID_KEYS[:4]) and "content" in block:
