@@ -296,8 +296,9 @@ class Mapping:
         """Whether the response is the conversation's continuation: a list of messages that carry the mapping's
         role key, an answer among them (TRL's conversational prompt/completion, verifiers' results: the answers
         with the tool results between them), rather than one answer's message or parts."""
-        if not isinstance(out, list) or not out or not all(isinstance(m, dict) for m in out):
-            return False
+        if self.items != "messages" or not isinstance(out, list) or not out or \
+                not all(isinstance(m, dict) for m in out):
+            return False  # Responses items are read by their reader (function calls and outputs have no role)
         roles = [get(m, self.role) for m in out]
         return ABSENT not in roles and any(isinstance(r, str) and self.roles.get(r) == "assistant" for r in roles)
 

@@ -179,3 +179,42 @@ def test_a_prompt_kept_beside_the_message_list_refuses_the_record(tmp_path):
         path.write_text(json.dumps({"messages": history, **beside}))
         result = ingest([path], scrub=False)
         assert result.report.ok and totals(result.conversations) == (1, 1, 0), beside
+
+
+def test_a_list_ending_before_the_answer_with_the_answer_elsewhere_is_refused(tmp_path):
+    """An agent step log: the messages sent, then the reply in a spelling the general path does not read (a
+    repr string under ``extra_info``); reading the list alone would keep only the replies restated in later steps
+    (issue 30, a set-14 file)."""
+    steps = [{"step": 1, "observation": [{"role": "user", "content": "Count the cubes."}],
+              "extra_info": {"original_response": "ChatCompletion(choices=[Choice(message='There are three.')])"}},
+             {"step": 2, "observation": [{"role": "user", "content": "Count the cubes."},
+                                         {"role": "assistant", "content": "There are three."},
+                                         {"role": "user", "content": "And red ones?"}],
+              "extra_info": {"original_response": "ChatCompletion(choices=[Choice(message='One is red.')])"}}]
+    path = tmp_path / "output.jsonl"
+    path.write_text("\n".join(json.dumps(s) for s in steps))
+    result = ingest([path], scrub=False)
+    assert not result.conversations and "content_not_mapped" in codes(result)
+    assert any("extra_info.original_response" in e.message for e in result.report.errors)
+
+
+def test_responses_items_in_and_out_named_by_their_own_keys(tmp_path):
+    """A rollout record: the input items under ``responses_create_params.input`` (whose first key holds the word
+    "response"), the output items, with tool calls and their outputs between answers, under ``response.output``,
+    tool definitions beside both (a set-14 file): every model turn of the output is a call."""
+    record = {"responses_create_params": {"input": [{"role": "user", "content": "Add 2 then read.", "type": "message"}],
+                                          "tools": [{"type": "function", "name": "add", "parameters": {}}]},
+              "response": {"id": "r1", "output": [
+                  {"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{\"n\": 2}"},
+                  {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+                  {"type": "function_call", "call_id": "c2", "name": "read", "arguments": "{}"},
+                  {"type": "function_call_output", "call_id": "c2", "output": "2"},
+                  {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "It is 2."}]}],
+                  "tools": [{"type": "function", "name": "add", "parameters": {}}]}, "reward": 1.0}
+    path = tmp_path / "rollouts.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 3, 2)
+    *_, last = result.conversations[0].calls()
+    assert [m.role for m in last.context] == ["user", "assistant", "tool", "assistant", "tool"]

@@ -454,9 +454,23 @@ def _item_lists(value: Any, path: str = "$", depth: int = 0, loose: bool = False
 def _items_call(value: Any) -> tuple[str, str] | None:
     """(input, output) paths of a record holding one call's input items and output items."""
     lists = _item_lists(value, loose=True)
-    outs = [p for p in lists if any(k in p for k in OUTPUT_KEYS)]
-    ins = [p for p in lists if any(k in p for k in INPUT_KEYS) and p not in outs]
+    # by whole key names, the list's own key first: "responses_create_params.input" is an input though
+    # "response" is in its first key, and "response.tools" (tool definitions) is no output
+    outs = [p for p in lists if _named(p, OUTPUT_KEYS)]
+    ins = [p for p in lists if _named(p, INPUT_KEYS) and p not in outs]
     return (ins[0], outs[0]) if len(ins) == 1 and len(outs) == 1 else None
+
+
+def _named(path: str, keys: tuple[str, ...]) -> bool:
+    """Whether a list's path names it one of ``keys``: its own key is one, or (for a list under a plain key such as
+    ``items``) a key above it is, with no key naming it otherwise (``tools``)."""
+    names = re.findall(r"\.([^.\[]+)", path)
+    if not names or names[-1] in ("tools", "functions", "tool_definitions"):
+        return False
+
+    def says(name: str) -> bool:  # input, model_input, input_items; not responses_create_params
+        return any(name == k or name.endswith("_" + k) or name.startswith(k + "_") for k in keys)
+    return says(names[-1]) or (names[-1] in ("items", "messages", "list", "data") and any(map(says, names)))
 
 
 def _responses_items(values: list, array_doc: bool, name: str) -> Inferred | Ambiguous | None:

@@ -386,6 +386,12 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
                        f"{f.path}, and no message of the list holds it: it may be a turn of the conversation the "
                        "list does not hold; declare where it belongs in a mapping file (--mapping)", source, beside)
         return
+    answer = _answer_beside(_holders(value, f.path)[:1], f)
+    if answer is not None:  # the list is a call's input; its output is elsewhere, in a spelling not read
+        problems.error("content_not_mapped", f"the message list {f.path} ends before the model's answer and the "
+                       f"record holds text under {answer}: the answer to that input would be lost; declare it in a "
+                       "mapping file (--mapping; response: PATH)", source, answer)
+        return
     tally.paths[f.path] += 1
     tally.role_keys[f.role_key] += 1
     tally.content_keys[f.content_key or "(none)"] += 1
@@ -429,6 +435,26 @@ def _turn_text_beside(holders: list[dict], found: _Found) -> str | None:
                 continue  # a word or two (a format name, a label) is no turn
             if value.strip() not in texts and not any(value.strip() in t for t in texts):
                 return key
+    return None
+
+
+#: A key that says it holds a call's output (``output_text``, ``action``, ``original_response``, ``prediction``).
+_OUTPUT_WORD = re.compile(r"output|answer|action|response|completion|result|reply|generation|predict", re.IGNORECASE)
+
+
+def _answer_beside(holders: list[dict], found: _Found) -> str | None:
+    """Where a record whose list ends before the model's answer (its last message is not the assistant's) holds
+    text under a key saying output (itself or one level down): the answer to that input is there, in a spelling
+    the general path does not read (an agent step log: the messages sent, and the reply as a repr string)."""
+    last = found.messages[-1] if found.messages else None
+    if not isinstance(last, dict) or role_of(get(last, found.role_key)) == "assistant":
+        return None
+    for holder in holders:
+        for key, value in holder.items():
+            inner = value.items() if isinstance(value, dict) else [(key, value)]
+            for name, text in inner:
+                if _OUTPUT_WORD.search(f"{key}.{name}") and isinstance(text, str) and len(text.split()) >= 3:
+                    return key if name == key else f"{key}.{name}"
     return None
 
 
