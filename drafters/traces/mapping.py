@@ -381,7 +381,11 @@ class Mapping:
     def _event_kind(self, raw: Any) -> str | None:
         """``chunk``, ``call_run`` or ``other`` for a record whose role value is no role of the mapping
         (``formats/_events.event_kind``); None for a message (or a record to refuse as ``unknown_role``)."""
-        value = get(raw, self.role) if isinstance(raw, dict) else None
+        if self.items != "messages" or not isinstance(raw, dict):
+            return None  # Responses items are typed by their reader (a function call has no role)
+        value = get(raw, self.role)
+        if value is ABSENT or value is None:  # no role at all: a metadata line when it holds no turn either
+            value = ""
         if not isinstance(value, str) or value in self.roles or "*" in self.roles:
             return None
         return event_kind(raw, value, self.content, self.tool_calls)

@@ -65,3 +65,18 @@ def test_an_event_holding_content_under_an_unknown_type_is_not_skipped(tmp_path)
     events = _events() + [{"id": "e10", "type": "critic_note", "content": "Good answer."}]
     result = _read(tmp_path, events)
     assert codes(result) == ["unknown_role"] and not result.conversations
+
+
+def test_a_metadata_line_without_a_role_heads_a_session_log(tmp_path):
+    lines = [{"_type": "metadata", "key": "cli:direct", "created_at": "2026-01-01T00:00:00", "metadata": {}},
+             {"role": "user", "content": "hi", "timestamp": "t1"},
+             {"role": "assistant", "content": "hello", "timestamp": "t2"}]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 1, 0)
+    assert "records_not_messages" in codes(result, "warnings")
+    lines[0] = {"note": "a line holding content under no role", "content": "lost?"}
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    assert "unknown_role" in codes(ingest([path], scrub=False))

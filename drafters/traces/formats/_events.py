@@ -25,6 +25,9 @@ CHUNK_WORDS = ("stream", "delta", "chunk")
 CALL_RUN_WORDS = ("tool_call", "function_call", "tool_use")
 MESSAGE_IDS = ("messageId", "message_id", "responseId", "response_id")
 CALL_IDS = ("toolCallId", "tool_call_id", "callId", "call_id")
+#: Keys that hold a turn's content or a call whatever the mapping names: a record holding one is no metadata.
+TURN_KEYS = ("content", "text", "message", "parts", "arguments", "input", "output", "tool_calls", "toolCalls",
+             "function_call", *CALL_IDS)
 
 
 def event_kind(raw: dict, kind: str, content_key: str | None, calls_key: str | None) -> str | None:
@@ -35,7 +38,7 @@ def event_kind(raw: dict, kind: str, content_key: str | None, calls_key: str | N
         return "chunk"
     if any(w in name for w in CALL_RUN_WORDS) and _first(raw, CALL_IDS) is not None:
         return "call_run"
-    held = [get(raw, k) for k in (content_key, calls_key) if k]
+    held = [get(raw, k) for k in (content_key, calls_key, *TURN_KEYS) if k]
     return "other" if all(v in (None, "", [], {}) for v in held) else None
 
 
