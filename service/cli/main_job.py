@@ -193,6 +193,9 @@ def print_speed(s: dict) -> None:
                      "held-out calls for a development split")
         console.print(f"[bold]deploy on {d.get('engine')}: {name}[/]: {where}"
                       + (f"; cascade threshold {sel.get('cascade_threshold')}" if name == "cascade" else ""))
+        if d.get("reason"):  # why this one and not a faster-looking row: the tie rule (drafters/evaluate/speed.py)
+            tied = f" (tied: {', '.join(d['tied'])})" if len(d.get("tied") or []) > 1 else ""
+            console.print(f"[dim]why: {d['reason']}{tied}[/dim]")
 
 
 def print_comparisons(s: dict, segments: list[str]) -> None:

@@ -78,6 +78,13 @@ def test_speed_leads_with_the_cost_model_and_what_to_deploy(monkeypatch):
     assert text.index("│ cascade") < text.index("│ suffix")  # fastest first
     assert ("deploy on hf: cascade: chosen on 4 development calls at 1.50x; 1.45x on the test calls; cascade "
             "threshold 1.5") in text
+    assert "why:" not in text  # no reason recorded: no line
+    out.truncate(0)
+    s["deploy"]["reason"] = "level with the fastest measured (suffix, 1.52x) and the highest tau of the tied"
+    s["deploy"]["tied"] = ["cascade", "suffix"]
+    main_job.print_summary(s)
+    assert ("why: level with the fastest measured (suffix, 1.52x) and the highest tau of the tied (tied: cascade, "
+            "suffix)") in out.getvalue()
     out.truncate(0)
     s["deploy"] = {"engine": "hf", "proposer": None, "speedup_vs_plain": 1.0, "chosen_on": "test: too few"}
     main_job.print_summary(s)
