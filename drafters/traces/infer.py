@@ -53,3 +53,72 @@ def mapping_yaml(inferred: _shapes.Inferred) -> str:
         head.append(f"# message keys holding data this mapping does not read: {', '.join(inferred.keys_not_read)}")
     body = yaml.safe_dump(inferred.mapping.to_dict(), sort_keys=False, allow_unicode=True, default_flow_style=False)
     return "\n".join(head) + "\n" + body
+
+
+#: A skeleton's role values: how many distinct values a role key may hold, and the shortest mean text of a content key.
+MAX_ROLE_VALUES = 8
+MIN_TEXT = 8
+
+
+def skeleton_yaml(path: str | os.PathLike[str], name: str | None = None) -> str | None:
+    """A mapping to complete for a file no shape fits (``infer_mapping`` raised ``no_messages_found``), or None:
+    the first list of objects (at most 4 levels down, ``[*]`` across lists of records) whose items share a key
+    with 2 to ``MAX_ROLE_VALUES`` string values (the role) and a key holding longer text (the content). Role
+    values the common spellings know are filled in; the others are written ``"?"``, which ``--mapping`` refuses
+    (``bad_mapping``, naming the value) until the user writes system, user, assistant or tool."""
+    import yaml
+
+    from drafters.traces.formats._spellings import role_of
+
+    problems = ValidationReport()
+    with tio.open_text(path) as stream:
+        sample = [v for _, v in islice(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
+                                       _shapes.SAMPLE)]
+    found = next((hit for value in sample if (hit := _role_list(value, "$", 0)) is not None), None)
+    if found is None:
+        return None
+    where, role, content, values = found
+    mapping = {"name": name or os.path.basename(str(path)).split(".")[0][:40] or "skeleton", "messages": where,
+               "role": role, "roles": {v: role_of(v) or "?" for v in values}, "content": content}
+    head = ["# a SKELETON to complete: no shape the general path reads fits this file, so this is a guess from",
+            f"# its first records: messages at {where}, the role under {role!r}, the text under {content!r}.",
+            "# Replace every role marked \"?\" with system, user, assistant or tool (--mapping refuses it until",
+            "# then), declare tool_calls / tool_result if the messages hold them (docs/traces.md), then ingest",
+            "# with --mapping THIS_FILE"]
+    return "\n".join(head) + "\n" + yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True,
+                                                  default_flow_style=False)
+
+
+def _role_list(value: object, path: str, depth: int) -> tuple[str, str, str, list[str]] | None:
+    """(path, role key, content key, role values) of the first list of objects under ``value`` that looks like
+    messages with roles nobody spells (see ``skeleton_yaml``)."""
+    if depth > 4:
+        return None
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        hit = _roles_and_text(value)  # type: ignore[arg-type]
+        if hit is not None:
+            return (path, *hit)
+        inner = [_role_list(v, f"{path}[*]", depth + 1) for v in value[:20]]
+        return next((h for h in inner if h is not None), None)
+    if isinstance(value, dict):
+        for key, v in value.items():
+            hit = _role_list(v, f"{path}.{key}", depth + 1) if isinstance(v, (list, dict)) else None
+            if hit is not None:
+                return hit
+    return None
+
+
+def _roles_and_text(items: list[dict]) -> tuple[str, str, list[str]] | None:
+    if len(items) < 2:
+        return None
+    shared = set.intersection(*(set(k for k, v in i.items() if isinstance(v, str)) for i in items))
+    roles = [k for k in shared if 2 <= len({i[k] for i in items}) <= MAX_ROLE_VALUES
+             and all(len(i[k]) <= 40 for i in items)]
+    if not roles:
+        return None
+    role = min(roles, key=lambda k: (len({i[k] for i in items}), sum(len(i[k]) for i in items)))
+    texts = {k: sum(len(i[k]) for i in items) / len(items) for k in shared if k != role}
+    if not texts or max(texts.values()) < MIN_TEXT:
+        return None
+    values = list(dict.fromkeys(i[role] for i in items))
+    return role, max(texts, key=lambda k: texts[k]), values

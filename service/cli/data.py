@@ -145,17 +145,27 @@ def datasets_infer_mapping(
     as_json: bool = JsonOpt,
 ) -> None:
     """Write the declared mapping the general path infers for FILE (offline), to check and fix, then use
-    with --mapping. Exits 1 with a coded error when no shape, or more than one, fits. --json prints
+    with --mapping. Exits 1 with a coded error when no shape, or more than one, fits; where none fits but a
+    list of objects looks like messages with unknown role names, it still writes a skeleton to complete. --json prints
     {"file", "shape", "mapping", "keys_not_read", "calls_not_read"} (and still writes --out).
 
     Example: tracedraft datasets infer-mapping export.jsonl -o export.mapping.yaml
     """
-    from drafters.traces.infer import infer_mapping, mapping_yaml
+    from drafters.traces.infer import infer_mapping, mapping_yaml, skeleton_yaml
+    from drafters.traces.report import TraceError
 
     with handled():
         if not file.exists():
             raise CliError("not_found", f"no such file: {file}", where=str(file))
-        inferred = infer_mapping(file, name)
+        try:
+            inferred = infer_mapping(file, name)
+        except TraceError as exc:
+            skeleton = skeleton_yaml(file, name) if exc.code == "no_messages_found" else None
+            if skeleton is None:
+                raise
+            _write_skeleton(skeleton, out)
+            raise CliError(exc.code, f"{exc.message}; wrote a skeleton mapping to complete "
+                           f"({out or 'printed above'}): fill the roles marked \"?\"", where=str(file)) from exc
         text = mapping_yaml(inferred)
     if as_json:
         import yaml
@@ -170,6 +180,13 @@ def datasets_infer_mapping(
     else:
         out.write_text(text, encoding="utf-8")
         err_console.print(f"wrote {out}: check the roles, then: tracedraft datasets validate --mapping {out} {file}")
+
+
+def _write_skeleton(text: str, out: Path | None) -> None:
+    if out is None:
+        print(text, end="")
+    else:
+        out.write_text(text, encoding="utf-8")
 
 
 def check_files_exist(files: list[Path], mapping: Path | None, exists: Any) -> None:

@@ -46,3 +46,28 @@ def test_infer_mapping_json_names_the_shape_and_the_mapping():
     got = json.loads(r.stdout)
     assert got["shape"] == "request_response" and got["mapping"]["response"] == "$.outputs.choices[0].message"
     assert got["calls_not_read"] == []
+
+
+def test_roles_nobody_spells_get_a_skeleton_to_complete(tmp_path):
+    """No shape fits (role names the general path does not know), but a list of objects looks like messages:
+    infer-mapping still exits 1 with the code, and writes a skeleton whose unknown roles ``--mapping`` refuses
+    until filled; filled, it reads the file."""
+    log = [{"who": "SYS", "said": "You are a support bot for Acme."}, {"who": "CUST", "said": "My order is late."},
+           {"who": "BOT", "said": "Let me check that order."}, {"who": "CUST", "said": "Thanks, please hurry."},
+           {"who": "BOT", "said": "It ships tomorrow morning."}]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"threads": [{"id": "t1", "log": log}, {"id": "t2", "log": log[:3]}]}))
+    out = tmp_path / "chat.mapping.yaml"
+    runner = CliRunner()
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
+    assert r.exit_code != 0 and "no_messages_found" in r.output and "skeleton" in r.output
+    text = out.read_text()
+    assert text.startswith("# a SKELETON to complete") and "messages: $.threads[*].log" in text
+    assert "role: who" in text and "content: said" in text and "BOT: assistant" in text
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--mapping", str(out), str(path)])
+    assert r.exit_code != 0 and "bad_mapping" in r.output  # the roles marked "?" are not guessed
+    out.write_text(text.replace("SYS: '?'", "SYS: system").replace("CUST: '?'", "CUST: user"))
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", "--mapping", str(out), str(path)])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert report["ok"] and (report["counts"]["conversations"], report["counts"]["calls"]) == (2, 3)
