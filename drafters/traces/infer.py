@@ -40,12 +40,42 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
     return got
 
 
-def mapping_yaml(inferred: _shapes.Inferred) -> str:
-    """The inferred mapping as a commented YAML mapping file."""
+def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> str | None:
+    """A comment line for a mapping whose ``content`` key no sampled message holds (the general path's default
+    spelling, written where none of its spellings was found), naming the message keys that hold text instead;
+    None when some message holds it, or the messages are not found by path (items, trees)."""
+    from drafters.traces.json_paths import jsonpath
+
+    m = inferred.mapping
+    if not m.content or m.items != "messages" or m.tree:
+        return None
+    problems = ValidationReport()
+    with tio.open_text(path) as stream:
+        sample = [v for _, v in islice(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
+                                       _shapes.SAMPLE)]
+    msgs = [x for v in sample if isinstance(v, (dict, list)) for _, found in jsonpath(v, m.messages)
+            for x in (found if isinstance(found, list) else [found]) if isinstance(x, dict)]
+    if not msgs or any(jsonpath(x, f"$.{m.content}") for x in msgs):
+        return None
+    role = m.role.split(".")[0]
+    lengths: dict[str, int] = {}
+    for x in msgs:
+        for k, v in x.items():
+            if isinstance(v, str) and k != role:
+                lengths[k] = lengths.get(k, 0) + len(v)
+    texts = sorted(lengths, key=lambda k: -lengths[k])  # the longest texts first
+    return (f"# CONTENT: no sampled message holds {m.content!r}; keys holding text: {', '.join(texts) or 'none'} "
+            "(set content: to the one that holds the message's text)")
+
+
+def mapping_yaml(inferred: _shapes.Inferred, hint: str | None = None) -> str:
+    """The inferred mapping as a commented YAML mapping file (``hint``: one more comment line, ``content_hint``)."""
     import yaml
 
     head = [f"# inferred by the general path: shape {inferred.shape}",
             "# check the roles (a value not listed is an error), then ingest with --mapping THIS_FILE"]
+    if hint:
+        head.append(hint)
     if inferred.calls_not_read:
         head.append(f"# TOOL CALLS under {', '.join(inferred.calls_not_read)} are not read: declare tool_calls (and "
                     "tool_call) for them")

@@ -151,7 +151,7 @@ def datasets_infer_mapping(
 
     Example: tracedraft datasets infer-mapping export.jsonl -o export.mapping.yaml
     """
-    from drafters.traces.infer import infer_mapping, mapping_yaml, skeleton_yaml
+    from drafters.traces.infer import content_hint, infer_mapping, mapping_yaml, skeleton_yaml
     from drafters.traces.report import TraceError
 
     with handled():
@@ -166,7 +166,7 @@ def datasets_infer_mapping(
             _write_skeleton(skeleton, out)
             raise CliError(exc.code, f"{exc.message}; wrote a skeleton mapping to complete "
                            f"({out or 'printed above'}): fill the roles marked \"?\"", where=str(file)) from exc
-        text = mapping_yaml(inferred)
+        text = mapping_yaml(inferred, content_hint(file, inferred))
     if as_json:
         import yaml
 

@@ -71,3 +71,14 @@ def test_roles_nobody_spells_get_a_skeleton_to_complete(tmp_path):
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)
     assert report["ok"] and (report["counts"]["conversations"], report["counts"]["calls"]) == (2, 3)
+
+
+def test_a_content_key_no_message_holds_is_named_with_the_keys_holding_text(tmp_path):
+    lines = [{"sid": "s1", "author": "user", "body": "list the files please"},
+             {"sid": "s1", "author": "assistant", "body": "Running ls now and reading the output."}]
+    path = tmp_path / "odd.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    out = tmp_path / "odd.yaml"
+    r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "# CONTENT: no sampled message holds 'content'; keys holding text: body, sid" in out.read_text()
