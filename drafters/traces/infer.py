@@ -141,7 +141,7 @@ def _role_list(value: object, path: str, depth: int) -> tuple[str, str, str, lis
 def _roles_and_text(items: list[dict]) -> tuple[str, str, list[str]] | None:
     if len(items) < 2:
         return None
-    shared = set.intersection(*(set(k for k, v in i.items() if isinstance(v, str)) for i in items))
+    shared = set.intersection(*({k for k, v in i.items() if isinstance(v, str)} for i in items))
     roles = [k for k in shared if 2 <= len({i[k] for i in items}) <= MAX_ROLE_VALUES
              and all(len(i[k]) <= 40 for i in items)]
     if not roles:

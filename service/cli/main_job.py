@@ -7,6 +7,7 @@ Registered on the app by ``service.cli``; its options are part of the README and
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -88,7 +89,11 @@ def run(
         if not as_json:
             console.print(f"job [bold]{job_id}[/bold]  (database {settings.database_url})", soft_wrap=True)
         # --json: the summary alone on stdout; progress lines and warnings still reach the user, on stderr
-        job = embedded.run_job(settings, job_id, stage, err_console if as_json else console)
+        out = err_console if as_json else console
+        if not out.is_terminal:  # no library progress bars (carriage returns) in a log: our lines say it
+            os.environ.setdefault("TQDM_DISABLE", "1")  # read by every tqdm bar as it starts (GGUF conversion)
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        job = embedded.run_job(settings, job_id, stage, out)
     except TracedraftError as exc:
         fail(exc, 1)  # run keeps its documented codes: 1 for any failed job or bad input
     except KeyboardInterrupt:
