@@ -216,5 +216,7 @@ def test_responses_items_in_and_out_named_by_their_own_keys(tmp_path):
     result = ingest([path], scrub=False)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 3, 2)
+    assert [t.name for t in result.conversations[0].tools] == ["add"]  # the request's tools, beside its input
+    assert "no_tool_definitions" not in codes(result, "warnings")
     *_, last = result.conversations[0].calls()
     assert [m.role for m in last.context] == ["user", "assistant", "tool", "assistant", "tool"]

@@ -481,7 +481,11 @@ def _responses_items(values: list, array_doc: bool, name: str) -> Inferred | Amb
     calls = [_items_call(v) for v in values]
     if calls and all(calls) and any(_item_lists(v) for v in values):  # some model items: Responses-shaped
         inp, out = Counter(calls).most_common(1)[0][0]  # type: ignore[misc]
-        return Inferred("request_response", _mapping(name, messages=inp, response=out, **ITEMS_MAPPING))
+        tools = inp.rpartition(".")[0] + ".tools"  # the tool definitions the request carried, beside its input
+        tools = tools if all(isinstance(jsonpath(v, tools)[0][1] if jsonpath(v, tools) else None, list)
+                             for v in values) else None
+        return Inferred("request_response", _mapping(name, messages=inp, response=out, tools=tools,
+                                                     **ITEMS_MAPPING))
     found = [_item_lists(v) for v in values]
     if not found or not all(found):
         return None
