@@ -10,8 +10,8 @@ Classes: exact (ok, same conversations / calls / tool calls); exact-with-mapping
 exactly); refused-with-code (not ok, no conversation kept, an error code); WRONG (ok, or conversations kept,
 with counts the file does not hold); crash (no JSON report). Prints a Markdown table and the share exact.
 
-Run: ``python benchmarks/heldout_formats.py [SET]`` (SET: a set under benchmarks/data/, default 1; uses .venv/bin/tracedraft, a CLI
-run or two per file).
+Run: ``python benchmarks/heldout_formats.py [SET]`` (SET: a set under benchmarks/data/, 1 to 14 today, default 1;
+uses .venv/bin/tracedraft, a CLI run or two per file).
 """
 
 from __future__ import annotations
