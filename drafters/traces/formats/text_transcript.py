@@ -98,9 +98,17 @@ def _front_matter_end(lines: list[str]) -> int:
     return 0
 
 
-def find_markers(lines: list[str], start: int = 0) -> list[Marker] | list[tuple[str, str]]:
-    """The marker lines of the one decoration that labels a user and an assistant message, or, where two
-    decorations do, those decorations (a list of ``(pre, post)``); [] where none does."""
+@dataclass(frozen=True)
+class Markers:
+    """What ``find_markers`` found: the marker lines of the one decoration that labels a user and an assistant
+    message (``lines``), or, where two decorations do, those decorations (``rivals``, ``(pre, post)`` each)."""
+
+    lines: list[Marker]
+    rivals: list[tuple[str, str]]
+
+
+def find_markers(lines: list[str], start: int = 0) -> Markers:
+    """The role-marker lines of ``lines[start:]`` (see the module docstring)."""
     found, fenced = [], False
     for i in range(start, len(lines)):
         if _FENCE.match(lines[i]):
@@ -113,24 +121,23 @@ def find_markers(lines: list[str], start: int = 0) -> list[Marker] | list[tuple[
     for m in found:
         roles.setdefault(m.decoration, set()).add(m.role)
     fit = [d for d, r in roles.items() if {"user", "assistant"} <= r]
-    if len(fit) > 1:
-        return fit
-    if not fit:
-        return []
+    if len(fit) != 1:
+        return Markers([], fit if len(fit) > 1 else [])
     ours = [m for m in found if m.decoration == fit[0]]
     # one label per role: a heading of the same decoration with another label (a reply's "## Answer" where the
     # file writes "## Assistant") is the reply's text
     label = {role: Counter(m.label for m in ours if m.role == role).most_common(1)[0][0] for role in roles[fit[0]]}
-    return [m for m in ours if m.label == label[m.role]]
+    return Markers([m for m in ours if m.label == label[m.role]], [])
 
 
 def sniff(head: str, filename: str) -> bool:
-    """Text (not JSON) whose first 64 KiB hold the markers of one decoration (``find_markers``)."""
+    """Text (not JSON) whose first 64 KiB hold the markers of one decoration, or of two (``find_markers``)."""
     start = head.lstrip("\ufeff\r\n\t ")[:1]
     if not start or start in "{[":
         return False
     lines = head.splitlines()
-    return bool(find_markers(lines, _front_matter_end(lines)))
+    found = find_markers(lines, _front_matter_end(lines))
+    return bool(found.lines or found.rivals)  # rivals: claimed, to be refused by name (ambiguous_shape)
 
 
 @guard_file(NAME)
@@ -139,17 +146,17 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     lines = stream.read().splitlines()
     count(problems, "records")
     start = _front_matter_end(lines)
-    markers = find_markers(lines, start)
+    found = find_markers(lines, start)
     where = src(NAME, filename, line=start + 1)
-    if markers and not isinstance(markers[0], Marker):
+    if found.rivals:
         problems.error("ambiguous_shape", "two marker decorations each label user and assistant messages: "
-                       + ", ".join(f"{pre} ROLE {post}".strip() for pre, post in markers), where)  # type: ignore[misc]
+                       + ", ".join(f"{pre} ROLE {post}".strip() for pre, post in found.rivals), where)
         return
-    if not markers:
+    if not found.lines:
         problems.error("unknown_format", "no role-marker lines labelling both a user and an assistant message",
                        where)
         return
-    messages = _messages(lines, start, markers, filename, problems)  # type: ignore[arg-type]
+    messages = _messages(lines, start, found.lines, filename, problems)
     if messages is None:
         return
     turns = join_turns(messages, [None] * len(messages), "role", "join")
