@@ -48,14 +48,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import IO, Any
 
-from drafters.traces.formats import _reading
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._events import event_kind, restated_events
-from drafters.traces.formats._entries import entry_records
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
 from drafters.traces.formats._spellings import (
     SYSTEM_KEYS,
@@ -72,8 +70,9 @@ from drafters.traces.formats._turns import join_turns, link_lone_results, split_
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import ITEM_TYPES, items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off, result_list
-from drafters.traces.json_paths import child_path, decoded, jsonpath, unflatten
+from drafters.traces.json_paths import decoded, jsonpath, unflatten
 from drafters.traces.mapping_reading import ABSENT, PathUse, Reading
+from drafters.traces.mapping_records import expanded, file_records
 from drafters.traces.mapping_tree import TreeBroken, TreeReading, tree_links, tree_nodes
 from drafters.traces.model import (
     Conversation,
@@ -140,7 +139,8 @@ class Mapping:
 
     def parse(self, stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
         """The file's conversations (see ``read``)."""
-        yield from self.read(self._records(stream, filename, problems, self.format_name), filename, problems)
+        yield from self.read(file_records(stream, filename, problems, self.format_name, self.records), filename,
+                             problems)
 
     def read(self, records: Iterator[tuple[Source, Any]], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
         """The conversations of a file's records: one per message list the ``messages`` path finds in each
@@ -160,9 +160,7 @@ class Mapping:
             chains = CallChains() if self.response else None
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
             merged = other_events = 0
-            items = self._batch_items(records) if self.records == "lists" else \
-                entry_records(records) if self.records == "entries" else records
-            for source, record in items:
+            for source, record in expanded(records, self.records, self.lists):
                 if self.records == "lists" and not jsonpath(record, self.messages) and not holds_role_message(record):
                     other_events += 1  # an event of another kind in the batch (a score, a span without messages)
                     continue
@@ -213,16 +211,6 @@ class Mapping:
         for use in [*reading_uses, *record_paths]:
             if use is not None:
                 use.report(Source(fmt, filename), problems)
-
-    def _records(self, stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Iterator[tuple[Source, Any]]:
-        """The file's records: lines, array items or the document (``each``, ``messages``), or the whole file as
-        one record (``file``: a top-level array stays one list)."""
-        if self.records == "file":
-            doc = _reading.load_json(stream, filename, problems, fmt)
-            if doc is not None:
-                yield Source(fmt, filename, record="$"), doc
-            return
-        yield from _reading.load_json_or_lines(stream, filename, problems, fmt)
 
     def _record(self, record: Any, source: Source, stem: str, fmt: str, reading: Reading) -> Iterator[Conversation]:
         """The conversations of one record (one per message list found)."""
@@ -326,17 +314,6 @@ class Mapping:
                 if self.label == "generic":
                     chains.records[id(call)] = compact_json(record, sort_keys=True)
             context = [*context, message]
-
-    def _batch_items(self, records: Iterator[tuple[Source, Any]]) -> Iterator[tuple[Source, Any]]:
-        """``records: lists``: the document (or the object at ``lists`` in it: an eval export's ``results``) is
-        an object of lists whose items are the records (a batch upload, LangSmith's ``{"post": [runs], "patch":
-        [runs]}``); a value that is not a list is not read."""
-        for source, doc in records:
-            found = jsonpath(doc, self.lists) if isinstance(doc, (dict, list)) else []
-            holder = found[0][1] if found else None
-            for key, items in (holder.items() if isinstance(holder, dict) else []):
-                for i, item in enumerate(items if isinstance(items, list) else []):
-                    yield replace(source, record=f"{child_path(self.lists, key)}[{i}]", line=None), item
 
     def _message_records(self, records: Iterator[tuple[Source, Any]], filename: str, fmt: str, problems: ProblemSink,
                          uses: tuple[PathUse | None, PathUse]) -> Iterator[Conversation]:
