@@ -36,7 +36,9 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
 def _validate(path: Path, mapping: Path | None = None) -> dict | None:
-    cmd = [CLI, "datasets", "validate", "--json", "--no-scrub", str(path)]
+    # --no-dedup: the hand counts count what a file holds; dropping a conversation identical to another
+    # (duplicates_dropped) is the dataset's choice after reading, not a reading (counted from set 15 on)
+    cmd = [CLI, "datasets", "validate", "--json", "--no-scrub", "--no-dedup", str(path)]
     if mapping is not None:
         cmd[3:3] = ["--mapping", str(mapping)]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=300, check=False)

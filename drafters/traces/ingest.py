@@ -462,6 +462,7 @@ def ingest(
     problems_path: str | os.PathLike[str] | None = None,
     target_model: str | None = None,
     mapping: str | os.PathLike[str] | Mapping | None = None,
+    dedup: bool = True,
 ) -> IngestResult:
     """Ingest every file into memory: ``IngestResult(conversations, report, split)``.
 
@@ -470,7 +471,7 @@ def ingest(
     """
     report = ValidationReport(on_error, problems_path=problems_path)
     convs = list(iter_conversations(paths, format=format, on_error=on_error, scrub=scrub, report=report,
-                                    mapping=mapping))
+                                    mapping=mapping, dedup=dedup))
     if target_model:
         report.check_target(target_model)
     return IngestResult(convs, report, heldout_fraction)

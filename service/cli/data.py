@@ -106,6 +106,8 @@ def datasets_validate(
                                         "(YAML/JSON: where messages, roles, content and tool calls sit)."),
     on_error: str = typer.Option("skip", "--on-error", help="skip: report bad lines and go on; fail: stop."),
     scrub: bool = typer.Option(True, "--scrub/--no-scrub", help="Scrub secrets and personal data."),
+    dedup: bool = typer.Option(True, "--dedup/--no-dedup", help="Drop conversations identical to one already "
+                               "read (counted as duplicates_dropped); --no-dedup counts everything the files hold."),
     strict: bool = typer.Option(False, "--strict", help="Exit 1 when any line has an error."),
     as_json: bool = JsonOpt,
 ) -> None:
@@ -122,7 +124,7 @@ def datasets_validate(
     with handled():
         check_files_exist(files, mapping, Path.exists)  # file_not_found, exit 1: as `tracedraft run` says it
         result = ingest(files, format=trace_format, on_error=on_error, scrub=scrub,  # type: ignore[arg-type]
-                        mapping=mapping)
+                        mapping=mapping, dedup=dedup)
         report = result.report.to_dict()
         # The split a dataset of these files gets (service.datasets: at least one conversation held out).
         train, held = split_conversations(result.conversations, result.heldout_fraction, min_heldout=1)

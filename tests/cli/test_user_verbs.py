@@ -251,6 +251,17 @@ def test_datasets_validate_a_directory_of_mixed_field_files(tmp_path: Path, cli)
     assert "duplicate of inspect_ai_log.eval" in text.out  # the same log as .eval and .json: understood once
 
 
+def test_validate_counts_duplicates_or_everything(tmp_path: Path, cli):
+    """--no-dedup counts every conversation the files hold (a conversation identical to another included)."""
+    row = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}
+    path = tmp_path / "twice.jsonl"
+    path.write_text(json.dumps(row) + "\n" + json.dumps(row) + "\n")
+    counts = cli("datasets", "validate", path, "--json", api=False).json["counts"]
+    assert (counts["conversations"], counts["duplicates_dropped"]) == (1, 1)
+    counts = cli("datasets", "validate", path, "--json", "--no-dedup", api=False).json["counts"]
+    assert (counts["conversations"], counts["duplicates_dropped"]) == (2, 0)
+
+
 def test_validate_previews_the_split_a_dataset_gets(cli):
     """The offline preview splits as a dataset is split (at least one conversation held out): two
     conversations whose ids both hash into train show 1 train / 1 held-out, as the service stores them."""
