@@ -54,6 +54,7 @@ from typing import IO, Any
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._events import event_kind, restated_events
+from drafters.traces.formats._call_io import call_free
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
 from drafters.traces.formats._spellings import (
     SYSTEM_KEYS,
@@ -160,9 +161,12 @@ class Mapping:
             chains = CallChains() if self.response else None
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
             merged = other_events = 0
-            for source, record in expanded(records, self.records, self.lists):
-                if self.records == "lists" and not jsonpath(record, self.messages) and not holds_role_message(record):
-                    other_events += 1  # an event of another kind in the batch (a score, a span without messages)
+            for at, (source, record) in enumerate(expanded(records, self.records, self.lists)):
+                if chains is not None:
+                    chains.at = at
+                if not jsonpath(record, self.messages) and (call_free(record) or self.records == "lists" and
+                                                            not holds_role_message(record)):
+                    other_events += 1  # an event of another kind (a score, a task span without messages)
                     continue
                 for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake
                     use.observe(record if isinstance(record, dict) else {}, jsonpath(record, use.key) or ABSENT,
@@ -186,6 +190,10 @@ class Mapping:
                 problems.warning("records_not_calls", f"{other_events} record(s) of the batch hold no message (events "
                                  "of another kind): not read", Source(fmt, filename))
             if chains is not None:
+                if chains.relink_newest_first():
+                    problems.warning("calls_newest_first", "the records are written newest first (each call before "
+                                     "the one it continues): read oldest first, so each conversation's calls "
+                                     "follow each other", Source(fmt, filename))
                 # a cache's entries are distinct requests by construction: none restates another
                 repeated = chains.drop_repeats() if self.records != "entries" else 0
                 kinds = sorted({k for c in chains.chains for call in c.calls

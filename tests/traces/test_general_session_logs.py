@@ -120,10 +120,14 @@ def test_recorded_calls_with_a_result_object_without_a_role(tmp_path):
     assert totals(result.conversations) == (2, 3, 0)
     first_conv = result.conversations[0]
     assert [c.completion.text for c in first_conv.calls()] == ["Basil, of the three.", "Fern needs the least."]
-    # an identical copy of a record: a call made twice or one written twice is not guessed
+    # an identical copy right after its record: a call made twice or one written twice is not guessed
     recs = json.loads(path.read_text())
-    result = ingest([_write(tmp_path, [*recs, recs[1]], "copies.json")], scrub=False)
+    result = ingest([_write(tmp_path, [*recs[:2], recs[1], *recs[2:]], "copies.json")], scrub=False)
     assert not result.report.ok and "ambiguous_shape" in codes(result)
+    # other records between two identical ones: the same request made twice (a recorder, a test's snapshot)
+    result = ingest([_write(tmp_path, [*recs, recs[1]], "twice.json")], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 4, 0)
     # a result object holding more than its text (a thought) is not read as the answer
     recs[0]["response"]["thought"] = "water needs"
     result = ingest([_write(tmp_path, recs, "thought.json")], scrub=False)

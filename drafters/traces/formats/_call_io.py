@@ -11,6 +11,7 @@ import os
 import re
 from typing import Any
 
+from drafters.traces.formats._record_shapes import holds_role_message
 from drafters.traces.formats._spellings import is_message, role_key, role_value
 from drafters.traces.json_paths import child_path, jsonpath
 
@@ -161,6 +162,21 @@ def _text_in(value: dict, path: str, depth: int = 0) -> str | None:
         return f"{path}.text"
     inner = value.get("value")
     return _text_in(inner, f"{path}.value", depth + 1) if isinstance(inner, dict) and depth < 2 else None
+
+
+def call_free(record: Any, depth: int = 0) -> bool:
+    """Whether a record holds no part of an LLM call: no message (an object with a role) and no value under an
+    input, output or text key at any depth, flattened keys' segments included (a root task span, a metric
+    event beside the calls' records)."""
+    if depth == 0 and holds_role_message(record):
+        return False
+    if depth > 6 or not isinstance(record, (dict, list)):
+        return True
+    if isinstance(record, list):
+        return all(call_free(v, depth + 1) for v in record[:1000])
+    keys = {*INPUT_KEYS, *OUTPUT_KEYS, *TEXT_INPUT_KEYS, "choices", "contents", "content", "text"}
+    return not any(keys.intersection(str(k).split(".")) and v not in (None, "", [], {}) for k, v in record.items()) and \
+        all(call_free(v, depth + 1) for v in record.values())
 
 
 def _ends_with_answer(msgs: list) -> bool:

@@ -32,12 +32,28 @@ class _Chain:
 
 
 @dataclass
+class _Added:
+    """One ``CallChains.add``'s arguments, kept to replay the log in the other order (``relink_newest_first``)."""
+
+    conv_id: str
+    source: Source
+    tools: list[ToolDef]
+    context: list[Message]
+    completion: Message
+    key: object
+    call: LLMCall
+
+
+@dataclass
 class CallChains:
     """Calls added in log order, grouped into conversations (``add``, then ``conversations``)."""
 
     chains: list[_Chain] = field(default_factory=list)
+    added: list[_Added] = field(default_factory=list)
     kinds: dict[int, str | None] = field(default_factory=dict)  # id(call) -> its record's type (for the reader)
     records: dict[int, str] = field(default_factory=dict)  # id(call) -> its whole record's JSON (for the reader)
+    positions: dict[int, int] = field(default_factory=dict)  # id(call) -> its record's ordinal in the log
+    at: int = 0  # the ordinal of the record being read (set by the reader before ``add``)
     identical: int = 0  # exact repeats dropped whose records are identical copies (set by drop_repeats)
 
     def add(self, conv_id: str, source: Source, tools: list[ToolDef], context: list[Message],
@@ -55,13 +71,35 @@ class CallChains:
             chain = _Chain(conv_id, source, tools, key)
             self.chains.append(chain)
         chain.calls.append(LLMCall(chain.id, len(chain.calls), tools, context, completion))
+        self.added.append(_Added(conv_id, source, tools, context, completion, key, chain.calls[-1]))
+        self.positions[id(chain.calls[-1])] = self.at
         return chain.calls[-1]
+
+    def relink_newest_first(self) -> bool:
+        """A log written newest first (each session's latest call first: an event export sorted by time,
+        descending) leaves every call a conversation of its own, since a call is only linked to one logged
+        before it. Where taking the records in reverse order links more calls (fewer conversations), the chains
+        are rebuilt that way. Returns whether they were (the reader says so in a warning)."""
+        if len(self.chains) < 2:
+            return False
+        replay = CallChains()
+        for a in reversed(self.added):
+            replay.add(a.conv_id, a.source, a.tools, a.context, a.completion, a.key)
+        if len(replay.chains) >= len(self.chains):
+            return False
+        for old, new in zip(reversed(self.added), replay.added):  # the reader's notes on each call follow it
+            for notes in (self.kinds, self.records, self.positions):
+                if id(old.call) in notes:
+                    notes[id(new.call)] = notes.pop(id(old.call))
+        self.chains, self.added = replay.chains, replay.added
+        return True
 
     def drop_repeats(self) -> int:
         """Drop each one-call chain whose call another record repeats or extends: the same completion after the
         same context (an event logged twice: a trace restating its generation) or after a beginning of it that
         the completion does not follow (a parent span: the run's first input and last output). The first of
-        exact repeats is kept. Returns the number dropped."""
+        exact repeats is kept. Two identical records with others between them are two calls (the same request
+        made twice: a recorder's log, a test suite's snapshot), not a repeat. Returns the number dropped."""
         dropped = 0
         for c in list(self.chains):
             if len(c.calls) != 1:
@@ -75,13 +113,19 @@ class CallChains:
                        and same_messages(call.context, d.context[:n])
                        and (len(d.context) > n and not same_messages(d.context[n:n + 1], [call.completion])
                             or len(d.context) == n and self.chains.index(other) < self.chains.index(c))
-                       for d in other.calls):
+                       and not self._made_twice(call, d) for d in other.calls):
                     self.chains.remove(c)
                     dropped += 1
                     rec = self.records.get(id(call))
                     self.identical += rec is not None and any(self.records.get(id(d)) == rec for d in other.calls)
                     break
         return dropped
+
+    def _made_twice(self, a: LLMCall, b: LLMCall) -> bool:
+        """Whether two calls come from identical records that other records separate in the log."""
+        rec = self.records.get(id(a))
+        return rec is not None and rec == self.records.get(id(b)) and \
+            abs(self.positions.get(id(a), 0) - self.positions.get(id(b), 0)) > 1
 
     def conversations(self) -> Iterator[Conversation]:
         """Each chain as a conversation with explicit calls (the transcript: the last call's context and

@@ -32,6 +32,7 @@ from typing import Any
 from drafters.traces.formats._call_io import (
     INPUT_KEYS,
     OUTPUT_KEYS,
+    call_free,
     input_output,
     message_lists,
     messages_at,
@@ -56,6 +57,7 @@ from drafters.traces.formats._spellings import (
     role_key,
     role_of,
     role_value,
+    executed_calls,
     tool_invocation,
 )
 from drafters.traces.formats._turns import TURN_KEYS
@@ -155,10 +157,11 @@ def call_shaped(value: Any) -> bool:
 
 
 def calls_not_read(msgs: list[dict], keys_not_read: list[str]) -> list[str]:
-    """The unread message keys that hold tool calls (as calls, or as parts holding a call and its result: the AI
-    SDK's ``parts``): reading without them would lose the calls."""
+    """The unread message keys that hold tool calls (as calls, as calls recorded with their results, or as parts
+    holding a call and its result: the AI SDK's ``parts``): reading without them would lose the calls."""
     def holds_calls(value: Any) -> bool:
-        return call_shaped(value) or isinstance(value, list) and any(tool_invocation(b) for b in value)
+        return call_shaped(value) or executed_calls(value) is not None or \
+            isinstance(value, list) and any(tool_invocation(b) for b in value)
     return [k for k in keys_not_read if any(holds_calls(m.get(k)) for m in msgs if isinstance(m, dict))]
 
 
@@ -423,6 +426,7 @@ def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
 
 
 def _request_response(values: list, array_doc: bool, name: str) -> Inferred | None:
+    values = [v for v in values if not call_free(v)]  # a task span beside the calls' records: read past
     dicts = [unflatten(v) if isinstance(v, dict) else v for v in values]
     pairs = [input_output(v) for v in dicts]
     if not pairs or not all(pairs):

@@ -305,6 +305,39 @@ def _tool_with_state(block: dict, state: dict) -> list | None:
                                  is_error=state.get("status") == "error")]
 
 
+_EXECUTED_CALL = ("request", "call", "tool_call", "action")  # where an executed call's record keeps the call
+_EXECUTED_RESULT = ("response", "result", "output", "observation")
+_EXECUTED_ERROR = ("exception", "error")
+
+
+def executed_calls(value: Any) -> list | None:
+    """The parts of a message-level list of calls recorded with their results, one record per call the harness
+    ran (ToolTalk's ``apis``: ``[{request: {api_name, parameters}, response, exception}]``): ``[call, result,
+    call, result, ...]``, each result ending its call (``_turns.split_at_results``). None unless every item holds
+    a call (a name and arguments, under one of ``_EXECUTED_CALL``) and a result or an error beside it."""
+    if not isinstance(value, list) or not value or not all(isinstance(v, dict) for v in value):
+        return None
+    parts: list = []
+    for item in value:
+        call = next((item[k] for k in _EXECUTED_CALL if isinstance(item.get(k), dict)), None)
+        name = first(call, (*_CALL_NAME, "api_name", "tool")) if call is not None else None
+        if not isinstance(name, str) or not any(k in call for k in _CALL_ARGS) or \
+                not any(k in item for k in _EXECUTED_RESULT + _EXECUTED_ERROR):
+            return None
+        call_id = as_text(first(call, _CALL_ID) or first(item, _CALL_ID)) or None
+        error = first(item, _EXECUTED_ERROR)
+        out = first(item, _EXECUTED_RESULT) if error in (None, "") else error
+        text = result_text(out)
+        parts += [ToolCallPart.from_raw(call_id, name, first(call, _CALL_ARGS)),
+                  ToolResultPart(call_id, text if text is not None else as_text(out), is_error=error not in (None, ""))]
+    return parts
+
+
+def executed_key(raw: dict, skip: set[str]) -> str | None:
+    """The key of a message (outside ``skip``, the keys read otherwise) whose value ``executed_calls`` reads."""
+    return next((k for k, v in raw.items() if k not in skip and executed_calls(v) is not None), None)
+
+
 def calls_of(value: Any) -> list[ToolCallPart]:
     """Message-level tool calls (a list, one legacy ``function_call`` object, or a map of call id -> call:
     fast-agent's ``{id: {method: tools/call, params}}``)."""

@@ -49,6 +49,8 @@ from drafters.traces.formats._spellings import (
     SYSTEM_KEYS,
     block_parts,
     calls_of,
+    executed_calls,
+    executed_key,
     failed_turn,
     first,
     get,
@@ -152,11 +154,16 @@ def _message_outside(value: Any, skip: str, path: str = "$", depth: int = 0) -> 
     return next((hit for p, v in items if (hit := _message_outside(v, skip, p, depth + 1)) is not None), None)
 
 
-def message_of(raw: dict, role: str, content_key: str | None, richer: list | None = None) -> Message:
+def message_of(raw: dict, role: str, content_key: str | None, richer: list | None = None,
+               executed: str | None = None) -> Message:
     """One raw message in the common spellings -> a canonical message. A message holding its text under
     ``content_key`` and a ``parts`` list with more than text (the AI SDK's UI messages: the calls and their
-    results live only in ``parts``; ``richer``, from ``_richer_parts``) is read from its parts."""
+    results live only in ``parts``; ``richer``, from ``_richer_parts``) is read from its parts. An assistant
+    message's calls recorded with their results under ``executed`` (``executed_calls``) come before its text:
+    the harness ran them, and the text is the reply written after the last result."""
     parts = richer if richer is not None else block_parts(get(raw, content_key)) if content_key else []
+    if role == "assistant" and executed is not None:
+        parts = [*(executed_calls(raw[executed]) or []), *parts]
     if role == "tool" or (role == "user" and keyed_by_id(raw.get("tool_results")) and not parts):
         return Message("tool", result_parts(raw, parts))  # a user turn holding only results keyed by call id
     if role == "assistant":
@@ -196,12 +203,18 @@ def _content_key(raw: dict, key: str | None) -> str | None:
     return next((k for k in spellings if isinstance(get(raw, k), (str, list))), key)
 
 
-def _unread(raw: dict, found: _Found, parts_read: bool, content_key: str | None) -> list[str]:
+def _used_keys(raw: dict, found: _Found, parts_read: bool, content_key: str | None) -> set[str]:
+    """The keys of a message that ``message_of`` reads."""
     used = {found.role_key.split(".")[0], (content_key or "").split(".")[0]} | _READ_KEYS
     if parts_read:
         used |= {"parts"}
     if summary_texts(raw) is not None:
         used |= {"summary"}
+    return used
+
+
+def _unread(raw: dict, found: _Found, parts_read: bool, content_key: str | None) -> list[str]:
+    used = _used_keys(raw, found, parts_read, content_key)
     return [k for k, v in raw.items() if k not in used and v not in (None, "", [], {})]
 
 
@@ -210,11 +223,15 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
     """The conversation of a found message list; None (reported) when a message's content was not mapped."""
     messages: list[Message] = []
     raws: list[Any] = []
+    executed_before_text = 0
     for i, raw in enumerate(found.messages):
         role = role_of(get(raw, found.role_key))
         content_key = _content_key(raw, found.content_key)
         richer = _richer_parts(raw, content_key)
-        message = message_of(raw, role, content_key, richer)  # type: ignore[arg-type]
+        executed = executed_key(raw, _used_keys(raw, found, richer is not None, content_key)) \
+            if role == "assistant" else None
+        message = message_of(raw, role, content_key, richer, executed)  # type: ignore[arg-type]
+        executed_before_text += executed is not None and any(isinstance(p, TextPart) for p in message.parts)
         if role == "assistant" and failed_turn(raw):
             if not message.parts and not message.tool_calls:  # a request that failed before any output
                 problems.warning("failed_turn_skipped", f"message {i} is an assistant message with no content that "
@@ -222,7 +239,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                                  source, f"{found.path}[{i}]")
                 continue
             message.failed = True  # its calls that no tool message answers were never run
-        unread = _unread(raw, found, richer is not None, content_key)
+        unread = [k for k in _unread(raw, found, richer is not None, content_key) if k != executed]
         if tally is not None:
             tally.roles[role] += 1
             tally.skipped.update(unread)
@@ -254,6 +271,10 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                        "the reading in a mapping file (--mapping)", source, found.path)
         return None
     warn_joined(turns, problems, source, found.path)
+    if executed_before_text:
+        problems.warning("executed_calls_before_text", f"{executed_before_text} assistant message(s) hold tool calls "
+                         "recorded with their results beside a text: read as run before the text (each call answered "
+                         "before the next, the text the reply after the last result)", source, found.path)
     messages = turns.messages
     return Conversation(id=conv_id, source=source, tools=tool_defs(tools), messages=messages)
 

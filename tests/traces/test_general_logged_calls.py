@@ -1,0 +1,137 @@
+"""Request/response logs and executed calls read by the general path (issue 30; docs/traces.md, "Logs of
+calls: order, task spans, calls made twice" and "Calls recorded with their results"):
+
+- a log written newest first (an event export sorted by time, descending) is read oldest first, so each
+  session's calls form one conversation (``calls_newest_first`` warning);
+- records holding no part of a call (a root task span, an operation span) beside the calls' records are
+  skipped and counted (``records_not_calls``), not refused;
+- two identical records with other records between them are the same request made twice (two calls); an
+  identical copy right after its record is still not guessed (``ambiguous_shape``);
+- an assistant message that keeps the calls its harness ran with their results (``[{request: {api_name,
+  parameters}, response, exception}]``) is read as calls, each answered before the next, before its text.
+
+Every record below is hand-made, not a copy of a real file.
+"""
+
+from __future__ import annotations
+
+import json
+
+from drafters.traces.formats._spellings import executed_calls
+from drafters.traces.ingest import ingest
+from drafters.traces.model import ToolCallPart, ToolResultPart
+
+from .conftest import codes, totals
+
+SYSTEM = {"role": "system", "content": "You are a research agent."}
+
+
+def _event(session: str, history: list, answer: dict, t: float) -> dict:
+    return {"event_type": "model", "session_id": session, "start_time": t,
+            "inputs": {"chat_history": history}, "outputs": {"role": "assistant", **answer}}
+
+
+def _session(session: str, t0: float) -> list[dict]:
+    """Three calls of one agent loop, oldest first: a call, its result, the answer, a follow-up."""
+    h1 = [SYSTEM, {"role": "user", "content": f"Find the {session} report."}]
+    a1 = {"content": None, "tool_calls": [{"id": f"{session}-c1", "type": "function",
+                                           "function": {"name": "search", "arguments": "{\"q\": \"report\"}"}}]}
+    h2 = [*h1, {"role": "assistant", **a1}, {"role": "tool", "tool_call_id": f"{session}-c1", "content": "found"}]
+    a2 = {"content": "It is in the archive."}
+    h3 = [*h2, {"role": "assistant", **a2}, {"role": "user", "content": "Summarise it."}]
+    a3 = {"content": "Sales rose."}
+    return [_event(session, h1, a1, t0), _event(session, h2, a2, t0 + 1), _event(session, h3, a3, t0 + 2)]
+
+
+def _write(tmp_path, value, name):
+    path = tmp_path / name
+    path.write_text(json.dumps(value))
+    return path
+
+
+def test_a_log_written_newest_first_is_read_oldest_first(tmp_path):
+    events = [*reversed(_session("alpha", 10.0)), *reversed(_session("beta", 0.0))]
+    result = ingest([_write(tmp_path, events, "events.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (2, 6, 2)
+    assert "calls_newest_first" in codes(result, "warnings")
+    first = list(result.conversations[0].calls())
+    assert [c.completion.text for c in first] == ["", "It is in the archive.", "Sales rose."]
+    assert [len(c.context) for c in first] == [2, 4, 6]
+    # the same log oldest first: read the same, without the warning
+    oldest = ingest([_write(tmp_path, [*_session("alpha", 10.0), *_session("beta", 0.0)], "old.json")], scrub=False)
+    assert totals(oldest.conversations) == (2, 6, 2) and "calls_newest_first" not in codes(oldest, "warnings")
+
+
+def test_unrelated_calls_are_not_relinked(tmp_path):
+    """Single calls with unrelated contexts stay separate conversations in either order."""
+    events = [_event(s, [{"role": "user", "content": f"Say {s}."}], {"content": s}, 0.0) for s in ("a", "b", "c")]
+    result = ingest([_write(tmp_path, events, "single.json")], scrub=False)
+    assert totals(result.conversations) == (3, 3, 0) and "calls_newest_first" not in codes(result, "warnings")
+
+
+def _spans() -> list[dict]:
+    root = {"name": "suite-root", "type": "task", "metadata": {"scenario": "tools"}, "metrics": {"start": 0}}
+    ask = {"input": [{"role": "user", "content": "Count to three."}],
+           "output": {"role": "assistant", "content": [{"type": "text", "text": "1 2 3"}]}, "type": "llm"}
+    tool = {"input": [{"role": "user", "content": "Weather in Paris?"}], "type": "llm",
+            "output": {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "get_weather",
+                                                         "input": {"city": "Paris"}}]}}
+    ops = [{"name": f"{op}-operation", "type": None, "metadata": {"operation": op}} for op in ("create", "stream")]
+    return [root, ops[0], ask, ops[1], dict(ask), {"name": "tool-operation", "type": None}, tool]
+
+
+def test_task_spans_beside_the_calls_are_skipped_and_identical_calls_apart_are_two_calls(tmp_path):
+    result = ingest([_write(tmp_path, _spans(), "spans.json")], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 3, 1)
+    assert "records_not_calls" in codes(result, "warnings")
+    # an identical copy right after its record: made twice, or written twice? not guessed
+    spans = _spans()
+    copied = [*spans[:3], dict(spans[2]), *spans[3:]]
+    result = ingest([_write(tmp_path, copied, "copied.json")], scrub=False, dedup=False)
+    assert not result.report.ok and "ambiguous_shape" in codes(result)
+    # a span holding text under an input key is part of a call: never skipped as a task span
+    spans = _spans()
+    spans[1]["input"] = "Count to three."
+    result = ingest([_write(tmp_path, spans, "text_span.json")], scrub=False, dedup=False)
+    assert not result.report.ok
+
+
+def test_dedup_is_the_datasets_choice_after_reading(tmp_path):
+    deduped = ingest([_write(tmp_path, _spans(), "spans.json")], scrub=False)
+    assert totals(deduped.conversations) == (2, 2, 1) and deduped.report.counts["duplicates_dropped"] == 1
+
+
+def _apis_turns() -> list[dict]:
+    apis = [{"request": {"api_name": "QueryCalendar", "parameters": {"day": "monday"}},
+             "response": {"events": []}, "exception": None},
+            {"request": {"api_name": "CreateEvent", "parameters": {"name": "sync"}},
+             "response": None, "exception": "session expired"}]
+    return [{"index": 0, "role": "user", "text": "Book a sync on Monday."},
+            {"index": 1, "role": "assistant", "text": "I could not book it: your session expired.", "apis": apis},
+            {"index": 2, "role": "user", "text": "Thanks."},
+            {"index": 3, "role": "assistant", "text": "You're welcome."}]
+
+
+def test_calls_recorded_with_their_results_are_read_before_the_text(tmp_path):
+    parts = executed_calls(_apis_turns()[1]["apis"])
+    assert [type(p) for p in parts] == [ToolCallPart, ToolResultPart, ToolCallPart, ToolResultPart]
+    assert parts[0].name == "QueryCalendar" and parts[0].arguments == {"day": "monday"}
+    assert parts[1].content == '{"events": []}' or parts[1].content.startswith("{")
+    assert parts[3].is_error and parts[3].content == "session expired"
+    doc = {"name": "booking", "conversation": _apis_turns()}
+    result = ingest([_write(tmp_path, doc, "talk.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 4, 2)
+    calls = list(result.conversations[0].calls())
+    assert [len(c.completion.tool_calls) for c in calls] == [1, 1, 0, 0]
+    assert calls[2].completion.text == "I could not book it: your session expired."
+    assert [m.role for m in calls[2].context] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert "executed_calls_before_text" in codes(result, "warnings")
+
+
+def test_executed_calls_need_a_call_and_its_result():
+    assert executed_calls([{"request": {"api_name": "Q", "parameters": {}}}]) is None  # no result beside it
+    assert executed_calls([{"request": {"url": "/x"}, "response": {}}]) is None  # no tool name
+    assert executed_calls([]) is None and executed_calls("x") is None
