@@ -135,3 +135,28 @@ def test_executed_calls_need_a_call_and_its_result():
     assert executed_calls([{"request": {"api_name": "Q", "parameters": {}}}]) is None  # no result beside it
     assert executed_calls([{"request": {"url": "/x"}, "response": {}}]) is None  # no tool name
     assert executed_calls([]) is None and executed_calls("x") is None
+
+
+def _gemini_record(turns: list, answer: str) -> dict:
+    """A recorded Gemini ``generateContent`` request and its response (a proxy's request log)."""
+    return {"url": "https://proxy.example/v1beta/models/gemini-1.5-pro:generateContent", "method": "POST",
+            "body": {"systemInstruction": {"role": "system", "parts": [{"text": "You are Mary, an analyst."}]},
+                     "contents": turns, "generationConfig": {"temperature": 1}},
+            "response": {"candidates": [{"content": {"role": "model", "parts": [{"text": answer}]},
+                                         "finishReason": "STOP", "index": 0}], "modelVersion": "gemini-1.5-pro"}}
+
+
+def test_gemini_requests_and_their_candidates(tmp_path):
+    """``contents`` is a request's input and a response's ``candidates[0].content`` its answer; a request
+    that extends the previous one continues its conversation."""
+    u1 = {"role": "user", "parts": [{"text": "Extract the name: I am Ada."}]}
+    a1 = {"role": "model", "parts": [{"text": "{\"name\": \"Ada\"}"}]}
+    u2 = {"role": "user", "parts": [{"text": "And her age? She is 36."}]}
+    records = [_gemini_record([u1], "{\"name\": \"Ada\"}"), _gemini_record([u1, a1, u2], "{\"age\": 36}"),
+               _gemini_record([{"role": "user", "parts": [{"text": "Another task."}]}], "Done.")]
+    result = ingest([_write(tmp_path, records, "gemini.requests.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (2, 3, 0)
+    second = list(result.conversations[0].calls())[1]
+    assert [m.role for m in second.context] == ["system", "user", "assistant", "user"]
+    assert second.completion.text == "{\"age\": 36}"

@@ -17,7 +17,8 @@ from drafters.traces.json_paths import child_path, jsonpath
 
 OUTPUT_KEYS = ("outputs", "output", "response", "completion", "result", "generation", "generations",
                "output_messages", "model_output_message", "llm_output", "answer")
-INPUT_KEYS = ("inputs", "input", "request", "prompt", "input_messages", "model_input_messages", "messages")
+INPUT_KEYS = ("inputs", "input", "request", "prompt", "input_messages", "model_input_messages", "messages",
+              "contents")  # contents: a Gemini request's turns
 #: A call written as two texts: the prompt's keys, and the model's answer's (never ``answer``: an eval's reference).
 TEXT_INPUT_KEYS = ("instruction", "prompt", "question", "query", "input", "request")
 TEXT_OUTPUT_KEYS = ("output", "response", "completion", "generation")
@@ -203,17 +204,20 @@ def _output_paths(record: dict, path: str = "$", depth: int = 0) -> list[str]:
 
 def _assistant_at(value: Any, path: str) -> list[str]:
     """The paths at ``value`` holding the assistant's output: the message, a list of them, or, for a list of
-    wrappers (``choices``: ``[{message: ...}]``), both the list and its first item's message."""
+    wrappers (``choices``: ``[{message: ...}]``; Gemini's ``candidates``: ``[{content: ...}]``), both the list and
+    its first item's message."""
     if isinstance(value, dict) and "message" not in value and role_value(value, role_key([value]) or "") == "assistant":
         return [path]
     hits = []
     if isinstance(value, list) and value and all(isinstance(m, dict) for m in value) and role_key(value) and \
             any(role_value(m, role_key(value) or "") == "assistant" for m in value):
         hits.append(path)  # the answers, or the conversation's continuation (answers, tool results, ...)
-    if isinstance(value, list) and value and isinstance(value[0], dict) and isinstance(value[0].get("message"), dict):
-        hits += _assistant_at(value[0]["message"], f"{path}[0].message")
+    wrapped = next((k for k in ("message", "content") if isinstance(value, list) and value and
+                    isinstance(value[0], dict) and isinstance(value[0].get(k), dict)), None)
+    if wrapped is not None:
+        hits += _assistant_at(value[0][wrapped], f"{path}[0].{wrapped}")
     if isinstance(value, dict):
-        for k in ("message", "choices", "messages", *OUTPUT_KEYS):
+        for k in ("message", "choices", "candidates", "messages", *OUTPUT_KEYS):
             if k in value:
                 hits += _assistant_at(value[k], child_path(path, k))
                 if hits:
