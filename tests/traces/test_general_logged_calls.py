@@ -160,3 +160,13 @@ def test_gemini_requests_and_their_candidates(tmp_path):
     second = list(result.conversations[0].calls())[1]
     assert [m.role for m in second.context] == ["system", "user", "assistant", "user"]
     assert second.completion.text == "{\"age\": 36}"
+
+
+def test_calls_kept_under_an_unread_key_without_results_refuse_the_conversation(tmp_path):
+    """Calls nested one level down (``{request: {api_name, parameters}}``) with no result beside them are not
+    read as executed calls; left unread they would be lost, so the conversation is refused."""
+    turns = _apis_turns()
+    turns[1]["apis"] = [{"request": a["request"]} for a in turns[1]["apis"]]
+    result = ingest([_write(tmp_path, {"conversation": turns}, "talk.json")], scrub=False, format="generic")
+    assert not result.report.ok and "content_not_mapped" in codes(result)
+    assert not result.conversations

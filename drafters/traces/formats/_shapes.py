@@ -57,6 +57,7 @@ from drafters.traces.formats._spellings import (
     role_key,
     role_of,
     role_value,
+    EXECUTED_CALL_KEYS,
     executed_calls,
     tool_invocation,
 )
@@ -151,7 +152,7 @@ def call_shaped(value: Any) -> bool:
     """Tool calls in some spelling: an object, or a list of objects, with a name and arguments."""
     items = value if isinstance(value, list) else [value]
     return bool(items) and all(isinstance(c, dict) for c in items) and all(
-        any(k in c or k in (c.get("function") or {}) for k in ("name", "tool", "tool_name", "toolName"))
+        any(k in c or k in (c.get("function") or {}) for k in ("name", "tool", "tool_name", "toolName", "api_name"))
         and any(k in c or k in (c.get("function") or {}) for k in ("arguments", "args", "input", "parameters"))
         for c in items)
 
@@ -160,7 +161,9 @@ def calls_not_read(msgs: list[dict], keys_not_read: list[str]) -> list[str]:
     """The unread message keys that hold tool calls (as calls, as calls recorded with their results, or as parts
     holding a call and its result: the AI SDK's ``parts``): reading without them would lose the calls."""
     def holds_calls(value: Any) -> bool:
-        return call_shaped(value) or executed_calls(value) is not None or \
+        items = value if isinstance(value, list) else [value]
+        nested = [v for i in items if isinstance(i, dict) for k, v in i.items() if k in EXECUTED_CALL_KEYS]
+        return call_shaped(value) or executed_calls(value) is not None or bool(nested) and call_shaped(nested) or \
             isinstance(value, list) and any(tool_invocation(b) for b in value)
     return [k for k in keys_not_read if any(holds_calls(m.get(k)) for m in msgs if isinstance(m, dict))]
 

@@ -305,7 +305,7 @@ def _tool_with_state(block: dict, state: dict) -> list | None:
                                  is_error=state.get("status") == "error")]
 
 
-_EXECUTED_CALL = ("request", "call", "tool_call", "action")  # where an executed call's record keeps the call
+EXECUTED_CALL_KEYS = ("request", "call", "tool_call", "action")  # where an executed call's record keeps the call
 _EXECUTED_RESULT = ("response", "result", "output", "observation")
 _EXECUTED_ERROR = ("exception", "error")
 
@@ -314,12 +314,12 @@ def executed_calls(value: Any) -> list | None:
     """The parts of a message-level list of calls recorded with their results, one record per call the harness
     ran (ToolTalk's ``apis``: ``[{request: {api_name, parameters}, response, exception}]``): ``[call, result,
     call, result, ...]``, each result ending its call (``_turns.split_at_results``). None unless every item holds
-    a call (a name and arguments, under one of ``_EXECUTED_CALL``) and a result or an error beside it."""
+    a call (a name and arguments, under one of ``EXECUTED_CALL_KEYS``) and a result or an error beside it."""
     if not isinstance(value, list) or not value or not all(isinstance(v, dict) for v in value):
         return None
     parts: list = []
     for item in value:
-        call = next((item[k] for k in _EXECUTED_CALL if isinstance(item.get(k), dict)), None)
+        call = next((item[k] for k in EXECUTED_CALL_KEYS if isinstance(item.get(k), dict)), None)
         name = first(call, (*_CALL_NAME, "api_name", "tool")) if call is not None else None
         if not isinstance(name, str) or not any(k in call for k in _CALL_ARGS) or \
                 not any(k in item for k in _EXECUTED_RESULT + _EXECUTED_ERROR):
