@@ -190,10 +190,10 @@ class Mapping:
                 problems.warning("records_not_calls", f"{other_events} record(s) of the batch hold no message (events "
                                  "of another kind): not read", Source(fmt, filename))
             if chains is not None:
-                if chains.relink_newest_first():
-                    problems.warning("calls_newest_first", "the records are written newest first (each call before "
-                                     "the one it continues): read oldest first, so each conversation's calls "
-                                     "follow each other", Source(fmt, filename))
+                if chains.relink_out_of_order():
+                    problems.warning("calls_out_of_order", "the records are not in call order (a call written before "
+                                     "the one it continues: a log sorted newest first): read in order of context "
+                                     "length, so each conversation's calls follow each other", Source(fmt, filename))
                 # a cache's entries are distinct requests by construction: none restates another
                 repeated = chains.drop_repeats() if self.records != "entries" else 0
                 kinds = sorted({k for c in chains.chains for call in c.calls

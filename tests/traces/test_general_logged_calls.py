@@ -1,8 +1,8 @@
 """Request/response logs and executed calls read by the general path (issue 30; docs/traces.md, "Logs of
 calls: order, task spans, calls made twice" and "Calls recorded with their results"):
 
-- a log written newest first (an event export sorted by time, descending) is read oldest first, so each
-  session's calls form one conversation (``calls_newest_first`` warning);
+- a log not in call order (an event export sorted by time, descending; shuffled records) is read in order of
+  context length, so each session's calls form one conversation (``calls_out_of_order`` warning);
 - records holding no part of a call (a root task span, an operation span) beside the calls' records are
   skipped and counted (``records_not_calls``), not refused;
 - two identical records with other records between them are the same request made twice (two calls); an
@@ -49,25 +49,30 @@ def _write(tmp_path, value, name):
     return path
 
 
-def test_a_log_written_newest_first_is_read_oldest_first(tmp_path):
+def test_a_log_not_in_call_order_is_read_in_order_of_context_length(tmp_path):
     events = [*reversed(_session("alpha", 10.0)), *reversed(_session("beta", 0.0))]
     result = ingest([_write(tmp_path, events, "events.json")], scrub=False)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (2, 6, 2)
-    assert "calls_newest_first" in codes(result, "warnings")
+    assert "calls_out_of_order" in codes(result, "warnings")
     first = list(result.conversations[0].calls())
     assert [c.completion.text for c in first] == ["", "It is in the archive.", "Sales rose."]
     assert [len(c.context) for c in first] == [2, 4, 6]
+    # shuffled: read the same
+    shuffled = [events[i] for i in (3, 0, 5, 1, 4, 2)]
+    result = ingest([_write(tmp_path, shuffled, "shuffled.json")], scrub=False)
+    assert totals(result.conversations) == (2, 6, 2) and "calls_out_of_order" in codes(result, "warnings")
+    assert [len(c.context) for c in result.conversations[0].calls()] == [2, 4, 6]
     # the same log oldest first: read the same, without the warning
     oldest = ingest([_write(tmp_path, [*_session("alpha", 10.0), *_session("beta", 0.0)], "old.json")], scrub=False)
-    assert totals(oldest.conversations) == (2, 6, 2) and "calls_newest_first" not in codes(oldest, "warnings")
+    assert totals(oldest.conversations) == (2, 6, 2) and "calls_out_of_order" not in codes(oldest, "warnings")
 
 
 def test_unrelated_calls_are_not_relinked(tmp_path):
     """Single calls with unrelated contexts stay separate conversations in either order."""
     events = [_event(s, [{"role": "user", "content": f"Say {s}."}], {"content": s}, 0.0) for s in ("a", "b", "c")]
     result = ingest([_write(tmp_path, events, "single.json")], scrub=False)
-    assert totals(result.conversations) == (3, 3, 0) and "calls_newest_first" not in codes(result, "warnings")
+    assert totals(result.conversations) == (3, 3, 0) and "calls_out_of_order" not in codes(result, "warnings")
 
 
 def _spans() -> list[dict]:

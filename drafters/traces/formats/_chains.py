@@ -33,7 +33,7 @@ class _Chain:
 
 @dataclass
 class _Added:
-    """One ``CallChains.add``'s arguments, kept to replay the log in the other order (``relink_newest_first``)."""
+    """One ``CallChains.add``'s arguments, kept to replay the log in another order (``relink_out_of_order``)."""
 
     conv_id: str
     source: Source
@@ -75,19 +75,21 @@ class CallChains:
         self.positions[id(chain.calls[-1])] = self.at
         return chain.calls[-1]
 
-    def relink_newest_first(self) -> bool:
-        """A log written newest first (each session's latest call first: an event export sorted by time,
-        descending) leaves every call a conversation of its own, since a call is only linked to one logged
-        before it. Where taking the records in reverse order links more calls (fewer conversations), the chains
-        are rebuilt that way. Returns whether they were (the reader says so in a warning)."""
+    def relink_out_of_order(self) -> bool:
+        """A log not written in call order (an event export sorted by time, descending; records shuffled by a
+        store) leaves calls unlinked, since a call is only linked to one logged before it. Where taking the
+        records in order of context length (a call's context is longer than that of each call it continues; ties
+        keep the log's order) links more calls (fewer conversations), the chains are rebuilt that way. Returns
+        whether they were (the reader says so in a warning)."""
         if len(self.chains) < 2:
             return False
+        order = sorted(self.added, key=lambda a: len(a.context))
         replay = CallChains()
-        for a in reversed(self.added):
+        for a in order:
             replay.add(a.conv_id, a.source, a.tools, a.context, a.completion, a.key)
         if len(replay.chains) >= len(self.chains):
             return False
-        for old, new in zip(reversed(self.added), replay.added):  # the reader's notes on each call follow it
+        for old, new in zip(order, replay.added):  # the reader's notes on each call follow it
             for notes in (self.kinds, self.records, self.positions):
                 if id(old.call) in notes:
                     notes[id(new.call)] = notes.pop(id(old.call))
