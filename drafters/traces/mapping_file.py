@@ -19,7 +19,7 @@ _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_call
          "adjacent_answers", "lists"}
 _TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
               "observation", "lists")
-_RECORDS = ("each", "file", "messages", "lists", "entries")
+_RECORDS = ("each", "file", "messages", "lists", "entries", "values")
 _ITEMS = ("messages", "openai_responses")
 _SUB_KEYS = {"tool_call": {"id", "name", "arguments"}, "tool_result": {"id", "content"}, "prompt": {"system", "user"},
              "tree": {"parent", "children", "message", "id", "current"}}

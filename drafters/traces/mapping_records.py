@@ -30,12 +30,23 @@ def file_records(stream: IO[str], filename: str, problems: ProblemSink, fmt: str
 
 def expanded(records: Iterator[tuple[Source, Any]], mode: str, lists: str = "$") -> Iterator[tuple[Source, Any]]:
     """The records a mapping reads one by one: each batch list's items (``lists``), each cache entry
-    (``entries``), else the records as they are."""
+    (``entries``), each value of an object of records (``values``), else the records as they are."""
     if mode == "lists":
         return batch_items(records, lists)
     if mode == "entries":
         return entry_records(records)
+    if mode == "values":
+        return value_records(records)
     return records
+
+
+def value_records(records: Iterator[tuple[Source, Any]]) -> Iterator[tuple[Source, Any]]:
+    """``records: values``: the document is an object of records keyed by id (a trajectory dump ``{"6238":
+    {"traj": [...]}, ...}``): each value is a record, at ``$.KEY``; a value that is no object is not read."""
+    for source, doc in records:
+        for key, value in (doc.items() if isinstance(doc, dict) else []):
+            if isinstance(value, dict):
+                yield replace(source, record=child_path("$", key), line=None), value
 
 
 def batch_items(records: Iterator[tuple[Source, Any]], lists: str = "$") -> Iterator[tuple[Source, Any]]:

@@ -21,7 +21,7 @@ from drafters.traces.formats._spellings import executed_calls
 from drafters.traces.ingest import ingest
 from drafters.traces.model import ToolCallPart, ToolResultPart
 
-from .conftest import codes, totals
+from .conftest import codes, inferred_mapping_totals, totals
 
 SYSTEM = {"role": "system", "content": "You are a research agent."}
 
@@ -175,3 +175,24 @@ def test_calls_kept_under_an_unread_key_without_results_refuse_the_conversation(
     result = ingest([_write(tmp_path, {"conversation": turns}, "talk.json")], scrub=False, format="generic")
     assert not result.report.ok and "content_not_mapped" in codes(result)
     assert not result.conversations
+
+
+def test_an_object_of_records_keyed_by_id(tmp_path):
+    """A trajectory dump ``{id: {"traj": [...], "reward": ...}}``: each value is one record (``records:
+    values``), read by the general path and by the mapping ``infer-mapping`` writes the same way."""
+    def traj(q: str, steps: int) -> dict:
+        msgs = [{"role": "user", "content": q}]
+        for i in range(steps):
+            msgs += [{"role": "assistant", "content": f"Thought: step {i}\nAction: search[{q}]"},
+                     {"role": "user", "content": f"Observation: result {i}"}]
+        return {"reward": steps % 2 == 0, "pred": "x", "prompt": [], "traj": msgs}
+    doc = {"6238": traj("Who made it?", 1), "909": traj("Where is it?", 3), "923": traj("When?", 2)}
+    path = _write(tmp_path, doc, "trajs.json")
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 6, 0)
+    assert [c.id.rsplit(":", 1)[-1] for c in result.conversations] == ["$.6238", "$.909", "$.923"]
+    assert inferred_mapping_totals(path, "record_lists", tmp_path) == (3, 6, 0)
+    # an object whose values are not all records of that shape is not read as one
+    doc["config"] = {"model": "gpt-3.5", "temperature": 0}
+    assert not ingest([_write(tmp_path, doc, "mixed.json")], scrub=False).report.ok

@@ -67,13 +67,21 @@ def test_two_message_lists_in_a_record_are_refused_not_guessed():
 
 
 def test_a_message_outside_the_one_list_read_refuses_the_record(tmp_path):
-    """A map of recorded calls (a hash per call: its input and its output): only the first call's input holds a
-    list with an answer, but its own output and the other call's messages would be lost: refused, not read."""
+    """A map of recorded calls (a hash per call: its input and its output) is an object of records keyed by id,
+    each a request/response record: read as such, the calls chained. With a value of another kind beside them it
+    is no such object: only the first call's input holds a list with an answer, but its own output and the other
+    call's messages would be lost: refused, not read."""
     msgs = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello!"},
             {"role": "user", "content": "bye"}]
     doc = {"a1": {"input": {"messages": msgs}, "output": {"message": {"role": "assistant", "content": "Bye!"}}},
            "b2": {"input": {"messages": msgs[:1]}, "output": {"message": {"role": "assistant", "content": "Hello!"}}}}
     path = tmp_path / "recorded.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, result.report.errors
+    (conv,) = result.conversations
+    assert [(len(c.context), c.completion.text) for c in conv.calls()] == [(1, "Hello!"), (3, "Bye!")]
+    doc["settings"] = {"model": "gpt-4o", "temperature": 0}
     path.write_text(json.dumps(doc))
     result = ingest([path], scrub=False)
     assert result.conversations == [] and "content_not_mapped" in [p.code for p in result.report.errors]

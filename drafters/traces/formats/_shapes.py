@@ -59,6 +59,7 @@ from drafters.traces.formats._spellings import (
     role_value,
     EXECUTED_CALL_KEYS,
     executed_calls,
+    keyed_by_id,
     tool_invocation,
 )
 from drafters.traces.formats._turns import TURN_KEYS
@@ -209,6 +210,9 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
                 continue
             if isinstance(got, Inferred):
                 return replace(got, mapping=replace(got.mapping, records="lists", lists=lists))
+    by_id = _record_map(values[0]) if len(values) == 1 else None
+    if by_id is not None:
+        return by_id
     for shape in (_run_state, _responses_items, _request_response, _steps, _tree, _message_lines, _file_list,
                   _record_lists):
         try:
@@ -234,6 +238,23 @@ def copied_context(records: list[tuple[Any, Any]], shape: Inferred) -> int:
             n += sum(1 for m in (msgs if isinstance(msgs, list) else []) if isinstance(m, dict) and
                      any(m.get(k) is True for k in COPIED_KEYS))
     return n
+
+
+def _record_map(doc: Any, name: str = "inferred") -> Inferred | None:
+    """The shape of an object of records keyed by id (FireAct's ``{"6238": {"traj": [...], "reward": ...}}``):
+    every value an object (at least two; no key a field name, ``keyed_by_id``) and one record shape reading
+    each of them at the same path (mapping key ``records: values``); None for any other document."""
+    if keyed_by_id(doc) is None or len(doc) < 2:
+        return None
+    records = list(doc.values())[:SAMPLE]
+    for shape in (_request_response, _steps, _record_lists):
+        try:
+            got = shape(records, False, name)
+        except (ValueError, TraceError):
+            continue
+        if isinstance(got, Inferred) and all(jsonpath(r, got.mapping.messages) for r in records):
+            return replace(got, mapping=replace(got.mapping, records="values"))
+    return None
 
 
 def _batch_at(doc: Any) -> tuple[str, list] | None:

@@ -64,6 +64,7 @@ from drafters.traces.formats._spellings import (
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
+from drafters.traces.mapping_records import value_records
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -344,7 +345,10 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             rest = iter([(Source(NAME, filename, record="$"), [value for _, value in rest])])
         yield from _by_mapping(shape, rest, filename, problems)
         return
-    yield from _by_spellings(chain(sample, records), filename, problems, shape)
+    rest = chain(sample, records)
+    if shape is not None and shape.mapping.records == "values":  # an object of records keyed by id: its values
+        rest = value_records(rest)
+    yield from _by_spellings(rest, filename, problems, shape)
 
 
 def _by_mapping(shape: _shapes.Inferred, records: Iterator[tuple[Source, Any]], filename: str,
