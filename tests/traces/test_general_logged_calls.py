@@ -196,3 +196,23 @@ def test_an_object_of_records_keyed_by_id(tmp_path):
     # an object whose values are not all records of that shape is not read as one
     doc["config"] = {"model": "gpt-3.5", "temperature": 0}
     assert not ingest([_write(tmp_path, doc, "mixed.json")], scrub=False).report.ok
+
+
+def test_messages_with_blocks_and_additional_kwargs(tmp_path):
+    """LlamaIndex ``ChatMessage`` (a chat store ``{"store": {key: [messages]}}``): text in ``blocks`` typed by
+    ``block_type``; tool calls and a result's call id in ``additional_kwargs``, as LangChain messages keep them."""
+    call = {"id": "call_1", "type": "function", "function": {"name": "query_engine", "arguments": "{\"input\": \"link\"}"}}
+    msgs = [{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": "Their link?"}]},
+            {"role": "assistant", "additional_kwargs": {"tool_calls": [call]}, "blocks": []},
+            {"role": "tool", "additional_kwargs": {"name": "query_engine", "tool_call_id": "call_1"},
+             "blocks": [{"block_type": "text", "text": "No link in the context."}]},
+            {"role": "assistant", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": "I found none."}]}]
+    path = _write(tmp_path, {"store": {"user1": msgs}, "class_name": "SimpleChatStore"}, "chat_store.json")
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 1)
+    first, second = result.conversations[0].calls()
+    assert (first.completion.tool_calls[0].name, first.completion.tool_calls[0].arguments) == (
+        "query_engine", {"input": "link"})
+    assert second.context[-1].tool_results[0].call_id == "call_1"
+    assert second.completion.text == "I found none."

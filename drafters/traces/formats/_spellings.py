@@ -55,9 +55,11 @@ ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type", "source", "k
 # A role given by a boolean: the key -> the role when true (false: the other of user / assistant).
 ROLE_FLAGS = {"isCreatedByUser": "user", "is_created_by_user": "user", "isUser": "user", "is_user": "user",
               "fromUser": "user", "from_user": "user", "isBot": "assistant", "is_bot": "assistant"}
-CONTENT_KEYS = ("content", "value", "text", "message", "parts", "data.content", "contents")
-CALL_KEYS = ("tool_calls", "toolCalls", "function_call", "data.tool_calls")
-RESULT_ID_KEYS = ("tool_call_id", "tool_use_id", "toolCallId", "call_id", "data.tool_call_id")
+# blocks / additional_kwargs: LlamaIndex ChatMessage (and LangChain messages' additional_kwargs)
+CONTENT_KEYS = ("content", "value", "text", "message", "parts", "data.content", "contents", "blocks")
+CALL_KEYS = ("tool_calls", "toolCalls", "function_call", "data.tool_calls", "additional_kwargs.tool_calls")
+RESULT_ID_KEYS = ("tool_call_id", "tool_use_id", "toolCallId", "call_id", "data.tool_call_id",
+                  "additional_kwargs.tool_call_id")
 _CALL_ID = ("id", "tool_call_id", "toolCallId", "call_id", "toolUseId")
 _KEYED = {"toolUse": "tool_use", "toolResult": "tool_result", "reasoningContent": "reasoning",
           # Gemini / Google ADK parts, camelCase (API) and snake_case (Python SDK dumps)
@@ -145,7 +147,7 @@ _KIND_VALUES = ("text", "thinking", "reasoning", "tool_call", "tool_use", "tool_
 
 
 def _kind(block: dict) -> str:
-    kind = snake(str(block.get("type") or ""))  # toolCall, tool-call, tool_call alike
+    kind = snake(str(block.get("type") or block.get("block_type") or ""))  # toolCall, tool-call, tool_call alike
     if not kind and isinstance(block.get("kind"), str) and snake(block["kind"]) in _KIND_VALUES:
         kind = snake(block["kind"])
     return kind
