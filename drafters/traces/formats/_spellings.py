@@ -340,6 +340,32 @@ def executed_key(raw: dict, skip: set[str]) -> str | None:
     return next((k for k, v in raw.items() if k not in skip and executed_calls(v) is not None), None)
 
 
+def pair_turns(record: Any) -> Any:
+    """``record`` with each top-level value that is a chat history as ``[user, assistant]`` text pairs (Gradio's
+    tuple-format chatbot history, ChatGLM's ``history``: ``[["Hi", "Hello!"], ["2+2?", "4"]]``) replaced by its
+    messages (``{"role", "content"}``; a pair whose reply is None or empty is a prompt not yet answered: the user
+    message alone). Every item must be a pair whose first item is non-empty text and whose second is text or
+    None, and at least one reply must be text; anything else is left as it is."""
+    if not isinstance(record, dict):
+        return record
+    return {k: _pair_messages(v) if _is_pair_history(v) else v for k, v in record.items()}
+
+
+def _is_pair_history(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(
+        isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and p[0].strip() and
+        (p[1] is None or isinstance(p[1], str)) for p in value) and any(p[1] for p in value)
+
+
+def _pair_messages(pairs: list) -> list[dict]:
+    out = []
+    for user, reply in pairs:
+        out.append({"role": "user", "content": user})
+        if reply:
+            out.append({"role": "assistant", "content": reply})
+    return out
+
+
 def calls_of(value: Any) -> list[ToolCallPart]:
     """Message-level tool calls (a list, one legacy ``function_call`` object, or a map of call id -> call:
     fast-agent's ``{id: {method: tools/call, params}}``)."""

@@ -1,0 +1,78 @@
+"""Tables and pair histories read by the general path (issue 30; docs/traces.md, "Tables"): a CSV / TSV file's
+rows are records of its header's columns (a cell holding JSON read as that JSON), read as JSON records are; a
+chat history kept as ``[user, assistant]`` text pairs (Gradio's tuple format, ChatGLM's ``history``) is read as
+its messages. Every file below is hand-made, not a copy of a real file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from drafters.traces.formats._spellings import pair_turns
+from drafters.traces.ingest import ingest
+
+from .conftest import codes, totals
+
+
+def _csv(tmp_path, header, rows, name="log.csv", delimiter=","):
+    buf = io.StringIO()
+    writer = csv.writer(buf, delimiter=delimiter)
+    writer.writerow(header)
+    writer.writerows(rows)
+    path = tmp_path / name
+    path.write_text(buf.getvalue())
+    return path
+
+
+def test_a_chatbot_log_with_the_history_as_json_pairs(tmp_path):
+    """Gradio's flagged / cached-examples log: ``component 0`` holds the history (multi-line replies quoted)."""
+    rows = [[json.dumps([["Hello", "Hi! How can I help?"]]), "", "", "2024-02-02 22:56:43"],
+            [json.dumps([["Read a JSON file in Python?", "Use json:\n\n```python\nimport json\n```"],
+                         ["And write one?", "json.dump(data, f)"]]), "", "", "2024-02-02 22:57:18"]]
+    path = _csv(tmp_path, ["component 0", "flag", "username", "timestamp"], rows)
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert result.report.formats == {"csv_rows": 1}
+    assert totals(result.conversations) == (2, 3, 0)
+    second = list(result.conversations[1].calls())
+    assert [m.role for m in second[1].context] == ["user", "assistant", "user"]
+    assert second[0].completion.text.startswith("Use json:\n\n```python")
+    assert [s.line for s in (c.source for c in result.conversations)] == [2, 3]
+
+
+def test_prompt_and_response_columns_and_a_tsv(tmp_path):
+    path = _csv(tmp_path, ["prompt", "response", "score"],
+                [["What is 2+2?", "4", "1"], ["Capital of France?", "Paris", "1"]], "eval.tsv", "\t")
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (2, 2, 0)
+    assert [c.completion.text for conv in result.conversations for c in conv.calls()] == ["4", "Paris"]
+
+
+def test_a_row_with_too_many_cells_is_an_error_at_its_line_and_the_rest_is_read(tmp_path):
+    path = _csv(tmp_path, ["prompt", "response"],
+                [["What is 2+2?", "4"], ["Capital?", "Paris", "extra"], ["Colour of the sky?", "Blue"]])
+    result = ingest([path], scrub=False)
+    assert not result.report.ok
+    (err,) = result.report.errors
+    assert (err.code, err.line) == ("invalid_csv", 3)
+    assert totals(result.conversations) == (2, 2, 0)
+
+
+def test_a_table_without_calls_is_refused(tmp_path):
+    path = _csv(tmp_path, ["name", "city"], [["Ada", "London"], ["Alan", "Wilmslow"]])
+    result = ingest([path], scrub=False)
+    assert not result.report.ok and not result.conversations
+    assert codes(result)
+
+
+def test_pair_histories():
+    record = {"query": "x", "history": [["Hi", "Hello!"], ["2+2?", None]], "spans": [["DATE", 3]]}
+    got = pair_turns(record)
+    assert got["history"] == [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+                              {"role": "user", "content": "2+2?"}]
+    assert got["spans"] == [["DATE", 3]]  # not text pairs: left as it is
+    assert pair_turns({"labels": [["a", ""]]}) == {"labels": [["a", ""]]}  # no reply anywhere: not a history
+    assert pair_turns([["a", "b"]]) == [["a", "b"]]  # only a record's values are histories
