@@ -62,3 +62,29 @@ def test_message_and_marks_pairs_are_read_as_the_messages(tmp_path):
     assert [m.role for m in second.context] == ["system", "user", "assistant", "tool"]  # the agent's prompt too
     assert second.context[0].parts[0].text == "Be brief."
     assert second.context[3].parts[0].content == "# A" and second.completion.text == "It is a heading."
+
+
+def _lc(cls: str, **kwargs) -> dict:
+    """A LangChain message as ``dumpd`` serializes it."""
+    return {"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", cls],
+            "kwargs": {"additional_kwargs": {}, "response_metadata": {}, **kwargs}}
+
+
+def test_langchain_serialized_messages_are_the_messages_they_hold(tmp_path):
+    msgs = [_lc("SystemMessage", content="You are a weather bot."), _lc("HumanMessage", content="Paris?"),
+            _lc("AIMessage", content="", tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "c1",
+                                                      "type": "tool_call"}], invalid_tool_calls=[]),
+            _lc("ToolMessage", content="18C", tool_call_id="c1", name="get_weather"),
+            _lc("AIMessage", content="It is 18C.", tool_calls=[], invalid_tool_calls=[])]
+    path = tmp_path / "checkpoint.json"
+    path.write_text(json.dumps({"channel_values": {"messages": msgs}}, indent=2))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 1)
+    first, second = result.conversations[0].calls()
+    assert [m.role for m in first.context] == ["system", "user"]
+    assert first.completion.tool_calls[0].arguments == {"city": "Paris"}
+    assert second.context[-1].tool_results[0].call_id == "c1" and second.completion.text == "It is 18C."
+    # an lc object that is no message (a prompt template, a secret) is left as it is
+    assert untagged_variants({"lc": 1, "type": "secret", "id": ["OPENAI_API_KEY"]}) == {
+        "lc": 1, "type": "secret", "id": ["OPENAI_API_KEY"]}

@@ -515,10 +515,14 @@ def untagged_variants(value: Any, depth: int = 0) -> Any:
     keys (the result's text under ``output`` / ``content``, its call under ``call_id``); and ``[message, marks]``
     pairs (AgentScope's memory: each message beside the list of its marks). A list is rewritten only when every item
     is such a wrapper and one holds a message (metadata beside a variant, such as ``usage``, and the marks are not
-    read); anything else is returned as it is."""
+    read). A LangChain message serialized by ``dumpd`` is the message it holds (``lc_message``). Anything else is
+    returned as it is."""
     if depth > 8:
         return value
     if isinstance(value, dict):
+        held = lc_message(value)
+        if held is not None:
+            return {k: untagged_variants(v, depth + 1) for k, v in held.items()}
         new = {k: untagged_variants(v, depth + 1) for k, v in value.items()}
         return value if all(new[k] is v for k, v in value.items()) else new  # unchanged: the same object
     if not isinstance(value, list):
@@ -540,6 +544,18 @@ def untagged_variants(value: Any, depth: int = 0) -> Any:
         return out
     head = [untagged_variants(v, depth + 1) for v in value[:1000]]
     return value if all(a is b for a, b in zip(head, value)) else head + value[1000:]
+
+
+def lc_message(value: dict) -> dict | None:
+    """A LangChain message serialized by ``dumpd`` / ``dumps`` (LangSmith runs, LangGraph checkpoints, tracing
+    exports: ``{"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", "AIMessage"], "kwargs":
+    {content, tool_calls, tool_call_id, ...}}``) as the message it holds, ``{"role": "AIMessage", **kwargs}`` (the
+    class name is the role: ``role_of``); None for anything else."""
+    ident, kwargs = value.get("id"), value.get("kwargs")
+    if value.get("lc") != 1 or value.get("type") != "constructor" or not isinstance(kwargs, dict) or \
+            not isinstance(ident, list) or not ident or not isinstance(ident[-1], str) or role_of(ident[-1]) is None:
+        return None
+    return {"role": ident[-1], **{k: v for k, v in kwargs.items() if k != "role"}}
 
 
 def _variant(item: Any) -> tuple[str, dict] | None:

@@ -281,6 +281,11 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
     return Conversation(id=conv_id, source=source, tools=tool_defs(tools), messages=messages)
 
 
+#: Roles written as message classes: AutoGen's ``"type": "UserMessage"``, LangChain's serialized ``"id": [...,
+#: "HumanMessage"]``.
+_CLASS_ROLE = re.compile(r'"type":\s*"(User|Assistant|System|Human|AI)Message"|"(Human|AI|System|Tool)Message"\s*\]')
+
+
 def sniff(head: str, filename: str) -> bool:
     """Any JSON or JSONL document whose first records have a shape ``_shapes.infer`` recognises."""
     start = head.lstrip()[:1]
@@ -300,8 +305,7 @@ def sniff(head: str, filename: str) -> bool:
     try:
         value = _reading.loads(head)
     except ValueError:  # a pretty-printed document cut by the head
-        return cache_head(head) or ('"role"' in head or '"from"' in head or re.search(r'"type":\s*"(User|Assistant|System|Human|AI)Message"',
-                                                                   head) is not None) \
+        return cache_head(head) or ('"role"' in head or '"from"' in head or _CLASS_ROLE.search(head) is not None) \
             and ('"content"' in head or '"value"' in head)  # roles as message classes (AutoGen, LangChain) too
     value = pair_turns(untagged_variants(_streams.joined_tree(value)[0]))
     items = value if isinstance(value, list) else [value]
