@@ -57,3 +57,41 @@ def test_httprr_read_as_text_only_refuses_a_body_end_it_cannot_tell():
     # the CRLF JSON body is followed by "664 ..." : ending at "}", "}6" or "}66" all fit once CRs are gone
     assert got is None and [e.code for e in problems.errors] == ["recording_not_parsed"]
     assert "ambiguous" in problems.errors[0].message
+
+
+def _go_vcr(interactions: list[tuple[str, str, str]]) -> str:
+    """A go-vcr (v2) cassette: ``version``, then ``interactions`` with ``url``, string bodies and ``code``."""
+    import json
+
+    out = "---\nversion: 2\ninteractions:\n"
+    for i, (url, req, resp) in enumerate(interactions):
+        out += (f"- id: {i}\n  request:\n    proto: HTTP/1.1\n    body: {json.dumps(req)}\n    url: {url}\n"
+                f"    method: POST\n  response:\n    body: {json.dumps(resp)}\n    status: 200 OK\n    code: 200\n")
+    return out
+
+
+def test_go_vcr_cassettes(tmp_path):
+    import json
+
+    url = "https://api.openai.com/v1/chat/completions"
+    user = {"role": "user", "content": "Add 2 and 3."}
+    call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}"}}
+    first = {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [call]}}], "model": "m"}
+    second_req = {"model": "m", "messages": [user, first["choices"][0]["message"],
+                                             {"role": "tool", "tool_call_id": "c1", "content": "5"}]}
+    second = {"choices": [{"message": {"role": "assistant", "content": "2 + 3 = 5."}}], "model": "m"}
+    failed = {"error": {"message": "rate limited"}}
+    text = _go_vcr([(url, json.dumps({"model": "m", "messages": [user]}), json.dumps(first)),
+                    (url, json.dumps(second_req), json.dumps(second))])
+    assert _cassette.is_cassette(text)
+    path = tmp_path / "TestOpenAI.yaml"
+    path.write_text(text)
+    result = ingest([path], scrub=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert result.report.formats == {"openai_chat": 1}
+    assert totals(result.conversations) == (1, 2, 1)
+    # a response recorded with another code is skipped and said
+    path.write_text(text.replace("    code: 200\n", "    code: 429\n", 1).replace(json.dumps(json.dumps(first)),
+                                                                             json.dumps(json.dumps(failed))))
+    result = ingest([path], scrub=False)
+    assert "error_response" in [w.code for w in result.report.warnings]

@@ -35,7 +35,7 @@ _PROVIDERS = {  # format name -> module implementing the converters
     "bedrock_converse": "drafters.traces.formats.bedrock_converse",
     "gemini_api": "drafters.traces.formats.gemini_api",
 }
-_URI_RE = re.compile(r"^\s*uri:\s*(\S+)", re.MULTILINE)
+_URI_RE = re.compile(r"^\s*(?:uri|url):\s*(\S+)", re.MULTILINE)  # url: go-vcr
 _REQUEST_LINE_RE = re.compile(r"^(?:GET|POST|PUT|PATCH|DELETE) (\S+) HTTP/\d", re.MULTILINE)
 HTTPRR_HEADER = "httprr trace v1\n"
 
@@ -71,13 +71,14 @@ def model_from_uri(uri: str) -> str | None:
 
 def is_cassette(head: str) -> bool:
     """Whether ``head`` (the start of a file) is a YAML cassette rather than JSON(L) records: vcrpy /
-    pydantic-ai ``interactions:``, Ruby VCR ``http_interactions:`` (after an optional ``---``), or a Go httprr
-    trace (``httprr trace v1``)."""
+    pydantic-ai ``interactions:``, Ruby VCR ``http_interactions:``, go-vcr ``version: 2`` then ``interactions:``
+    (after an optional ``---``), or a Go httprr trace (``httprr trace v1``)."""
     if head.startswith(HTTPRR_HEADER):
         return True
     text = head.lstrip()
     if text.startswith("---"):
         text = text[3:].lstrip()
+    text = re.sub(r"^version:\s*\d+\s*\n", "", text)
     return text.startswith(("interactions:", "http_interactions:"))
 
 
@@ -365,10 +366,12 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
             problems.error("not_an_object", "interaction has no request", src)
             continue
         req, resp = inter["request"], inter.get("response") or {}
-        provider = provider_of(str(req.get("uri", "")))
+        uri = str(req.get("uri") or req.get("url") or "")  # url: go-vcr
+        provider = provider_of(uri)
         if provider is None:
             continue  # auth, model listing, file uploads: not an LLM call
-        status = (resp.get("status") or {}).get("code") if isinstance(resp.get("status"), dict) else None
+        status = (resp.get("status") or {}).get("code") if isinstance(resp.get("status"), dict) else \
+            resp.get("code") if isinstance(resp.get("code"), int) else None  # go-vcr: code beside a status text
         if status is not None and status != 200:
             problems.warning("error_response", f"HTTP {status} response skipped", src)
             continue
@@ -396,7 +399,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
             problems.error("missing_field", "response holds no assistant message", src, field="response")
             continue
         if completion.model is None:
-            completion.model = model_from_uri(str(req.get("uri", ""))) or req_body.get("model")
+            completion.model = model_from_uri(uri) or req_body.get("model")
         key = _first_user_text(context)
         calls = groups.setdefault(key, [])
         group_src.setdefault(key, src)
