@@ -132,3 +132,15 @@ def test_recorded_calls_with_a_result_object_without_a_role(tmp_path):
     recs[0]["response"]["thought"] = "water needs"
     result = ingest([_write(tmp_path, recs, "thought.json")], scrub=False)
     assert not result.report.ok
+
+
+def test_a_simulated_user_is_the_agents_user(tmp_path):
+    """An eval's user simulator (ArkSim's ``simulated_user``) speaks to the agent as its user."""
+    assert role_of("simulated_user") == "user" and role_of("user_simulator") == "user"
+    doc = {"conversations": [{"conversation_id": f"c{i}", "conversation_history": [
+        {"turn_id": 0, "role": "simulated_user", "content": f"Deductible of plan {i}?"},
+        {"turn_id": 0, "role": "assistant", "content": "$500.", "tool_calls": None}]} for i in range(2)]}
+    result = ingest([_write(tmp_path, doc, "simulation.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (2, 2, 0)
+    assert [m.role for m in next(iter(result.conversations[0].calls())).context] == ["user"]

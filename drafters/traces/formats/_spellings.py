@@ -42,6 +42,7 @@ from drafters.traces.model import (
 ROLE_ALIASES: dict[str, str] = {
     "system": "system", "developer": "system",
     "user": "user", "human": "user", "customer": "user", "prompter": "user", "question": "user",
+    "simulated_user": "user", "user_simulator": "user",  # an eval's simulated user is the agent's user (ArkSim)
     "assistant": "assistant", "ai": "assistant", "gpt": "assistant", "model": "assistant", "bot": "assistant",
     "chatbot": "assistant", "agent": "assistant", "answer": "assistant",
     "tool": "tool", "function": "tool", "observation": "tool", "ipython": "tool", "tool_result": "tool",
