@@ -12,7 +12,9 @@ from typing import Any
 
 from drafters.traces.formats import _reading
 
-_STEP = re.compile(r"\.([A-Za-z_][\w-]*)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[(\d+)\]|\[\*\]")
+# A dotted step is any key without a dot or a bracket: the concrete paths ``jsonpath`` returns write every key
+# that way (``$.step_wise_dict.0``, ``$.component 0``), and they are read back (``mapping._holder``).
+_STEP = re.compile(r"\.([^.\[\]'\"]+)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[(\d+)\]|\[\*\]")
 
 
 def jsonpath(value: Any, path: str) -> list[tuple[str, Any]]:
@@ -87,5 +89,9 @@ def decoded(value: Any) -> Any:
 
 
 def child_path(path: str, key: str) -> str:
-    """``path`` one key down: ``$.key``, or ``$['key']`` for a key that is not a plain name."""
-    return f"{path}.{key}" if key.replace("_", "a").replace("-", "a").isalnum() else f"{path}['{key}']"
+    """``path`` one key down: ``$.key``, or ``$['key']`` for a key that is not a plain name (a digit first, a
+    space, a dot: ``$['0']``, ``$['component 0']``; ``$["it's"]`` for a key holding a quote)."""
+    if key[:1].isalpha() or key[:1] == "_":
+        if key.replace("_", "a").replace("-", "a").isalnum():
+            return f"{path}.{key}"
+    return f'{path}["{key}"]' if "'" in key else f"{path}['{key}']"

@@ -191,7 +191,7 @@ def test_an_object_of_records_keyed_by_id(tmp_path):
     result = ingest([path], scrub=False)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (3, 6, 0)
-    assert [c.id.rsplit(":", 1)[-1] for c in result.conversations] == ["$.6238", "$.909", "$.923"]
+    assert [c.id.rsplit(":", 1)[-1] for c in result.conversations] == ["$['6238']", "$['909']", "$['923']"]
     assert inferred_mapping_totals(path, "record_lists", tmp_path) == (3, 6, 0)
     # an object whose values are not all records of that shape is not read as one
     doc["config"] = {"model": "gpt-3.5", "temperature": 0}
@@ -216,3 +216,23 @@ def test_messages_with_blocks_and_additional_kwargs(tmp_path):
         "query_engine", {"input": "link"})
     assert second.context[-1].tool_results[0].call_id == "call_1"
     assert second.completion.text == "I found none."
+
+
+def test_model_answer_keys_and_paths_through_numeric_keys(tmp_path):
+    """A results file whose instances keep the prompt as ``query`` and the reply as ``llm_raw_response`` beside
+    a reference (``ground_truth_plan``, never the answer); and a record whose call sits under a numeric key
+    (``step_wise_dict: {"0": {...}}``), whose concrete path (``$.step_wise_dict.0``) reads back."""
+    instances = [{"instance_id": i, "query": f"Plan {i}?", "ground_truth_plan": "(pick a)",
+                  "llm_raw_response": f"Plan {i}: pick a.", "llm_correct": True} for i in range(3)]
+    doc = {"task": "plan_generation", "engine": "m", "instances": instances}
+    result = ingest([_write(tmp_path, doc, "results.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 3, 0)
+    assert [c.completion.text for conv in result.conversations for c in conv.calls()][0] == "Plan 0: pick a."
+    steps = [{"instance_id": i, "step_wise_dict": {"0": {
+        "sent_messages": [{"role": "system", "content": "Plan."}, {"role": "user", "content": f"Goal {i}?"}],
+        "response_object": {"choices": [{"message": {"role": "assistant", "content": f"Plan {i}."}}]}}}}
+        for i in range(2)]
+    result = ingest([_write(tmp_path, {"instances": steps}, "steps.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (2, 2, 0)

@@ -93,7 +93,15 @@ PROMPT_TEXT_KEYS = ("raw", "prompt", "text", "content")
 ANSWER_TEXT_KEYS = ("output", "text", "content", "completion")
 
 
+#: An answer key naming the model's own reply (PlanBench's ``llm_raw_response``, ``model_output``,
+#: ``generated_response``): a model word, then the answer's; never a reference (``ground_truth_plan``).
+_MODEL_ANSWER_KEY = re.compile(r"^(llm|model|raw|generated|assistant|ai|bot)(_(llm|model|raw))*_"
+                               r"(response|completion|output|generation|answer)$")
+
+
 def _texts(record: dict, keys: tuple[str, ...]) -> list[str]:
+    if keys is TEXT_OUTPUT_KEYS:  # the model's answer under a key that says so
+        keys = keys + tuple(k for k in record if isinstance(k, str) and _MODEL_ANSWER_KEY.match(k))
     return [f"$.{k}" for k in keys if isinstance(record.get(k), str) and record[k].strip()
             and not _looks_encoded(record[k])]
 
