@@ -236,3 +236,25 @@ def test_model_answer_keys_and_paths_through_numeric_keys(tmp_path):
     result = ingest([_write(tmp_path, {"instances": steps}, "steps.json")], scrub=False)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (2, 2, 0)
+
+
+def test_gemini_sdk_shorthand_contents_and_an_untyped_image(tmp_path):
+    """Spans of the Python SDK's ``generate_content("...")``: ``contents`` is one part (``{"text": ...}``), the
+    user's turn; an image part written ``{"image_url": {...}}`` with no type is a counted placeholder."""
+    from drafters.traces.formats._spellings import block_part, contents_shorthand
+    from drafters.traces.model import UnsupportedPart
+
+    assert contents_shorthand({"input": {"contents": {"text": "Hi"}}}) == {
+        "input": {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}}
+    assert contents_shorthand({"contents": {"text": "Hi", "role": "user"}}) == {"contents": {"text": "Hi", "role": "user"}}
+    assert isinstance(block_part({"image_url": {"url": "x.png"}}), UnsupportedPart)
+
+    def span(contents, answer):
+        return {"type": "llm", "name": "generate_content", "input": {"contents": contents, "model": "gemini"},
+                "output": {"candidates": [{"content": {"role": "model", "parts": [{"text": answer}]}}]}}
+    image = [{"role": "user", "parts": [{"image_url": {"url": "ship.png"}}, {"text": "Describe it."}]}]
+    spans = [{"name": "root", "type": "task"}, span({"text": "Say PARIS."}, "PARIS"), span(image, "A ship.")]
+    result = ingest([_write(tmp_path, spans, "spans.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (2, 2, 0)
+    assert result.report.counts["unsupported_parts"] == 1

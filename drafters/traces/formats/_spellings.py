@@ -205,6 +205,8 @@ def block_part(block: Any) -> Any:
                               is_error=bool(block.get("is_error")) or block.get("status") == "error")
     if kind in _MEDIA:
         return UnsupportedPart(_MEDIA[kind])
+    if kind == "" and len(block) == 1 and next(iter(block)) in _MEDIA:  # {"image_url": {...}} with no type
+        return UnsupportedPart(_MEDIA[next(iter(block))])
     return UnsupportedPart(kind or "untyped_block")
 
 
@@ -350,6 +352,21 @@ def pair_turns(record: Any) -> Any:
     if not isinstance(record, dict):
         return record
     return {k: _pair_messages(v) if _is_pair_history(v) else v for k, v in record.items()}
+
+
+def contents_shorthand(record: Any, depth: int = 0) -> Any:
+    """``record`` with each Gemini ``contents`` given in the Python SDK's shorthand (one part ``{"text": ...}``
+    or a string, as tracing exports log ``generate_content("...")``) replaced by the one user turn it stands for,
+    ``[{"role": "user", "parts": [part]}]``; anything else is left as it is (looked for two objects deep)."""
+    if not isinstance(record, dict) or depth > 2:
+        return record
+    out = {k: contents_shorthand(v, depth + 1) for k, v in record.items()}
+    value = out.get("contents")
+    if isinstance(value, str) and value.strip():
+        value = {"text": value}
+    if isinstance(value, dict) and set(value) == {"text"} and isinstance(value["text"], str):
+        out["contents"] = [{"role": "user", "parts": [value]}]
+    return out if any(out[k] is not v for k, v in record.items()) else record
 
 
 def _is_pair_history(value: Any) -> bool:

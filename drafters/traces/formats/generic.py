@@ -56,6 +56,7 @@ from drafters.traces.formats._spellings import (
     get,
     result_parts,
     role_of,
+    contents_shorthand,
     keyed_by_id,
     pair_turns,
     sibling_system,
@@ -294,7 +295,7 @@ def sniff(head: str, filename: str) -> bool:
     first = _reading.first_json_line(head)
     values = _reading.json_lines(head, limit=_shapes.SAMPLE) if isinstance(first, (dict, list)) else []
     # recorded streams read as the reply they stream; messages inside a wrapper per item as the messages
-    values = [pair_turns(untagged_variants(_streams.joined_tree(v)[0])) for v in values]
+    values = [contents_shorthand(pair_turns(untagged_variants(_streams.joined_tree(v)[0]))) for v in values]
     if _step_events.is_step_log(values):
         return True
     if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
@@ -307,7 +308,7 @@ def sniff(head: str, filename: str) -> bool:
     except ValueError:  # a pretty-printed document cut by the head
         return cache_head(head) or ('"role"' in head or '"from"' in head or _CLASS_ROLE.search(head) is not None) \
             and ('"content"' in head or '"value"' in head)  # roles as message classes (AutoGen, LangChain) too
-    value = pair_turns(untagged_variants(_streams.joined_tree(value)[0]))
+    value = contents_shorthand(pair_turns(untagged_variants(_streams.joined_tree(value)[0])))
     items = value if isinstance(value, list) else [value]
     return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]" if isinstance(value, list) else "$"), v)
                           for i, v in enumerate(items)]) is not None
@@ -329,8 +330,9 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
                  ) -> Iterator[Conversation]:
     """The conversations of a file's records (a JSON or JSONL file's, or a table's rows: ``csv_rows``), read by
     the shape the first records have; a record value that is a list of ``[user, assistant]`` text pairs is read
-    as those messages (``_spellings.pair_turns``)."""
-    records = ((source, pair_turns(value)) for source, value in records)
+    as those messages (``_spellings.pair_turns``), a Gemini ``contents`` shorthand as its user turn
+    (``_spellings.contents_shorthand``)."""
+    records = ((source, contents_shorthand(pair_turns(value))) for source, value in records)
     sample = list(islice(records, _shapes.SAMPLE))
     if _step_events.is_step_log([v for _, v in sample]):  # model output logged as loop step events
         conv = _step_events.read(chain(sample, records), filename, problems)
