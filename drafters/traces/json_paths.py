@@ -13,7 +13,7 @@ from typing import Any
 from drafters.traces.formats import _reading
 
 # A dotted step is any key without a dot or a bracket: the concrete paths ``jsonpath`` returns write every key
-# that way (``$.step_wise_dict.0``, ``$.component 0``), and they are read back (``mapping._holder``).
+# that way (``$.step_wise_dict.0``, ``$.component 0``), and they are read back (``holder_of``).
 _STEP = re.compile(r"\.([^.\[\]'\"]+)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[(\d+)\]|\[\*\]")
 
 
@@ -91,7 +91,22 @@ def decoded(value: Any) -> Any:
 def child_path(path: str, key: str) -> str:
     """``path`` one key down: ``$.key``, or ``$['key']`` for a key that is not a plain name (a digit first, a
     space, a dot: ``$['0']``, ``$['component 0']``; ``$["it's"]`` for a key holding a quote)."""
-    if key[:1].isalpha() or key[:1] == "_":
-        if key.replace("_", "a").replace("-", "a").isalnum():
-            return f"{path}.{key}"
+    if (key[:1].isalpha() or key[:1] == "_") and key.replace("_", "a").replace("-", "a").isalnum():
+        return f"{path}.{key}"
     return f'{path}["{key}"]' if "'" in key else f"{path}['{key}']"
+
+
+def holder_of(value: Any, where: str) -> dict | None:
+    """The object holding what the concrete JSONPath ``where`` names (``$.messages`` -> ``value`` itself, as
+    ``jsonpath`` writes paths); None for the document itself or an item of a list."""
+    m = re.match(r"^(.*?)(?:\.[^.\[\]'\"]+|\['[^']*'\])$", where)
+    if m is None:
+        return None
+    found = jsonpath(value, m.group(1) or "$")
+    return found[0][1] if found and isinstance(found[0][1], dict) else None
+
+
+def root_key(path: str) -> str:
+    """The record key a JSONPath starts with (``$.a.b`` -> ``a``, ``$['a b'][0]`` -> ``a b``)."""
+    m = re.match(r"^\$(?:\.([^.\[]+)|\['([^']*)'\])", path)
+    return (m.group(1) or m.group(2)) if m else ""

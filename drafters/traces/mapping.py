@@ -46,21 +46,22 @@ bounds its values (``MAX_VALUES``, ``MAX_NAME``), and its paths only ever addres
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from drafters.traces.formats._call_io import call_free
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._events import event_kind, restated_events
-from drafters.traces.formats._call_io import call_free
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
 from drafters.traces.formats._spellings import (
     SYSTEM_KEYS,
     block_parts,
     failed_turn,
     get,
+    is_pair_history,
+    role_key,
     sibling_system,
     summary_texts,
     system_not_read,
@@ -71,7 +72,7 @@ from drafters.traces.formats._turns import join_turns, link_lone_results, split_
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import ITEM_TYPES, items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off, result_list
-from drafters.traces.json_paths import decoded, jsonpath, unflatten
+from drafters.traces.json_paths import decoded, holder_of, jsonpath, root_key, unflatten
 from drafters.traces.mapping_reading import ABSENT, PathUse, Reading
 from drafters.traces.mapping_records import expanded, file_records
 from drafters.traces.mapping_tree import TreeBroken, TreeReading, tree_links, tree_nodes
@@ -170,7 +171,7 @@ class Mapping:
                     continue
                 for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake
                     use.observe(record if isinstance(record, dict) else {}, jsonpath(record, use.key) or ABSENT,
-                                {_root_key(self.messages)})
+                                {root_key(self.messages)})
                 for conv in self._record(record, source, stem, fmt, Reading(source, problems, *reading_uses)):
                     if chains is None:
                         yield conv
@@ -239,6 +240,12 @@ class Mapping:
                 continue
             else:
                 conv = self._conversation(record, where, msgs, reading)
+            history = self._history_beside(record)
+            if history is not None:
+                reading.problems.error("content_not_mapped", f"the record keeps messages under {history!r}, which "
+                                       "the mapping does not read: that history would be lost (declare where the "
+                                       "conversation is: messages: PATH)", source, history)
+                continue
             beside = None if self.tree else self._answer_beside(record, where, conv)
             if beside is not None:
                 reading.problems.error("mapping_field_never_matched", f"the record holds an assistant answer at "
@@ -253,6 +260,15 @@ class Mapping:
                 for call in conv.explicit_calls or []:
                     call.conversation_id = conv.id
                 yield conv
+
+    def _history_beside(self, record: Any) -> str | None:
+        """The top-level key of a record holding a message history (a list of messages with roles, or of
+        ``[user, assistant]`` text pairs) that none of the mapping's paths reads, else None."""
+        if not isinstance(record, dict):
+            return None
+        read = {root_key(p) for p in (self.messages, self.response, self.tools, self.id, *self.prompt.values()) if p}
+        return next((k for k, v in record.items() if k not in read and isinstance(v, list) and v and
+                     (is_pair_history(v) or all(isinstance(m, dict) for m in v) and role_key(v) is not None)), None)
 
     def _answer_beside(self, record: Any, where: str, conv: Conversation | None) -> str | None:
         """Without a declared ``response``, the path of an assistant message stored beside a message list that
@@ -522,7 +538,7 @@ class Mapping:
             parts = [TextPart(text)] if text is not None else block_parts(found[0][1]) if found else []
             if parts:
                 out.append(Message(role, parts))  # type: ignore[arg-type]
-        holder = _holder(record, where) if where is not None and reading is not None else None
+        holder = holder_of(record, where) if where is not None and reading is not None else None
         if holder is not None and reading is not None:
             declared = {p.split(".")[-1] for p in self.prompt.values()}  # read as declared, not twice
             rest = {k: v for k, v in holder.items() if k not in declared}
@@ -632,19 +648,3 @@ def _response_id(raw: Any) -> str | None:
     """The id of the model response an assistant record belongs to, when the record carries one."""
     value = next((get(raw, k) for k in _RESPONSE_IDS if isinstance(get(raw, k), str) and get(raw, k)), None)
     return value if isinstance(value, str) else None
-
-
-def _holder(record: Any, where: str) -> dict | None:
-    """The object holding the list found at the concrete JSONPath ``where`` (``$.messages`` -> the record); None
-    for a list that is the record itself or an item of a list."""
-    m = re.match(r"^(.*?)(?:\.[A-Za-z0-9_\-]+|\['[^']*'\])$", where)
-    if m is None:
-        return None
-    found = jsonpath(record, m.group(1) or "$")
-    return found[0][1] if found and isinstance(found[0][1], dict) else None
-
-
-def _root_key(path: str) -> str:
-    """The record key a JSONPath starts with (``$.a.b`` -> ``a``, ``$['a b'][0]`` -> ``a b``)."""
-    m = re.match(r"^\$(?:\.([^.\[]+)|\['([^']*)'\])", path)
-    return (m.group(1) or m.group(2)) if m else ""

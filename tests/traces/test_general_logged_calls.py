@@ -228,7 +228,8 @@ def test_model_answer_keys_and_paths_through_numeric_keys(tmp_path):
     result = ingest([_write(tmp_path, doc, "results.json")], scrub=False)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (3, 3, 0)
-    assert [c.completion.text for conv in result.conversations for c in conv.calls()][0] == "Plan 0: pick a."
+    assert [c.completion.text for conv in result.conversations for c in conv.calls()] == [
+        "Plan 0: pick a.", "Plan 1: pick a.", "Plan 2: pick a."]
     steps = [{"instance_id": i, "step_wise_dict": {"0": {
         "sent_messages": [{"role": "system", "content": "Plan."}, {"role": "user", "content": f"Goal {i}?"}],
         "response_object": {"choices": [{"message": {"role": "assistant", "content": f"Plan {i}."}}]}}}}

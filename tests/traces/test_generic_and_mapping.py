@@ -146,3 +146,22 @@ def test_jsonpath_subset():
     with pytest.raises(ValueError):
         jsonpath(doc, "$..m")
     assert load_mapping(G / "inhouse_support.mapping.yaml").tool_call["name"] == "tool"
+
+
+def test_a_mapping_never_reads_past_a_history_it_does_not_read(tmp_path):
+    """Rows of one prompt and one answer beside the earlier turns (``history`` as ``[query, response]`` pairs, or
+    as messages): a mapping reading only ``query`` / ``response`` would lose the history, so such a record is
+    refused (``content_not_mapped``); a record without one is read."""
+    rows = [{"query": "And 3+3?", "response": "6", "history": [["2+2?", "4"]]},
+            {"query": "Hi", "response": "Hello!", "history": []},
+            {"query": "Next?", "response": "Done.", "history": [{"role": "user", "content": "Go"},
+                                                                {"role": "assistant", "content": "Going."}]}]
+    path = tmp_path / "swift.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    mapping = mapping_from_dict({"name": "qa", "messages": "$.query", "response": "$.response", "role": "role",
+                             "roles": {"user": "user"}, "content": "content"})
+    result = ingest([path], scrub=False, mapping=mapping)
+    assert not result.report.ok
+    assert [(e.code, e.line, e.field) for e in result.report.errors] == [
+        ("content_not_mapped", 1, "history"), ("content_not_mapped", 3, "history")]
+    assert len(result.conversations) == 1

@@ -37,6 +37,7 @@ from drafters.traces.formats._call_io import (
     message_lists,
     messages_at,
 )
+from drafters.traces.formats._entries import entry_items, is_cache
 from drafters.traces.formats._record_shapes import (
     CURRENT_KEYS,
     RESPONSES_MODEL_ITEMS,
@@ -48,23 +49,22 @@ from drafters.traces.formats._record_shapes import (
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
+    EXECUTED_CALL_KEYS,
     MESSAGE_WRAPPERS,
     RESULT_ID_KEYS,
     SYSTEM_KEYS,
+    executed_calls,
     flag_roles,
     get,
     is_message,
+    keyed_by_id,
     role_key,
     role_of,
     role_value,
-    EXECUTED_CALL_KEYS,
-    executed_calls,
-    keyed_by_id,
     tool_invocation,
 )
 from drafters.traces.formats._turns import TURN_KEYS
 from drafters.traces.handoff import handed_off
-from drafters.traces.formats._entries import entry_items, is_cache
 from drafters.traces.json_paths import child_path, jsonpath, unflatten
 from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import mapping_from_dict

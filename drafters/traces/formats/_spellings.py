@@ -351,7 +351,7 @@ def pair_turns(record: Any) -> Any:
     None, and at least one reply must be text; anything else is left as it is."""
     if not isinstance(record, dict):
         return record
-    return {k: _pair_messages(v) if _is_pair_history(v) else v for k, v in record.items()}
+    return {k: _pair_messages(v) if is_pair_history(v) else v for k, v in record.items()}
 
 
 def contents_shorthand(record: Any, depth: int = 0) -> Any:
@@ -369,7 +369,8 @@ def contents_shorthand(record: Any, depth: int = 0) -> Any:
     return out if any(out[k] is not v for k, v in record.items()) else record
 
 
-def _is_pair_history(value: Any) -> bool:
+def is_pair_history(value: Any) -> bool:
+    """A chat history as ``[user, assistant]`` text pairs (``pair_turns``)."""
     return isinstance(value, list) and bool(value) and all(
         isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and p[0].strip() and
         (p[1] is None or isinstance(p[1], str)) for p in value) and any(p[1] for p in value)

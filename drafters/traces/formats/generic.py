@@ -49,16 +49,16 @@ from drafters.traces.formats._spellings import (
     SYSTEM_KEYS,
     block_parts,
     calls_of,
+    contents_shorthand,
     executed_calls,
     executed_key,
     failed_turn,
     first,
     get,
-    result_parts,
-    role_of,
-    contents_shorthand,
     keyed_by_id,
     pair_turns,
+    result_parts,
+    role_of,
     sibling_system,
     summary_texts,
     system_not_read,
@@ -66,8 +66,8 @@ from drafters.traces.formats._spellings import (
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
-from drafters.traces.mapping_records import value_records
 from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.mapping_records import value_records
 from drafters.traces.model import (
     Conversation,
     Message,
