@@ -144,3 +144,25 @@ def test_a_simulated_user_is_the_agents_user(tmp_path):
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (2, 2, 0)
     assert [m.role for m in next(iter(result.conversations[0].calls())).context] == ["user"]
+
+
+def test_a_thread_listed_newest_first_is_read_oldest_first(tmp_path):
+    """An OpenAI Assistants thread's message list (``GET /threads/{id}/messages`` is newest first by default):
+    text blocks ``{"type": "text", "text": {"value", "annotations"}}``, ``created_at`` falling."""
+    def msg(role, text, t):
+        return {"id": f"msg_{t}", "object": "thread.message", "created_at": t, "role": role,
+                "content": [{"type": "text", "text": {"value": text, "annotations": []}}]}
+    data = [msg("assistant", "Paris.", 1706009163), msg("user", "Capital of France?", 1706009161),
+            msg("assistant", "Hello! How can I help?", 1706009159), msg("user", "hi", 1706009157)]
+    result = ingest([_write(tmp_path, {"object": "list", "data": data, "has_more": False}, "messages.json")],
+                    scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0)
+    first, second = result.conversations[0].calls()
+    assert first.context[0].text == "hi" and first.completion.text == "Hello! How can I help?"
+    assert second.completion.text == "Paris."
+    assert "messages_newest_first" in codes(result, "warnings")
+    # times that rise (oldest first) or do not all fall are read as written
+    data.reverse()
+    result = ingest([_write(tmp_path, {"data": data}, "oldest.json")], scrub=False)
+    assert totals(result.conversations) == (1, 2, 0) and "messages_newest_first" not in codes(result, "warnings")

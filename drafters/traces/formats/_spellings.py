@@ -189,7 +189,10 @@ def block_part(block: Any) -> Any:
     if kind in ("text", "") and block.get("thought") is True and isinstance(block.get("text"), str):
         return ReasoningPart(block["text"], signature=block.get("thoughtSignature")) if block["text"] else None
     if kind in ("text", "input_text", "output_text", "") and first(block, ("text", "value", "content")) is not None:
-        text = as_text(first(block, ("text", "value", "content")))
+        value = first(block, ("text", "value", "content"))
+        if isinstance(value, dict) and isinstance(value.get("value"), str):  # Assistants API: {value, annotations}
+            value = value["value"]
+        text = as_text(value)
         return TextPart(text) if text else None
     if kind in ("reasoning", "thinking", "redacted_thinking"):
         return ReasoningPart(as_text(first(block, ("text", "thinking", "reasoning", "value"))),
@@ -352,6 +355,25 @@ def pair_turns(record: Any) -> Any:
     if not isinstance(record, dict):
         return record
     return {k: _pair_messages(v) if is_pair_history(v) else v for k, v in record.items()}
+
+
+TIME_KEYS = ("created_at", "createdAt", "timestamp", "created", "time", "ts")
+
+
+def newest_first(msgs: list) -> bool:
+    """Whether a message list is written newest first (the OpenAI Assistants API lists a thread's messages in
+    descending ``created_at`` by default): every message carries one time key (``TIME_KEYS``) with values of one
+    kind (numbers, or ISO-8601 texts), never rising and falling at least once."""
+    if len(msgs) < 2 or not all(isinstance(m, dict) for m in msgs):
+        return False
+    key = next((k for k in TIME_KEYS if all(m.get(k) is not None for m in msgs)), None)
+    if key is None:
+        return False
+    times = [m[key] for m in msgs]
+    if not (all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times)
+            or all(isinstance(t, str) and re.match(r"^\d{4}-\d\d-\d\d", t) for t in times)):
+        return False
+    return all(a >= b for a, b in zip(times, times[1:])) and times[0] > times[-1]
 
 
 def contents_shorthand(record: Any, depth: int = 0) -> Any:

@@ -56,6 +56,7 @@ from drafters.traces.formats._spellings import (
     first,
     get,
     keyed_by_id,
+    newest_first,
     pair_turns,
     result_parts,
     role_of,
@@ -227,7 +228,12 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
     messages: list[Message] = []
     raws: list[Any] = []
     executed_before_text = 0
-    for i, raw in enumerate(found.messages):
+    indexed = list(enumerate(found.messages))
+    if newest_first(found.messages):  # read oldest first; errors keep each message's own index
+        indexed.reverse()
+        problems.warning("messages_newest_first", "the messages are written newest first (their times fall): "
+                         "read oldest first", source, found.path)
+    for i, raw in indexed:
         role = role_of(get(raw, found.role_key))
         content_key = _content_key(raw, found.content_key)
         richer = _richer_parts(raw, content_key)
