@@ -61,7 +61,7 @@ from drafters.traces.formats._spellings import (
     failed_turn,
     get,
     is_pair_history,
-    role_key,
+    role_of,
     sibling_system,
     summary_texts,
     system_not_read,
@@ -262,13 +262,15 @@ class Mapping:
                 yield conv
 
     def _history_beside(self, record: Any) -> str | None:
-        """The top-level key of a record holding a message history (a list of messages with roles, or of
-        ``[user, assistant]`` text pairs) that none of the mapping's paths reads, else None."""
+        """The top-level key of a record holding a message history (a list of messages, each with a ``role``
+        and a ``content``, or of ``[user, assistant]`` text pairs) that none of the mapping's paths reads, else
+        None."""
         if not isinstance(record, dict):
             return None
         read = {root_key(p) for p in (self.messages, self.response, self.tools, self.id, *self.prompt.values()) if p}
         return next((k for k, v in record.items() if k not in read and isinstance(v, list) and v and
-                     (is_pair_history(v) or all(isinstance(m, dict) for m in v) and role_key(v) is not None)), None)
+                     (is_pair_history(v) or all(isinstance(m, dict) and role_of(m.get("role")) and
+                                                m.get("content") not in (None, "", []) for m in v))), None)
 
     def _answer_beside(self, record: Any, where: str, conv: Conversation | None) -> str | None:
         """Without a declared ``response``, the path of an assistant message stored beside a message list that

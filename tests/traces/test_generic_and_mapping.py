@@ -153,7 +153,8 @@ def test_a_mapping_never_reads_past_a_history_it_does_not_read(tmp_path):
     as messages): a mapping reading only ``query`` / ``response`` would lose the history, so such a record is
     refused (``content_not_mapped``); a record without one is read."""
     rows = [{"query": "And 3+3?", "response": "6", "history": [["2+2?", "4"]]},
-            {"query": "Hi", "response": "Hello!", "history": []},
+            {"query": "Hi", "response": "Hello!", "history": [],  # spans typed like roles hold no history
+             "spans": [{"type": "agent", "name": "planner"}, {"type": "llm", "name": "chat"}]},
             {"query": "Next?", "response": "Done.", "history": [{"role": "user", "content": "Go"},
                                                                 {"role": "assistant", "content": "Going."}]}]
     path = tmp_path / "swift.jsonl"
