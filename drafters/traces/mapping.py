@@ -47,7 +47,7 @@ bounds its values (``MAX_VALUES``, ``MAX_NAME``), and its paths only ever addres
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from drafters.traces.formats._call_io import call_free
@@ -563,6 +563,9 @@ class Mapping:
                 content = inner if inner is not None else content  # a message object given as the result: its parts
             blocks = block_parts(content) if isinstance(content, list) else []
             if blocks and all(isinstance(p, ToolResultPart) for p in blocks):
+                rid = as_text(get(raw, self.tool_result.get("id", "tool_call_id"))) or None
+                if len(blocks) == 1 and blocks[0].call_id is None and rid:  # the message says which call
+                    blocks = [replace(blocks[0], call_id=rid)]
                 return Message("tool", blocks)  # results as typed blocks, each with its call's id
             text = content if isinstance(content, str) else as_text(content)
             if blocks and len(blocks) == len(content) and all(isinstance(p, TextPart) for p in blocks):

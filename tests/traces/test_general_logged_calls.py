@@ -259,3 +259,26 @@ def test_gemini_sdk_shorthand_contents_and_an_untyped_image(tmp_path):
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (2, 2, 0)
     assert result.report.counts["unsupported_parts"] == 1
+
+
+def test_query_and_response_message_lists_with_typed_call_and_result_blocks(tmp_path):
+    """Azure AI evaluation's agent-converter rows: the input messages under ``query``, the run's continuation
+    under ``response``; calls as ``{"type": "tool_call", "tool_call": {...}}`` blocks and results as ``{"type":
+    "tool_result", "tool_result": {<the result object>}}`` in a tool message naming its call."""
+    call = {"type": "tool_call", "tool_call": {"id": "c1", "type": "function",
+                                               "function": {"name": "fetch_weather", "arguments": {"city": "Oslo"}}}}
+    row = {"query": [{"role": "system", "content": "You are a helpful assistant"},
+                     {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]}],
+           "response": [{"role": "assistant", "content": [call]},
+                        {"role": "tool", "tool_call_id": "c1",
+                         "content": [{"type": "tool_result", "tool_result": {"weather": "Snowy, -3 C"}}]},
+                        {"role": "assistant", "content": [{"type": "text", "text": "Snowy, -3 C."}]}],
+           "tool_definitions": [{"name": "fetch_weather", "parameters": {"type": "object"}}]}
+    path = tmp_path / "evaluation_data.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 1)
+    second = list(result.conversations[0].calls())[1]
+    assert second.context[-1].tool_results[0].call_id == "c1"
+    assert json.loads(second.context[-1].tool_results[0].content) == {"weather": "Snowy, -3 C"}

@@ -18,7 +18,7 @@ from drafters.traces.json_paths import child_path, jsonpath
 OUTPUT_KEYS = ("outputs", "output", "response", "completion", "result", "generation", "generations",
                "output_messages", "model_output_message", "llm_output", "answer")
 INPUT_KEYS = ("inputs", "input", "request", "prompt", "input_messages", "model_input_messages", "messages",
-              "contents")  # contents: a Gemini request's turns
+              "contents", "query")  # contents: a Gemini request's turns; query: Azure AI evaluation's messages
 #: A call written as two texts: the prompt's keys, and the model's answer's (never ``answer``: an eval's reference).
 TEXT_INPUT_KEYS = ("instruction", "prompt", "question", "query", "input", "request")
 TEXT_OUTPUT_KEYS = ("output", "response", "completion", "generation")

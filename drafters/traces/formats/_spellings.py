@@ -176,6 +176,9 @@ def block_part(block: Any) -> Any:
         if "type" in inner:
             return block_part(inner)  # a wrapped block: {"message_content": {type, text}}
     kind = _kind(block)
+    if kind == "tool_result" and isinstance(block.get(kind), dict) and first(block[kind], RESULT_TEXT_KEYS) is None:
+        # the payload under its kind's key is the result itself (Azure AI evaluation: {"weather": ...})
+        return ToolResultPart(as_text(first(block, _CALL_ID + ("tool_use_id",))) or None, as_text(block[kind]))
     if kind and isinstance(block.get(kind), dict) and kind not in ("text",):  # the payload under its kind's key
         return block_part({**block[kind], "type": kind})  # ({"kind": "tool_call", "tool_call": {id, name, ...}})
     if kind and set(block) == {"kind" if "kind" in block else "type", "data"}:  # serde adjacently tagged variant
