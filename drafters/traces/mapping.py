@@ -61,6 +61,7 @@ from drafters.traces.formats._spellings import (
     failed_turn,
     get,
     is_pair_history,
+    response_id,
     role_of,
     sibling_system,
     summary_texts,
@@ -453,7 +454,7 @@ class Mapping:
                 # the context after this step is recorded elsewhere: cut before a handoff step, after a call's step
                 handoff = (len(messages) + (role == "assistant"), at, raw.get("step_id"))
             if role == "assistant" and messages and messages[-1].role == "assistant" and \
-                    _response_id(raw) is not None and _response_id(raw) == _response_id(msgs[i - 1]):
+                    response_id(raw) is not None and response_id(raw) == response_id(msgs[i - 1]):
                 messages[-1].parts.extend(message.parts)  # one response written as several records (one per block)
                 continue
             for m in [message, *self._observation(raw, message)]:
@@ -644,12 +645,3 @@ class Mapping:
     def _message_keys(self) -> set[str]:
         """The top-level keys of a non-tool message that the mapping reads."""
         return {k.split(".")[0] for k in (self.role, self.content, self.reasoning, self.tool_calls) if k}
-
-
-_RESPONSE_IDS = ("message_id", "messageId", "response_id", "responseId", "requestId", "message.id", "id")
-
-
-def _response_id(raw: Any) -> str | None:
-    """The id of the model response an assistant record belongs to, when the record carries one."""
-    value = next((get(raw, k) for k in _RESPONSE_IDS if isinstance(get(raw, k), str) and get(raw, k)), None)
-    return value if isinstance(value, str) else None

@@ -27,6 +27,7 @@ Content blocks understood (``type`` values, case-insensitive, ``-``/``_`` alike)
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from typing import Any
 
 from drafters.traces.formats._content import as_list, as_text
@@ -376,7 +377,7 @@ def newest_first(msgs: list) -> bool:
     if not (all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times)
             or all(isinstance(t, str) and re.match(r"^\d{4}-\d\d-\d\d", t) for t in times)):
         return False
-    return all(a >= b for a, b in zip(times, times[1:])) and times[0] > times[-1]
+    return all(a >= b for a, b in pairwise(times)) and times[0] > times[-1]
 
 
 def contents_shorthand(record: Any, depth: int = 0) -> Any:
@@ -408,6 +409,15 @@ def _pair_messages(pairs: list) -> list[dict]:
         if reply:
             out.append({"role": "assistant", "content": reply})
     return out
+
+
+_RESPONSE_IDS = ("message_id", "messageId", "response_id", "responseId", "requestId", "message.id", "id")
+
+
+def response_id(raw: Any) -> str | None:
+    """The id of the model response an assistant record belongs to, when the record carries one."""
+    value = next((get(raw, k) for k in _RESPONSE_IDS if isinstance(get(raw, k), str) and get(raw, k)), None)
+    return value if isinstance(value, str) else None
 
 
 def calls_of(value: Any) -> list[ToolCallPart]:
