@@ -106,3 +106,24 @@ def test_axolotl_train_false_turn_is_context():
     (conv,), report = parse_text("sharegpt", json.dumps(rec))
     assert not report.errors
     assert [c.completion.text for c in conv.calls()] == ["b"]
+
+
+def test_role_content_turns_keep_their_tool_calls():
+    """The role/content variant with OpenAI-style ``tool_calls`` on assistant turns (Spider 2.0's agent results
+    under ``conversation``): the calls are read, and the tool turns after them pair by position."""
+    rec = {"instance_id": "sf_1", "conversation": [
+        {"role": "system", "content": "You are a database expert."},
+        {"role": "user", "content": "Top 10 groups?"},
+        {"role": "assistant", "content": "Let me look.", "tool_calls": [
+            {"name": "execute_bash", "arguments": {"command": "ls db"}}]},
+        {"role": "tool", "content": "EXECUTION RESULT of [execute_bash]:\nPLOT.json"},
+        {"role": "assistant", "content": "Now the query.", "tool_calls": [
+            {"name": "execute_sql", "arguments": {"sql": "SELECT 1"}}]},
+        {"role": "tool", "content": "1"},
+        {"role": "assistant", "content": "Done."}]}
+    (conv,), report = parse_text("sharegpt", json.dumps([rec]))
+    assert not report.errors and not report.warnings
+    assert totals([conv]) == (1, 3, 2)
+    call = conv.messages[2].tool_calls[0]
+    assert (call.name, call.arguments) == ("execute_bash", {"command": "ls db"})
+    assert conv.messages[3].tool_results[0].name == "execute_bash"

@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from drafters.traces.formats._content import content_parts, tool_defs, trained
 from drafters.traces.formats._reading import iter_values, src
+from drafters.traces.formats._spellings import calls_of
 from drafters.traces.formats._records import RECORD_ERRORS
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -127,11 +128,15 @@ def record_to_conversation(record: Any, conv_id: str, source, problems: ProblemS
                     messages.append(Message("tool", [part]))
             else:
                 parts = content_parts(value)
+                # the role/content variant keeps an assistant turn's calls beside its text (OpenAI-style)
+                calls = calls_of(turn["tool_calls"]) if role == "assistant" and turn.get("tool_calls") else []
                 if role == "assistant" and messages and messages[-1].role == "assistant" and not messages[-1].tool_calls:
-                    messages[-1].parts.extend(parts)
+                    messages[-1].parts.extend(parts + calls)
                 else:
-                    messages.append(Message(role, parts, supervised=role != "assistant" or trained(turn)))
-                if role != "assistant":
+                    messages.append(Message(role, parts + calls, supervised=role != "assistant" or trained(turn)))
+                if calls:
+                    pending, result_index = calls, 0
+                elif role != "assistant":
                     pending, result_index = [], 0
     except _BadRecord as bad:
         problems.error(bad.code, bad.message, source, bad.field)
