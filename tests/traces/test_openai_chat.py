@@ -221,3 +221,37 @@ def test_reasoning_under_thinking_is_read_and_under_another_name_is_an_error(tmp
     (conv,) = result.conversations
     assert [type(p).__name__ for p in conv.messages[-1].parts] == ["ReasoningPart", "TextPart"]
     assert report.chars["reasoning"] == len("Add two and two.")
+
+
+def _request(messages):
+    return {"model": "claude-3-7-sonnet", "messages": messages, "stream": False,
+            "tools": [{"type": "function", "function": {"name": "run", "parameters": {"type": "object"}}}]}
+
+
+def _response(message):
+    return {"id": "chatcmpl-1", "object": "chat.completion", "model": "claude-3-7-sonnet", "messages": None,
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+
+
+def test_a_log_of_requests_each_followed_by_its_response():
+    """A recorder writing each request, then its response object (CAI's DataRecorder): each pair is one call;
+    a request that extends the previous call continues its conversation; a request whose system prompt
+    changed (another agent, handed the history) is a conversation of its own, its restated history no calls."""
+    sys_a, sys_b = {"role": "system", "content": "You are a CTF agent."}, {"role": "system", "content": "Extract the flag."}
+    user = {"role": "user", "content": "Solve BabyEncryption."}
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "run", "arguments": "{\"command\": \"ls\"}"}}]}
+    result = {"role": "tool", "tool_call_id": "c1", "content": "chall.py msg.enc"}
+    done = {"role": "assistant", "content": "The flag is HTB{x}."}
+    lines = [_request([sys_a, user]), _response(call),
+             _request([sys_a, user, call, result]), _response(done),
+             _request([sys_b, user, call, result, done]), _response({"role": "assistant", "content": "HTB{x}"})]
+    convs, report = _parse_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert not report.errors
+    assert totals(convs) == (2, 3, 1)
+    first = convs[0].explicit_calls
+    assert [len(c.context) for c in first] == [2, 4] and first[1].completion.text == "The flag is HTB{x}."
+    assert [c.context[0].text for c in convs[1].explicit_calls] == ["Extract the flag."]
+    # a request left without its response is reported, the rest read
+    convs, report = _parse_text("".join(json.dumps(x) + "\n" for x in lines[:3] + lines[4:]))
+    assert [p.code for p in report.errors] == ["not_an_object"] and totals(convs) == (2, 2, 1)

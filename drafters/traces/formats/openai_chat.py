@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from drafters.traces.formats import _cassette, _content, _reading
+from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._spellings import sibling_system, system_not_read
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -338,6 +339,61 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
 
 def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     stem = filename.rsplit("/", 1)[-1]
+    items = list(_items(stream, filename, problems))
+    if any(_response_message(v) is not None for _, v in items):
+        yield from _request_response_pairs(items, stem, problems)
+        return
+    for src, item in items:
+        rec = _record_messages(item)
+        if rec is None:
+            problems.error("not_an_object", "record is not an OpenAI chat record (no 'messages' list of "
+                           "role/content objects)", src)
+            continue
+        msgs, tools, model, rid = rec
+        messages = _messages(item, msgs, model, src, problems)
+        loc = f"{src.line}" if src.line is not None else (src.record or "$")
+        yield Conversation(id=f"{NAME}:{stem}:{rid or loc}", source=src, tools=tools_from_openai(tools),
+                           messages=messages)
+
+
+def _messages(item: dict, msgs: list, model: str | None, src: Source, problems: ProblemSink) -> list[Message]:
+    messages = messages_from_openai(msgs, problems, src, model)
+    prompt, not_read = sibling_system(item, messages)  # a system prompt beside the list: the first message
+    messages[:0] = prompt
+    system_not_read(not_read, src, problems)
+    return messages
+
+
+def _request_response_pairs(items: list[tuple[Source, Any]], stem: str, problems: ProblemSink
+                            ) -> Iterator[Conversation]:
+    """A recorder's log of each request, then its response object as the next record (CAI's DataRecorder):
+    each pair is one LLM call, its context the request's messages; a call whose context extends the previous
+    call's context and answer continues its conversation (``_chains``). A record of neither kind, a request
+    without its response or a response without its request is reported, and not read."""
+    chains = CallChains()
+    k = 0
+    while k < len(items):
+        src, item = items[k]
+        answer = _response_message(items[k + 1][1]) if k + 1 < len(items) else None
+        rec = _record_messages(item)
+        if rec is None or answer is None:
+            what = "a Chat Completions response with no request before it" if _response_message(item) else \
+                "a request with no response after it" if rec is not None else "neither a request nor a response"
+            problems.error("not_an_object", f"{what}: in a log of requests and their responses, not read", src)
+            k += 1
+            continue
+        msgs, tools, model, rid = rec
+        context = _messages(item, msgs, model or items[k + 1][1].get("model"), src, problems)
+        (completion,) = messages_from_openai([answer], problems, items[k + 1][0], items[k + 1][1].get("model"))
+        loc = f"{src.line}" if src.line is not None else (src.record or "$")
+        chains.add(f"{NAME}:{stem}:{rid or loc}", src, tools_from_openai(tools), context, completion)
+        k += 2
+    yield from chains.conversations()
+
+
+def _items(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[tuple[Source, Any]]:
+    """The file's records: JSON Lines, a document's array, or the array under ``data`` / ``records`` /
+    ``items``."""
     for source, value in _reading.load_json_or_lines(stream, filename, problems, NAME):
         if source.record == "$" and isinstance(value, dict) and _record_messages(value) is None:
             for key in ("data", "records", "items"):  # {"data": [records]}
@@ -345,27 +401,19 @@ def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Ite
                     value = value[key]
                     break
         if source.record == "$" and isinstance(value, list) and value and _record_messages(value) is None:
-            items = [(Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(value)]
+            yield from ((Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(value))
         else:
-            items = [(source, value)]
-        for src, item in items:
-            rec = _record_messages(item)
-            if rec is None:
-                problems.error("not_an_object", "record is not an OpenAI chat record (no 'messages' list of "
-                               "role/content objects)", src)
-                continue
-            msgs, tools, model, rid = rec
-            messages = messages_from_openai(msgs, problems, src, model)
-            prompt, not_read = sibling_system(item, messages)  # a system prompt beside the list: the first message
-            messages[:0] = prompt
-            system_not_read(not_read, src, problems)
-            loc = f"{src.line}" if src.line is not None else (src.record or "$")
-            yield Conversation(
-                id=f"{NAME}:{stem}:{rid or loc}",
-                source=src,
-                tools=tools_from_openai(tools),
-                messages=messages,
-            )
+            yield source, value
+
+
+def _response_message(item: Any) -> dict | None:
+    """The assistant message of a Chat Completions response object logged as a record of its own (``{"object":
+    "chat.completion", "choices": [{"message": {...}}]}``, no request ``messages``), else None."""
+    if not isinstance(item, dict) or item.get("messages") or not isinstance(item.get("choices"), list) \
+            or not item["choices"] or not isinstance(item["choices"][0], dict):
+        return None
+    msg = item["choices"][0].get("message")
+    return msg if isinstance(msg, dict) and msg.get("role") == "assistant" else None
 
 
 FORMAT = TraceFormat(
