@@ -282,3 +282,19 @@ def test_query_and_response_message_lists_with_typed_call_and_result_blocks(tmp_
     second = list(result.conversations[0].calls())[1]
     assert second.context[-1].tool_results[0].call_id == "c1"
     assert json.loads(second.context[-1].tool_results[0].content) == {"weather": "Snowy, -3 C"}
+
+
+def test_a_prompt_string_beside_its_response_object(tmp_path):
+    """A call log of ``{"prompt": "<text>", "response": <a Chat Completions response>, "raw_kwargs": {...}}``
+    (STORM's, DSPy's history): the prompt is the user's message, ``choices[0].message`` the answer."""
+    rows = [{"prompt": f"Write search queries for topic {i}.\nQueries:",
+             "response": {"id": f"chatcmpl-{i}", "object": "chat.completion", "choices": [
+                 {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": f"- topic {i}"}}]},
+             "raw_kwargs": {"temperature": 1.0}} for i in range(3)]
+    path = tmp_path / "llm_call_history.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 3, 0)
+    call = next(iter(result.conversations[1].calls()))
+    assert [m.role for m in call.context] == ["user"] and call.completion.text == "- topic 1"

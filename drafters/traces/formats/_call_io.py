@@ -62,6 +62,11 @@ def input_output(record: Any) -> tuple[str, str] | None:
     answers = [p for p, _ in message_lists(record) if not p.startswith(inputs[0][0])] if inputs else []
     if not pairs and len(inputs) == 1 and not answers:  # never a text field while answers elsewhere go unread
         pairs = [(inputs[0][0], out) for out in _text_outputs(record)]
+    prompt = _texts(record, TEXT_INPUT_KEYS) if not inputs else []
+    if not pairs and len(prompt) == 1:  # a prompt string and the response object (STORM's, DSPy's call logs)
+        pairs = [(prompt[0], out) for out in _output_paths(record)
+                 if isinstance(messages_at(record, out), list) and len(messages_at(record, out)) == 1
+                 and isinstance(jsonpath(record, out)[0][1], dict)]
     if not pairs:
         return None
     # Several spellings of one call (span attributes beside the raw request): the input and output written
