@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from itertools import chain, islice
 from typing import IO, Any
 
 from drafters.traces.formats import _cassette, _content, _reading
@@ -37,6 +38,7 @@ from drafters.traces.model import (
 )
 
 NAME = "openai_chat"
+_SAMPLE = 50  # records looked at to tell a log of requests and responses from chat records
 _ROLE_MAP = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
              "tool": "tool", "function": "tool"}
 # Keys of an assistant message that the reader takes, or that are metadata by the API's definition; data under
@@ -339,11 +341,12 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
 
 def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     stem = filename.rsplit("/", 1)[-1]
-    items = list(_items(stream, filename, problems))
-    if any(_response_message(v) is not None for _, v in items):
-        yield from _request_response_pairs(items, stem, problems)
+    items = _items(stream, filename, problems)
+    head = list(islice(items, _SAMPLE))  # a log of requests and their responses shows in its first records
+    if any(_response_message(v) is not None for _, v in head):
+        yield from _request_response_pairs(chain(head, items), stem, problems)
         return
-    for src, item in items:
+    for src, item in chain(head, items):
         rec = _record_messages(item)
         if rec is None:
             problems.error("not_an_object", "record is not an OpenAI chat record (no 'messages' list of "
@@ -364,30 +367,36 @@ def _messages(item: dict, msgs: list, model: str | None, src: Source, problems: 
     return messages
 
 
-def _request_response_pairs(items: list[tuple[Source, Any]], stem: str, problems: ProblemSink
+def _request_response_pairs(items: Iterator[tuple[Source, Any]], stem: str, problems: ProblemSink
                             ) -> Iterator[Conversation]:
     """A recorder's log of each request, then its response object as the next record (CAI's DataRecorder):
     each pair is one LLM call, its context the request's messages; a call whose context extends the previous
     call's context and answer continues its conversation (``_chains``). A record of neither kind, a request
     without its response or a response without its request is reported, and not read."""
     chains = CallChains()
-    k = 0
-    while k < len(items):
-        src, item = items[k]
-        answer = _response_message(items[k + 1][1]) if k + 1 < len(items) else None
-        rec = _record_messages(item)
-        if rec is None or answer is None:
-            what = "a Chat Completions response with no request before it" if _response_message(item) else \
-                "a request with no response after it" if rec is not None else "neither a request nor a response"
-            problems.error("not_an_object", f"{what}: in a log of requests and their responses, not read", src)
-            k += 1
+    pending: tuple[Source, dict, tuple] | None = None  # a request waiting for its response
+    for src, item in chain(items, [(None, None)]):
+        answer = _response_message(item)
+        if pending is not None and answer is not None:
+            req_src, request, (msgs, tools, model, rid) = pending
+            context = _messages(request, msgs, model or item.get("model"), req_src, problems)
+            (completion,) = messages_from_openai([answer], problems, src, item.get("model"))
+            loc = f"{req_src.line}" if req_src.line is not None else (req_src.record or "$")
+            chains.add(f"{NAME}:{stem}:{rid or loc}", req_src, tools_from_openai(tools), context, completion)
+            pending = None
             continue
-        msgs, tools, model, rid = rec
-        context = _messages(item, msgs, model or items[k + 1][1].get("model"), src, problems)
-        (completion,) = messages_from_openai([answer], problems, items[k + 1][0], items[k + 1][1].get("model"))
-        loc = f"{src.line}" if src.line is not None else (src.record or "$")
-        chains.add(f"{NAME}:{stem}:{rid or loc}", src, tools_from_openai(tools), context, completion)
-        k += 2
+        if pending is not None:
+            problems.error("not_an_object", "a request with no response after it: in a log of requests and their "
+                           "responses, not read", pending[0])
+            pending = None
+        if src is None:  # the end of the file
+            break
+        rec = _record_messages(item)
+        if rec is not None:
+            pending = (src, item, rec)
+            continue
+        what = "a Chat Completions response with no request before it" if answer else "neither a request nor a response"
+        problems.error("not_an_object", f"{what}: in a log of requests and their responses, not read", src)
     yield from chains.conversations()
 
 
