@@ -37,11 +37,8 @@ class _Added:
 
     conv_id: str
     source: Source
-    tools: list[ToolDef]
-    context: list[Message]
-    completion: Message
     key: object
-    call: LLMCall
+    call: LLMCall  # its tools, context and completion
 
 
 @dataclass
@@ -71,7 +68,7 @@ class CallChains:
             chain = _Chain(conv_id, source, tools, key)
             self.chains.append(chain)
         chain.calls.append(LLMCall(chain.id, len(chain.calls), tools, context, completion))
-        self.added.append(_Added(conv_id, source, tools, context, completion, key, chain.calls[-1]))
+        self.added.append(_Added(conv_id, source, key, chain.calls[-1]))
         self.positions[id(chain.calls[-1])] = self.at
         return chain.calls[-1]
 
@@ -83,10 +80,10 @@ class CallChains:
         whether they were (the reader says so in a warning)."""
         if len(self.chains) < 2:
             return False
-        order = sorted(self.added, key=lambda a: len(a.context))
+        order = sorted(self.added, key=lambda a: len(a.call.context))
         replay = CallChains()
         for a in order:
-            replay.add(a.conv_id, a.source, a.tools, a.context, a.completion, a.key)
+            replay.add(a.conv_id, a.source, a.call.tools, a.call.context, a.call.completion, a.key)
         if len(replay.chains) >= len(self.chains):
             return False
         for old, new in zip(order, replay.added):  # the reader's notes on each call follow it
