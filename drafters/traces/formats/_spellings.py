@@ -345,9 +345,14 @@ def executed_calls(value: Any) -> list | None:
     return parts
 
 
-def executed_key(raw: dict, skip: set[str]) -> str | None:
-    """The key of a message (outside ``skip``, the keys read otherwise) whose value ``executed_calls`` reads."""
-    return next((k for k, v in raw.items() if k not in skip and executed_calls(v) is not None), None)
+def executed_key(raw: dict, skip: set[str]) -> tuple[str, list] | None:
+    """``(key, parts)``: the key of a message (outside ``skip``, the keys read otherwise) whose value
+    ``executed_calls`` reads, and those parts; None when no key holds such calls."""
+    for k, v in raw.items():
+        parts = executed_calls(v) if k not in skip else None
+        if parts is not None:
+            return k, parts
+    return None
 
 
 def pair_turns(record: Any) -> Any:

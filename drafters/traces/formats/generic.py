@@ -50,7 +50,6 @@ from drafters.traces.formats._spellings import (
     block_parts,
     calls_of,
     contents_shorthand,
-    executed_calls,
     executed_key,
     failed_turn,
     first,
@@ -159,15 +158,15 @@ def _message_outside(value: Any, skip: str, path: str = "$", depth: int = 0) -> 
 
 
 def message_of(raw: dict, role: str, content_key: str | None, richer: list | None = None,
-               executed: str | None = None) -> Message:
+               executed: list | None = None) -> Message:
     """One raw message in the common spellings -> a canonical message. A message holding its text under
     ``content_key`` and a ``parts`` list with more than text (the AI SDK's UI messages: the calls and their
     results live only in ``parts``; ``richer``, from ``_richer_parts``) is read from its parts. An assistant
-    message's calls recorded with their results under ``executed`` (``executed_calls``) come before its text:
-    the harness ran them, and the text is the reply written after the last result."""
+    message's calls recorded with their results (``executed``: their parts, ``executed_key``) come before its
+    text: the harness ran them, and the text is the reply written after the last result."""
     parts = richer if richer is not None else block_parts(get(raw, content_key)) if content_key else []
-    if role == "assistant" and executed is not None:
-        parts = [*(executed_calls(raw[executed]) or []), *parts]
+    if role == "assistant" and executed:
+        parts = [*executed, *parts]
     if role == "tool" or (role == "user" and keyed_by_id(raw.get("tool_results")) and not parts):
         return Message("tool", result_parts(raw, parts))  # a user turn holding only results keyed by call id
     if role == "assistant":
@@ -239,7 +238,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
         richer = _richer_parts(raw, content_key)
         executed = executed_key(raw, _used_keys(raw, found, richer is not None, content_key)) \
             if role == "assistant" else None
-        message = message_of(raw, role, content_key, richer, executed)  # type: ignore[arg-type]
+        message = message_of(raw, role, content_key, richer, executed[1] if executed else None)  # type: ignore[arg-type]
         executed_before_text += executed is not None and any(isinstance(p, TextPart) for p in message.parts)
         if role == "assistant" and failed_turn(raw):
             if not message.parts and not message.tool_calls:  # a request that failed before any output
@@ -248,7 +247,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                                  source, f"{found.path}[{i}]")
                 continue
             message.failed = True  # its calls that no tool message answers were never run
-        unread = [k for k in _unread(raw, found, richer is not None, content_key) if k != executed]
+        unread = [k for k in _unread(raw, found, richer is not None, content_key) if not executed or k != executed[0]]
         if tally is not None:
             tally.roles[role] += 1
             tally.skipped.update(unread)
