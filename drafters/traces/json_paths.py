@@ -99,7 +99,7 @@ def child_path(path: str, key: str) -> str:
 def holder_of(value: Any, where: str) -> dict | None:
     """The object holding what the concrete JSONPath ``where`` names (``$.messages`` -> ``value`` itself, as
     ``jsonpath`` writes paths); None for the document itself or an item of a list."""
-    m = re.match(r"^(.*?)(?:\.[^.\[\]'\"]+|\['[^']*'\])$", where)
+    m = re.match(r"^(.*?)(?:\.[^.\[\]'\"]+|\['[^']*'\]|\[\"[^\"]*\"\])$", where)
     if m is None:
         return None
     found = jsonpath(value, m.group(1) or "$")
@@ -108,5 +108,5 @@ def holder_of(value: Any, where: str) -> dict | None:
 
 def root_key(path: str) -> str:
     """The record key a JSONPath starts with (``$.a.b`` -> ``a``, ``$['a b'][0]`` -> ``a b``)."""
-    m = re.match(r"^\$(?:\.([^.\[]+)|\['([^']*)'\])", path)
-    return (m.group(1) or m.group(2)) if m else ""
+    m = re.match(r"^\$(?:\.([^.\[]+)|\['([^']*)'\]|\[\"([^\"]*)\"\])", path)
+    return (m.group(1) or m.group(2) or m.group(3)) if m else ""

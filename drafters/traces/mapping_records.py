@@ -42,7 +42,8 @@ def expanded(records: Iterator[tuple[Source, Any]], mode: str, lists: str = "$")
 
 def value_records(records: Iterator[tuple[Source, Any]]) -> Iterator[tuple[Source, Any]]:
     """``records: values``: the document is an object of records keyed by id (a trajectory dump ``{"6238":
-    {"traj": [...]}, ...}``): each value is a record, at ``$.KEY``; a value that is no object is not read."""
+    {"traj": [...]}, ...}``): each value is a record, at its key's path (``$['6238']``); a value that is no object
+    is not read."""
     for source, doc in records:
         for key, value in (doc.items() if isinstance(doc, dict) else []):
             if isinstance(value, dict):

@@ -178,6 +178,9 @@ def _text_in(value: dict, path: str, depth: int = 0) -> str | None:
     return _text_in(inner, f"{path}.value", depth + 1) if isinstance(inner, dict) and depth < 2 else None
 
 
+_CALL_KEYS = frozenset({*INPUT_KEYS, *OUTPUT_KEYS, *TEXT_INPUT_KEYS, "choices", "content", "text"})
+
+
 def call_free(record: Any, depth: int = 0) -> bool:
     """Whether a record holds no part of an LLM call: no message (an object with a role) and no value under an
     input, output or text key at any depth, flattened keys' segments included (a root task span, a metric
@@ -188,8 +191,8 @@ def call_free(record: Any, depth: int = 0) -> bool:
         return True
     if isinstance(record, list):
         return all(call_free(v, depth + 1) for v in record[:1000])
-    keys = {*INPUT_KEYS, *OUTPUT_KEYS, *TEXT_INPUT_KEYS, "choices", "contents", "content", "text"}
-    return not any(keys.intersection(str(k).split(".")) and v not in (None, "", [], {}) for k, v in record.items()) and \
+    return not any(_CALL_KEYS.intersection(str(k).split(".")) and v not in (None, "", [], {})
+                   for k, v in record.items()) and \
         all(call_free(v, depth + 1) for v in record.values())
 
 
