@@ -119,3 +119,53 @@ def test_gemini_and_bedrock_records_sniff():
     assert bedrock_converse.sniff(json.dumps(b) + "\n", "b.jsonl")
     (conv,) = bedrock_converse.parse(io.StringIO(json.dumps(b)), "b.jsonl", ValidationReport())
     assert conv.messages[1].tool_calls[0].arguments == {}
+
+
+def _vertex_line(parts, candidate):
+    """One Vertex AI batch prediction output line: the request as sent, the response as returned."""
+    return json.dumps({"status": "", "request": {"contents": [{"role": "user", "parts": parts}]},
+                       "response": {"candidates": [candidate], "modelVersion": "gemini-1.5-flash-002"}})
+
+
+def _validate_text(tmp_path, text: str) -> dict:
+    from drafters.traces.ingest import ingest
+
+    path = tmp_path / "batch.jsonl"
+    path.write_text(text)
+    return ingest([path], scrub=False, dedup=False).report.to_dict()
+
+
+def test_gemini_lone_part_object_is_read():
+    # Vertex AI batch requests write one part as an object, not a list: its text was dropped, the call kept `ok`
+    line = _vertex_line({"text": "Give me a recipe for banana bread."},
+                        {"content": {"role": "model", "parts": [{"text": "Mash three bananas."}]}, "finishReason": "STOP"})
+    (conv,) = gemini_api.parse(io.StringIO(line + "\n"), "b.jsonl", ValidationReport())
+    assert [(m.role, m.text) for m in conv.messages] == [("user", "Give me a recipe for banana bread."),
+                                                        ("assistant", "Mash three bananas.")]
+
+
+def test_gemini_null_fields_and_snake_case_parts():
+    # the Python SDK dumps every field, unset ones as null, in snake_case: the image is a counted placeholder
+    parts = [{"fileData": None, "file_data": None, "text": "List objects in this image."},
+             {"fileData": None, "file_data": {"file_uri": "gs://b/desk.jpeg", "mime_type": "image/jpeg"}, "text": None}]
+    line = _vertex_line(parts, {"content": {"role": "model", "parts": [{"text": "A desk."}]}})
+    (conv,) = gemini_api.parse(io.StringIO(line + "\n"), "b.jsonl", ValidationReport())
+    user = conv.messages[0]
+    assert user.text == "List objects in this image."
+    assert [p.kind for p in user.parts if isinstance(p, UnsupportedPart)] == ["image"]
+
+
+def test_gemini_unknown_part_is_reported_not_dropped(tmp_path):
+    line = _vertex_line([{"text": "hi"}, {"someNewPart": {"x": 1}}],
+                        {"content": {"role": "model", "parts": [{"text": "hello"}]}})
+    report = _validate_text(tmp_path, line + "\n")
+    assert not report["ok"] and [e["code"] for e in report["errors"]] == ["unknown_content"]
+
+
+def test_gemini_withheld_reply_is_a_failed_request(tmp_path):
+    # finishReason RECITATION with no content: the provider withheld the reply, no model turn; the rest is read
+    ok = _vertex_line([{"text": "q1"}], {"content": {"role": "model", "parts": [{"text": "a1"}]}, "finishReason": "STOP"})
+    withheld = _vertex_line({"text": "q2"}, {"finishReason": "RECITATION", "citationMetadata": {"citations": []}})
+    report = _validate_text(tmp_path, ok + "\n" + withheld + "\n")
+    assert report["ok"] and report["counts"]["calls"] == 1
+    assert [w["code"] for w in report["warnings"]] == ["failed_turn_skipped"]

@@ -398,6 +398,10 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
         if completion is None:
             problems.error("missing_field", "response holds no assistant message", src, field="response")
             continue
+        if completion.failed and not completion.parts:
+            problems.warning("failed_turn_skipped", "the response records a failed request (its stop reason) and "
+                             "no content: no model turn, not read", src)
+            continue
         if completion.model is None:
             completion.model = model_from_uri(uri) or req_body.get("model")
         key = _first_user_text(context)

@@ -52,6 +52,10 @@ def parse_request_records(stream, filename: str, problems: ProblemSink, fmt: str
                 resp = item.get("response")
                 if response_to_message is not None and isinstance(resp, dict):
                     m = response_to_message(resp)
+                    if m is not None and m.failed and not m.parts:
+                        problems.warning("failed_turn_skipped", "the response records a failed request (its stop "
+                                         "reason) and no content: no model turn, the record is not read", s)
+                        continue
                     if m is not None:
                         msgs.append(m)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:

@@ -113,7 +113,10 @@ def role_of(value: Any, aliases: dict[str, str] | None = None) -> str | None:
 
 # An assistant turn that records its own failure: a stop reason in these spellings, or an error message beside it.
 STOP_KEYS = ("stopReason", "stop_reason", "finish_reason", "finishReason")
-FAILED_STOPS = {"error", "aborted", "abort", "cancelled", "canceled", "interrupted"}
+FAILED_STOPS = {"error", "aborted", "abort", "cancelled", "canceled", "interrupted",
+                # the provider withheld the reply (Gemini's FinishReason, OpenAI's content_filter)
+                "recitation", "safety", "blocklist", "prohibited_content", "spii", "content_filter",
+                "malformed_function_call"}
 ERROR_KEYS = ("errorMessage", "error_message", "error")
 
 

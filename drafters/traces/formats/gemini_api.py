@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from drafters.traces.formats import _cassette
+from drafters.traces.formats._spellings import failed_turn
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.model import (
     Message,
@@ -36,14 +37,33 @@ def _response_text(response: Any) -> str:
     return json.dumps(response, ensure_ascii=False)
 
 
+# Part keys in the REST API's camelCase and the Python SDK's snake_case (``model_dump``) spellings.
+_SPELLED = {"function_call": "functionCall", "function_response": "functionResponse", "inline_data": "inlineData",
+            "file_data": "fileData", "executable_code": "executableCode", "thought_signature": "thoughtSignature",
+            "code_execution_result": "codeExecutionResult"}
+_KNOWN = {"text", "thought", "thoughtSignature", "functionCall", "functionResponse", "inlineData", "fileData",
+          "executableCode", "codeExecutionResult", "videoMetadata", "partMetadata", "mediaResolution"}
+
+
+def _parts(content: dict[str, Any]) -> list[dict[str, Any]]:
+    """A content's parts as a list of part objects, keys in camelCase and unset (null) fields left out: a lone
+    part object or a bare string stands for a one-part list (Vertex AI batch requests write ``parts: {text}``)."""
+    raw = content.get("parts")
+    if isinstance(raw, str):
+        raw = [{"text": raw}]
+    elif isinstance(raw, dict):
+        raw = [raw]
+    return [{_SPELLED.get(k, k): v for k, v in p.items() if v is not None} for p in raw or [] if isinstance(p, dict)]
+
+
 def content_to_messages(content: dict[str, Any], model: str | None = None) -> list[Message]:
-    """One ``{role, parts}`` content -> canonical messages (function responses become tool messages)."""
+    """One ``{role, parts}`` content -> canonical messages (function responses become tool messages). A part of
+    no known kind becomes an ``UnsupportedPart`` of its first key's name, which ingestion reports as
+    ``unknown_content`` (its content would be lost)."""
     role = "assistant" if content.get("role") == "model" else "user"
     out: list[Message] = []
     parts: list = []
-    for part in content.get("parts") or []:
-        if not isinstance(part, dict):
-            continue
+    for part in _parts(content):
         if part.get("thoughtSignature") and "functionResponse" not in part:
             parts.append(ReasoningPart("", signature=part["thoughtSignature"]))
         if "functionResponse" in part:
@@ -62,10 +82,13 @@ def content_to_messages(content: dict[str, Any], model: str | None = None) -> li
             elif part["text"]:
                 parts.append(TextPart(part["text"]))
         elif "inlineData" in part or "fileData" in part:
-            mime = str((part.get("inlineData") or part.get("fileData") or {}).get("mimeType", ""))
+            data = part.get("inlineData") or part.get("fileData") or {}
+            mime = str(data.get("mimeType") or data.get("mime_type") or "")
             parts.append(UnsupportedPart(mime.split("/")[0] or "file"))
         elif "executableCode" in part or "codeExecutionResult" in part:
             parts.append(UnsupportedPart("server_tool_use"))
+        elif set(part) - _KNOWN:
+            parts.append(UnsupportedPart(next(iter(set(part) - _KNOWN))))
     if parts or not out:
         out.append(Message(role, parts, model=model if role == "assistant" else None))  # type: ignore[arg-type]
     return out
@@ -102,6 +125,8 @@ def response_to_message(body: dict[str, Any]) -> Message | None:
         return None
     content = cands[0].get("content") or {"role": "model", "parts": []}
     msgs = content_to_messages({**content, "role": "model"}, model=body.get("modelVersion"))
+    # a reply the provider withheld (finishReason RECITATION / SAFETY, no content): a failed request, no model turn
+    msgs[0].failed = failed_turn(cands[0])
     return msgs[0]
 
 
