@@ -50,6 +50,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
+from drafters.traces.formats import _exchanges
 from drafters.traces.formats._call_io import call_free
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
@@ -162,10 +163,15 @@ class Mapping:
         else:
             chains = CallChains() if self.response else None
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
-            merged = other_events = 0
+            merged = other_events = failed_exchanges = 0
+            exchanges = True  # every record a recorded HTTP exchange: each one a request sent, none a restatement
             for at, (source, record) in enumerate(expanded(records, self.records, self.lists)):
                 if chains is not None:
                     chains.at = at
+                if _exchanges.failed(record):
+                    failed_exchanges += 1  # an HTTP error's body: no model turn
+                    continue
+                exchanges = exchanges and _exchanges.http_status(record) is not None
                 if not jsonpath(record, self.messages) and (call_free(record) or self.records == "lists" and
                                                             not holds_role_message(record)):
                     other_events += 1  # an event of another kind (a score, a task span without messages)
@@ -188,6 +194,9 @@ class Mapping:
                 problems.warning("run_starts_merged", f"{merged} record(s) held only the input of a call that a later "
                                  "record repeats with its output (a run posted, then updated): each is read once, "
                                  "as that later record", Source(fmt, filename))
+            if failed_exchanges:
+                problems.warning("error_response", f"{failed_exchanges} recorded HTTP exchange(s) with an error status "
+                                 "skipped (the body is the server's error, no model turn)", Source(fmt, filename))
             if other_events:
                 problems.warning("records_not_calls", f"{other_events} record(s) of the batch hold no message (events "
                                  "of another kind): not read", Source(fmt, filename))
@@ -196,8 +205,8 @@ class Mapping:
                     problems.warning("calls_out_of_order", "the records are not in call order (a call written before "
                                      "the one it continues: a log sorted newest first): read in order of context "
                                      "length, so each conversation's calls follow each other", Source(fmt, filename))
-                # a cache's entries are distinct requests by construction: none restates another
-                repeated = chains.drop_repeats() if self.records != "entries" else 0
+                # a cache's entries and recorded HTTP exchanges are distinct requests by construction
+                repeated = chains.drop_repeats() if self.records != "entries" and not exchanges else 0
                 kinds = sorted({k for c in chains.chains for call in c.calls
                                 if (k := chains.kinds.get(id(call))) is not None})
                 if chains.identical:  # read by shape: a call made twice or one record written twice, not guessed

@@ -65,7 +65,7 @@ from drafters.traces.formats._spellings import (
 )
 from drafters.traces.formats._turns import TURN_KEYS
 from drafters.traces.handoff import handed_off
-from drafters.traces.json_paths import child_path, jsonpath, unflatten
+from drafters.traces.json_paths import child_path, jsonpath, root_key, unflatten
 from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.report import TraceError
@@ -220,8 +220,19 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
         except (ValueError, TraceError):  # mixed spellings within one shape, no mapping says it: not this shape
             continue
         if got is not None:
-            return got
+            return None if _one_of_keyed(values, got) else got
     return None
+
+
+def _one_of_keyed(values: list, got: Inferred | Ambiguous) -> bool:
+    """Whether ``got`` reads one value of an object of records keyed by id (its messages path starts at one of
+    the ids): the other records would go unread, so no such reading is offered (``_record_map`` reads all)."""
+    doc = values[0] if len(values) == 1 else None
+    return isinstance(got, Inferred) and isinstance(doc, dict) and len(doc) >= 2 and keyed_by_id(doc) is not None \
+        and all(_ID_KEY.match(k) for k in doc) and root_key(got.mapping.messages) in doc
+
+
+_ID_KEY = re.compile(r"^(?=.*\d)\S+$")  # an id, not a field name: holds a digit (a hash, a uuid, a number)
 
 
 COPIED_KEYS = ("is_copied_context", "copied_context", "is_copied")

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from typing import IO, Any
 
-from drafters.traces.formats import _reading, _shapes, _step_events, _streams
+from drafters.traces.formats import _exchanges, _reading, _shapes, _step_events, _streams
 from drafters.traces.formats._content import as_text, tool_defs
 from drafters.traces.formats._entries import cache_head
 from drafters.traces.formats._spellings import (
@@ -300,7 +300,8 @@ def sniff(head: str, filename: str) -> bool:
     first = _reading.first_json_line(head)
     values = _reading.json_lines(head, limit=_shapes.SAMPLE) if isinstance(first, (dict, list)) else []
     # recorded streams read as the reply they stream; messages inside a wrapper per item as the messages
-    values = [contents_shorthand(pair_turns(untagged_variants(_streams.joined_tree(v)[0]))) for v in values]
+    kept = [k for v in values if (k := _exchanges.without_failed(v)[0]) is not None]  # as read_records reads them
+    values = [contents_shorthand(pair_turns(untagged_variants(_streams.joined_tree(v)[0]))) for v in kept]
     if _step_events.is_step_log(values):
         return True
     if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
@@ -311,9 +312,10 @@ def sniff(head: str, filename: str) -> bool:
     try:
         value = _reading.loads(head)
     except ValueError:  # a pretty-printed document cut by the head
-        return cache_head(head) or ('"role"' in head or '"from"' in head or _CLASS_ROLE.search(head) is not None) \
-            and ('"content"' in head or '"value"' in head)  # roles as message classes (AutoGen, LangChain) too
-    value = contents_shorthand(pair_turns(untagged_variants(_streams.joined_tree(value)[0])))
+        text = head.replace('\\"', '"')  # messages in a JSON string (a recorded request body) too
+        return cache_head(head) or ('"role"' in text or '"from"' in text or _CLASS_ROLE.search(text) is not None) \
+            and ('"content"' in text or '"value"' in text)  # roles as message classes (AutoGen, LangChain) too
+    value = contents_shorthand(pair_turns(untagged_variants(_streams.joined_tree(_exchanges.without_failed(value)[0])[0])))
     items = value if isinstance(value, list) else [value]
     return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]" if isinstance(value, list) else "$"), v)
                           for i, v in enumerate(items)]) is not None
@@ -337,7 +339,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     the shape the first records have; a record value that is a list of ``[user, assistant]`` text pairs is read
     as those messages (``_spellings.pair_turns``), a Gemini ``contents`` shorthand as its user turn
     (``_spellings.contents_shorthand``)."""
-    records = ((source, contents_shorthand(pair_turns(value))) for source, value in records)
+    records = ((source, contents_shorthand(pair_turns(value))) for source, value in _exchanges_kept(records, problems))
     sample = list(islice(records, _shapes.SAMPLE))
     if _step_events.is_step_log([v for _, v in sample]):  # model output logged as loop step events
         conv = _step_events.read(chain(sample, records), filename, problems)
@@ -370,6 +372,18 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     if shape is not None and shape.mapping.records == "values":  # an object of records keyed by id: its values
         rest = value_records(rest)
     yield from _by_spellings(rest, filename, problems, shape)
+
+
+def _exchanges_kept(records: Iterator[tuple[Source, Any]], problems: ProblemSink) -> Iterator[tuple[Source, Any]]:
+    """The records without the recorded HTTP exchanges whose status is an error (``_exchanges``), warned
+    ``error_response``: dropped before the shape is inferred, whose sample they would mislead."""
+    for source, value in records:
+        kept, dropped = _exchanges.without_failed(value)
+        if dropped:
+            problems.warning("error_response", f"{dropped} recorded HTTP exchange(s) with an error status skipped (the "
+                             "body is the server's error, no model turn)", source)
+        if kept is not None:
+            yield source, kept
 
 
 def _by_mapping(shape: _shapes.Inferred, records: Iterator[tuple[Source, Any]], filename: str,

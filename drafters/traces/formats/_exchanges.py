@@ -1,0 +1,77 @@
+"""Records that are recorded HTTP exchanges (a request URL and the response's status beside the bodies), as JSON
+recorders write them outside a cassette: a fetch recorder's tapes (``{url, init: {body}, response: {status,
+body}}``), nock (``scope`` / ``path`` / ``status``), php-vcr JSON, Azure's test proxy (``RequestUri`` /
+``StatusCode``). The general path reads their bodies as request/response records; this module tells them apart:
+
+- an exchange whose status is an HTTP error (400 and up) holds no model turn (the body is the server's error):
+  skipped, warned ``error_response``, as a cassette's are;
+- each exchange is a request the client sent, so two with the same input and output are two calls (a test suite
+  sending one prompt streamed and not), never a trace restating its generation (``_chains.drop_repeats``).
+
+Not a format (no ``FORMAT``). Torch-free.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+URL_KEYS = ("url", "uri", "RequestUri", "requestUri", "request_url")
+STATUS_KEYS = ("status", "status_code", "statusCode", "StatusCode")
+_SIDES = ("request", "response", "init", "req", "res")
+
+
+def _status(value: Any) -> int | None:
+    if isinstance(value, dict):  # php-vcr, Ruby VCR: {"code": 200, "message": "OK"}
+        value = value.get("code")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600 else None
+
+
+def http_status(record: Any) -> int | None:
+    """The HTTP status of a record that is a recorded exchange (a URL, or nock's ``scope`` and ``path``, at the
+    record or its request side; a status at the record or its response side), else None."""
+    if not isinstance(record, dict):
+        return None
+    sides = [record, *(record[k] for k in _SIDES if isinstance(record.get(k), dict))]
+    has_url = any(isinstance(s.get(k), str) and "/" in s[k] for s in sides for k in URL_KEYS) or \
+        (isinstance(record.get("scope"), str) and isinstance(record.get("path"), str))
+    if not has_url:
+        return None
+    for side in (record.get("response"), record.get("res"), record):
+        if isinstance(side, dict):
+            found = next((s for k in STATUS_KEYS if (s := _status(side.get(k))) is not None), None)
+            if found is not None:
+                return found
+    return None
+
+
+def failed(record: Any) -> bool:
+    """Whether ``record`` is a recorded exchange whose response is an HTTP error (no model turn)."""
+    status = http_status(record)
+    return status is not None and status >= 400
+
+
+def without_failed(value: Any, depth: int = 0) -> tuple[Any, int]:
+    """``(value, dropped)``: ``value`` with the failed exchanges among its items removed (a list of exchanges, an
+    object of exchanges keyed by hash, either one object down: ``{"Entries": [...]}``), or ``(None, 1)`` when
+    ``value`` is one. Anything else is returned as it is."""
+    if failed(value):
+        return None, 1
+    if depth > 1 or not isinstance(value, (dict, list)) or http_status(value) is not None:
+        return value, 0
+    items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+    kept, dropped = [], 0
+    for key, item in items:
+        item, n = without_failed(item, depth + 1)
+        dropped += n
+        if item is not None:
+            kept.append((key, item))
+    if not dropped:
+        return value, 0
+    return (dict(kept) if isinstance(value, dict) else [item for _, item in kept]), dropped
+
+
+def all_exchanges(records: list[Any]) -> bool:
+    """Whether every record is a recorded exchange (then none restates another's call)."""
+    return bool(records) and all(http_status(r) is not None for r in records)
