@@ -66,6 +66,7 @@ from drafters.traces.formats._spellings import (
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
+from drafters.traces.formats._typed_messages import typed_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.mapping_records import value_records
 from drafters.traces.model import (
@@ -301,7 +302,7 @@ def sniff(head: str, filename: str) -> bool:
     values = _reading.json_lines(head, limit=_shapes.SAMPLE) if isinstance(first, (dict, list)) else []
     # recorded streams read as the reply they stream; messages inside a wrapper per item as the messages
     kept = [k for v in values if (k := _exchanges.without_failed(v)[0]) is not None]  # as read_records reads them
-    values = [contents_shorthand(pair_turns(untagged_variants(_streams.joined_tree(v)[0]))) for v in kept]
+    values = [contents_shorthand(pair_turns(typed_calls(untagged_variants(_streams.joined_tree(v)[0])))) for v in kept]
     if _step_events.is_step_log(values):
         return True
     if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
@@ -315,7 +316,8 @@ def sniff(head: str, filename: str) -> bool:
         text = head.replace('\\"', '"')  # messages in a JSON string (a recorded request body) too
         return cache_head(head) or ('"role"' in text or '"from"' in text or _CLASS_ROLE.search(text) is not None) \
             and ('"content"' in text or '"value"' in text)  # roles as message classes (AutoGen, LangChain) too
-    value = contents_shorthand(pair_turns(untagged_variants(_streams.joined_tree(_exchanges.without_failed(value)[0])[0])))
+    value = _exchanges.without_failed(value)[0]
+    value = contents_shorthand(pair_turns(typed_calls(untagged_variants(_streams.joined_tree(value)[0]))))
     items = value if isinstance(value, list) else [value]
     return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]" if isinstance(value, list) else "$"), v)
                           for i, v in enumerate(items)]) is not None
@@ -339,7 +341,8 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     the shape the first records have; a record value that is a list of ``[user, assistant]`` text pairs is read
     as those messages (``_spellings.pair_turns``), a Gemini ``contents`` shorthand as its user turn
     (``_spellings.contents_shorthand``)."""
-    records = ((source, contents_shorthand(pair_turns(value))) for source, value in _exchanges_kept(records, problems))
+    records = ((source, contents_shorthand(pair_turns(typed_calls(value))))
+               for source, value in _exchanges_kept(records, problems))
     sample = list(islice(records, _shapes.SAMPLE))
     if _step_events.is_step_log([v for _, v in sample]):  # model output logged as loop step events
         conv = _step_events.read(chain(sample, records), filename, problems)
