@@ -17,8 +17,9 @@ from drafters.traces.formats import _reading
 _STEP = re.compile(r"\.([^.\[\]'\"]+)|\[\s*'([^']*)'\s*\]|\[\s*\"([^\"]*)\"\s*\]|\[(\d+)\]|\[\*\]")
 
 
-def jsonpath(value: Any, path: str) -> list[tuple[str, Any]]:
-    """``(concrete path, value)`` for every match of ``path`` (the subset in the module docstring).
+def jsonpath(value: Any, path: str, raw: bool = False) -> list[tuple[str, Any]]:
+    """``(concrete path, value)`` for every match of ``path`` (the subset in the module docstring); a value that
+    is JSON held in a string is decoded unless ``raw`` (the text as written: a model's answer that is JSON).
 
     Raises ValueError when ``path`` is not in that subset."""
     if not path.startswith("$"):
@@ -43,7 +44,7 @@ def jsonpath(value: Any, path: str) -> list[tuple[str, Any]]:
             elif m.group(0) == "[*]" and isinstance(v, list):
                 nxt.extend((f"{where}[{i}]", item) for i, item in enumerate(v))
         current = nxt
-    return [(where, decoded(v)) for where, v in current]
+    return current if raw else [(where, decoded(v)) for where, v in current]
 
 
 def unflatten(value: Any) -> Any:

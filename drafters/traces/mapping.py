@@ -298,6 +298,10 @@ class Mapping:
         out = found[0][1] if found else ABSENT
         if out is ABSENT or out is None:
             return False  # reported by ``read`` unless a later record holds this call's output
+        text = jsonpath(record, self.response or "$", raw=True)[0][1]
+        if isinstance(text, str) and out is not text and not holds_role_message(out) and \
+                not (isinstance(out, dict) and ("choices" in out or "candidates" in out)):
+            out = text  # the model answered with JSON: its answer is that text as written, not an object to read
         if self._continuation(out):
             return self._add_continuation(chains, record, conv, found[0][0], out, reading)
         raws = out if isinstance(out, list) else [out]

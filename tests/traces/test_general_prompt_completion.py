@@ -101,3 +101,46 @@ def test_two_prompts_or_a_reference_answer_are_not_read_as_a_call(tmp_path):
     qa = [{"question": "What is 2 + 2?", "answer": "4"}, {"question": "And 3 + 3?", "answer": "6"}]
     result = ingest([_rows(tmp_path, qa, "qa.json")], scrub=False)
     assert not result.report.ok and result.conversations == []  # a reference answer is not the model's
+
+
+def test_a_prompt_and_an_answer_under_keys_that_say_so(tmp_path):
+    # a response cache's entries (LightRAG's original_prompt / return) and a pipeline cache's (GraphRAG's
+    # input / result): the key's words say which text is the prompt and which the model's answer
+    rows = [{"original_prompt": "Should you start a company with your partner?", "return": "It depends on...",
+             "cache_type": "query", "create_time": 1768664944},
+            {"original_prompt": "What is a curiosity loop?", "return": "A curiosity loop is...",
+             "cache_type": "query", "create_time": 1768664945}]
+    result = ingest([_rows(tmp_path, rows, "cache.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    assert [c.completion.text for conv in result.conversations for c in conv.calls()] == [
+        "It depends on...", "A curiosity loop is..."]
+    entry = [{"input": "Extract the entities.", "result": "(\"entity\"<|>\"Tata\")", "parameters": {"model": "m"}}]
+    result = ingest([_rows(tmp_path, entry, "entry.json")], scrub=False)
+    assert result.report.ok and [c.completion.text for c in result.conversations[0].calls()] == [
+        "(\"entity\"<|>\"Tata\")"]
+
+
+def test_keys_naming_a_reference_or_a_template_are_not_the_call(tmp_path):
+    rows = [{"user_query": "What is 2 + 2?", "expected_output": "4"},
+            {"user_query": "And 3 + 3?", "expected_output": "6"}]
+    result = ingest([_rows(tmp_path, rows, "eval.json")], scrub=False)
+    assert not result.report.ok and result.conversations == []  # a reference output is not the model's
+    rows = [{"prompt_template": "Answer: {q}", "response": "4"}]
+    result = ingest([_rows(tmp_path, rows, "tpl.json")], scrub=False)
+    assert not result.report.ok and result.conversations == []  # a template is not the prompt sent
+
+
+def test_an_answer_that_is_json_text_is_read_as_written(tmp_path):
+    # a pipeline asked for JSON: the model's answer is that text, indentation and all, never an object re-encoded
+    answer = '{\n    "title": "Tata Group",\n    "rating": 7.5\n}'
+    entry = {"input": "Write the community report as JSON.", "result": answer, "parameters": {"model": "m"}}
+    result = ingest([_rows(tmp_path, entry, "entry.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    (call,) = result.conversations[0].calls()
+    assert call.completion.text == answer
+    rows = [{"original_prompt": "Keywords of: start a company?", "return": '{"high_level_keywords": ["company"]}'},
+            {"original_prompt": "Should you start a company?", "return": "It depends."}]
+    result = ingest([_rows(tmp_path, rows, "cache.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    assert [c.completion.text for conv in result.conversations for c in conv.calls()] == [
+        '{"high_level_keywords": ["company"]}', "It depends."]

@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from drafters.traces.formats._record_shapes import holds_role_message
-from drafters.traces.formats._spellings import is_message, role_key, role_value
+from drafters.traces.formats._spellings import is_message, role_key, role_value, snake
 from drafters.traces.json_paths import child_path, jsonpath
 
 OUTPUT_KEYS = ("outputs", "output", "response", "completion", "result", "generation", "generations",
@@ -104,10 +104,27 @@ _MODEL_ANSWER_KEY = re.compile(r"^(llm|model|raw|generated|assistant|ai|bot)(_(l
                                r"(response|completion|output|generation|answer)$")
 
 
+#: A prompt or an answer under a key of a few words, one of which says so (``original_prompt``, ``input_text``;
+#: ``result``, ``return``, ``llm_reply``), none of which says it is someone else's (a reference, a template).
+_PROMPT_WORDS = frozenset({"prompt", "instruction", "question", "query", "input", "request"})
+_ANSWER_WORDS = frozenset({"output", "response", "completion", "generation", "result", "return", "reply"})
+_NOT_THE_CALL = frozenset({"expected", "reference", "ref", "gold", "golden", "target", "ground", "truth", "label",
+                           "ideal", "correct", "template", "system", "parsed", "extracted", "score", "eval", "judge",
+                           "error", "status", "type", "id", "format", "schema", "tokens", "time", "count", "hash"})
+
+
+def _worded(key: str, words: frozenset[str]) -> bool:
+    parts = snake(key).split("_")
+    return len(parts) <= 3 and bool(words.intersection(parts)) and not _NOT_THE_CALL.intersection(parts)
+
+
 def _texts(record: dict, keys: tuple[str, ...]) -> list[str]:
     if keys is TEXT_OUTPUT_KEYS:  # the model's answer under a key that says so
-        keys = keys + tuple(k for k in record if isinstance(k, str) and _MODEL_ANSWER_KEY.match(k))
-    return [f"$.{k}" for k in keys if isinstance(record.get(k), str) and record[k].strip()
+        keys = keys + tuple(k for k in record if isinstance(k, str) and k not in keys and
+                            (_MODEL_ANSWER_KEY.match(k) or _worded(k, _ANSWER_WORDS)))
+    elif keys is TEXT_INPUT_KEYS:
+        keys = keys + tuple(k for k in record if isinstance(k, str) and k not in keys and _worded(k, _PROMPT_WORDS))
+    return [child_path("$", k) for k in keys if isinstance(record.get(k), str) and record[k].strip()
             and not _looks_encoded(record[k])]
 
 
@@ -185,7 +202,7 @@ def call_free(record: Any, depth: int = 0) -> bool:
     """Whether a record holds no part of an LLM call: no message (an object with a role) and no value under an
     input, output or text key at any depth, flattened keys' segments included (a root task span, a metric
     event beside the calls' records)."""
-    if depth == 0 and holds_role_message(record):
+    if depth == 0 and (holds_role_message(record) or isinstance(record, dict) and text_pair(record)):
         return False
     if depth > 6 or not isinstance(record, (dict, list)):
         return True

@@ -36,6 +36,7 @@ from drafters.traces.formats._call_io import (
     input_output,
     message_lists,
     messages_at,
+    text_pair,
 )
 from drafters.traces.formats._entries import entry_items, is_cache
 from drafters.traces.formats._record_shapes import (
@@ -221,6 +222,9 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
             continue
         if got is not None:
             return None if _one_of_keyed(values, got) else got
+    raw = [v for _, v in records[:SAMPLE]]  # a prompt and an answer that is JSON text, read as written
+    if all(isinstance(v, dict) and text_pair(v) for v in raw):
+        return _request_response(raw, array_doc, name)
     return None
 
 
