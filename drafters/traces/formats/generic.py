@@ -39,6 +39,7 @@ from typing import IO, Any
 from drafters.traces.formats import _exchanges, _reading, _shapes, _step_events, _streams
 from drafters.traces.formats._content import as_text, tool_defs
 from drafters.traces.formats._entries import cache_head
+from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
@@ -300,9 +301,7 @@ def sniff(head: str, filename: str) -> bool:
         return False
     first = _reading.first_json_line(head)
     values = _reading.json_lines(head, limit=_shapes.SAMPLE) if isinstance(first, (dict, list)) else []
-    # recorded streams read as the reply they stream; messages inside a wrapper per item as the messages
-    kept = [k for v in values if (k := _exchanges.without_failed(v)[0]) is not None]  # as read_records reads them
-    values = [contents_shorthand(pair_turns(typed_calls(untagged_variants(_streams.joined_tree(v)[0])))) for v in kept]
+    values = [v for v in map(_as_read, values) if v is not None]
     if _step_events.is_step_log(values):
         return True
     if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
@@ -311,16 +310,24 @@ def sniff(head: str, filename: str) -> bool:
     if values:
         return _shapes.infer([(Source(NAME, filename, line=i), v) for i, v in enumerate(values, 1)]) is not None
     try:
-        value = _reading.loads(head)
+        value = _as_read(_reading.loads(head))
     except ValueError:  # a pretty-printed document cut by the head
         text = head.replace('\\"', '"')  # messages in a JSON string (a recorded request body) too
         return cache_head(head) or ('"role"' in text or '"from"' in text or _CLASS_ROLE.search(text) is not None) \
             and ('"content"' in text or '"value"' in text)  # roles as message classes (AutoGen, LangChain) too
-    value = _exchanges.without_failed(value)[0]
-    value = contents_shorthand(pair_turns(typed_calls(untagged_variants(_streams.joined_tree(value)[0]))))
     items = value if isinstance(value, list) else [value]
     return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]" if isinstance(value, list) else "$"), v)
                           for i, v in enumerate(items)]) is not None
+
+
+def _as_read(value: Any) -> Any:
+    """A record of the head as ``read_records`` reads it (None for a failed HTTP exchange): a recorded stream as
+    the reply it streams, named speakers, calls typed as messages and the other spellings in common form."""
+    value = _exchanges.without_failed(value)[0]
+    if value is None:
+        return None
+    value = untagged_variants(_streams.joined_tree(named_speakers(value)[0])[0])
+    return contents_shorthand(pair_turns(typed_calls(value)))
 
 
 def _is_message(value: Any) -> bool:
@@ -342,7 +349,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     as those messages (``_spellings.pair_turns``), a Gemini ``contents`` shorthand as its user turn
     (``_spellings.contents_shorthand``)."""
     records = ((source, contents_shorthand(pair_turns(typed_calls(value))))
-               for source, value in _exchanges_kept(records, problems))
+               for source, value in _named_records(_exchanges_kept(records, problems), filename, problems))
     sample = list(islice(records, _shapes.SAMPLE))
     if _step_events.is_step_log([v for _, v in sample]):  # model output logged as loop step events
         conv = _step_events.read(chain(sample, records), filename, problems)
@@ -387,6 +394,28 @@ def _exchanges_kept(records: Iterator[tuple[Source, Any]], problems: ProblemSink
                              "body is the server's error, no model turn)", source)
         if kept is not None:
             yield source, kept
+
+
+def _named_records(records: Iterator[tuple[Source, Any]], filename: str, problems: ProblemSink
+                   ) -> Iterator[tuple[Source, Any]]:
+    """The records with lists of named-speaker messages (``_named_speakers``) in the common spelling: an array
+    document's items by the speaker key its first items have, any other record's list on its own; warned
+    ``named_speakers_as_assistant`` with the names."""
+    head = list(islice(records, _shapes.SAMPLE))
+    found = speaker_key([v for _, v in head]) if head and head[0][0].record == "$[0]" else None
+    names: list[str] = []
+    for source, value in chain(head, records):
+        if found is not None:
+            names += agent_names([value], found[0])
+            value = as_named(value, *found) if isinstance(value, dict) and found[0] in value else value
+        else:
+            value, more = named_speakers(value)
+            names += more
+        yield source, value
+    if names:
+        problems.warning("named_speakers_as_assistant", "speakers named, not given a role, beside the user: "
+                         f"{', '.join(list(dict.fromkeys(names))[:8])}: read as agents of the model (each their "
+                         "own calls, their turns in the context of the others')", Source(NAME, filename))
 
 
 def _by_mapping(shape: _shapes.Inferred, records: Iterator[tuple[Source, Any]], filename: str,
