@@ -91,3 +91,34 @@ def test_prose_without_markers_of_both_roles_is_not_a_transcript(tmp_path):
                  "Assistant\nUser\nundecorated words on their own lines\n"):
         result = _read(tmp_path, text, "notes.md")
         assert not result.conversations and codes(result) == ["unknown_format"], text
+
+
+def test_an_assistant_named_by_its_product(tmp_path):
+    # a browser extension's export: "## User" / "## Claude", the reply's own headings one level down
+    text = ("# Project planning\n\n## User\n\nPlan my week.\n\n## Claude\n\nHere is a plan.\n\n### Monday\n\nRest.\n\n"
+            "## User\n\nAnd Tuesday?\n\n## Claude\n\nWork.\n")
+    result = _read(tmp_path, text)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0)
+    first = next(iter(result.conversations[0].calls()))
+    assert first.completion.text == "Here is a plan.\n\n### Monday\n\nRest."
+
+
+def test_named_speakers_beside_the_user_are_agents_of_the_model(tmp_path):
+    # an editor plugin's saved chat ("## Me" / "## CodeCompanion (Anthropic)") and a meeting of named agents:
+    # each name speaks right after the user at least once; a heading repeated inside replies never does
+    text = ("## Me\n\nWrite a container.\n\n## CodeCompanion (Anthropic)\n\nTwo ways.\n\n## Docker Approach\n\nA.\n\n"
+            "## Me\n\nThe second?\n\n## CodeCompanion (Anthropic)\n\nSure.\n\n## Docker Approach\n\nB.\n")
+    result = _read(tmp_path, text)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0)
+    assert [c.completion.text for c in result.conversations[0].calls()][1] == "Sure.\n\n## Docker Approach\n\nB."
+    meeting = ("## User\n\nAgenda: choose a model.\n\n## Principal Investigator\n\nAlphaFold.\n\n"
+               "## Scientific Critic\n\nCheck confidence.\n\n## User\n\nCritic, anything else?\n\n"
+               "## Scientific Critic\n\nNo.\n\n## User\n\nInvestigator, summarize.\n\n"
+               "## Principal Investigator\n\nAlphaFold-Multimer.\n")
+    result = _read(tmp_path, meeting, "meeting.md")
+    assert result.report.ok, codes(result)
+    calls = list(result.conversations[0].calls())
+    assert [c.completion.text for c in calls] == ["AlphaFold.", "Check confidence.", "No.", "AlphaFold-Multimer."]
+    assert "named_speakers_as_assistant" in [w.code for w in result.report.warnings]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO
 
 from drafters.traces.formats._reading import count, src
@@ -50,8 +50,13 @@ ROLE_LABELS = {
                      "assistant message", "ai response", "model response", "chatbot"), "assistant"),
     **dict.fromkeys(("system", "system prompt", "system message", "developer", "instructions"), "system"),
     **dict.fromkeys(("tool", "tool result", "tool output", "tool response", "function", "observation"), "tool"),
+    # assistants named by their product, as chat exports label the reply ("## Claude", "**ChatGPT:**")
+    **dict.fromkeys(("chatgpt", "claude", "gemini", "bard", "copilot", "grok", "deepseek", "qwen", "mistral",
+                     "llama", "perplexity", "gpt", "gpt 4", "gpt 4o", "le chat", "kimi"), "assistant"),
 }
-_MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z ]{0,24}?)\s*(?P<post>[=*_:>\]\s-]*)$")
+_MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 .-]{0,30}?)(?:\s*\([^()]{1,30}\))?"
+                     r"\s*(?P<post>[=*_:>\]\s-]*)$")  # a label, then perhaps its model: "CodeCompanion (Anthropic)"
+MIN_NAMED = 2  # turns of one named speaker (no role label) before the name is read as an agent of the model
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _FRONT = ("+++", "---")
 MAX_MARKER = 48  # characters of a marker line: a longer line is text
@@ -65,7 +70,8 @@ class Marker:
     index: int
     decoration: tuple[str, str]
     label: str
-    role: str
+    role: str  # "" for a name no role label spells (see _named_agents)
+    named: bool = False  # a named speaker read as an agent of the model
 
 
 def _marker(line: str, index: int) -> Marker | None:
@@ -75,9 +81,10 @@ def _marker(line: str, index: int) -> Marker | None:
     m = _MARKER.match(text)
     if m is None or not (m["pre"].strip() or m["post"].strip()):
         return None  # an undecorated word alone on a line is text
-    label = " ".join(m["label"].lower().split())
-    role = ROLE_LABELS.get(label)
-    return Marker(index, (" ".join(m["pre"].split()), " ".join(m["post"].split())), label, role) if role else None
+    label = " ".join(m["label"].replace("-", " ").lower().split())
+    role = ROLE_LABELS.get(label) or ("" if m["label"][:1].isupper() and len(label.split()) <= 5 else None)
+    return Marker(index, (" ".join(m["pre"].split()), " ".join(m["post"].split())), label, role) \
+        if role is not None else None  # role "": a name, an agent of the model if it speaks often (find_markers)
 
 
 _SETTING = re.compile(r"^\s*([\w.-]+\s*[=:]|#|$)")  # a front-matter line: key = value, key: value, a comment
@@ -117,6 +124,7 @@ def find_markers(lines: list[str], start: int = 0) -> Markers:
         marker = None if fenced else _marker(lines[i], i)
         if marker is not None:
             found.append(marker)
+    found = _named_agents(found)
     roles: dict[tuple[str, str], set[str]] = {}
     for m in found:
         roles.setdefault(m.decoration, set()).add(m.role)
@@ -127,7 +135,24 @@ def find_markers(lines: list[str], start: int = 0) -> Markers:
     # one label per role: a heading of the same decoration with another label (a reply's "## Answer" where the
     # file writes "## Assistant") is the reply's text
     label = {role: Counter(m.label for m in ours if m.role == role).most_common(1)[0][0] for role in roles[fit[0]]}
-    return Markers([m for m in ours if m.label == label[m.role]], [])
+    return Markers([m for m in ours if m.label == label[m.role] or m.named], [])
+
+
+def _named_agents(found: list[Marker]) -> list[Marker]:
+    """The role markers, with the names of a decoration that has a user marker and no assistant marker read as
+    the model's agents (role assistant, ``named``: "## Principal Investigator", "## CodeCompanion"): each name
+    at least ``MIN_NAMED`` times, once at least right after a user marker (a heading repeated inside replies
+    never is). Other names are headings: text."""
+    out = [m for m in found if m.role]
+    for deco in {m.decoration for m in found}:
+        ours = [m for m in found if m.decoration == deco]
+        if not any(m.role == "user" for m in ours) or any(m.role == "assistant" for m in ours):
+            continue
+        times = Counter(m.label for m in ours if not m.role)
+        answering = {b.label for a, b in zip(ours, ours[1:]) if a.role == "user"}  # a heading never does
+        names = {label for label, n in times.items() if n >= MIN_NAMED and label in answering}
+        out += [replace(m, role="assistant", named=True) for m in ours if m.label in names]
+    return sorted(out, key=lambda m: m.index)
 
 
 def sniff(head: str, filename: str) -> bool:
@@ -156,18 +181,24 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         problems.error("unknown_format", "no role-marker lines labelling both a user and an assistant message",
                        where)
         return
-    messages = _messages(lines, start, found.lines, filename, problems)
-    if messages is None:
+    read = _messages(lines, start, found.lines, filename, problems)
+    if read is None:
         return
-    turns = join_turns(messages, [None] * len(messages), "role", "join")
+    messages, speakers = read
+    names = list(dict.fromkeys(s["agent"] for s in speakers if s))
+    if names:
+        problems.warning("named_speakers_as_assistant", f"speakers named, not given a role, beside the user: "
+                         f"{', '.join(names[:8])}: read as agents of the model (each their own calls)", where)
+    turns = join_turns(messages, speakers, "role", "join")  # two agents' turns in a row are two calls
     warn_joined(turns, problems, where, None)
     stem = filename.rsplit("/", 1)[-1]
     yield Conversation(id=f"{stem}:transcript", source=where, messages=turns.messages)
 
 
 def _messages(lines: list[str], start: int, markers: list[Marker], filename: str,
-              problems: ProblemSink) -> list[Message] | None:
-    """The messages between markers (None, reported, when one is a tool message)."""
+              problems: ProblemSink) -> tuple[list[Message], list[dict | None]] | None:
+    """The messages between markers and, parallel, each named speaker's ``{"agent": label}`` (None for a role
+    marker's message); None, reported, when one is a tool message."""
     tool = next((m for m in markers if m.role == "tool"), None)
     if tool is not None:
         problems.error("content_not_mapped", f"line {tool.index + 1} opens a tool message; a text transcript "
@@ -177,8 +208,10 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
     bounds = [m.index for m in markers] + [len(lines)]
     lead = "\n".join(lines[start:markers[0].index]).strip()
     messages: list[Message] = []
+    speakers: list[dict | None] = []
     if lead and markers[0].role == "assistant":
         messages.append(Message("user", [TextPart(lead)]))
+        speakers.append(None)
         problems.warning("leading_text_read_as_user", f"the text before the first marker (line "
                          f"{markers[0].index + 1}, the assistant's) is read as the user's message",
                          src(NAME, filename, line=start + 1))
@@ -194,12 +227,13 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
             messages[-1].parts.append(TextPart("\n\n" + text))
             continue
         messages.append(Message(marker.role, [TextPart(text)]))  # type: ignore[arg-type]
+        speakers.append({"agent": marker.label} if marker.named else None)
     roles = Counter(m.role for m in messages)
     if not roles["assistant"]:
         problems.error("no_assistant_message", "the transcript's assistant markers hold no text",
                        src(NAME, filename, line=start + 1))
         return None
-    return messages
+    return messages, speakers
 
 
 FORMAT = TraceFormat(
