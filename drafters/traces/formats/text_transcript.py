@@ -32,6 +32,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import IO
 
 from drafters.traces.formats._reading import count, src
@@ -149,7 +150,7 @@ def _named_agents(found: list[Marker]) -> list[Marker]:
         if not any(m.role == "user" for m in ours) or any(m.role == "assistant" for m in ours):
             continue
         times = Counter(m.label for m in ours if not m.role)
-        answering = {b.label for a, b in zip(ours, ours[1:]) if a.role == "user"}  # a heading never does
+        answering = {b.label for a, b in pairwise(ours) if a.role == "user"}  # a heading never does
         names = {label for label, n in times.items() if n >= MIN_NAMED and label in answering}
         out += [replace(m, role="assistant", named=True) for m in ours if m.label in names]
     return sorted(out, key=lambda m: m.index)
