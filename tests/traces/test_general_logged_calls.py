@@ -298,3 +298,23 @@ def test_a_prompt_string_beside_its_response_object(tmp_path):
     assert totals(result.conversations) == (3, 3, 0)
     call = next(iter(result.conversations[1].calls()))
     assert [m.role for m in call.context] == ["user"] and call.completion.text == "- topic 1"
+
+
+def test_a_metadata_header_line_is_not_a_record_without_messages(tmp_path):
+    # an explorer's dataset export: a first line of metadata (the tools' names), then one record per trace
+    header = {"metadata": {"created_on": "2025-05-27 14:24:12",
+                           "tool_calls": {"send_money": {"name": "send_money", "arguments": ["amount", "recipient"]}}}}
+    trace = {"index": 4, "messages": [
+        {"role": "user", "content": "Pay the bill."},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "send_money", "arguments": "{\"amount\": 10, \"recipient\": \"Bob\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sent"},
+        {"role": "assistant", "content": "Done."}], "metadata": {"id": "t4"}}
+    path = tmp_path / "export.jsonl"
+    path.write_text(json.dumps(header) + "\n" + json.dumps(trace) + "\n")
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 1)
+    assert "records_not_calls" in [w.code for w in result.report.warnings]
+    path.write_text(json.dumps(header) + "\n")  # nothing but metadata: nothing read, not ok
+    assert not ingest([path], scrub=False).report.ok

@@ -37,6 +37,7 @@ from itertools import chain, islice
 from typing import IO, Any
 
 from drafters.traces.formats import _exchanges, _reading, _shapes, _step_events, _streams
+from drafters.traces.formats._call_io import call_free
 from drafters.traces.formats._content import as_text, tool_defs
 from drafters.traces.formats._entries import cache_head
 from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
@@ -108,6 +109,7 @@ class _Tally:
     skipped: Counter = field(default_factory=Counter)
     tools: Counter = field(default_factory=Counter)
     record_skipped: Counter = field(default_factory=Counter)
+    not_calls: int = 0  # records holding no part of a call (a metadata header line): counted, not read
 
 
 def _role_key(items: list) -> str | None:
@@ -443,6 +445,9 @@ def _by_spellings(records: Iterator[tuple[Source, Any]], filename: str, problems
         if source.record == "$[0]" and _is_message(value):  # the document is one bare message list
             source, value = Source(NAME, filename, record="$"), [value] + [v for _, v in records]
         yield from _record(source, value, stem, problems, tally)
+    if tally.not_calls and tally.paths:
+        problems.warning("records_not_calls", f"{tally.not_calls} record(s) hold no message and no part of a call "
+                         "(a metadata header, an event of another kind): not read", Source(NAME, filename))
     if tally.paths:
         inferred = f"; inferred mapping {compact_json(shape.mapping.to_dict())}" if shape is not None else ""
         problems.warning("generic_mapping", f"read by the general path: messages at {_top(tally.paths)}; "
@@ -456,6 +461,9 @@ def _by_spellings(records: Iterator[tuple[Source, Any]], filename: str, problems
 def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally: _Tally) -> Iterator[Conversation]:
     value = untagged_variants(value)  # messages written as serde enum variants: the messages they hold
     found = find_message_lists(value)
+    if not found and call_free(value) and value not in ({}, []):
+        tally.not_calls += 1  # reported once for the file (records_not_calls), or the file reads nothing
+        return
     if not found:
         problems.error("no_messages_found", "no list of messages with roles (and an assistant turn) in this "
                        "record", source)
