@@ -122,3 +122,17 @@ def test_named_speakers_beside_the_user_are_agents_of_the_model(tmp_path):
     calls = list(result.conversations[0].calls())
     assert [c.completion.text for c in calls] == ["AlphaFold.", "Check confidence.", "No.", "AlphaFold-Multimer."]
     assert "named_speakers_as_assistant" in [w.code for w in result.report.warnings]
+
+
+def test_a_tool_call_written_as_text_in_a_reply_is_refused(tmp_path):
+    # an exporter writing the agent's calls inside the reply ("Tool use: **run_terminal_cmd**", a <tool_call>
+    # block, a ```tool_call fence): read as text the calls would be lost, the file reported ok
+    for notation in ("Tool use: **run_terminal_cmd**", "<tool_call>\n{\"name\": \"ls\"}\n</tool_call>",
+                     "```tool_call\n<tool_name>ls</tool_name>\n```"):
+        text = (f"_**User (2025-10-14 22:25Z)**_\n\nList the files.\n\n---\n\n_**Assistant (default)**_\n\n"
+                f"Let me look.\n\n{notation}\n\nDone: a.txt\n")
+        result = _read(tmp_path, text)
+        assert not result.report.ok and result.conversations == []
+        assert "content_not_mapped" in codes(result), notation
+    quoted = "## User\n\nShow a tool call.\n\n## Assistant\n\n```json\n<tool_call>{\"name\": \"x\"}</tool_call>\n```\n"
+    assert _read(tmp_path, quoted).report.ok  # inside a code block of another kind it is an example: text

@@ -57,6 +57,11 @@ ROLE_LABELS = {
 }
 _MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 .-]{0,30}?)(?:\s*\([^()]{1,30}\))?"
                      r"\s*(?P<post>[=*_:>\]\s-]*)$")  # a label, then perhaps its model: "CodeCompanion (Anthropic)"
+#: A tool call written as text in a reply (an exporter's notation): the transcript cannot give it as a structured
+#: call, and reading it as the reply's text would lose the call. Fenced lines count only as a fence's info string.
+_TOOL_NOTATION = re.compile(r"^\s*(?:(?:tool use|tool call|calling tool|function call)\s*:|\*\*tool (?:use|call)"
+                            r"|<(?:tool[_-]?(?:call|use)|function[_-]?call|invoke)\b)", re.IGNORECASE)
+_TOOL_FENCE = re.compile(r"^\s*(?:```|~~~)\s*(?:tool[_-]?(?:call|use)|function[_-]?call)\b", re.IGNORECASE)
 MIN_NAMED = 2  # turns of one named speaker (no role label) before the name is read as an agent of the model
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _FRONT = ("+++", "---")
@@ -206,6 +211,13 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
                        "records no structured tool call for its result to answer: declare the file's format",
                        src(NAME, filename, line=tool.index + 1))
         return None
+    written = _tool_call_written(lines, markers)
+    if written is not None:
+        problems.error("content_not_mapped", f"line {written + 1} writes a tool call as text "
+                       f"({lines[written].strip()[:60]!r}): a text transcript records no structured tool call, and "
+                       "reading it as the reply's text would lose the call: declare the file's format",
+                       src(NAME, filename, line=written + 1))
+        return None
     bounds = [m.index for m in markers] + [len(lines)]
     lead = "\n".join(lines[start:markers[0].index]).strip()
     messages: list[Message] = []
@@ -235,6 +247,21 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
                        src(NAME, filename, line=start + 1))
         return None
     return messages, speakers
+
+
+def _tool_call_written(lines: list[str], markers: list[Marker]) -> int | None:
+    """The index of the first line inside an assistant message that writes a tool call in a known notation."""
+    bounds = [m.index for m in markers] + [len(lines)]
+    for marker, end in zip(markers, bounds[1:]):
+        if marker.role != "assistant":
+            continue
+        fenced = False
+        for i in range(marker.index + 1, end):
+            if _TOOL_FENCE.match(lines[i]) or not fenced and _TOOL_NOTATION.match(lines[i]):
+                return i
+            if _FENCE.match(lines[i]):
+                fenced = not fenced
+    return None
 
 
 FORMAT = TraceFormat(
