@@ -55,3 +55,25 @@ def test_calls_under_a_key_no_rule_reads_refuse_the_conversation(tmp_path):
     result = ingest([path], scrub=False)
     assert not result.report.ok and result.conversations == []  # never ok with the call lost
     assert any(p.code == "content_not_mapped" and "actions" in p.message for p in result.report.errors)
+
+
+def test_a_tool_result_part_is_a_result_not_a_tool_named_result(tmp_path):
+    # TanStack AI's UI parts: "tool-call" {id, name, arguments, output} then "tool-result" {toolCallId, content};
+    # "tool-result" was read as the AI SDK's "tool-NAME" part, a call of a tool named "result": ok, counts wrong
+    parts = [{"type": "text", "content": "Let me look at the schema."},
+             {"type": "tool-call", "id": "t1", "name": "getSchemaInfo", "arguments": "{}", "state": "input-complete",
+              "output": {"tables": ["customers"]}},
+             {"type": "tool-result", "toolCallId": "t1", "content": "{\"tables\":[\"customers\"]}", "state": "complete"},
+             {"type": "text", "content": "There is one table: customers."}]
+    doc = {"prompt": "Which tables?", "messages": [
+        {"id": "m1", "role": "user", "parts": [{"type": "text", "content": "Which tables?"}]},
+        {"id": "m2", "role": "assistant", "parts": parts}]}
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 1)
+    first, second = result.conversations[0].calls()
+    assert [t.name for t in first.completion.tool_calls] == ["getSchemaInfo"]
+    assert second.context[-1].tool_results[0].content == "{\"tables\":[\"customers\"]}"
+    assert tool_invocation({"type": "tool-result", "toolCallId": "t1", "content": "x"}) is None

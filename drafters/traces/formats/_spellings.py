@@ -272,6 +272,8 @@ def block_parts(content: Any) -> list:
 
 #: Parts that mark a step's start and hold nothing (the AI SDK's UI messages: ``{"type": "step-start"}``).
 _MARKERS = ("step_start",)
+#: Block kinds spelled like the AI SDK's ``tool-NAME`` parts that name no tool (TanStack AI's ``tool-result``).
+_BLOCK_KINDS = ("tool_result", "tool_call", "tool_use", "tool_output", "tool_error", "tool_input", "tool_response")
 
 
 def tool_invocation(block: Any) -> list | None:
@@ -287,8 +289,9 @@ def tool_invocation(block: Any) -> list | None:
         return []
     if kind == "tool" and isinstance(block.get("state"), dict):
         return _tool_with_state(block, block["state"])
+    named = kind.startswith("tool-") and snake(kind) not in _BLOCK_KINDS  # "tool-result" is a result, no tool
     inv = block.get("toolInvocation") if kind == "tool-invocation" else \
-        block if (kind.startswith("tool-") or kind == "dynamic-tool") and "toolCallId" in block else None
+        block if (named or kind == "dynamic-tool") and "toolCallId" in block else None
     if not isinstance(inv, dict) or not isinstance(inv.get("toolCallId"), str):
         return None
     name = inv.get("toolName") or (kind[len("tool-"):] if kind.startswith("tool-") else None)
