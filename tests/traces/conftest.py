@@ -65,3 +65,15 @@ def data_dir() -> Path:
 def codes(result, kind: str = "errors") -> list[str]:
     """The codes of an ingestion result's report problems of one kind ("errors" or "warnings"), in order."""
     return [p.code for p in getattr(result.report, kind)]
+
+
+def ingest_json(tmp_path: Path, doc, name: str = "trace.json"):
+    """``doc`` written as one JSON file under ``tmp_path`` and ingested as the general path reads it (no scrub,
+    no dedup): the ``IngestResult``."""
+    import json
+
+    from drafters.traces.ingest import ingest
+
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return ingest([path], scrub=False, dedup=False)

@@ -12,7 +12,7 @@ from drafters.traces.formats import _exchanges
 from drafters.traces.ingest import ingest
 from drafters.traces.mapping_file import mapping_from_dict
 
-from .conftest import totals
+from .conftest import ingest_json, totals
 
 URL = "https://api.example-llm.test/v1/chat/completions"
 
@@ -35,18 +35,12 @@ def _tape(prompt: str, reply: str | None, status: int = 200, stream: bool = Fals
             "response": {"status": status, "statusText": "OK" if status == 200 else "Error", "body": body}}
 
 
-def _ingest(tmp_path, doc):
-    path = tmp_path / "tapes.json"
-    path.write_text(json.dumps(doc))
-    return ingest([path], scrub=False, dedup=False)
-
-
 def test_tapes_keyed_by_hash_error_responses_skipped(tmp_path):
     doc = {"5644ae12": _tape("one plus one is", "two."),
            "e1218ba6": _tape("Say this is a test", "This is a test."),
            "9c0f3d21": _tape("Say this is a test", None, status=422),
            "b506912c": _tape("What is the capital of France?", "Paris.")}
-    result = _ingest(tmp_path, doc)
+    result = ingest_json(tmp_path, doc, "tapes.json")
     assert result.report.ok, [(e.code, e.message) for e in result.report.errors]
     assert totals(result.conversations) == (3, 3, 0)
     assert sorted(c.calls().__next__().completion.text for c in result.conversations) == [
@@ -61,7 +55,7 @@ def test_one_prompt_sent_twice_is_two_calls(tmp_path):
     doc = {"a1b2c3d4": _tape("Say this is a test", "This is a test."),
            "e5f6a7b8": _tape("Say this is a test", "This is a test.", stream=True),
            "c9d0e1f2": _tape("Paris is", "the capital of France.")}
-    result = _ingest(tmp_path, doc)
+    result = ingest_json(tmp_path, doc, "tapes.json")
     assert result.report.ok and totals(result.conversations) == (3, 3, 0)
     assert not [w for w in result.report.warnings if w.code == "repeated_calls"]
 
@@ -72,7 +66,7 @@ def test_records_keyed_by_id_are_never_read_through_one_id(tmp_path):
     good = _tape("Paris is", "the capital of France.")
     odd = _tape("Say this is a test", "This is a test.")
     odd["response"]["body"] = "data: {\"choices\": [{\"delta\": {\"content\": \"This\"}}]}\"\n\n"
-    result = _ingest(tmp_path, {"56dc8b91": good, "b3cad2f0": odd})
+    result = ingest_json(tmp_path, {"56dc8b91": good, "b3cad2f0": odd}, "tapes.json")
     assert not result.report.ok and result.conversations == []
     assert [e.code for e in result.report.errors] == ["unknown_format"]
 

@@ -5,12 +5,9 @@ prompted as a persona. Hand-made lists in that layout.
 
 from __future__ import annotations
 
-import json
-
 from drafters.traces.formats._named_speakers import speaker_key
-from drafters.traces.ingest import ingest
 
-from .conftest import totals
+from .conftest import ingest_json, totals
 
 MEETING = [{"agent": "User", "message": "This is the beginning of a team meeting. Agenda: pick the tools."},
            {"agent": "Principal Investigator", "message": "Let us start with AlphaFold."},
@@ -20,14 +17,8 @@ MEETING = [{"agent": "User", "message": "This is the beginning of a team meeting
            {"agent": "Principal Investigator", "message": "We use AlphaFold-Multimer."}]
 
 
-def _ingest(tmp_path, doc):
-    path = tmp_path / "discussion.json"
-    path.write_text(json.dumps(doc))
-    return ingest([path], scrub=False, dedup=False)
-
-
 def test_each_named_agent_turn_is_a_call_of_the_model(tmp_path):
-    result = _ingest(tmp_path, MEETING)
+    result = ingest_json(tmp_path, MEETING, "discussion.json")
     assert result.report.ok, [(e.code, e.message) for e in result.report.errors]
     assert totals(result.conversations) == (1, 4, 0)  # three agents in a row: three calls, not one joined answer
     calls = list(result.conversations[0].calls())
@@ -38,7 +29,7 @@ def test_each_named_agent_turn_is_a_call_of_the_model(tmp_path):
 
 
 def test_named_speakers_one_key_down(tmp_path):
-    result = _ingest(tmp_path, {"meeting": "tools_selection", "discussion": MEETING})
+    result = ingest_json(tmp_path, {"meeting": "tools_selection", "discussion": MEETING}, "discussion.json")
     assert result.report.ok and totals(result.conversations) == (1, 4, 0)
 
 

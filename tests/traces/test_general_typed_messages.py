@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 
 from drafters.traces.formats._typed_messages import typed_message
-from drafters.traces.ingest import ingest
 
-from .conftest import totals
+from .conftest import ingest_json, totals
 
 
 def _call(name: str, args: dict, call_id: str) -> dict:
@@ -35,14 +34,8 @@ MESSAGES = [_say("user", "My time off this year?"),
             _say("user", "Thanks!"), _say("assistant", "You're welcome.")]
 
 
-def _ingest(tmp_path, doc):
-    path = tmp_path / "messages.json"
-    path.write_text(json.dumps(doc))
-    return ingest([path], scrub=False, dedup=False)
-
-
 def test_a_message_list_of_typed_calls_and_results(tmp_path):
-    result = _ingest(tmp_path, MESSAGES)
+    result = ingest_json(tmp_path, MESSAGES, "messages.json")
     assert result.report.ok, [(e.code, e.message) for e in result.report.errors]
     assert totals(result.conversations) == (1, 4, 2)
     calls = list(result.conversations[0].calls())
@@ -55,7 +48,7 @@ def test_a_message_list_of_typed_calls_and_results(tmp_path):
 
 def test_typed_messages_inside_envelopes(tmp_path):
     # the evaluation's analysis file: each message under "message" beside the judge's "reason"
-    result = _ingest(tmp_path, [{"message": m, "reason": None} for m in MESSAGES])
+    result = ingest_json(tmp_path, [{"message": m, "reason": None} for m in MESSAGES], "messages.json")
     assert result.report.ok, [(e.code, e.message) for e in result.report.errors]
     assert totals(result.conversations) == (1, 4, 2)
 

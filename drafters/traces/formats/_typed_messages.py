@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from drafters.traces.formats._spellings import role_of
+from drafters.traces.json_paths import decoded
 
 CALL_TYPES = frozenset({"tool_call", "function_call", "tool_use"})
 RESULT_TYPES = frozenset({"tool_response", "tool_result", "function_call_output", "function_response"})
@@ -24,22 +25,13 @@ _RESULT = ("content", "output", "result", "response")
 _CALL_ID = ("id", "tool_call_id", "call_id", "tool_use_id")
 
 
-def _object(content: Any) -> dict | None:
-    if isinstance(content, str) and content.lstrip().startswith("{"):
-        try:
-            content = json.loads(content)
-        except ValueError:
-            return None
-    return content if isinstance(content, dict) else None
-
-
 def typed_message(raw: dict) -> dict | None:
     """The common spelling of one message typed as a call or a result (see the module docstring), else None."""
     kind = raw.get("type")
     if kind not in CALL_TYPES | RESULT_TYPES or role_of(raw.get("role")) is None:
         return None
-    body = _object(raw.get("content"))
-    if body is None:
+    body = decoded(raw.get("content"))
+    if not isinstance(body, dict):
         return None
     rest = {k: v for k, v in raw.items() if k not in ("role", "content", "type")}
     call_id = next((body[k] for k in _CALL_ID if isinstance(body.get(k), str)), None)
