@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from drafters.traces.formats import _exchanges
-from drafters.traces.formats._call_io import call_free
+from drafters.traces.formats._call_io import answer_as_written, call_free
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._events import event_kind, restated_events
@@ -194,9 +194,7 @@ class Mapping:
                 problems.warning("run_starts_merged", f"{merged} record(s) held only the input of a call that a later "
                                  "record repeats with its output (a run posted, then updated): each is read once, "
                                  "as that later record", Source(fmt, filename))
-            if failed_exchanges:
-                problems.warning("error_response", f"{failed_exchanges} recorded HTTP exchange(s) with an error status "
-                                 "skipped (the body is the server's error, no model turn)", Source(fmt, filename))
+            _exchanges.warn_skipped(problems, failed_exchanges, Source(fmt, filename))
             if other_events:
                 problems.warning("records_not_calls", f"{other_events} record(s) of the batch hold no message (events "
                                  "of another kind): not read", Source(fmt, filename))
@@ -298,10 +296,7 @@ class Mapping:
         out = found[0][1] if found else ABSENT
         if out is ABSENT or out is None:
             return False  # reported by ``read`` unless a later record holds this call's output
-        text = jsonpath(record, self.response or "$", raw=True)[0][1]
-        if isinstance(text, str) and out is not text and not holds_role_message(out) and \
-                not (isinstance(out, dict) and ("choices" in out or "candidates" in out)):
-            out = text  # the model answered with JSON: its answer is that text as written, not an object to read
+        out = answer_as_written(record, self.response or "$", out)
         if self._continuation(out):
             return self._add_continuation(chains, record, conv, found[0][0], out, reading)
         raws = out if isinstance(out, list) else [out]

@@ -213,6 +213,18 @@ def call_free(record: Any, depth: int = 0) -> bool:
         all(call_free(v, depth + 1) for v in record.values())
 
 
+def answer_as_written(record: Any, path: str, found: Any) -> Any:
+    """The output at ``path`` as the mapping reads it: ``found`` (JSON text decoded, as JSONPath reads it), or the
+    text as written where that text decoded to no message and no response object (the model answered with JSON:
+    its answer is that text, indentation and all, not an object to read)."""
+    text = jsonpath(record, path, raw=True)
+    text = text[0][1] if text else None
+    if isinstance(text, str) and found is not text and not holds_role_message(found) and \
+            not (isinstance(found, dict) and ("choices" in found or "candidates" in found)):
+        return text
+    return found
+
+
 def _ends_with_answer(msgs: list) -> bool:
     key = role_key(msgs) or "role"
     return role_value(msgs[-1], key) == "assistant"

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from drafters.traces.formats.base import ProblemSink
+from drafters.traces.model import Source
+
 URL_KEYS = ("url", "uri", "RequestUri", "requestUri", "request_url")
 STATUS_KEYS = ("status", "status_code", "statusCode", "StatusCode")
 _SIDES = ("request", "response", "init", "req", "res")
@@ -75,3 +78,10 @@ def without_failed(value: Any, depth: int = 0) -> tuple[Any, int]:
 def all_exchanges(records: list[Any]) -> bool:
     """Whether every record is a recorded exchange (then none restates another's call)."""
     return bool(records) and all(http_status(r) is not None for r in records)
+
+
+def warn_skipped(problems: ProblemSink, dropped: int, source: Source) -> None:
+    """Report ``dropped`` failed exchanges skipped (``error_response``), when there are any."""
+    if dropped:
+        problems.warning("error_response", f"{dropped} recorded HTTP exchange(s) with an error status skipped (the "
+                         "body is the server's error, no model turn)", source)

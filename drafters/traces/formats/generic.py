@@ -349,7 +349,9 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     """The conversations of a file's records (a JSON or JSONL file's, or a table's rows: ``csv_rows``), read by
     the shape the first records have; a record value that is a list of ``[user, assistant]`` text pairs is read
     as those messages (``_spellings.pair_turns``), a Gemini ``contents`` shorthand as its user turn
-    (``_spellings.contents_shorthand``)."""
+    (``_spellings.contents_shorthand``), messages typed as calls or results as those (``_typed_messages``), named
+    speakers beside a user as the model's agents (``_named_speakers``); recorded HTTP exchanges whose status is an
+    error are skipped (``_exchanges``)."""
     records = ((source, contents_shorthand(pair_turns(typed_calls(value))))
                for source, value in _named_records(_exchanges_kept(records, problems), filename, problems))
     sample = list(islice(records, _shapes.SAMPLE))
@@ -391,9 +393,7 @@ def _exchanges_kept(records: Iterator[tuple[Source, Any]], problems: ProblemSink
     ``error_response``: dropped before the shape is inferred, whose sample they would mislead."""
     for source, value in records:
         kept, dropped = _exchanges.without_failed(value)
-        if dropped:
-            problems.warning("error_response", f"{dropped} recorded HTTP exchange(s) with an error status skipped (the "
-                             "body is the server's error, no model turn)", source)
+        _exchanges.warn_skipped(problems, dropped, source)
         if kept is not None:
             yield source, kept
 
