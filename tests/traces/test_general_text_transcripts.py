@@ -136,3 +136,28 @@ def test_a_tool_call_written_as_text_in_a_reply_is_refused(tmp_path):
         assert "content_not_mapped" in codes(result), notation
     quoted = "## User\n\nShow a tool call.\n\n## Assistant\n\n```json\n<tool_call>{\"name\": \"x\"}</tool_call>\n```\n"
     assert _read(tmp_path, quoted).report.ok  # inside a code block of another kind it is an example: text
+
+
+def test_a_chat_log_one_utterance_a_line(tmp_path):
+    # a voice agent's transcript: "[time] Speaker: text", one utterance a line, a speaker's lines in a row one turn
+    text = ("[2024-12-17 12:01:08] User: Hello. How are you doing?\n"
+            "[2024-12-17 12:01:09] Assistant: Hello! I'm here.\n"
+            "[2024-12-17 12:01:10] Assistant: How can I help?\n"
+            "[2024-12-17 12:01:17] User: Stop the max duration.\n"
+            "[2024-12-17 12:01:23] Assistant: Split the task.\n")
+    result = _read(tmp_path, text, "transcript.txt")
+    assert result.report.ok, codes(result)
+    calls = list(result.conversations[0].calls())
+    assert [c.completion.text for c in calls] == ["Hello! I'm here.\nHow can I help?", "Split the task."]
+    assert [m.text for m in calls[1].context if m.role == "user"] == ["Hello. How are you doing?",
+                                                                      "Stop the max duration."]
+    bold = "**Human:** Name a prime.\n**Assistant:** 7.\n**Human:** Another?\n**Assistant:** 11.\n"
+    assert totals(_read(tmp_path, bold, "bold.md").conversations) == (1, 2, 0)
+
+
+def test_speaker_lines_inside_prose_are_not_a_chat_log(tmp_path):
+    prose = ("# Support notes\n\nThe call went badly. We wrote down two lines:\n\nUser: it crashes.\n"
+             "Assistant: please restart.\n\nThen the customer left, and the ticket was closed the next day\n"
+             "after a long review of the logs by the team.\nNothing else was recorded.\n")
+    result = _read(tmp_path, prose, "notes.md")
+    assert not result.report.ok and result.conversations == []

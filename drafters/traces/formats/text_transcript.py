@@ -78,6 +78,7 @@ class Marker:
     label: str
     role: str  # "" for a name no role label spells (see _named_agents)
     named: bool = False  # a named speaker read as an agent of the model
+    rest: str | None = None  # an inline marker's message text on its own line ("User: hello")
 
 
 def _marker(line: str, index: int) -> Marker | None:
@@ -135,13 +136,47 @@ def find_markers(lines: list[str], start: int = 0) -> Markers:
     for m in found:
         roles.setdefault(m.decoration, set()).add(m.role)
     fit = [d for d, r in roles.items() if {"user", "assistant"} <= r]
+    if not fit:
+        return _inline_markers(lines, start)
     if len(fit) != 1:
-        return Markers([], fit if len(fit) > 1 else [])
+        return Markers([], fit)
     ours = [m for m in found if m.decoration == fit[0]]
     # one label per role: a heading of the same decoration with another label (a reply's "## Answer" where the
     # file writes "## Assistant") is the reply's text
     label = {role: Counter(m.label for m in ours if m.role == role).most_common(1)[0][0] for role in roles[fit[0]]}
     return Markers([m for m in ours if m.label == label[m.role] or m.named], [])
+
+
+#: A line opened by its speaker ("User: ...", "[12:01:08] Assistant: ...", "**Human:** ..."): a chat log, one
+#: utterance a line. Read only where such lines are most of the file (see _inline_markers).
+_INLINE = re.compile(r"^\s*(?P<pre>(?:\[[^\]]{1,40}\]\s*)?(?:\*\*)?)(?P<label>[A-Za-z][A-Za-z ]{0,24}?)"
+                     r"(?P<post>:\s*(?:\*\*)?|(?:\*\*)\s*:)\s+(?P<rest>\S.*)$")
+MIN_INLINE_SHARE = 0.5  # of the non-empty lines outside code blocks
+
+
+def _inline_markers(lines: list[str], start: int) -> Markers:
+    """Speaker lines of one decoration labelling a user and an assistant, where at least ``MIN_INLINE_SHARE`` of
+    the non-empty lines are such lines (the other lines continue the message above); else no markers."""
+    found, fenced, text_lines = [], False, 0
+    for i in range(start, len(lines)):
+        if _FENCE.match(lines[i]):
+            fenced = not fenced
+        if fenced or not lines[i].strip():
+            continue
+        text_lines += 1
+        m = _INLINE.match(lines[i])
+        role = ROLE_LABELS.get(" ".join(m["label"].lower().split())) if m else None
+        if m and role:
+            pre = "[]" if m["pre"].strip().startswith("[") else m["pre"].strip()
+            found.append(Marker(i, (pre, m["post"].strip()), m["label"].lower(), role, rest=m["rest"]))
+    decorations = Counter(m.decoration for m in found)
+    if not decorations:
+        return Markers([], [])
+    deco, n = decorations.most_common(1)[0]
+    ours = [m for m in found if m.decoration == deco]
+    if {"user", "assistant"} <= {m.role for m in ours} and n >= MIN_INLINE_SHARE * text_lines:
+        return Markers(ours, [])
+    return Markers([], [])
 
 
 def _named_agents(found: list[Marker]) -> list[Marker]:
@@ -163,9 +198,9 @@ def _named_agents(found: list[Marker]) -> list[Marker]:
 
 def sniff(head: str, filename: str) -> bool:
     """Text (not JSON) whose first 64 KiB hold the markers of one decoration, or of two (``find_markers``)."""
-    start = head.lstrip("\ufeff\r\n\t ")[:1]
-    if not start or start in "{[":
-        return False
+    text = head.lstrip("\ufeff\r\n\t ")
+    if not text or text[0] == "{" or text[0] == "[" and not _INLINE.match(text.split("\n", 1)[0]):
+        return False  # JSON, not a log whose lines open with a [time] stamp
     lines = head.splitlines()
     found = find_markers(lines, _front_matter_end(lines))
     return bool(found.lines or found.rivals)  # rivals: claimed, to be refused by name (ambiguous_shape)
@@ -233,11 +268,13 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
                          f"{markers[0].index + 1}) are the file's heading, not a message: not read",
                          src(NAME, filename, line=start + 1))
     for marker, end in zip(markers, bounds[1:]):
-        text = "\n".join(lines[marker.index + 1:end]).strip()
+        text = "\n".join(([marker.rest] if marker.rest else []) + lines[marker.index + 1:end]).strip()
         if not text:
             continue  # an empty prompt left for the next turn, or a header with nothing under it
-        if messages and messages[-1].role == marker.role != "assistant":
-            messages[-1].parts.append(TextPart("\n\n" + text))
+        if messages and messages[-1].role == marker.role and (marker.role != "assistant" or marker.rest):
+            # one speaker's sections (or, in a chat log, lines) in a row are one message; two answers in a row
+            # under their own headers are left to join_turns (adjacent_answers_joined)
+            messages[-1].parts.append(TextPart(("\n" if marker.rest else "\n\n") + text))
             continue
         messages.append(Message(marker.role, [TextPart(text)]))  # type: ignore[arg-type]
         speakers.append({"agent": marker.label} if marker.named else None)
