@@ -183,6 +183,10 @@ class Mapping:
                     if chains is None:
                         yield conv
                     elif not self._add_call(chains, record, conv, Reading(source, problems, *reading_uses)):
+                        if failed_turn(record):  # no output and an error beside the input: a failed request
+                            problems.warning("failed_turn_skipped", "the record holds no output and records an "
+                                             "error: a failed request, no model turn", source)
+                            continue
                         starts.append((conv, source))
                     else:  # the same call's start, written before it (a run posted, then patched): read once
                         merged += sum(1 for c, _ in starts if c.messages == conv.messages)

@@ -144,3 +144,21 @@ def test_an_answer_that_is_json_text_is_read_as_written(tmp_path):
     assert result.report.ok, codes(result)
     assert [c.completion.text for conv in result.conversations for c in conv.calls()] == [
         '{"high_level_keywords": ["company"]}', "It depends."]
+
+
+def test_a_record_with_no_output_and_an_error_is_a_failed_request(tmp_path):
+    # a red-teaming kit's results: the provider refused some prompts (HTTP 400), the record keeps the error
+    rows = [{"id": "1", "input": "Summarize the memo.", "response": "The memo says...", "success": True, "error": None},
+            {"id": "2", "input": "Summarize the email.", "response": None, "success": False,
+             "error": "Error code: 400 - prompt flagged"},
+            {"id": "3", "input": "Summarize the note.", "response": "The note says...", "success": True, "error": None}]
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (2, 2, 0)
+    assert codes(result, "warnings").count("failed_turn_skipped") == 1
+    rows[1]["error"] = None  # no output and no error recorded: the output is missing, not a failed request
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    result = ingest([path], scrub=False)
+    assert not result.report.ok and not codes(result, "warnings").count("failed_turn_skipped")

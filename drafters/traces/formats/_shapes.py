@@ -55,6 +55,7 @@ from drafters.traces.formats._spellings import (
     RESULT_ID_KEYS,
     SYSTEM_KEYS,
     executed_calls,
+    failed_turn,
     flag_roles,
     get,
     is_message,
@@ -465,7 +466,8 @@ def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
 
 
 def _request_response(values: list, array_doc: bool, name: str) -> Inferred | None:
-    values = [v for v in values if not call_free(v)]  # a task span beside the calls' records: read past
+    # a task span beside the calls' records, a failed request (no output, an error beside): read past
+    values = [v for v in values if not call_free(v) and not (failed_turn(v) and input_output(v) is None)]
     dicts = [unflatten(v) if isinstance(v, dict) else v for v in values]
     pairs = [input_output(v) for v in dicts]
     if not pairs or not all(pairs):
