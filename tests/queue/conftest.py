@@ -48,11 +48,15 @@ def _claim_key(db: int) -> str:
 
 
 def _pick_redis_db() -> int:
-    """A Redis database number (2..15) claimed for this test session. The claim is a key in database 0, set
-    atomically (NX), so two test runs at once never share a database, and a test that flushes its own database
-    (the reconciler's) cannot drop the claim with it. Released by ``_release_redis_db``."""
+    """A Redis database number (2..15) claimed for this test session, none that a client is connected to. The
+    claim is a key in database 0, set atomically (NX), so two test runs at once never share a database, and a
+    test that flushes its own database (the reconciler's) cannot drop the claim with it. Released by
+    ``_release_redis_db``."""
     client = redis_client()
-    candidates = list(range(2, 16))
+    # a database some client is still connected to is in use: a worker an earlier module leaked would consume
+    # this module's messages (test_reconciler once saw its waiting message taken)
+    busy = {int(c["db"]) for c in client.client_list() if str(c.get("db", "")).isdigit()}
+    candidates = [db for db in range(2, 16) if db not in busy]
     random.shuffle(candidates)
     try:
         for db in candidates:
