@@ -202,33 +202,9 @@ class Mapping:
             if other_events:
                 problems.warning("records_not_calls", f"{other_events} record(s) of the batch hold no message (events "
                                  "of another kind): not read", Source(fmt, filename))
-            if chains is not None:
-                if chains.relink_out_of_order():
-                    problems.warning("calls_out_of_order", "the records are not in call order (a call written before "
-                                     "the one it continues: a log sorted newest first): read in order of context "
-                                     "length, so each conversation's calls follow each other", Source(fmt, filename))
-                # a cache's entries and recorded HTTP exchanges are distinct requests by construction
-                repeated = chains.drop_repeats() if self.records != "entries" and not exchanges else 0
-                kinds = sorted({k for c in chains.chains for call in c.calls
-                                if (k := chains.kinds.get(id(call))) is not None})
-                if chains.identical:  # read by shape: a call made twice or one record written twice, not guessed
-                    problems.error("ambiguous_shape", f"{chains.identical} record(s) are identical copies of another "
-                                   "record (same input, same output, same fields): whether the call was made twice "
-                                   "(a recorder) or one record was written twice is not guessed", Source(fmt, filename))
-                    chains.chains.clear()
-                    repeated = 0
-                elif len(kinds) > 1:  # a trace beside its generations, whose calls it does not simply restate
-                    problems.error("ambiguous_shape", f"calls were read from records of {len(kinds)} kinds (type "
-                                   f"{', '.join(kinds[:5])}) that do not repeat each other: whether one kind restates "
-                                   "the other's calls (a trace or parent span over its generations) is not guessed, "
-                                   "and reading both could count a call twice", Source(fmt, filename))
-                    chains.chains.clear()
-                    repeated = 0
-                if repeated:
-                    problems.warning("repeated_calls", f"{repeated} record(s) repeat another record's call (the same "
-                                     "output after the same input, or after a beginning of it: a trace or parent span "
-                                     "restating its generation): each call is read once", Source(fmt, filename))
-                yield from chains.conversations()
+            if chains is not None:  # a cache's entries and recorded HTTP exchanges are distinct requests
+                yield from chains.finished(problems, Source(fmt, filename),
+                                           drop_repeats=self.records != "entries" and not exchanges)
         for use in [*reading_uses, *record_paths]:
             if use is not None:
                 use.report(Source(fmt, filename), problems)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from drafters.traces.formats._content import link_models
+from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import Conversation, LLMCall, Message, Source, ToolDef
 
 
@@ -134,3 +135,31 @@ class CallChains:
             last = c.calls[-1]
             yield Conversation(id=c.id, source=c.source, tools=c.tools, messages=[*last.context, last.completion],
                                explicit_calls=c.calls)
+
+    def finished(self, problems: ProblemSink, source: Source, drop_repeats: bool = True) -> Iterator[Conversation]:
+        """The conversations of a file's chained calls, once every record is added: relinked when the records
+        were not in call order, repeats dropped (unless ``drop_repeats`` is False: records that are distinct
+        requests by construction), none when records are identical copies or calls of several record kinds do
+        not repeat each other (``ambiguous_shape``); each step reported at ``source``."""
+        if self.relink_out_of_order():
+            problems.warning("calls_out_of_order", "the records are not in call order (a call written before the one "
+                             "it continues: a log sorted newest first): read in order of context length, so each "
+                             "conversation's calls follow each other", source)
+        repeated = self.drop_repeats() if drop_repeats else 0
+        kinds = sorted({k for c in self.chains for call in c.calls if (k := self.kinds.get(id(call))) is not None})
+        if self.identical:  # read by shape: a call made twice or one record written twice, not guessed
+            problems.error("ambiguous_shape", f"{self.identical} record(s) are identical copies of another record "
+                           "(same input, same output, same fields): whether the call was made twice (a recorder) or "
+                           "one record was written twice is not guessed", source)
+            return
+        if len(kinds) > 1:  # a trace beside its generations, whose calls it does not simply restate
+            problems.error("ambiguous_shape", f"calls were read from records of {len(kinds)} kinds (type "
+                           f"{', '.join(kinds[:5])}) that do not repeat each other: whether one kind restates the "
+                           "other's calls (a trace or parent span over its generations) is not guessed, and reading "
+                           "both could count a call twice", source)
+            return
+        if repeated:
+            problems.warning("repeated_calls", f"{repeated} record(s) repeat another record's call (the same output "
+                             "after the same input, or after a beginning of it: a trace or parent span restating its "
+                             "generation): each call is read once", source)
+        yield from self.conversations()
