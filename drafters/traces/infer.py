@@ -9,6 +9,7 @@ scratch. Torch-free, standard library plus PyYAML.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from itertools import islice
 
 from drafters.traces import io as tio
@@ -17,10 +18,12 @@ from drafters.traces.report import TraceError, ValidationReport
 
 
 def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _shapes.Inferred:
-    """The shape and mapping the general path infers from the file's first records.
+    """The shape and mapping the general path infers from the file's first records. Where several message lists
+    fit (the general path refuses the file, ``ambiguous_shape``), the reading ranked first
+    (``_shapes._ranked_lists``), the others' message paths in ``others``: the user changes one line to take one.
 
     Raises:
-        TraceError("ambiguous_shape") naming the candidate readings when two fit;
+        TraceError("ambiguous_shape") naming the candidate readings when two fit and no ranked reading exists;
         TraceError("no_messages_found") when no shape fits (with the first problem reading the file, if any);
         OSError when the file cannot be read.
     """
@@ -30,6 +33,9 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
         sample = list(islice(_streams.joined_records(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
                                                      problems, "generic"), _shapes.SAMPLE))
     got = _shapes.infer(sample, label)
+    if isinstance(got, _shapes.Ambiguous) and got.readings:
+        best, *rest = got.readings
+        return replace(best, others=[r.mapping.messages for r in rest])
     if isinstance(got, _shapes.Ambiguous):
         raise TraceError("ambiguous_shape", "the records fit more than one reading: " + "; ".join(got.candidates)
                          + " (write a mapping naming the one that holds the conversation)", str(path))
@@ -76,6 +82,12 @@ def mapping_yaml(inferred: _shapes.Inferred, hint: str | None = None) -> str:
             "# check the roles (a value not listed is an error), then ingest with --mapping THIS_FILE"]
     if hint:
         head.append(hint)
+    if inferred.others:
+        head += [(f"# AMBIGUOUS: {len(inferred.others) + 1} message lists fit, so the general path refuses the file "
+                  "(ambiguous_shape); this reads"),
+                 ("# the one ranked first (the fewest [*], the shallowest path, the most messages). To read another, "
+                  "change the messages line to:"),
+                 *(f"#   messages: {p}" for p in inferred.others)]
     if inferred.calls_not_read:
         head.append(f"# TOOL CALLS under {', '.join(inferred.calls_not_read)} are not read: declare tool_calls (and "
                     "tool_call) for them")

@@ -147,9 +147,11 @@ def datasets_infer_mapping(
     as_json: bool = JsonOpt,
 ) -> None:
     """Write the declared mapping the general path infers for FILE (offline), to check and fix, then use
-    with --mapping. Exits 1 with a coded error when no shape, or more than one, fits; where none fits but a
-    list of objects looks like messages with unknown role names, it still writes a skeleton to complete. --json prints
-    {"file", "shape", "mapping", "keys_not_read", "calls_not_read"} (and still writes --out).
+    with --mapping. Where several message lists fit (the general path refuses the file), writes the reading ranked
+    first and names the others, one line to change. Exits 1 with a coded error when no shape fits, or several
+    that are not message lists; where none fits but a list of objects looks like messages with unknown role names,
+    it still writes a skeleton to complete. --json prints {"file", "shape", "mapping", "keys_not_read",
+    "calls_not_read", "other_messages"} (and still writes --out).
 
     Example: tracedraft datasets infer-mapping export.jsonl -o export.mapping.yaml
     """
@@ -173,7 +175,8 @@ def datasets_infer_mapping(
         import yaml
 
         print_json({"file": str(file), "shape": inferred.shape, "mapping": yaml.safe_load(text),
-                    "keys_not_read": inferred.keys_not_read, "calls_not_read": inferred.calls_not_read})
+                    "keys_not_read": inferred.keys_not_read, "calls_not_read": inferred.calls_not_read,
+                    "other_messages": inferred.others})
         if out is not None:
             out.write_text(text, encoding="utf-8")
         return
@@ -181,7 +184,9 @@ def datasets_infer_mapping(
         print(text, end="")
     else:
         out.write_text(text, encoding="utf-8")
-        err_console.print(f"wrote {out}: check the roles, then: tracedraft datasets validate --mapping {out} {file}")
+        check = "the messages line (several message lists fit: the general path refuses this file) and the roles" \
+            if inferred.others else "the roles"
+        err_console.print(f"wrote {out}: check {check}, then: tracedraft datasets validate --mapping {out} {file}")
 
 
 def _write_skeleton(text: str, out: Path | None) -> None:

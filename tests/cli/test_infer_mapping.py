@@ -29,10 +29,12 @@ def test_infer_mapping_writes_a_mapping_that_validate_reads(tmp_path):
 
 
 def test_infer_mapping_refuses_with_a_code(tmp_path):
+    """No shape; or several lists none of which holds both sides of a conversation (two responses' ``choices``):
+    nothing to rank, so nothing written."""
     runner = CliRunner()
-    path = tmp_path / "pairs.json"
-    turns = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
-    path.write_text(json.dumps([{"chosen": turns, "rejected": turns}]))
+    path = tmp_path / "answers.json"
+    choices = [{"index": 0, "message": {"role": "assistant", "content": "b"}, "finish_reason": "stop"}]
+    path.write_text(json.dumps({"intermediate": {"llm": {"choices": choices}}, "final": {"choices": choices}}))
     r = runner.invoke(app, ["datasets", "infer-mapping", str(path)])
     assert r.exit_code != 0 and "ambiguous_shape" in r.output
     path.write_text(json.dumps({"rows": [1, 2, 3]}))
@@ -82,3 +84,49 @@ def test_a_content_key_no_message_holds_is_named_with_the_keys_holding_text(tmp_
     r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
     assert r.exit_code == 0, r.output
     assert "# CONTENT: no sampled message holds 'content'; keys holding text: body, sid" in out.read_text()
+
+
+def _chat(user: str, answer: str) -> list[dict]:
+    return [{"role": "system", "content": "You negotiate."}, {"role": "user", "content": user},
+            {"role": "assistant", "content": answer}]
+
+
+def test_several_message_lists_write_the_first_ranked_reading_and_name_the_others(tmp_path):
+    """A game state holding each player's conversation and, per turn, snapshots of them: the general path refuses
+    it (which list is the conversation is not guessed); infer-mapping writes the players' lists as one ``[*]``
+    path (fewer ``[*]`` than the snapshots, ranked first), names the snapshots' path as the one line to change,
+    and that mapping reads one conversation per player."""
+    red, blue = _chat("Offer 5?", "I accept 5."), _chat("Sell for 5?", "Deal at 5.")
+    state = {"players": [{"name": "red", "conversation": red}, {"name": "blue", "conversation": blue}],
+             "game_state": [{"turn": i, "player_state": [{"conversation": red[:2 + i]}, {"conversation": blue}]}
+                            for i in (0, 1)]}
+    path = tmp_path / "game_state.json"
+    path.write_text(json.dumps(state))
+    runner = CliRunner()
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", str(path)])
+    assert r.exit_code != 0 and "ambiguous_shape" in r.output
+    out = tmp_path / "game.mapping.yaml"
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "messages: $.players[*].conversation" in text
+    assert "#   messages: $.game_state[*].player_state[*].conversation" in text and "# AMBIGUOUS: 2" in text
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", "--no-dedup", "--mapping", str(out),
+                            str(path)])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert report["ok"] and (report["counts"]["conversations"], report["counts"]["calls"]) == (2, 2)
+
+
+def test_a_list_holding_answers_only_is_not_offered(tmp_path):
+    """A response's ``choices`` beside the request's messages: only the messages hold both sides; the shallower
+    path loses to them, and the ``--json`` output names no other reading."""
+    record = {"request": {"body": {"messages": _chat("Hi", "Hello")}},
+              "response": {"choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello"}}]},
+              "saved": {"history": _chat("Hi", "Hello")}}
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(record))
+    r = CliRunner().invoke(app, ["datasets", "infer-mapping", "--json", str(path)])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert got["mapping"]["messages"] == "$.saved.history" and got["other_messages"] == ["$.request.body.messages"]

@@ -92,13 +92,16 @@ class Inferred:
     mapping: Mapping
     keys_not_read: list[str] = field(default_factory=list)
     calls_not_read: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)  # an ambiguous file's other message paths (infer-mapping)
 
 
 @dataclass
 class Ambiguous:
-    """Two readings fit: the candidates (shape and path), for an ``ambiguous_shape`` error naming them."""
+    """Two readings fit: the candidates (shape and path), for an ``ambiguous_shape`` error naming them; where
+    each is a message list's path, ``readings`` holds the mapping of each (``infer.ranked`` orders them)."""
 
     candidates: list[str]
+    readings: list[Inferred] = field(default_factory=list)
 
 
 def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any], list[str]]:
@@ -367,7 +370,8 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
     paths = Counter(_generic_path(f[0][0]) for f in found if len(f) == 1)
     several = next((f for f in found if len(f) > 1), None)
     if several is not None:
-        return Ambiguous([f"record_lists at {p}" for p, _ in several[:5]])
+        paths = _grouped([p for p, _ in several])
+        return Ambiguous([f"record_lists at {p}" for p in paths[:5]], _ranked_lists(values, paths, name))
     (path, _), = paths.most_common(1)
     steps = [sl for sl in (_step_list(v) for v in values) if sl is not None and _has_actions(sl[1])]
     if steps:  # the same run as messages and as agent steps (SWE-agent's history and trajectory): not guessed
@@ -390,6 +394,35 @@ def _siblings(found: list[tuple[str, list]]) -> list[tuple[str, list]]:
     if star.count("[*]") != 1 or any(re.sub(r"\[\d+\]", "", p) != star.replace("[*]", "") for p, _ in found):
         return found
     return [(star, [m for _, msgs in found for m in msgs])]
+
+
+def _grouped(paths: list[str]) -> list[str]:
+    """``paths`` with those differing only in list indexes (``players[0].conversation``, ``players[1]...``) as one
+    ``[*]`` path (one conversation per item), first-seen order."""
+    starred = Counter(re.sub(r"\[\d+\]", "[*]", p) for p in paths)
+    return list(dict.fromkeys(re.sub(r"\[\d+\]", "[*]", p) if starred[re.sub(r"\[\d+\]", "[*]", p)] > 1 else p
+                              for p in paths))
+
+
+def _ranked_lists(values: list, paths: list[str], name: str) -> list[Inferred]:
+    """The ``record_lists`` reading of each of ``paths`` that holds both sides of a conversation (an assistant
+    message and another role: a response's ``choices`` hold answers only) and is not one id of an object keyed by
+    id, best first: the fewest ``[*]`` (a state snapshot kept in a history repeats a conversation), the
+    shallowest path, the most messages. Only ``infer-mapping`` uses them; the general path refuses the file."""
+    ranked = []
+    for path in paths:
+        msgs = [m for v in values if isinstance(v, (dict, list)) for _, found in jsonpath(v, path)
+                if isinstance(found, list) for m in found if isinstance(m, dict)][:500]
+        try:
+            keys, unread = message_keys(msgs)
+        except (ValueError, TraceError):  # mixed spellings no mapping says: not a reading to offer
+            continue
+        sides = {role_value(m, role_key(msgs) or "") for m in msgs}
+        reading = Inferred("record_lists", _mapping(name, messages=path, **keys, **_record_extras(values, path)),
+                           unread, calls_not_read(msgs, unread))
+        if "assistant" in sides and len(sides) > 1 and not _one_of_keyed(values, reading):
+            ranked.append(((path.count("[*]"), len(re.findall(r"[.\[]", path)), -len(msgs)), reading))
+    return [reading for _, reading in sorted(ranked, key=lambda r: r[0])]
 
 
 def _generic_path(path: str) -> str:
