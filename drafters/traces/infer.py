@@ -105,7 +105,8 @@ MIN_TEXT = 8
 def skeleton_yaml(path: str | os.PathLike[str], name: str | None = None) -> str | None:
     """A mapping to complete for a file no shape fits (``infer_mapping`` raised ``no_messages_found``), or None:
     the first list of objects (at most 4 levels down, ``[*]`` across lists of records) whose items share a key
-    with 2 to ``MAX_ROLE_VALUES`` string values (the role) and a key holding longer text (the content). Role
+    with 2 to ``MAX_ROLE_VALUES`` string values (the role) and a key holding longer text (the content); where no
+    record holds one, the records themselves as such a list (one message a record: ``records: messages``). Role
     values the common spellings know are filled in; the others are written ``"?"``, which ``--mapping`` refuses
     (``bad_mapping``, naming the value) until the user writes system, user, assistant or tool."""
     import yaml
@@ -117,13 +118,17 @@ def skeleton_yaml(path: str | os.PathLike[str], name: str | None = None) -> str 
         sample = [v for _, v in islice(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
                                        _shapes.SAMPLE)]
     found = next((hit for value in sample if (hit := _role_list(value, "$", 0)) is not None), None)
-    if found is None:
+    lines = found is None and len(sample) >= 2 and all(isinstance(v, dict) for v in sample) \
+        and _roles_and_text(sample)  # no record holds such a list: each record one message (a JSONL log)
+    if found is None and not lines:
         return None
-    where, role, content, values = found
-    mapping = {"name": name or os.path.basename(str(path)).split(".")[0][:40] or "skeleton", "messages": where,
+    where, role, content, values = found or ("$", *lines)
+    mapping = {"name": name or os.path.basename(str(path)).split(".")[0][:40] or "skeleton",
+               **({"records": "messages"} if lines else {}), "messages": where,
                "role": role, "roles": {v: role_of(v) or "?" for v in values}, "content": content}
     head = ["# a SKELETON to complete: no shape the general path reads fits this file, so this is a guess from",
-            f"# its first records: messages at {where}, the role under {role!r}, the text under {content!r}.",
+            (f"# its first records: {'one message a record' if lines else f'messages at {where}'}, the role under "
+             f"{role!r}, the text under {content!r}."),
             "# Replace every role marked \"?\" with system, user, assistant or tool (--mapping refuses it until",
             "# then), declare tool_calls / tool_result if the messages hold them (docs/traces.md), then ingest",
             "# with --mapping THIS_FILE"]

@@ -130,3 +130,23 @@ def test_a_list_holding_answers_only_is_not_offered(tmp_path):
     assert r.exit_code == 0, r.output
     got = json.loads(r.stdout)
     assert got["mapping"]["messages"] == "$.saved.history" and got["other_messages"] == ["$.request.body.messages"]
+
+
+def test_a_log_of_one_message_a_line_with_roles_nobody_spells_gets_a_skeleton(tmp_path):
+    """JSONL whose every line is one message, its role under a key no spelling knows: the skeleton reads the lines
+    as messages (``records: messages``); with the one unknown role filled, it reads the file."""
+    lines = [{"ts": 1, "who": "CUST", "said": "My order is late."}, {"ts": 2, "who": "BOT", "said": "Checking."},
+             {"ts": 3, "who": "CUST", "said": "Thanks, please hurry."}, {"ts": 4, "who": "BOT", "said": "It ships."}]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    out = tmp_path / "chat.mapping.yaml"
+    runner = CliRunner()
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
+    assert r.exit_code != 0 and "skeleton" in r.output
+    text = out.read_text()
+    assert "one message a record" in text and "records: messages" in text and "messages: $" in text
+    out.write_text(text.replace("CUST: '?'", "CUST: user"))
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", "--mapping", str(out), str(path)])
+    assert r.exit_code == 0, r.output
+    report = json.loads(r.stdout)
+    assert report["ok"] and (report["counts"]["conversations"], report["counts"]["calls"]) == (1, 2)
