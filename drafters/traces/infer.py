@@ -163,7 +163,11 @@ def _roles_and_text(items: list[dict]) -> tuple[str, str, list[str]] | None:
              and all(len(i[k]) <= 40 for i in items)]
     if not roles:
         return None
-    role = min(roles, key=lambda k: (len({i[k] for i in items}), sum(len(i[k]) for i in items)))
+    from drafters.traces.formats._spellings import role_of
+
+    # the key whose values the common spellings know most (speaker / author beside a type), then the fewest values
+    role = min(roles, key=lambda k: (-sum(role_of(v) is not None for v in {i[k] for i in items}),
+                                     len({i[k] for i in items}), sum(len(i[k]) for i in items)))
     texts = {k: sum(len(i[k]) for i in items) / len(items) for k in shared if k != role}
     if not texts or max(texts.values()) < MIN_TEXT:
         return None

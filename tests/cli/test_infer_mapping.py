@@ -134,9 +134,12 @@ def test_a_list_holding_answers_only_is_not_offered(tmp_path):
 
 def test_a_log_of_one_message_a_line_with_roles_nobody_spells_gets_a_skeleton(tmp_path):
     """JSONL whose every line is one message, its role under a key no spelling knows: the skeleton reads the lines
-    as messages (``records: messages``); with the one unknown role filled, it reads the file."""
-    lines = [{"ts": 1, "who": "CUST", "said": "My order is late."}, {"ts": 2, "who": "BOT", "said": "Checking."},
-             {"ts": 3, "who": "CUST", "said": "Thanks, please hurry."}, {"ts": 4, "who": "BOT", "said": "It ships."}]
+    as messages (``records: messages``), the role under the key whose values the spellings know (``BOT``) over
+    one with as few values; with the one unknown role filled, it reads the file."""
+    lines = [{"kind": "in", "who": "CUST", "said": "My order is late."},
+             {"kind": "out", "who": "BOT", "said": "Checking."},
+             {"kind": "in", "who": "CUST", "said": "Thanks, please hurry."},
+             {"kind": "out", "who": "BOT", "said": "It ships."}]  # kind: as few values, shorter, none spelled
     path = tmp_path / "chat.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines))
     out = tmp_path / "chat.mapping.yaml"
@@ -145,6 +148,7 @@ def test_a_log_of_one_message_a_line_with_roles_nobody_spells_gets_a_skeleton(tm
     assert r.exit_code != 0 and "skeleton" in r.output
     text = out.read_text()
     assert "one message a record" in text and "records: messages" in text and "messages: $" in text
+    assert "role: who" in text
     out.write_text(text.replace("CUST: '?'", "CUST: user"))
     r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", "--mapping", str(out), str(path)])
     assert r.exit_code == 0, r.output
