@@ -161,3 +161,38 @@ def test_speaker_lines_inside_prose_are_not_a_chat_log(tmp_path):
              "after a long review of the logs by the team.\nNothing else was recorded.\n")
     result = _read(tmp_path, prose, "notes.md")
     assert not result.report.ok and result.conversations == []
+
+
+def _titled(title: str) -> str:
+    """A LangChain ``pretty_print`` title: the label centred in an 80-column rule of ``=``."""
+    return f" {title} ".center(80, "=")
+
+
+def test_langchain_pretty_print_titles_are_markers(tmp_path):
+    # the rules around "Human Message" and "Ai Message" differ in length: one decoration all the same
+    text = "\n".join([_titled("System Message"), "", "Be brief.", _titled("Human Message"), "", "Capital of France?",
+                      _titled("Ai Message"), "", "Paris.", _titled("Human Message"), "", "And of Italy?",
+                      _titled("Ai Message"), "", "Rome.", ""])
+    result = _read(tmp_path, text, "run.log")
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0)
+    first, second = result.conversations[0].calls()
+    assert [(m.role, m.text) for m in first.context] == [("system", "Be brief."), ("user", "Capital of France?")]
+    assert second.completion.text == "Rome."
+
+
+def test_a_pretty_printed_tool_call_is_refused_not_read_as_text(tmp_path):
+    text = "\n".join([_titled("Human Message"), "", "Weather in Paris?", _titled("Ai Message"), "Tool Calls:",
+                      "  get_weather (call_1)", " Call ID: call_1", "  Args:", "    city: Paris", ""])
+    result = _read(tmp_path, text, "run.log")
+    assert not result.conversations and codes(result) == ["content_not_mapped"]
+    assert result.report.errors[0].line == 5
+
+
+def test_heading_levels_stay_apart_when_rules_are_collapsed(tmp_path):
+    # "##" and "###" are different decorations: a reply's "### User" heading is its text
+    text = "## User\nq\n## Assistant\nAnswer.\n### User\nnot a turn\n## User\nq2\n## Assistant\na2\n"
+    result = _read(tmp_path, text)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0)
+    assert result.conversations[0].calls().__next__().completion.text == "Answer.\n### User\nnot a turn"

@@ -52,6 +52,11 @@ ROLE_LABELS = {
     **dict.fromkeys(("system", "system prompt", "system message", "developer", "instructions"), "system"),
     **dict.fromkeys(("tool", "tool result", "tool output", "tool response", "function", "observation"), "tool"),
     # assistants named by their product, as chat exports label the reply ("## Claude", "**ChatGPT:**")
+    # LangChain's message classes, as their names or their pretty_print titles ("=== Human Message ===")
+    **dict.fromkeys(("humanmessage", "human message"), "user"),
+    **dict.fromkeys(("aimessage", "ai message"), "assistant"),
+    **dict.fromkeys(("systemmessage",), "system"),
+    **dict.fromkeys(("toolmessage", "tool message", "functionmessage", "function message"), "tool"),
     **dict.fromkeys(("chatgpt", "claude", "gemini", "bard", "copilot", "grok", "deepseek", "qwen", "mistral",
                      "llama", "perplexity", "gpt", "gpt 4", "gpt 4o", "le chat", "kimi"), "assistant"),
 }
@@ -59,7 +64,7 @@ _MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 .
                      r"\s*(?P<post>[=*_:>\]\s-]*)$")  # a label, then perhaps its model: "CodeCompanion (Anthropic)"
 #: A tool call written as text in a reply (an exporter's notation): the transcript cannot give it as a structured
 #: call, and reading it as the reply's text would lose the call. Fenced lines count only as a fence's info string.
-_TOOL_NOTATION = re.compile(r"^\s*(?:(?:tool use|tool call|calling tool|function call)\s*:|\*\*tool (?:use|call)"
+_TOOL_NOTATION = re.compile(r"^\s*(?:(?:tool use|tool calls?|calling tool|function call)\s*:|\*\*tool (?:use|call)"
                             r"|<(?:tool[_-]?(?:call|use)|function[_-]?call|invoke)\b)", re.IGNORECASE)
 _TOOL_FENCE = re.compile(r"^\s*(?:```|~~~)\s*(?:tool[_-]?(?:call|use)|function[_-]?call)\b", re.IGNORECASE)
 MIN_NAMED = 2  # turns of one named speaker (no role label) before the name is read as an agent of the model
@@ -83,15 +88,21 @@ class Marker:
 
 def _marker(line: str, index: int) -> Marker | None:
     text = line.strip()
-    if not text or len(text) > MAX_MARKER or text.startswith("</"):
-        return None
+    if not text or len(text.strip("#=*_-")) > MAX_MARKER or text.startswith("</"):
+        return None  # a rule of = or - around the label is decoration ("===== Human Message =====")
     m = _MARKER.match(text)
     if m is None or not (m["pre"].strip() or m["post"].strip()):
         return None  # an undecorated word alone on a line is text
     label = " ".join(m["label"].replace("-", " ").lower().split())
     role = ROLE_LABELS.get(label) or ("" if m["label"][:1].isupper() and len(label.split()) <= 5 else None)
-    return Marker(index, (" ".join(m["pre"].split()), " ".join(m["post"].split())), label, role) \
+    return Marker(index, (_rule(m["pre"]), _rule(m["post"])), label, role) \
         if role is not None else None  # role "": a name, an agent of the model if it speaks often (find_markers)
+
+
+def _rule(decoration: str) -> str:
+    """A marker's decoration, spaces collapsed and a run of 3 or more of one character as 3: a title centred in a
+    rule (``=== Human Message ====``) has runs of different lengths on each line; ``##`` and ``###`` differ."""
+    return re.sub(r"(\S)\1{3,}", r"\1\1\1", " ".join(decoration.split()))
 
 
 _SETTING = re.compile(r"^\s*([\w.-]+\s*[=:]|#|$)")  # a front-matter line: key = value, key: value, a comment
