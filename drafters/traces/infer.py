@@ -106,7 +106,8 @@ def skeleton_yaml(path: str | os.PathLike[str], name: str | None = None) -> str 
     """A mapping to complete for a file no shape fits (``infer_mapping`` raised ``no_messages_found``), or None:
     the first list of objects (at most 4 levels down, ``[*]`` across lists of records) whose items share a key
     with 2 to ``MAX_ROLE_VALUES`` string values (the role) and a key holding longer text (the content); where no
-    record holds one, the records themselves as such a list (one message a record: ``records: messages``). Role
+    record holds one, the records themselves as such a list (one message a record: ``records: messages``; one of
+    the role values a spelling the general path knows, or no skeleton). Role
     values the common spellings know are filled in; the others are written ``"?"``, which ``--mapping`` refuses
     (``bad_mapping``, naming the value) until the user writes system, user, assistant or tool."""
     import yaml
@@ -120,6 +121,8 @@ def skeleton_yaml(path: str | os.PathLike[str], name: str | None = None) -> str 
     found = next((hit for value in sample if (hit := _role_list(value, "$", 0)) is not None), None)
     lines = found is None and len(sample) >= 2 and all(isinstance(v, dict) for v in sample) \
         and _roles_and_text(sample)  # no record holds such a list: each record one message (a JSONL log)
+    if lines and not any(role_of(v) for v in lines[2]):
+        lines = None  # records that are no messages (a row's category, difficulty): nothing to complete
     if found is None and not lines:
         return None
     where, role, content, values = found or ("$", *lines)
@@ -159,8 +162,8 @@ def _roles_and_text(items: list[dict]) -> tuple[str, str, list[str]] | None:
     if len(items) < 2:
         return None
     shared = set.intersection(*({k for k, v in i.items() if isinstance(v, str)} for i in items))
-    roles = [k for k in shared if 2 <= len({i[k] for i in items}) <= MAX_ROLE_VALUES
-             and all(len(i[k]) <= 40 for i in items)]
+    roles = [k for k in shared if 2 <= len({i[k] for i in items}) <= min(MAX_ROLE_VALUES, len(items) - 1)
+             and all(len(i[k]) <= 40 for i in items)]  # a value repeats: a role, not an id
     if not roles:
         return None
     from drafters.traces.formats._spellings import role_of

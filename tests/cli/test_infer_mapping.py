@@ -154,3 +154,14 @@ def test_a_log_of_one_message_a_line_with_roles_nobody_spells_gets_a_skeleton(tm
     assert r.exit_code == 0, r.output
     report = json.loads(r.stdout)
     assert report["ok"] and (report["counts"]["conversations"], report["counts"]["calls"]) == (1, 2)
+
+
+def test_rows_that_are_no_messages_get_no_skeleton(tmp_path):
+    """Generated rows (an id, a category, an instruction and answers): an id's values never repeat and a
+    category's are no role's spelling, so no skeleton reads the rows as messages."""
+    rows = [{"uuid": f"u{i}", "difficulty": ("easy", "hard")[i % 2], "instruction": "Write a haiku about tea.",
+             "responses": ["Steam rises slowly", "Green leaves unfold"]} for i in range(4)]
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows))
+    r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(tmp_path / "rows.yaml")])
+    assert r.exit_code != 0 and "no_messages_found" in r.output and "skeleton" not in r.output
