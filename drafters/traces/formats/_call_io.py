@@ -60,7 +60,9 @@ def input_output(record: Any) -> tuple[str, str] | None:
     pairs = [(inp, out) for inp, msgs in inputs for out in _output_paths(record)
              if not out.startswith(inp) and role_key(messages_at(record, out)) == role_key(msgs)]
     answers = [p for p, _ in message_lists(record) if not p.startswith(inputs[0][0])] if inputs else []
-    if not pairs and len(inputs) == 1 and not answers:  # never a text field while answers elsewhere go unread
+    if not pairs and len(inputs) == 1 and not answers and "[" not in inputs[0][0]:
+        # never a text field while answers elsewhere go unread; nor for messages inside one item of a list (an
+        # event of a trace: the record is the trace, and a text beside it is no answer to that item's messages)
         pairs = [(inputs[0][0], out) for out in _text_outputs(record)]
     prompt = _texts(record, TEXT_INPUT_KEYS) if not inputs else []
     if not pairs and len(prompt) == 1:  # a prompt string and the response object (STORM's, DSPy's call logs)

@@ -54,6 +54,7 @@ from drafters.traces.formats._spellings import (
     MESSAGE_WRAPPERS,
     RESULT_ID_KEYS,
     SYSTEM_KEYS,
+    TOOL_MESSAGE_RESULT_KEYS,
     executed_calls,
     failed_turn,
     flag_roles,
@@ -134,8 +135,8 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     if tool_msgs:
         rid = next((wrap + k.split(".")[-1] for k in RESULT_ID_KEYS if any(get(m, wrap + k.split(".")[-1])
                                                                              is not None for m in tool_msgs)), None)
-        rcontent = next((wrap + k for k in CONTENT_KEYS if all(get(m, wrap + k) is not None for m in tool_msgs)),
-                        out["content"])
+        rcontent = next((wrap + k for k in CONTENT_KEYS + TOOL_MESSAGE_RESULT_KEYS
+                         if all(get(m, wrap + k) is not None for m in tool_msgs)), out["content"])
         rheld = [get(m, rcontent) for m in tool_msgs]
         if all(isinstance(v, dict) and isinstance(v.get("parts"), list) for v in rheld):
             rcontent += ".parts"  # a message object holding the result's parts (Gemini-style functionResponse)
@@ -184,7 +185,7 @@ def _call_keys(values: list) -> dict[str, str]:
         get(c, "tool_call.function"), dict) else ""
     name = next((fn + k for k in ("name", "tool_name", "toolName", "function_name", "tool") if get(c, fn + k) is not None),
                 fn + "name")
-    args = next((fn + k for k in ("arguments", "args", "input", "parameters", "tool_input", "params")
+    args = next((fn + k for k in ("arguments", "args", "input", "parameters", "tool_input", "tool_args", "params")
                  if get(c, fn + k) is not None), fn + "arguments")
     ident = next((k for k in ("id", "call_id", "tool_call_id", "toolCallId", "tool_call.id") if get(c, k) is not None),
                  None)

@@ -70,9 +70,13 @@ _KEYED = {"toolUse": "tool_use", "toolResult": "tool_result", "reasoningContent"
 # Where a tool-result block keeps its text (Claude.ai exports: ``text``); a result block with none of them is read as
 # ``UnsupportedPart(RESULT_NOT_READ)``, which ingestion reports (never an empty result read as ok).
 RESULT_TEXT_KEYS = ("content", "output", "result", "response", "text", "value", "outputs")
+#: A tool message's result where it has no content in CONTENT_KEYS (Home Assistant's ``tool_result`` object).
+TOOL_MESSAGE_RESULT_KEYS = ("tool_result", "result", "output", "tool_output")
 RESULT_NOT_READ = "tool_result_text_not_found"
 _CALL_NAME = ("name", "toolName", "tool_name", "function_name")
-_CALL_ARGS = ("input", "arguments", "args", "parameters")
+_CALL_ARGS = ("input", "arguments", "args", "parameters", "tool_args", "tool_input")
+#: Keys of a tool call object that hold no argument (its id, name, kind, position, flags).
+_CALL_META = {*_CALL_ID, *_CALL_NAME, "function", "type", "index", "method", "params", "status", "external"}
 _MEDIA = {"image": "image", "image_url": "image", "input_image": "image", "audio": "audio",
           "input_audio": "audio", "file": "file", "input_file": "file", "document": "document", "video": "video"}
 
@@ -165,6 +169,19 @@ def tool_call(block: dict) -> ToolCallPart:
         block["params"] if block.get("method") == "tools/call" and isinstance(block.get("params"), dict) else block
     return ToolCallPart.from_raw(as_text(first(block, _CALL_ID)) or None, str(first(fn, _CALL_NAME)),
                                  first(fn, _CALL_ARGS))
+
+
+def args_not_read(value: Any) -> list[str]:
+    """Keys of message-level tool calls (``calls_of``'s input) with no argument key in a known spelling that hold
+    data no key of a call names: the arguments are there, and reading the call as ``{}`` would lose them."""
+    by_id = keyed_by_id(value)
+    items = list(by_id.values()) if by_id is not None else [value] if isinstance(value, dict) else as_list(value)
+    found = []
+    for c in (c for c in items if isinstance(c, dict)):
+        fn = c.get("function") if isinstance(c.get("function"), dict) else c
+        if first(fn, _CALL_ARGS) is None and not (c.get("method") == "tools/call" and isinstance(c.get("params"), dict)):
+            found += [k for k, v in c.items() if k not in _CALL_META and v not in (None, "", [], {}, False)]
+    return list(dict.fromkeys(found))
 
 
 def block_part(block: Any) -> Any:

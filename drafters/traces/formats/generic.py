@@ -49,6 +49,8 @@ from drafters.traces.formats._spellings import (
     RESULT_TEXT_KEYS,
     ROLE_KEYS,
     SYSTEM_KEYS,
+    TOOL_MESSAGE_RESULT_KEYS,
+    args_not_read,
     block_parts,
     calls_of,
     contents_shorthand,
@@ -168,7 +170,11 @@ def message_of(raw: dict, role: str, content_key: str | None, richer: list | Non
     results live only in ``parts``; ``richer``, from ``_richer_parts``) is read from its parts. An assistant
     message's calls recorded with their results (``executed``: their parts, ``executed_key``) come before its
     text: the harness ran them, and the text is the reply written after the last result."""
-    parts = richer if richer is not None else block_parts(get(raw, content_key)) if content_key else []
+    value = get(raw, content_key) if content_key else None
+    if role == "tool" and content_key and content_key.rpartition(".")[2] in TOOL_MESSAGE_RESULT_KEYS \
+            and isinstance(value, dict):
+        value = as_text(value)  # a result object (Home Assistant's {success, result}): its JSON is the result
+    parts = richer if richer is not None else block_parts(value) if content_key else []
     if role == "assistant" and executed:
         parts = [*executed, *parts]
     if role == "tool" or (role == "user" and keyed_by_id(raw.get("tool_results")) and not parts):
@@ -200,14 +206,19 @@ def _richer_parts(raw: dict, content_key: str | None) -> list | None:
     return parts if any(not isinstance(p, TextPart) for p in parts) else None
 
 
-def _content_key(raw: dict, key: str | None) -> str | None:
+def _content_key(raw: dict, key: str | None, role: str | None = None) -> str | None:
     """The content key of one message: the list's (``key``), or where a message lacks it another spelling beside
-    it (OpenCode rows: a user's ``data.text``, an assistant's ``data.content``; a text beside parts)."""
+    it (OpenCode rows: a user's ``data.text``, an assistant's ``data.content``; a text beside parts; a tool
+    message's ``tool_result``, ``TOOL_MESSAGE_RESULT_KEYS``)."""
     if key is None or get(raw, key) is not None:
         return key
     parent = key.rpartition(".")[0]
     spellings = [f"{parent}.{k}" if parent else k for k in CONTENT_KEYS]
-    return next((k for k in spellings if isinstance(get(raw, k), (str, list))), key)
+    found = next((k for k in spellings if isinstance(get(raw, k), (str, list))), None)
+    if found is None and role == "tool":
+        found = next((f"{parent}.{k}" if parent else k for k in TOOL_MESSAGE_RESULT_KEYS
+                      if get(raw, f"{parent}.{k}" if parent else k) not in (None, "", [], {})), None)
+    return found or key
 
 
 def _used_keys(raw: dict, found: _Found, parts_read: bool, content_key: str | None) -> set[str]:
@@ -238,7 +249,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                          "read oldest first", source, found.path)
     for i, raw in indexed:
         role = role_of(get(raw, found.role_key))
-        content_key = _content_key(raw, found.content_key)
+        content_key = _content_key(raw, found.content_key, role)
         richer = _richer_parts(raw, content_key)
         executed = executed_key(raw, _used_keys(raw, found, richer is not None, content_key)) \
             if role == "assistant" else None
@@ -265,6 +276,12 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
         if empty and unread:
             problems.error("content_not_mapped", f"message {i} has no content in a known spelling; its keys "
                            f"{', '.join(sorted(unread)[:8])} were not read", source, f"{found.path}[{i}]")
+            return None
+        unread_args = args_not_read(first(raw, CALL_KEYS)) if role == "assistant" else []
+        if unread_args:  # arguments under a key no spelling reads: the calls would be read with none
+            problems.error("content_not_mapped", f"message {i} has tool calls whose arguments are under "
+                           f"{', '.join(unread_args)}, which the general path does not read: declare them in a "
+                           "mapping file (--mapping; tool_call: {arguments: KEY})", source, f"{found.path}[{i}]")
             return None
         lost = _shapes.calls_not_read([raw], unread)
         if lost:  # tool calls under a key no rule reads: the call would be lost, the file reported ok

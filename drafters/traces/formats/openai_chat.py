@@ -22,7 +22,7 @@ from typing import IO, Any
 
 from drafters.traces.formats import _cassette, _content, _reading
 from drafters.traces.formats._chains import CallChains
-from drafters.traces.formats._spellings import sibling_system, system_not_read
+from drafters.traces.formats._spellings import args_not_read, sibling_system, system_not_read, tool_call
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
@@ -147,8 +147,10 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         for call in msg.get("tool_calls") or []:
             if not isinstance(call, dict):
                 continue
-            fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-            parts.append(ToolCallPart.from_raw(call.get("id"), str(fn.get("name", "")), fn.get("arguments")))
+            if args_not_read(call) or not isinstance(call.get("function"), dict) and not call.get("name"):
+                parts.append(UnsupportedPart("tool_call_shape"))  # no name or arguments where any spelling has them
+                continue
+            parts.append(tool_call(call))  # OpenAI's {id, function: {name, arguments}}, or flat {id, name, args}
         fc = msg.get("function_call")
         if isinstance(fc, dict):
             parts.append(ToolCallPart.from_raw(None, str(fc.get("name", "")), fc.get("arguments")))
