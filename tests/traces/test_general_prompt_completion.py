@@ -114,6 +114,13 @@ def test_a_prompt_and_an_answer_under_keys_that_say_so(tmp_path):
     assert result.report.ok, codes(result)
     assert [c.completion.text for conv in result.conversations for c in conv.calls()] == [
         "It depends on...", "A curiosity loop is..."]
+    # a pipeline's call log (VideoLingo's): the reply as written under resp_content, parsed beside it (resp, a
+    # dict: not a text) with its kind (resp_type: no answer)
+    log = [{"model": "m", "prompt": "Split this subtitle.", "resp_content": "```json\n{\"split\": 2}\n```",
+            "resp_type": "json", "resp": {"split": 2}, "message": None}]
+    result = ingest([_rows(tmp_path, log, "log.json")], scrub=False)
+    assert result.report.ok and [c.completion.text for c in result.conversations[0].calls()] == [
+        "```json\n{\"split\": 2}\n```"]
     entry = [{"input": "Extract the entities.", "result": "(\"entity\"<|>\"Tata\")", "parameters": {"model": "m"}}]
     result = ingest([_rows(tmp_path, entry, "entry.json")], scrub=False)
     assert result.report.ok and [c.completion.text for c in result.conversations[0].calls()] == [

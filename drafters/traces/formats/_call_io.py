@@ -109,7 +109,7 @@ _MODEL_ANSWER_KEY = re.compile(r"^(llm|model|raw|generated|assistant|ai|bot)(_(l
 #: A prompt or an answer under a key of a few words, one of which says so (``original_prompt``, ``input_text``;
 #: ``result``, ``return``, ``llm_reply``), none of which says it is someone else's (a reference, a template).
 _PROMPT_WORDS = frozenset({"prompt", "instruction", "question", "query", "input", "request"})
-_ANSWER_WORDS = frozenset({"output", "response", "completion", "generation", "result", "return", "reply"})
+_ANSWER_WORDS = frozenset({"output", "response", "resp", "completion", "generation", "result", "return", "reply"})
 _NOT_THE_CALL = frozenset({"expected", "reference", "ref", "gold", "golden", "target", "ground", "truth", "label",
                            "ideal", "correct", "template", "system", "parsed", "extracted", "score", "eval", "judge",
                            "error", "status", "type", "id", "format", "schema", "tokens", "time", "count", "hash"})
