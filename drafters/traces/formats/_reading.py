@@ -1,9 +1,8 @@
-"""Reading trace files: JSON documents, JSON Lines, concatenated JSON values and YAML, with every bad
-line or document reported to the ``ProblemSink`` (code ``invalid_json``, with file and line) instead of
-raised, plus the cheap helpers sniffers use on a file's head.
+"""Reading trace files: JSON documents, JSON Lines and concatenated JSON values, with every bad line or
+document reported to the ``ProblemSink`` (code ``invalid_json``, with file and line) instead of raised, plus the
+cheap helpers sniffers use on a file's head (YAML documents: ``yaml_documents.py``).
 
-Not a format (no ``FORMAT``); every format module may use these. Standard library only (``yaml`` is
-imported lazily by ``load_yaml``).
+Not a format (no ``FORMAT``); every format module may use these. Standard library only.
 """
 
 from __future__ import annotations
@@ -312,20 +311,6 @@ def iter_values(
         ordinal += 1
         line += buf.count("\n", 0, end)
         buf = buf[end:]
-
-
-def load_yaml(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> Any:
-    """The stream parsed as YAML (C loader when available), or None (reported as ``invalid_json``)."""
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        return yaml.load(stream, Loader=loader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problems.error("invalid_json", f"file is not valid YAML: {getattr(exc, 'problem', exc)}",
-                       Source(fmt, filename, line=mark.line + 1 if mark else None))
-        return None
 
 
 class Prefixed:
