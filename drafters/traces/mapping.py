@@ -172,8 +172,8 @@ class Mapping:
                     failed_exchanges += 1  # an HTTP error's body: no model turn
                     continue
                 exchanges = exchanges and _exchanges.http_status(record) is not None
-                if not jsonpath(record, self.messages) and (call_free(record) or self.records == "lists" and
-                                                            not holds_role_message(record)):
+                held = [v for _, v in jsonpath(record, self.messages) if v is not None]  # null: nothing there
+                if not held and (call_free(record) or self.records == "lists" and not holds_role_message(record)):
                     other_events += 1  # an event of another kind (a score, a task span without messages)
                     continue
                 for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake

@@ -86,6 +86,16 @@ def _spans() -> list[dict]:
     return [root, ops[0], ask, ops[1], dict(ask), {"name": "tool-operation", "type": None}, tool]
 
 
+def test_a_wrapper_span_with_null_input_and_output_is_skipped_not_refused(tmp_path):
+    # a trace document's spans: the chat span and the span wrapping it, whose input and output are null
+    chat = {"type": "chat", "input": [{"role": "user", "content": "Summarise the feedback."}],
+            "output": {"role": "assistant", "content": "Mostly positive."}}
+    wrapper = {"type": "span", "name": "Executing Prompt Template", "input": None, "output": None}
+    result = ingest([_write(tmp_path, {"name": "trace", "spans": [chat, wrapper]}, "trace.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 1, 0) and "records_not_calls" in codes(result, "warnings")
+
+
 def test_task_spans_beside_the_calls_are_skipped_and_identical_calls_apart_are_two_calls(tmp_path):
     result = ingest([_write(tmp_path, _spans(), "spans.json")], scrub=False, dedup=False)
     assert result.report.ok, codes(result)
