@@ -10,7 +10,7 @@ Classes: exact (ok, same conversations / calls / tool calls); exact-with-mapping
 exactly); refused-with-code (not ok, no conversation kept, an error code); WRONG (ok, or conversations kept,
 with counts the file does not hold); crash (no JSON report). Prints a Markdown table and the share exact.
 
-Run: ``python benchmarks/heldout_formats.py [SET]`` (SET: a set under benchmarks/data/, 1 to 42 today, default 1;
+Run: ``python benchmarks/heldout_formats.py [SET]`` (SET: a set under benchmarks/data/, 1 to 51 today, default 1;
 uses .venv/bin/tracedraft, a CLI run or two per file).
 """
 
