@@ -14,6 +14,7 @@ from itertools import islice
 
 from drafters.traces import io as tio
 from drafters.traces.formats import _reading, _shapes, _streams
+from drafters.traces.formats._spellings import role_of
 from drafters.traces.report import TraceError, ValidationReport
 
 
@@ -112,18 +113,13 @@ def skeleton_yaml(path: str | os.PathLike[str], name: str | None = None) -> str 
     (``bad_mapping``, naming the value) until the user writes system, user, assistant or tool."""
     import yaml
 
-    from drafters.traces.formats._spellings import role_of
-
     problems = ValidationReport()
     with tio.open_text(path) as stream:
         sample = [v for _, v in islice(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
                                        _shapes.SAMPLE)]
     found = next((hit for value in sample if (hit := _role_list(value, "$", 0)) is not None), None)
-    lines = found is None and len(sample) >= 2 and all(isinstance(v, dict) for v in sample) \
-        and _roles_and_text(sample)  # no record holds such a list: each record one message (a JSONL log)
-    if lines and not any(role_of(v) for v in lines[2]):
-        lines = None  # records that are no messages (a row's category, difficulty): nothing to complete
-    if found is None and not lines:
+    lines = _message_records(sample) if found is None else None
+    if found is None and lines is None:
         return None
     where, role, content, values = found or ("$", *lines)
     mapping = {"name": name or os.path.basename(str(path)).split(".")[0][:40] or "skeleton",
@@ -137,6 +133,14 @@ def skeleton_yaml(path: str | os.PathLike[str], name: str | None = None) -> str 
             "# with --mapping THIS_FILE"]
     return "\n".join(head) + "\n" + yaml.safe_dump(mapping, sort_keys=False, allow_unicode=True,
                                                   default_flow_style=False)
+
+
+def _message_records(sample: list) -> tuple[str, str, list[str]] | None:
+    """(role key, content key, role values) where no record holds a message list but the records themselves are
+    one (a JSONL log, one message a record), one role value a spelling the general path knows; else None (rows
+    of a table: a category, a difficulty)."""
+    hit = _roles_and_text(sample) if len(sample) >= 2 and all(isinstance(v, dict) for v in sample) else None
+    return hit if hit is not None and any(role_of(v) for v in hit[2]) else None
 
 
 def _role_list(value: object, path: str, depth: int) -> tuple[str, str, str, list[str]] | None:
@@ -166,8 +170,6 @@ def _roles_and_text(items: list[dict]) -> tuple[str, str, list[str]] | None:
              and all(len(i[k]) <= 40 for i in items)]  # a value repeats: a role, not an id
     if not roles:
         return None
-    from drafters.traces.formats._spellings import role_of
-
     # the key whose values the common spellings know most (speaker / author beside a type), then the fewest values
     role = min(roles, key=lambda k: (-sum(role_of(v) is not None for v in {i[k] for i in items}),
                                      len({i[k] for i in items}), sum(len(i[k]) for i in items)))

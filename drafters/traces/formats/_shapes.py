@@ -99,7 +99,7 @@ class Inferred:
 @dataclass
 class Ambiguous:
     """Two readings fit: the candidates (shape and path), for an ``ambiguous_shape`` error naming them; where
-    each is a message list's path, ``readings`` holds the mapping of each (``infer.ranked`` orders them)."""
+    each is a message list's path, ``readings`` holds the offered ones, best first (``_ranked_lists``)."""
 
     candidates: list[str]
     readings: list[Inferred] = field(default_factory=list)
@@ -400,9 +400,9 @@ def _siblings(found: list[tuple[str, list]]) -> list[tuple[str, list]]:
 def _grouped(paths: list[str]) -> list[str]:
     """``paths`` with those differing only in list indexes (``players[0].conversation``, ``players[1]...``) as one
     ``[*]`` path (one conversation per item), first-seen order."""
-    starred = Counter(re.sub(r"\[\d+\]", "[*]", p) for p in paths)
-    return list(dict.fromkeys(re.sub(r"\[\d+\]", "[*]", p) if starred[re.sub(r"\[\d+\]", "[*]", p)] > 1 else p
-                              for p in paths))
+    stars = [re.sub(r"\[\d+\]", "[*]", p) for p in paths]
+    count = Counter(stars)
+    return list(dict.fromkeys(star if count[star] > 1 else p for p, star in zip(paths, stars)))
 
 
 def _ranked_lists(values: list, paths: list[str], name: str) -> list[Inferred]:
@@ -418,7 +418,7 @@ def _ranked_lists(values: list, paths: list[str], name: str) -> list[Inferred]:
             keys, unread = message_keys(msgs)
         except (ValueError, TraceError):  # mixed spellings no mapping says: not a reading to offer
             continue
-        sides = {role_value(m, role_key(msgs) or "") for m in msgs}
+        sides = {role_value(m, keys["role"]) for m in msgs}
         reading = Inferred("record_lists", _mapping(name, messages=path, **keys, **_record_extras(values, path)),
                            unread, calls_not_read(msgs, unread))
         if "assistant" in sides and len(sides) > 1 and not _one_of_keyed(values, reading):

@@ -174,10 +174,8 @@ def tool_call(block: dict) -> ToolCallPart:
 def args_not_read(value: Any) -> list[str]:
     """Keys of message-level tool calls (``calls_of``'s input) with no argument key in a known spelling that hold
     data no key of a call names: the arguments are there, and reading the call as ``{}`` would lose them."""
-    by_id = keyed_by_id(value)
-    items = list(by_id.values()) if by_id is not None else [value] if isinstance(value, dict) else as_list(value)
     found = []
-    for c in (c for c in items if isinstance(c, dict)):
+    for c in _call_objects(value):
         fn = c.get("function") if isinstance(c.get("function"), dict) else c
         if first(fn, _CALL_ARGS) is None and not (c.get("method") == "tools/call" and isinstance(c.get("params"), dict)):
             found += [k for k, v in c.items() if k not in _CALL_META and v not in (None, "", [], {}, False)]
@@ -451,11 +449,16 @@ def response_id(raw: Any) -> str | None:
 def calls_of(value: Any) -> list[ToolCallPart]:
     """Message-level tool calls (a list, one legacy ``function_call`` object, or a map of call id -> call:
     fast-agent's ``{id: {method: tools/call, params}}``)."""
+    return [tool_call(c) for c in _call_objects(value)]
+
+
+def _call_objects(value: Any) -> list[dict]:
+    """The call objects of message-level tool calls (a list, one object, or a map of call id -> call, the id
+    written into each)."""
     by_id = keyed_by_id(value)
     if by_id is not None:
-        return [tool_call({**c, "id": k}) for k, c in by_id.items()]
-    items = [value] if isinstance(value, dict) else as_list(value)
-    return [tool_call(c) for c in items if isinstance(c, dict)]
+        return [{**c, "id": k} for k, c in by_id.items()]
+    return [c for c in ([value] if isinstance(value, dict) else as_list(value)) if isinstance(c, dict)]
 
 
 def keyed_by_id(value: Any) -> dict[str, dict] | None:

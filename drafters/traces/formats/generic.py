@@ -213,11 +213,10 @@ def _content_key(raw: dict, key: str | None, role: str | None = None) -> str | N
     if key is None or get(raw, key) is not None:
         return key
     parent = key.rpartition(".")[0]
-    spellings = [f"{parent}.{k}" if parent else k for k in CONTENT_KEYS]
-    found = next((k for k in spellings if isinstance(get(raw, k), (str, list))), None)
+    beside = [f"{parent}.{k}" if parent else k for k in (*CONTENT_KEYS, *TOOL_MESSAGE_RESULT_KEYS)]
+    found = next((k for k in beside[:len(CONTENT_KEYS)] if isinstance(get(raw, k), (str, list))), None)
     if found is None and role == "tool":
-        found = next((f"{parent}.{k}" if parent else k for k in TOOL_MESSAGE_RESULT_KEYS
-                      if get(raw, f"{parent}.{k}" if parent else k) not in (None, "", [], {})), None)
+        found = next((k for k in beside[len(CONTENT_KEYS):] if get(raw, k) not in (None, "", [], {})), None)
     return found or key
 
 

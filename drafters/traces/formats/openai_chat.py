@@ -147,7 +147,7 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         for call in msg.get("tool_calls") or []:
             if not isinstance(call, dict):
                 continue
-            if args_not_read(call) or not isinstance(call.get("function"), dict) and not call.get("name"):
+            if args_not_read(call) or (not isinstance(call.get("function"), dict) and not call.get("name")):
                 parts.append(UnsupportedPart("tool_call_shape"))  # no name or arguments where any spelling has them
                 continue
             parts.append(tool_call(call))  # OpenAI's {id, function: {name, arguments}}, or flat {id, name, args}
