@@ -6,8 +6,11 @@ hand_count.py, its evaluator's own counting script (standard library, does not i
 Compares the product's counts (``tracedraft datasets validate --json``) with the hand counts. Where a file
 with a readable LLM call is refused, it also tries the mapping ``infer-mapping`` writes, unchanged.
 
+Where the set has ``examples.tsv`` (the evaluator's piece of each file's first model reply, as a user would copy it),
+a file still refused is tried once more with the mapping ``infer-mapping --reply PIECE`` learns, unchanged.
+
 Classes: exact (ok, same conversations / calls / tool calls); exact-with-mapping (the inferred mapping reads it
-exactly); refused-with-code (not ok, no conversation kept, an error code); WRONG (ok, or conversations kept,
+exactly); exact-with-example (the mapping learned from the example reply reads it exactly); refused-with-code (not ok, no conversation kept, an error code); WRONG (ok, or conversations kept,
 with counts the file does not hold); crash (no JSON report). Prints a Markdown table and the share exact.
 
 Run: ``python benchmarks/heldout_formats.py [SET]`` (SET: a set under benchmarks/data/, 1 to 51 today, default 1;
@@ -53,13 +56,28 @@ def _counts(report: dict) -> tuple[int, int, int]:
     return c["conversations"], c["calls"], c["tool_calls"]
 
 
-def _infer(path: Path, out: Path) -> bool:
-    res = subprocess.run([CLI, "datasets", "infer-mapping", "-o", str(out), str(path)], capture_output=True,
-                         text=True, cwd=ROOT, env=ENV, timeout=300, check=False)
+def _infer(path: Path, out: Path, reply: str | None = None) -> bool:
+    cmd = [CLI, "datasets", "infer-mapping", "-o", str(out), str(path)] + (["--reply", reply] if reply else [])
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=300, check=False)
     return res.returncode == 0 and out.exists() and out.stat().st_size > 0
 
 
-def classify(path: Path, hand: dict, tmp: Path) -> dict:
+def _examples(data: Path) -> dict[str, str]:
+    """``examples.tsv``: file name -> a piece of its first model reply (empty where the evaluator gave none)."""
+    path = data / "examples.tsv"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return {name: piece for name, _, piece in (line.partition("\t") for line in lines) if piece.strip()}
+
+
+def _mapped(path: Path, want: tuple[int, int, int], mapping: Path) -> tuple[bool, str]:
+    """Whether ``mapping`` reads ``path`` exactly, and what it read."""
+    mapped = _validate(path, mapping)
+    if mapped is None:
+        return False, "no report"
+    return mapped["ok"] and _counts(mapped) == want, f"ok={mapped['ok']} {'/'.join(map(str, _counts(mapped)))}"
+
+
+def classify(path: Path, hand: dict, tmp: Path, reply: str | None = None) -> dict:
     report = _validate(path)
     if report is None:
         return {"class": "crash", "product": "no JSON report", "codes": []}
@@ -74,14 +92,20 @@ def classify(path: Path, hand: dict, tmp: Path) -> dict:
         if hand["readable"]:
             mapping = tmp / (path.name + ".mapping.yaml")
             if _infer(path, mapping):
-                mapped = _validate(path, mapping)
-                if mapped is not None and mapped["ok"] and _counts(mapped) == want:
-                    row["class"] = "exact-with-mapping"
-                row["mapping"] = "inferred mapping: " + (
-                    "no report" if mapped is None else
-                    f"ok={mapped['ok']} {'/'.join(map(str, _counts(mapped)))}")
+                exact, read = _mapped(path, want, mapping)
+                row["class"] = "exact-with-mapping" if exact else row["class"]
+                row["mapping"] = "inferred mapping: " + read
             else:
                 row["mapping"] = "infer-mapping refused"
+        if hand["readable"] and reply and row["class"] == "refused-with-code":
+            learned = tmp / (path.name + ".learned.yaml")
+            if _infer(path, learned, reply):
+                exact, read = _mapped(path, want, learned)
+                row["class"] = "exact-with-example" if exact else row["class"]
+                row["learned_wrong"] = not exact and read.startswith("ok=True")  # the user would read wrong counts
+                row["mapping"] += "; learned from the example reply: " + read
+            else:
+                row["mapping"] += "; infer-mapping --reply refused"
         return row
     return {"class": "WRONG", "product": product, "codes": codes}
 
@@ -91,10 +115,11 @@ def main(held_out_set: int = 1) -> int:
     hand_out = subprocess.run([sys.executable, str(data / "hand_count.py")], capture_output=True, text=True,
                               check=True)
     hands = [json.loads(line) for line in hand_out.stdout.splitlines()]
+    examples = _examples(data)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for hand in hands:
-            row = classify(data / "files" / hand["file"], hand, Path(tmp))
+            row = classify(data / "files" / hand["file"], hand, Path(tmp), examples.get(hand["file"]))
             rows.append((hand, row))
     print("| file | format | hand conv/calls/tools | readable | product | class |")
     print("|---|---|---|---|---|---|")
@@ -108,13 +133,18 @@ def main(held_out_set: int = 1) -> int:
     n_exact = sum(c in ("exact", "exact-with-mapping") for c in classes)
     print()
     print(f"files: {len(rows)}; exact: {classes.count('exact')}; exact with the inferred mapping: "
-          f"{classes.count('exact-with-mapping')}; refused with a code: {classes.count('refused-with-code')}; "
+          f"{classes.count('exact-with-mapping')}; exact with an example reply: {classes.count('exact-with-example')}; "
+          f"refused with a code: {classes.count('refused-with-code')}; "
           f"WRONG: {classes.count('WRONG')}; crash: {classes.count('crash')}")
     print(f"share exact: {n_exact}/{len(rows)} of all files; "
           f"{sum(c in ('exact', 'exact-with-mapping') for c in readable)}/{len(readable)} of the files holding a "
           f"readable LLM call; correct outcome (exact, or refused where nothing is readable): "
           f"{n_exact + sum(1 for h, r in rows if not h['readable'] and r['class'] == 'refused-with-code')}"
           f"/{len(rows)}")
+    if examples:
+        print(f"with the mappings learned from example replies (infer-mapping --reply): "
+              f"{sum(c.startswith('exact') for c in readable)}/{len(readable)} of the files holding a readable LLM "
+              f"call; learned mappings reading ok with wrong counts: {sum(r.get('learned_wrong', False) for _, r in rows)}")
     return 1 if classes.count("WRONG") or classes.count("crash") else 0
 
 

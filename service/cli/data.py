@@ -1,6 +1,6 @@
 """User verbs on datasets and jobs, through the REST API (``datasets validate`` also works offline).
 
-- ``datasets upload|validate|infer-mapping|list|show``
+- ``datasets upload|validate|list|show`` (``infer-mapping``: service/cli/infer_mapping.py)
 - ``jobs submit|list|show|events [--follow]|cancel``
 """
 
@@ -137,63 +137,6 @@ def datasets_validate(
     usable = (report.get("counts") or {}).get("conversations", 0) > 0
     if not usable or (strict and report.get("errors")):
         raise typer.Exit(EXIT_ERROR)
-
-
-@datasets_app.command("infer-mapping")
-def datasets_infer_mapping(
-    file: Path = typer.Argument(..., help="A trace file of a format tracedraft has no module for."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Write the mapping here (default: print it)."),
-    name: str | None = typer.Option(None, "--name", help="The mapping's name (default: the file's stem)."),
-    as_json: bool = JsonOpt,
-) -> None:
-    """Write the declared mapping the general path infers for FILE (offline), to check and fix, then use
-    with --mapping. Where several message lists fit (the general path refuses the file), writes the reading ranked
-    first and names the others, one line to change. Exits 1 with a coded error when no shape fits, or several
-    that are not message lists; where none fits but a list of objects looks like messages with unknown role names,
-    it still writes a skeleton to complete. --json prints {"file", "shape", "mapping", "keys_not_read",
-    "calls_not_read", "other_messages"} (and still writes --out).
-
-    Example: tracedraft datasets infer-mapping export.jsonl -o export.mapping.yaml
-    """
-    from drafters.traces.infer import content_hint, infer_mapping, mapping_yaml, skeleton_yaml
-    from drafters.traces.report import TraceError
-
-    with handled():
-        if not file.exists():
-            raise CliError("not_found", f"no such file: {file}", where=str(file))
-        try:
-            inferred = infer_mapping(file, name)
-        except TraceError as exc:
-            skeleton = skeleton_yaml(file, name) if exc.code == "no_messages_found" else None
-            if skeleton is None:
-                raise
-            _write_skeleton(skeleton, out)
-            raise CliError(exc.code, f"{exc.message}; wrote a skeleton mapping to complete "
-                           f"({out or 'printed above'}): fill the roles marked \"?\"", where=str(file)) from exc
-        text = mapping_yaml(inferred, content_hint(file, inferred))
-    if as_json:
-        import yaml
-
-        print_json({"file": str(file), "shape": inferred.shape, "mapping": yaml.safe_load(text),
-                    "keys_not_read": inferred.keys_not_read, "calls_not_read": inferred.calls_not_read,
-                    "other_messages": inferred.others})
-        if out is not None:
-            out.write_text(text, encoding="utf-8")
-        return
-    if out is None:
-        print(text, end="")
-    else:
-        out.write_text(text, encoding="utf-8")
-        check = "the messages line (several message lists fit: the general path refuses this file) and the roles" \
-            if inferred.others else "the roles"
-        err_console.print(f"wrote {out}: check {check}, then: tracedraft datasets validate --mapping {out} {file}")
-
-
-def _write_skeleton(text: str, out: Path | None) -> None:
-    if out is None:
-        print(text, end="")
-    else:
-        out.write_text(text, encoding="utf-8")
 
 
 def check_files_exist(files: list[Path], mapping: Path | None, exists: Any) -> None:

@@ -165,3 +165,27 @@ def test_rows_that_are_no_messages_get_no_skeleton(tmp_path):
     path.write_text(json.dumps(rows))
     r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(tmp_path / "rows.yaml")])
     assert r.exit_code != 0 and "no_messages_found" in r.output and "skeleton" not in r.output
+
+
+def test_infer_mapping_learns_from_an_example_reply(tmp_path):
+    """``--reply``: the user copies one of the model's replies; the mapping learned from where it sits reads the
+    file with ``validate --mapping``; a role left to name exits 1 (``roles_unnamed``) after writing the mapping."""
+    runner = CliRunner()
+    path, out = tmp_path / "support.json", tmp_path / "support.mapping.yaml"
+    log = [{"party": "CUST", "line": "My parcel has not arrived yet."},
+           {"party": "AGT", "line": "Sorry to hear that, let me look up the tracking number."},
+           {"party": "CUST", "line": "It is 123."}, {"party": "AGT", "line": "It arrives tomorrow."}]
+    path.write_text(json.dumps({"chats": [{"log": log}]}))
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path), "--reply", "let me look up the tracking", "-o",
+                            str(out)])
+    assert r.exit_code == 0, r.output
+    assert out.read_text().startswith("# learned from the example reply, found at $.chats[0].log[1].line")
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", "--mapping", str(out), str(path)])
+    report = json.loads(r.stdout)
+    assert report["ok"] and (report["counts"]["conversations"], report["counts"]["calls"]) == (1, 2)
+    path.write_text(json.dumps({"chats": [{"log": [{"party": "SYS", "line": "Be brief and polite."}, *log]}]}))
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path), "--reply", "let me look up the tracking", "-o",
+                            str(out), "--json"])
+    assert r.exit_code == 1 and "roles_unnamed" in r.output
+    learned, _ = json.JSONDecoder().raw_decode(r.stdout)  # the mapping, then the coded error
+    assert learned["unnamed_roles"] == ["SYS", "CUST"] and learned["mapping"]["roles"]["AGT"] == "assistant"

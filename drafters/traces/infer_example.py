@@ -1,0 +1,308 @@
+"""``tracedraft datasets infer-mapping FILE --reply TEXT``: a declared mapping learned from one of the model's
+replies, as the user copied it from the file.
+
+Where no shape fits a file (its roles are named as nobody spells them, its prompt and answer sit under keys of its
+own), the user knows what the general path cannot guess: which text the model wrote. Given one reply (whole, or a
+piece of it on one line), this finds every string of the file's first records holding it and, for each place,
+writes the mappings that would read it as the model's reply:
+
+- a message list: the reply is a message of a list of objects sharing a key with 2 to 8 short values (the role);
+  that message's value is the assistant's, the values the common spellings know are theirs, and a single other
+  value nobody spells is the user's (more are written ``"?"`` for the user to name); the file itself may be the
+  list (one message a record: ``records: messages``);
+- a request/response record: the reply is the record's output (``response: PATH``) and the input is the message
+  list the record holds, or the text under a key of the input spellings (``prompt``, ``input``, ``instruction``,
+  ...), else the record's longest other text (said in a comment: a guess to check).
+
+Each candidate is tried by reading the file with it; the first that reads without an error and returns the
+example as a call's completion is written (``drafters/traces/mapping.py`` reads it with ``--mapping``). Torch-free,
+standard library plus PyYAML.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from drafters.traces import io as tio
+from drafters.traces.formats import _reading, _shapes
+from drafters.traces.formats._call_io import TEXT_INPUT_KEYS, message_lists
+from drafters.traces.formats._spellings import role_of
+from drafters.traces.json_paths import child_path
+from drafters.traces.report import TraceError, ValidationReport
+
+#: The shortest example accepted (characters, whitespace collapsed): a shorter one is found everywhere.
+MIN_EXAMPLE = 12
+#: Role keys: how many distinct values, how long each may be (characters).
+MAX_ROLE_VALUES = 8
+MAX_ROLE_LENGTH = 40
+#: Conversations read to check a candidate mapping.
+CHECK_CONVERSATIONS = 200
+
+
+@dataclass
+class Hit:
+    """One place the example was found: the record (0-based, in file order) and the keys and list indexes from
+    the record down to the string holding it."""
+
+    record: int
+    steps: tuple[str | int, ...]
+
+
+@dataclass
+class Learned:
+    """A mapping learned from an example: the mapping file's content, where the example was found (a concrete
+    JSONPath in a record), the role values left for the user to name (written ``"?"``) and comment lines."""
+
+    mapping: dict[str, Any]
+    found_at: str
+    unnamed: list[str]
+    notes: list[str]
+
+
+def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = None) -> Learned:
+    """The declared mapping that reads ``reply`` (a text the model wrote, as it appears in the file, whole or a
+    piece on one line) as a call's completion, learned from where it sits in the file's first records.
+
+    Raises:
+        TraceError("example_too_short") for an example under ``MIN_EXAMPLE`` characters;
+        TraceError("example_not_found") when no string of the first records holds it;
+        TraceError("example_not_read") when it is found but no candidate mapping reads the file without an error
+        with it as a completion (the message names the places and the first candidate's first problem);
+        OSError when the file cannot be read.
+    """
+    want = _normal(reply)
+    if len(want) < MIN_EXAMPLE:
+        raise TraceError("example_too_short", f"the example reply has {len(want)} characters; give at least "
+                         f"{MIN_EXAMPLE} of one reply (a distinctive piece of it)", "--reply")
+    label = name or os.path.basename(str(path)).split(".")[0][:40] or "learned"
+    problems = ValidationReport()
+    with tio.open_text(path) as stream:
+        sample = [v for _, v in islice(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
+                                       _shapes.SAMPLE)]
+    hits = [Hit(i, steps) for i, value in enumerate(sample) for steps in _holding(value, want, ())]
+    if not hits:
+        why = f" (first problem: {problems.errors[0].code}: {problems.errors[0].message})" if problems.errors else ""
+        raise TraceError("example_not_found", f"no text of the file's first {len(sample)} records holds the example "
+                         f"reply{why}: copy it from the file as written (a piece on one line is enough)", str(path))
+    first_problem = ""
+    unnamed: Learned | None = None
+    for hit in hits[:20]:
+        for learned in (*_list_readings(sample, hit, label), *_response_readings(sample, hit, label)):
+            if learned.unnamed:
+                unnamed = unnamed or learned  # cannot be tried until the user names a role
+                continue
+            problem = _check(path, learned.mapping, want)
+            if problem is None:
+                return learned
+            first_problem = first_problem or f"{learned.found_at}: {problem}"
+    if unnamed is not None:
+        return unnamed
+    places = ", ".join(dict.fromkeys(_path(h) for h in hits[:5]))
+    why = first_problem or "no list of messages with a role key, and no request/response record, holds it"
+    raise TraceError("example_not_read", f"the example reply is found at {places} (record {hits[0].record}), but no "
+                     f"mapping reading it as the model's reply reads the file: {why}", str(path))
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _holding(value: Any, want: str, steps: tuple[str | int, ...]) -> Iterator[tuple[str | int, ...]]:
+    """The steps down to every string under ``value`` holding ``want`` (whitespace collapsed)."""
+    if len(steps) > 12:
+        return
+    if isinstance(value, str):
+        if want in _normal(value):
+            yield steps
+    elif isinstance(value, dict):
+        for key, v in value.items():
+            yield from _holding(v, want, (*steps, str(key)))
+    elif isinstance(value, list):
+        for i, v in enumerate(value[:2000]):
+            yield from _holding(v, want, (*steps, i))
+
+
+def _path(hit: Hit, upto: int | None = None, star: bool = False) -> str:
+    """The JSONPath of ``hit``'s first ``upto`` steps (every list index ``[*]`` with ``star``)."""
+    out = "$"
+    for step in hit.steps[:upto]:
+        out = f"{out}[{'*' if star else step}]" if isinstance(step, int) else child_path(out, step)
+    return out
+
+
+def _at(value: Any, steps: tuple[str | int, ...]) -> Any:
+    for step in steps:
+        value = value[step]
+    return value
+
+
+def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
+    """Mappings reading the example as a message of a list of objects with a role key, the innermost list first;
+    the records themselves as the list where each record is one message (``records: messages``)."""
+    record = sample[hit.record]
+    for k in range(len(hit.steps) - 1, -1, -1):
+        if not isinstance(hit.steps[k], int):
+            continue
+        items, inside = _at(record, hit.steps[:k]), hit.steps[k + 1:]
+        content = _content_key(inside)
+        if content is None or not isinstance(items, list):
+            continue
+        for reading in _role_readings(items, items[hit.steps[k]], content):  # type: ignore[index]
+            yield Learned({"name": label, "messages": _path(hit, k, star=True), **reading}, _path(hit),
+                          [v for v, r in reading["roles"].items() if r == "?"], [])
+    content = _content_key(hit.steps)
+    if content is not None and isinstance(record, dict):
+        records = [v for v in sample if isinstance(v, dict)]
+        for reading in _role_readings(records, record, content):
+            yield Learned({"name": label, "records": "messages", "messages": "$", **reading}, _path(hit),
+                          [v for v, r in reading["roles"].items() if r == "?"], [])
+
+
+def _content_key(inside: tuple[str | int, ...]) -> str | None:
+    """The content key of a message from the steps inside it down to the reply: the dotted keys, up to the first
+    list (content blocks, read by the common spellings); None when the message is the string itself."""
+    keys: list[str] = []
+    for step in inside:
+        if isinstance(step, int):
+            break
+        keys.append(step)
+    return ".".join(keys) or None
+
+
+def _role_readings(items: list, example: Any, content: str) -> Iterator[dict[str, Any]]:
+    """``role``, ``roles`` and ``content`` for ``items`` read as messages, ``example`` the reply's message: one per
+    key (dotted one level down) holding 2 to ``MAX_ROLE_VALUES`` short values across the items, the key whose values
+    the common spellings know most first."""
+    dicts = [i for i in items if isinstance(i, dict)]
+    if len(dicts) < 2 or not isinstance(example, dict):
+        return
+    keys = [k for k, v in _flat(example).items() if isinstance(v, str) and k != content.split(".")[0]
+            and not content.startswith(k + ".")]
+    ranked = []
+    for key in keys:
+        values = [_flat(i).get(key) for i in dicts]
+        distinct = list(dict.fromkeys(v for v in values if isinstance(v, str)))
+        if not (2 <= len(distinct) <= MAX_ROLE_VALUES and len(distinct) < len(dicts)
+                and all(len(v) <= MAX_ROLE_LENGTH for v in distinct) and all(isinstance(v, str) for v in values)):
+            continue
+        ranked.append((-sum(role_of(v) is not None for v in distinct), len(distinct), key, distinct))
+    for _, _, key, distinct in sorted(ranked):
+        roles = _roles(distinct, _flat(example)[key])
+        if roles is not None:
+            yield {"role": key, "roles": roles, "content": content}
+
+
+def _flat(item: dict) -> dict[str, Any]:
+    """An object's keys and, for its objects, their keys one level down (``author.role``)."""
+    out = dict(item)
+    for key, value in item.items():
+        if isinstance(value, dict):
+            out.update({f"{key}.{k}": v for k, v in value.items()})
+    return out
+
+
+def _roles(values: list[str], replied: str) -> dict[str, str] | None:
+    """Each role value's role: ``replied`` (the example's) the assistant's, the common spellings', and one value
+    left nobody spells the user's; the others ``"?"``. None when the spellings give ``replied`` another role."""
+    if role_of(replied) not in (None, "assistant"):
+        return None
+    roles = {v: "assistant" if v == replied else (role_of(v) or "?") for v in values}
+    left = [v for v, r in roles.items() if r == "?"]
+    if len(left) == 1 and "user" not in roles.values():
+        roles[left[0]] = "user"
+    return roles
+
+
+def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
+    """Mappings reading the example as a request/response record's output: the response path the reply's string
+    (or the message holding it), the input the record's message list, an input text, else its longest other text."""
+    record = sample[hit.record]
+    if not isinstance(record, dict) or _several_calls(record, hit):
+        return
+    responses = [_path(hit)] + [_path(hit, k) for k in range(len(hit.steps) - 1, 0, -1)
+                                if isinstance(_at(record, hit.steps[:k]), dict)]
+    reply_root = hit.steps[0]
+    inputs = [(p, []) for p, _ in message_lists({k: v for k, v in record.items() if k != reply_root},
+                                                need_assistant=False)]
+    texts = _texts(record, reply_root)
+    named = [(p, v) for p, v in texts if p.rsplit(".", 1)[-1].lower() in TEXT_INPUT_KEYS]
+    for where, notes in inputs + [(p, []) for p, _ in named[:1]] + [
+            (p, [f"# PROMPT: guessed as the record's longest other text, {p}: check it is the model's input"])
+            for p, _ in texts[:1] if not named]:
+        for response in dict.fromkeys(responses):
+            yield Learned({"name": label, "messages": where, "role": "role",
+                           "roles": {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"},
+                           "response": response}, _path(hit), [], notes)
+
+
+def _several_calls(record: dict, hit: Hit) -> bool:
+    """Whether the reply sits in one item of a list of several objects each holding text at the same place (a
+    record of several calls: one response path would read one of them)."""
+    for k, step in enumerate(hit.steps):
+        if isinstance(step, int):
+            items = _at(record, hit.steps[:k])
+            tail = hit.steps[k + 1:]
+            if isinstance(items, list) and sum(1 for i in items if _reaches(i, tail)) >= 2:
+                return True
+    return False
+
+
+def _reaches(value: Any, steps: tuple[str | int, ...]) -> bool:
+    try:
+        return isinstance(_at(value, steps), str)
+    except (KeyError, IndexError, TypeError):
+        return False
+
+
+def _texts(record: dict, skip: str | int) -> list[tuple[str, str]]:
+    """The record's strings outside its ``skip`` key of at least 8 characters, as ``(path, text)``, the longest first
+    (not inside lists: an input is one text)."""
+    out: list[tuple[str, str]] = []
+
+    def walk(value: Any, path: str, depth: int) -> None:
+        if isinstance(value, str) and len(value.strip()) >= 8:
+            out.append((path, value))
+        elif isinstance(value, dict) and depth < 4:
+            for k, v in value.items():
+                walk(v, child_path(path, str(k)), depth + 1)
+
+    for key, value in record.items():
+        if key != skip:
+            walk(value, child_path("$", str(key)), 1)
+    return sorted(out, key=lambda pv: -len(pv[1]))
+
+
+def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str) -> str | None:
+    """None when ``mapping`` reads the file's first conversations without an error and with the example as a
+    call's completion; else what went wrong."""
+    from drafters.traces.mapping_file import mapping_from_dict
+
+    try:
+        fmt = mapping_from_dict(mapping).format()
+    except TraceError as exc:
+        return f"{exc.code}: {exc.message}"
+    problems = ValidationReport()
+    with tio.open_text(path) as stream:
+        convs = list(islice(fmt.parse(stream, str(path), problems), CHECK_CONVERSATIONS))
+    if problems.errors:
+        return f"{problems.errors[0].code}: {problems.errors[0].message}"
+    if not any(want in _normal(call.completion.text) for conv in convs for call in conv.calls()):
+        return "the example is not a completion of the calls it reads"
+    return None
+
+
+def learned_yaml(learned: Learned) -> str:
+    """The learned mapping as a commented YAML mapping file."""
+    import yaml
+
+    head = [f"# learned from the example reply, found at {learned.found_at}",
+            "# check the roles (a value not listed is an error), then ingest with --mapping THIS_FILE", *learned.notes]
+    if learned.unnamed:
+        head.append(f"# Replace each role marked \"?\" ({', '.join(learned.unnamed)}) with system, user, assistant or "
+                    "tool: --mapping refuses it until then")
+    body = yaml.safe_dump(learned.mapping, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return "\n".join(head) + "\n" + body

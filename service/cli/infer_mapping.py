@@ -1,0 +1,99 @@
+"""``tracedraft datasets infer-mapping FILE``: write the declared mapping the general path infers for a file of a
+format with no module (drafters/traces/infer.py), or the one learned from an example reply
+(drafters/traces/infer_example.py), for the user to check and then use with ``--mapping``. Offline."""
+
+# ruff: noqa: B008  (typer declares arguments in defaults)
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from service.cli._common import CliError, JsonOpt, err_console, handled, print_json
+from service.cli.data import datasets_app
+
+
+@datasets_app.command("infer-mapping")
+def datasets_infer_mapping(
+    file: Path = typer.Argument(..., help="A trace file of a format tracedraft has no module for."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write the mapping here (default: print it)."),
+    name: str | None = typer.Option(None, "--name", help="The mapping's name (default: the file's stem)."),
+    reply: str | None = typer.Option(None, "--reply", help="One of the model's replies as the file holds it "
+                                     "(a piece on one line is enough): learn the mapping from where it sits."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Write the declared mapping the general path infers for FILE (offline), to check and fix, then use
+    with --mapping. Where several message lists fit (the general path refuses the file), writes the reading ranked
+    first and names the others, one line to change. Exits 1 with a coded error when no shape fits, or several
+    that are not message lists; where none fits but a list of objects looks like messages with unknown role names,
+    it still writes a skeleton to complete. With --reply, learns the mapping from where that reply sits instead
+    (exits 1 with roles_unnamed where a role is left for you to name). --json prints {"file", "shape", "mapping",
+    "keys_not_read", "calls_not_read", "other_messages"} (and still writes --out).
+
+    Example: tracedraft datasets infer-mapping export.jsonl -o export.mapping.yaml
+    Example: tracedraft datasets infer-mapping chat.json --reply "Sure, the invoice was sent on" -o chat.mapping.yaml
+    """
+    from drafters.traces.infer import content_hint, infer_mapping, mapping_yaml, skeleton_yaml
+    from drafters.traces.report import TraceError
+
+    with handled():
+        if not file.exists():
+            raise CliError("not_found", f"no such file: {file}", where=str(file))
+        if reply is not None:
+            _learn_from_reply(file, reply, name, out, as_json)
+            return
+        try:
+            inferred = infer_mapping(file, name)
+        except TraceError as exc:
+            skeleton = skeleton_yaml(file, name) if exc.code == "no_messages_found" else None
+            if skeleton is None:
+                raise
+            _write_skeleton(skeleton, out)
+            raise CliError(exc.code, f"{exc.message}; wrote a skeleton mapping to complete "
+                           f"({out or 'printed above'}): fill the roles marked \"?\"", where=str(file)) from exc
+        text = mapping_yaml(inferred, content_hint(file, inferred))
+    if as_json:
+        import yaml
+
+        print_json({"file": str(file), "shape": inferred.shape, "mapping": yaml.safe_load(text),
+                    "keys_not_read": inferred.keys_not_read, "calls_not_read": inferred.calls_not_read,
+                    "other_messages": inferred.others})
+        if out is not None:
+            out.write_text(text, encoding="utf-8")
+        return
+    if out is None:
+        print(text, end="")
+    else:
+        out.write_text(text, encoding="utf-8")
+        check = "the messages line (several message lists fit: the general path refuses this file) and the roles" \
+            if inferred.others else "the roles"
+        err_console.print(f"wrote {out}: check {check}, then: tracedraft datasets validate --mapping {out} {file}")
+
+
+def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None, as_json: bool) -> None:
+    """``infer-mapping --reply``: write the mapping learned from the example (drafters/traces/infer_example.py);
+    CliError ``roles_unnamed`` (exit 1) after writing one whose roles the user must still name."""
+    from drafters.traces.infer_example import learn_mapping, learned_yaml
+
+    learned = learn_mapping(file, reply, name)
+    text = learned_yaml(learned)
+    if as_json:
+        print_json({"file": str(file), "shape": "learned_from_reply", "mapping": learned.mapping,
+                    "found_at": learned.found_at, "unnamed_roles": learned.unnamed})
+    if out is not None:
+        out.write_text(text, encoding="utf-8")
+    elif not as_json:
+        print(text, end="")
+    if learned.unnamed:
+        raise CliError("roles_unnamed", f"wrote a mapping ({out or 'printed above'}) whose role values "
+                       f"{', '.join(learned.unnamed)} are marked \"?\": name each system, user, assistant or tool",
+                       where=str(file))
+    if out is not None and not as_json:
+        err_console.print(f"wrote {out}: check the roles, then: tracedraft datasets validate --mapping {out} {file}")
+
+
+def _write_skeleton(text: str, out: Path | None) -> None:
+    if out is None:
+        print(text, end="")
+    else:
+        out.write_text(text, encoding="utf-8")

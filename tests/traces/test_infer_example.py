@@ -1,0 +1,120 @@
+"""A mapping learned from one of the model's replies (``drafters/traces/infer_example.py``,
+``infer-mapping --reply``): where the example sits decides the message list, role key and values, or the
+request/response paths; the mapping then reads the file exactly, or the example is refused with a code."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drafters.traces.infer_example import learn_mapping, learned_yaml
+from drafters.traces.ingest import ingest
+from drafters.traces.mapping_file import mapping_from_dict
+from drafters.traces.report import TraceError
+
+
+def _read(path, learned):
+    report = ingest([str(path)], mapping=mapping_from_dict(learned.mapping), scrub=False, dedup=False)
+    return report
+
+
+def _counts(path, learned):
+    result = _read(path, learned)
+    convs = result.conversations
+    return result.report.ok, len(convs), sum(len(list(c.calls())) for c in convs)
+
+
+def test_roles_nobody_spells_are_learned_from_the_reply(tmp_path):
+    """A tutoring log whose speakers are "STU" and "TUT": the reply's speaker is the assistant, the one other value
+    nobody spells the user."""
+    path = tmp_path / "sessions.json"
+    turns = [{"who": "STU", "said": "How do I factor x^2 - 9?"},
+             {"who": "TUT", "said": "It is a difference of squares: (x - 3)(x + 3)."},
+             {"who": "STU", "said": "And x^2 - 16?"},
+             {"who": "TUT", "said": "The same way: (x - 4)(x + 4)."}]
+    path.write_text(json.dumps({"sessions": [{"id": "a", "log": turns}, {"id": "b", "log": turns[:2]}]}))
+    learned = learn_mapping(path, "It is a difference of squares")
+    assert learned.mapping["messages"] == "$.sessions[*].log"
+    assert (learned.mapping["role"], learned.mapping["content"]) == ("who", "said")
+    assert learned.mapping["roles"] == {"STU": "user", "TUT": "assistant"}
+    assert learned.found_at == "$.sessions[0].log[1].said" and not learned.unnamed
+    assert _counts(path, learned) == (True, 2, 3)
+    assert "found at $.sessions[0].log[1].said" in learned_yaml(learned)
+
+
+def test_a_third_unknown_role_is_left_for_the_user(tmp_path):
+    path = tmp_path / "log.json"
+    turns = [{"who": "SYS", "said": "You are a patient tutor."}, {"who": "STU", "said": "What is 2 + 2?"},
+             {"who": "TUT", "said": "Two plus two is four."}, {"who": "STU", "said": "And 3 + 3?"},
+             {"who": "TUT", "said": "Three plus three is six."}]
+    path.write_text(json.dumps({"log": turns}))
+    learned = learn_mapping(path, "Two plus two is four")
+    assert learned.mapping["roles"] == {"SYS": "?", "STU": "?", "TUT": "assistant"}
+    assert learned.unnamed == ["SYS", "STU"]
+    assert '"?" (SYS, STU)' in learned_yaml(learned)
+
+
+def test_one_message_a_line(tmp_path):
+    """A JSONL log of one message a record: the records are the list (``records: messages``)."""
+    path = tmp_path / "chat.jsonl"
+    lines = [{"ts": 1, "from": "visitor", "body": "Is the shop open on Sunday?"},
+             {"ts": 2, "from": "bot", "body": "Yes, from ten to four on Sundays."},
+             {"ts": 3, "from": "visitor", "body": "Thanks, and on holidays?"},
+             {"ts": 4, "from": "bot", "body": "Closed on public holidays."}]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    learned = learn_mapping(path, "from ten to four on Sundays")
+    assert (learned.mapping["records"], learned.mapping["messages"], learned.mapping["role"]) == ("messages", "$",
+                                                                                                   "from")
+    assert learned.mapping["roles"] == {"visitor": "user", "bot": "assistant"}
+    assert _counts(path, learned) == (True, 1, 2)
+
+
+def test_prompt_and_reply_under_keys_of_their_own(tmp_path):
+    """An eval log: the prompt under an input spelling (``question``), the reply under ``model_said``, beside a
+    reference answer that is never the model's."""
+    path = tmp_path / "eval.jsonl"
+    rows = [{"question": f"What is the capital of country {i}?", "model_said": f"The capital of {i} is City {i}.",
+             "reference": f"City {i}"} for i in range(3)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    learned = learn_mapping(path, "The capital of 0 is City 0")
+    assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.question", "$.model_said")
+    assert not learned.notes
+    result = _read(path, learned)
+    assert result.report.ok and len(result.conversations) == 3
+    call = next(result.conversations[1].calls())
+    assert call.context[-1].text == "What is the capital of country 1?" and call.completion.text == (
+        "The capital of 1 is City 1.")
+
+
+def test_a_prompt_under_no_known_key_is_a_guess_said_in_a_comment(tmp_path):
+    path = tmp_path / "samples.jsonl"
+    rows = [{"doc_id": i, "arguments": {"arg_0": f"Translate to French, then explain the grammar: sentence {i}"},
+             "resps": [[f"Voici la phrase {i}, with its grammar explained."]]} for i in range(2)]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    learned = learn_mapping(path, "Voici la phrase 0")
+    assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.arguments.arg_0", "$.resps[0][0]")
+    assert learned.notes and learned.notes[0].startswith("# PROMPT: guessed")
+    assert _counts(path, learned) == (True, 2, 2)
+
+
+def test_a_record_of_several_calls_is_not_read_as_one(tmp_path):
+    """The reply is one of several calls a record keeps: one response path would read one call of three, so no
+    request/response reading is offered, and with no role list the example is refused."""
+    path = tmp_path / "runs.json"
+    calls = [{"prompt_text": f"Step {i}: what next?", "generated": f"Next I open file number {i} and read it."}
+             for i in range(3)]
+    path.write_text(json.dumps({"run": "r1", "calls": calls}))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "Next I open file number 0")
+    assert err.value.code == "example_not_read" and "$.calls[0].generated" in err.value.message
+
+
+@pytest.mark.parametrize(("reply", "code"), [("not in the file at all", "example_not_found"),
+                                             ("short", "example_too_short")])
+def test_an_example_not_found_or_too_short_is_refused(tmp_path, reply, code):
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"log": [{"who": "A", "said": "hello there"}, {"who": "B", "said": "hi, how are you"}]}))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, reply)
+    assert err.value.code == code
