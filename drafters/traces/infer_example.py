@@ -15,13 +15,14 @@ writes the mappings that would read it as the model's reply:
   ...), else the record's longest other text (said in a comment: a guess to check).
 
 Each candidate is tried by reading the file with it; the first that reads without an error and returns the
-example as a call's completion is written (``drafters/traces/mapping.py`` reads it with ``--mapping``). Torch-free,
+example as one of the assistant's messages is written (``drafters/traces/mapping.py`` reads it with ``--mapping``). Torch-free,
 standard library plus PyYAML.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -30,8 +31,9 @@ from typing import Any
 from drafters.traces import io as tio
 from drafters.traces.formats import _reading, _shapes
 from drafters.traces.formats._call_io import TEXT_INPUT_KEYS, message_lists
-from drafters.traces.formats._spellings import role_of
-from drafters.traces.json_paths import child_path
+from drafters.traces.formats._shapes import call_keys, calls_not_read
+from drafters.traces.formats._spellings import CALL_KEYS, get, role_of
+from drafters.traces.json_paths import child_path, jsonpath
 from drafters.traces.report import TraceError, ValidationReport
 
 #: The shortest example accepted (characters, whitespace collapsed): a shorter one is found everywhere.
@@ -39,8 +41,17 @@ MIN_EXAMPLE = 12
 #: Role keys: how many distinct values, how long each may be (characters).
 MAX_ROLE_VALUES = 8
 MAX_ROLE_LENGTH = 40
-#: Conversations read to check a candidate mapping.
+#: Role values that name a side other than the user's, and keys whose values are no sides.
+NOT_USER = re.compile(r"tool|function|observ|env|result|output|system|event|start|end", re.IGNORECASE)
+NOT_ROLE_KEY = re.compile(r"model|(^|_)id$|Id$")
+#: Keys whose text is no prompt (an environment's observation, an output, a reference answer), and the shortest
+#: text taken as the prompt where no input key names it (characters).
+NOT_PROMPT = re.compile(r"observ|output|result|respon|answer|reason|target|reference|label|judg|summar",
+                        re.IGNORECASE)
+MIN_GUESSED_PROMPT = 40
+#: Conversations read to check a candidate mapping, and records whose texts at the example's place it must read.
 CHECK_CONVERSATIONS = 200
+SIBLING_RECORDS = 20
 
 
 @dataclass
@@ -65,13 +76,13 @@ class Learned:
 
 def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = None) -> Learned:
     """The declared mapping that reads ``reply`` (a text the model wrote, as it appears in the file, whole or a
-    piece on one line) as a call's completion, learned from where it sits in the file's first records.
+    piece on one line) as one of the assistant's messages, learned from where it sits in the file's first records.
 
     Raises:
         TraceError("example_too_short") for an example under ``MIN_EXAMPLE`` characters;
         TraceError("example_not_found") when no string of the first records holds it;
         TraceError("example_not_read") when it is found but no candidate mapping reads the file without an error
-        with it as a completion (the message names the places and the first candidate's first problem);
+        with it as the assistant's (the message names the places and the first candidate's first problem);
         OSError when the file cannot be read.
     """
     want = _normal(reply)
@@ -95,7 +106,10 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
             if learned.unnamed:
                 unnamed = unnamed or learned  # cannot be tried until the user names a role
                 continue
-            problem = _check(path, learned.mapping, want)
+            lost = _lost_calls(learned.mapping, sample)
+            siblings = _siblings(sample, hit) if "response" in learned.mapping else []
+            problem = (f"tool calls under {', '.join(lost)} would not be read" if lost else
+                       _check(path, learned.mapping, want, siblings))
             if problem is None:
                 return learned
             first_problem = first_problem or f"{learned.found_at}: {problem}"
@@ -184,6 +198,8 @@ def _role_readings(items: list, example: Any, content: str) -> Iterator[dict[str
             and not content.startswith(k + ".")]
     ranked = []
     for key in keys:
+        if NOT_ROLE_KEY.search(key.rsplit(".", 1)[-1]):
+            continue  # a model's name or an id repeats too, but says who answered, not which side
         values = [_flat(i).get(key) for i in dicts]
         distinct = list(dict.fromkeys(v for v in values if isinstance(v, str)))
         if not (2 <= len(distinct) <= MAX_ROLE_VALUES and len(distinct) < len(dicts)
@@ -192,8 +208,17 @@ def _role_readings(items: list, example: Any, content: str) -> Iterator[dict[str
         ranked.append((-sum(role_of(v) is not None for v in distinct), len(distinct), key, distinct))
     for _, _, key, distinct in sorted(ranked):
         roles = _roles(distinct, _flat(example)[key])
-        if roles is not None:
-            yield {"role": key, "roles": roles, "content": content}
+        if roles is not None:  # the best key only: where its roles need naming, the user names them
+            yield {"role": key, "roles": roles, "content": content, **_tool_keys(dicts, key, content)}
+            return
+
+
+def _tool_keys(items: list[dict], role: str, content: str) -> dict[str, Any]:
+    """``tool_calls`` and ``tool_call`` where the messages keep calls under a key the common spellings name
+    (``tool_calls``, ``function_call``, ...); calls under other keys are found by ``_check`` (never read as text)."""
+    key = next((k for k in CALL_KEYS if k not in (role, content) and any(get(m, k) not in (None, [], {}) for m in items)),
+               None)
+    return {} if key is None else {"tool_calls": key, "tool_call": call_keys([get(m, key) for m in items])}
 
 
 def _flat(item: dict) -> dict[str, Any]:
@@ -207,12 +232,16 @@ def _flat(item: dict) -> dict[str, Any]:
 
 def _roles(values: list[str], replied: str) -> dict[str, str] | None:
     """Each role value's role: ``replied`` (the example's) the assistant's, the common spellings', and one value
-    left nobody spells the user's; the others ``"?"``. None when the spellings give ``replied`` another role."""
+    left nobody spells the user's, unless it names another side (``TOOL_END``, ``env``); the others ``"?"``, as is
+    another value the spellings call the assistant's (which of the two wrote the replies?). None when the
+    spellings give ``replied`` another role."""
     if role_of(replied) not in (None, "assistant"):
         return None
     roles = {v: "assistant" if v == replied else (role_of(v) or "?") for v in values}
+    roles = {v: "?" if r == "assistant" and v != replied else r for v, r in roles.items()}
     left = [v for v, r in roles.items() if r == "?"]
-    if len(left) == 1 and "user" not in roles.values():
+    if len(left) == 1 and "user" not in roles.values() and not NOT_USER.search(left[0]) and \
+            role_of(left[0]) is None:
         roles[left[0]] = "user"
     return roles
 
@@ -221,8 +250,9 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
     """Mappings reading the example as a request/response record's output: the response path the reply's string
     (or the message holding it), the input the record's message list, an input text, else its longest other text."""
     record = sample[hit.record]
-    if not isinstance(record, dict) or _several_calls(record, hit):
-        return
+    if not isinstance(record, dict) or _several_calls(record, hit) or len(list(_holding(record, _normal(
+            _at(record, hit.steps)), ()))) > 1:
+        return  # a record of several calls, or one keeping the reply twice (a copy: which call is it?)
     responses = [_path(hit)] + [_path(hit, k) for k in range(len(hit.steps) - 1, 0, -1)
                                 if isinstance(_at(record, hit.steps[:k]), dict)]
     reply_root = hit.steps[0]
@@ -232,16 +262,30 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
     named = [(p, v) for p, v in texts if p.rsplit(".", 1)[-1].lower() in TEXT_INPUT_KEYS]
     for where, notes in inputs + [(p, []) for p, _ in named[:1]] + [
             (p, [f"# PROMPT: guessed as the record's longest other text, {p}: check it is the model's input"])
-            for p, _ in texts[:1] if not named]:
+            for p, v in texts[:1] if not named and len(v) >= MIN_GUESSED_PROMPT and not NOT_PROMPT.search(p)]:
+        if _repeated_input(sample, where):
+            continue
         for response in dict.fromkeys(responses):
             yield Learned({"name": label, "messages": where, "role": "role",
                            "roles": {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"},
                            "response": response}, _path(hit), [], notes)
 
 
+def _repeated_input(sample: list, where: str) -> bool:
+    """Whether the first records all hold the same input at ``where`` (two or more): steps of one run (an
+    episode's instruction repeated each step) whose context the records do not hold, not calls of their own."""
+    seen = [repr(v) for record in sample[:SIBLING_RECORDS] if isinstance(record, dict)
+            for _, v in jsonpath(record, where)]
+    return len(seen) >= 2 and len(set(seen)) == 1
+
+
 def _several_calls(record: dict, hit: Hit) -> bool:
-    """Whether the reply sits in one item of a list of several objects each holding text at the same place (a
-    record of several calls: one response path would read one of them)."""
+    """Whether the record holds other texts under the key the reply sits under (``file_traj.response`` beside
+    ``edit_loc_traj.response``), or the reply sits in one item of a list of several objects each holding text at
+    the same place: a record of several calls, of which one response path would read one."""
+    key = _last_key(hit.steps)
+    if key is not None and sum(1 for steps in _strings(record, ()) if _last_key(steps) == key) > 1:
+        return True
     for k, step in enumerate(hit.steps):
         if isinstance(step, int):
             items = _at(record, hit.steps[:k])
@@ -249,6 +293,22 @@ def _several_calls(record: dict, hit: Hit) -> bool:
             if isinstance(items, list) and sum(1 for i in items if _reaches(i, tail)) >= 2:
                 return True
     return False
+
+
+def _strings(value: Any, steps: tuple[str | int, ...]) -> Iterator[tuple[str | int, ...]]:
+    """The steps down to every non-empty string under ``value``."""
+    if isinstance(value, str) and value.strip():
+        yield steps
+    elif isinstance(value, dict) and len(steps) < 12:
+        for key, v in value.items():
+            yield from _strings(v, (*steps, str(key)))
+    elif isinstance(value, list) and len(steps) < 12:
+        for i, v in enumerate(value[:2000]):
+            yield from _strings(v, (*steps, i))
+
+
+def _last_key(steps: tuple[str | int, ...]) -> str | None:
+    return next((step for step in reversed(steps) if isinstance(step, str)), None)
 
 
 def _reaches(value: Any, steps: tuple[str | int, ...]) -> bool:
@@ -276,9 +336,31 @@ def _texts(record: dict, skip: str | int) -> list[tuple[str, str]]:
     return sorted(out, key=lambda pv: -len(pv[1]))
 
 
-def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str) -> str | None:
-    """None when ``mapping`` reads the file's first conversations without an error and with the example as a
-    call's completion; else what went wrong."""
+def _siblings(sample: list, hit: Hit) -> list[str]:
+    """The texts at the example's place in the first records, every list index ``[*]`` (the other replies, if the
+    example's place is where replies are kept); the messages' own lists are not followed past the content."""
+    where = _path(hit, star=True)
+    return [_normal(v) for record in sample[:SIBLING_RECORDS] if isinstance(record, (dict, list))
+            for _, v in jsonpath(record, where) if isinstance(v, str) and v.strip()]
+
+
+def _lost_calls(mapping: dict[str, Any], sample: list) -> list[str]:
+    """The message keys holding tool calls that a message-list mapping does not read (``_shapes.calls_not_read``)."""
+    if "response" in mapping:
+        return []
+    records = sample if mapping.get("records") == "messages" else [
+        m for record in sample if isinstance(record, (dict, list))
+        for _, msgs in jsonpath(record, mapping["messages"]) if isinstance(msgs, list) for m in msgs]
+    msgs = [m for m in records if isinstance(m, dict)]
+    read = {mapping["role"].split(".")[0], mapping["content"].split(".")[0], mapping.get("tool_calls", "")}
+    return calls_not_read(msgs, sorted({k for m in msgs for k in m if k not in read}))
+
+
+def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, siblings: list[str]) -> str | None:
+    """None when ``mapping`` reads the file's first conversations without an error, with the example as one of
+    the assistant's messages (a call's completion, or a first reply whose context the file does not hold) and every
+    text at the example's place (``siblings``) as the assistant's too; else what went wrong (a record of several
+    calls read as one, messages read as the wrong side)."""
     from drafters.traces.mapping_file import mapping_from_dict
 
     try:
@@ -290,8 +372,15 @@ def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str) -> 
         convs = list(islice(fmt.parse(stream, str(path), problems), CHECK_CONVERSATIONS))
     if problems.errors:
         return f"{problems.errors[0].code}: {problems.errors[0].message}"
-    if not any(want in _normal(call.completion.text) for conv in convs for call in conv.calls()):
-        return "the example is not a completion of the calls it reads"
+    replies = [m for conv in convs for m in conv.messages if m.role == "assistant"] + [
+        call.completion for conv in convs for call in conv.explicit_calls or []]
+    if not any(want in _normal(m.text) for m in replies):
+        return "the example is not one of the assistant's messages it reads"
+    read = {_normal(m.text) for m in replies}
+    missed = [t for t in siblings if not any(t in r for r in read)]
+    if missed:
+        return (f"it reads {len(siblings) - len(missed)} of the {len(siblings)} texts found where the example is "
+                f"(every list index): the others would be lost or read as another side's")
     return None
 
 

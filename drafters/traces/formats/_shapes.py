@@ -130,7 +130,7 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
                       if any(get(m, wrap + k) not in (None, [], {}) for m in msgs)), None)
     if calls_key:
         out["tool_calls"] = calls_key
-        out["tool_call"] = _call_keys([get(m, calls_key) for m in msgs])
+        out["tool_call"] = call_keys([get(m, calls_key) for m in msgs])
     tool_msgs = [m for m in msgs if role and role_value(m, role) == "tool"]
     if tool_msgs:
         rid = next((wrap + k.split(".")[-1] for k in RESULT_ID_KEYS if any(get(m, wrap + k.split(".")[-1])
@@ -175,7 +175,7 @@ def calls_not_read(msgs: list[dict], keys_not_read: list[str]) -> list[str]:
     return [k for k in keys_not_read if any(holds_calls(m.get(k)) for m in msgs if isinstance(m, dict))]
 
 
-def _call_keys(values: list) -> dict[str, str]:
+def call_keys(values: list) -> dict[str, str]:
     """``tool_call`` sub-keys from the first call object found (OpenAI ``function.*`` or flat spellings)."""
     calls = [c for v in values for c in (v if isinstance(v, list) else [v]) if isinstance(c, dict)]
     if not calls:
