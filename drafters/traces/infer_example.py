@@ -12,7 +12,8 @@ writes the mappings that would read it as the model's reply:
   list (one message a record: ``records: messages``);
 - a request/response record: the reply is the record's output (``response: PATH``) and the input is the message
   list the record holds, or the text under a key of the input spellings (``prompt``, ``input``, ``instruction``,
-  ...), else the record's longest other text (said in a comment: a guess to check).
+  ...), else the record's longest other text (said in a comment: a guess to check); the items of a list the
+  record keeps at its top level may be those records (``records: lists``).
 
 Each candidate is tried by reading the file with it; the first that reads without an error and returns the
 example as one of the assistant's messages is written (``drafters/traces/mapping.py`` reads it with ``--mapping``). Torch-free,
@@ -102,7 +103,8 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
     first_problem = ""
     unnamed: Learned | None = None
     for hit in hits[:20]:
-        for learned in (*_list_readings(sample, hit, label), *_response_readings(sample, hit, label)):
+        for learned in (*_list_readings(sample, hit, label), *_response_readings(sample, hit, label),
+                        *_batch_readings(sample, hit, label)):
             if learned.unnamed:
                 unnamed = unnamed or learned  # cannot be tried until the user names a role
                 continue
@@ -269,6 +271,19 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
             yield Learned({"name": label, "messages": where, "role": "role",
                            "roles": {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"},
                            "response": response}, _path(hit), [], notes)
+
+
+def _batch_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
+    """Request/response readings of the items of a list a record keeps at its top level, each item one call (an
+    eval's ``{"examples": [{"problem", "model_response"}, ...]}``): ``records: lists``."""
+    record = sample[hit.record]
+    if not (isinstance(record, dict) and len(hit.steps) > 2 and isinstance(hit.steps[1], int)):
+        return
+    items = record[hit.steps[0]]
+    if isinstance(items, list) and sum(isinstance(i, dict) for i in items) >= 2:
+        for learned in _response_readings(items, Hit(hit.steps[1], hit.steps[2:]), label):  # type: ignore[arg-type]
+            yield Learned({"name": label, "records": "lists", **{k: v for k, v in learned.mapping.items()
+                                                                   if k != "name"}}, _path(hit), [], learned.notes)
 
 
 def _repeated_input(sample: list, where: str) -> bool:

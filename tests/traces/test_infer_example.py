@@ -118,3 +118,16 @@ def test_an_example_not_found_or_too_short_is_refused(tmp_path, reply, code):
     with pytest.raises(TraceError) as err:
         learn_mapping(path, reply)
     assert err.value.code == code
+
+
+def test_a_list_of_calls_a_record_keeps_is_read_item_by_item(tmp_path):
+    """A benchmark's details file: one document whose ``examples`` list holds one call per item (``records:
+    lists``), every item's answer read, none lost."""
+    path = tmp_path / "details.json"
+    items = [{"question": f"Solve for x: x + {i} = 10", "model_response": f"Subtracting {i} gives x = {10 - i}.",
+              "correct": True} for i in range(4)]
+    path.write_text(json.dumps({"model": "m", "score": 1.0, "examples": items}))
+    learned = learn_mapping(path, "Subtracting 2 gives x = 8")
+    assert learned.mapping["records"] == "lists" and learned.mapping["response"] == "$.model_response"
+    assert learned.found_at == "$.examples[2].model_response"
+    assert _counts(path, learned) == (True, 4, 4)
