@@ -5,6 +5,7 @@ request/response paths; the mapping then reads the file exactly, or the example 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -131,3 +132,32 @@ def test_a_list_of_calls_a_record_keeps_is_read_item_by_item(tmp_path):
     assert learned.mapping["records"] == "lists" and learned.mapping["response"] == "$.model_response"
     assert learned.found_at == "$.examples[2].model_response"
     assert _counts(path, learned) == (True, 4, 4)
+
+
+LEARNED = Path(__file__).parent / "fixtures" / "learned"  # real public files (SOURCES.tsv), formats with no module
+
+
+def test_real_eval_samples_learned_from_one_reply():
+    """lm-evaluation-harness ``--log_samples``: the prompt under ``arguments.gen_args_0.arg_0`` (no input spelling:
+    a guess, said in a comment), the reply under ``resps[0][0]``; every line one call, each completion the file's."""
+    path = LEARNED / "lm-eval-samples__masakhaner_luo_prompt_1__first10.jsonl"
+    learned = learn_mapping(path, "Return only the output that contains the word 'Covid-19'")
+    assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.arguments.gen_args_0.arg_0",
+                                                                          "$.resps[0][0]")
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    result = _read(path, learned)
+    calls = [call for conv in result.conversations for call in conv.calls()]
+    assert result.report.ok and len(result.conversations) == len(rows) == len(calls) == 10
+    assert [c.completion.text for c in calls] == [r["resps"][0][0] for r in rows]
+    assert [c.context[-1].text for c in calls] == [r["arguments"]["gen_args_0"]["arg_0"] for r in rows]
+
+
+def test_real_task_run_learned_from_one_reply():
+    """A Kiln task run: the user's ``input`` (an input spelling) and the model's ``output.output``; one call."""
+    path = LEARNED / "kiln__ffmpeg_run_160486341538.task_run.kiln"
+    learned = learn_mapping(path, "To reverse audio, use the `-af` (audio filter) option with `areverse`.")
+    run = json.loads(path.read_text())
+    result = _read(path, learned)
+    (call,) = [call for conv in result.conversations for call in conv.calls()]
+    assert result.report.ok and call.context[-1].text == run["input"]
+    assert "To reverse audio, use the `-af`" in call.completion.text and "areverse" in call.completion.text
