@@ -168,6 +168,8 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         if content is None or not isinstance(items, list):
             continue
         for reading in _role_readings(items, items[hit.steps[k]], content):  # type: ignore[index]
+            if _newest_first(items, reading):
+                continue
             yield Learned({"name": label, "messages": _path(hit, k, star=True), **reading}, _path(hit),
                           [v for v, r in reading["roles"].items() if r == "?"], [])
     content = _content_key(hit.steps)
@@ -176,6 +178,13 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         for reading in _role_readings(records, record, content):
             yield Learned({"name": label, "records": "messages", "messages": "$", **reading}, _path(hit),
                           [v for v, r in reading["roles"].items() if r == "?"], [])
+
+
+def _newest_first(items: list, reading: dict[str, Any]) -> bool:
+    """Whether the list opens with the assistant's message and ends with the user's: a history written newest first,
+    or one whose last answer is kept elsewhere in the record; read oldest first, calls would be lost or misplaced."""
+    roles = [reading["roles"].get(_flat(i).get(reading["role"])) for i in items if isinstance(i, dict)]
+    return len(roles) >= 2 and roles[0] == "assistant" and roles[-1] == "user"
 
 
 def _content_key(inside: tuple[str | int, ...]) -> str | None:

@@ -161,3 +161,18 @@ def test_real_task_run_learned_from_one_reply():
     (call,) = [call for conv in result.conversations for call in conv.calls()]
     assert result.report.ok and call.context[-1].text == run["input"]
     assert "To reverse audio, use the `-af`" in call.completion.text and "areverse" in call.completion.text
+
+
+def test_a_history_written_newest_first_is_not_learned(tmp_path):
+    """A list opening with the assistant's message and ending with the user's (a history kept newest first, its
+    last answer beside it): read oldest first it would misplace every call, so it is refused."""
+    path = tmp_path / "sample.json"
+    history = [{"role": "assistant", "content": "I renamed the function to parse_config everywhere."},
+               {"role": "user", "content": "Rename parse to parse_config."},
+               {"role": "assistant", "content": "I added the missing import of json at the top."},
+               {"role": "user", "content": "The import of json is missing."}]
+    path.write_text(json.dumps({"message_history": history, "message_prompt": "Add a test.",
+                                "message_edit": "I added a test for parse_config in tests/test_config.py."}))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "I added the missing import of json")
+    assert err.value.code == "example_not_read"
