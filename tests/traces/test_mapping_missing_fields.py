@@ -165,3 +165,26 @@ def test_reasoning_key_is_read_as_reasoning(tmp_path):
     assert report.ok and report.chars["reasoning"] == len("Look it up first.") + len("It is open.")
     kinds = [[type(p).__name__ for p in m.parts] for m in result.conversations[0].messages if m.role == "assistant"]
     assert kinds == [["ReasoningPart", "ToolCallPart"], ["ReasoningPart", "TextPart"], ["TextPart"]]
+
+
+def test_tool_calls_under_a_key_the_mapping_does_not_read_are_an_error(tmp_path):
+    """A mapping without ``tool_calls`` reads every text, but calls kept under ``actions`` (a name and arguments)
+    would be lost: the message keeping them is ``content_not_mapped`` at its path and its conversation dropped; a
+    tool message keeping the call it answers (LobeChat's ``plugin``) is refused the same way."""
+    mapping = mapping_from_dict({"name": "bot", "messages": "$.log", "role": "who", "content": "txt",
+                                 "roles": {"u": "user", "a": "assistant", "t": "tool"},
+                                 "tool_result": {"id": "cid", "content": "out"}})
+    records = [{"log": [{"who": "u", "txt": "Is ticket 41 closed?"},
+                        {"who": "a", "txt": "Checking.", "actions": [{"id": "k1", "name": "ticket",
+                                                                      "arguments": {"n": 41}}]},
+                        {"who": "t", "cid": "k1", "out": "ticket 41: open"}, {"who": "a", "txt": "Still open."}]},
+               {"log": [{"who": "u", "txt": "hello"}, {"who": "a", "txt": "Hi, how can I help?"}]},
+               {"log": [{"who": "t", "cid": "w", "out": "sunny, 25 C",
+                         "plugin": {"apiName": "weather", "arguments": "{\"city\": \"Hangzhou\"}"}},
+                        {"who": "u", "txt": "Weather in Hangzhou?"}, {"who": "a", "txt": "Sunny, 25 C."}]}]
+    path = tmp_path / "bot.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = ingest([str(path)], mapping=mapping, scrub=False)
+    errors = [e for e in result.report.errors if e.code == "content_not_mapped"]
+    assert [e.field for e in errors] == ["$.log[1].actions", "$.log[0].plugin"]
+    assert not result.report.ok and len(result.conversations) == 1  # only the conversation without calls

@@ -41,6 +41,19 @@ def message_lists(value: Any, path: str = "$", depth: int = 0, need_assistant: b
     return []
 
 
+CALL_NAME_KEYS = ("name", "tool", "tool_name", "toolName", "api_name", "apiName")
+
+
+def call_shaped(value: Any) -> bool:
+    """Tool calls in some spelling: an object, or a list of objects, with a name and arguments (LobeChat's
+    ``plugin``: ``apiName`` / ``arguments``)."""
+    items = value if isinstance(value, list) else [value]
+    return bool(items) and all(isinstance(c, dict) for c in items) and all(
+        any(k in c or k in (c.get("function") or {}) for k in CALL_NAME_KEYS)
+        and any(k in c or k in (c.get("function") or {}) for k in ("arguments", "args", "input", "parameters"))
+        for c in items)
+
+
 def messages_at(record: Any, path: str) -> list[dict]:
     found = jsonpath(record, path)
     value = found[0][1] if found else None

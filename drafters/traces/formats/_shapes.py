@@ -33,6 +33,7 @@ from drafters.traces.formats._call_io import (
     INPUT_KEYS,
     OUTPUT_KEYS,
     call_free,
+    call_shaped,
     input_output,
     message_lists,
     messages_at,
@@ -153,15 +154,6 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     unread = Counter(k for m in msgs for k, v in m.items() if k not in read and v not in (None, "", [], {})
                      and k not in ("id", "name", "type", "timestamp", "created_at", "model", "metadata", *TURN_KEYS))
     return out, [k for k, _ in unread.most_common(16)]
-
-
-def call_shaped(value: Any) -> bool:
-    """Tool calls in some spelling: an object, or a list of objects, with a name and arguments."""
-    items = value if isinstance(value, list) else [value]
-    return bool(items) and all(isinstance(c, dict) for c in items) and all(
-        any(k in c or k in (c.get("function") or {}) for k in ("name", "tool", "tool_name", "toolName", "api_name"))
-        and any(k in c or k in (c.get("function") or {}) for k in ("arguments", "args", "input", "parameters"))
-        for c in items)
 
 
 def calls_not_read(msgs: list[dict], keys_not_read: list[str]) -> list[str]:
