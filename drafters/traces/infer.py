@@ -15,7 +15,8 @@ from itertools import islice
 from drafters.traces import io as tio
 from drafters.traces.formats import _reading, _shapes, _streams
 from drafters.traces.formats._spellings import role_of
-from drafters.traces.report import TraceError, ValidationReport
+from drafters.traces.formats.base import TraceFormat
+from drafters.traces.report import Problem, TraceError, ValidationReport
 
 
 def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _shapes.Inferred:
@@ -47,6 +48,28 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
     return got
 
 
+#: The general path's refusals that a written mapping resolves (the shape itself), not content it would lose.
+SHAPE_CODES = ("ambiguous_shape", "unknown_format", "no_messages_found", "not_an_object")
+
+
+def general_path_losses(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> list[str]:
+    """What the general path refuses in the file beyond its shape and the written mapping, read unchanged, does
+    not (``content_not_mapped``: text beside the message list no message holds, ...), as ``code: message`` lines:
+    reading with that mapping would lose the content quietly. Reads the whole file twice."""
+    from drafters.traces.formats.generic import FORMAT as GENERIC
+
+    def errors(fmt: TraceFormat) -> list[Problem]:
+        problems = ValidationReport()
+        with tio.open_text(path) as stream:
+            for _ in fmt.parse(stream, str(path), problems):
+                pass
+        return problems.errors
+
+    mapped = {e.code for e in errors(inferred.mapping.format())}
+    return list(dict.fromkeys(f"{e.code}: {e.message}" for e in errors(GENERIC)
+                              if e.code not in SHAPE_CODES and e.code not in mapped))[:3]
+
+
 def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> str | None:
     """A comment line for a mapping whose ``content`` key no sampled message holds (the general path's default
     spelling, written where none of its spellings was found), naming the message keys that hold text instead;
@@ -75,14 +98,17 @@ def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> st
             "(set content: to the one that holds the message's text)")
 
 
-def mapping_yaml(inferred: _shapes.Inferred, hint: str | None = None) -> str:
-    """The inferred mapping as a commented YAML mapping file (``hint``: one more comment line, ``content_hint``)."""
+def mapping_yaml(inferred: _shapes.Inferred, hint: str | None = None, losses: list[str] | None = None) -> str:
+    """The inferred mapping as a commented YAML mapping file (``hint``: one more comment line, ``content_hint``;
+    ``losses``: what the general path refuses beyond the shape, ``general_path_losses``)."""
     import yaml
 
     head = [f"# inferred by the general path: shape {inferred.shape}",
             "# check the roles (a value not listed is an error), then ingest with --mapping THIS_FILE"]
     if hint:
         head.append(hint)
+    head += [f"# NOT READ: the general path refuses this file's content ({loss[:300]}); this mapping, unchanged, "
+             "would lose it: declare where it belongs" for loss in losses or []]
     if inferred.others:
         head += [(f"# AMBIGUOUS: {len(inferred.others) + 1} message lists fit, so the general path refuses the file "
                   "(ambiguous_shape); this reads"),

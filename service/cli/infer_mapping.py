@@ -28,12 +28,20 @@ def datasets_infer_mapping(
     that are not message lists; where none fits but a list of objects looks like messages with unknown role names,
     it still writes a skeleton to complete. With --reply, learns the mapping from where that reply sits instead
     (exits 1 with roles_unnamed where a role is left for you to name). --json prints {"file", "shape", "mapping",
-    "keys_not_read", "calls_not_read", "other_messages"} (and still writes --out).
+    "keys_not_read", "calls_not_read", "other_messages", "not_read"} (and still writes --out). Where the general
+    path refuses content beyond the file's shape (text beside the message list, ...), the mapping is written with a
+    "# NOT READ" line and the command exits 1 with that code.
 
     Example: tracedraft datasets infer-mapping export.jsonl -o export.mapping.yaml
     Example: tracedraft datasets infer-mapping chat.json --reply "Sure, the invoice was sent on" -o chat.mapping.yaml
     """
-    from drafters.traces.infer import content_hint, infer_mapping, mapping_yaml, skeleton_yaml
+    from drafters.traces.infer import (
+        content_hint,
+        general_path_losses,
+        infer_mapping,
+        mapping_yaml,
+        skeleton_yaml,
+    )
     from drafters.traces.report import TraceError
 
     with handled():
@@ -51,23 +59,28 @@ def datasets_infer_mapping(
             _write_skeleton(skeleton, out)
             raise CliError(exc.code, f"{exc.message}; wrote a skeleton mapping to complete "
                            f"({out or 'printed above'}): fill the roles marked \"?\"", where=str(file)) from exc
-        text = mapping_yaml(inferred, content_hint(file, inferred))
+        losses = general_path_losses(file, inferred)
+        text = mapping_yaml(inferred, content_hint(file, inferred), losses)
     if as_json:
         import yaml
 
         print_json({"file": str(file), "shape": inferred.shape, "mapping": yaml.safe_load(text),
                     "keys_not_read": inferred.keys_not_read, "calls_not_read": inferred.calls_not_read,
-                    "other_messages": inferred.others})
+                    "other_messages": inferred.others, "not_read": losses})
         if out is not None:
             out.write_text(text, encoding="utf-8")
-        return
-    if out is None:
+    elif out is None:
         print(text, end="")
     else:
         out.write_text(text, encoding="utf-8")
         check = "the messages line (several message lists fit: the general path refuses this file) and the roles" \
             if inferred.others else "the roles"
-        err_console.print(f"wrote {out}: check {check}, then: tracedraft datasets validate --mapping {out} {file}")
+        if not losses:
+            err_console.print(f"wrote {out}: check {check}, then: tracedraft datasets validate --mapping {out} {file}")
+    if losses:  # the mapping is written to complete, but unchanged it would lose what the general path refuses
+        with handled():
+            raise CliError(losses[0].split(":", 1)[0], f"wrote a mapping ({out or 'printed above'}) that, unchanged, "
+                           f"would not read what the general path refuses: {losses[0]}", where=str(file))
 
 
 def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None, as_json: bool) -> None:

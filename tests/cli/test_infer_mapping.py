@@ -189,3 +189,16 @@ def test_infer_mapping_learns_from_an_example_reply(tmp_path):
     assert r.exit_code == 1 and "roles_unnamed" in r.output
     learned, _ = json.JSONDecoder().raw_decode(r.stdout)  # the mapping, then the coded error
     assert learned["unnamed_roles"] == ["SYS", "CUST"] and learned["mapping"]["roles"]["AGT"] == "assistant"
+
+
+def test_content_the_general_path_refuses_is_named_in_the_written_mapping(tmp_path):
+    """A record keeping a turn beside its message list (``message_prompt``): the general path refuses it
+    (``content_not_mapped``); the mapping read unchanged would not, so it is written with a ``# NOT READ`` line and
+    the command exits 1 with that code, never a mapping that reads the file ok without the turn."""
+    path, out = tmp_path / "sample.json", tmp_path / "sample.mapping.yaml"
+    path.write_text(json.dumps({"message_history": [{"role": "user", "content": "Rename parse to parse_config."},
+                                                    {"role": "assistant", "content": "Renamed it everywhere."}],
+                                "message_prompt": "Now add a test for parse_config."}))
+    r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
+    assert r.exit_code == 1 and "content_not_mapped" in r.output
+    assert "# NOT READ: the general path refuses this file's content (content_not_mapped" in out.read_text()
