@@ -11,7 +11,8 @@ a file still refused is tried once more with the mapping ``infer-mapping --reply
 
 Classes: exact (ok, same conversations / calls / tool calls); exact-with-mapping (the inferred mapping reads it
 exactly); exact-with-example (the mapping learned from the example reply reads it exactly); refused-with-code (not ok, no conversation kept, an error code); WRONG (ok, or conversations kept,
-with counts the file does not hold); crash (no JSON report). Prints a Markdown table and the share exact.
+with counts the file does not hold); crash (no JSON report). Prints a Markdown table and the share exact, and how
+many inferred or learned mappings, used unchanged, read a refused file ``ok`` with counts it does not hold.
 
 Run: ``python benchmarks/heldout_formats.py [SET]`` (SET: a set under benchmarks/data/, 1 to 51 today, default 1;
 uses .venv/bin/tracedraft, a CLI run or two per file).
@@ -94,6 +95,7 @@ def classify(path: Path, hand: dict, tmp: Path, reply: str | None = None) -> dic
             if _infer(path, mapping):
                 exact, read = _mapped(path, want, mapping)
                 row["class"] = "exact-with-mapping" if exact else row["class"]
+                row["mapping_wrong"] = not exact and read.startswith("ok=True")  # the user would read wrong counts
                 row["mapping"] = "inferred mapping: " + read
             else:
                 row["mapping"] = "infer-mapping refused"
@@ -141,6 +143,8 @@ def main(held_out_set: int = 1) -> int:
           f"readable LLM call; correct outcome (exact, or refused where nothing is readable): "
           f"{n_exact + sum(1 for h, r in rows if not h['readable'] and r['class'] == 'refused-with-code')}"
           f"/{len(rows)}")
+    print(f"inferred mappings reading ok with wrong counts (unchanged, where infer-mapping exits 0): "
+          f"{sum(r.get('mapping_wrong', False) for _, r in rows)}")
     if examples:
         print(f"with the mappings learned from example replies (infer-mapping --reply): "
               f"{sum(c.startswith('exact') for c in readable)}/{len(readable)} of the files holding a readable LLM "
