@@ -32,7 +32,7 @@ from typing import Any
 from drafters.traces import io as tio
 from drafters.traces.formats import _reading, _shapes
 from drafters.traces.formats._call_io import TEXT_INPUT_KEYS, message_lists
-from drafters.traces.formats._shapes import call_keys, calls_not_read
+from drafters.traces.formats._shapes import call_keys, calls_not_read, message_keys
 from drafters.traces.formats._spellings import CALL_KEYS, get, role_of
 from drafters.traces.json_paths import child_path, jsonpath
 from drafters.traces.report import TraceError, ValidationReport
@@ -128,7 +128,7 @@ def _normal(text: str) -> str:
 
 
 def _holding(value: Any, want: str, steps: tuple[str | int, ...]) -> Iterator[tuple[str | int, ...]]:
-    """The steps down to every string under ``value`` holding ``want`` (whitespace collapsed)."""
+    """The steps down to every string under ``value`` holding ``want`` (whitespace collapsed; ``""``: every string)."""
     if len(steps) > 12:
         return
     if isinstance(value, str):
@@ -267,19 +267,28 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
     responses = [_path(hit)] + [_path(hit, k) for k in range(len(hit.steps) - 1, 0, -1)
                                 if isinstance(_at(record, hit.steps[:k]), dict)]
     reply_root = hit.steps[0]
-    inputs = [(p, []) for p, _ in message_lists({k: v for k, v in record.items() if k != reply_root},
-                                                need_assistant=False)]
+    inputs = [(p, [], _list_keys(msgs)) for p, msgs in message_lists(
+        {k: v for k, v in record.items() if k != reply_root}, need_assistant=False)]
     texts = _texts(record, reply_root)
     named = [(p, v) for p, v in texts if p.rsplit(".", 1)[-1].lower() in TEXT_INPUT_KEYS]
-    for where, notes in inputs + [(p, []) for p, _ in named[:1]] + [
-            (p, [f"# PROMPT: guessed as the record's longest other text, {p}: check it is the model's input"])
-            for p, v in texts[:1] if not named and len(v) >= MIN_GUESSED_PROMPT and not NOT_PROMPT.search(p)]:
-        if _repeated_input(sample, where):
+    text_keys = {"role": "role", "roles": {"user": "user"}}  # a prompt text is the user's message: no roles read
+    for where, notes, keys in inputs + [(p, [], text_keys) for p, _ in named[:1]] + [
+            (p, [f"# PROMPT: guessed as the record's longest other text, {p}: check it is the model's input"],
+             text_keys) for p, v in texts[:1] if not named and len(v) >= MIN_GUESSED_PROMPT and not NOT_PROMPT.search(p)]:
+        if keys is None or _repeated_input(sample, where):
             continue
         for response in dict.fromkeys(responses):
-            yield Learned({"name": label, "messages": where, "role": "role",
-                           "roles": {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool"},
-                           "response": response}, _path(hit), [], notes)
+            yield Learned({"name": label, "messages": where, **keys, "response": response}, _path(hit), [], notes)
+
+
+def _list_keys(msgs: list) -> dict[str, Any] | None:
+    """An input message list's own keys (role, roles, content, tool calls: ``_shapes.message_keys``), or None when
+    its messages share no role key or a role value nobody spells."""
+    try:
+        keys, _ = message_keys([m for m in msgs if isinstance(m, dict)])
+    except ValueError:
+        return None
+    return keys if all(keys["roles"].values()) else None
 
 
 def _batch_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
@@ -308,7 +317,8 @@ def _several_calls(record: dict, hit: Hit) -> bool:
     ``edit_loc_traj.response``), or the reply sits in one item of a list of several objects each holding text at
     the same place: a record of several calls, of which one response path would read one."""
     key = _last_key(hit.steps)
-    if key is not None and sum(1 for steps in _strings(record, ()) if _last_key(steps) == key) > 1:
+    if key is not None and sum(1 for steps in _holding(record, "", ()) if _last_key(steps) == key
+                               and _at(record, steps).strip()) > 1:
         return True
     for k, step in enumerate(hit.steps):
         if isinstance(step, int):
@@ -317,18 +327,6 @@ def _several_calls(record: dict, hit: Hit) -> bool:
             if isinstance(items, list) and sum(1 for i in items if _reaches(i, tail)) >= 2:
                 return True
     return False
-
-
-def _strings(value: Any, steps: tuple[str | int, ...]) -> Iterator[tuple[str | int, ...]]:
-    """The steps down to every non-empty string under ``value``."""
-    if isinstance(value, str) and value.strip():
-        yield steps
-    elif isinstance(value, dict) and len(steps) < 12:
-        for key, v in value.items():
-            yield from _strings(v, (*steps, str(key)))
-    elif isinstance(value, list) and len(steps) < 12:
-        for i, v in enumerate(value[:2000]):
-            yield from _strings(v, (*steps, i))
 
 
 def _last_key(steps: tuple[str | int, ...]) -> str | None:
@@ -412,8 +410,10 @@ def learned_yaml(learned: Learned) -> str:
     """The learned mapping as a commented YAML mapping file."""
     import yaml
 
+    check = ("the prompt (messages) and response paths" if "response" in learned.mapping else
+             "the roles (a value not listed is an error)")
     head = [f"# learned from the example reply, found at {learned.found_at}",
-            "# check the roles (a value not listed is an error), then ingest with --mapping THIS_FILE", *learned.notes]
+            f"# check {check}, then ingest with --mapping THIS_FILE", *learned.notes]
     if learned.unnamed:
         head.append(f"# Replace each role marked \"?\" ({', '.join(learned.unnamed)}) with system, user, assistant or "
                     "tool: --mapping refuses it until then")
