@@ -65,9 +65,19 @@ def general_path_losses(path: str | os.PathLike[str], inferred: _shapes.Inferred
                 pass
         return problems.errors
 
-    mapped = {e.code for e in errors(inferred.mapping.format())}
+    m = inferred.mapping
+    read = [p.split("[*]")[0] for p in (m.messages, m.tools, m.id, m.response, *m.prompt.values()) if p]
+    mapped = {e.code for e in errors(m.format())}
     return list(dict.fromkeys(f"{e.code}: {e.message}" for e in errors(GENERIC)
-                              if e.code not in SHAPE_CODES and e.code not in mapped))[:3]
+                              if e.code not in SHAPE_CODES and e.code not in mapped
+                              and not _under(e.field or "", read)))[:3]
+
+
+def _under(field: str, paths: list[str]) -> bool:
+    """Whether a problem's field (a JSONPath, or a record's key) lies under one of the paths a mapping reads (the
+    general path refusing a tool definition that the mapping reads as ``tools``)."""
+    where = field if field.startswith("$") else f"$.{field}"
+    return any(where == p or where.startswith((p + ".", p + "[")) for p in paths)
 
 
 def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> str | None:
