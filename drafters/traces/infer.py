@@ -15,7 +15,7 @@ from itertools import islice
 from drafters.traces import io as tio
 from drafters.traces.formats import _reading, _shapes, _streams
 from drafters.traces.formats._spellings import role_of
-from drafters.traces.formats.base import TraceFormat
+from drafters.traces.mapping import Mapping
 from drafters.traces.report import Problem, TraceError, ValidationReport
 
 
@@ -52,30 +52,40 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
 SHAPE_CODES = ("ambiguous_shape", "unknown_format", "no_messages_found", "not_an_object")
 
 
-def general_path_losses(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> list[str]:
-    """What the general path refuses in the file beyond its shape and the written mapping, read unchanged, does
-    not (``content_not_mapped``: text beside the message list no message holds, ...), as ``code: message`` lines:
-    reading with that mapping would lose the content quietly. Reads the whole file twice."""
+def general_path_errors(path: str | os.PathLike[str]) -> list[Problem]:
+    """The errors the general path reports reading the whole file, beyond its shape (``SHAPE_CODES``): content it
+    refuses (``content_not_mapped``: text beside the message list no message holds, ...)."""
     from drafters.traces.formats.generic import FORMAT as GENERIC
 
-    def errors(fmt: TraceFormat) -> list[Problem]:
-        problems = ValidationReport()
-        with tio.open_text(path) as stream:
-            for _ in fmt.parse(stream, str(path), problems):
-                pass
-        return problems.errors
+    problems = ValidationReport()
+    with tio.open_text(path) as stream:
+        for _ in GENERIC.parse(stream, str(path), problems):
+            pass
+    return [e for e in problems.errors if e.code not in SHAPE_CODES]
 
-    m = inferred.mapping
-    read = [p.split("[*]")[0] for p in (m.messages, m.tools, m.id, m.response, *m.prompt.values()) if p]
-    mapped = {e.code for e in errors(m.format())}
-    return list(dict.fromkeys(f"{e.code}: {e.message}" for e in errors(GENERIC)
-                              if e.code not in SHAPE_CODES and e.code not in mapped
-                              and not _under(e.field or "", read)))[:3]
+
+def losses(errors: list[Problem], mapping: Mapping, mapped: set[str]) -> list[str]:
+    """Of the general path's ``errors``, those a mapping does not answer, as ``code: message`` lines: not of a code
+    its own reading reports (``mapped``) and not at a path it reads (a tool definition the mapping reads as
+    ``tools``): reading with it, that content would be lost quietly."""
+    read = [p.split("[*]")[0] for p in (mapping.messages, mapping.tools, mapping.id, mapping.response,
+                                         *mapping.prompt.values()) if p]
+    return list(dict.fromkeys(f"{e.code}: {e.message}" for e in errors
+                              if e.code not in mapped and not _under(e.field or "", read)))[:3]
+
+
+def general_path_losses(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> list[str]:
+    """What the general path refuses in the file beyond its shape and the written mapping, read unchanged, does
+    not (``losses``). Reads the whole file twice."""
+    problems = ValidationReport()
+    with tio.open_text(path) as stream:
+        for _ in inferred.mapping.format().parse(stream, str(path), problems):
+            pass
+    return losses(general_path_errors(path), inferred.mapping, {e.code for e in problems.errors})
 
 
 def _under(field: str, paths: list[str]) -> bool:
-    """Whether a problem's field (a JSONPath, or a record's key) lies under one of the paths a mapping reads (the
-    general path refusing a tool definition that the mapping reads as ``tools``)."""
+    """Whether a problem's field (a JSONPath, or a record's key) lies under one of the paths a mapping reads."""
     where = field if field.startswith("$") else f"$.{field}"
     return any(where == p or where.startswith((p + ".", p + "[")) for p in paths)
 
@@ -108,9 +118,9 @@ def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> st
             "(set content: to the one that holds the message's text)")
 
 
-def mapping_yaml(inferred: _shapes.Inferred, hint: str | None = None, losses: list[str] | None = None) -> str:
+def mapping_yaml(inferred: _shapes.Inferred, hint: str | None = None, not_read: list[str] | None = None) -> str:
     """The inferred mapping as a commented YAML mapping file (``hint``: one more comment line, ``content_hint``;
-    ``losses``: what the general path refuses beyond the shape, ``general_path_losses``)."""
+    ``not_read``: what the general path refuses beyond the shape, ``general_path_losses``)."""
     import yaml
 
     head = [f"# inferred by the general path: shape {inferred.shape}",
@@ -118,7 +128,7 @@ def mapping_yaml(inferred: _shapes.Inferred, hint: str | None = None, losses: li
     if hint:
         head.append(hint)
     head += [f"# NOT READ: the general path refuses this file's content ({loss[:300]}); this mapping, unchanged, "
-             "would lose it: declare where it belongs" for loss in losses or []]
+             "would lose it: declare where it belongs" for loss in not_read or []]
     if inferred.others:
         head += [(f"# AMBIGUOUS: {len(inferred.others) + 1} message lists fit, so the general path refuses the file "
                   "(ambiguous_shape); this reads"),

@@ -31,11 +31,12 @@ from typing import Any
 
 from drafters.traces import io as tio
 from drafters.traces.formats import _reading, _shapes
-from drafters.traces.formats._call_io import TEXT_INPUT_KEYS, message_lists
+from drafters.traces.formats._call_io import message_lists
 from drafters.traces.formats._shapes import call_keys, calls_not_read, message_keys
 from drafters.traces.formats._spellings import CALL_KEYS, get, role_of
+from drafters.traces.infer import general_path_errors, losses
 from drafters.traces.json_paths import child_path, jsonpath
-from drafters.traces.report import TraceError, ValidationReport
+from drafters.traces.report import Problem, TraceError, ValidationReport
 
 #: The shortest example accepted (characters, whitespace collapsed): a shorter one is found everywhere.
 MIN_EXAMPLE = 12
@@ -45,6 +46,11 @@ MAX_ROLE_LENGTH = 40
 #: Role values that name a side other than the user's, and keys whose values are no sides.
 NOT_USER = re.compile(r"tool|function|observ|env|result|output|system|event|start|end", re.IGNORECASE)
 NOT_ROLE_KEY = re.compile(r"model|(^|_)id$|Id$")
+#: Words of a key naming a call's input text, and words naming something about a text (``prompt_hash``,
+#: ``prompt_id``), not the text.
+INPUT_WORDS = {"prompt", "input", "instruction", "question", "query", "request"}
+NOT_TEXT_WORDS = {"id", "hash", "name", "type", "template", "version", "tokens", "count", "len", "length", "url",
+                  "path", "file"}
 #: Keys whose text is no prompt (an environment's observation, an output, a reference answer), and the shortest
 #: text taken as the prompt where no input key names it (characters).
 NOT_PROMPT = re.compile(r"observ|output|result|respon|answer|reason|target|reference|label|judg|summar",
@@ -102,6 +108,7 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
                          f"reply{why}: copy it from the file as written (a piece on one line is enough)", str(path))
     first_problem = ""
     unnamed: Learned | None = None
+    refused = general_path_errors(path)  # content the general path refuses: a candidate must read it or say so
     for hit in hits[:20]:
         for learned in (*_list_readings(sample, hit, label), *_response_readings(sample, hit, label),
                         *_batch_readings(sample, hit, label)):
@@ -111,7 +118,7 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
             lost = _lost_calls(learned.mapping, sample)
             siblings = _siblings(sample, hit) if "response" in learned.mapping else []
             problem = (f"tool calls under {', '.join(lost)} would not be read" if lost else
-                       _check(path, learned.mapping, want, siblings))
+                       _check(path, learned.mapping, want, siblings, refused))
             if problem is None:
                 return learned
             first_problem = first_problem or f"{learned.found_at}: {problem}"
@@ -173,7 +180,8 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
             yield Learned({"name": label, "messages": _path(hit, k, star=True), **reading}, _path(hit),
                           [v for v, r in reading["roles"].items() if r == "?"], [])
     content = _content_key(hit.steps)
-    if content is not None and isinstance(record, dict):
+    if content is not None and isinstance(record, dict) and all(isinstance(step, str) for step in hit.steps):
+        # the record itself one message: its text under keys only (inside a list, the record is no message)
         records = [v for v in sample if isinstance(v, dict)]
         for reading in _role_readings(records, record, content):
             yield Learned({"name": label, "records": "messages", "messages": "$", **reading}, _path(hit),
@@ -267,18 +275,59 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
     responses = [_path(hit)] + [_path(hit, k) for k in range(len(hit.steps) - 1, 0, -1)
                                 if isinstance(_at(record, hit.steps[:k]), dict)]
     reply_root = hit.steps[0]
-    inputs = [(p, [], _list_keys(msgs)) for p, msgs in message_lists(
-        {k: v for k, v in record.items() if k != reply_root}, need_assistant=False)]
-    texts = _texts(record, reply_root)
-    named = [(p, v) for p, v in texts if p.rsplit(".", 1)[-1].lower() in TEXT_INPUT_KEYS]
+    inputs = [(p, [], keys) for p, msgs in message_lists({k: v for k, v in record.items() if k != reply_root},
+                                                         need_assistant=False)
+              if (keys := _list_keys(msgs)) is not None and not _newest_first(msgs, keys)]
     text_keys = {"role": "role", "roles": {"user": "user"}}  # a prompt text is the user's message: no roles read
-    for where, notes, keys in inputs + [(p, [], text_keys) for p, _ in named[:1]] + [
-            (p, [f"# PROMPT: guessed as the record's longest other text, {p}: check it is the model's input"],
-             text_keys) for p, v in texts[:1] if not named and len(v) >= MIN_GUESSED_PROMPT and not NOT_PROMPT.search(p)]:
-        if keys is None or _repeated_input(sample, where):
+    prompt = _prompt_text(record, hit)
+    if prompt is not None:
+        where, guessed = prompt
+        said = [f"# PROMPT: guessed as the record's longest other text, {where}: check it is the model's input"
+                ] if guessed else []
+        inputs.append((where, said + _texts_not_read(record, hit, where), text_keys))
+    for where, notes, keys in inputs:
+        if _repeated_input(sample, where):
             continue
         for response in dict.fromkeys(responses):
             yield Learned({"name": label, "messages": where, **keys, "response": response}, _path(hit), [], notes)
+
+
+def _prompt_text(record: dict, hit: Hit) -> tuple[str, bool] | None:
+    """The path of the prompt text of a request/response record and whether it is a guess: searched from the object
+    holding the reply outwards, the longest text under a key naming an input (``agent_input_prompt``,
+    ``instruction``), else the record's longest text of at least ``MIN_GUESSED_PROMPT`` characters under a key
+    naming no output; None without one."""
+    texts: list[tuple[str, str]] = []
+    for k in range(len(hit.steps) - 1, -1, -1):
+        holder = _at(record, hit.steps[:k])
+        if not isinstance(holder, dict):
+            continue
+        level = [(p, v) for p, v in _texts(holder, hit.steps[k], _path(hit, k)) if p not in dict(texts)]
+        named = [(p, v) for p, v in level if INPUT_WORDS & _words(p.rsplit(".", 1)[-1])
+                 and not NOT_TEXT_WORDS & _words(p.rsplit(".", 1)[-1])]
+        if named:
+            return max(named, key=lambda pv: len(pv[1]))[0], False
+        texts += level
+    guesses = [(p, v) for p, v in texts if len(v) >= MIN_GUESSED_PROMPT and not NOT_PROMPT.search(p)]
+    return (max(guesses, key=lambda pv: len(pv[1]))[0], True) if guesses else None
+
+
+def _words(key: str) -> set[str]:
+    """A key's words, lower case (``agent_input_prompt``, ``agentInputPrompt`` -> agent, input, prompt)."""
+    return {w.lower() for w in re.findall(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])", key)}
+
+
+def _texts_not_read(record: dict, hit: Hit, prompt: str) -> list[str]:
+    """A comment naming the record's other long texts (at least ``MIN_GUESSED_PROMPT`` characters) that the mapping
+    reads neither as the prompt nor as the reply (a task description, few-shot examples the model may have seen)."""
+    reply = _path(hit)
+    other = [(p, v) for p, v in _texts(record, None, "$") if p not in (prompt, reply) and len(v) >= MIN_GUESSED_PROMPT
+             and " " in v.strip() and not NOT_TEXT_WORDS & _words(p.rsplit(".", 1)[-1])]  # not a hash, id or url
+    if not other:
+        return []
+    named = ", ".join(f"{p} ({len(v)} characters)" for p, v in other[:4])
+    return [(f"# NOT READ: other texts of the record: {named}; if the model saw them, declare them: "
+             "prompt: {system: PATH, user: PATH} (docs/traces.md)")]
 
 
 def _list_keys(msgs: list) -> dict[str, Any] | None:
@@ -340,9 +389,9 @@ def _reaches(value: Any, steps: tuple[str | int, ...]) -> bool:
         return False
 
 
-def _texts(record: dict, skip: str | int) -> list[tuple[str, str]]:
-    """The record's strings outside its ``skip`` key of at least 8 characters, as ``(path, text)``, the longest first
-    (not inside lists: an input is one text)."""
+def _texts(holder: dict, skip: str | int | None, at: str) -> list[tuple[str, str]]:
+    """The strings of an object (at the JSONPath ``at``) outside its ``skip`` key of at least 8 characters, as
+    ``(path, text)``, the longest first (not inside lists: an input is one text)."""
     out: list[tuple[str, str]] = []
 
     def walk(value: Any, path: str, depth: int) -> None:
@@ -352,9 +401,9 @@ def _texts(record: dict, skip: str | int) -> list[tuple[str, str]]:
             for k, v in value.items():
                 walk(v, child_path(path, str(k)), depth + 1)
 
-    for key, value in record.items():
+    for key, value in holder.items():
         if key != skip:
-            walk(value, child_path("$", str(key)), 1)
+            walk(value, child_path(at, str(key)), 1)
     return sorted(out, key=lambda pv: -len(pv[1]))
 
 
@@ -378,17 +427,20 @@ def _lost_calls(mapping: dict[str, Any], sample: list) -> list[str]:
     return calls_not_read(msgs, sorted({k for m in msgs for k in m if k not in read}))
 
 
-def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, siblings: list[str]) -> str | None:
+def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, siblings: list[str],
+           refused: list[Problem]) -> str | None:
     """None when ``mapping`` reads the file's first conversations without an error, with the example as one of
     the assistant's messages (a call's completion, or a first reply whose context the file does not hold) and every
-    text at the example's place (``siblings``) as the assistant's too; else what went wrong (a record of several
-    calls read as one, messages read as the wrong side)."""
+    text at the example's place (``siblings``) as the assistant's too, and nothing the general path ``refused``
+    left unread (``infer.losses``: a turn kept beside the list); else what went wrong (a record of several calls
+    read as one, messages read as the wrong side)."""
     from drafters.traces.mapping_file import mapping_from_dict
 
     try:
-        fmt = mapping_from_dict(mapping).format()
+        declared = mapping_from_dict(mapping)
     except TraceError as exc:
         return f"{exc.code}: {exc.message}"
+    fmt = declared.format()
     problems = ValidationReport()
     with tio.open_text(path) as stream:
         convs = list(islice(fmt.parse(stream, str(path), problems), CHECK_CONVERSATIONS))
@@ -403,7 +455,8 @@ def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, sib
     if missed:
         return (f"it reads {len(siblings) - len(missed)} of the {len(siblings)} texts found where the example is "
                 f"(every list index): the others would be lost or read as another side's")
-    return None
+    lost = losses(refused, declared, set())
+    return f"the general path refuses content it does not read ({lost[0]})" if lost else None
 
 
 def learned_yaml(learned: Learned) -> str:

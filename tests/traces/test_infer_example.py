@@ -100,15 +100,19 @@ def test_a_prompt_under_no_known_key_is_a_guess_said_in_a_comment(tmp_path):
 
 
 def test_a_record_of_several_calls_is_not_read_as_one(tmp_path):
-    """The reply is one of several calls a record keeps: one response path would read one call of three, so no
-    request/response reading is offered, and with no role list the example is refused."""
+    """The reply is one of several calls a record keeps one object down: one response path would read one call of
+    three, so no request/response reading is offered, and with no role list the example is refused (at the top
+    level the list's items are read one call each: ``records: lists``)."""
     path = tmp_path / "runs.json"
     calls = [{"prompt_text": f"Step {i}: what next?", "generated": f"Next I open file number {i} and read it."}
              for i in range(3)]
-    path.write_text(json.dumps({"run": "r1", "calls": calls}))
+    path.write_text(json.dumps({"run": {"id": "r1", "calls": calls}}))
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "Next I open file number 0")
-    assert err.value.code == "example_not_read" and "$.calls[0].generated" in err.value.message
+    assert err.value.code == "example_not_read" and "$.run.calls[0].generated" in err.value.message
+    path.write_text(json.dumps({"run": "r1", "calls": calls}))
+    learned = learn_mapping(path, "Next I open file number 0")
+    assert learned.mapping["records"] == "lists" and _counts(path, learned) == (True, 3, 3)
 
 
 @pytest.mark.parametrize(("reply", "code"), [("not in the file at all", "example_not_found"),
@@ -176,3 +180,34 @@ def test_a_history_written_newest_first_is_not_learned(tmp_path):
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "I added the missing import of json")
     assert err.value.code == "example_not_read"
+
+
+def test_the_prompt_is_the_input_text_nearest_the_reply_and_other_texts_are_named(tmp_path):
+    """The prompt is the text under a key naming an input, searched from the object holding the reply outwards
+    (``agent_input_prompt`` beside the output, not the episode's short ``instruction``; never a ``prompt_id``), and
+    the record's other long texts the mapping does not read are named in a ``# NOT READ`` comment."""
+    path = tmp_path / "episode.json"
+    prompt = "You are a robot in a kitchen. Task: find the ladle. Observation: you see a counter and a sink."
+    path.write_text(json.dumps({"instruction": "Find the ladle.", "task_description": "A household task in a simulated "
+                                "kitchen, scored on success.", "trajectory": [
+                                    {"prompt_id": "kitchen-template-v2-0001", "agent_input_prompt": prompt,
+                                     "agent_output": "I will walk to the counter and look for the ladle there."}]}))
+    learned = learn_mapping(path, "walk to the counter and look for the ladle")
+    assert learned.mapping["messages"] == "$.trajectory[0].agent_input_prompt"
+    assert any("$.task_description" in n and n.startswith("# NOT READ") for n in learned.notes)
+    call = next(c for conv in _read(path, learned).conversations for c in conv.calls())
+    assert call.context[-1].text == prompt
+
+
+def test_a_turn_the_general_path_refuses_beside_the_reply_refuses_the_reading(tmp_path):
+    """The reply under ``message_edit`` beside a history and a ``message_prompt`` the general path refuses to
+    lose: a response reading that would read the file ``ok`` without that turn is not offered."""
+    path = tmp_path / "sample.json"
+    path.write_text(json.dumps({
+        "message_history": [{"role": "user", "content": "Rename parse to parse_config."},
+                            {"role": "assistant", "content": "Renamed it everywhere."}],
+        "message_prompt": "Now add a test for parse_config.",
+        "message_edit": "I added a test for parse_config in tests/test_config.py."}))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "I added a test for parse_config")
+    assert err.value.code == "example_not_read" and "message_prompt" in err.value.message
