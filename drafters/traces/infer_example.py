@@ -8,16 +8,19 @@ writes the mappings that would read it as the model's reply:
 
 - a message list: the reply is a message of a list of objects sharing a key with 2 to 8 short values (the role);
   that message's value is the assistant's, the values the common spellings know are theirs, and a single other
-  value nobody spells is the user's (more are written ``"?"`` for the user to name); the file itself may be the
-  list (one message a record: ``records: messages``);
+  value nobody spells is the user's unless it names another side (more are written ``"?"`` for the user to name);
+  the file itself may be the list (one message a record: ``records: messages``);
 - a request/response record: the reply is the record's output (``response: PATH``) and the input is the message
-  list the record holds, or the text under a key of the input spellings (``prompt``, ``input``, ``instruction``,
-  ...), else the record's longest other text (said in a comment: a guess to check); the items of a list the
-  record keeps at its top level may be those records (``records: lists``).
+  list the record holds, or the longest text under a key with an input word nearest the reply (``prompt``,
+  ``agent_input_prompt``, ``instruction``, ...), else the record's longest other text (said in a comment: a guess
+  to check); the record's other long texts are named in a ``# NOT READ`` comment; the items of a list the record
+  keeps at its top level may be those records (``records: lists``).
 
-Each candidate is tried by reading the file with it; the first that reads without an error and returns the
-example as one of the assistant's messages is written (``drafters/traces/mapping.py`` reads it with ``--mapping``). Torch-free,
-standard library plus PyYAML.
+Each candidate is tried by reading the file with it; the first that reads without an error, returns the example
+as one of the assistant's messages, and leaves unread nothing the general path refuses is written
+(``drafters/traces/mapping.py`` reads it with ``--mapping``). Readings one example cannot vouch for (a record of
+several calls, inputs all the same, a history written newest first, calls under a key not read) are not offered:
+docs/traces.md, "A mapping learned from one reply". Torch-free, standard library plus PyYAML.
 """
 
 from __future__ import annotations
