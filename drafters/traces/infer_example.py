@@ -210,9 +210,9 @@ def _content_key(inside: tuple[str | int, ...]) -> str | None:
 
 
 def _role_readings(items: list, example: Any, content: str) -> Iterator[dict[str, Any]]:
-    """``role``, ``roles`` and ``content`` for ``items`` read as messages, ``example`` the reply's message: one per
-    key (dotted one level down) holding 2 to ``MAX_ROLE_VALUES`` short values across the items, the key whose values
-    the common spellings know most first."""
+    """``role``, ``roles``, ``content`` (and spelled tool-call keys) for ``items`` read as messages, ``example`` the
+    reply's message: of the keys (dotted one level down) holding 2 to ``MAX_ROLE_VALUES`` short values across the
+    items, the one whose values the common spellings know most, then the fewest values (nothing when none fits)."""
     dicts = [i for i in items if isinstance(i, dict)]
     if len(dicts) < 2 or not isinstance(example, dict):
         return
