@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from drafters.traces.formats import _exchanges
-from drafters.traces.formats._call_io import answer_as_written, call_free, call_shaped
+from drafters.traces.formats._call_io import answer_as_written, call_free
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._events import event_kind, restated_events
@@ -546,14 +546,10 @@ class Mapping:
         """One message; a required mapped key that is absent is reported (``mapping_field_missing``), and so are
         tool calls under a key the mapping does not read (``content_not_mapped``; LobeChat keeps the call on the
         tool message that answers it)."""
-        unread = self._calls_not_read(raw, role)
-        if unread is not None:  # calls the mapping does not reach: read without them, they would be lost
-            reading.missing += 1
-            fix = (f"declare tool_calls: {unread} and tool_call" if role == "assistant" else
-                   f"a mapping reads calls on the assistant's messages only, so a {role} message keeping them needs "
-                   "a reader of its own")
-            reading.problems.error("content_not_mapped", f"the message keeps tool calls under {unread!r}, which the "
-                                   f"mapping does not read ({at}.{unread}): {fix}", reading.source, f"{at}.{unread}")
+        calls_key = self.tool_calls if role == "assistant" else None  # calls are read on the assistant's only
+        reading.unread_calls(raw, {str(k).split(".")[0] for k in (self.role, self.content, calls_key, self.reasoning,
+                                                                 self.observation, *self.tool_result.values()) if k},
+                             role, at)
         if role == "tool":
             key = self.tool_result.get("content", "content")
             content = reading.required(raw, key, "tool_result.content", at)
@@ -582,15 +578,6 @@ class Mapping:
         if role == "user" and parts and all(isinstance(p, ToolResultPart) for p in parts):
             return Message("tool", parts)  # Anthropic-style: tool results are user-role content blocks
         return Message(role, thought + parts + calls)  # type: ignore[arg-type]
-
-    def _calls_not_read(self, raw: dict, role: str) -> str | None:
-        """The first key of a message holding tool calls (``_call_io.call_shaped``) that none of the mapping's keys
-        reads for its role (``tool_calls`` only on the assistant's), else None."""
-        calls = self.tool_calls if role == "assistant" else None
-        read = {str(k).split(".")[0] for k in (self.role, self.content, calls, self.reasoning, self.observation,
-                                               *self.tool_result.values()) if k}
-        return next((str(k) for k, v in raw.items() if str(k) not in read and v not in (None, [], {})
-                     and call_shaped(v)), None)
 
     def _observation(self, raw: dict, message: Message) -> list[Message]:
         """An agent step's tool result (the ``observation`` key beside its calls) as the tool message after it: a

@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from drafters.traces.formats._call_io import call_shaped
 from drafters.traces.formats._record_shapes import holds_data
 from drafters.traces.formats._spellings import get
 from drafters.traces.formats.base import ProblemSink
@@ -69,3 +70,18 @@ class Reading:
                                 f"record ({at}.{key}): its content would be lost", self.source, f"{at}.{key}")
             return None
         return value
+
+    def unread_calls(self, raw: dict, read: set[str], role: str, at: str) -> None:
+        """Report tool calls a message keeps under a key outside ``read`` (``_call_io.call_shaped``; LobeChat keeps
+        the call on the tool message that answers it): read without them they would be lost, so it is
+        ``content_not_mapped`` and counts as a missing key (the caller's conversation is dropped)."""
+        key = next((str(k) for k, v in raw.items() if str(k) not in read and v not in (None, [], {})
+                    and call_shaped(v)), None)
+        if key is None:
+            return
+        self.missing += 1
+        fix = (f"declare tool_calls: {key} and tool_call" if role == "assistant" else
+               f"a mapping reads calls on the assistant's messages only, so a {role} message keeping them needs a "
+               "reader of its own")
+        self.problems.error("content_not_mapped", f"the message keeps tool calls under {key!r}, which the mapping "
+                            f"does not read ({at}.{key}): {fix}", self.source, f"{at}.{key}")
