@@ -56,7 +56,7 @@ def datasets_infer_mapping(
             skeleton = skeleton_yaml(file, name) if exc.code == "no_messages_found" else None
             if skeleton is None:
                 raise
-            _write_skeleton(skeleton, out)
+            _emit(skeleton, out)
             raise CliError(exc.code, f"{exc.message}; wrote a skeleton mapping to complete "
                            f"({out or 'printed above'}): fill the roles marked \"?\"", where=str(file)) from exc
         losses = general_path_losses(file, inferred)
@@ -67,16 +67,11 @@ def datasets_infer_mapping(
         print_json({"file": str(file), "shape": inferred.shape, "mapping": yaml.safe_load(text),
                     "keys_not_read": inferred.keys_not_read, "calls_not_read": inferred.calls_not_read,
                     "other_messages": inferred.others, "not_read": losses})
-        if out is not None:
-            out.write_text(text, encoding="utf-8")
-    elif out is None:
-        print(text, end="")
-    else:
-        out.write_text(text, encoding="utf-8")
+    _emit(text, out, printed=not as_json)
+    if out is not None and not as_json and not losses:
         check = "the messages line (several message lists fit: the general path refuses this file) and the roles" \
             if inferred.others else "the roles"
-        if not losses:
-            err_console.print(f"wrote {out}: check {check}, then: tracedraft datasets validate --mapping {out} {file}")
+        err_console.print(f"wrote {out}: check {check}, then: tracedraft datasets validate --mapping {out} {file}")
     if losses:  # the mapping is written to complete, but unchanged it would lose what the general path refuses
         with handled():
             raise CliError(losses[0].split(":", 1)[0], f"wrote a mapping ({out or 'printed above'}) that, unchanged, "
@@ -93,20 +88,19 @@ def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None
     if as_json:
         print_json({"file": str(file), "shape": "learned_from_reply", "mapping": learned.mapping,
                     "found_at": learned.found_at, "unnamed_roles": learned.unnamed})
-    if out is not None:
-        out.write_text(text, encoding="utf-8")
-    elif not as_json:
-        print(text, end="")
+    _emit(text, out, printed=not as_json)
     if learned.unnamed:
         raise CliError("roles_unnamed", f"wrote a mapping ({out or 'printed above'}) whose role values "
                        f"{', '.join(learned.unnamed)} are marked \"?\": name each system, user, assistant or tool",
                        where=str(file))
     if out is not None and not as_json:
-        err_console.print(f"wrote {out}: check the roles, then: tracedraft datasets validate --mapping {out} {file}")
+        err_console.print(f"wrote {out}: check it (its comments say what), then: tracedraft datasets validate "
+                          f"--mapping {out} {file}")
 
 
-def _write_skeleton(text: str, out: Path | None) -> None:
-    if out is None:
-        print(text, end="")
-    else:
+def _emit(text: str, out: Path | None, printed: bool = True) -> None:
+    """Write the mapping to ``out``, or print it (unless ``printed`` is False: ``--json`` printed it already)."""
+    if out is not None:
         out.write_text(text, encoding="utf-8")
+    elif printed:
+        print(text, end="")
