@@ -31,7 +31,10 @@ from service.db.models import Dataset, DatasetStatus, Job, JobStatus
 from service.storage import CHUNK, ArtifactStore, Stored
 
 if TYPE_CHECKING:
-    from drafters.traces.mapping import Mapping as TraceMapping
+    from drafters.traces.mapping import Mapping
+    from drafters.traces.mapping_text import TextMapping
+
+    TraceMapping = Mapping | TextMapping
 
 MAX_NAME = 255
 MAX_MAPPING_BYTES = 64 * 1024  # a declared mapping is a few hundred bytes; it is read into memory

@@ -25,6 +25,7 @@ from drafters.traces.formats import get_format
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import load_mapping
+from drafters.traces.mapping_text import TextMapping
 from drafters.traces.model import (
     Conversation,
     ReasoningPart,
@@ -101,7 +102,7 @@ def iter_conversations(
     scrub: bool | ScrubConfig | Scrubber = True,
     report: ValidationReport | None = None,
     dedup: bool = True,
-    mapping: str | os.PathLike[str] | Mapping | None = None,
+    mapping: str | os.PathLike[str] | Mapping | TextMapping | None = None,
 ) -> Iterator[Conversation]:
     """Stream validated, scrubbed, deduplicated conversations from ``paths`` (files or directories).
 
@@ -135,7 +136,7 @@ def iter_conversations(
                          "read the files", where="format")
     forced: TraceFormat | None = get_format(format) if format else None
     if mapping is not None:
-        forced = (mapping if isinstance(mapping, Mapping) else load_mapping(mapping)).format()
+        forced = (mapping if isinstance(mapping, (Mapping, TextMapping)) else load_mapping(mapping)).format()
     seen: dict[bytes, str] = {}  # conversation content hash -> the file it was first read from
     try:
         for path in expand_paths(paths):
@@ -461,7 +462,7 @@ def ingest(
     heldout_fraction: float = 0.1,
     problems_path: str | os.PathLike[str] | None = None,
     target_model: str | None = None,
-    mapping: str | os.PathLike[str] | Mapping | None = None,
+    mapping: str | os.PathLike[str] | Mapping | TextMapping | None = None,
     dedup: bool = True,
 ) -> IngestResult:
     """Ingest every file into memory: ``IngestResult(conversations, report, split)``.

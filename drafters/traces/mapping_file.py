@@ -11,6 +11,7 @@ from typing import Any
 from drafters.traces.formats._turns import ADJACENT_ANSWERS
 from drafters.traces.json_paths import jsonpath
 from drafters.traces.mapping import Mapping
+from drafters.traces.mapping_text import TextMapping, text_mapping_from_dict
 from drafters.traces.report import TraceError
 
 _ROLES = ("system", "user", "assistant", "tool")
@@ -27,7 +28,7 @@ MAX_VALUES = 2000  # values in a mapping file, aliases counted at each use (an u
 MAX_NAME = 40  # characters of a mapping's name ("mapping:NAME" is stored as a dataset's format)
 
 
-def load_mapping(path: str | Path) -> Mapping:
+def load_mapping(path: str | Path) -> Mapping | TextMapping:
     """Read and check a mapping file (YAML, or JSON by its content).
 
     Raises:
@@ -41,7 +42,7 @@ def load_mapping(path: str | Path) -> Mapping:
     return parse_mapping(text, str(path))
 
 
-def parse_mapping(text: str, where: str = "mapping") -> Mapping:
+def parse_mapping(text: str, where: str = "mapping") -> Mapping | TextMapping:
     """Check a mapping file's text (YAML, or JSON by its content); ``where`` names the file in errors and
     gives the mapping its name when it declares none.
 
@@ -66,9 +67,10 @@ def _yaml(text: str) -> Any:
         raise ValueError(str(exc)) from exc
 
 
-def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
+def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping | TextMapping:
     """Check a mapping given as a dict (it may come from an untrusted upload: every value's type is
-    checked, and its size is bounded by ``MAX_VALUES``).
+    checked, and its size is bounded by ``MAX_VALUES``); one with a ``text`` key is a text mapping
+    (drafters/traces/mapping_text.py).
 
     Raises:
         TraceError("bad_mapping") with ``where`` and the field at fault.
@@ -82,9 +84,14 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping:
     if _values_beyond(data, MAX_VALUES):
         raise bad("(file)", f"more than {MAX_VALUES} values (a mapping has a few dozen; each use of a YAML "
                   "alias counts)")
+    if "text" in data:
+        if data.get("name") is not None and not (isinstance(data["name"], str) and 0 < len(data["name"]) <= MAX_NAME):
+            raise bad("name", f"a non-empty string of at most {MAX_NAME} characters")
+        return text_mapping_from_dict(data, where, data.get("name") or Path(where).stem[:MAX_NAME])
     unknown = {str(k)[:100] for k in data} - _KEYS
     if unknown:
-        raise bad(min(unknown), f"unknown key; the keys are {', '.join(sorted(_KEYS))}")
+        raise bad(min(unknown), f"unknown key; the keys are {', '.join(sorted(_KEYS))} (or name and text: a text "
+                  "mapping)")
     for key in ("messages", "role", "roles"):
         if key not in data:
             raise bad(key, "required")

@@ -140,3 +140,23 @@ def test_large_upload_is_validated_later_with_its_stored_mapping(tmp_path, db_ur
         assert done.status == "ready", done.error
         assert done.counts["conversations"] == expected.readable and done.format == MAPPING_FORMAT
     app.state.engine.dispose()
+
+
+def test_a_text_log_uploads_with_its_text_mapping(client, org_a):
+    """A Markdown log of an eval (DeathMath's details file, real and public: tests/traces/fixtures/learned) with the
+    text mapping ``infer-mapping --reply`` writes for it: five conversations of one call, the sections marked skip
+    warned, not lost quietly."""
+    from pathlib import Path
+
+    log = Path(__file__).parents[1] / "traces" / "fixtures" / "learned" / \
+        "deathmath-details-md__gpt-4o-mini__details_20250407_174507.md"
+    mapping = (b"name: deathmath\ntext:\n  markers:\n    '### Task': user\n    '### Model Response': assistant\n"
+               b"    '### Correct Answer': skip\n    '### Extracted Answer': skip\n    '### Score': skip\n"
+               b"    '### Tokens Used': skip\n  conversation: '## Example 1'\n")
+    files = [("mapping", ("deathmath.yaml", mapping)), ("file", (log.name, log.read_bytes()))]
+    r = client.post("/v1/datasets", headers=org_a.h(), files=files)
+    assert r.status_code == 201, r.text
+    ds = r.json()
+    assert ds["status"] == "ready", ds["error"]
+    assert (ds["counts"]["conversations"], ds["counts"]["calls"]) == (5, 5)
+    assert ds["format"] == "mapping:deathmath" and ds["report"]["problem_counts"]["warning:sections_not_read"] == 5

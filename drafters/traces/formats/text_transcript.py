@@ -64,11 +64,11 @@ _MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 .
                      r"\s*(?P<post>[=*_:>\]\s-]*)$")  # a label, then perhaps its model: "CodeCompanion (Anthropic)"
 #: A tool call written as text in a reply (an exporter's notation): the transcript cannot give it as a structured
 #: call, and reading it as the reply's text would lose the call. Fenced lines count only as a fence's info string.
-_TOOL_NOTATION = re.compile(r"^\s*(?:(?:tool use|tool calls?|calling tool|function call)\s*:|\*\*tool (?:use|call)"
+_TOOL_NOTATION = re.compile(r"^\s*(?:(?:tool[ _]use|tool[ _]calls?|calling tool|function[ _]call)\s*:|\*\*tool (?:use|call)"
                             r"|<(?:tool[_-]?(?:call|use)|function[_-]?call|invoke)\b)", re.IGNORECASE)
 _TOOL_FENCE = re.compile(r"^\s*(?:```|~~~)\s*(?:tool[_-]?(?:call|use)|function[_-]?call)\b", re.IGNORECASE)
 MIN_NAMED = 2  # turns of one named speaker (no role label) before the name is read as an agent of the model
-_FENCE = re.compile(r"^\s*(```|~~~)")
+FENCE = re.compile(r"^\s*(```|~~~)")  # a code fence: lines inside it are text, never markers
 _FRONT = ("+++", "---")
 MAX_MARKER = 48  # characters of a marker line: a longer line is text
 MAX_FRONT = 60  # lines of front matter
@@ -136,7 +136,7 @@ def find_markers(lines: list[str], start: int = 0) -> Markers:
     """The role-marker lines of ``lines[start:]`` (see the module docstring)."""
     found, fenced = [], False
     for i in range(start, len(lines)):
-        if _FENCE.match(lines[i]):
+        if FENCE.match(lines[i]):
             fenced = not fenced
             continue
         marker = None if fenced else _marker(lines[i], i)
@@ -170,7 +170,7 @@ def _inline_markers(lines: list[str], start: int) -> Markers:
     the non-empty lines are such lines (the other lines continue the message above); else no markers."""
     found, fenced, text_lines = [], False, 0
     for i in range(start, len(lines)):
-        if _FENCE.match(lines[i]):
+        if FENCE.match(lines[i]):
             fenced = not fenced
         if fenced or not lines[i].strip():
             continue
@@ -301,14 +301,22 @@ def _tool_call_written(lines: list[str], markers: list[Marker]) -> int | None:
     """The index of the first line inside an assistant message that writes a tool call in a known notation."""
     bounds = [m.index for m in markers] + [len(lines)]
     for marker, end in zip(markers, bounds[1:]):
-        if marker.role != "assistant":
-            continue
-        fenced = False
-        for i in range(marker.index + 1, end):
-            if _TOOL_FENCE.match(lines[i]) or not fenced and _TOOL_NOTATION.match(lines[i]):
-                return i
-            if _FENCE.match(lines[i]):
-                fenced = not fenced
+        if marker.role == "assistant":
+            at = tool_call_line(lines[marker.index + 1:end])
+            if at is not None:
+                return marker.index + 1 + at
+    return None
+
+
+def tool_call_line(lines: list[str]) -> int | None:
+    """The index in ``lines`` (one reply's text) of the first line writing a tool call in a known notation
+    (``<tool_call>``, ``Tool use:``, a ``tool_call`` fence), or None: a text reply records no structured call."""
+    fenced = False
+    for i, line in enumerate(lines):
+        if _TOOL_FENCE.match(line) or not fenced and _TOOL_NOTATION.match(line):
+            return i
+        if FENCE.match(line):
+            fenced = not fenced
     return None
 
 

@@ -1,0 +1,244 @@
+"""A declared mapping for text: a log or transcript whose messages open with marker lines the file spells its own
+way (``## Crystalyse Response``, ``===== gemini-pro response =====``, ``**Query:** ...``), which no role label of
+the general path's text reader knows (docs/traces.md, "Text transcripts with a declared mapping").
+
+The mapping file names each marker and the role of the message it opens, and may name the line that opens each
+conversation::
+
+    name: crystalyse
+    text:
+      markers:
+        "## User Query": user
+        "## Crystalyse Response": assistant
+        "### Score": skip            # a section that is no message (not read, warned)
+      conversation: "## Example 1"   # optional: a line beginning with it (any number) opens a conversation
+
+A line opens a message when, stripped, it begins with a marker (the longest that fits, not followed by a letter or
+digit: ``## User`` does not open ``## Username``); the rest of that line (``**Query:** What is 2+2?``) is the
+message's first line. Lines inside a code fence are text. Text before a conversation's first marker is its heading,
+not read (``preamble_not_read``); messages of one role in a row are one message (two answers: one call,
+``adjacent_answers_joined``). A ``tool`` marker, or a reply that writes a tool call in a known notation, is refused
+(``content_not_mapped``): text records no structured call. A conversation whose prompt has no reply is
+``no_assistant_message``, an error (its reply may sit under a marker not named), a warning for the file's last
+(a chat file's next turn). Every assistant message
+is a call whose context is everything before it in its conversation. Torch-free, standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import IO, Any
+
+from drafters.traces.formats._reading import count, src
+from drafters.traces.formats._records import guard_file
+from drafters.traces.formats._turns import join_turns, warn_joined
+from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.formats.text_transcript import FENCE, tool_call_line
+from drafters.traces.model import Conversation, Message, TextPart
+from drafters.traces.report import TraceError
+
+TEXT_ROLES = ("system", "user", "assistant", "tool", "skip")
+MAX_MARKERS = 40  # markers in one mapping (a transcript has a handful)
+MAX_MARKER = 200  # characters of one marker
+
+
+@dataclass(frozen=True)
+class TextMapping:
+    """A declared text mapping: ``markers`` (a marker line's beginning -> the role of the message it opens, or
+    ``skip``) and ``conversation`` (the beginning of the line opening each conversation, or None: one
+    conversation a file)."""
+
+    name: str
+    markers: dict[str, str]
+    conversation: str | None = None
+
+    @cached_property
+    def _order(self) -> list[str]:
+        return sorted(self.markers, key=len, reverse=True)  # the longest marker that fits wins
+
+    @property
+    def format_name(self) -> str:
+        """The format name in reports: ``mapping:NAME``."""
+        return f"mapping:{self.name}"
+
+    def format(self) -> TraceFormat:
+        """A ``TraceFormat`` reading files with this mapping (its sniffer accepts every file)."""
+        return TraceFormat(name=self.format_name, description=f"declared text mapping {self.name}",
+                           sniff=lambda head, filename: True, parse=guard_file(self.format_name)(self.parse))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The mapping as a mapping file's content (``text_mapping_from_dict`` inverts it)."""
+        text: dict[str, Any] = {"markers": dict(self.markers)}
+        if self.conversation:
+            text["conversation"] = self.conversation
+        return {"name": self.name, "text": text}
+
+    def opens(self, line: str) -> tuple[str, str] | None:
+        """``(marker, rest of the line)`` when ``line`` opens a message, else None."""
+        text = line.strip()
+        for marker in self._order:
+            if _begins(text, marker):
+                return marker, text[len(marker):].strip().lstrip(":*_ \t")
+        return None
+
+    def parse(self, stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+        """The file's conversations (see the module docstring); problems reported to ``problems``."""
+        return _parse(self, stream.read().splitlines(), filename, problems)
+
+
+def _begins(text: str, prefix: str) -> bool:
+    """Whether ``text`` begins with ``prefix`` and no letter or digit continues the prefix's last word."""
+    if not text.startswith(prefix):
+        return False
+    after = text[len(prefix):len(prefix) + 1]
+    return not (after.isalnum() and prefix[-1:].isalnum())
+
+
+def opens_conversation(line: str, conversation: str) -> bool:
+    """Whether ``line``, stripped, begins with ``conversation``, each run of digits in it matching any number
+    (``## Example 1`` opens ``## Example 12``; a date and time, any other)."""
+    pattern = "".join(r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", conversation))
+    return re.match(pattern + (r"(?![A-Za-z0-9])" if conversation[-1:].isalnum() else ""), line.strip()) is not None
+
+
+@dataclass
+class _Section:
+    """A marker's section: the 0-based line of its marker, the role (``skip``: not read) and its lines."""
+
+    line: int
+    role: str
+    lines: list[str]
+
+
+def _sections(mapping: TextMapping, lines: list[str]) -> Iterator[tuple[int, list[_Section]]]:
+    """Each conversation's first line (0-based) and its sections; a section of role ``""`` is the heading."""
+    sections: list[_Section] = [_Section(0, "", [])]
+    start, fenced = 0, False
+    for i, line in enumerate(lines):
+        if FENCE.match(line):
+            fenced = not fenced
+        opened = None if fenced else mapping.opens(line)
+        if not fenced and mapping.conversation and opens_conversation(line, mapping.conversation):
+            yield start, sections
+            start, sections = i, [_Section(i, "", [])]
+            if opened is None:
+                continue  # the line names the conversation: no message's text
+        if opened is not None:
+            sections.append(_Section(i, mapping.markers[opened[0]], [opened[1]] if opened[1] else []))
+        else:
+            sections[-1].lines.append(line)
+    yield start, sections
+
+
+def _parse(mapping: TextMapping, lines: list[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
+    name = mapping.format_name
+    found = [(start, sections) for start, sections in _sections(mapping, lines)
+             if any(s.role for s in sections)]
+    if not found:
+        problems.error("unknown_format", f"no line opens with a marker of the mapping ({', '.join(mapping.markers)})",
+                       src(name, filename, line=1))
+        return
+    for s in (s for _, sections in found for s in sections):
+        refused = _refused(s)
+        if refused:
+            problems.error("content_not_mapped", refused, src(name, filename, line=s.line + 1))
+            return
+    read = [(start, sections, _messages(sections)) for start, sections in found]
+    if not any(m.role == "assistant" for _, _, messages in read for m in messages):
+        problems.error("no_assistant_message", "no assistant marker of the mapping holds text",
+                       src(name, filename, line=1))
+        return
+    stem = filename.rsplit("/", 1)[-1]
+    for k, (start, sections, messages) in enumerate(read):
+        count(problems, "records")
+        where = src(name, filename, line=start + 1)
+        _warn_unread(sections, problems, where)
+        if not any(m.role == "assistant" for m in messages):
+            if messages and k < len(read) - 1:  # a reply under a marker the mapping does not name would be lost
+                problems.error("no_assistant_message", "the conversation's prompt has no reply after it (is its "
+                               "reply opened by a marker the mapping does not name?)", where)
+            elif messages:  # the file's last prompt, left for the next turn of a chat: no call to read
+                problems.warning("no_assistant_message", "the file's last prompt has no reply after it", where)
+            continue
+        messages = _join_same_role(messages)
+        turns = join_turns(messages, [None] * len(messages), "role", "join")
+        warn_joined(turns, problems, where, None)
+        suffix = "" if len(found) == 1 else f":{k}"
+        yield Conversation(id=f"{stem}:text{suffix}", source=where, messages=turns.messages)
+
+
+def _messages(sections: list[_Section]) -> list[Message]:
+    """A conversation's messages: its sections with text, other than the heading and ``skip`` sections."""
+    return [Message(s.role, [TextPart(text)]) for s in sections  # type: ignore[arg-type]
+            if s.role not in ("", "skip") and (text := "\n".join(s.lines).strip())]
+
+
+def _refused(section: _Section) -> str | None:
+    """Why a section cannot be read (a tool message, a tool call written in a reply), or None."""
+    if section.role == "tool":
+        return (f"line {section.line + 1} opens a tool message; a text transcript records no structured tool call "
+                "for its result to answer")
+    at = tool_call_line(section.lines) if section.role == "assistant" else None
+    if at is not None:
+        return (f"the reply at line {section.line + 1} writes a tool call as text ({section.lines[at].strip()[:60]!r}):"
+                " a text transcript records no structured tool call, and reading it as text would lose the call")
+    return None
+
+
+def _warn_unread(sections: list[_Section], problems: ProblemSink, where) -> None:
+    """``preamble_not_read`` for a conversation's heading text, ``sections_not_read`` for ``skip`` sections."""
+    head = "\n".join(sections[0].lines).strip()
+    if head and not sections[0].role:
+        problems.warning("preamble_not_read", f"{len(head.splitlines())} line(s) before the conversation's first "
+                         "marker are its heading, not a message: not read", where)
+    skipped = [s for s in sections if s.role == "skip" and "\n".join(s.lines).strip()]
+    if skipped:
+        problems.warning("sections_not_read", f"{len(skipped)} section(s) the mapping marks skip (from line "
+                         f"{skipped[0].line + 1}) are not read", where)
+
+
+def _join_same_role(messages: list[Message]) -> list[Message]:
+    """Messages of one role in a row other than the assistant's as one message (a prompt in two sections)."""
+    out: list[Message] = []
+    for m in messages:
+        if out and out[-1].role == m.role and m.role != "assistant":
+            out[-1] = Message(m.role, [*out[-1].parts, TextPart("\n\n"), *m.parts])
+        else:
+            out.append(m)
+    return out
+
+
+def text_mapping_from_dict(data: dict, where: str, name: str) -> TextMapping:
+    """Check a text mapping's ``text`` object (untrusted: types and sizes bounded).
+
+    Raises:
+        TraceError("bad_mapping") naming ``where`` and the field at fault.
+    """
+    def bad(field_name: str, why: str) -> TraceError:
+        return TraceError("bad_mapping", f"{field_name}: {why}", f"{where} ({field_name})")
+
+    extra = set(data) - {"name", "text"}
+    if extra:
+        raise bad(min(map(str, extra)), "a text mapping has the keys name and text only")
+    text = data["text"]
+    if not isinstance(text, dict) or not set(text) <= {"markers", "conversation"}:
+        raise bad("text", "an object with markers (a marker line's beginning -> its role) and, perhaps, conversation")
+    markers = text.get("markers")
+    if not isinstance(markers, dict) or not markers or len(markers) > MAX_MARKERS:
+        raise bad("text.markers", f"a map of 1 to {MAX_MARKERS} marker lines to {', '.join(TEXT_ROLES)}")
+    wrong = {str(k)[:60]: v for k, v in markers.items() if not isinstance(k, str) or not k.strip()
+             or len(k) > MAX_MARKER or v not in TEXT_ROLES}
+    if wrong:
+        raise bad("text.markers", f"{wrong}: each a non-empty line of at most {MAX_MARKER} characters mapped to one "
+                  f"of {', '.join(TEXT_ROLES)}")
+    if "assistant" not in markers.values():
+        raise bad("text.markers", "no marker opens the assistant's messages (the model's replies)")
+    conversation = text.get("conversation")
+    if conversation is not None and not (isinstance(conversation, str) and conversation.strip()
+                                         and len(conversation) <= MAX_MARKER):
+        raise bad("text.conversation", f"a non-empty line beginning of at most {MAX_MARKER} characters")
+    return TextMapping(name, {k.strip(): v for k, v in markers.items()},
+                       conversation.strip() if conversation else None)

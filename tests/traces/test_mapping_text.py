@@ -1,0 +1,135 @@
+"""A declared text mapping (``drafters/traces/mapping_text.py``): marker lines the file spells its own way open
+messages, ``skip`` sections are not read, a conversation line opens conversations; tool messages, tool calls
+written in a reply and replies lost under an unnamed marker are refused with codes; bad mapping files are
+``bad_mapping`` naming the field."""
+
+from __future__ import annotations
+
+import pytest
+
+from drafters.traces.ingest import ingest
+from drafters.traces.mapping_file import mapping_from_dict, parse_mapping
+from drafters.traces.mapping_text import TextMapping, opens_conversation
+from drafters.traces.report import TraceError
+
+LOG = """# Eval log
+run 7
+
+## Example 1
+### Task
+What is 2+2?
+### Model Response
+It is 4.
+### Score
+1.0
+
+## Example 2
+### Task
+Name a prime above 10.
+### Model Response
+11 is one.
+```
+### Task
+(inside a fence: text of the reply)
+```
+### Score
+1.0
+"""
+MAPPING = {"name": "evallog", "text": {"markers": {"### Task": "user", "### Model Response": "assistant",
+                                                  "### Score": "skip"}, "conversation": "## Example 1"}}
+
+
+def _read(tmp_path, text, mapping, name="log.md"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return ingest([str(path)], mapping=mapping_from_dict(mapping), scrub=False, dedup=False)
+
+
+def test_markers_skip_sections_and_conversation_lines(tmp_path):
+    result = _read(tmp_path, LOG, MAPPING)
+    assert result.report.ok, result.report.errors
+    calls = [call for c in result.conversations for call in c.calls()]
+    assert [c.id for c in result.conversations] == ["log.md:text:0", "log.md:text:1"]
+    assert [call.completion.text for call in calls] == [
+        "It is 4.", "11 is one.\n```\n### Task\n(inside a fence: text of the reply)\n```"]
+    assert [[m.text for m in call.context] for call in calls] == [["What is 2+2?"], ["Name a prime above 10."]]
+    codes = [w.code for w in result.report.warnings]
+    assert codes.count("sections_not_read") == 2 and "preamble_not_read" not in codes  # "## Example" heads a conversation
+
+
+def test_one_conversation_inline_markers_and_a_heading(tmp_path):
+    text = "Chat export\n\n**Q:** hi there\n**A:**\nhello, how can I help?\n**Q:** two\nlines\n**A:** ok\n**Q:**\n"
+    mapping = {"name": "qa", "text": {"markers": {"**Q:**": "user", "**A:**": "assistant"}}}
+    result = _read(tmp_path, text, mapping)
+    assert result.report.ok, result.report.errors
+    (conv,) = result.conversations
+    assert [(m.role, m.text) for m in conv.messages] == [
+        ("user", "hi there"), ("assistant", "hello, how can I help?"), ("user", "two\nlines"), ("assistant", "ok")]
+    assert [w.code for w in result.report.warnings] == ["preamble_not_read"]
+
+
+def test_a_marker_is_not_the_beginning_of_a_longer_word(tmp_path):
+    text = "## User\nhi\n## Username: bob\n## Bot\nhello\n"
+    result = _read(tmp_path, text, {"name": "x", "text": {"markers": {"## User": "user", "## Bot": "assistant"}}})
+    assert [m.text for m in result.conversations[0].messages] == ["hi\n## Username: bob", "hello"]
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("## Q\nrun it\n## A\nsure\n## Tool\n{\"ok\": true}\n## A\ndone\n", "line 5 opens a tool message"),
+    ("## Q\nrun it\n## A\n<tool_call>{\"name\": \"ls\"}</tool_call>\n", "writes a tool call as text"),
+])
+def test_tool_messages_and_written_tool_calls_are_refused(tmp_path, text, where):
+    mapping = {"name": "x", "text": {"markers": {"## Q": "user", "## A": "assistant", "## Tool": "tool"}}}
+    result = _read(tmp_path, text, mapping)
+    assert not result.report.ok and not result.conversations
+    (error,) = result.report.errors
+    assert error.code == "content_not_mapped" and where in error.message
+
+
+def test_a_prompt_without_reply_is_an_error_unless_it_is_the_last(tmp_path):
+    mapping = {"name": "x", "text": {"markers": {"## Q": "user", "## A": "assistant"}, "conversation": "# Run 1"}}
+    lost = "# Run 1\n## Q\nfirst\n## Answer\nits reply, under a marker not named\n# Run 2\n## Q\nsecond\n## A\nok\n"
+    result = _read(tmp_path, lost, mapping)
+    assert not result.report.ok and [e.code for e in result.report.errors] == ["no_assistant_message"]
+    assert (result.report.errors[0].line, result.report.errors[0].format) == (1, "mapping:x")
+    last = "# Run 1\n## Q\nfirst\n## A\nok\n# Run 2\n## Q\nnext turn, not sent yet\n"
+    result = _read(tmp_path, last, mapping)
+    assert result.report.ok and len(result.conversations) == 1
+    assert [w.code for w in result.report.warnings] == ["no_assistant_message"]
+
+
+def test_a_file_with_no_marker_or_no_reply_is_refused(tmp_path):
+    mapping = {"name": "x", "text": {"markers": {"## Q": "user", "## A": "assistant"}}}
+    assert [e.code for e in _read(tmp_path, "nothing here\n", mapping).report.errors] == ["unknown_format"]
+    assert [e.code for e in _read(tmp_path, "## Q\nhi\n## A\n\n", mapping).report.errors] == ["no_assistant_message"]
+
+
+def test_conversation_lines_match_any_number():
+    assert opens_conversation("## Example 12", "## Example 1")
+    assert opens_conversation("**2025-06-21 09:01:02 | OPENAI (gpt-4)**", "**2025-06-20 23:51:16")
+    assert not opens_conversation("## Examples", "## Example 1")
+    assert not opens_conversation("## Example 1a", "## Example 1")
+
+
+def test_a_text_mapping_file_round_trips_and_names_itself():
+    mapping = parse_mapping("name: evallog\ntext:\n  markers:\n    '### Task': user\n    '### Model Response': "
+                            "assistant\n  conversation: '## Example 1'\n", "m.yaml")
+    assert isinstance(mapping, TextMapping) and mapping.format().name == "mapping:evallog"
+    assert mapping_from_dict(mapping.to_dict()) == mapping
+
+
+@pytest.mark.parametrize(("data", "field"), [
+    ({"text": {"markers": {"## Q": "user"}}}, "text.markers"),  # no assistant marker
+    ({"text": {"markers": {"## Q": "user", "## A": "model"}}}, "text.markers"),
+    ({"text": {"markers": {"": "user", "## A": "assistant"}}}, "text.markers"),
+    ({"text": {"markers": {}}}, "text.markers"),
+    ({"text": {"markers": {"## A": "assistant"}, "conversation": 3}}, "text.conversation"),
+    ({"text": {"markers": {"## A": "assistant"}, "roles": {}}}, "text"),
+    ({"text": {"markers": {"## A": "assistant"}}, "messages": "$"}, "messages"),
+    ({"name": 5, "text": {"markers": {"## A": "assistant"}}}, "name"),
+    ({"text": {"markers": {f"## M{i}": "assistant" for i in range(41)}}}, "text.markers"),
+])
+def test_bad_text_mappings_name_the_field(data, field):
+    with pytest.raises(TraceError) as err:
+        mapping_from_dict(data, "m.yaml")
+    assert err.value.code == "bad_mapping" and err.value.where == f"m.yaml ({field})"
