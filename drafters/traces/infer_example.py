@@ -38,6 +38,7 @@ from drafters.traces.formats._call_io import message_lists
 from drafters.traces.formats._shapes import call_keys, calls_not_read, message_keys
 from drafters.traces.formats._spellings import CALL_KEYS, get, role_of
 from drafters.traces.infer import general_path_errors, losses
+from drafters.traces.infer_text_example import learn_text_mapping
 from drafters.traces.json_paths import child_path, jsonpath
 from drafters.traces.report import Problem, TraceError, ValidationReport
 
@@ -105,6 +106,8 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
         sample = [v for _, v in islice(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
                                        _shapes.SAMPLE)]
     hits = [Hit(i, steps) for i, value in enumerate(sample) for steps in _holding(value, want, ())]
+    if not hits and any(p.code == "invalid_json" for p in problems.errors):
+        return _learn_text(path, want, label)  # text, not JSON: learn its marker lines
     if not hits:
         why = f" (first problem: {problems.errors[0].code}: {problems.errors[0].message})" if problems.errors else ""
         raise TraceError("example_not_found", f"no text of the file's first {len(sample)} records holds the example "
@@ -131,6 +134,13 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
     why = first_problem or "no list of messages with a role key, and no request/response record, holds it"
     raise TraceError("example_not_read", f"the example reply is found at {places} (record {hits[0].record}), but no "
                      f"mapping reading it as the model's reply reads the file: {why}", str(path))
+
+
+def _learn_text(path: str | os.PathLike[str], want: str, label: str) -> Learned:
+    """The text mapping learned from the marker lines above the example (drafters/traces/infer_text_example.py;
+    raises its TraceErrors)."""
+    learned = learn_text_mapping(path, want, label)
+    return Learned(learned.mapping, learned.found_at, [], learned.notes)
 
 
 def _normal(text: str) -> str:
@@ -467,6 +477,7 @@ def learned_yaml(learned: Learned) -> str:
     import yaml
 
     check = ("the prompt (messages) and response paths" if "response" in learned.mapping else
+             "the markers (a line beginning with one opens a message)" if "text" in learned.mapping else
              "the roles (a value not listed is an error)")
     head = [f"# learned from the example reply, found at {learned.found_at}",
             f"# check {check}, then ingest with --mapping THIS_FILE", *learned.notes]

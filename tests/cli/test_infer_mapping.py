@@ -191,6 +191,28 @@ def test_infer_mapping_learns_from_an_example_reply(tmp_path):
     assert learned["unnamed_roles"] == ["SYS", "CUST"] and learned["mapping"]["roles"]["AGT"] == "assistant"
 
 
+def test_infer_mapping_learns_a_text_files_markers_from_an_example_reply(tmp_path):
+    """``--reply`` on a text log: the marker line above the reply and the prompt's are written as a text mapping,
+    which ``validate --mapping`` reads; a reply under lines naming no sides exits 1 with ``example_not_read``."""
+    runner = CliRunner()
+    path, out = tmp_path / "evals.md", tmp_path / "evals.mapping.yaml"
+    path.write_text("# Run\n\n## Case 1\n#### Input Prompt\nTranslate 'chat' to English.\n#### LLM Output\n"
+                    "The word is 'cat' in English.\n#### Grade\npass\n\n## Case 2\n#### Input Prompt\n"
+                    "Translate 'chien'.\n#### LLM Output\nIt means 'dog'.\n#### Grade\npass\n")
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path), "--reply", "The word is 'cat' in English",
+                            "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    written = out.read_text()
+    assert "# learned from the example reply, found at line 7" in written and "'#### Grade': skip" in written
+    assert "conversation: '## Case 1'" in written
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", "--mapping", str(out), str(path)])
+    report = json.loads(r.stdout)
+    assert report["ok"] and (report["counts"]["conversations"], report["counts"]["calls"]) == (2, 2)
+    path.write_text("**Setup**:\nrules\n**Note**:\nThe word is 'cat' in English.\n")
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path), "--reply", "The word is 'cat' in English"])
+    assert r.exit_code == 1 and "example_not_read" in r.output
+
+
 def test_content_the_general_path_refuses_is_named_in_the_written_mapping(tmp_path):
     """A record keeping a turn beside its message list (``message_prompt``): the general path refuses it
     (``content_not_mapped``); the mapping read unchanged would not, so it is written with a ``# NOT READ`` line and

@@ -1,0 +1,261 @@
+"""``infer-mapping --reply`` on text: a text mapping (drafters/traces/mapping_text.py) learned from the line that
+opens the message holding the user's example reply.
+
+A log or Markdown transcript whose marker lines no role label spells (``## Crystalyse Response``, ``=====
+gemini-pro response (500) =====``) still shows, above each reply, the line that opens it. Above each line holding
+the example (a prompt's history may repeat it before its own reply), each marker-shaped line (a heading, a bold,
+tagged or bracketed label, a title inside a rule, a ``Label:`` line or a ``Label:`` opening a line) is tried as the
+assistant's marker, decorated lines first, nearest first:
+
+- the user's marker is the nearest line above it of the same form (the same decoration around another label) whose
+  label names no output (``Reasoning``, ``Score``, ``Tokens``); the pair must name the two sides (a prompt word and a
+  reply word: ``Task`` / ``Model Response``) or, decorated, open alternating turns of a dialogue (named speakers);
+- the other labels of that form that repeat as often as the reply's, or name no model text (``Tokens Used``), open
+  sections not read (``skip``), or a role the common labels name (``## System``); a line of that form seen once
+  after the reply, and a footer past a rule after the last reply, are read as its text and named in ``# CHECK``;
+- conversations: one a prompt where the second prompt begins with the whole first one (each prompt sent whole: a
+  retry, an agent's next step), else one a repeated heading of another form above the user's marker, any number
+  in it (``## Example 3``), else one a file.
+
+An example inside a JSON string of a log is refused. Each reading is checked by reading the file with it: no error,
+the example in one of the assistant's messages. docs/traces.md, "A mapping learned from one reply". Torch-free,
+standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import islice, pairwise
+
+from drafters.traces import io as tio
+from drafters.traces.formats.text_transcript import FENCE, ROLE_LABELS
+from drafters.traces.mapping_text import TextMapping, opens_conversation
+from drafters.traces.report import TraceError, ValidationReport
+
+#: A marker line's most characters, and how many candidate assistant markers are tried above the example.
+MAX_MARKER_LINE = 80
+CANDIDATES = 30
+MAX_PLACES = 20  # lines holding the example that are tried
+#: Labels naming no user's message (an output, a model's thinking, a score): never read as the user's marker.
+NOT_USER_LABEL = re.compile(r"reason|think|thought|analys|respon|answer|reply|output|observ|tool|result|score|token"
+                            r"|usage|cost|summar|metric|feedback|correct|extract", re.IGNORECASE)
+#: Words of a label naming the model's side, and the prompt's (besides the common role labels).
+_BOTH = {"message", "chat", "le", "4", "4o"}  # words of both sides' labels, or of none
+REPLY_WORDS = {w for label, role in ROLE_LABELS.items() if role == "assistant" for w in label.split()} - _BOTH | {
+    "response", "reply", "answer", "output", "completion", "generation", "generated", "llm", "prediction"}
+PROMPT_WORDS = {w for label, role in ROLE_LABELS.items() if role in ("user", "system") for w in label.split()} - _BOTH | {
+    "prompt", "query", "question", "task", "input", "request", "instruction", "problem"}
+#: Labels of a reply's form that name no text of the model's (a usage, a score, a reference answer): sections not
+#: read, also where they follow one reply only.
+METADATA_LABEL = re.compile(r"token|usage|cost|score|metric|latency|duration|elapsed|correct|extracted|expected"
+                            r"|reference|ground.?truth|label|grade|judg|eval", re.IGNORECASE)
+#: The shortest first prompt that a second beginning with it restates (characters).
+RESTATED = 200
+#: Conversations read to check a reading.
+CHECK_CONVERSATIONS = 200
+
+_STANDALONE = re.compile(r"^(?:#{1,6}\s+\S.*|(\*\*|__).+\1:?|<[^<>]+>|\[[^\[\]]+\]:?|[=*~-]{3,}.*\S.*|"
+                         r"[A-Za-z][\w .()/-]{0,40}:)$")
+_INLINE = re.compile(r"^((?:\*\*|__)?[A-Za-z][\w .()/-]{0,30}:(?:\*\*|__)?)\s+\S")
+_LABEL = re.compile(r"[A-Za-z0-9][^\n]*[A-Za-z0-9)]")
+_IN_JSON_STRING = re.compile(r'^\s*"[^"]{1,60}"\s*:\s*"')  # a log's JSON member whose value holds the example
+_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")  # a Markdown horizontal rule
+_NUMBERED = re.compile(r"^\D*\d(?:[\d\s:./_-]*\d)?")  # a heading up to its first number (a date and time: one)
+
+
+@dataclass(frozen=True)
+class TextLearned:
+    """A text mapping learned from an example: the mapping file's content, the example's place, comment lines."""
+
+    mapping: dict
+    found_at: str
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class _Marker:
+    """A marker-shaped line: 0-based line index, its key (the line, or an inline label with its colon), its form
+    (the decoration around the label) and its label."""
+
+    line: int
+    key: str
+    form: str
+    label: str
+
+
+def learn_text_mapping(path: str | os.PathLike[str], want: str, name: str) -> TextLearned:
+    """The text mapping reading ``want`` (an example reply, whitespace collapsed) as one of the assistant's
+    messages.
+
+    Raises:
+        TraceError("example_not_found") when no line holds the example; TraceError("example_not_read") when no
+        marker line above it reads the file with it as the assistant's (the message names the first problem);
+        OSError, UnicodeError when the file cannot be read as text.
+    """
+    with tio.open_text(path) as stream:
+        lines = stream.read().splitlines()
+    holding = [i for i, line in enumerate(lines) if want in " ".join(line.split())][:MAX_PLACES]
+    if not holding:
+        raise TraceError("example_not_found", "the file is text, not JSON, and no line of it holds the example "
+                         "reply: copy a piece of one line as written", str(path))
+    places = [i for i in holding if not _in_json_string(lines[i], want)]
+    if not places:
+        raise TraceError("example_not_read", f"the example (line {holding[0] + 1}) is inside a JSON string of a log: "
+                         "text markers cannot read it; give the JSON part its own file, or declare the format",
+                         str(path))
+    markers = _markers(lines)
+    counts = Counter(m.key for m in markers)
+    first_problem = ""
+    for at, reply in _candidates(markers, lines, places):
+        user = next((m for m in reversed(markers) if m.line < reply.line and m.form == reply.form
+                     and m.label != reply.label and not NOT_USER_LABEL.search(m.label)), None)
+        if user is None or not _plausible(reply, user, markers):
+            first_problem = first_problem or (f"no line above {reply.key!r} (line {reply.line + 1}) of its form opens "
+                                              "the prompts (a label naming the user's side, or a speaker it answers)")
+            continue
+        roles = {user.key: "user", reply.key: "assistant", **_others(markers, counts, reply, user)}
+        mapping = TextMapping(name, roles)
+        conversation, why = _conversation(mapping, lines, markers, counts, user, path)
+        mapping = TextMapping(name, roles, conversation)
+        problem = _check(mapping, path, want)
+        if problem is None:
+            opened = (f"# the reply is opened by {reply.key!r} (line {reply.line + 1}), the prompt by {user.key!r} "
+                      f"(line {user.line + 1})")
+            notes = [opened, why, *_headings_in_replies(markers, counts, reply), *_footer(lines, markers, mapping)]
+            return TextLearned(mapping.to_dict(), f"line {at + 1}", [n for n in notes if n])
+        first_problem = first_problem or f"{reply.key!r} (line {reply.line + 1}): {problem}"
+    raise TraceError("example_not_read", f"the file is text, not JSON; the example is at line {places[0] + 1}, but no "
+                     "marker line above it (a heading, a bold or ruled label) reads the file as the model's reply: "
+                     f"{first_problem or 'there is none'}", str(path))
+
+
+def _markers(lines: list[str]) -> list[_Marker]:
+    """The marker-shaped lines outside code fences, in file order."""
+    out, fenced = [], False
+    for i, line in enumerate(lines):
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        text = line.strip()
+        if fenced or not text or len(text) > MAX_MARKER_LINE and not _INLINE.match(text):
+            continue
+        inline = _INLINE.match(text)
+        key = text if _STANDALONE.match(text) else inline.group(1) if inline else None
+        label = _LABEL.search(key) if key else None
+        if key and label and re.search("[A-Za-z]", label.group()):
+            form = re.sub(r"(\S)\1{3,}", r"\1\1\1", key.replace(label.group(), "L"))  # rules of any length alike
+            out.append(_Marker(i, key, form, " ".join(label.group().lower().split())))
+    return out
+
+
+def _candidates(markers: list[_Marker], lines: list[str], places: list[int]) -> Iterator[tuple[int, _Marker]]:
+    """The assistant-marker candidates for the example at lines ``places`` (its first line in a prompt's history
+    may come before its reply's): decorated lines (a heading, a bold, bracketed or ruled label) nearest first, then
+    plain ``Label:`` lines (an inline label opening the example's line first), which replies also write
+    (``Thought:``, ``Summary:``)."""
+    for decorated in (True, False):
+        tried: set[int] = set()
+        for at in places:
+            above = [m for m in reversed(markers) if (m.form != "L:") == decorated and m.line not in tried and (
+                m.line < at or m.line == at and len(m.key) < len(lines[at].strip()))]
+            for m in above[:CANDIDATES]:
+                tried.add(m.line)
+                yield at, m
+
+
+def _in_json_string(line: str, want: str) -> bool:
+    """Whether the example sits in a JSON member's string value on ``line`` (a log's ``"llm_output": "..."``)."""
+    start = " ".join(line.split()).find(want)
+    return bool(_IN_JSON_STRING.match(" ".join(line.split())[:start]))
+
+
+def _plausible(reply: _Marker, user: _Marker, markers: list[_Marker]) -> bool:
+    """Whether two marker lines can open the prompts and the replies: their labels name the two sides (``User
+    Query`` / ``Crystalyse Response``, ``prompt`` / ``gemini-pro response``), or they open turns of a dialogue (each
+    at least twice, alternating, the user's first: named speakers). Bold labels inside a prompt (``**IMPORTANT**:``)
+    or a reply (``Thought:``) do neither; plain ``Label:`` lines must name the sides."""
+    if _words(reply.label) & REPLY_WORDS and _words(user.label) & PROMPT_WORDS:
+        return True
+    if reply.form == "L:":
+        return False  # plain labels alternate in an agent's own text too (Action: / Action Input:)
+    turns = [m.key for m in markers if m.key in (reply.key, user.key)]
+    return turns.count(reply.key) >= 2 and turns[0] == user.key and all(a != b for a, b in pairwise(turns))
+
+
+def _words(label: str) -> set[str]:
+    return set(re.findall(r"[a-z]+", label))
+
+
+def _others(markers: list[_Marker], counts: Counter, reply: _Marker, user: _Marker) -> dict[str, str]:
+    """The other markers of the reply's form that repeat as often as it does: a role the common labels name, else
+    ``skip`` (a template's section after each reply)."""
+    keys = dict.fromkeys(m.key for m in markers if m.form == reply.form and m.key not in (reply.key, user.key))
+    return {k: ROLE_LABELS.get(_label(markers, k), "skip") for k in keys
+            if counts[k] >= max(2, counts[reply.key]) or METADATA_LABEL.search(_label(markers, k))}
+
+
+def _label(markers: list[_Marker], key: str) -> str:
+    return next(m.label for m in markers if m.key == key)
+
+
+def _conversation(mapping: TextMapping, lines: list[str], markers: list[_Marker], counts: Counter, user: _Marker,
+                  path) -> tuple[str | None, str]:
+    """The line beginning that opens each conversation, and a comment saying why (see the module docstring)."""
+    prompts = [m.text for c in _read(mapping, path)[0] for m in c.messages if m.role == "user"]
+    if len(prompts) >= 2 and len(prompts[0]) >= RESTATED and prompts[1].startswith(prompts[0]):
+        return user.key, (f"# the second prompt begins with the whole first one (each prompt sent whole): each "
+                          f"{user.key!r} opens a new conversation")
+    heading = next((m for m in reversed(markers) if m.line < user.line and m.form != user.form), None)
+    if heading is not None:
+        stem = _NUMBERED.match(heading.key)
+        stem = stem.group() if stem else heading.key  # "## Example 3", "**2025-06-20 23:51:16": any number
+        n = sum(1 for line in lines if opens_conversation(line, stem))
+        if 2 <= n <= counts[user.key] and stem not in mapping.markers:
+            return stem, f"# each line beginning {stem!r} (any number in it) opens a new conversation ({n} of them)"
+    return None, ("# one conversation: every reply's context is everything before it; if the calls are independent, "
+                  "declare the line opening each as conversation:")
+
+
+def _headings_in_replies(markers: list[_Marker], counts: Counter, reply: _Marker) -> list[str]:
+    """A ``# CHECK`` comment naming lines of the reply's form seen once after it: read as the reply's text."""
+    once = [m for m in markers if m.form == reply.form and m.line > reply.line and counts[m.key] == 1]
+    if not once:
+        return []
+    named = ", ".join(f"{m.key!r} (line {m.line + 1})" for m in once[:4])
+    return [(f"# CHECK: read as the reply's text: {named}; if one opens a section the model did not write, add it "
+             "to markers as skip")]
+
+
+def _footer(lines: list[str], markers: list[_Marker], mapping: TextMapping) -> list[str]:
+    """A ``# CHECK`` comment where the file's last reply runs to its end past a rule (``---``): a footer after
+    the rule (``*End of conversation log*``) is read as the reply's text."""
+    last = max((m.line for m in markers if mapping.opens(m.key)), default=None)
+    if last is None or mapping.markers[mapping.opens(lines[last])[0]] != "assistant":  # type: ignore[index]
+        return []
+    rule = next((i for i in range(len(lines) - 1, last, -1) if _RULE.match(lines[i])), None)
+    if rule is None or not any(line.strip() for line in lines[rule + 1:]):
+        return []
+    return [(f"# CHECK: the last reply (line {last + 1}) runs to the end of the file, past the rule at line "
+             f"{rule + 1}: the lines after it are read as its text; if they are no model text, add the line opening "
+             "them to markers as skip")]
+
+
+def _read(mapping: TextMapping, path) -> tuple[list, ValidationReport]:
+    problems = ValidationReport()
+    with tio.open_text(path) as stream:
+        convs = list(islice(mapping.format().parse(stream, str(path), problems), CHECK_CONVERSATIONS))
+    return convs, problems
+
+
+def _check(mapping: TextMapping, path, want: str) -> str | None:
+    """None when ``mapping`` reads the file without an error, with the example in an assistant message."""
+    convs, problems = _read(mapping, path)
+    if problems.errors:
+        return f"{problems.errors[0].code}: {problems.errors[0].message}"
+    if not any(want in " ".join(m.text.split()) for c in convs for m in c.messages if m.role == "assistant"):
+        return "the example is not in one of the assistant's messages it reads"
+    return None

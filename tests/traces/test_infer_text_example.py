@@ -1,0 +1,122 @@
+"""A text mapping learned from one reply (``drafters/traces/infer_text_example.py``, ``infer-mapping --reply`` on a
+text file): the marker line above the example opens the replies, the nearest line of its form naming the other side
+opens the prompts; templates' sections, conversation headings and restated prompts are found; marker-shaped lines
+that name no sides (bold labels inside a prompt, a reply's ``Thought:``) and examples inside a log's JSON are
+refused with a code. Real public files: tests/traces/fixtures/learned/SOURCES.tsv."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from drafters.traces.infer_example import learn_mapping, learned_yaml
+from drafters.traces.ingest import ingest
+from drafters.traces.mapping_file import mapping_from_dict, parse_mapping
+from drafters.traces.report import TraceError
+
+LEARNED = Path(__file__).parent / "fixtures" / "learned"
+
+
+def _calls(path, learned):
+    result = ingest([str(path)], mapping=mapping_from_dict(learned.mapping), scrub=False, dedup=False)
+    assert result.report.ok, result.report.errors
+    return result.conversations, [call for c in result.conversations for call in c.calls()]
+
+
+def _sections(text: str, opener: str, closer: str) -> list[str]:
+    """The text between each line ``opener`` and the next line ``closer`` (the test's own reading, no product)."""
+    return [m.strip() for m in re.findall(rf"^{re.escape(opener)}\n(.*?)^{re.escape(closer)}", text, re.MULTILINE | re.DOTALL)]
+
+
+def test_a_template_of_sections_with_one_example_per_conversation():
+    """DeathMath's details Markdown: five examples, each ``### Task``, ``### Model Response`` and four sections
+    of the evaluation (not read); each ``## Example N`` a conversation of one call."""
+    path = LEARNED / "deathmath-details-md__gpt-4o-mini__details_20250407_174507.md"
+    learned = learn_mapping(path, "Среднее арифметическое можно найти следующим образом:")
+    assert learned.mapping["text"] == {
+        "markers": {"### Task": "user", "### Model Response": "assistant", "### Correct Answer": "skip",
+                    "### Extracted Answer": "skip", "### Score": "skip", "### Tokens Used": "skip"},
+        "conversation": "## Example 1"}
+    convs, calls = _calls(path, learned)
+    text = path.read_text(encoding="utf-8")
+    assert len(convs) == 5 and len(calls) == 5
+    assert [c.completion.text for c in calls] == _sections(text, "### Model Response", "### Correct Answer")
+    assert [[m.text for m in c.context] for c in calls] == [[t] for t in _sections(text, "### Task",
+                                                                                  "### Model Response")]
+
+
+def test_a_log_of_prompts_sent_whole_is_a_conversation_each():
+    """MLAgentBench's step log: a reply refused by the agent's format check, then the retry whose prompt begins
+    with the whole first prompt: two conversations of one call, the token counts not read."""
+    path = LEARNED / "mlagentbench__gemini-pro_house-price_1__step_7_log.log"
+    learned = learn_mapping(path, "The train_gbr.py script has been created to train a Gradient")
+    rule = "===================prompt====================="
+    assert learned.mapping["text"]["conversation"] == rule
+    assert learned.mapping["text"]["markers"]["===================tokens====================="] == "skip"
+    assert any("begins with the whole first one" in n for n in learned.notes)
+    convs, calls = _calls(path, learned)
+    text = path.read_text(encoding="utf-8")
+    replies = _sections(text, "===================gemini-pro response (500)=====================",
+                        "===================tokens=====================")
+    assert len(convs) == 2 and [c.completion.text for c in calls] == replies
+    assert calls[1].context[0].text.startswith(calls[0].context[0].text)
+
+
+def test_one_query_one_response_with_a_heading_not_read():
+    path = LEARNED / "crystalyse-conversation-md__creative_20260120_015444__conversation_full.md"
+    learned = learn_mapping(path, "exhibits the most negative formation energy and is a prime s")
+    assert learned.mapping["text"] == {"markers": {"## User Query": "user", "## Crystalyse Response": "assistant"}}
+    result = ingest([str(path)], mapping=mapping_from_dict(learned.mapping), scrub=False, dedup=False)
+    assert result.report.ok and [w.code for w in result.report.warnings] == ["preamble_not_read"]
+    (call,) = [call for c in result.conversations for call in c.calls()]
+    text = path.read_text(encoding="utf-8")
+    assert call.completion.text == text.split("## Crystalyse Response\n", 1)[1].strip()
+    assert [(m.role, m.text) for m in call.context] == [("user", "> Find stable thermoelectric")]
+    # the file's footer after its last rule is read as the reply's text: the comment says so
+    assert any("past the rule at line" in n for n in learned.notes)
+    assert parse_mapping(learned_yaml(learned)).to_dict()["text"] == learned.mapping["text"]
+
+
+def test_named_speakers_in_a_dialogue(tmp_path):
+    """Speakers nobody spells, each opening turns in alternation: the reply's speaker and the other one."""
+    path = tmp_path / "chat.md"
+    path.write_text("## Ana\nhow do I list files?\n## Helper Bot 3000\nUse `ls -la` to list them.\n"
+                    "### Details\nflags explained\n## Ana\nand hidden ones?\n## Helper Bot 3000\n"
+                    "`ls -a` shows hidden files too.\n", encoding="utf-8")
+    learned = learn_mapping(path, "shows hidden files too")
+    assert learned.mapping["text"]["markers"] == {"## Ana": "user", "## Helper Bot 3000": "assistant"}
+    convs, calls = _calls(path, learned)
+    assert len(convs) == 1 and [c.completion.text for c in calls] == [
+        "Use `ls -la` to list them.\n### Details\nflags explained", "`ls -a` shows hidden files too."]
+
+
+@pytest.mark.parametrize(("text", "example", "code", "said"), [
+    # bold labels inside a prompt, once each: no sides named, no dialogue
+    ("**Setup**:\nrules\n**IMPORTANT**:\nbe brief\nThe answer is forty-two, clearly.\n",
+     "The answer is forty-two", "example_not_read", "opens the prompts"),
+    # a reply's own "Thought:" and "Action:" lines are no speakers
+    ("Task: add numbers\nThought: I should add them together now\nAction: add\n",
+     "I should add them together now", "example_not_read", "opens the prompts"),
+    # the example inside a JSON string of a log
+    ("=== prompt ===\nhi\n=== response ===\n{\n  \"llm_output\": \"TOOL_CALL: search(name=\\\"x\\\")\"\n}\n",
+     "TOOL_CALL: search(name=", "example_not_read", "inside a JSON string"),
+    ("## User\nhi\n## Bot\nhello there friend\n", "not in this file at all", "example_not_found", "no line"),
+])
+def test_readings_the_example_cannot_vouch_for_are_refused(tmp_path, text, example, code, said):
+    path = tmp_path / "log.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, example)
+    assert err.value.code == code and said in err.value.message
+
+
+def test_a_reply_writing_a_tool_call_is_refused(tmp_path):
+    """The learned reading is checked by reading: a tool call written in a reply cannot be read as text."""
+    path = tmp_path / "log.md"
+    path.write_text("## User Query\nlist files\n## Model Response\nI will list them now for you.\n"
+                    "TOOL_CALL: ls(path=\".\")\n", encoding="utf-8")
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "I will list them now for you.")
+    assert err.value.code == "example_not_read" and "content_not_mapped" in err.value.message
