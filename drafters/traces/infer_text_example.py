@@ -14,7 +14,8 @@ assistant's marker, decorated lines first, nearest first:
   sections not read (``skip``), or a role the common labels name (``## System``); a line of that form seen once
   after the reply, and a footer past a rule after the last reply, are read as its text and named in ``# CHECK``;
 - conversations: one a prompt where the second prompt begins with the whole first one (each prompt sent whole: a
-  retry, an agent's next step), else one a repeated heading of another form above the user's marker, any number
+  retry, an agent's next step), else one a section not read right before every prompt (``Test: casual`` above each
+  ``Input:``), else one a repeated heading of another form above the user's marker, any number
   in it (``## Example 3``), else one a file.
 
 An example inside a JSON string of a log is refused. Each reading is checked by reading the file with it: no error,
@@ -209,6 +210,10 @@ def _conversation(mapping: TextMapping, lines: list[str], markers: list[_Marker]
     if len(prompts) >= 2 and len(prompts[0]) >= RESTATED and prompts[1].startswith(prompts[0]):
         return user.key, (f"# the second prompt begins with the whole first one (each prompt sent whole): each "
                           f"{user.key!r} opens a new conversation")
+    header = _header(markers, user, mapping)
+    if header is not None:
+        return header, (f"# a {header!r} line comes right before each prompt ({counts[header]} of them): each opens "
+                        "a new conversation")
     heading = next((m for m in reversed(markers) if m.line < user.line and m.form != user.form), None)
     if heading is not None:
         stem = _NUMBERED.match(heading.key)
@@ -218,6 +223,18 @@ def _conversation(mapping: TextMapping, lines: list[str], markers: list[_Marker]
             return stem, f"# each line beginning {stem!r} (any number in it) opens a new conversation ({n} of them)"
     return None, ("# one conversation: every reply's context is everything before it; if the calls are independent, "
                   "declare the line opening each as conversation:")
+
+
+def _header(markers: list[_Marker], user: _Marker, mapping: TextMapping) -> str | None:
+    """A section not read that comes right before every prompt marker, never elsewhere (``Test: casual`` above each
+    ``Input:`` of an eval's results): the header of each call, so the line opening each conversation."""
+    named = [m.key for m in markers if m.key in mapping.markers]
+    before = [a for a, b in pairwise(named) if b == user.key]
+    if not named or named[0] == user.key or len(set(before)) != 1:
+        return None  # a prompt opens the file, or different lines come before the prompts
+    header = before[0]
+    each = len(before) == named.count(user.key) == named.count(header)
+    return header if each and mapping.markers[header] == "skip" else None
 
 
 def _headings_in_replies(markers: list[_Marker], counts: Counter, reply: _Marker) -> list[str]:

@@ -120,3 +120,19 @@ def test_a_reply_writing_a_tool_call_is_refused(tmp_path):
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "I will list them now for you.")
     assert err.value.code == "example_not_read" and "content_not_mapped" in err.value.message
+
+
+def test_a_header_before_each_prompt_opens_each_conversation(tmp_path):
+    """An eval's results: ``Test:`` right before every ``Input:``, ``Latency:`` after each ``Output:``: five
+    independent calls, not one chat (the layout of held-out set 60's tt-zork1 files, written here by hand)."""
+    path = tmp_path / "variants.txt"
+    cases = [("casual", "I want to open the mailbox", "To open the mailbox, type `open mailbox`."),
+             ("verbose", "examine the painting", "Examine painting\n\nThis examines it."), ("short", "open it", "open")]
+    path.write_text("=== VARIANT: fewshot ===\nParameters: t=0.1\n\n" + "".join(
+        f"Test: {name}\nInput: {prompt}\nOutput: {reply}\nLatency: 9ms\n\n" for name, prompt, reply in cases))
+    learned = learn_mapping(path, "To open the mailbox, type")
+    assert learned.mapping["text"] == {"markers": {"Input:": "user", "Output:": "assistant", "Test:": "skip",
+                                                   "Latency:": "skip"}, "conversation": "Test:"}
+    convs, calls = _calls(path, learned)
+    assert len(convs) == 3 and [([m.text for m in c.context], c.completion.text) for c in calls] == [
+        ([prompt], reply) for _, prompt, reply in cases]
