@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from itertools import islice, pairwise
 
 from drafters.traces import io as tio
-from drafters.traces.formats.text_transcript import FENCE, ROLE_LABELS
-from drafters.traces.mapping_text import TextMapping, opens_conversation
+from drafters.traces.formats.text_transcript import ROLE_LABELS, fenced_lines
+from drafters.traces.mapping_text import RULE, TextMapping, opens_conversation
 from drafters.traces.report import TraceError, ValidationReport
 
 #: A marker line's most characters, and how many candidate assistant markers are tried above the example.
@@ -46,10 +46,12 @@ NOT_USER_LABEL = re.compile(r"reason|think|thought|analys|respon|answer|reply|ou
                             r"|usage|cost|summar|metric|feedback|correct|extract", re.IGNORECASE)
 #: Words of a label naming the model's side, and the prompt's (besides the common role labels).
 _BOTH = {"message", "chat", "le", "4", "4o"}  # words of both sides' labels, or of none
-REPLY_WORDS = {w for label, role in ROLE_LABELS.items() if role == "assistant" for w in label.split()} - _BOTH | {
-    "response", "reply", "answer", "output", "completion", "generation", "generated", "llm", "prediction"}
-PROMPT_WORDS = {w for label, role in ROLE_LABELS.items() if role in ("user", "system") for w in label.split()} - _BOTH | {
-    "prompt", "query", "question", "task", "input", "request", "instruction", "problem"}
+_WORDS = {role: {w for label, r in ROLE_LABELS.items() if r == role for w in label.split()} - _BOTH
+          for role in ("user", "system", "assistant")}
+REPLY_WORDS = _WORDS["assistant"] | {"response", "reply", "answer", "output", "completion", "generation", "generated",
+                                     "llm", "prediction"}
+PROMPT_WORDS = _WORDS["user"] | _WORDS["system"] | {"prompt", "query", "question", "task", "input", "request",
+                                                    "instruction", "problem"}
 #: Labels of a reply's form that name no text of the model's (a usage, a score, a reference answer): sections not
 #: read, also where they follow one reply only.
 METADATA_LABEL = re.compile(r"token|usage|cost|score|metric|latency|duration|elapsed|correct|extracted|expected"
@@ -64,7 +66,6 @@ _STANDALONE = re.compile(r"^(?:#{1,6}\s+\S.*|(\*\*|__).+\1:?|<[^<>]+>|\[[^\[\]]+
 _INLINE = re.compile(r"^((?:\*\*|__)?[A-Za-z][\w .()/-]{0,30}:(?:\*\*|__)?)\s+\S")
 _LABEL = re.compile(r"[A-Za-z0-9][^\n]*[A-Za-z0-9)]")
 _IN_JSON_STRING = re.compile(r'^\s*"[^"]{1,60}"\s*:\s*"')  # a log's JSON member whose value holds the example
-_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")  # a Markdown horizontal rule
 _NUMBERED = re.compile(r"^\D*\d(?:[\d\s:./_-]*\d)?")  # a heading up to its first number (a date and time: one)
 
 
@@ -136,13 +137,10 @@ def learn_text_mapping(path: str | os.PathLike[str], want: str, name: str) -> Te
 
 def _markers(lines: list[str]) -> list[_Marker]:
     """The marker-shaped lines outside code fences, in file order."""
-    out, fenced = [], False
+    out, fenced = [], fenced_lines(lines)
     for i, line in enumerate(lines):
-        if FENCE.match(line):
-            fenced = not fenced
-            continue
         text = line.strip()
-        if fenced or not text or len(text) > MAX_MARKER_LINE and not _INLINE.match(text):
+        if fenced[i] or not text or len(text) > MAX_MARKER_LINE and not _INLINE.match(text):
             continue
         inline = _INLINE.match(text)
         key = text if _STANDALONE.match(text) else inline.group(1) if inline else None
@@ -253,7 +251,7 @@ def _footer(lines: list[str], markers: list[_Marker], mapping: TextMapping) -> l
     last = max((m.line for m in markers if mapping.opens(m.key)), default=None)
     if last is None or mapping.markers[mapping.opens(lines[last])[0]] != "assistant":  # type: ignore[index]
         return []
-    rule = next((i for i in range(len(lines) - 1, last, -1) if _RULE.match(lines[i])), None)
+    rule = next((i for i in range(len(lines) - 1, last, -1) if RULE.match(lines[i])), None)
     if rule is None or not any(line.strip() for line in lines[rule + 1:]):
         return []
     return [(f"# CHECK: the last reply (line {last + 1}) runs to the end of the file, past the rule at line "

@@ -15,13 +15,14 @@ conversation::
 
 A line opens a message when, stripped, it begins with a marker (the longest that fits, not followed by a letter or
 digit: ``## User`` does not open ``## Username``); the rest of that line (``**Query:** What is 2+2?``) is the
-message's first line. Lines inside a code fence are text. Text before a conversation's first marker is its heading,
-not read (``preamble_not_read``); messages of one role in a row are one message (two answers: one call,
-``adjacent_answers_joined``). A ``tool`` marker, or a reply that writes a tool call in a known notation, is refused
-(``content_not_mapped``): text records no structured call. A conversation whose prompt has no reply is
-``no_assistant_message``, an error (its reply may sit under a marker not named), a warning for the file's last
-(a chat file's next turn). Every assistant message
-is a call whose context is everything before it in its conversation. Torch-free, standard library only.
+message's first line. Lines inside a code fence are text (a fence never closed is text itself); rules (``---``)
+closing a section are no content. Text before a conversation's first marker is its heading, not read
+(``preamble_not_read``); messages of one role in a row are one message; two answers in a row are one call
+(``adjacent_answers_joined``), or as ``adjacent_answers`` declares (``separate``: two calls; ``refuse``). A ``tool``
+marker, or a reply that writes a tool call in a known notation, is refused (``content_not_mapped``): text records
+no structured call. A conversation whose prompt has no reply is ``no_assistant_message``, an error (its reply may
+sit under a marker not named), a warning for the file's last (a chat file's next turn). Every assistant message is
+a call whose context is everything before it in its conversation. Torch-free, standard library only.
 """
 
 from __future__ import annotations
@@ -34,12 +35,13 @@ from typing import IO, Any
 
 from drafters.traces.formats._reading import count, src
 from drafters.traces.formats._records import guard_file
-from drafters.traces.formats._turns import join_turns, warn_joined
+from drafters.traces.formats._turns import ADJACENT_ANSWERS, join_turns, warn_joined
 from drafters.traces.formats.base import ProblemSink, TraceFormat
-from drafters.traces.formats.text_transcript import FENCE, tool_call_line
+from drafters.traces.formats.text_transcript import fenced_lines, tool_call_line
 from drafters.traces.model import Conversation, Message, TextPart
 from drafters.traces.report import TraceError
 
+RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")  # a Markdown horizontal rule: ---, ***, ___
 TEXT_ROLES = ("system", "user", "assistant", "tool", "skip")
 MAX_MARKERS = 40  # markers in one mapping (a transcript has a handful)
 MAX_MARKER = 200  # characters of one marker
@@ -54,6 +56,7 @@ class TextMapping:
     name: str
     markers: dict[str, str]
     conversation: str | None = None
+    adjacent_answers: str = "join"  # two replies with nothing between them: one call (join), two, or refused
 
     @cached_property
     def _order(self) -> list[str]:
@@ -74,7 +77,10 @@ class TextMapping:
         text: dict[str, Any] = {"markers": dict(self.markers)}
         if self.conversation:
             text["conversation"] = self.conversation
-        return {"name": self.name, "text": text}
+        out: dict[str, Any] = {"name": self.name, "text": text}
+        if self.adjacent_answers != "join":
+            out["adjacent_answers"] = self.adjacent_answers
+        return out
 
     def opens(self, line: str) -> tuple[str, str] | None:
         """``(marker, rest of the line)`` when ``line`` opens a message, else None."""
@@ -116,12 +122,10 @@ class _Section:
 def _sections(mapping: TextMapping, lines: list[str]) -> Iterator[tuple[int, list[_Section]]]:
     """Each conversation's first line (0-based) and its sections; a section of role ``""`` is the heading."""
     sections: list[_Section] = [_Section(0, "", [])]
-    start, fenced = 0, False
+    start, fenced = 0, fenced_lines(lines)
     for i, line in enumerate(lines):
-        if FENCE.match(line):
-            fenced = not fenced
-        opened = None if fenced else mapping.opens(line)
-        if not fenced and mapping.conversation and opens_conversation(line, mapping.conversation):
+        opened = None if fenced[i] else mapping.opens(line)
+        if not fenced[i] and mapping.conversation and opens_conversation(line, mapping.conversation):
             yield start, sections
             start, sections = i, [_Section(i, "", [])]
             if opened is None:
@@ -163,8 +167,12 @@ def _parse(mapping: TextMapping, lines: list[str], filename: str, problems: Prob
             elif messages:  # the file's last prompt, left for the next turn of a chat: no call to read
                 problems.warning("no_assistant_message", "the file's last prompt has no reply after it", where)
             continue
-        messages = _join_same_role(messages)
-        turns = join_turns(messages, [None] * len(messages), "role", "join")
+        messages, joined = _join_same_role(messages, mapping.adjacent_answers == "join")
+        turns = join_turns(messages, [None] * len(messages), "role", mapping.adjacent_answers)
+        turns = turns._replace(joined=joined)
+        if turns.why is not None:
+            problems.error("ambiguous_turns", f"{turns.why} (docs/traces.md, consecutive assistant messages)", where)
+            continue
         warn_joined(turns, problems, where, None)
         suffix = "" if len(found) == 1 else f":{k}"
         yield Conversation(id=f"{stem}:text{suffix}", source=where, messages=turns.messages)
@@ -173,7 +181,15 @@ def _parse(mapping: TextMapping, lines: list[str], filename: str, problems: Prob
 def _messages(sections: list[_Section]) -> list[Message]:
     """A conversation's messages: its sections with text, other than the heading and ``skip`` sections."""
     return [Message(s.role, [TextPart(text)]) for s in sections  # type: ignore[arg-type]
-            if s.role not in ("", "skip") and (text := "\n".join(s.lines).strip())]
+            if s.role not in ("", "skip") and (text := _text(s.lines))]
+
+
+def _text(lines: list[str]) -> str:
+    """A section's text, without the rules (``---``) that close it: a separator between blocks, not content."""
+    end = len(lines)
+    while end and (not lines[end - 1].strip() or RULE.match(lines[end - 1])):
+        end -= 1
+    return "\n".join(lines[:end]).strip()
 
 
 def _refused(section: _Section) -> str | None:
@@ -200,15 +216,18 @@ def _warn_unread(sections: list[_Section], problems: ProblemSink, where) -> None
                          f"{skipped[0].line + 1}) are not read", where)
 
 
-def _join_same_role(messages: list[Message]) -> list[Message]:
-    """Messages of one role in a row other than the assistant's as one message (a prompt in two sections)."""
+def _join_same_role(messages: list[Message], answers: bool) -> tuple[list[Message], int]:
+    """Messages of one role in a row as one message, a blank line between them (a prompt in two sections); the
+    assistant's too where ``answers`` (``adjacent_answers: join``), with how many such pairs were joined."""
     out: list[Message] = []
+    joined = 0
     for m in messages:
-        if out and out[-1].role == m.role and m.role != "assistant":
+        if out and out[-1].role == m.role and (m.role != "assistant" or answers):
             out[-1] = Message(m.role, [*out[-1].parts, TextPart("\n\n"), *m.parts])
+            joined += m.role == "assistant"
         else:
             out.append(m)
-    return out
+    return out, joined
 
 
 def text_mapping_from_dict(data: dict, where: str, name: str) -> TextMapping:
@@ -220,9 +239,13 @@ def text_mapping_from_dict(data: dict, where: str, name: str) -> TextMapping:
     def bad(field_name: str, why: str) -> TraceError:
         return TraceError("bad_mapping", f"{field_name}: {why}", f"{where} ({field_name})")
 
-    extra = set(data) - {"name", "text"}
+    extra = set(data) - {"name", "text", "adjacent_answers"}
     if extra:
-        raise bad(min(map(str, extra)), "a text mapping has the keys name and text only")
+        raise bad(min(map(str, extra)), "a text mapping has the keys name, text and adjacent_answers only")
+    adjacent = data.get("adjacent_answers", "join")
+    if adjacent not in ADJACENT_ANSWERS:
+        raise bad("adjacent_answers", f"one of {', '.join(ADJACENT_ANSWERS)} (two replies with nothing between "
+                  "them: two calls, one call, or refused)")
     text = data["text"]
     if not isinstance(text, dict) or not set(text) <= {"markers", "conversation"}:
         raise bad("text", "an object with markers (a marker line's beginning -> its role) and, perhaps, conversation")
@@ -241,4 +264,4 @@ def text_mapping_from_dict(data: dict, where: str, name: str) -> TextMapping:
                                          and len(conversation) <= MAX_MARKER):
         raise bad("text.conversation", f"a non-empty line beginning of at most {MAX_MARKER} characters")
     return TextMapping(name, {k.strip(): v for k, v in markers.items()},
-                       conversation.strip() if conversation else None)
+                       conversation.strip() if conversation else None, adjacent)

@@ -133,3 +133,28 @@ def test_bad_text_mappings_name_the_field(data, field):
     with pytest.raises(TraceError) as err:
         mapping_from_dict(data, "m.yaml")
     assert err.value.code == "bad_mapping" and err.value.where == f"m.yaml ({field})"
+
+
+def test_a_fence_never_closed_hides_no_marker(tmp_path):
+    """A reply's stray backticks open a fence that never closes: the markers after it still open messages (read
+    as code to the end of the file, two calls would be lost inside the first reply: found by a new user's trial)."""
+    text = "Input: a\nOutput: see\n```\ncode\n``\nInput: b\nOutput: two\nInput: c\nOutput: three\n"
+    result = _read(tmp_path, text, {"name": "x", "text": {"markers": {"Input:": "user", "Output:": "assistant"}}})
+    assert result.report.ok
+    assert [c.completion.text for c in result.conversations[0].calls()] == ["see\n```\ncode\n``", "two", "three"]
+
+
+def test_rules_closing_a_section_are_no_content_and_adjacent_answers_as_declared(tmp_path):
+    text = "**Query:** hi\n**Response:**\nhello\n\n---\n**Response:**\nhi again\n---\n"
+    mapping = {"name": "x", "text": {"markers": {"**Query:**": "user", "**Response:**": "assistant"}}}
+    result = _read(tmp_path, text, mapping)
+    (call,) = result.conversations[0].calls()
+    assert call.completion.text == "hello\n\nhi again"
+    assert [w.code for w in result.report.warnings] == ["adjacent_answers_joined"]
+    result = _read(tmp_path, text, {**mapping, "adjacent_answers": "separate"})
+    assert [c.completion.text for c in result.conversations[0].calls()] == ["hello", "hi again"]
+    result = _read(tmp_path, text, {**mapping, "adjacent_answers": "refuse"})
+    assert [e.code for e in result.report.errors] == ["ambiguous_turns"] and not result.conversations
+    assert mapping_from_dict({**mapping, "adjacent_answers": "separate"}).to_dict()["adjacent_answers"] == "separate"
+    with pytest.raises(TraceError, match="adjacent_answers"):
+        mapping_from_dict({**mapping, "adjacent_answers": "both"})

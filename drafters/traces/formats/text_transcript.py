@@ -69,6 +69,18 @@ _TOOL_NOTATION = re.compile(r"^\s*(?:(?:tool[ _]use|tool[ _]calls?|calling tool|
 _TOOL_FENCE = re.compile(r"^\s*(?:```|~~~)\s*(?:tool[_-]?(?:call|use)|function[_-]?call)\b", re.IGNORECASE)
 MIN_NAMED = 2  # turns of one named speaker (no role label) before the name is read as an agent of the model
 FENCE = re.compile(r"^\s*(```|~~~)")  # a code fence: lines inside it are text, never markers
+
+
+def fenced_lines(lines: list[str]) -> list[bool]:
+    """For each line, whether it is a code fence or inside one. A fence opened and never closed is text: taking
+    the rest of the file as code would hide every marker after it (a reply's stray backticks)."""
+    fences = [i for i, line in enumerate(lines) if FENCE.match(line)]
+    if len(fences) % 2:
+        fences.pop()  # the last opener has no closer
+    inside = [False] * len(lines)
+    for start, end in zip(fences[::2], fences[1::2]):
+        inside[start:end + 1] = [True] * (end + 1 - start)
+    return inside
 _FRONT = ("+++", "---")
 MAX_MARKER = 48  # characters of a marker line: a longer line is text
 MAX_FRONT = 60  # lines of front matter
@@ -134,12 +146,9 @@ class Markers:
 
 def find_markers(lines: list[str], start: int = 0) -> Markers:
     """The role-marker lines of ``lines[start:]`` (see the module docstring)."""
-    found, fenced = [], False
+    found, fenced = [], fenced_lines(lines)
     for i in range(start, len(lines)):
-        if FENCE.match(lines[i]):
-            fenced = not fenced
-            continue
-        marker = None if fenced else _marker(lines[i], i)
+        marker = None if fenced[i] else _marker(lines[i], i)
         if marker is not None:
             found.append(marker)
     found = _named_agents(found)
@@ -168,11 +177,9 @@ MIN_INLINE_SHARE = 0.5  # of the non-empty lines outside code blocks
 def _inline_markers(lines: list[str], start: int) -> Markers:
     """Speaker lines of one decoration labelling a user and an assistant, where at least ``MIN_INLINE_SHARE`` of
     the non-empty lines are such lines (the other lines continue the message above); else no markers."""
-    found, fenced, text_lines = [], False, 0
+    found, fenced, text_lines = [], fenced_lines(lines), 0
     for i in range(start, len(lines)):
-        if FENCE.match(lines[i]):
-            fenced = not fenced
-        if fenced or not lines[i].strip():
+        if fenced[i] or not lines[i].strip():
             continue
         text_lines += 1
         m = _INLINE.match(lines[i])
@@ -311,12 +318,10 @@ def _tool_call_written(lines: list[str], markers: list[Marker]) -> int | None:
 def tool_call_line(lines: list[str]) -> int | None:
     """The index in ``lines`` (one reply's text) of the first line writing a tool call in a known notation
     (``<tool_call>``, ``Tool use:``, a ``tool_call`` fence), or None: a text reply records no structured call."""
-    fenced = False
+    fenced = fenced_lines(lines)
     for i, line in enumerate(lines):
-        if _TOOL_FENCE.match(line) or not fenced and _TOOL_NOTATION.match(line):
+        if _TOOL_FENCE.match(line) or not fenced[i] and _TOOL_NOTATION.match(line):
             return i
-        if FENCE.match(line):
-            fenced = not fenced
     return None
 
 
