@@ -31,7 +31,7 @@ import sys
 
 import typer
 
-from service.cli import admin, data, infer_mapping, main_job, ops, registry_cmds  # noqa: F401 (infer_mapping registers its command)
+from service.cli import admin, data, infer_mapping, main_job, ops, registry_cmds, show_calls  # noqa: F401 (registers)
 from service.cli._common import console, err_console, fail
 from service.cli.main_job import print_summary
 

@@ -1,0 +1,97 @@
+"""``tracedraft datasets show-calls FILE``: print the LLM calls a file is read as, each call's context and
+completion, to check a reading (detected, declared or learned with ``infer-mapping``) against the file by eye.
+Offline; reads as ``datasets validate`` does, without dropping duplicates."""
+
+# ruff: noqa: B008  (typer declares arguments in defaults)
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from service.cli._common import JsonOpt, console, handled, print_json
+from service.cli.data import check_files_exist, datasets_app
+
+
+@datasets_app.command("show-calls")
+def datasets_show_calls(
+    files: list[Path] = typer.Argument(..., help="Trace files or directories to read."),
+    trace_format: str | None = typer.Option(None, "--format", help="Force a format (default: detect)."),
+    mapping: Path | None = typer.Option(None, "--mapping", help="Read the files with a declared mapping file."),
+    calls: list[int] = typer.Option([], "--call", help="Show this call (0-based, in reading order); repeatable."),
+    limit: int = typer.Option(20, "--limit", min=1, help="Show at most this many calls."),
+    width: int = typer.Option(400, "--width", min=0, help="Characters shown of each text (0: all of it)."),
+    scrub: bool = typer.Option(True, "--scrub/--no-scrub", help="Scrub secrets and personal data first."),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Print each LLM call the files are read as: its conversation, where it was read, every context message
+    (role, text, tool calls and results) and the completion, then the reading's result and error codes. --json
+    prints {"ok", "counts", "errors", "calls": [{"index", "conversation", "source", "context", "completion"}]},
+    texts whole.
+
+    Example: tracedraft datasets show-calls log.md --mapping log.mapping.yaml --call 0 --call 3
+    """
+    from drafters.traces.ingest import ingest
+
+    with handled():
+        check_files_exist(files, mapping, Path.exists)
+        result = ingest(files, format=trace_format, scrub=scrub, mapping=mapping, dedup=False)  # type: ignore[arg-type]
+    every = [(conv, call) for conv in result.conversations for call in conv.calls()]
+    chosen = [i for i in (calls or range(len(every))) if 0 <= i < len(every)][:limit]
+    shown = [_call(i, *every[i]) for i in chosen]
+    report = result.report.to_dict()
+    codes = sorted({e["code"] for e in report["errors"]})
+    if as_json:
+        print_json({"ok": report["ok"], "counts": report["counts"], "errors": codes, "calls": shown})
+        return
+    for call in shown:
+        _print(call, width)
+    missing = [i for i in calls if not 0 <= i < len(every)]
+    tail = f"; no call {', '.join(map(str, missing))}" if missing else ""
+    console.print(f"{len(shown)} of {len(every)} calls shown{tail}; result: "
+                  f"{'ok' if report['ok'] else 'not ok'}" + (f" (errors: {', '.join(codes)})" if codes else ""))
+
+
+def _call(index: int, conv: Any, call: Any) -> dict[str, Any]:
+    return {"index": index, "conversation": conv.id, "source": conv.source.where(),
+            "context": [_message(m) for m in call.context], "completion": _message(call.completion)}
+
+
+def _message(m: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role, "text": m.text}
+    if m.reasoning:
+        out["reasoning"] = m.reasoning
+    if m.tool_calls:
+        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.raw_arguments} for c in m.tool_calls]
+    if m.tool_results:
+        out["tool_results"] = [{"id": r.call_id, "content": r.content} for r in m.tool_results]
+    return out
+
+
+def _print(call: dict[str, Any], width: int) -> None:
+    console.print(f"[bold]call {call['index']}[/bold] · {escape(call['conversation'])} · read at "
+                  f"{escape(call['source'])} · {len(call['context'])} context messages")
+    for m in call["context"]:
+        _print_message(m, m["role"], width)
+    _print_message(call["completion"], "completion", width)
+    console.print()
+
+
+def _print_message(m: dict[str, Any], label: str, width: int) -> None:
+    parts = [("reasoning", m.get("reasoning")), ("", m["text"])]
+    parts += [("tool call", f"{c['name']} {c['arguments']}") for c in m.get("tool_calls", [])]
+    parts += [("tool result", r["content"]) for r in m.get("tool_results", [])]
+    for kind, text in parts:
+        if text:
+            head = f"[{label}{' ' + kind if kind else ''}]"
+            console.print(f"  [cyan]{escape(head)}[/cyan] {escape(_cut(text, width))}", soft_wrap=True)
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` with at most ``width`` characters (0: all), newlines shown as ``⏎`` so one message stays one line."""
+    flat = text.replace("\n", " ⏎ ")
+    if not width or len(flat) <= width:
+        return flat
+    return f"{flat[:width]}… ({len(flat) - width} more characters)"
