@@ -13,16 +13,17 @@ conversation::
         "### Score": skip            # a section that is no message (not read, warned)
       conversation: "## Example 1"   # optional: a line beginning with it (any number) opens a conversation
 
-A line opens a message when, stripped, it begins with a marker (the longest that fits, not followed by a letter or
-digit: ``## User`` does not open ``## Username``); the rest of that line (``**Query:** What is 2+2?``) is the
-message's first line. Lines inside a code fence are text (a fence never closed is text itself); rules (``---``)
-closing a section are no content. Text before a conversation's first marker is its heading, not read
-(``preamble_not_read``); messages of one role in a row are one message; two answers in a row are one call
-(``adjacent_answers_joined``), or as ``adjacent_answers`` declares (``separate``: two calls; ``refuse``). A ``tool``
-marker, or a reply that writes a tool call in a known notation, is refused (``content_not_mapped``): text records
-no structured call. A conversation whose prompt has no reply is ``no_assistant_message``, an error (its reply may
-sit under a marker not named), a warning for the file's last (a chat file's next turn). Every assistant message is
-a call whose context is everything before it in its conversation. Torch-free, standard library only.
+A line opens a message when, stripped, it begins with a marker (the longest that fits; not followed by a letter or
+digit: ``## User`` does not open ``## Username``; a number in it matches any number, as a timestamp would); the
+rest of that line (``**Query:** What is 2+2?``) is the message's first line. Lines inside a code fence are text
+(a fence never closed is text itself); rules (``---``) closing a section are no content. Text before a
+conversation's first marker is its heading, not read (``preamble_not_read``); messages of one role in a row are
+one message; two answers in a row are one call (``adjacent_answers_joined``), or as ``adjacent_answers`` declares
+(``separate``: two calls; ``refuse``). A ``tool`` marker, or a reply that writes a tool call in a known notation,
+is refused (``content_not_mapped``): text records no structured call. A conversation whose prompt has no reply is
+``no_assistant_message``, an error (its reply may sit under a marker not named), a warning for the file's last (a
+chat file's next turn). Every assistant message is a call whose context is everything before it in its
+conversation. Torch-free, standard library only.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import IO, Any
 
 from drafters.traces.formats._reading import count, src
@@ -59,8 +60,8 @@ class TextMapping:
     adjacent_answers: str = "join"  # two replies with nothing between them: one call (join), two, or refused
 
     @cached_property
-    def _order(self) -> list[str]:
-        return sorted(self.markers, key=len, reverse=True)  # the longest marker that fits wins
+    def _patterns(self) -> list[tuple[str, re.Pattern[str]]]:
+        return [(m, line_start(m)) for m in sorted(self.markers, key=len, reverse=True)]  # the longest that fits
 
     @property
     def format_name(self) -> str:
@@ -85,9 +86,10 @@ class TextMapping:
     def opens(self, line: str) -> tuple[str, str] | None:
         """``(marker, rest of the line)`` when ``line`` opens a message, else None."""
         text = line.strip()
-        for marker in self._order:
-            if _begins(text, marker):
-                return marker, text[len(marker):].strip().lstrip(":*_ \t")
+        for marker, pattern in self._patterns:
+            match = pattern.match(text)
+            if match:
+                return marker, text[match.end():].strip().lstrip(":*_ \t")
         return None
 
     def parse(self, stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
@@ -95,19 +97,18 @@ class TextMapping:
         return _parse(self, stream.read().splitlines(), filename, problems)
 
 
-def _begins(text: str, prefix: str) -> bool:
-    """Whether ``text`` begins with ``prefix`` and no letter or digit continues the prefix's last word."""
-    if not text.startswith(prefix):
-        return False
-    after = text[len(prefix):len(prefix) + 1]
-    return not (after.isalnum() and prefix[-1:].isalnum())
+@lru_cache(maxsize=256)
+def line_start(text: str) -> re.Pattern[str]:
+    """The pattern of a line beginning with ``text``, each run of digits in it matching any number (``## Example 1``
+    begins ``## Example 12``; a timestamp, any other) and, where it ends in a letter or digit, none following it
+    (``## User`` does not begin ``## Username``)."""
+    pattern = "".join(r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", text))
+    return re.compile(pattern + (r"(?![A-Za-z0-9])" if text[-1:].isalnum() else ""))
 
 
 def opens_conversation(line: str, conversation: str) -> bool:
-    """Whether ``line``, stripped, begins with ``conversation``, each run of digits in it matching any number
-    (``## Example 1`` opens ``## Example 12``; a date and time, any other)."""
-    pattern = "".join(r"\d+" if part.isdigit() else re.escape(part) for part in re.split(r"(\d+)", conversation))
-    return re.match(pattern + (r"(?![A-Za-z0-9])" if conversation[-1:].isalnum() else ""), line.strip()) is not None
+    """Whether ``line``, stripped, begins with ``conversation`` (``line_start``)."""
+    return line_start(conversation).match(line.strip()) is not None
 
 
 @dataclass

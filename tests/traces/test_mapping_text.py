@@ -158,3 +158,13 @@ def test_rules_closing_a_section_are_no_content_and_adjacent_answers_as_declared
     assert mapping_from_dict({**mapping, "adjacent_answers": "separate"}).to_dict()["adjacent_answers"] == "separate"
     with pytest.raises(TraceError, match="adjacent_answers"):
         mapping_from_dict({**mapping, "adjacent_answers": "both"})
+
+
+def test_a_number_in_a_marker_matches_any_number(tmp_path):
+    """Markers holding a timestamp or a count (a log's ``2025-06-20 23:51:16 - LLM reply``) fit every run."""
+    text = "2025-06-20 23:51:16 - prompt\nhi\n2025-06-20 23:51:18 - LLM reply\nhello\n" \
+           "2026-01-02 08:00:05 - prompt\nmore\n2026-01-02 08:00:09 - LLM reply\nsure\n"
+    mapping = {"name": "x", "text": {"markers": {"2025-06-20 23:51:16 - prompt": "user",
+                                                 "2025-06-20 23:51:18 - LLM reply": "assistant"}}}
+    result = _read(tmp_path, text, mapping)
+    assert [c.completion.text for c in result.conversations[0].calls()] == ["hello", "sure"]
