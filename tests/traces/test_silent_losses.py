@@ -64,6 +64,24 @@ def test_a_text_tool_call_that_does_not_parse_is_an_error(tmp_path):
     assert [e.code for e in result.report.errors] == ["tool_call_text_not_parsed"]
 
 
+def test_a_reply_that_is_one_call_object_is_a_tool_call(tmp_path):
+    """A reply holding nothing but ``{"name": ..., "arguments": {...}}`` (a pentest agent told to answer with a tool
+    call only, held-out set 63's AI-OPS checkpoint: JSON with a Python-quoted string) is the call it writes; a
+    reply that is other JSON (a final answer with a name) stays text."""
+    call = '{"name": "search_web", "arguments": {"search_query": \'CVE-2024-6387 checker\'}}'
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"messages": [
+        {"role": "user", "content": "find an exploit"}, {"role": "assistant", "content": " " + call},
+        {"role": "tool", "content": "3 results"}, {"role": "user", "content": "who wrote it?"},
+        {"role": "assistant", "content": '{"name": "Ada", "arguments": "none given", "source": "search"}'}]}))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, result.report.errors
+    first, second = result.conversations[0].calls()
+    (tool_call,) = first.completion.tool_calls
+    assert (tool_call.name, tool_call.arguments) == ("search_web", {"search_query": "CVE-2024-6387 checker"})
+    assert first.completion.text == "" and not second.completion.tool_calls
+
+
 def test_any_agent_calls_without_input_are_rebuilt_from_the_call_before_and_the_tool_spans():
     path = SHAPES / "any_agent_2calls.json"
     spans = json.loads(path.read_text())["spans"]

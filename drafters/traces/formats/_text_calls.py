@@ -1,6 +1,7 @@
 """Tool calls written as text: ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` inside an assistant
 message (the Hermes / Qwen / NousResearch function-calling convention, as ShareGPT-like and chat datasets
-store a model's raw output) become ``ToolCallPart``s, so they count and render as the calls they are.
+store a model's raw output), or a reply that is nothing but one ``{"name": ..., "arguments": {...}}`` object
+(Llama 3.1's JSON tool calls), become ``ToolCallPart``s, so they count and render as the calls they are.
 
 Not a format (no ``FORMAT``). Applied by the readers of dataset-style formats (ShareGPT, OpenAI chat, the
 general path, declared mappings) through ``with_text_tool_calls``; agent formats with structured calls
@@ -20,13 +21,16 @@ from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart
 
 _BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+WHOLE_CALL_KEYS = {"name", "arguments", "parameters", "id", "type"}
+MAX_WHOLE_CALL = 64 * 1024  # characters of a reply tried as one call object
 
 
 def split_text_calls(text: str) -> tuple[list, int] | None:
     """``text`` as text and tool-call parts in order, plus the number of blocks that did not parse; None
-    when it holds no ``<tool_call>`` block."""
+    when it holds no ``<tool_call>`` block and is not one call object (``_whole_call``)."""
     if "<tool_call>" not in text:
-        return None
+        call = _whole_call(text)
+        return None if call is None else ([call], 0)
     parts: list = []
     bad = pos = 0
     for m in _BLOCK.finditer(text):
@@ -50,18 +54,36 @@ def split_text_calls(text: str) -> tuple[list, int] | None:
 def _call_of(body: str) -> ToolCallPart | None:
     """The call a block's body holds: JSON, or a Python literal dict (Glaive-derived datasets write
     ``{'name': ..., 'arguments': {...}}``; ``ast.literal_eval`` evaluates literals only, never code)."""
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        try:
-            value = ast.literal_eval(body)
-        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-            return None
+    value = _literal(body)
     if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
         return None
     arguments = value.get("arguments", value.get("parameters"))
     return ToolCallPart.from_raw(value.get("id") if isinstance(value.get("id"), str) else None, value["name"],
                                  arguments)
+
+
+def _literal(body: str) -> object:
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        try:
+            return ast.literal_eval(body)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            return None
+
+
+def _whole_call(text: str) -> ToolCallPart | None:
+    """A reply that is nothing but one call object, ``{"name": ..., "arguments": {...}}`` (Llama 3.1's JSON tool
+    calls, a prompt asking for "only a tool call"): a name, arguments (or parameters) that are an object, perhaps
+    an id and a type, no other key; a reply that is other JSON stays text."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")) or len(body) > MAX_WHOLE_CALL:
+        return None
+    value = _literal(body)
+    if not isinstance(value, dict) or not set(value) <= WHOLE_CALL_KEYS or not isinstance(
+            value.get("arguments", value.get("parameters")), dict):
+        return None
+    return _call_of(body)
 
 
 def text_calls_in(message: Message) -> int:
