@@ -10,8 +10,9 @@ assistant's marker, decorated lines first, nearest first:
 - the user's marker is the nearest line above it of the same form (the same decoration around another label) whose
   label names no output (``Reasoning``, ``Score``, ``Tokens``); the pair must name the two sides (a prompt word and a
   reply word: ``Task`` / ``Model Response``) or, decorated, open alternating turns of a dialogue (named speakers);
-- the other labels of that form that repeat as often as the reply's, or name no model text (``Tokens Used``), open
-  sections not read (``skip``), or a role the common labels name (``## System``); a line of that form seen once
+- the other labels of that form: a role the common labels name (``## System``, ``system:``); a label repeating as
+  often as the reply's, or naming no model text (``Tokens Used``), never inside a prompt, a section not read
+  (``skip``); one inside prompts is the prompt's text; a line of that form seen once
   after the reply, and a footer past a rule after the last reply, are read as its text and named in ``# CHECK``;
 - conversations: one a prompt where the second prompt begins with the whole first one (each prompt sent whole: a
   retry, an agent's next step), else one a section not read right before every prompt (``Test: casual`` above each
@@ -190,11 +191,31 @@ def _words(label: str) -> set[str]:
 
 
 def _others(markers: list[_Marker], counts: Counter, reply: _Marker, user: _Marker) -> dict[str, str]:
-    """The other markers of the reply's form that repeat as often as it does: a role the common labels name, else
-    ``skip`` (a template's section after each reply)."""
+    """The other markers of the reply's form: a label the common role labels name, its role (``system:``, even
+    once); a label repeating as often as the reply's, or naming no model text (``Tokens Used``), never inside a
+    prompt (a template's section after each reply, a header before each prompt), ``skip``. A label inside prompts (an eval's ``Hint:``) is
+    the prompt's text, not a marker."""
     keys = dict.fromkeys(m.key for m in markers if m.form == reply.form and m.key not in (reply.key, user.key))
-    return {k: ROLE_LABELS.get(_label(markers, k), "skip") for k in keys
-            if counts[k] >= max(2, counts[reply.key]) or METADATA_LABEL.search(_label(markers, k))}
+    out = {}
+    for key in keys:
+        label = _label(markers, key)
+        if ROLE_LABELS.get(label):
+            out[key] = ROLE_LABELS[label]
+        elif (counts[key] >= max(2, counts[reply.key]) or METADATA_LABEL.search(label)) and \
+                _outside_prompts(markers, key, reply, user):
+            out[key] = "skip"
+    return out
+
+
+def _outside_prompts(markers: list[_Marker], key: str, reply: _Marker, user: _Marker) -> bool:
+    """Whether no line ``key`` opens sits inside a prompt (after a prompt's marker, before its reply's)."""
+    last = None
+    for m in markers:
+        if m.key in (reply.key, user.key):
+            last = m.key
+        elif m.key == key and last == user.key:
+            return False
+    return True
 
 
 def _label(markers: list[_Marker], key: str) -> str:

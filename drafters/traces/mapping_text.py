@@ -11,6 +11,7 @@ conversation::
         "## User Query": user
         "## Crystalyse Response": assistant
         "### Score": skip            # a section that is no message (not read, warned)
+        "### Reasoning": reasoning   # the reasoning of the reply that follows
       conversation: "## Example 1"   # optional: a line beginning with it (any number) opens a conversation
 
 A line opens a message when, stripped, it begins with a marker (the longest that fits; not followed by a letter or
@@ -39,11 +40,11 @@ from drafters.traces.formats._records import guard_file
 from drafters.traces.formats._turns import ADJACENT_ANSWERS, join_turns, warn_joined
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.text_transcript import fenced_lines, tool_call_line
-from drafters.traces.model import Conversation, Message, TextPart
+from drafters.traces.model import Conversation, Message, ReasoningPart, TextPart
 from drafters.traces.report import TraceError
 
 RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")  # a Markdown horizontal rule: ---, ***, ___
-TEXT_ROLES = ("system", "user", "assistant", "tool", "skip")
+TEXT_ROLES = ("system", "user", "assistant", "tool", "reasoning", "skip")
 MAX_MARKERS = 40  # markers in one mapping (a transcript has a handful)
 MAX_MARKER = 200  # characters of one marker
 
@@ -140,8 +141,12 @@ def _sections(mapping: TextMapping, lines: list[str]) -> Iterator[tuple[int, lis
 
 def _parse(mapping: TextMapping, lines: list[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     name = mapping.format_name
-    found = [(start, sections) for start, sections in _sections(mapping, lines)
-             if any(s.role for s in sections)]
+    groups = list(_sections(mapping, lines))
+    found = [(start, sections) for start, sections in groups if any(s.role for s in sections)]
+    head = "\n".join(groups[0][1][0].lines).strip() if groups[0] not in found else ""
+    if head:  # the file's heading above its first conversation line
+        problems.warning("preamble_not_read", f"{len(head.splitlines())} line(s) before the first conversation line "
+                         "are the file's heading, not a message: not read", src(name, filename, line=1))
     if not found:
         problems.error("unknown_format", f"no line opens with a marker of the mapping ({', '.join(mapping.markers)})",
                        src(name, filename, line=1))
@@ -180,9 +185,25 @@ def _parse(mapping: TextMapping, lines: list[str], filename: str, problems: Prob
 
 
 def _messages(sections: list[_Section]) -> list[Message]:
-    """A conversation's messages: its sections with text, other than the heading and ``skip`` sections."""
-    return [Message(s.role, [TextPart(text)]) for s in sections  # type: ignore[arg-type]
-            if s.role not in ("", "skip") and (text := _text(s.lines))]
+    """A conversation's messages: its sections with text, other than the heading and ``skip`` sections; a
+    ``reasoning`` section is the reasoning of the next reply (of the last, where none follows)."""
+    out: list[Message] = []
+    thinking: list[ReasoningPart] = []
+    for s in sections:
+        text = _text(s.lines)
+        if s.role == "reasoning" and text:
+            thinking.append(ReasoningPart(text))
+        elif s.role == "assistant" and text:
+            out.append(Message("assistant", [*thinking, TextPart(text)]))
+            thinking = []
+        elif s.role not in ("", "skip", "reasoning") and text:
+            out.append(Message(s.role, [TextPart(text)]))  # type: ignore[arg-type]
+    last = next((m for m in reversed(out) if m.role == "assistant"), None)
+    if thinking and last is not None:
+        last.parts[:0] = thinking
+    elif thinking:
+        out.append(Message("assistant", list(thinking)))
+    return out
 
 
 def _text(lines: list[str]) -> str:

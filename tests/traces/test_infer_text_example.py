@@ -136,3 +136,19 @@ def test_a_header_before_each_prompt_opens_each_conversation(tmp_path):
     convs, calls = _calls(path, learned)
     assert len(convs) == 3 and [([m.text for m in c.context], c.completion.text) for c in calls] == [
         ([prompt], reply) for _, prompt, reply in cases]
+
+
+def test_a_label_inside_prompts_stays_prompt_text_and_a_role_label_once_is_its_role(tmp_path):
+    """An iterative RTL log (the layout of held-out set 58's AutoChip log, written here by hand): ``system:`` once,
+    then ``user:`` prompts that each hold a ``Hint:`` line, ``assistant:`` replies. The system prompt is read as
+    the system's, and the hints stay in the prompts (a skip section there would cut them out: a new user's trial)."""
+    path = tmp_path / "log.txt"
+    path.write_text("system: You write Verilog.\nuser: Write an AND gate.\nassistant: module a(); endmodule\n"
+                    "user: The testbench failed.\nHint: Output 'y' has 3 mismatches.\nFix it.\n"
+                    "assistant: module a(input x, output y); assign y = x; endmodule\n"
+                    "user: Still failing.\nHint: Output 'y' has 1 mismatch.\nassistant: module b(); endmodule\n")
+    learned = learn_mapping(path, "assign y = x; endmodule")
+    assert learned.mapping["text"]["markers"] == {"user:": "user", "assistant:": "assistant", "system:": "system"}
+    convs, calls = _calls(path, learned)
+    assert len(calls) == 3 and calls[0].context[0].role == "system"
+    assert calls[1].context[-1].text == "The testbench failed.\nHint: Output 'y' has 3 mismatches.\nFix it."

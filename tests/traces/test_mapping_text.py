@@ -54,7 +54,8 @@ def test_markers_skip_sections_and_conversation_lines(tmp_path):
         "It is 4.", "11 is one.\n```\n### Task\n(inside a fence: text of the reply)\n```"]
     assert [[m.text for m in call.context] for call in calls] == [["What is 2+2?"], ["Name a prime above 10."]]
     codes = [w.code for w in result.report.warnings]
-    assert codes.count("sections_not_read") == 2 and "preamble_not_read" not in codes  # "## Example" heads a conversation
+    # the file's heading above the first "## Example" is named, not read; "## Example N" itself heads a conversation
+    assert codes.count("sections_not_read") == 2 and codes.count("preamble_not_read") == 1
 
 
 def test_one_conversation_inline_markers_and_a_heading(tmp_path):
@@ -168,3 +169,18 @@ def test_a_number_in_a_marker_matches_any_number(tmp_path):
                                                  "2025-06-20 23:51:18 - LLM reply": "assistant"}}}
     result = _read(tmp_path, text, mapping)
     assert [c.completion.text for c in result.conversations[0].calls()] == ["hello", "sure"]
+
+
+def test_a_reasoning_section_is_the_next_replys_reasoning(tmp_path):
+    """A chat buffer whose replies open with the model's thinking (CodeCompanion's ``### Reasoning`` and
+    ``### Response``): the thinking is the reply's reasoning, not its text."""
+    text = ("## ana\nwhy?\n## Helper (Claude)\n### Reasoning\nThe user asks why.\n### Response\nBecause.\n"
+            "## ana\nok\n## Helper (Claude)\n### Response\nGood.\n### Reasoning\nlate thought\n")
+    mapping = {"name": "cc", "text": {"markers": {"## ana": "user", "## Helper (Claude)": "assistant",
+                                                  "### Reasoning": "reasoning", "### Response": "assistant"}}}
+    result = _read(tmp_path, text, mapping)
+    assert result.report.ok, result.report.errors
+    first, second = result.conversations[0].calls()
+    assert (first.completion.reasoning, first.completion.text) == ("The user asks why.", "Because.")
+    assert (second.completion.reasoning, second.completion.text) == ("late thought", "Good.")
+    assert [w.code for w in result.report.warnings] == []
