@@ -51,9 +51,9 @@ MAX_MARKER = 200  # characters of one marker
 
 @dataclass(frozen=True)
 class TextMapping:
-    """A declared text mapping: ``markers`` (a marker line's beginning -> the role of the message it opens, or
-    ``skip``) and ``conversation`` (the beginning of the line opening each conversation, or None: one
-    conversation a file)."""
+    """A declared text mapping: ``markers`` (a marker line's beginning -> the role of the message it opens,
+    ``reasoning`` or ``skip``), ``conversation`` (the beginning of the line opening each conversation, or None: one
+    conversation a file) and ``adjacent_answers`` (``ADJACENT_ANSWERS``)."""
 
     name: str
     markers: dict[str, str]
