@@ -15,6 +15,7 @@ from itertools import islice
 from drafters.traces import io as tio
 from drafters.traces.formats import _reading, _shapes, _streams
 from drafters.traces.formats._spellings import role_of
+from drafters.traces.formats._table_rows import is_table
 from drafters.traces.mapping import Mapping
 from drafters.traces.report import Problem, TraceError, ValidationReport
 
@@ -55,11 +56,13 @@ SHAPE_CODES = ("ambiguous_shape", "unknown_format", "no_messages_found", "not_an
 def general_path_errors(path: str | os.PathLike[str]) -> list[Problem]:
     """The errors the general path reports reading the whole file, beyond its shape (``SHAPE_CODES``): content it
     refuses (``content_not_mapped``: text beside the message list no message holds, ...)."""
+    from drafters.traces.formats.csv_rows import FORMAT as TABLES
     from drafters.traces.formats.generic import FORMAT as GENERIC
 
+    general = TABLES if is_table(str(path)) else GENERIC
     problems = ValidationReport()
     with tio.open_text(path) as stream:
-        for _ in GENERIC.parse(stream, str(path), problems):
+        for _ in general.parse(stream, str(path), problems):
             pass
     return [e for e in problems.errors if e.code not in SHAPE_CODES]
 

@@ -33,13 +33,14 @@ from itertools import islice
 from typing import Any
 
 from drafters.traces import io as tio
-from drafters.traces.formats import _reading, _shapes
+from drafters.traces.formats import _shapes
 from drafters.traces.formats._call_io import message_lists
 from drafters.traces.formats._shapes import call_keys, calls_not_read, message_keys
 from drafters.traces.formats._spellings import CALL_KEYS, get, role_of
 from drafters.traces.infer import general_path_errors, losses
 from drafters.traces.infer_text_example import learn_text_mapping
 from drafters.traces.json_paths import child_path, jsonpath
+from drafters.traces.mapping_records import file_records
 from drafters.traces.report import Problem, TraceError, ValidationReport
 
 #: The shortest example accepted (characters, whitespace collapsed): a shorter one is found everywhere.
@@ -60,6 +61,8 @@ NOT_TEXT_WORDS = {"id", "hash", "name", "type", "template", "version", "tokens",
 NOT_PROMPT = re.compile(r"observ|output|result|respon|answer|reason|target|reference|label|judg|summar",
                         re.IGNORECASE)
 MIN_GUESSED_PROMPT = 40
+#: Keys counting the turns of one dialogue (``turn``, ``step``, ``round``, ``turn_id``).
+TURN_KEY = re.compile(r"(^|_)(turn|step|round)s?(_?(id|no|index|number))?$", re.IGNORECASE)
 #: Conversations read to check a candidate mapping, and records whose texts at the example's place it must read.
 CHECK_CONVERSATIONS = 200
 SIBLING_RECORDS = 20
@@ -103,8 +106,7 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
     label = name or os.path.basename(str(path)).split(".")[0][:40] or "learned"
     problems = ValidationReport()
     with tio.open_text(path) as stream:
-        sample = [v for _, v in islice(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
-                                       _shapes.SAMPLE)]
+        sample = [v for _, v in islice(file_records(stream, str(path), problems, "generic", "each"), _shapes.SAMPLE)]
     hits = [Hit(i, steps) for i, value in enumerate(sample) for steps in _holding(value, want, ())]
     if not hits and any(p.code == "invalid_json" for p in problems.errors):
         return _learn_text(path, want, label)  # text, not JSON: learn its marker lines
@@ -298,6 +300,8 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         said = [f"# PROMPT: guessed as the record's longest other text, {where}: check it is the model's input"
                 ] if guessed else []
         inputs.append((where, said + _texts_not_read(record, hit, where), text_keys))
+    if _numbered_turns(sample):
+        return  # rows of one dialogue (turn 1, 2, ...): each read as its own call would lose the turns before it
     for where, notes, keys in inputs:
         if _repeated_input(sample, where):
             continue
@@ -372,6 +376,20 @@ def _repeated_input(sample: list, where: str) -> bool:
     seen = [repr(v) for record in sample[:SIBLING_RECORDS] if isinstance(record, dict)
             for _, v in jsonpath(record, where)]
     return len(seen) >= 2 and len(set(seen)) == 1
+
+
+def _numbered_turns(sample: list) -> bool:
+    """Whether the first records count turns of one dialogue: a key naming a turn, step or round whose values run
+    1, 2, 3, ... (or from 0) in file order (a tutoring table's ``turn`` column beside the student's and tutor's
+    texts)."""
+    records = [r for r in sample[:SIBLING_RECORDS] if isinstance(r, dict)]
+    for key in records[0] if records else ():
+        if TURN_KEY.search(str(key)):
+            values = [str(r.get(key, "")).strip() for r in records]
+            if len(values) >= 2 and values[0] in ("0", "1") and values == [str(int(values[0]) + i)
+                                                                           for i in range(len(values))]:
+                return True
+    return False
 
 
 def _several_calls(record: dict, hit: Hit) -> bool:

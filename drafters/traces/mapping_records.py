@@ -1,5 +1,5 @@
 """The records a declared mapping reads (``Mapping.records``, drafters/traces/mapping.py): a file's lines, array
-items or document (``each``, ``messages``), the whole file as one record (``file``), the items of a batch's lists
+items or document (``each``, ``messages``), a table's rows, the whole file as one record (``file``), the items of a batch's lists
 (``lists``, at the object ``Mapping.lists`` names) or a response cache's entries (``entries``,
 ``formats/_entries.py``). Torch-free."""
 
@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from drafters.traces.formats import _reading
 from drafters.traces.formats._entries import entry_records
+from drafters.traces.formats._table_rows import is_table, table_rows
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.json_paths import child_path, jsonpath
 from drafters.traces.model import Source
@@ -18,8 +19,12 @@ from drafters.traces.model import Source
 
 def file_records(stream: IO[str], filename: str, problems: ProblemSink, fmt: str,
                  mode: str) -> Iterator[tuple[Source, Any]]:
-    """The file's records as ``(source, value)``: lines, array items or the document; with ``mode`` ``file`` the
-    whole file as one record (a top-level array stays one list). Bad lines are reported to ``problems``."""
+    """The file's records as ``(source, value)``: lines, array items or the document, a table's rows
+    (``_table_rows``); with ``mode`` ``file`` the whole file as one record (a top-level array stays one list). Bad
+    lines are reported to ``problems``."""
+    if is_table(filename):
+        yield from table_rows(stream, filename, problems, fmt)
+        return
     if mode == "file":
         doc = _reading.load_json(stream, filename, problems, fmt)
         if doc is not None:

@@ -76,3 +76,23 @@ def test_pair_histories():
     assert got["spans"] == [["DATE", 3]]  # not text pairs: left as it is
     assert pair_turns({"labels": [["a", ""]]}) == {"labels": [["a", ""]]}  # no reply anywhere: not a history
     assert pair_turns([["a", "b"]]) == [["a", "b"]]  # only a record's values are histories
+
+
+def test_a_cell_written_as_a_python_literal_is_that_value(tmp_path):
+    """pandas writes a list of message dicts to a cell as its Python repr (``[{'role': 'user', ...}]``): read as
+    the list (``ast.literal_eval``: literals only); other text in brackets stays text."""
+    from drafters.traces.formats._table_rows import cell
+
+    assert cell("[{'role': 'user', 'content': \"it's\"}]") == [{"role": "user", "content": "it's"}]
+    assert cell("[see note] and more") == "[see note] and more"
+    assert cell("{__import__('os')}") == "{__import__('os')}"  # not a literal: never evaluated
+
+
+def test_settings_above_the_header_refuse_the_table(tmp_path):
+    """A log whose first line holds its settings (a long system prompt among them) and whose header is the second:
+    rows read against the first line would put every value under another column's name."""
+    path = tmp_path / "run.csv"
+    path.write_text('Model,m1,SYSTEM,"' + "Output hex integers only. " * 4 + '"\nturn,USER,ASSISTANT\n1,hi,0x1\n')
+    result = ingest([path], scrub=False)
+    assert not result.conversations and codes(result) == ["invalid_csv"]
+    assert result.report.errors[0].line == 1

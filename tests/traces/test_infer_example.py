@@ -211,3 +211,34 @@ def test_a_turn_the_general_path_refuses_beside_the_reply_refuses_the_reading(tm
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "I added a test for parse_config")
     assert err.value.code == "example_not_read" and "message_prompt" in err.value.message
+
+
+def test_a_table_is_learned_from_one_reply(tmp_path):
+    """An MT experiment's TSV (ChatGPT-MT's layout, held-out set 57, written here by hand): ``messages`` the
+    Python repr of the list sent, ``predictions`` the reply: a request/response reading of its rows."""
+    import csv
+
+    path = tmp_path / "mt.tsv"
+    rows = [("This is an English to French translation: Hello there.", "Bonjour à tous.", "Salut tout le monde."),
+            ("This is an English to French translation: Thank you.", "Merci.", "Merci beaucoup.")]
+    with path.open("w", newline="") as f:
+        writer = csv.writer(f, delimiter="\t")
+        writer.writerow(["messages", "label", "predictions"])
+        writer.writerows([repr([{"role": "user", "content": p}]), label, reply] for p, label, reply in rows)
+    learned = learn_mapping(path, "Salut tout le monde")
+    assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.messages", "$.predictions")
+    result = _read(path, learned)
+    calls = [c for conv in result.conversations for c in conv.calls()]
+    assert result.report.ok and [(c.context[0].text, c.completion.text) for c in calls] == [
+        (p, reply) for p, _, reply in rows]
+
+
+def test_rows_numbering_the_turns_of_one_dialogue_are_not_read_as_calls_of_their_own(tmp_path):
+    """A tutoring table (``turn``, ``student_msg``, ``tutor_msg``): each row a turn of one dialogue, so each read as
+    its own call would lose the turns before it."""
+    path = tmp_path / "chat.csv"
+    path.write_text("turn,student_msg,tutor_msg\n1,what is 9 times 59?,To find it we multiply 9 by 59.\n"
+                    "2,and then?,Then we add the partial products.\n3,thanks,You are welcome!\n")
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "To find it we multiply 9 by 59")
+    assert err.value.code == "example_not_read"
