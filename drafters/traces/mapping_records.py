@@ -1,6 +1,6 @@
 """The records a declared mapping reads (``Mapping.records``, drafters/traces/mapping.py): a file's lines, array
-items or document (``each``, ``messages``), a table's rows, the whole file as one record (``file``), the items of a batch's lists
-(``lists``, at the object ``Mapping.lists`` names) or a response cache's entries (``entries``,
+items or document (``each``, ``messages``), a table's rows, the whole file as one record (``file``), the items of a
+batch's lists (``lists``, at the object ``Mapping.lists`` names) or a response cache's entries (``entries``,
 ``formats/_entries.py``). Torch-free."""
 
 from __future__ import annotations
