@@ -193,8 +193,8 @@ def _words(label: str) -> set[str]:
 def _others(markers: list[_Marker], counts: Counter, reply: _Marker, user: _Marker) -> dict[str, str]:
     """The other markers of the reply's form: a label the common role labels name, its role (``system:``, even
     once); a label repeating as often as the reply's, or naming no model text (``Tokens Used``), never inside a
-    prompt (a template's section after each reply, a header before each prompt), ``skip``. A label inside prompts (an eval's ``Hint:``) is
-    the prompt's text, not a marker."""
+    prompt (a template's section after each reply, a header before each prompt), ``skip``. A label inside prompts
+    (an eval's ``Hint:``) is the prompt's text, not a marker."""
     keys = dict.fromkeys(m.key for m in markers if m.form == reply.form and m.key not in (reply.key, user.key))
     out = {}
     for key in keys:

@@ -54,7 +54,11 @@ def split_text_calls(text: str) -> tuple[list, int] | None:
 def _call_of(body: str) -> ToolCallPart | None:
     """The call a block's body holds: JSON, or a Python literal dict (Glaive-derived datasets write
     ``{'name': ..., 'arguments': {...}}``; ``ast.literal_eval`` evaluates literals only, never code)."""
-    value = _literal(body)
+    return _call(_literal(body))
+
+
+def _call(value: object) -> ToolCallPart | None:
+    """A call object (a dict with a non-empty ``name``) as a ``ToolCallPart``, else None."""
     if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
         return None
     arguments = value.get("arguments", value.get("parameters"))
@@ -83,7 +87,7 @@ def _whole_call(text: str) -> ToolCallPart | None:
     if not isinstance(value, dict) or not set(value) <= WHOLE_CALL_KEYS or not isinstance(
             value.get("arguments", value.get("parameters")), dict):
         return None
-    return _call_of(body)
+    return _call(value)
 
 
 def text_calls_in(message: Message) -> int:

@@ -64,11 +64,15 @@ _MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 .
                      r"\s*(?P<post>[=*_:>\]\s-]*)$")  # a label, then perhaps its model: "CodeCompanion (Anthropic)"
 #: A tool call written as text in a reply (an exporter's notation): the transcript cannot give it as a structured
 #: call, and reading it as the reply's text would lose the call. Fenced lines count only as a fence's info string.
-_TOOL_NOTATION = re.compile(r"^\s*(?:(?:tool[ _]use|tool[ _]calls?|calling tool|function[ _]call)\s*:|\*\*tool (?:use|call)"
-                            r"|<(?:tool[_-]?(?:call|use)|function[_-]?call|invoke)\b)", re.IGNORECASE)
+_TOOL_NOTATION = re.compile(r"^\s*(?:(?:tool[ _]use|tool[ _]calls?|calling tool|function[ _]call)\s*:"
+                            r"|\*\*tool (?:use|call)|<(?:tool[_-]?(?:call|use)|function[_-]?call|invoke)\b)",
+                            re.IGNORECASE)
 _TOOL_FENCE = re.compile(r"^\s*(?:```|~~~)\s*(?:tool[_-]?(?:call|use)|function[_-]?call)\b", re.IGNORECASE)
 MIN_NAMED = 2  # turns of one named speaker (no role label) before the name is read as an agent of the model
 FENCE = re.compile(r"^\s*(```|~~~)")  # a code fence: lines inside it are text, never markers
+_FRONT = ("+++", "---")
+MAX_MARKER = 48  # characters of a marker line: a longer line is text
+MAX_FRONT = 60  # lines of front matter
 
 
 def fenced_lines(lines: list[str]) -> list[bool]:
@@ -81,9 +85,6 @@ def fenced_lines(lines: list[str]) -> list[bool]:
     for start, end in zip(fences[::2], fences[1::2]):
         inside[start:end + 1] = [True] * (end + 1 - start)
     return inside
-_FRONT = ("+++", "---")
-MAX_MARKER = 48  # characters of a marker line: a longer line is text
-MAX_FRONT = 60  # lines of front matter
 
 
 @dataclass(frozen=True)
