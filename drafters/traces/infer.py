@@ -13,7 +13,8 @@ from dataclasses import replace
 from itertools import islice
 
 from drafters.traces import io as tio
-from drafters.traces.formats import _reading, _shapes, _streams
+from drafters.traces.formats import _shapes, _streams
+from drafters.traces.formats._documents import document_records, is_toml, is_yaml
 from drafters.traces.formats._spellings import role_of
 from drafters.traces.formats._table_rows import is_table
 from drafters.traces.mapping import Mapping
@@ -33,7 +34,7 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
     problems = ValidationReport()
     label = name or os.path.basename(str(path)).split(".")[0][:40] or "inferred"
     with tio.open_text(path) as stream:
-        sample = list(islice(_streams.joined_records(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
+        sample = list(islice(_streams.joined_records(document_records(stream, str(path), problems, "generic"),
                                                      problems, "generic"), _shapes.SAMPLE))
     got = _shapes.infer(sample, label)
     if isinstance(got, _shapes.Ambiguous) and got.readings:
@@ -56,10 +57,10 @@ SHAPE_CODES = ("ambiguous_shape", "unknown_format", "no_messages_found", "not_an
 def general_path_errors(path: str | os.PathLike[str]) -> list[Problem]:
     """The errors the general path reports reading the whole file, beyond its shape (``SHAPE_CODES``): content it
     refuses (``content_not_mapped``: text beside the message list no message holds, ...)."""
-    from drafters.traces.formats.csv_rows import FORMAT as TABLES
-    from drafters.traces.formats.generic import FORMAT as GENERIC
+    from drafters.traces.formats import csv_rows, generic, toml_documents, yaml_documents
 
-    general = TABLES if is_table(str(path)) else GENERIC
+    general = next((m.FORMAT for m, named in ((csv_rows, is_table), (yaml_documents, is_yaml), (toml_documents, is_toml))
+                    if named(str(path))), generic.FORMAT)
     problems = ValidationReport()
     with tio.open_text(path) as stream:
         for _ in general.parse(stream, str(path), problems):
@@ -104,7 +105,7 @@ def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> st
         return None
     problems = ValidationReport()
     with tio.open_text(path) as stream:
-        sample = [v for _, v in islice(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
+        sample = [v for _, v in islice(document_records(stream, str(path), problems, "generic"),
                                        _shapes.SAMPLE)]
     msgs = [x for v in sample if isinstance(v, (dict, list)) for _, found in jsonpath(v, m.messages)
             for x in (found if isinstance(found, list) else [found]) if isinstance(x, dict)]
@@ -164,7 +165,7 @@ def skeleton_yaml(path: str | os.PathLike[str], name: str | None = None) -> str 
 
     problems = ValidationReport()
     with tio.open_text(path) as stream:
-        sample = [v for _, v in islice(_reading.load_json_or_lines(stream, str(path), problems, "generic"),
+        sample = [v for _, v in islice(document_records(stream, str(path), problems, "generic"),
                                        _shapes.SAMPLE)]
     found = next((hit for value in sample if (hit := _role_list(value, "$", 0)) is not None), None)
     lines = _message_records(sample) if found is None else None

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import IO, Any
 
 from drafters.traces.formats import _reading
+from drafters.traces.formats._documents import document_records, is_document
 from drafters.traces.formats._entries import entry_records
 from drafters.traces.formats._table_rows import is_table, table_rows
 from drafters.traces.formats.base import ProblemSink
@@ -20,17 +21,21 @@ from drafters.traces.model import Source
 def file_records(stream: IO[str], filename: str, problems: ProblemSink, fmt: str,
                  mode: str) -> Iterator[tuple[Source, Any]]:
     """The file's records as ``(source, value)``: lines, array items or the document, a table's rows
-    (``_table_rows``); with ``mode`` ``file`` the whole file as one record (a top-level array stays one list). Bad
-    lines are reported to ``problems``."""
+    (``_table_rows``), a YAML file's documents or a TOML file's table (``_documents``); with ``mode`` ``file`` the
+    whole file as one record (a top-level array stays one list; a YAML file: each document whole). Bad lines are
+    reported to ``problems``."""
     if is_table(filename):
         yield from table_rows(stream, filename, problems, fmt)
+        return
+    if mode == "file" and is_document(filename):
+        yield from document_records(stream, filename, problems, fmt, whole=True)
         return
     if mode == "file":
         doc = _reading.load_json(stream, filename, problems, fmt)
         if doc is not None:
             yield Source(fmt, filename, record="$"), doc
         return
-    yield from _reading.load_json_or_lines(stream, filename, problems, fmt)
+    yield from document_records(stream, filename, problems, fmt)
 
 
 def expanded(records: Iterator[tuple[Source, Any]], mode: str, lists: str = "$") -> Iterator[tuple[Source, Any]]:

@@ -62,7 +62,7 @@ def test_unknown_format_names_every_format_tried():
 
 def test_registry_order_puts_openai_chat_then_the_general_path_last():
     names = [f.name for f in all_formats()]
-    assert names[-5:] == ["openai_chat", "csv_rows", "generic", "yaml_documents", "text_transcript"]
+    assert names[-6:] == ["openai_chat", "csv_rows", "generic", "yaml_documents", "toml_documents", "text_transcript"]
     assert names.index("claude_code") < names.index("anthropic_messages")
 
 

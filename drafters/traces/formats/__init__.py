@@ -43,10 +43,11 @@ FORMAT_MODULES: list[str] = [
     "drafters.traces.formats.gemini_api",
     "drafters.traces.formats.openai_chat",
     # -- the general path, for files no module recognizes (message lists found by their shape; tables' rows and
-    # YAML documents read as records; text transcripts by their role-marker lines) --
+    # YAML and TOML documents read as records; text transcripts by their role-marker lines) --
     "drafters.traces.formats.csv_rows",
     "drafters.traces.formats.generic",
     "drafters.traces.formats.yaml_documents",
+    "drafters.traces.formats.toml_documents",
     "drafters.traces.formats.text_transcript",
 ]
 

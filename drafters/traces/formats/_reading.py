@@ -1,6 +1,6 @@
 """Reading trace files: JSON documents, JSON Lines and concatenated JSON values, with every bad line or
 document reported to the ``ProblemSink`` (code ``invalid_json``, with file and line) instead of raised, plus the
-cheap helpers sniffers use on a file's head (YAML documents: ``yaml_documents.py``).
+cheap helpers sniffers use on a file's head (YAML and TOML documents: ``_documents.py``).
 
 Not a format (no ``FORMAT``); every format module may use these. Standard library only.
 """

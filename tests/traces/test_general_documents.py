@@ -1,12 +1,17 @@
-"""YAML documents read by the general path (issue 30; ``formats/yaml_documents.py``; docs/traces.md, "YAML"): each
+"""YAML and TOML documents read by the general path, declared mappings and ``infer-mapping`` (issue 30;
+``formats/_documents.py``, ``yaml_documents.py``, ``toml_documents.py``; docs/traces.md, "YAML and TOML"): each
 document a record, read as JSON records are. Documents are hand-made in the layouts such tools write (a harness's
-report of one conversation-agent run: the agent's chat log inside an event trace), not copies of real files."""
+report of one conversation-agent run: the agent's chat log inside an event trace; an LLM response cache's entry per
+request), not copies of real files."""
 
 from __future__ import annotations
 
 import json
 
+from drafters.traces.infer import infer_mapping, mapping_yaml
+from drafters.traces.infer_example import learn_mapping
 from drafters.traces.ingest import ingest
+from drafters.traces.mapping_file import mapping_from_dict, parse_mapping
 
 from .conftest import codes, ingest_json, totals
 
@@ -79,6 +84,79 @@ def test_each_document_is_a_record_and_a_bad_document_is_reported_at_its_line(tm
 def test_yaml_that_is_no_mapping_is_not_claimed(tmp_path):
     result = _read(tmp_path, "Just some notes\nabout a run.\n", "notes.yaml")
     assert not result.conversations and codes(result) == ["unknown_format"]
+
+
+#: A response cache's entry (one request per file): the messages sent as an array of tables, the reply beside them.
+CACHE_ENTRY = """\
+transform = "CommentTransfer"
+identifier = "quickSort"
+model = "gemini-3-pro-preview"
+created = 2025-12-14T10:02:11Z
+response = '''
+```rust
+/* Sort the elements before and after the pivot */
+fn quick_sort(arr: &mut [i32]) {}
+```'''
+
+[[messages]]
+role = "system"
+content = "You carry C comments over to Rust."
+
+[[messages]]
+role = "user"
+content = '''Carry the comments of this C function over.
+void quickSort(int *arr) { /* Sort the elements before and after the pivot */ }'''
+"""
+
+
+def test_a_toml_cache_entry_is_one_request_and_its_response(tmp_path):
+    result = _read(tmp_path, CACHE_ENTRY, "d124abd1.toml")
+    assert result.report.ok, codes(result)
+    assert result.report.formats == {"toml_documents": 1}
+    assert totals(result.conversations) == (1, 1, 0)
+    (call,) = result.conversations[0].calls()
+    assert [m.role for m in call.context] == ["system", "user"]
+    assert "fn quick_sort" in call.completion.text
+
+
+def test_a_toml_file_that_does_not_parse_is_reported_at_its_line_and_prose_is_not_claimed(tmp_path):
+    result = _read(tmp_path, 'model = "m"\nresponse = "one line"\n\n[[messages]]\nrole = 3 4\n', "bad.toml")
+    (err,) = result.report.errors
+    assert err.code == "invalid_toml" and err.line == 5 and not result.conversations
+    result = _read(tmp_path, "Notes about a run.\n", "notes.toml")
+    assert not result.conversations and codes(result) == ["unknown_format"]
+
+
+def test_infer_mapping_and_a_declared_mapping_read_toml_and_yaml(tmp_path):
+    path = tmp_path / "entry.toml"
+    path.write_text(CACHE_ENTRY)
+    inferred = infer_mapping(path)
+    written = tmp_path / "m.yaml"
+    written.write_text(mapping_yaml(inferred))
+    again = ingest([path], mapping=parse_mapping(written.read_text(), str(written)), scrub=False, dedup=False)
+    assert again.report.ok, again.report.errors
+    assert totals(again.conversations) == (1, 1, 0)
+    chats = tmp_path / "chats.yaml"
+    chats.write_text("".join(f"---\nturns:\n- who: human\n  said: question {n}\n- who: bot\n  said: answer {n}\n"
+                             for n in (1, 2)))
+    declared = {"name": "chats", "messages": "$.turns", "role": "who", "content": "said",
+                "roles": {"human": "user", "bot": "assistant"}}
+    result = ingest([chats], mapping=mapping_from_dict(declared), scrub=False, dedup=False)
+    assert result.report.ok, result.report.errors
+    assert totals(result.conversations) == (2, 2, 0)
+
+
+def test_a_reply_example_learns_a_toml_layout_the_general_path_does_not_find(tmp_path):
+    path = tmp_path / "run.toml"
+    path.write_text('[request]\ninstruction = "Translate the Fortran loop to C++."\n\n'
+                    '[result]\nanswer = "Here is the loop in C++ with OpenMP."\n')
+    assert codes(_read(tmp_path, path.read_text(), "run.toml"))  # the general path finds no call here
+    learned = learn_mapping(path, "Here is the loop in C++")
+    result = ingest([path], mapping=mapping_from_dict(learned.mapping), scrub=False, dedup=False)
+    assert result.report.ok, result.report.errors
+    (call,) = result.conversations[0].calls()
+    assert call.completion.text == "Here is the loop in C++ with OpenMP."
+    assert call.context[-1].text == "Translate the Fortran loop to C++."
 
 
 def test_tool_call_arguments_under_an_unknown_key_are_refused_not_read_as_empty(tmp_path):
