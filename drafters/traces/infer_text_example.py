@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from itertools import islice, pairwise
 
 from drafters.traces import io as tio
-from drafters.traces.formats.text_transcript import ROLE_LABELS, fenced_lines
+from drafters.traces.formats.text_transcript import INDENTED_CODE, ROLE_LABELS, fenced_lines
 from drafters.traces.mapping_text import RULE, TextMapping, opens_conversation
 from drafters.traces.report import TraceError, ValidationReport
 
@@ -64,6 +64,8 @@ CHECK_CONVERSATIONS = 200
 
 _STANDALONE = re.compile(r"^(?:#{1,6}\s+\S.*|(\*\*|__).+\1:?|<[^<>]+>|\[[^\[\]]+\]:?|[=*~-]{3,}.*\S.*|"
                          r"[A-Za-z][\w .()/-]{0,40}:)$")
+#: A label wrapped in tags (``<details><summary>Response</summary>``: a report's collapsible sections).
+_TAGGED = re.compile(r"^(?:<[A-Za-z][^<>]*>\s*){1,3}(?P<label>[^<>]*[A-Za-z][^<>]*?)\s*(?:</[A-Za-z]+>\s*){1,3}$")
 _INLINE = re.compile(r"^((?:\*\*|__)?[A-Za-z][\w .()/-]{0,30}:(?:\*\*|__)?)\s+\S")
 _LABEL = re.compile(r"[A-Za-z0-9][^\n]*[A-Za-z0-9)]")
 _IN_JSON_STRING = re.compile(r'^\s*"[^"]{1,60}"\s*:\s*"')  # a log's JSON member whose value holds the example
@@ -137,18 +139,20 @@ def learn_text_mapping(path: str | os.PathLike[str], want: str, name: str) -> Te
 
 
 def _markers(lines: list[str]) -> list[_Marker]:
-    """The marker-shaped lines outside code fences, in file order."""
+    """The marker-shaped lines outside code blocks (fenced or indented), in file order."""
     out, fenced = [], fenced_lines(lines)
     for i, line in enumerate(lines):
         text = line.strip()
-        if fenced[i] or not text or len(text) > MAX_MARKER_LINE and not _INLINE.match(text):
+        if fenced[i] or not text or INDENTED_CODE.match(line) or len(text) > MAX_MARKER_LINE and not _INLINE.match(
+                text):
             continue
-        inline = _INLINE.match(text)
-        key = text if _STANDALONE.match(text) else inline.group(1) if inline else None
-        label = _LABEL.search(key) if key else None
-        if key and label and re.search("[A-Za-z]", label.group()):
-            form = re.sub(r"(\S)\1{3,}", r"\1\1\1", key.replace(label.group(), "L"))  # rules of any length alike
-            out.append(_Marker(i, key, form, " ".join(label.group().lower().split())))
+        inline, tagged = _INLINE.match(text), _TAGGED.match(text)
+        key = text if _STANDALONE.match(text) or tagged else inline.group(1) if inline else None
+        label = (tagged.group("label") if tagged else _LABEL.search(key).group() if _LABEL.search(key) else None
+                 ) if key else None
+        if key and label and re.search("[A-Za-z]", label):
+            form = re.sub(r"(\S)\1{3,}", r"\1\1\1", key.replace(label, "L"))  # rules of any length alike
+            out.append(_Marker(i, key, form, " ".join(label.lower().split())))
     return out
 
 

@@ -17,7 +17,8 @@ conversation::
 A line opens a message when, stripped, it begins with a marker (the longest that fits; not followed by a letter or
 digit: ``## User`` does not open ``## Username``; a number in it matches any number, as a timestamp would); the
 rest of that line (``**Query:** What is 2+2?``) is the message's first line. Lines inside a code fence are text
-(a fence never closed is text itself); rules (``---``) closing a section are no content. Text before a
+(a fence never closed is text itself); rules (``---``) and tags (``</details>``) closing a section are no content,
+nor is the indentation all of a section's lines share (a prompt a report quotes as a code block). Text before a
 conversation's first marker is its heading, not read (``preamble_not_read``); messages of one role in a row are
 one message; two answers in a row are one call (``adjacent_answers_joined``), or as ``adjacent_answers`` declares
 (``separate``: two calls; ``refuse``). A ``tool`` marker, or a reply that writes a tool call in a known notation,
@@ -30,6 +31,7 @@ conversation. Torch-free, standard library only.
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -44,6 +46,7 @@ from drafters.traces.model import Conversation, Message, ReasoningPart, TextPart
 from drafters.traces.report import TraceError
 
 RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")  # a Markdown horizontal rule: ---, ***, ___
+CLOSING_TAG = re.compile(r"^\s*</(?:details|summary|div)>\s*$")  # the end of a collapsible section (<details>)
 TEXT_ROLES = ("system", "user", "assistant", "tool", "reasoning", "skip")
 MAX_MARKERS = 40  # markers in one mapping (a transcript has a handful)
 MAX_MARKER = 200  # characters of one marker
@@ -207,11 +210,12 @@ def _messages(sections: list[_Section]) -> list[Message]:
 
 
 def _text(lines: list[str]) -> str:
-    """A section's text, without the rules (``---``) that close it: a separator between blocks, not content."""
+    """A section's text, without the rules (``---``) and closing tags (``</details>``) that close it (a separator
+    between blocks, not content) and the indentation all its lines share (a report's quoting, not the text's)."""
     end = len(lines)
-    while end and (not lines[end - 1].strip() or RULE.match(lines[end - 1])):
+    while end and (not lines[end - 1].strip() or RULE.match(lines[end - 1]) or CLOSING_TAG.match(lines[end - 1])):
         end -= 1
-    return "\n".join(lines[:end]).strip()
+    return textwrap.dedent("\n".join(lines[:end])).strip()
 
 
 def _refused(section: _Section) -> str | None:

@@ -196,3 +196,17 @@ def test_heading_levels_stay_apart_when_rules_are_collapsed(tmp_path):
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 2, 0)
     assert result.conversations[0].calls().__next__().completion.text == "Answer.\n### User\nnot a turn"
+
+
+def test_labels_inside_an_indented_code_block_are_text_not_markers(tmp_path):
+    """A report quoting each prompt as an indented code block, its own bold labels inside (``**Question:**``,
+    ``**Action:**``): no marker of the file's own opens a message, so the file is refused, not read as a chat
+    between the prompt's labels (ok with the wrong calls)."""
+    section = ("## Question {n}\n\n<details><summary>Prompt</summary>\n\n    I have a planning problem.\n\n"
+               "    **Question:**\n    Why is step {n} used?\n\n    **Action:**\n    move a b\n\n"
+               "    **Question:**\n    And step {m}?\n\n</details>\n\n<details><summary>Response</summary>\n\n"
+               "\tStep {n} clears the way.\n\n</details>\n\n")
+    path = tmp_path / "outputs.md"
+    path.write_text("# Model\n\n" + "".join(section.format(n=n, m=n + 1) for n in (1, 2, 3)))
+    result = ingest([path], scrub=False, dedup=False)
+    assert not result.conversations and codes(result) == ["unknown_format"]

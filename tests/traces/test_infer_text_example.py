@@ -47,6 +47,28 @@ def test_a_template_of_sections_with_one_example_per_conversation():
                                                                                   "### Model Response")]
 
 
+def test_collapsible_sections_of_a_report_with_prompts_quoted_as_code(tmp_path):
+    """A Markdown report of single-shot calls: each ``## Question N`` a ``<details><summary>Prompt</summary>`` block
+    (the prompt indented as code, bold labels of its own inside) and a ``Response`` block. The summary lines are the
+    markers (the prompt's ``**Question:**`` lines, inside the code block, are not), each question a conversation;
+    the closing ``</details>`` and the quoting indentation are no part of the texts."""
+    section = ("## Question {n}\n\n<details><summary>Prompt</summary>\n\n    I have a planning problem {n}.\n\n"
+               "    **Question:**\n    Why is step {n} used?\n\n    **Action:**\n    move a b\n\n"
+               "</details>\n\n<details><summary>Response</summary>\n\n\tStep {n} clears the way for the next move."
+               "\n\n</details>\n\n")
+    path = tmp_path / "outputs.md"
+    path.write_text("# Model\n\n" + "".join(section.format(n=n) for n in (1, 2, 3)))
+    learned = learn_mapping(path, "Step 2 clears the way")
+    assert learned.mapping["text"] == {"markers": {"<details><summary>Prompt</summary>": "user",
+                                                   "<details><summary>Response</summary>": "assistant"},
+                                       "conversation": "## Question 2"}
+    convs, calls = _calls(path, learned)
+    assert len(convs) == 3 and len(calls) == 3
+    assert [c.completion.text for c in calls] == [f"Step {n} clears the way for the next move." for n in (1, 2, 3)]
+    assert calls[0].context[0].text == ("I have a planning problem 1.\n\n**Question:**\nWhy is step 1 used?\n\n"
+                                        "**Action:**\nmove a b")
+
+
 def test_a_log_of_prompts_sent_whole_is_a_conversation_each():
     """MLAgentBench's step log: a reply refused by the agent's format check, then the retry whose prompt begins
     with the whole first prompt: two conversations of one call, the token counts not read."""

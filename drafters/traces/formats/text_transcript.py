@@ -12,7 +12,8 @@ text: a line naming the speaker, then the message, in one decoration the file us
   an assistant message at least once; a line of that decoration whose label is no role (``### Summary`` inside
   a reply) or another label of a role than the one the file uses most for it (a reply's ``## Answer`` where the
   file writes ``## Assistant``) is text, and so is every line inside a fenced code block (an example transcript
-  in a reply);
+  in a reply) and every line indented as Markdown's code block is (four spaces or a tab: a prompt a report
+  quotes, its own ``**Question:**`` labels inside);
 - two decorations that both qualify are not guessed: the file is refused (``ambiguous_shape``);
 - a marker that labels a tool message (``## Tool``) is refused (``content_not_mapped``): a result whose call the
   text does not record as a structured call cannot be paired;
@@ -70,6 +71,7 @@ _TOOL_NOTATION = re.compile(r"^\s*(?:(?:tool[ _]use|tool[ _]calls?|calling tool|
 _TOOL_FENCE = re.compile(r"^\s*(?:```|~~~)\s*(?:tool[_-]?(?:call|use)|function[_-]?call)\b", re.IGNORECASE)
 MIN_NAMED = 2  # turns of one named speaker (no role label) before the name is read as an agent of the model
 FENCE = re.compile(r"^\s*(```|~~~)")  # a code fence: lines inside it are text, never markers
+INDENTED_CODE = re.compile(r"^(?: {4}|\t)\s*\S")  # Markdown's indented code block: text, never a marker
 _FRONT = ("+++", "---")
 MAX_MARKER = 48  # characters of a marker line: a longer line is text
 MAX_FRONT = 60  # lines of front matter
@@ -101,6 +103,8 @@ class Marker:
 
 def _marker(line: str, index: int) -> Marker | None:
     text = line.strip()
+    if INDENTED_CODE.match(line):
+        return None  # an indented code block's line (a prompt quoted in a report): text, never a marker
     if not text or len(text.strip("#=*_-")) > MAX_MARKER or text.startswith("</"):
         return None  # a rule of = or - around the label is decoration ("===== Human Message =====")
     m = _MARKER.match(text)
@@ -183,7 +187,7 @@ def _inline_markers(lines: list[str], start: int) -> Markers:
         if fenced[i] or not lines[i].strip():
             continue
         text_lines += 1
-        m = _INLINE.match(lines[i])
+        m = None if INDENTED_CODE.match(lines[i]) else _INLINE.match(lines[i])
         role = ROLE_LABELS.get(" ".join(m["label"].lower().split())) if m else None
         if m and role:
             pre = "[]" if m["pre"].strip().startswith("[") else m["pre"].strip()
