@@ -29,7 +29,7 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import islice
+from itertools import islice, pairwise
 from typing import Any
 
 from drafters.traces import io as tio
@@ -62,6 +62,7 @@ NOT_PROMPT = re.compile(r"observ|output|result|respon|answer|reason|target|refer
                         re.IGNORECASE)
 MIN_GUESSED_PROMPT = 40
 #: Keys counting the turns of one dialogue (``turn``, ``step``, ``round``, ``turn_id``).
+ID_KEY = re.compile(r"(^|_)id$|[a-z]Id$")  # a key naming an id: client_id, sessionId
 TURN_KEY = re.compile(r"(^|_)(turn|step|round)s?(_?(id|no|index|number))?$", re.IGNORECASE)
 #: Conversations read to check a candidate mapping, and records whose texts at the example's place it must read.
 CHECK_CONVERSATIONS = 200
@@ -199,8 +200,32 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         # the record itself one message: its text under keys only (inside a list, the record is no message)
         records = [v for v in sample if isinstance(v, dict)]
         for reading in _role_readings(records, record, content):
-            yield Learned({"name": label, "records": "messages", "messages": "$", **reading}, _path(hit),
-                          [v for v, r in reading["roles"].items() if r == "?"], [])
+            group = _group_key(records, reading["role"])
+            said = [f"# a new conversation where {group} changes"] if group else []
+            yield Learned({"name": label, "records": "messages", "messages": "$", **reading,
+                           **({"group": child_path("$", group)} if group else {})}, _path(hit),
+                          [v for v, r in reading["roles"].items() if r == "?"], said)
+
+
+def _group_key(records: list[dict], role: str) -> str | None:
+    """The key of records one message each whose value opens a new conversation when it changes, or None. Without a
+    turn column, the first of the general path's conversation-id keys (``session_id``, ``thread_id``, ...) every
+    record has. With one (``turn_number``), of the keys naming an id that several records share, the one changing
+    least under which no conversation repeats a turn with the same role (a study's session holding several
+    dialogues, each numbered from 1: its ``client_id`` is the dialogue's, not its ``session_id``)."""
+    turn = next((k for k in records[0] if TURN_KEY.search(str(k))), None) if records else None
+    keys = [k for k in (records[0] if records else ()) if k in _shapes.GROUP_KEYS or turn and ID_KEY.search(str(k))]
+    keys = [k for k in keys if all(r.get(k) not in (None, "") for r in records)
+            and len({str(r[k]) for r in records}) < len(records)]  # shared: a message's own id is no group
+    if turn is None:
+        return next((k for k in _shapes.GROUP_KEYS if k in keys), None)
+
+    def one_dialogue_each(key: str) -> bool:
+        marks = [(str(r[key]), str(r.get(turn)), str(_flat(r).get(role))) for r in records]
+        return len(set(marks)) == len(marks)
+
+    fits = [k for k in keys if one_dialogue_each(k)]
+    return min(fits, key=lambda k: sum(a[k] != b[k] for a, b in pairwise(records)), default=None)
 
 
 def _newest_first(items: list, reading: dict[str, Any]) -> bool:

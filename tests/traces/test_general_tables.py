@@ -96,3 +96,27 @@ def test_settings_above_the_header_refuse_the_table(tmp_path):
     result = ingest([path], scrub=False)
     assert not result.conversations and codes(result) == ["invalid_csv"]
     assert result.report.errors[0].line == 1
+
+
+def test_a_reply_example_in_a_table_of_messages_groups_dialogues_by_the_id_under_which_turns_run(tmp_path):
+    """A study's chat table, one message a row: a session holds several dialogues, each numbering its turns from 1.
+    The learned mapping opens a conversation where ``client_id`` changes (no dialogue repeats a turn under it), not
+    ``session_id`` (under which turn 1 of the participant comes twice): 3 conversations of 4 calls, not 2 whose
+    second reads one dialogue's history as the next one's context."""
+    from drafters.traces.infer_example import learn_mapping
+    from drafters.traces.mapping_file import mapping_from_dict
+
+    rows = [("s1", "c1", 1, "participant", "My pizza was burnt."), ("s1", "c1", 1, "bot", "Sorry to hear that."),
+            ("s1", "c1", 2, "participant", "Fix it."), ("s1", "c1", 2, "bot", "A refund is on its way."),
+            ("s1", "c2", 1, "participant", "Where is my order?"), ("s1", "c2", 1, "bot", "It left at noon."),
+            ("s2", "c3", 1, "participant", "Cancel it."), ("s2", "c3", 1, "bot", "Cancelled.")]
+    path = tmp_path / "chat_history.csv"
+    out = io.StringIO()
+    csv.writer(out).writerows([("session_id", "client_id", "turn_number", "sender", "message"), *rows])
+    path.write_text(out.getvalue())
+    learned = learn_mapping(path, "A refund is on its way")
+    assert learned.mapping["group"] == "$.client_id"
+    result = ingest([path], mapping=mapping_from_dict(learned.mapping), scrub=False, dedup=False)
+    assert result.report.ok, result.report.errors
+    assert totals(result.conversations) == (3, 4, 0)
+    assert [m.text for m in next(result.conversations[1].calls()).context] == ["Where is my order?"]
