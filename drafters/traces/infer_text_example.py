@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from itertools import islice, pairwise
 
 from drafters.traces import io as tio
-from drafters.traces.formats.text_transcript import INDENTED_CODE, ROLE_LABELS, fenced_lines
+from drafters.traces.formats.text_transcript import INDENTED_CODE, METADATA_LABEL, ROLE_LABELS, fenced_lines
 from drafters.traces.mapping_text import RULE, TextMapping, opens_conversation
 from drafters.traces.report import TraceError, ValidationReport
 
@@ -53,10 +53,6 @@ REPLY_WORDS = _WORDS["assistant"] | {"response", "reply", "answer", "output", "c
                                      "llm", "prediction"}
 PROMPT_WORDS = _WORDS["user"] | _WORDS["system"] | {"prompt", "query", "question", "task", "input", "request",
                                                     "instruction", "problem"}
-#: Labels of a reply's form that name no text of the model's (a usage, a score, a reference answer): sections not
-#: read, also where they follow one reply only.
-METADATA_LABEL = re.compile(r"token|usage|cost|score|metric|latency|duration|elapsed|correct|extracted|expected"
-                            r"|reference|ground.?truth|label|grade|judg|eval", re.IGNORECASE)
 #: The shortest first prompt that a second beginning with it restates (characters).
 RESTATED = 200
 #: Conversations read to check a reading.
@@ -116,9 +112,8 @@ def learn_text_mapping(path: str | os.PathLike[str], want: str, name: str) -> Te
     counts = Counter(m.key for m in markers)
     first_problem = ""
     for at, reply in _candidates(markers, lines, places):
-        user = next((m for m in reversed(markers) if m.line < reply.line and m.form == reply.form
-                     and m.label != reply.label and not NOT_USER_LABEL.search(m.label)), None)
-        if user is None or not _plausible(reply, user, markers):
+        user = _prompt_marker(markers, reply)
+        if user is None:
             first_problem = first_problem or (f"no line above {reply.key!r} (line {reply.line + 1}) of its form opens "
                                               "the prompts (a label naming the user's side, or a speaker it answers)")
             continue
@@ -171,6 +166,17 @@ def _candidates(markers: list[_Marker], lines: list[str], places: list[int]) -> 
                 yield at, m
 
 
+def _prompt_marker(markers: list[_Marker], reply: _Marker) -> _Marker | None:
+    """The line opening the prompts, for ``reply`` opening the replies: of the lines above it of its form whose label
+    names no output nor another role (``## System``), the nearest the pair is plausible with (a prompt's own ``Label:`` lines are passed over); where
+    none of its form is above it, the nearest line labelled as the user's (``user:`` above ``===response===``)."""
+    above = [m for m in reversed(markers) if m.line < reply.line and m.label != reply.label
+             and not NOT_USER_LABEL.search(m.label) and ROLE_LABELS.get(m.label) in (None, "user")]
+    same = [m for m in above if m.form == reply.form]
+    users = same or [m for m in above if ROLE_LABELS.get(m.label) == "user"][:1]
+    return next((m for m in users if _plausible(reply, m, markers)), None)
+
+
 def _in_json_string(line: str, want: str) -> bool:
     """Whether the example sits in a JSON member's string value on ``line`` (a log's ``"llm_output": "..."``)."""
     start = " ".join(line.split()).find(want)
@@ -195,16 +201,19 @@ def _words(label: str) -> set[str]:
 
 
 def _others(markers: list[_Marker], counts: Counter, reply: _Marker, user: _Marker) -> dict[str, str]:
-    """The other markers of the reply's form: a label the common role labels name, its role (``system:``, even
-    once); a label repeating as often as the reply's, or naming no model text (``Tokens Used``), never inside a
-    prompt (a template's section after each reply, a header before each prompt), ``skip``. A label inside prompts
-    (an eval's ``Hint:``) is the prompt's text, not a marker."""
-    keys = dict.fromkeys(m.key for m in markers if m.form == reply.form and m.key not in (reply.key, user.key))
+    """The other markers of the reply's form: a label the common role labels name (of the prompt's form too), its
+    role (``system:``, even once); a label repeating as often as the reply's, or naming no model text (``Tokens
+    Used``), never inside a prompt (a template's section after each reply, a header before each prompt), ``skip``.
+    A label inside prompts (an eval's ``Hint:``) is the prompt's text, not a marker."""
+    keys = dict.fromkeys(m.key for m in markers if m.form in (reply.form, user.form)
+                         and m.key not in (reply.key, user.key))
     out = {}
     for key in keys:
         label = _label(markers, key)
         if ROLE_LABELS.get(label):
             out[key] = ROLE_LABELS[label]
+        elif next(m.form for m in markers if m.key == key) != reply.form:
+            continue  # the prompt's form, where it differs: its role labels only (a reply's own "Step 1:" is text)
         elif (counts[key] >= max(2, counts[reply.key]) or METADATA_LABEL.search(label)) and \
                 _outside_prompts(markers, key, reply, user):
             out[key] = "skip"

@@ -210,3 +210,52 @@ def test_labels_inside_an_indented_code_block_are_text_not_markers(tmp_path):
     path.write_text("# Model\n\n" + "".join(section.format(n=n, m=n + 1) for n in (1, 2, 3)))
     result = ingest([path], scrub=False, dedup=False)
     assert not result.conversations and codes(result) == ["unknown_format"]
+
+
+LOG_ENTRY = """# 2025-03-14T{time}    conversation: {conv}
+
+Model: **gpt-4o-mini**
+
+## Prompt
+
+{prompt}
+
+## Response
+
+{reply}
+
+## Token usage
+
+19 input, 41 output
+
+"""
+
+
+def test_entries_under_headings_above_the_markers_are_not_read_as_one_chat(tmp_path):
+    """A log of entries (``llm logs``' Markdown: a ``# time conversation: id`` heading over each entry's ``##``
+    markers): whether an entry continues an earlier conversation is not guessed, so the file is refused, not read
+    as one chat whose second call holds the first entry as its history."""
+    path = tmp_path / "logs.md"
+    path.write_text(LOG_ENTRY.format(time="09:12:03", conv="01jpa3", prompt="List dirs?", reply="ls -d */")
+                    + LOG_ENTRY.format(time="10:02:11", conv="01jpa6", prompt="A haiku?", reply="Cargo builds."))
+    result = ingest([path], scrub=False, dedup=False)
+    assert not result.conversations and codes(result) == ["ambiguous_conversations"]
+    assert result.report.errors[0].line == 1
+
+
+def test_a_figure_after_every_reply_is_not_the_reply_text_and_yaml_keys_are_no_markers(tmp_path):
+    path = tmp_path / "chat.md"
+    path.write_text("".join(LOG_ENTRY.format(time="", conv="", prompt=p, reply=r).split("\n", 4)[4]
+                            for p, r in (("List dirs?", "ls -d */"), ("And files?", "ls -p"))))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert [c.completion.text for c in result.conversations[0].calls()] == ["ls -d */", "ls -p"]
+    assert codes(result, "warnings") == ["sections_not_read"]
+    results = tmp_path / "eval.yaml"  # an eval's results the YAML reader refuses: its keys are no markers either
+    histories = ('[{"role":"user","content":"Capital of France?"}]',
+                 ('[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"},'
+                  '{"role":"user","content":"Capital of Spain?"}]'))
+    results.write_text("".join(f"- id: r{i}\n  prompt:\n    raw: '{h}'\n  response:\n    output: {a}\n  success: true\n"
+                               for i, (h, a) in enumerate(zip(histories, ("Paris.", "Madrid.")))))
+    result = ingest([results], scrub=False, dedup=False)
+    assert "text_transcript" not in result.report.formats and not result.conversations

@@ -69,6 +69,31 @@ def test_collapsible_sections_of_a_report_with_prompts_quoted_as_code(tmp_path):
                                         "**Action:**\nmove a b")
 
 
+def test_a_reply_rule_below_plain_role_labels_and_a_prompt_with_labels_of_its_own(tmp_path):
+    """One request a file, its messages under ``system:`` / ``user:`` lines and the reply under a ``===response===``
+    rule (a mobile agent's request dump): the prompt's marker is the user's label of another form, the system's read
+    too, and the reply's own ``Step 1:`` lines stay its text. A log whose prompt writes ``Label:`` lines of its
+    own above the reply's ``Model response:``: the nearest such line names no side and is passed over for
+    ``Task prompt:``."""
+    path = tmp_path / "1699962670227evaluate1.txt"
+    path.write_text("system:\nYou rate UI elements.\nStep 1: read the task.\nStep 2: score each element.\n\nuser:\n"
+                    "{\"Task\": \"Reset the network settings\"}\n\n===response===\nStep 1: The task is a reset.\n"
+                    "Step 2: Network scores 9.50 of 10.\n")
+    learned = learn_mapping(path, "Network scores 9.50 of 10")
+    assert learned.mapping["text"]["markers"] == {"user:": "user", "===response===": "assistant", "system:": "system"}
+    _, (call,) = _calls(path, learned)
+    assert [m.role for m in call.context] == ["system", "user"]
+    assert call.completion.text == "Step 1: The task is a reset.\nStep 2: Network scores 9.50 of 10."
+    log = tmp_path / "script_log.txt"
+    log.write_text("".join(f"Task prompt:\nArrange the blocks.\nHere is an example of the initial state:\n{{'clear': "
+                           f"['b']}}\nReply with code only.\n\nModel response:\ndef successors_{n}(state): ...\n\n"
+                           for n in (1, 2)))
+    learned = learn_mapping(log, "def successors_1(state)")
+    assert learned.mapping["text"]["markers"] == {"Task prompt:": "user", "Model response:": "assistant"}
+    _, calls = _calls(log, learned)
+    assert [c.completion.text for c in calls] == ["def successors_1(state): ...", "def successors_2(state): ..."]
+
+
 def test_a_log_of_prompts_sent_whole_is_a_conversation_each():
     """MLAgentBench's step log: a reply refused by the agent's format check, then the retry whose prompt begins
     with the whole first prompt: two conversations of one call, the token counts not read."""

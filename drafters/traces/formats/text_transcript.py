@@ -36,8 +36,10 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import IO
 
+from drafters.traces.formats._documents import is_document
 from drafters.traces.formats._reading import count, src
 from drafters.traces.formats._records import guard_file
+from drafters.traces.formats._table_rows import is_table
 from drafters.traces.formats._turns import join_turns, warn_joined
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation, Message, TextPart
@@ -69,6 +71,10 @@ _TOOL_NOTATION = re.compile(r"^\s*(?:(?:tool[ _]use|tool[ _]calls?|calling tool|
                             r"|\*\*tool (?:use|call)|<(?:tool[_-]?(?:call|use)|function[_-]?call|invoke)\b)",
                             re.IGNORECASE)
 _TOOL_FENCE = re.compile(r"^\s*(?:```|~~~)\s*(?:tool[_-]?(?:call|use)|function[_-]?call)\b", re.IGNORECASE)
+#: A heading naming no model text but a figure about it (``## Token usage`` after each reply): metadata.
+METADATA_LABEL = re.compile(r"token|usage|cost|score|metric|latency|duration|elapsed|correct|extracted|expected"
+                            r"|reference|ground.?truth|label|grade|judg|eval", re.IGNORECASE)
+HEADING = re.compile(r"^(#{1,6})\s+\S")  # a Markdown heading, its level
 MIN_NAMED = 2  # turns of one named speaker (no role label) before the name is read as an agent of the model
 FENCE = re.compile(r"^\s*(```|~~~)")  # a code fence: lines inside it are text, never markers
 INDENTED_CODE = re.compile(r"^(?: {4}|\t)\s*\S")  # Markdown's indented code block: text, never a marker
@@ -156,6 +162,7 @@ def find_markers(lines: list[str], start: int = 0) -> Markers:
         marker = None if fenced[i] else _marker(lines[i], i)
         if marker is not None:
             found.append(marker)
+    names = [m for m in found if not m.role]
     found = _named_agents(found)
     roles: dict[tuple[str, str], set[str]] = {}
     for m in found:
@@ -169,7 +176,22 @@ def find_markers(lines: list[str], start: int = 0) -> Markers:
     # one label per role: a heading of the same decoration with another label (a reply's "## Answer" where the
     # file writes "## Assistant") is the reply's text
     label = {role: Counter(m.label for m in ours if m.role == role).most_common(1)[0][0] for role in roles[fit[0]]}
-    return Markers([m for m in ours if m.label == label[m.role] or m.named], [])
+    kept = [m for m in ours if m.label == label[m.role] or m.named]
+    return Markers(sorted(kept + _metadata(names, kept, fit[0]), key=lambda m: m.index), [])
+
+
+def _metadata(names: list[Marker], kept: list[Marker], decoration: tuple[str, str]) -> list[Marker]:
+    """Sections of the markers' decoration after every reply naming a figure about it (``## Token usage``, once in
+    each reply's section, never elsewhere): metadata, read as ``skip``, not as the reply's text."""
+    replies = [m for m in kept if m.role == "assistant"]
+    bounds = dict(pairwise([m.index for m in kept] + [1 << 30]))
+    out = []
+    for label in {m.label for m in names if m.decoration == decoration and METADATA_LABEL.search(m.label)}:
+        lines = [m for m in names if m.decoration == decoration and m.label == label]
+        inside = [r for r in replies if sum(r.index < m.index < bounds[r.index] for m in lines) == 1]
+        if len(inside) == len(replies) == len(lines):
+            out += [replace(m, role="skip") for m in lines]
+    return out
 
 
 #: A line opened by its speaker ("User: ...", "[12:01:08] Assistant: ...", "**Human:** ..."): a chat log, one
@@ -220,7 +242,10 @@ def _named_agents(found: list[Marker]) -> list[Marker]:
 
 
 def sniff(head: str, filename: str) -> bool:
-    """Text (not JSON) whose first 64 KiB hold the markers of one decoration, or of two (``find_markers``)."""
+    """Text (not JSON, nor a file named as YAML, TOML or a table: their keys and cells are no markers) whose first
+    64 KiB hold the markers of one decoration, or of two (``find_markers``)."""
+    if is_document(filename) or is_table(filename):
+        return False
     text = head.lstrip("\ufeff\r\n\t ")
     if not text or text[0] == "{" or text[0] == "[" and not _INLINE.match(text.split("\n", 1)[0]):
         return False  # JSON, not a log whose lines open with a [time] stamp
@@ -245,6 +270,14 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         problems.error("unknown_format", "no role-marker lines labelling both a user and an assistant message",
                        where)
         return
+    entries = _entry_headings(lines, found.lines)
+    if entries:
+        problems.error("ambiguous_conversations", f"lines {', '.join(str(i + 1) for i in entries[:5])} are headings "
+                       "above the markers' level, each right before a prompt: entries of a log, each a conversation "
+                       "of its own or continuing an earlier one (which is not guessed); declare a text mapping "
+                       "naming the line that opens each conversation (docs/traces.md, \"Text transcripts with a "
+                       "declared mapping\")", src(NAME, filename, line=entries[0] + 1))
+        return
     read = _messages(lines, start, found.lines, filename, problems)
     if read is None:
         return
@@ -257,6 +290,21 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     warn_joined(turns, problems, where, None)
     stem = filename.rsplit("/", 1)[-1]
     yield Conversation(id=f"{stem}:transcript", source=where, messages=turns.messages)
+
+
+def _entry_headings(lines: list[str], markers: list[Marker]) -> list[int]:
+    """The indices of Markdown headings above the markers' level (``# 2025-03-14T10:02:11 conversation: 01j...``
+    over ``## Prompt``) among the 4 lines with text right before a prompt's (or system's) marker, where there are at
+    least two: a log of entries, not one chat; [] otherwise (one title above the first prompt is the heading)."""
+    level = len(markers[0].decoration[0]) if re.fullmatch("#+", markers[0].decoration[0]) else 0
+    fenced, found = fenced_lines(lines), []
+    for m in (m for m in markers if level > 1 and m.role in ("user", "system")):
+        near = [i for i in range(m.index - 1, -1, -1) if lines[i].strip()][:4]
+        heading = next((i for i in near if not fenced[i] and (h := HEADING.match(lines[i])) and len(h[1]) < level),
+                       None)
+        if heading is not None and heading not in found:
+            found.append(heading)
+    return found if len(found) >= 2 else []
 
 
 def _messages(lines: list[str], start: int, markers: list[Marker], filename: str,
@@ -290,10 +338,15 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
         problems.warning("preamble_not_read", f"{len(lead.splitlines())} line(s) before the first marker (line "
                          f"{markers[0].index + 1}) are the file's heading, not a message: not read",
                          src(NAME, filename, line=start + 1))
+    skipped = [m for m in markers if m.role == "skip"]
+    if skipped:
+        problems.warning("sections_not_read", f"{len(skipped)} section(s) {skipped[0].label!r} after each reply "
+                         f"(from line {skipped[0].index + 1}) are figures about it, not its text: not read",
+                         src(NAME, filename, line=skipped[0].index + 1))
     for marker, end in zip(markers, bounds[1:]):
         text = "\n".join(([marker.rest] if marker.rest else []) + lines[marker.index + 1:end]).strip()
-        if not text:
-            continue  # an empty prompt left for the next turn, or a header with nothing under it
+        if not text or marker.role == "skip":
+            continue  # an empty prompt left for the next turn, a header with nothing under it, metadata
         if messages and messages[-1].role == marker.role and (marker.role != "assistant" or marker.rest):
             # one speaker's sections (or, in a chat log, lines) in a row are one message; two answers in a row
             # under their own headers are left to join_turns (adjacent_answers_joined)
