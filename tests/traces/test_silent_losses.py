@@ -8,7 +8,7 @@ import re
 
 from drafters.traces.ingest import ingest
 
-from .conftest import totals
+from .conftest import codes, totals
 from .test_bad_input import SHAPES
 
 
@@ -176,3 +176,28 @@ def test_claude_code_inline_sub_agent_with_agent_id_on_some_lines_only_is_one_co
     result_ = ingest([path], scrub=False)
     assert result_.report.ok, result_.report.errors
     assert totals(result_.conversations) == (2, 3, 1)  # main: 1 call; the sub-agent: 2 calls, 1 tool call
+
+
+def test_a_proxy_request_log_with_the_response_beside_the_messages_is_one_call_a_record(tmp_path):
+    """A proxy's request log (LiteLLM's spend log: ``messages`` sent and the ``response`` object beside them, one
+    request a line): the OpenAI chat reader read the messages as a transcript, its last assistant turn the call, and
+    dropped the response (ok, the wrong call). Now each record is one call, its response the completion, chained
+    into conversations; a failed request (``response`` null, ``error_str``) is no call; a response stored as a
+    JSON string is read too."""
+    def record(rid, msgs, reply, as_text=False):
+        response = None if reply is None else {"id": rid, "object": "chat.completion", "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": reply}}]}
+        return {"id": rid, "status": "success" if reply else "failure", "messages": msgs,
+                "response": json.dumps(response) if as_text and response else response,
+                **({} if reply else {"error_str": "RateLimitError"})}
+
+    hi = [{"role": "user", "content": "Hi"}]
+    sum_ = [*hi, {"role": "assistant", "content": "Hello! How can I help?"}, {"role": "user", "content": "2+2?"}]
+    lines = [record("r1", hi, "Hello! How can I help?"), record("r2", sum_, None), record("r3", sum_, "It is 4.", True)]
+    path = tmp_path / "spend_logs.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0)
+    assert [c.completion.text for c in result.conversations[0].calls()] == ["Hello! How can I help?", "It is 4."]
+    assert "failed_turn_skipped" in codes(result, "warnings")

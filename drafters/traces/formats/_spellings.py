@@ -121,7 +121,7 @@ FAILED_STOPS = {"error", "aborted", "abort", "cancelled", "canceled", "interrupt
                 # the provider withheld the reply (Gemini's FinishReason, OpenAI's content_filter)
                 "recitation", "safety", "blocklist", "prohibited_content", "spii", "content_filter",
                 "malformed_function_call"}
-ERROR_KEYS = ("errorMessage", "error_message", "error")
+ERROR_KEYS = ("errorMessage", "error_message", "error", "error_str")  # error_str: LiteLLM's request log
 
 
 def failed_turn(raw: Any) -> bool:

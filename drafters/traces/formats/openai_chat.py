@@ -354,6 +354,11 @@ def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Ite
             problems.error("not_an_object", "record is not an OpenAI chat record (no 'messages' list of "
                            "role/content objects)", src)
             continue
+        beside = _response_beside(item)
+        if beside is not None:  # a request log's record: the general path reads it as one call, chained
+            problems.error("content_not_mapped", f"the record holds a response object beside its messages "
+                           f"({beside!r}): a request and its response, which this reader does not pair", src)
+            continue
         msgs, tools, model, rid = rec
         messages = _messages(item, msgs, model, src, problems)
         loc = f"{src.line}" if src.line is not None else (src.record or "$")
@@ -415,6 +420,23 @@ def _items(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[tu
             yield from ((Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(value))
         else:
             yield source, value
+
+
+def _response_beside(item: Any) -> str | None:
+    """The key under which a request record keeps its response object beside its ``messages`` (a proxy's request
+    log: ``{"messages": [...], "response": {"choices": [...]}}``, the object perhaps as a JSON string, or null where
+    the request failed), else None."""
+    for key, value in item.items() if isinstance(item, dict) and item.get("messages") else ():
+        if value is None and key in ("response", "response_obj", "completion", "output"):
+            return key  # a failed request of such a log: no response
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            try:
+                value = _reading.loads(value)
+            except ValueError:
+                continue
+        if _response_message(value) is not None:
+            return key
+    return None
 
 
 def _response_message(item: Any) -> dict | None:
