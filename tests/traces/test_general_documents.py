@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from drafters.traces.infer import infer_mapping, mapping_yaml
 from drafters.traces.infer_example import learn_mapping
 from drafters.traces.ingest import ingest
 from drafters.traces.mapping_file import mapping_from_dict, parse_mapping
+from drafters.traces.report import TraceError
 
 from .conftest import codes, ingest_json, totals
 
@@ -189,3 +192,18 @@ def test_messages_in_one_event_of_a_trace_are_no_request_of_a_text_beside_the_tr
     result = ingest_json(tmp_path, doc)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 2, 2)
+
+
+def test_infer_mapping_does_not_read_the_history_of_one_result_of_many(tmp_path):
+    """An eval's results (promptfoo's output YAML): each result a prompt, its message list as a JSON string, and the
+    response beside it. Only the second result's list has a reply (its history); a mapping reading that one list
+    (``results[1].prompt.raw``) would read 1 call of the file's 2, ok. No such mapping is inferred."""
+    raw = ('[{"role":"user","content":"Capital of France?"}]',
+           '[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"},{"role":"user","content":"Spain?"}]')
+    path = tmp_path / "output.yaml"
+    path.write_text("evalId: eval-1\nresults:\n  results:\n" + "".join(
+        f"  - id: r{i}\n    prompt:\n      raw: '{r}'\n    response:\n      output: {a}\n"
+        for i, (r, a) in enumerate(zip(raw, ("Paris.", "Madrid.")))))
+    with pytest.raises(TraceError) as refused:
+        infer_mapping(path)
+    assert refused.value.code == "no_messages_found"

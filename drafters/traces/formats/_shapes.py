@@ -366,6 +366,8 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
         paths = _grouped([p for p, _ in several])
         return Ambiguous([f"record_lists at {p}" for p in paths[:5]], _ranked_lists(values, paths, name))
     (path, _), = paths.most_common(1)
+    if _one_item_of_many(values, path):
+        return None  # found in one item only (the others' lists have no reply): a per-item reading is not this
     steps = [sl for sl in (_step_list(v) for v in values) if sl is not None and _has_actions(sl[1])]
     if steps:  # the same run as messages and as agent steps (SWE-agent's history and trajectory): not guessed
         return Ambiguous([f"record_lists at {path}", f"steps at {steps[0][0]}"])
@@ -373,6 +375,14 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
     keys, unread = message_keys(msgs)
     return Inferred("record_lists", _mapping(name, messages=path, **keys, **_record_extras(values, path)), unread,
                     calls_not_read(msgs, unread))
+
+
+def _one_item_of_many(values: list, path: str) -> bool:
+    """Whether ``path`` picks one item of a list (``results[1].prompt``) whose other items hold a value at the same
+    place: an eval's results, each item a prompt and its response, where one prompt's history has a reply; reading
+    that item's list alone would read one call of the file's many (ok, a wrong count)."""
+    starred = re.sub(r"\[\d+\]", "[*]", path)
+    return starred != path and any(len(jsonpath(v, starred)) > 1 for v in values if isinstance(v, (dict, list)))
 
 
 def _siblings(found: list[tuple[str, list]]) -> list[tuple[str, list]]:
