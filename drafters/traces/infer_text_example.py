@@ -40,6 +40,7 @@ from drafters.traces.report import TraceError, ValidationReport
 
 #: A marker line's most characters, and how many candidate assistant markers are tried above the example.
 MAX_MARKER_LINE = 80
+MAX_HEADING_LINE = 200
 CANDIDATES = 30
 MAX_PLACES = 20  # lines holding the example that are tried
 #: Labels naming no user's message (an output, a model's thinking, a score): never read as the user's marker.
@@ -65,7 +66,9 @@ _TAGGED = re.compile(r"^(?:<[A-Za-z][^<>]*>\s*){1,3}(?P<label>[^<>]*[A-Za-z][^<>
 _INLINE = re.compile(r"^((?:\*\*|__)?[A-Za-z][\w .()/-]{0,30}:(?:\*\*|__)?)\s+\S")
 _LABEL = re.compile(r"[A-Za-z0-9][^\n]*[A-Za-z0-9)]")
 _IN_JSON_STRING = re.compile(r'^\s*"[^"]{1,60}"\s*:\s*"')  # a log's JSON member whose value holds the example
-_NUMBERED = re.compile(r"^\D*\d(?:[\d\s:./_-]*\d)?")  # a heading up to its first number (a date and time: one)
+_ID_LABEL = re.compile(r"\b(?:conversation|session|thread|chat)(?:[ _-]?id)?\s*[:=]", re.IGNORECASE)
+#: A heading up to its first number (a date and time, ISO's ``2025-03-14T09:12:03Z`` too: one).
+_NUMBERED = re.compile(r"^\D*\d(?:(?:[\d\s:./_-]|(?<=\d)T(?=\d))*\d)?Z?")
 
 
 @dataclass(frozen=True)
@@ -119,13 +122,14 @@ def learn_text_mapping(path: str | os.PathLike[str], want: str, name: str) -> Te
             continue
         roles = {user.key: "user", reply.key: "assistant", **_others(markers, counts, reply, user)}
         mapping = TextMapping(name, roles)
-        conversation, why = _conversation(mapping, lines, markers, counts, user, path)
-        mapping = TextMapping(name, roles, conversation)
+        conversation, why, named = _conversation(mapping, lines, markers, counts, user, path)
+        mapping = TextMapping(name, roles, conversation, conversation_id=named)
         problem = _check(mapping, path, want)
         if problem is None:
             opened = (f"# the reply is opened by {reply.key!r} (line {reply.line + 1}), the prompt by {user.key!r} "
                       f"(line {user.line + 1})")
-            notes = [opened, why, *_headings_in_replies(markers, counts, reply), *_footer(lines, markers, mapping)]
+            notes = [opened, why, *_headings_in_replies(markers, counts, reply, mapping),
+                     *_footer(lines, markers, mapping)]
             return TextLearned(mapping.to_dict(), f"line {at + 1}", [n for n in notes if n])
         first_problem = first_problem or f"{reply.key!r} (line {reply.line + 1}): {problem}"
     raise TraceError("example_not_read", f"the file is text, not JSON; the example is at line {places[0] + 1}, but no "
@@ -138,9 +142,9 @@ def _markers(lines: list[str]) -> list[_Marker]:
     out, fenced = [], fenced_lines(lines)
     for i, line in enumerate(lines):
         text = line.strip()
-        if fenced[i] or not text or INDENTED_CODE.match(line) or len(text) > MAX_MARKER_LINE and not _INLINE.match(
-                text):
-            continue
+        if fenced[i] or not text or INDENTED_CODE.match(line) or len(text) > MAX_MARKER_LINE and not (
+                _INLINE.match(text) or len(text) <= MAX_HEADING_LINE and text.startswith("#")):
+            continue  # a long line is text, unless a label opens it or it is a heading (a log entry's, with its ids)
         inline, tagged = _INLINE.match(text), _TAGGED.match(text)
         key = text if _STANDALONE.match(text) or tagged else inline.group(1) if inline else None
         label = (tagged.group("label") if tagged else _LABEL.search(key).group() if _LABEL.search(key) else None
@@ -236,25 +240,32 @@ def _label(markers: list[_Marker], key: str) -> str:
 
 
 def _conversation(mapping: TextMapping, lines: list[str], markers: list[_Marker], counts: Counter, user: _Marker,
-                  path) -> tuple[str | None, str]:
-    """The line beginning that opens each conversation, and a comment saying why (see the module docstring)."""
+                  path) -> tuple[str | None, str, str | None]:
+    """The line beginning that opens each conversation, a comment saying why (see the module docstring) and the
+    label on those lines whose next word names the conversation (``conversation: 01j...``: a log's entries)."""
     prompts = [m.text for c in _read(mapping, path)[0] for m in c.messages if m.role == "user"]
     if len(prompts) >= 2 and len(prompts[0]) >= RESTATED and prompts[1].startswith(prompts[0]):
         return user.key, (f"# the second prompt begins with the whole first one (each prompt sent whole): each "
-                          f"{user.key!r} opens a new conversation")
+                          f"{user.key!r} opens a new conversation"), None
     header = _header(markers, user, mapping)
     if header is not None:
         return header, (f"# a {header!r} line comes right before each prompt ({counts[header]} of them): each opens "
-                        "a new conversation")
-    heading = next((m for m in reversed(markers) if m.line < user.line and m.form != user.form), None)
+                        "a new conversation"), None
+    near = [m for m in reversed(markers) if m.line < user.line and m.form != user.form][:3]
+    heading = next((m for m in near if _ID_LABEL.search(m.key)), near[0] if near else None)  # "conversation: 01j"
     if heading is not None:
         stem = _NUMBERED.match(heading.key)
         stem = stem.group() if stem else heading.key  # "## Example 3", "**2025-06-20 23:51:16": any number
-        n = sum(1 for line in lines if opens_conversation(line, stem))
-        if 2 <= n <= counts[user.key] and stem not in mapping.markers:
-            return stem, f"# each line beginning {stem!r} (any number in it) opens a new conversation ({n} of them)"
+        opening = [line for line in lines if opens_conversation(line, stem)]
+        if 2 <= len(opening) <= counts[user.key] and stem not in mapping.markers:
+            why = f"# each line beginning {stem!r} (any number in it) opens a new conversation ({len(opening)} of them)"
+            label = _ID_LABEL.search(heading.key)
+            if label and all(label.group() in line for line in opening):
+                named = len({TextMapping("", {}, stem, conversation_id=label.group()).names(x) for x in opening})
+                return stem, f"{why}; those naming the same {label.group()!r} continue one ({named})", label.group()
+            return stem, why, None
     return None, ("# one conversation: every reply's context is everything before it; if the calls are independent, "
-                  "declare the line opening each as conversation:")
+                  "declare the line opening each as conversation:"), None
 
 
 def _header(markers: list[_Marker], user: _Marker, mapping: TextMapping) -> str | None:
@@ -269,9 +280,11 @@ def _header(markers: list[_Marker], user: _Marker, mapping: TextMapping) -> str 
     return header if each and mapping.markers[header] == "skip" else None
 
 
-def _headings_in_replies(markers: list[_Marker], counts: Counter, reply: _Marker) -> list[str]:
-    """A ``# CHECK`` comment naming lines of the reply's form seen once after it: read as the reply's text."""
-    once = [m for m in markers if m.form == reply.form and m.line > reply.line and counts[m.key] == 1]
+def _headings_in_replies(markers: list[_Marker], counts: Counter, reply: _Marker, mapping: TextMapping) -> list[str]:
+    """A ``# CHECK`` comment naming lines of the reply's form seen once after it that open no section of the
+    mapping: read as the reply's text."""
+    once = [m for m in markers if m.form == reply.form and m.line > reply.line and counts[m.key] == 1
+            and m.key not in mapping.markers]
     if not once:
         return []
     named = ", ".join(f"{m.key!r} (line {m.line + 1})" for m in once[:4])

@@ -13,6 +13,7 @@ conversation::
         "### Score": skip            # a section that is no message (not read, warned)
         "### Reasoning": reasoning   # the reasoning of the reply that follows
       conversation: "## Example 1"   # optional: a line beginning with it (any number) opens a conversation
+      conversation_id: "conversation:"  # optional: conversation lines naming the same word after it are one
 
 A line opens a message when, stripped, it begins with a marker (the longest that fits; not followed by a letter or
 digit: ``## User`` does not open ``## Username``; a number in it matches any number, as a timestamp would); the
@@ -62,6 +63,7 @@ class TextMapping:
     markers: dict[str, str]
     conversation: str | None = None
     adjacent_answers: str = "join"  # two replies with nothing between them: one call (join), two, or refused
+    conversation_id: str | None = None  # a label on conversation lines; the word after it names the conversation
 
     @cached_property
     def _patterns(self) -> list[tuple[str, re.Pattern[str]]]:
@@ -82,10 +84,18 @@ class TextMapping:
         text: dict[str, Any] = {"markers": dict(self.markers)}
         if self.conversation:
             text["conversation"] = self.conversation
+        if self.conversation_id:
+            text["conversation_id"] = self.conversation_id
         out: dict[str, Any] = {"name": self.name, "text": text}
         if self.adjacent_answers != "join":
             out["adjacent_answers"] = self.adjacent_answers
         return out
+
+    def names(self, line: str) -> str | None:
+        """The conversation a conversation line names: the word after ``conversation_id`` on it, else None."""
+        at = line.find(self.conversation_id) if self.conversation_id else -1
+        word = line[at + len(self.conversation_id or ""):].split()[:1] if at >= 0 else []
+        return word[0] if word else None
 
     def opens(self, line: str) -> tuple[str, str] | None:
         """``(marker, rest of the line)`` when ``line`` opens a message, else None."""
@@ -142,10 +152,28 @@ def _sections(mapping: TextMapping, lines: list[str]) -> Iterator[tuple[int, lis
     yield start, sections
 
 
+def _same_named(found: list[tuple[int, list[_Section]]], mapping: TextMapping, lines: list[str]
+                ) -> list[tuple[int, list[_Section]]]:
+    """``found`` with the conversations whose lines name the same conversation (``conversation_id``) as one, at the
+    first one's place, in file order (a log's entries continuing one chat)."""
+    merged: dict[str, tuple[int, list[_Section]]] = {}
+    out = []
+    for start, sections in found:
+        name = mapping.names(lines[start])
+        if name is not None and name in merged:
+            merged[name][1].extend(sections)
+            continue
+        out.append((start, sections))
+        if name is not None:
+            merged[name] = out[-1]
+    return out
+
+
 def _parse(mapping: TextMapping, lines: list[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     name = mapping.format_name
     groups = list(_sections(mapping, lines))
-    found = [(start, sections) for start, sections in groups if any(s.role for s in sections)]
+    found = _same_named([(start, sections) for start, sections in groups if any(s.role for s in sections)],
+                        mapping, lines)
     head = "\n".join(groups[0][1][0].lines).strip() if groups[0] not in found else ""
     if head:  # the file's heading above its first conversation line
         problems.warning("preamble_not_read", f"{len(head.splitlines())} line(s) before the first conversation line "
@@ -189,7 +217,8 @@ def _parse(mapping: TextMapping, lines: list[str], filename: str, problems: Prob
 
 def _messages(sections: list[_Section]) -> list[Message]:
     """A conversation's messages: its sections with text, other than the heading and ``skip`` sections; a
-    ``reasoning`` section is the reasoning of the next reply (of the last, where none follows)."""
+    ``reasoning`` section is the reasoning of the next reply (of the last, where none follows); a ``system`` section
+    right after a prompt is that request's system prompt, before it."""
     out: list[Message] = []
     thinking: list[ReasoningPart] = []
     for s in sections:
@@ -199,6 +228,9 @@ def _messages(sections: list[_Section]) -> list[Message]:
         elif s.role == "assistant" and text:
             out.append(Message("assistant", [*thinking, TextPart(text)]))
             thinking = []
+        elif s.role == "system" and text and out and out[-1].role == "user":
+            out.insert(len(out) - 1, Message("system", [TextPart(text)]))  # the request's system prompt, written
+            # after its prompt (llm's logs): sent before it
         elif s.role not in ("", "skip", "reasoning") and text:
             out.append(Message(s.role, [TextPart(text)]))  # type: ignore[arg-type]
     last = next((m for m in reversed(out) if m.role == "assistant"), None)
@@ -273,8 +305,9 @@ def text_mapping_from_dict(data: dict, where: str, name: str) -> TextMapping:
         raise bad("adjacent_answers", f"one of {', '.join(ADJACENT_ANSWERS)} (two replies with nothing between "
                   "them: two calls, one call, or refused)")
     text = data["text"]
-    if not isinstance(text, dict) or not set(text) <= {"markers", "conversation"}:
-        raise bad("text", "an object with markers (a marker line's beginning -> its role) and, perhaps, conversation")
+    if not isinstance(text, dict) or not set(text) <= {"markers", "conversation", "conversation_id"}:
+        raise bad("text", "an object with markers (a marker line's beginning -> its role) and, perhaps, conversation "
+                  "and conversation_id")
     markers = text.get("markers")
     if not isinstance(markers, dict) or not markers or len(markers) > MAX_MARKERS:
         raise bad("text.markers", f"a map of 1 to {MAX_MARKERS} marker lines to {', '.join(TEXT_ROLES)}")
@@ -289,5 +322,10 @@ def text_mapping_from_dict(data: dict, where: str, name: str) -> TextMapping:
     if conversation is not None and not (isinstance(conversation, str) and conversation.strip()
                                          and len(conversation) <= MAX_MARKER):
         raise bad("text.conversation", f"a non-empty line beginning of at most {MAX_MARKER} characters")
+    named = text.get("conversation_id")
+    if named is not None and not (conversation and isinstance(named, str) and named.strip()
+                                  and len(named) <= MAX_MARKER):
+        raise bad("text.conversation_id", f"a non-empty label of at most {MAX_MARKER} characters on the lines "
+                  "conversation names (the word after it names the conversation)")
     return TextMapping(name, {k.strip(): v for k, v in markers.items()},
-                       conversation.strip() if conversation else None, adjacent)
+                       conversation.strip() if conversation else None, adjacent, named.strip() if named else None)

@@ -94,6 +94,28 @@ def test_a_reply_rule_below_plain_role_labels_and_a_prompt_with_labels_of_its_ow
     assert [c.completion.text for c in calls] == ["def successors_1(state): ...", "def successors_2(state): ..."]
 
 
+def test_a_log_of_entries_naming_their_conversation(tmp_path):
+    """``llm logs``' Markdown: each entry under a ``# <time> conversation: <id>`` heading, its ``## Prompt``, perhaps
+    a ``## System`` written after it, ``## Response`` and ``## Token usage``. Entries naming the same conversation
+    continue it (the model saw the earlier ones), the system prompt goes before its prompt, the usage is skip."""
+    entry = ("# 2025-03-14T{t}    conversation: {conv} id: 01jpa{t2}\n\nModel: **gpt-4o-mini**\n\n## Prompt\n\n{q}\n\n"
+             "{system}## Response\n\n{a}\n\n## Token usage\n\n19 input, 41 output\n\n")
+    path = tmp_path / "logs.md"
+    path.write_text("".join(entry.format(t=t, t2=t.replace(":", ""), conv=c, q=q, a=a, system=sy) for t, c, q, a, sy in (
+        ("09:12:03", "01jpa3k7", "List only directories?", "Use a glob that only matches directories.", ""),
+        ("09:13:40", "01jpa3k7", "And hidden ones?", "Use find . -type d instead.", ""),
+        ("10:02:11", "01jpa6w1", "A haiku, please.", "Cargo builds at dawn.", "## System\n\nYou are a poet.\n\n"))))
+    learned = learn_mapping(path, "Use a glob that only matches directories")
+    assert learned.mapping["text"] == {
+        "markers": {"## Prompt": "user", "## Response": "assistant", "## Token usage": "skip", "## System": "system"},
+        "conversation": "# 2025-03-14T09:12:03", "conversation_id": "conversation:"}
+    convs, calls = _calls(path, learned)
+    assert len(convs) == 2 and len(calls) == 3
+    assert [m.text for m in calls[1].context] == ["List only directories?", "Use a glob that only matches directories.",
+                                                  "And hidden ones?"]
+    assert [(m.role, m.text) for m in calls[2].context] == [("system", "You are a poet."), ("user", "A haiku, please.")]
+
+
 def test_a_log_of_prompts_sent_whole_is_a_conversation_each():
     """MLAgentBench's step log: a reply refused by the agent's format check, then the retry whose prompt begins
     with the whole first prompt: two conversations of one call, the token counts not read."""

@@ -125,6 +125,7 @@ def test_a_text_mapping_file_round_trips_and_names_itself():
     ({"text": {"markers": {"": "user", "## A": "assistant"}}}, "text.markers"),
     ({"text": {"markers": {}}}, "text.markers"),
     ({"text": {"markers": {"## A": "assistant"}, "conversation": 3}}, "text.conversation"),
+    ({"text": {"markers": {"## A": "assistant"}, "conversation_id": "conversation:"}}, "text.conversation_id"),
     ({"text": {"markers": {"## A": "assistant"}, "roles": {}}}, "text"),
     ({"text": {"markers": {"## A": "assistant"}}, "messages": "$"}, "messages"),
     ({"name": 5, "text": {"markers": {"## A": "assistant"}}}, "name"),
