@@ -25,6 +25,7 @@ docs/traces.md, "A mapping learned from one reply". Torch-free, standard library
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Iterator
@@ -308,10 +309,9 @@ def _roles(values: list[str], replied: str) -> dict[str, str] | None:
 def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
     """Mappings reading the example as a request/response record's output: the response path the reply's string
     (or the message holding it), the input the record's message list, an input text, else its longest other text."""
-    record = sample[hit.record]
-    if not isinstance(record, dict) or _several_calls(record, hit) or len(list(_holding(record, _normal(
-            _at(record, hit.steps)), ()))) > 1:
-        return  # a record of several calls, or one keeping the reply twice (a copy: which call is it?)
+    record = _without_copies(sample[hit.record], hit)
+    if not isinstance(record, dict) or _several_calls(record, hit):
+        return  # a record of several calls, or one keeping the reply twice (which call is it?)
     responses = [_path(hit)] + [_path(hit, k) for k in range(len(hit.steps) - 1, 0, -1)
                                 if isinstance(_at(record, hit.steps[:k]), dict)]
     reply_root = hit.steps[0]
@@ -332,6 +332,26 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
             continue
         for response in dict.fromkeys(responses):
             yield Learned({"name": label, "messages": where, **keys, "response": response}, _path(hit), [], notes)
+
+
+def _without_copies(record: Any, hit: Hit) -> Any:
+    """The record as the learner reads it: where it keeps the reply's text again in copies of the object holding it
+    at the example's place (a cache keeping the response parsed and as the raw body: ``response_data`` and
+    ``request_metadata.response_body``, equal), without the copies; None where another place holds it otherwise."""
+    places = list(_holding(record, _normal(_at(record, hit.steps)), ()))
+    if len(places) == 1:
+        return record
+    same = 0  # the steps every place ends with (content[0].text): the objects above them must be equal
+    while all(len(p) > same + 1 for p in places) and len({p[len(p) - same - 1] for p in places}) == 1:
+        same += 1
+    holders = [p[:len(p) - same] for p in places]
+    if same == 0 or not all(isinstance(_at(record, h), dict) and _at(record, h) == _at(record, holders[0])
+                            for h in holders):
+        return None
+    view = copy.deepcopy(record)
+    for h in (h for h in holders if h != hit.steps[:len(hit.steps) - same]):
+        del _at(view, h[:-1])[h[-1]]
+    return view
 
 
 def _prompt_text(record: dict, hit: Hit) -> tuple[str, bool] | None:
@@ -419,11 +439,11 @@ def _numbered_turns(sample: list) -> bool:
 
 def _several_calls(record: dict, hit: Hit) -> bool:
     """Whether the record holds other texts under the key the reply sits under (``file_traj.response`` beside
-    ``edit_loc_traj.response``), or the reply sits in one item of a list of several objects each holding text at
+    ``edit_loc_traj.response``; the request's messages apart), or the reply sits in one item of a list of several objects each holding text at
     the same place: a record of several calls, of which one response path would read one."""
     key = _last_key(hit.steps)
     if key is not None and sum(1 for steps in _holding(record, "", ()) if _last_key(steps) == key
-                               and _at(record, steps).strip()) > 1:
+                               and _at(record, steps).strip() and not _in_prompt(record, steps)) > 1:
         return True
     for k, step in enumerate(hit.steps):
         if isinstance(step, int):
@@ -432,6 +452,13 @@ def _several_calls(record: dict, hit: Hit) -> bool:
             if isinstance(items, list) and sum(1 for i in items if _reaches(i, tail)) >= 2:
                 return True
     return False
+
+
+def _in_prompt(record: dict, steps: tuple[str | int, ...]) -> bool:
+    """Whether the text at ``steps`` is in a message of the input's side (an item of a list with a ``role`` the
+    spellings give the user, the system or a tool: the request's messages, not another call's reply)."""
+    return any(isinstance(step, int) and role_of(_at(record, steps[:k + 1])) in ("user", "system", "tool")
+               for k, step in enumerate(steps))
 
 
 def _last_key(steps: tuple[str | int, ...]) -> str | None:

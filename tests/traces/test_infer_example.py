@@ -242,3 +242,29 @@ def test_rows_numbering_the_turns_of_one_dialogue_are_not_read_as_calls_of_their
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "To find it we multiply 9 by 59")
     assert err.value.code == "example_not_read"
+
+
+def test_a_response_kept_twice_as_equal_copies_is_one_reply(tmp_path):
+    """A test harness's response cache: the response parsed (``response_data``) and again as the raw body
+    (``request_metadata.response_body``), equal, beside the request's messages whose texts sit under the same
+    ``content`` key as the reply's: one call, not a record of several calls."""
+    response = {"model": "llama3.2:1b", "message": {"role": "assistant", "content": "Arrr, what brings ye here?"},
+                "done": True}
+    request = {"model": "llama3.2:1b", "messages": [{"role": "system", "content": "You are a pirate."},
+                                                    {"role": "user", "content": "Hello there!"}]}
+    path = tmp_path / "cache_entry.json"
+    path.write_text(json.dumps({"response_data": response, "request_metadata": {
+        "request_body": request, "response_body": response, "status_code": 200}}))
+    learned = learn_mapping(path, "what brings ye here")
+    assert (learned.mapping["messages"], learned.mapping["response"]) == (
+        "$.request_metadata.request_body.messages", "$.response_data.message.content")
+    (conv,) = _read(path, learned).conversations
+    (call,) = conv.calls()
+    assert [m.role for m in call.context] == ["system", "user"]
+    assert call.completion.text == "Arrr, what brings ye here?"
+    response["message"]["content"] = "Arrr, another reply."  # no longer a copy: which call is it? not learned
+    path.write_text(json.dumps({"response_data": response, "request_metadata": {
+        "request_body": request, "response_body": {**response, "message": {"role": "assistant",
+                                                                        "content": "Arrr, another reply. 2"}}}}))
+    with pytest.raises(TraceError):
+        learn_mapping(path, "Arrr, another reply")
