@@ -220,3 +220,21 @@ def test_responses_items_in_and_out_named_by_their_own_keys(tmp_path):
     assert "no_tool_definitions" not in codes(result, "warnings")
     *_, last = result.conversations[0].calls()
     assert [m.role for m in last.context] == ["user", "assistant", "tool", "assistant", "tool"]
+
+
+def test_a_record_after_the_last_reply_with_no_content_is_not_read_one_before_it_refuses(tmp_path):
+    """A game's per-player chat log closed by a ``system`` record of game data (``game_info``, no content): after
+    the last reply no call saw it, so it is warned and not read; the same record before a reply would be part of
+    that call's context, whose content is not understood: refused."""
+    chat = [{"role": "user", "content": "You are Alice. Offer a split."}, {"role": "assistant", "content": "5 and 5?"},
+            {"role": "user", "content": "Bob accepts."}, {"role": "assistant", "content": "Deal."}]
+    end = {"role": "system", "game_info": {"rounds": 1, "agents": ["Alice", "Bob"]}, "agent_name": "Alice"}
+    path = tmp_path / "match_1.json"
+    path.write_text(json.dumps([*chat, end]))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0) and "trailing_record_not_read" in codes(result, "warnings")
+    path.write_text(json.dumps([*chat[:2], end, *chat[2:]]))
+    result = ingest([path], scrub=False, dedup=False)
+    declined = [w.message for w in result.report.warnings if w.code == "candidates_declined"]
+    assert not result.conversations and "generic (content_not_mapped" in declined[0]

@@ -246,7 +246,9 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
         indexed.reverse()
         problems.warning("messages_newest_first", "the messages are written newest first (their times fall): "
                          "read oldest first", source, found.path)
-    for i, raw in indexed:
+    last_reply = max((k for k, (_, raw) in enumerate(indexed) if role_of(get(raw, found.role_key)) == "assistant"),
+                     default=len(indexed))
+    for k, (i, raw) in enumerate(indexed):
         role = role_of(get(raw, found.role_key))
         content_key = _content_key(raw, found.content_key, role)
         richer = _richer_parts(raw, content_key)
@@ -272,6 +274,11 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                            f"known spelling ({', '.join(RESULT_TEXT_KEYS)}): it is not read as an empty result",
                            source, f"{found.path}[{i}]")
             return None
+        if empty and unread and k > last_reply and role != "tool":
+            problems.warning("trailing_record_not_read", f"message {i}, after the last reply, has no content in a "
+                             f"known spelling ({', '.join(sorted(unread)[:8])}): a record no call saw, not read",
+                             source, f"{found.path}[{i}]")
+            continue
         if empty and unread:
             problems.error("content_not_mapped", f"message {i} has no content in a known spelling; its keys "
                            f"{', '.join(sorted(unread)[:8])} were not read", source, f"{found.path}[{i}]")
