@@ -201,3 +201,8 @@ def test_a_proxy_request_log_with_the_response_beside_the_messages_is_one_call_a
     assert totals(result.conversations) == (1, 2, 0)
     assert [c.completion.text for c in result.conversations[0].calls()] == ["Hello! How can I help?", "It is 4."]
     assert "failed_turn_skipped" in codes(result, "warnings")
+    answered = {**record("e1", [*hi, {"role": "assistant", "content": "Hello!"}], "Hello!"), "status": "ok"}
+    path.write_text(json.dumps(answered) + "\n")  # an eval's record: the transcript ends with the response's copy
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and result.report.formats == {"openai_chat": 1}
+    assert totals(result.conversations) == (1, 1, 0)

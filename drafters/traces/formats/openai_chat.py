@@ -425,16 +425,23 @@ def _items(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[tu
 def _response_beside(item: Any) -> str | None:
     """The key under which a request record keeps its response object beside its ``messages`` (a proxy's request
     log: ``{"messages": [...], "response": {"choices": [...]}}``, the object perhaps as a JSON string, or null where
-    the request failed), else None."""
-    for key, value in item.items() if isinstance(item, dict) and item.get("messages") else ():
-        if value is None and key in ("response", "response_obj", "completion", "output"):
+    the request failed), else None; None too where the messages already end with that answer (an eval's record
+    keeping the transcript and the raw response: a copy)."""
+    msgs = item.get("messages") if isinstance(item, dict) else None
+    if not isinstance(msgs, list) or not msgs:
+        return None
+    last = msgs[-1] if isinstance(msgs[-1], dict) else {}
+    answered = last.get("role") == "assistant"
+    for key, value in item.items():
+        if value is None and key in ("response", "response_obj", "completion", "output") and not answered:
             return key  # a failed request of such a log: no response
         if isinstance(value, str) and value.lstrip().startswith("{"):
             try:
                 value = _reading.loads(value)
             except ValueError:
                 continue
-        if _response_message(value) is not None:
+        reply = _response_message(value)
+        if reply is not None and not (answered and reply.get("content") == last.get("content")):
             return key
     return None
 
