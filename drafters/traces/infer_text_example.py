@@ -65,6 +65,7 @@ _STANDALONE = re.compile(r"^(?:#{1,6}\s+\S.*|(\*\*|__).+\1:?|<[^<>]+>|\[[^\[\]]+
 _TAGGED = re.compile(r"^(?:<[A-Za-z][^<>]*>\s*){1,3}(?P<label>[^<>]*[A-Za-z][^<>]*?)\s*(?:</[A-Za-z]+>\s*){1,3}$")
 _INLINE = re.compile(r"^((?:\*\*|__)?[A-Za-z][\w .()/-]{0,30}:(?:\*\*|__)?)\s+\S")
 _LABEL = re.compile(r"[A-Za-z0-9][^\n]*[A-Za-z0-9)]")
+_JSON_MESSAGES = re.compile(r'"messages"\s*:\s*\[\s*\{\s*"(?:role|content)"')  # a request body's message list
 _IN_JSON_STRING = re.compile(r'^\s*"[^"]{1,60}"\s*:\s*"')  # a log's JSON member whose value holds the example
 _ID_LABEL = re.compile(r"\b(?:conversation|session|thread|chat)(?:[ _-]?id)?\s*[:=]", re.IGNORECASE)
 #: A heading up to its first number (a date and time, ISO's ``2025-03-14T09:12:03Z`` too: one).
@@ -192,8 +193,9 @@ def _plausible(reply: _Marker, user: _Marker, markers: list[_Marker]) -> bool:
     Query`` / ``Crystalyse Response``, ``prompt`` / ``gemini-pro response``), or they open turns of a dialogue (each
     at least twice, alternating, the user's first: named speakers). Bold labels inside a prompt (``**IMPORTANT**:``)
     or a reply (``Thought:``) do neither; plain ``Label:`` lines must name the sides."""
-    if _words(reply.label) & REPLY_WORDS and _words(user.label) & PROMPT_WORDS:
-        return True
+    if _words(reply.label) & REPLY_WORDS and not _words(reply.label) & PROMPT_WORDS and \
+            _words(user.label) & PROMPT_WORDS:
+        return True  # a label naming both sides (``llm request``) opens no reply
     if reply.form == "L:":
         return False  # plain labels alternate in an agent's own text too (Action: / Action Input:)
     turns = [m.key for m in markers if m.key in (reply.key, user.key)]
@@ -314,10 +316,14 @@ def _read(mapping: TextMapping, path) -> tuple[list, ValidationReport]:
 
 
 def _check(mapping: TextMapping, path, want: str) -> str | None:
-    """None when ``mapping`` reads the file without an error, with the example in an assistant message."""
+    """None when ``mapping`` reads the file without an error, with the example in an assistant message and no
+    prompt holding the request as JSON (its messages, system prompt included, would be read as one user text)."""
     convs, problems = _read(mapping, path)
     if problems.errors:
         return f"{problems.errors[0].code}: {problems.errors[0].message}"
     if not any(want in " ".join(m.text.split()) for c in convs for m in c.messages if m.role == "assistant"):
         return "the example is not in one of the assistant's messages it reads"
+    if any(_JSON_MESSAGES.search(m.text) for c in convs for m in c.messages if m.role == "user"):
+        return ("a prompt it reads holds the request's messages as JSON (\"messages\": [{\"role\": ...): they would "
+                "be one user text; give that JSON its own file, or declare the format")
     return None

@@ -116,6 +116,18 @@ def test_a_log_of_entries_naming_their_conversation(tmp_path):
     assert [(m.role, m.text) for m in calls[2].context] == [("system", "You are a poet."), ("user", "A haiku, please.")]
 
 
+def test_a_prompt_section_holding_the_request_as_json_is_not_read_as_one_user_text(tmp_path):
+    """A tool's Markdown trace: the request's body (system and user messages) as JSON under ``## LLM request``, the
+    reply under ``## Output``. Read as a text mapping, the two messages would be one user text: refused."""
+    path = tmp_path / "run.trace.md"
+    path.write_text('# Run trace\n\n## LLM request\n\n```json\n{"messages": [{"role": "system", "content": "Be '
+                    'brief."}, {"role": "user", "content": "Summarize the PDF."}]}\n```\n\n## Output\n\nThe PDF '
+                    'describes garbage collection in list structures.\n')
+    with pytest.raises(TraceError) as refused:
+        learn_mapping(path, "describes garbage collection")
+    assert refused.value.code == "example_not_read" and "as JSON" in refused.value.message
+
+
 def test_a_log_of_prompts_sent_whole_is_a_conversation_each():
     """MLAgentBench's step log: a reply refused by the agent's format check, then the retry whose prompt begins
     with the whole first prompt: two conversations of one call, the token counts not read."""
