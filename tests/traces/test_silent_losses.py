@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from drafters.traces.ingest import ingest
 
@@ -206,3 +207,14 @@ def test_a_proxy_request_log_with_the_response_beside_the_messages_is_one_call_a
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and result.report.formats == {"openai_chat": 1}
     assert totals(result.conversations) == (1, 1, 0)
+
+
+def test_openinference_llm_system_names_the_provider_not_a_system_prompt():
+    """OpenInference's ``llm.system`` (GenAI's ``gen_ai.system``) names the provider: the real span read ``[system]
+    openai`` as each call's system prompt. A one-word name under ``system`` is no prompt."""
+    path = Path(__file__).parent / "fixtures" / "unknown_formats" / "openinference-attrs__client_span_tool_calls.json"
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok
+    first = next(result.conversations[0].calls())
+    assert first.context[0].role == "user" and first.context[0].text == "Weather in Paris?"
+    assert not any(m.role == "system" for c in result.conversations for m in c.messages)

@@ -65,6 +65,7 @@ from drafters.traces.formats._spellings import (
     role_key,
     role_of,
     role_value,
+    system_prompt,
     tool_invocation,
 )
 from drafters.traces.formats._turns import TURN_KEYS
@@ -448,7 +449,7 @@ def _record_extras(values: list, messages_path: str) -> dict[str, Any]:
         for key in SYSTEM_KEYS:  # a request body's system prompt beside its messages (Anthropic, Bedrock, Cohere)
             path = f"{base}.{key}"
             if "prompt" not in extras and key != top and any(
-                    (jsonpath(v, path) or [(None, None)])[0][1] not in (None, "", []) for v in values):
+                    system_prompt(key, (jsonpath(v, path) or [(None, None)])[0][1]) is not None for v in values):
                 extras["prompt"] = {"system": path}
     return extras
 

@@ -501,6 +501,16 @@ SYSTEM_KEYS = ("system", "system_prompt", "systemPrompt", "system_message", "sys
                "system_instruction", "instructions", "preamble", "sys_prompt", "_sys_prompt")  # _sys_prompt: AgentScope
 
 
+PROVIDER_NAME = re.compile(r"^[a-z][a-z0-9_.-]{1,30}$")  # "openai", "aws.bedrock": a one-word name, no prompt
+
+
+def system_prompt(key: str, value: Any) -> str | None:
+    """The system prompt under ``key`` (one of ``SYSTEM_KEYS``): its text, or None where it holds none or where a
+    ``system`` key names the provider (OpenInference's ``llm.system``, GenAI's ``gen_ai.system``: ``openai``)."""
+    text = system_text(value)
+    return None if text is None or key == "system" and PROVIDER_NAME.match(text) else text
+
+
 def system_text(value: Any) -> str | None:
     """The text of a system prompt value: a string, a list of text blocks (or strings), or one object holding
     them (``{"text": ...}``, Gemini's ``{"parts": [...]}``, ``{"content": ...}``); None when it holds no text or
@@ -522,7 +532,7 @@ def sibling_system(record: Any, messages: list | None = None) -> tuple[list, lis
     ``system_prompt_not_read`` warning: never dropped silently (docs/traces.md, system prompts beside the list)."""
     if not isinstance(record, dict):
         return [], []
-    found = [(k, t) for k in SYSTEM_KEYS if (t := system_text(record.get(k))) is not None]
+    found = [(k, t) for k in SYSTEM_KEYS if (t := system_prompt(k, record.get(k))) is not None]
     if not found:
         return [], []
     head = messages[0] if messages else None
