@@ -63,6 +63,8 @@ NOT_PROMPT = re.compile(r"observ|output|result|respon|answer|reason|target|refer
                         re.IGNORECASE)
 MIN_GUESSED_PROMPT = 40
 #: Keys counting the turns of one dialogue (``turn``, ``step``, ``round``, ``turn_id``).
+#: Two replies in a row are one call (a thought, then the tool call), as the general path reads them (warned).
+JOINED = {"adjacent_answers": "join"}
 ID_KEY = re.compile(r"(^|_)id$|[a-z]Id$")  # a key naming an id: client_id, sessionId
 TURN_KEY = re.compile(r"(^|_)(turn|step|round)s?(_?(id|no|index|number))?$", re.IGNORECASE)
 #: Conversations read to check a candidate mapping, and records whose texts at the example's place it must read.
@@ -194,7 +196,7 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         for reading in _role_readings(items, items[hit.steps[k]], content):  # type: ignore[index]
             if _newest_first(items, reading):
                 continue
-            yield Learned({"name": label, "messages": _path(hit, k, star=True), **reading}, _path(hit),
+            yield Learned({"name": label, "messages": _path(hit, k, star=True), **reading, **JOINED}, _path(hit),
                           [v for v, r in reading["roles"].items() if r == "?"], [])
     content = _content_key(hit.steps)
     if content is not None and isinstance(record, dict) and all(isinstance(step, str) for step in hit.steps):
@@ -203,7 +205,7 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         for reading in _role_readings(records, record, content):
             group = _group_key(records, reading["role"])
             said = [f"# a new conversation where {group} changes"] if group else []
-            yield Learned({"name": label, "records": "messages", "messages": "$", **reading,
+            yield Learned({"name": label, "records": "messages", "messages": "$", **reading, **JOINED,
                            **({"group": child_path("$", group)} if group else {})}, _path(hit),
                           [v for v, r in reading["roles"].items() if r == "?"], said)
 
@@ -265,6 +267,8 @@ def _role_readings(items: list, example: Any, content: str) -> Iterator[dict[str
         if not (2 <= len(distinct) <= MAX_ROLE_VALUES and len(distinct) < len(dicts)
                 and all(len(v) <= MAX_ROLE_LENGTH for v in distinct) and all(isinstance(v, str) for v in values)):
             continue
+        if all(v.strip().isdigit() for v in distinct):
+            continue  # numbers (a table's turn column) count turns, they name no side
         ranked.append((-sum(role_of(v) is not None for v in distinct), len(distinct), key, distinct))
     for _, _, key, distinct in sorted(ranked):
         roles = _roles(distinct, _flat(example)[key])
@@ -319,6 +323,9 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
                                                          need_assistant=False)
               if (keys := _list_keys(msgs)) is not None and not _newest_first(msgs, keys)]
     text_keys = {"role": "role", "roles": {"user": "user"}}  # a prompt text is the user's message: no roles read
+    group = _shapes.chat_group(sample)  # rows of a prompt and its reply: each continues the rows of its session
+    if group is not None:
+        text_keys = {**text_keys, "group": group}
     prompt = _prompt_text(record, hit)
     if prompt is not None:
         where, guessed = prompt

@@ -107,7 +107,8 @@ class Mapping:
     id: str | None = None
     records: str = "each"  # each | file | messages | lists | entries (see the module docstring)
     lists: str = "$"  # records: lists: JSONPath of the object whose lists hold the records ({"results": {...}})
-    group: str | None = None  # records: messages: a JSONPath whose value starts a new conversation when it changes
+    group: str | None = None  # records: messages: a JSONPath whose value starts a new conversation when it changes;
+    # with response and a prompt text: records of one value continue one conversation (a chat log's rows)
     response: str | None = None  # JSONPath of a call's output beside its input messages
     observation: str | None = None  # key of an agent step (assistant message) holding its tool calls' result
     prompt: dict[str, str] = field(default_factory=dict)  # {system|user: JSONPath}: messages put before the list
@@ -319,16 +320,30 @@ class Mapping:
         return True
 
     def _chain(self, chains: CallChains, record: Any, conv: Conversation, after: list[Message]) -> None:
-        """Each assistant message of ``after`` is a call whose context is the input and what precedes it."""
+        """Each assistant message of ``after`` is a call whose context is the input and what precedes it; with
+        ``group`` and a prompt text, the input continues the last call of the record's group (its context and
+        completion before the new prompt: a chat log of one prompt and response a row)."""
         kind = record.get("type") if isinstance(record, dict) else None
         context = conv.messages
+        group = self._group_key(record)
+        earlier = chains.groups.get(group) if group is not None else None
+        if earlier is not None:
+            context = [*earlier.context, earlier.completion, *(m for m in context if m.role != "system")]
         for message in after:
             if message.role == "assistant":
                 call = chains.add(conv.id, conv.source, conv.tools, context, message)
+                if group is not None:
+                    chains.groups[group] = call
                 chains.kinds[id(call)] = kind if isinstance(kind, str) else None
                 if self.label == "generic":
                     chains.records[id(call)] = compact_json(record, sort_keys=True)
             context = [*context, message]
+
+    def _group_key(self, record: Any) -> str | None:
+        """The record's ``group`` value, for a record whose input is a prompt text (else None)."""
+        held = jsonpath(record, self.messages) if self.group else []
+        value = jsonpath(record, self.group) if held and isinstance(held[0][1], str) else []
+        return as_text(value[0][1]) if value else None
 
     def _message_records(self, records: Iterator[tuple[Source, Any]], filename: str, fmt: str, problems: ProblemSink,
                          uses: tuple[PathUse | None, PathUse]) -> Iterator[Conversation]:

@@ -138,8 +138,9 @@ def _check_shape_keys(data: dict, bad) -> None:
         raise bad("records", f"one of {', '.join(_RECORDS)}")
     if data.get("lists") and data.get("records") != "lists":
         raise bad("lists", "only with records: lists (it says where the object of lists of records is)")
-    if data.get("group") and data.get("records") != "messages":
-        raise bad("group", "only with records: messages (it says which message records form one conversation)")
+    if data.get("group") and data.get("records") != "messages" and not data.get("response"):
+        raise bad("group", "only with records: messages (it says which message records form one conversation) or "
+                  "with response (records of a prompt text and its response continuing one conversation)")
     for key in ("group", "response", "lists", *(f"prompt.{k}" for k in data.get("prompt") or {})):
         path = data.get("prompt", {}).get(key.split(".", 1)[1]) if key.startswith("prompt.") else data.get(key)
         if path is not None:

@@ -120,3 +120,28 @@ def test_a_reply_example_in_a_table_of_messages_groups_dialogues_by_the_id_under
     assert result.report.ok, result.report.errors
     assert totals(result.conversations) == (3, 4, 0)
     assert [m.text for m in next(result.conversations[1].calls()).context] == ["Where is my order?"]
+
+
+def test_rows_of_a_prompt_and_its_reply_continue_their_session(tmp_path):
+    """A chat log exported as a table, one prompt and reply a row, a ``session_id`` and a ``turn`` column: each
+    row continues the rows of its session (the general path read each row as its own conversation, the second
+    turn without its history; a learned mapping read ``turn`` as the role), so 2 conversations of 2 calls each."""
+    from drafters.traces.infer_example import learn_mapping
+    from drafters.traces.mapping_file import mapping_from_dict
+
+    rows = [("a", 1, "Suggest a name for a bakery.", "How about The Wild Yeast?"),
+            ("a", 2, "Write a tagline for it.", "Slow-fermented, fast devoured."),
+            ("b", 1, "Say good morning in Spanish.", "Buenos días."), ("b", 2, "And in Italian?", "Buongiorno.")]
+    path = tmp_path / "chat_pairs.csv"
+    out = io.StringIO()
+    csv.writer(out).writerows([("session_id", "turn", "prompt", "response"), *rows])
+    path.write_text(out.getvalue())
+    learned = learn_mapping(path, "Slow-fermented, fast devoured")
+    assert (learned.mapping["messages"], learned.mapping["group"]) == ("$.prompt", "$.session_id")
+    for result in (ingest([path], scrub=False, dedup=False),
+                   ingest([path], mapping=mapping_from_dict(learned.mapping), scrub=False, dedup=False)):
+        assert result.report.ok, result.report.errors
+        assert totals(result.conversations) == (2, 4, 0)
+        second = list(result.conversations[0].calls())[1]
+        assert [m.text for m in second.context] == ["Suggest a name for a bakery.", "How about The Wild Yeast?",
+                                                    "Write a tagline for it."]

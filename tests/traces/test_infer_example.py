@@ -268,3 +268,23 @@ def test_a_response_kept_twice_as_equal_copies_is_one_reply(tmp_path):
                                                                         "content": "Arrr, another reply. 2"}}}}))
     with pytest.raises(TraceError):
         learn_mapping(path, "Arrr, another reply")
+
+
+def test_a_thought_then_a_tool_call_are_one_reply(tmp_path):
+    """An agent framework's result (AutoGen's ``TaskResult``): a thought event and the tool-call event after it
+    are two assistant records of one model turn; the learned mapping joins them as the general path does."""
+    path = tmp_path / "task_result.json"
+    path.write_text(json.dumps({"messages": [
+        {"source": "user", "content": "What is 13960000 divided by 1000?", "type": "TextMessage"},
+        {"source": "assistant", "content": "I'll use the calculator for that.", "type": "ThoughtEvent"},
+        {"source": "assistant", "content": [{"id": "call_1", "arguments": "{\"expression\": \"13960000/1000\"}",
+                                             "name": "calculator"}], "type": "ToolCallRequestEvent"},
+        {"source": "assistant", "content": [{"content": "13960.0", "name": "calculator", "call_id": "call_1"}],
+         "type": "ToolCallExecutionEvent"},
+        {"source": "assistant", "content": "13960000 divided by 1000 is 13,960.", "type": "TextMessage"}]}))
+    learned = learn_mapping(path, "divided by 1000 is 13,960")
+    assert learned.mapping["adjacent_answers"] == "join"
+    result = _read(path, learned)
+    general = ingest([str(path)], scrub=False, dedup=False)
+    counts = [(len(r.conversations), sum(len(list(c.calls())) for c in r.conversations)) for r in (result, general)]
+    assert result.report.ok and counts[0] == counts[1]

@@ -53,6 +53,7 @@ class CallChains:
     positions: dict[int, int] = field(default_factory=dict)  # id(call) -> its record's ordinal in the log
     at: int = 0  # the ordinal of the record being read (set by the reader before ``add``)
     identical: int = 0  # exact repeats dropped whose records are identical copies (set by drop_repeats)
+    groups: dict[str, LLMCall] = field(default_factory=dict)  # a mapping's group value -> its last call (the reader)
 
     def add(self, conv_id: str, source: Source, tools: list[ToolDef], context: list[Message],
             completion: Message, key: object = None) -> LLMCall:

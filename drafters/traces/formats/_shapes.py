@@ -514,11 +514,24 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | No
             if path == inp or is_message(m)][:500]  # an output object without a role: read as the answer
     if not msgs:  # a prompt and an answer as texts (call_io.text_pair): the user's message, the model's reply
         return Inferred("request_response", _mapping(name, messages=inp, response=out, role="role",
-                                                     roles={"user": "user"}, content="content"), [], [])
+                                                     roles={"user": "user"}, content="content",
+                                                     group=chat_group(dicts)), [], [])
     keys, unread = message_keys(msgs)
     flat = dicts != values
     return Inferred("request_response", _mapping(name, messages=inp, response=out, unflatten=flat or None,
                                                  **keys, **_record_extras(dicts, inp)), unread, calls_not_read(msgs, unread))
+
+
+#: Keys naming a conversation (not a run or a trace: a batch of independent requests shares those).
+CHAT_KEYS = ("session_id", "sessionId", "conversation_id", "conversationId", "thread_id", "threadId", "chat_id", "chatId")
+
+
+def chat_group(values: list) -> str | None:
+    """For records of a prompt text and its reply: the path of a key naming a conversation that every record has and
+    several share (a chat log's rows: each prompt continues the rows before it in its session), else None."""
+    dicts = [v for v in values if isinstance(v, dict)]
+    key = next((k for k in CHAT_KEYS if dicts and all(d.get(k) not in (None, "") for d in dicts)), None)
+    return f"$.{key}" if key and len({str(d[key]) for d in dicts}) < len(dicts) else None
 
 
 ITEMS_MAPPING = {"items": "openai_responses", "role": "role",
