@@ -238,3 +238,33 @@ def test_a_record_after_the_last_reply_with_no_content_is_not_read_one_before_it
     result = ingest([path], scrub=False, dedup=False)
     declined = [w.message for w in result.report.warnings if w.code == "candidates_declined"]
     assert not result.conversations and "generic (content_not_mapped" in declined[0]
+
+
+def test_an_agent_span_beside_the_llm_spans_is_no_call(tmp_path):
+    """OpenInference spans exported one a line: the agent's ``CHAIN`` span (the run's input and final answer as
+    texts) beside the ``LLM`` spans (request and response bodies as JSON text). The chain span is no call: the two
+    LLM spans are read (the general path had refused the file as two readings, and the mapping it inferred lost the
+    final answer)."""
+    ask = {"role": "user", "content": "Book the cheapest BOS-ORD flight."}
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "search_flights", "arguments": "{\"route\": \"BOS-ORD\"}"}}]}
+
+    def span(kind, inp, out):
+        return {"span_kind": kind, "attributes": {"openinference.span.kind": kind, "input.value": inp,
+                                                  "output.value": out}}
+
+    def body(msgs):
+        return json.dumps({"messages": msgs})
+
+    def answer(msg):
+        return json.dumps({"choices": [{"index": 0, "message": msg, "finish_reason": "stop"}]})
+
+    lines = [span("CHAIN", ask["content"], "Booked UA512."),
+             span("LLM", body([ask]), answer(call)),
+             span("LLM", body([ask, call, {"role": "tool", "tool_call_id": "c1", "content": "UA512 $129"}]),
+                  answer({"role": "assistant", "content": "Booked UA512."}))]
+    path = tmp_path / "spans.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 1) and "records_not_calls" in codes(result, "warnings")

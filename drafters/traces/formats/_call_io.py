@@ -213,10 +213,25 @@ def _text_in(value: dict, path: str, depth: int = 0) -> str | None:
 _CALL_KEYS = frozenset({*INPUT_KEYS, *OUTPUT_KEYS, *TEXT_INPUT_KEYS, "choices", "content", "text"})
 
 
+#: Where a span says its kind (OpenInference's attribute, or the exporter's field), and the kinds that are no LLM call.
+SPAN_KIND_KEYS = ("openinference.span.kind", "span_kind", "spanKind")
+OTHER_SPANS = frozenset({"chain", "agent", "tool", "retriever", "embedding", "reranker", "guardrail", "evaluator"})
+
+
+def other_span(record: Any) -> bool:
+    """Whether a record is a span of a kind that is no LLM call (an agent's ``CHAIN`` span holding the run's input
+    and final answer as texts, a ``TOOL`` span): its texts are no prompt and reply of a call."""
+    holders = (record, record.get("attributes")) if isinstance(record, dict) else ()
+    kinds = [h.get(k) for h in holders if isinstance(h, dict) for k in SPAN_KIND_KEYS]
+    return any(isinstance(k, str) and k.lower() in OTHER_SPANS for k in kinds)
+
+
 def call_free(record: Any, depth: int = 0) -> bool:
-    """Whether a record holds no part of an LLM call: no message (an object with a role) and no value under an
-    input, output or text key at any depth, flattened keys' segments included (a root task span, a metric
-    event beside the calls' records)."""
+    """Whether a record holds no part of an LLM call: a span of another kind (``other_span``), or no message (an
+    object with a role) and no value under an input, output or text key at any depth, flattened keys' segments
+    included (a root task span, a metric event beside the calls' records)."""
+    if depth == 0 and other_span(record):
+        return True
     if depth == 0 and (holds_role_message(record) or isinstance(record, dict) and text_pair(record)):
         return False
     if depth > 6 or not isinstance(record, (dict, list)):
