@@ -57,18 +57,15 @@ from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._events import event_kind, restated_events
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
 from drafters.traces.formats._spellings import (
-    SYSTEM_KEYS,
     block_parts,
     failed_turn,
     get,
     is_pair_history,
     response_id,
     role_of,
-    sibling_system,
     summary_texts,
-    system_not_read,
-    system_text,
 )
+from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system, system_not_read, system_text
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import join_turns, link_lone_results, split_at_results, warn_joined
 from drafters.traces.formats.base import ProblemSink, TraceFormat

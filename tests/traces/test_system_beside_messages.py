@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from drafters.traces.formats._spellings import sibling_system, system_text
+from drafters.traces.formats._system_prompts import sibling_system, system_text
 from drafters.traces.ingest import ingest
 from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.model import Message, TextPart

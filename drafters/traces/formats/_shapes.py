@@ -54,7 +54,6 @@ from drafters.traces.formats._spellings import (
     EXECUTED_CALL_KEYS,
     MESSAGE_WRAPPERS,
     RESULT_ID_KEYS,
-    SYSTEM_KEYS,
     TOOL_MESSAGE_RESULT_KEYS,
     executed_calls,
     failed_turn,
@@ -65,9 +64,9 @@ from drafters.traces.formats._spellings import (
     role_key,
     role_of,
     role_value,
-    system_prompt,
     tool_invocation,
 )
+from drafters.traces.formats._system_prompts import SYSTEM_KEYS, system_prompt
 from drafters.traces.formats._turns import TURN_KEYS
 from drafters.traces.handoff import handed_off
 from drafters.traces.json_paths import child_path, jsonpath, root_key, unflatten

@@ -37,9 +37,9 @@ from drafters.traces.formats._spellings import (
     failed_turn,
     result_text,
     role_of,
-    system_text,
     tool_call,
 )
+from drafters.traces.formats._system_prompts import system_text
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import Conversation, Message, ReasoningPart, Source, TextPart, ToolResultPart
 

@@ -23,7 +23,7 @@ import json
 from collections.abc import Iterator
 from typing import IO, Any
 
-from drafters.traces.formats import _cassette, _content, _reading, _spellings
+from drafters.traces.formats import _cassette, _content, _reading, _spellings, _system_prompts
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -200,9 +200,9 @@ def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Ite
                 continue
             tools, msgs = request_to_messages(item)
             if "system" not in item:  # the system prompt under another spelling beside the list
-                prompt, not_read = _spellings.sibling_system(item, msgs)
+                prompt, not_read = _system_prompts.sibling_system(item, msgs)
                 msgs[:0] = prompt
-                _spellings.system_not_read(not_read, s, problems)
+                _system_prompts.system_not_read(not_read, s, problems)
             model = item.get("model") if isinstance(item.get("model"), str) else None
             for m in msgs:
                 if m.role == "assistant" and m.model is None:

@@ -48,7 +48,6 @@ from drafters.traces.formats._spellings import (
     RESULT_NOT_READ,
     RESULT_TEXT_KEYS,
     ROLE_KEYS,
-    SYSTEM_KEYS,
     TOOL_MESSAGE_RESULT_KEYS,
     args_not_read,
     block_parts,
@@ -63,11 +62,10 @@ from drafters.traces.formats._spellings import (
     pair_turns,
     result_parts,
     role_of,
-    sibling_system,
     summary_texts,
-    system_not_read,
     untagged_variants,
 )
+from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system, system_not_read
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
 from drafters.traces.formats._typed_messages import typed_calls

@@ -22,7 +22,8 @@ from typing import IO, Any
 
 from drafters.traces.formats import _cassette, _content, _reading
 from drafters.traces.formats._chains import CallChains
-from drafters.traces.formats._spellings import args_not_read, sibling_system, system_not_read, tool_call
+from drafters.traces.formats._spellings import args_not_read, tool_call
+from drafters.traces.formats._system_prompts import sibling_system, system_not_read
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
