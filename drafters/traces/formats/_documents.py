@@ -38,6 +38,12 @@ def is_toml(filename: str) -> bool:
     return filename.lower().endswith(TOML_EXTENSIONS)
 
 
+def first_line(head: str) -> str:
+    """A YAML or TOML file's first line that is no blank and no comment (what its sniffer looks at)."""
+    return next((line for line in head.lstrip("\ufeff").splitlines() if line.strip() and
+                 not line.lstrip().startswith("#")), "")
+
+
 def is_document(filename: str) -> bool:
     """A YAML or TOML file, by its name."""
     return is_yaml(filename) or is_toml(filename)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from drafters.traces.formats import generic
-from drafters.traces.formats._documents import is_toml, toml_records
+from drafters.traces.formats._documents import first_line, is_toml, toml_records
 from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation
@@ -28,11 +28,7 @@ _START = re.compile(r"""^\s*(\[\[?\s*[\w"'.-][^\]]*\]\]?\s*(#.*)?$|[\w"'.-][\w"'
 
 def sniff(head: str, filename: str) -> bool:
     """A ``.toml`` file whose first line that is no comment opens a table or sets a key."""
-    if not is_toml(filename):
-        return False
-    first = next((line for line in head.lstrip("\ufeff").splitlines() if line.strip() and
-                  not line.lstrip().startswith("#")), "")
-    return _START.match(first) is not None
+    return is_toml(filename) and _START.match(first_line(head)) is not None
 
 
 @guard_file(NAME)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import IO
 
 from drafters.traces.formats import generic
-from drafters.traces.formats._documents import is_yaml, yaml_records
+from drafters.traces.formats._documents import first_line, is_yaml, yaml_records
 from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import Conversation
@@ -32,11 +32,7 @@ _START = re.compile(r"^(---|%YAML|[\w\"'.-][^:#]*:(\s|$)|-\s)")
 
 def sniff(head: str, filename: str) -> bool:
     """A ``.yaml`` / ``.yml`` file whose first line that is no comment opens a mapping, a list or a document."""
-    if not is_yaml(filename):
-        return False
-    first = next((line for line in head.lstrip("\ufeff").splitlines() if line.strip() and
-                  not line.lstrip().startswith("#")), "")
-    return _START.match(first) is not None
+    return is_yaml(filename) and _START.match(first_line(head)) is not None
 
 
 @guard_file(NAME)
