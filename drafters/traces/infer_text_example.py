@@ -173,13 +173,23 @@ def _candidates(markers: list[_Marker], lines: list[str], places: list[int]) -> 
 
 def _prompt_marker(markers: list[_Marker], reply: _Marker) -> _Marker | None:
     """The line opening the prompts, for ``reply`` opening the replies: of the lines above it of its form whose label
-    names no output nor another role (``## System``), the nearest the pair is plausible with (a prompt's own ``Label:`` lines are passed over); where
-    none of its form is above it, the nearest line labelled as the user's (``user:`` above ``===response===``)."""
+    names no output nor another role (``## System``), the nearest if the pair is plausible; else a farther one
+    whose label names the user's side and that comes before every reply (a prompt's own ``Label:`` lines passed
+    over, never a file's one ``Prompt file:`` header above several replies); where none of its form is above it, the
+    nearest line labelled as the user's (``user:`` above ``===response===``), on the same terms."""
     above = [m for m in reversed(markers) if m.line < reply.line and m.label != reply.label
              and not NOT_USER_LABEL.search(m.label) and ROLE_LABELS.get(m.label) in (None, "user")]
     same = [m for m in above if m.form == reply.form]
-    users = same or [m for m in above if ROLE_LABELS.get(m.label) == "user"][:1]
-    return next((m for m in users if _plausible(reply, m, markers)), None)
+    if same and _plausible(reply, same[0], markers):
+        return same[0]
+    farther = same[1:] if same else [m for m in above if ROLE_LABELS.get(m.label) == "user"][:1]
+    return next((m for m in farther if _names_sides(reply, m) and _before_each_reply(markers, reply, m)), None)
+
+
+def _before_each_reply(markers: list[_Marker], reply: _Marker, user: _Marker) -> bool:
+    """Whether a ``user`` line comes before the first reply and between every two replies."""
+    turns = [m.key for m in markers if m.key in (reply.key, user.key)]
+    return turns[:1] == [user.key] and all(not (a == b == reply.key) for a, b in pairwise(turns))
 
 
 def _in_json_string(line: str, want: str) -> bool:
@@ -193,13 +203,19 @@ def _plausible(reply: _Marker, user: _Marker, markers: list[_Marker]) -> bool:
     Query`` / ``Crystalyse Response``, ``prompt`` / ``gemini-pro response``), or they open turns of a dialogue (each
     at least twice, alternating, the user's first: named speakers). Bold labels inside a prompt (``**IMPORTANT**:``)
     or a reply (``Thought:``) do neither; plain ``Label:`` lines must name the sides."""
-    if _words(reply.label) & REPLY_WORDS and not _words(reply.label) & PROMPT_WORDS and \
-            _words(user.label) & PROMPT_WORDS:
-        return True  # a label naming both sides (``llm request``) opens no reply
+    if _names_sides(reply, user):
+        return True
     if reply.form == "L:":
         return False  # plain labels alternate in an agent's own text too (Action: / Action Input:)
     turns = [m.key for m in markers if m.key in (reply.key, user.key)]
     return turns.count(reply.key) >= 2 and turns[0] == user.key and all(a != b for a, b in pairwise(turns))
+
+
+def _names_sides(reply: _Marker, user: _Marker) -> bool:
+    """Whether the labels name the two sides: a reply word in the reply's (and no prompt word: ``llm request``
+    opens no reply), a prompt word in the prompt's."""
+    return bool(_words(reply.label) & REPLY_WORDS and not _words(reply.label) & PROMPT_WORDS
+                and _words(user.label) & PROMPT_WORDS)
 
 
 def _words(label: str) -> set[str]:

@@ -128,6 +128,19 @@ def test_a_prompt_section_holding_the_request_as_json_is_not_read_as_one_user_te
     assert refused.value.code == "example_not_read" and "as JSON" in refused.value.message
 
 
+def test_a_header_naming_the_prompt_file_once_opens_no_prompts(tmp_path):
+    """A variants run's log: a ``Prompt file:`` header once, then per test ``Test:``, ``Location:`` and the
+    model's ``Output:``. The header names the user's side but comes before one reply of three: reading it as the
+    prompts' marker would join three independent calls into one (ok, a wrong count), so the example is refused."""
+    path = tmp_path / "variants.txt"
+    path.write_text("=== ARTIST VARIANT: simple ===\nPrompt file: artist/system_v1.txt\nParameters: max_tokens=300\n\n"
+                    + "".join(f"Test: {t}\nLocation: {t.title()}\nOutput:\nHere is an ASCII drawing of the {t}.\n"
+                              f"Latency: 5193ms\n\n" for t in ("house", "forest", "cellar")))
+    with pytest.raises(TraceError) as refused:
+        learn_mapping(path, "Here is an ASCII drawing of the forest")
+    assert refused.value.code == "example_not_read"
+
+
 def test_a_log_of_prompts_sent_whole_is_a_conversation_each():
     """MLAgentBench's step log: a reply refused by the agent's format check, then the retry whose prompt begins
     with the whole first prompt: two conversations of one call, the token counts not read."""
