@@ -62,10 +62,10 @@ NOT_TEXT_WORDS = {"id", "hash", "name", "type", "template", "version", "tokens",
 NOT_PROMPT = re.compile(r"observ|output|result|respon|answer|reason|target|reference|label|judg|summar",
                         re.IGNORECASE)
 MIN_GUESSED_PROMPT = 40
-#: Keys counting the turns of one dialogue (``turn``, ``step``, ``round``, ``turn_id``).
 #: Two replies in a row are one call (a thought, then the tool call), as the general path reads them (warned).
 JOINED = {"adjacent_answers": "join"}
 ID_KEY = re.compile(r"(^|_)id$|[a-z]Id$")  # a key naming an id: client_id, sessionId
+#: Keys counting the turns of one dialogue (``turn``, ``step``, ``round``, ``turn_id``).
 TURN_KEY = re.compile(r"(^|_)(turn|step|round)s?(_?(id|no|index|number))?$", re.IGNORECASE)
 #: Conversations read to check a candidate mapping, and records whose texts at the example's place it must read.
 CHECK_CONVERSATIONS = 200

@@ -33,8 +33,9 @@ codes each mistake gives (``unknown_role``, ``no_messages_found``, ``mapping_fie
 ``mapping_field_never_matched``, ``tool_result_not_found``, ``tree_broken``; ``bad_mapping`` before anything is
 read) are documented in docs/traces.md ("Supported formats", the declared mapping); ``tracedraft datasets infer-mapping FILE``
 writes the mapping the general path inferred for a file, as a starting point. Message trees are read by
-drafters/traces/mapping_tree.py, context handoffs recognized by drafters/traces/handoff.py; what one reading
-tracks (required keys absent, optional keys never matched) is drafters/traces/mapping_reading.py.
+drafters/traces/mapping_tree.py, records of one message each by drafters/traces/mapping_message_records.py,
+context handoffs recognized by drafters/traces/handoff.py; what one reading tracks (required keys absent,
+optional keys never matched) is drafters/traces/mapping_reading.py.
 
 Use: ``tracedraft datasets validate --mapping support-bot.mapping.yaml traces/*.jsonl`` or
 ``ingest(paths, mapping="support-bot.mapping.yaml")``. The service keeps a mapping with its dataset (the
@@ -54,7 +55,6 @@ from drafters.traces.formats import _exchanges
 from drafters.traces.formats._call_io import answer_as_written, call_free
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
-from drafters.traces.formats._events import event_kind, restated_events
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
 from drafters.traces.formats._spellings import (
     block_parts,
@@ -69,9 +69,10 @@ from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system,
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import join_turns, link_lone_results, split_at_results, warn_joined
 from drafters.traces.formats.base import ProblemSink, TraceFormat
-from drafters.traces.formats.openai_responses import ITEM_TYPES, items_to_messages
+from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off, result_list
 from drafters.traces.json_paths import decoded, holder_of, jsonpath, root_key, unflatten
+from drafters.traces.mapping_message_records import message_records
 from drafters.traces.mapping_reading import ABSENT, PathUse, Reading
 from drafters.traces.mapping_records import expanded, file_records
 from drafters.traces.mapping_tree import TreeBroken, TreeReading, tree_links, tree_nodes
@@ -157,7 +158,8 @@ class Mapping:
                         (("tools", self.tools), ("id", self.id), ("response", self.response),
                          *((f"prompt.{k}", v) for k, v in self.prompt.items())) if path]
         if self.records == "messages":
-            yield from self._message_records(records, filename, fmt, problems, reading_uses)
+            yield from message_records(self, records, filename, fmt, problems, lambda msgs, source: self._conversation(
+                {}, "$", msgs, Reading(source, problems, *reading_uses)))
         else:
             chains = CallChains() if self.response else None
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
@@ -341,67 +343,6 @@ class Mapping:
         held = jsonpath(record, self.messages) if self.group else []
         value = jsonpath(record, self.group) if held and isinstance(held[0][1], str) else []
         return as_text(value[0][1]) if value else None
-
-    def _message_records(self, records: Iterator[tuple[Source, Any]], filename: str, fmt: str, problems: ProblemSink,
-                         uses: tuple[PathUse | None, PathUse]) -> Iterator[Conversation]:
-        """``records: messages``: each record holds one message (at the ``messages`` path); consecutive records
-        with the same ``group`` value form one conversation. Records where the path finds nothing (session
-        metadata, usage events) are not messages: they are counted in one ``records_not_messages`` warning."""
-        current: tuple[Any, Source, list] | None = None  # (group value, first source, raw messages)
-        skipped, stem = 0, filename.rsplit("/", 1)[-1]
-        events: list[tuple[str, Any, Source]] = []
-        read: list[Any] = []  # the raw messages read, to check the events against
-        for source, record in records:
-            found = jsonpath(record, self.messages)
-            if found and self.items == "openai_responses" and isinstance(found[0][1], dict) and \
-                    found[0][1].get("type", "message") not in ITEM_TYPES:
-                found = []  # items one per line: a record of another type (a session header) is no item
-            if not found or not isinstance(found[0][1], dict):
-                if self.label == "generic" and holds_role_message(record):  # read by shape: never skip a message
-                    problems.error("content_not_mapped", f"the record holds a message outside {self.messages}, "
-                                   "where the file's other messages are: it is not read by the inferred mapping",
-                                   source)
-                skipped += 1
-                continue
-            kind = self._event_kind(found[0][1])
-            if kind is not None:  # an event beside the messages: a stream chunk, a call's run, metadata
-                events.append((kind, found[0][1], source))
-                continue
-            key = as_text(jsonpath(record, self.group)[0][1]) if self.group and jsonpath(record, self.group) else None
-            if current is not None and key != current[0]:
-                yield from self._run(current, stem, fmt, problems, uses)
-                current = None
-            if current is None:
-                current = (key, source, [])
-            current[2].append(found[0][1])
-            read.append(found[0][1])
-        if current is not None:
-            yield from self._run(current, stem, fmt, problems, uses)
-        skipped += restated_events(events, read, problems)
-        if skipped:
-            problems.warning("records_not_messages", f"{skipped} record(s) hold no message at {self.messages} "
-                             "(metadata or other events): not read", Source(fmt, filename))
-
-    def _event_kind(self, raw: Any) -> str | None:
-        """``chunk``, ``call_run`` or ``other`` for a record whose role value is no role of the mapping
-        (``formats/_events.event_kind``); None for a message (or a record to refuse as ``unknown_role``)."""
-        if self.items != "messages" or not isinstance(raw, dict):
-            return None  # Responses items are typed by their reader (a function call has no role)
-        value = get(raw, self.role)
-        if value is ABSENT or value is None:  # no role at all: a metadata line when it holds no turn either
-            value = ""
-        if not isinstance(value, str) or value in self.roles or "*" in self.roles:
-            return None
-        return event_kind(raw, value, self.content, self.tool_calls)
-
-    def _run(self, run: tuple[Any, Source, list], stem: str, fmt: str, problems: ProblemSink,
-             uses: tuple[PathUse | None, PathUse]) -> Iterator[Conversation]:
-        key, source, msgs = run
-        conv = self._conversation({}, "$", msgs, Reading(source, problems, *uses))
-        if conv is not None:
-            loc = source.line if source.line is not None else source.record
-            conv.id = f"{fmt}:{stem}:{key if key is not None else loc}"
-            yield conv
 
     def _optional_uses(self) -> tuple[PathUse | None, PathUse]:
         """(tool_calls, tool_call.arguments): the optional keys whose never matching in a file is checked

@@ -1,7 +1,8 @@
 """Where one record of a request/response log keeps a call's input and output (the general path's
 ``request_response`` shape, ``_shapes.infer``): the input message list under an input-like key, and the output
 beside it, as an assistant message, a list of them (the answers, or the conversation's continuation with its tool
-results), a role-less result object or text. A text field is never taken while a list of answers elsewhere in
+results), a role-less result object or text; or a call's input and output as Responses-API item lists
+(``items_call``). A text field is never taken while a list of answers elsewhere in
 the record goes unread (docs/traces.md, "A completion that continues the prompt").
 """
 
@@ -11,7 +12,7 @@ import os
 import re
 from typing import Any
 
-from drafters.traces.formats._record_shapes import holds_role_message
+from drafters.traces.formats._record_shapes import holds_role_message, is_items
 from drafters.traces.formats._spellings import is_message, role_key, role_value, snake
 from drafters.traces.json_paths import child_path, jsonpath
 
@@ -298,3 +299,34 @@ def _assistant_at(value: Any, path: str) -> list[str]:
                 if hits:
                     break
     return hits
+
+
+def item_lists(value: Any, path: str = "$", depth: int = 0, loose: bool = False) -> list[str]:
+    """The paths of the Responses-API item lists in ``value`` (down to 4 keys deep; ``loose``: see ``is_items``)."""
+    if is_items(value, loose):
+        return [path]
+    if depth > 3 or not isinstance(value, dict):
+        return []
+    return [p for k, v in value.items() for p in item_lists(v, child_path(path, k), depth + 1, loose)]
+
+
+def items_call(value: Any) -> tuple[str, str] | None:
+    """(input, output) paths of a record holding one call's input items and output items."""
+    lists = item_lists(value, loose=True)
+    # by whole key names, the list's own key first: "responses_create_params.input" is an input though
+    # "response" is in its first key, and "response.tools" (tool definitions) is no output
+    outs = [p for p in lists if _named(p, OUTPUT_KEYS)]
+    ins = [p for p in lists if _named(p, INPUT_KEYS) and p not in outs]
+    return (ins[0], outs[0]) if len(ins) == 1 and len(outs) == 1 else None
+
+
+def _named(path: str, keys: tuple[str, ...]) -> bool:
+    """Whether a list's path names it one of ``keys``: its own key is one, or (for a list under a plain key such as
+    ``items``) a key above it is, with no key naming it otherwise (``tools``)."""
+    names = re.findall(r"\.([^.\[]+)", path)
+    if not names or names[-1] in ("tools", "functions", "tool_definitions"):
+        return False
+
+    def says(name: str) -> bool:  # input, model_input, input_items; not responses_create_params
+        return any(name == k or name.endswith("_" + k) or name.startswith(k + "_") for k in keys)
+    return says(names[-1]) or (names[-1] in ("items", "messages", "list", "data") and any(map(says, names)))

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from drafters.traces.formats._call_io import (
-    INPUT_KEYS,
-    OUTPUT_KEYS,
     call_free,
     call_shaped,
     input_output,
+    item_lists,
+    items_call,
     message_lists,
     messages_at,
     text_pair,
@@ -522,7 +522,7 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | No
 
 
 #: Keys naming a conversation (not a run or a trace: a batch of independent requests shares those).
-CHAT_KEYS = ("session_id", "sessionId", "conversation_id", "conversationId", "thread_id", "threadId", "chat_id", "chatId")
+CHAT_KEYS = tuple(k for k in GROUP_KEYS if k not in ("trace_id", "traceId", "run_id"))
 
 
 def chat_group(values: list) -> str | None:
@@ -537,50 +537,20 @@ ITEMS_MAPPING = {"items": "openai_responses", "role": "role",
                  "roles": {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}}
 
 
-def _item_lists(value: Any, path: str = "$", depth: int = 0, loose: bool = False) -> list[str]:
-    if is_items(value, loose):
-        return [path]
-    if depth > 3 or not isinstance(value, dict):
-        return []
-    return [p for k, v in value.items() for p in _item_lists(v, child_path(path, k), depth + 1, loose)]
-
-
-def _items_call(value: Any) -> tuple[str, str] | None:
-    """(input, output) paths of a record holding one call's input items and output items."""
-    lists = _item_lists(value, loose=True)
-    # by whole key names, the list's own key first: "responses_create_params.input" is an input though
-    # "response" is in its first key, and "response.tools" (tool definitions) is no output
-    outs = [p for p in lists if _named(p, OUTPUT_KEYS)]
-    ins = [p for p in lists if _named(p, INPUT_KEYS) and p not in outs]
-    return (ins[0], outs[0]) if len(ins) == 1 and len(outs) == 1 else None
-
-
-def _named(path: str, keys: tuple[str, ...]) -> bool:
-    """Whether a list's path names it one of ``keys``: its own key is one, or (for a list under a plain key such as
-    ``items``) a key above it is, with no key naming it otherwise (``tools``)."""
-    names = re.findall(r"\.([^.\[]+)", path)
-    if not names or names[-1] in ("tools", "functions", "tool_definitions"):
-        return False
-
-    def says(name: str) -> bool:  # input, model_input, input_items; not responses_create_params
-        return any(name == k or name.endswith("_" + k) or name.startswith(k + "_") for k in keys)
-    return says(names[-1]) or (names[-1] in ("items", "messages", "list", "data") and any(map(says, names)))
-
-
 def _responses_items(values: list, array_doc: bool, name: str) -> Inferred | Ambiguous | None:
     """Responses API item lists: the file is the list, a record holds one, or a record holds a call's
     ``input`` items and ``output`` items side by side."""
     if array_doc and is_items(values):
         return Inferred("file_list", _mapping(name, records="file", messages="$", **ITEMS_MAPPING))
-    calls = [_items_call(v) for v in values]
-    if calls and all(calls) and any(_item_lists(v) for v in values):  # some model items: Responses-shaped
+    calls = [items_call(v) for v in values]
+    if calls and all(calls) and any(item_lists(v) for v in values):  # some model items: Responses-shaped
         inp, out = Counter(calls).most_common(1)[0][0]  # type: ignore[misc]
         tools = inp.rpartition(".")[0] + ".tools"  # the tool definitions the request carried, beside its input
         tools = tools if all(isinstance(jsonpath(v, tools)[0][1] if jsonpath(v, tools) else None, list)
                              for v in values) else None
         return Inferred("request_response", _mapping(name, messages=inp, response=out, tools=tools,
                                                      **ITEMS_MAPPING))
-    found = [_item_lists(v) for v in values]
+    found = [item_lists(v) for v in values]
     if not found or not all(found):
         return None
     paths = Counter(tuple(f) for f in found).most_common(1)[0][0]

@@ -1,0 +1,87 @@
+"""A declared mapping's ``records: messages`` (docs/traces.md, the declared mapping): each record of the file holds
+one message, at the mapping's ``messages`` path; consecutive records with the same ``group`` value form one
+conversation. Records holding no message there (session metadata, usage events) are counted, not read; records
+whose role value the mapping does not name but that are events beside the messages (a stream chunk, a call's run)
+are checked against the messages read (``formats/_events.py``). Torch-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from drafters.traces.formats._content import as_text
+from drafters.traces.formats._events import event_kind, restated_events
+from drafters.traces.formats._record_shapes import holds_role_message
+from drafters.traces.formats._spellings import get
+from drafters.traces.formats.base import ProblemSink
+from drafters.traces.formats.openai_responses import ITEM_TYPES
+from drafters.traces.json_paths import jsonpath
+from drafters.traces.mapping_reading import ABSENT
+from drafters.traces.model import Conversation, Source
+
+#: Reads one conversation's raw messages (the mapping's own message reading), reported against its first source.
+ReadRun = Callable[[list, Source], "Conversation | None"]
+
+
+def message_records(mapping: Any, records: Iterator[tuple[Source, Any]], filename: str, fmt: str,
+                    problems: ProblemSink, read_run: ReadRun) -> Iterator[Conversation]:
+    """The conversations of records one message each (see the module docstring), ``mapping`` the declared
+    ``Mapping`` (its paths and roles; not imported: mapping.py calls this); ``records_not_messages`` counts the
+    records holding none."""
+    current: tuple[Any, Source, list] | None = None  # (group value, first source, raw messages)
+    skipped, stem = 0, filename.rsplit("/", 1)[-1]
+    events: list[tuple[str, Any, Source]] = []
+    read: list[Any] = []  # the raw messages read, to check the events against
+    for source, record in records:
+        found = jsonpath(record, mapping.messages)
+        if found and mapping.items == "openai_responses" and isinstance(found[0][1], dict) and \
+                found[0][1].get("type", "message") not in ITEM_TYPES:
+            found = []  # items one per line: a record of another type (a session header) is no item
+        if not found or not isinstance(found[0][1], dict):
+            if mapping.label == "generic" and holds_role_message(record):  # read by shape: never skip a message
+                problems.error("content_not_mapped", f"the record holds a message outside {mapping.messages}, "
+                               "where the file's other messages are: it is not read by the inferred mapping", source)
+            skipped += 1
+            continue
+        kind = _event_kind(mapping, found[0][1])
+        if kind is not None:  # an event beside the messages: a stream chunk, a call's run, metadata
+            events.append((kind, found[0][1], source))
+            continue
+        group = jsonpath(record, mapping.group) if mapping.group else []
+        key = as_text(group[0][1]) if group else None
+        if current is not None and key != current[0]:
+            yield from _run(current, stem, fmt, read_run)
+            current = None
+        if current is None:
+            current = (key, source, [])
+        current[2].append(found[0][1])
+        read.append(found[0][1])
+    if current is not None:
+        yield from _run(current, stem, fmt, read_run)
+    skipped += restated_events(events, read, problems)
+    if skipped:
+        problems.warning("records_not_messages", f"{skipped} record(s) hold no message at {mapping.messages} "
+                         "(metadata or other events): not read", Source(fmt, filename))
+
+
+def _event_kind(mapping: Any, raw: Any) -> str | None:
+    """``chunk``, ``call_run`` or ``other`` for a record whose role value is no role of the mapping
+    (``formats/_events.event_kind``); None for a message (or a record to refuse as ``unknown_role``)."""
+    if mapping.items != "messages" or not isinstance(raw, dict):
+        return None  # Responses items are typed by their reader (a function call has no role)
+    value = get(raw, mapping.role)
+    if value is ABSENT or value is None:  # no role at all: a metadata line when it holds no turn either
+        value = ""
+    if not isinstance(value, str) or value in mapping.roles or "*" in mapping.roles:
+        return None
+    return event_kind(raw, value, mapping.content, mapping.tool_calls)
+
+
+def _run(run: tuple[Any, Source, list], stem: str, fmt: str, read_run: ReadRun) -> Iterator[Conversation]:
+    key, source, msgs = run
+    conv = read_run(msgs, source)
+    if conv is not None:
+        loc = source.line if source.line is not None else source.record
+        conv.id = f"{fmt}:{stem}:{key if key is not None else loc}"
+        yield conv
