@@ -273,19 +273,34 @@ class Mapping:
         or the assistant's text). False for a record without it: ``read`` reports it (``mapping_field_missing``,
         the call is lost) unless a later record repeats the input with its output."""
         found = jsonpath(record, self.response or "$")
+        if self.response and "[*]" in self.response and found:  # sampled answers to one input: a call each
+            before = len(chains.added)
+            for i, (where, out) in enumerate(found):
+                sample = replace(conv, id=f"{conv.id}/sample{i}") if len(found) > 1 else conv
+                if out is not None:
+                    self._add_answer(chains, record, sample, where, answer_as_written(record, where, out), reading)
+            chains.samples.update(id(a.call) for a in chains.added[before:])  # two equal samples are no repeat
+            return any(out is not None for _, out in found)
         out = found[0][1] if found else ABSENT
         if out is ABSENT or out is None:
             return False  # reported by ``read`` unless a later record holds this call's output
-        out = answer_as_written(record, self.response or "$", out)
+        self._add_answer(chains, record, conv, found[0][0], answer_as_written(record, self.response or "$", out),
+                         reading)
+        return True
+
+    def _add_answer(self, chains: CallChains, record: Any, conv: Conversation, where: str, out: Any,
+                    reading: Reading) -> None:
+        """The output ``out`` found at ``where`` read as ``conv``'s answer (see ``_add_call``)."""
         if self._continuation(out):
-            return self._add_continuation(chains, record, conv, found[0][0], out, reading)
+            self._add_continuation(chains, record, conv, where, out, reading)
+            return
         raws = out if isinstance(out, list) else [out]
         parts: list = []
         if self.items == "openai_responses":
             raws, parts = [], [p for m in items_to_messages(out if isinstance(out, list) else [out]) for p in m.parts]
         for i, raw in enumerate(raws):
             if isinstance(raw, dict):
-                parts += self._message(raw, "assistant", f"{found[0][0]}[{i}]", reading).parts
+                parts += self._message(raw, "assistant", f"{where}[{i}]", reading).parts
             else:
                 parts += block_parts(raw)
         model = next((m for m in (get(r, "model") for r in raws if isinstance(r, dict)) if isinstance(m, str)), None)
@@ -293,7 +308,6 @@ class Mapping:
         if not any(m.role == "assistant" for m in pieces):
             pieces = [Message("assistant", parts, model=model)]
         self._chain(chains, record, conv, pieces)  # tool results inside the output end a call
-        return True
 
     def _continuation(self, out: Any) -> bool:
         """Whether the response is the conversation's continuation: a list of messages that carry the mapping's
@@ -306,7 +320,7 @@ class Mapping:
         return ABSENT not in roles and any(isinstance(r, str) and self.roles.get(r) == "assistant" for r in roles)
 
     def _add_continuation(self, chains: CallChains, record: Any, conv: Conversation, where: str, raws: list,
-                          reading: Reading) -> bool:
+                          reading: Reading) -> None:
         """The continuation's messages read with their own roles; a message that cannot be read is reported and
         none of the record's calls is kept."""
         given = jsonpath(record, self.messages)
@@ -316,7 +330,6 @@ class Mapping:
         messages = self._messages(where, raws, reading)
         if messages is not None:
             self._chain(chains, record, conv, messages)
-        return True
 
     def _chain(self, chains: CallChains, record: Any, conv: Conversation, after: list[Message]) -> None:
         """Each assistant message of ``after`` is a call whose context is the input and what precedes it; with

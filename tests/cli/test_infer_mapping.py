@@ -162,14 +162,20 @@ def test_a_log_of_one_message_a_line_with_roles_nobody_spells_gets_a_skeleton(tm
 
 
 def test_rows_that_are_no_messages_get_no_skeleton(tmp_path):
-    """Generated rows (an id, a category, an instruction and answers): an id's values never repeat and a
-    category's are no role's spelling, so no skeleton reads the rows as messages."""
+    """Generated rows (an id, a category, an instruction and answers sampled for it): an id's values never repeat
+    and a category's are no role's spelling, so no skeleton reads the rows as messages; the answers are read as
+    samples of one prompt."""
     rows = [{"uuid": f"u{i}", "difficulty": ("easy", "hard")[i % 2], "instruction": "Write a haiku about tea.",
              "responses": ["Steam rises slowly", "Green leaves unfold"]} for i in range(4)]
     path = tmp_path / "rows.json"
     path.write_text(json.dumps(rows))
     r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(tmp_path / "rows.yaml")])
-    assert r.exit_code != 0 and "no_messages_found" in r.output and "skeleton" not in r.output
+    assert r.exit_code == 0 and "skeleton" not in r.output, r.output
+    assert "response: $.responses[*]" in (tmp_path / "rows.yaml").read_text()
+    rows[0]["responses"] = [{"text": "Steam rises slowly"}, {"score": 3}]  # no answer in the second: not guessed
+    path.write_text(json.dumps(rows))
+    r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(tmp_path / "rows.yaml")])
+    assert r.exit_code != 0 and "skeleton" not in r.output
 
 
 def test_infer_mapping_learns_from_an_example_reply(tmp_path):

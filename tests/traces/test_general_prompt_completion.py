@@ -169,3 +169,31 @@ def test_a_record_with_no_output_and_an_error_is_a_failed_request(tmp_path):
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     result = ingest([path], scrub=False)
     assert not result.report.ok and not codes(result, "warnings").count("failed_turn_skipped")
+
+
+def test_answers_sampled_for_one_prompt_are_a_call_each(tmp_path):
+    # a human-evaluation app's instances (open-instruct's: two models' completions of one prompt) and a sampler's
+    # output (several responses per instruction): each answer is its own call and conversation, equal ones too
+    rows = [{"id": "t1", "prompt": "Fix the grammar: I would of laughed.",
+             "completions": [{"model": "tulu", "completion": "I would have laughed."},
+                             {"model": "chatgpt", "completion": "I would have laughed."}]},
+            {"id": "t2", "prompt": "Name a prime.", "completions": [{"model": "tulu", "completion": "7"}]}]
+    result = ingest([_rows(tmp_path, rows, "instances.json")], scrub=False, dedup=False)  # equal ones kept
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 3, 0)
+    assert [c.completion.text for conv in result.conversations for c in conv.calls()] == [
+        "I would have laughed.", "I would have laughed.", "7"]
+    assert len({conv.id for conv in result.conversations}) == 3
+    texts = [{"instruction": "Say hi.", "responses": ["Hi!", "Hello."]}]
+    result = ingest([_rows(tmp_path, texts, "samples.json")], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (2, 2, 0)
+    assert [c.context[0].text for conv in result.conversations for c in conv.calls()] == ["Say hi."] * 2
+
+
+def test_a_sample_beside_a_long_text_of_its_own_is_not_guessed(tmp_path):
+    # UltraFeedback-like: each completion carries its own system prompt; reading only the answers would lose it
+    rows = [{"instruction": "Say hi.", "completions": [
+        {"model": "a", "custom_system_prompt": "You are a pirate. " * 20, "response": "Arr, hi!"},
+        {"model": "b", "custom_system_prompt": "You are a poet. " * 20, "response": "Hi, in rhyme."}]}]
+    result = ingest([_rows(tmp_path, rows, "feedback.json")], scrub=False)
+    assert not result.report.ok and result.conversations == []

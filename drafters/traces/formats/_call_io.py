@@ -100,12 +100,41 @@ def text_pair(record: dict) -> tuple[str, str] | None:
     ``input``, cannot be one user message without a rule the general path does not guess). A reference
     ``answer`` (an eval's ``question``/``answer``) is never the model's output."""
     ins, outs = _texts(record, TEXT_INPUT_KEYS), _texts(record, TEXT_OUTPUT_KEYS)
+    if len(ins) == 1 and not outs:
+        outs = sampled_answers(record)
     if not ins and not outs:  # each held one level down: {request: {prompt}, result: {completions: [{text}]}}
         ins = [p for k in TEXT_INPUT_KEYS if isinstance(record.get(k), dict)
                for p in _held_text(record[k], f"$.{k}", PROMPT_TEXT_KEYS)]
         outs = [p for k in TEXT_OUTPUT_KEYS + ("result",) if isinstance(record.get(k), dict)
                 for p in _held_text(record[k], f"$.{k}", ANSWER_TEXT_KEYS)]
     return (ins[0], outs[0]) if len(ins) == 1 and len(outs) == 1 else None
+
+
+#: Keys of a list of answers sampled for one prompt (open-instruct's ``completions: [{model, completion}]``,
+#: Magpie's ``responses``): each one a call of its own.
+SAMPLE_KEYS = ("completions", "responses", "outputs", "generations", "samples")
+_SAMPLE_META = 200  # characters: a longer text beside a sample's answer may be its own prompt, not guessed
+
+
+def sampled_answers(record: dict) -> list[str]:
+    """``["$.KEY[*]"]`` or ``["$.KEY[*].TEXT"]`` for the one list of sampled answers a prompt-text record holds
+    (``SAMPLE_KEYS``): non-empty texts, or objects each holding its answer under the same text key and no other
+    long text (a per-sample system prompt would be lost) and no message or tool call; else []."""
+    found = []
+    for k in SAMPLE_KEYS:
+        items = record.get(k)
+        if not isinstance(items, list) or not items:
+            continue
+        if all(isinstance(i, str) and i.strip() and not _looks_encoded(i) for i in items):
+            found.append(f"$.{k}[*]")
+        elif all(isinstance(i, dict) for i in items):
+            held = {tuple(_held_text(i, f"$.{k}[*]", ANSWER_TEXT_KEYS + ("response",))) for i in items}
+            path = next(iter(held))[0] if len(held) == 1 and len(next(iter(held))) == 1 else None
+            leaf = path.rsplit(".", 1)[-1] if path else ""
+            if path and all(key == leaf or not (isinstance(v, str) and len(v) > _SAMPLE_META) and
+                            not isinstance(v, (dict, list)) for i in items for key, v in i.items()):
+                found.append(path)
+    return found if len(found) == 1 else []
 
 
 #: Inside a prompt object (promptfoo's ``prompt: {raw, label}``, HELM's ``request: {prompt, model, ...}``), the

@@ -54,6 +54,7 @@ class CallChains:
     at: int = 0  # the ordinal of the record being read (set by the reader before ``add``)
     identical: int = 0  # exact repeats dropped whose records are identical copies (set by drop_repeats)
     groups: dict[str, LLMCall] = field(default_factory=dict)  # a mapping's group value -> its last call (the reader)
+    samples: set[int] = field(default_factory=set)  # id(call) of each of one record's sampled answers (the reader)
 
     def add(self, conv_id: str, source: Source, tools: list[ToolDef], context: list[Message],
             completion: Message, key: object = None) -> LLMCall:
@@ -92,6 +93,8 @@ class CallChains:
             for notes in (self.kinds, self.records, self.positions):
                 if id(old.call) in notes:
                     notes[id(new.call)] = notes.pop(id(old.call))
+            if id(old.call) in self.samples:
+                self.samples.add(id(new.call))
         self.chains, self.added = replay.chains, replay.added
         return True
 
@@ -114,13 +117,18 @@ class CallChains:
                        and same_messages(call.context, d.context[:n])
                        and (len(d.context) > n and not same_messages(d.context[n:n + 1], [call.completion])
                             or len(d.context) == n and self.chains.index(other) < self.chains.index(c))
-                       and not self._made_twice(call, d) for d in other.calls):
+                       and not self._made_twice(call, d) and not self._samples_of_one(call, d) for d in other.calls):
                     self.chains.remove(c)
                     dropped += 1
                     rec = self.records.get(id(call))
                     self.identical += rec is not None and any(self.records.get(id(d)) == rec for d in other.calls)
                     break
         return dropped
+
+    def _samples_of_one(self, a: LLMCall, b: LLMCall) -> bool:
+        """Whether two calls are sampled answers of one record (two models answering one prompt alike)."""
+        return id(a) in self.samples and id(b) in self.samples and \
+            self.positions.get(id(a)) == self.positions.get(id(b))
 
     def _made_twice(self, a: LLMCall, b: LLMCall) -> bool:
         """Whether two calls come from identical records that other records separate in the log."""
