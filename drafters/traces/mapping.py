@@ -61,6 +61,7 @@ from drafters.traces.formats._spellings import (
     failed_turn,
     get,
     is_pair_history,
+    lc_messages,
     response_id,
     role_of,
     summary_texts,
@@ -111,6 +112,7 @@ class Mapping:
     observation: str | None = None  # key of an agent step (assistant message) holding its tool calls' result
     prompt: dict[str, str] = field(default_factory=dict)  # {system|user: JSONPath}: messages put before the list
     unflatten: bool = False  # records' dotted keys (span attributes "llm.input_messages.0.message.role") nested
+    nested: str | None = None  # key of a record's nested runs (a run tree's child_runs): records of their own
     items: str = "messages"  # messages | openai_responses (the list holds Responses API items, not messages)
     tree: dict[str, str] = field(default_factory=dict)  # {parent, children, message, id, current}: a message tree
     label: str | None = None  # the format name in reports (the general path's "generic"); default mapping:NAME
@@ -132,9 +134,9 @@ class Mapping:
         """The mapping as a mapping file's content (``mapping_from_dict`` inverts it); defaults left out."""
         defaults = Mapping("", "$", "", {})
         out: dict[str, Any] = {"name": self.name}
-        for key in ("records", "lists", "messages", "group", "role", "roles", "content", "reasoning", "tool_calls", "tool_call",
-                    "tool_result", "observation", "response", "prompt", "tools", "id", "unflatten", "items", "tree",
-                    "adjacent_answers"):
+        for key in ("records", "lists", "nested", "messages", "group", "role", "roles", "content", "reasoning",
+                    "tool_calls", "tool_call", "tool_result", "observation", "response", "prompt", "tools", "id",
+                    "unflatten", "items", "tree", "adjacent_answers"):
             value = getattr(self, key)
             if value != getattr(defaults, key) or key in ("messages", "role", "roles"):
                 out[key] = value
@@ -153,6 +155,7 @@ class Mapping:
         stem = filename.rsplit("/", 1)[-1]
         if self.unflatten:
             records = ((source, unflatten(record)) for source, record in records)
+        records = ((source, lc_messages(record)) for source, record in records)  # LangChain's dumpd: the messages
         reading_uses = self._optional_uses()
         record_paths = [PathUse(name, path, "record") for name, path in
                         (("tools", self.tools), ("id", self.id), ("response", self.response),
@@ -165,7 +168,7 @@ class Mapping:
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
             merged = other_events = failed_exchanges = 0
             exchanges = True  # every record a recorded HTTP exchange: each one a request sent, none a restatement
-            for at, (source, record) in enumerate(expanded(records, self.records, self.lists)):
+            for at, (source, record) in enumerate(expanded(records, self.records, self.lists, self.nested)):
                 if chains is not None:
                     chains.at = at
                 if _exchanges.failed(record):

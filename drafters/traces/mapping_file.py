@@ -17,7 +17,7 @@ from drafters.traces.report import TraceError
 _ROLES = ("system", "user", "assistant", "tool")
 _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
          "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten", "items", "tree",
-         "adjacent_answers", "lists"}
+         "adjacent_answers", "lists", "nested"}
 _TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
               "observation", "lists")
 _RECORDS = ("each", "file", "messages", "lists", "entries", "values")
@@ -125,7 +125,7 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping | TextMappin
         tool_calls=data.get("tool_calls"), tool_call={**defaults.tool_call, **(data.get("tool_call") or {})},
         tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
         id=data.get("id"), records=data.get("records") or "each", lists=data.get("lists") or "$",
-        group=data.get("group"),
+        group=data.get("group"), nested=data.get("nested"),
         response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}),
         unflatten=bool(data.get("unflatten", False)), items=data.get("items") or "messages",
         tree=dict(data.get("tree") or {}), adjacent_answers=data.get("adjacent_answers") or "separate")
@@ -138,6 +138,9 @@ def _check_shape_keys(data: dict, bad) -> None:
         raise bad("records", f"one of {', '.join(_RECORDS)}")
     if data.get("lists") and data.get("records") != "lists":
         raise bad("lists", "only with records: lists (it says where the object of lists of records is)")
+    if data.get("nested") is not None and (not isinstance(data["nested"], str) or not data["nested"]
+                                           or data.get("records") in ("messages", "file")):
+        raise bad("nested", "a key (a run's child runs: child_runs), with records each, lists, entries or values")
     if data.get("group") and data.get("records") != "messages" and not data.get("response"):
         raise bad("group", "only with records: messages (it says which message records form one conversation) or "
                   "with response (records of a prompt text and its response continuing one conversation)")

@@ -1,7 +1,7 @@
 """The records a declared mapping reads (``Mapping.records``, drafters/traces/mapping.py): a file's lines, array
 items or document (``each``, ``messages``), a table's rows, the whole file as one record (``file``), the items of a
 batch's lists (``lists``, at the object ``Mapping.lists`` names) or a response cache's entries (``entries``,
-``formats/_entries.py``). Torch-free."""
+``formats/_entries.py``), and the runs nested in each record (``nested``: a run tree's child runs). Torch-free."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from drafters.traces.formats import _reading
 from drafters.traces.formats._documents import document_records, is_document
 from drafters.traces.formats._entries import entry_records
 from drafters.traces.formats._table_rows import is_table, table_rows
+from drafters.traces.formats._spellings import is_message
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.json_paths import child_path, jsonpath
 from drafters.traces.model import Source
@@ -38,16 +39,52 @@ def file_records(stream: IO[str], filename: str, problems: ProblemSink, fmt: str
     yield from document_records(stream, filename, problems, fmt)
 
 
-def expanded(records: Iterator[tuple[Source, Any]], mode: str, lists: str = "$") -> Iterator[tuple[Source, Any]]:
+def expanded(records: Iterator[tuple[Source, Any]], mode: str, lists: str = "$",
+             nested: str | None = None) -> Iterator[tuple[Source, Any]]:
     """The records a mapping reads one by one: each batch list's items (``lists``), each cache entry
-    (``entries``), each value of an object of records (``values``), else the records as they are."""
+    (``entries``), each value of an object of records (``values``), else the records as they are; with
+    ``nested``, each of those followed by the runs nested under that key (``nested_records``)."""
     if mode == "lists":
-        return batch_items(records, lists)
-    if mode == "entries":
-        return entry_records(records)
-    if mode == "values":
-        return value_records(records)
-    return records
+        records = batch_items(records, lists)
+    elif mode == "entries":
+        records = entry_records(records)
+    elif mode == "values":
+        records = value_records(records)
+    return nested_records(records, nested) if nested else records
+
+
+#: Keys under which a run tree keeps a run's child runs (LangSmith's ``child_runs``, a tracer's ``children``).
+NESTED_KEYS = ("child_runs", "childRuns", "children", "child_spans", "childSpans", "child_calls", "childCalls",
+               "sub_runs", "subruns", "spans")
+
+
+def nested_key(values: list) -> str | None:
+    """The key under which records nest runs of their own kind (``NESTED_KEYS``): a list of objects that are no
+    messages and share at least two other keys with their parent (a chain run's ``child_runs``: its LLM and tool
+    runs), in some record of ``values``; None when no record nests runs."""
+    for key in NESTED_KEYS:
+        for v in values:
+            kids = v.get(key) if isinstance(v, dict) and not is_message(v) else None
+            if isinstance(kids, list) and kids and all(
+                    isinstance(k, dict) and not is_message(k) and len((set(k) & set(v)) - {key}) >= 2 for k in kids):
+                return key
+    return None
+
+
+def nested_records(records: Iterator[tuple[Source, Any]], key: str) -> Iterator[tuple[Source, Any]]:
+    """``nested: KEY``: each record without its ``KEY`` list, then each run in it, depth first (a run tree's
+    runs in the order they started), at its path (``$.child_runs[0].child_runs[1]``). Iterative: the depth is the
+    parser's to bound."""
+    for source, value in records:
+        stack = [(source.record or "$", value)]
+        while stack:
+            path, node = stack.pop()
+            kids = node.get(key) if isinstance(node, dict) else None
+            if not isinstance(kids, list):
+                yield replace(source, record=path), node
+                continue
+            yield replace(source, record=path), {k: v for k, v in node.items() if k != key}
+            stack.extend(reversed([(f"{path}.{key}[{i}]", kid) for i, kid in enumerate(kids)]))
 
 
 def value_records(records: Iterator[tuple[Source, Any]]) -> Iterator[tuple[Source, Any]]:

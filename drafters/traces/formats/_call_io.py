@@ -244,8 +244,9 @@ _CALL_KEYS = frozenset({*INPUT_KEYS, *OUTPUT_KEYS, *TEXT_INPUT_KEYS, "choices", 
 
 
 #: Where a span says its kind (OpenInference's attribute, or the exporter's field), and the kinds that are no LLM call.
-SPAN_KIND_KEYS = ("openinference.span.kind", "span_kind", "spanKind")
-OTHER_SPANS = frozenset({"chain", "agent", "tool", "retriever", "embedding", "reranker", "guardrail", "evaluator"})
+SPAN_KIND_KEYS = ("openinference.span.kind", "span_kind", "spanKind", "run_type")  # run_type: LangSmith's runs
+OTHER_SPANS = frozenset({"chain", "agent", "tool", "retriever", "embedding", "reranker", "guardrail", "evaluator",
+                         "prompt", "parser"})
 
 
 def other_span(record: Any) -> bool:
@@ -313,6 +314,8 @@ def _assistant_at(value: Any, path: str) -> list[str]:
     its first item's message."""
     if isinstance(value, dict) and "message" not in value and role_value(value, role_key([value]) or "") == "assistant":
         return [path]
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
+        return _assistant_at(value[0], f"{path}[0]")  # a batch of one prompt's generations (LangChain's LLMResult)
     hits = []
     if isinstance(value, list) and value and all(isinstance(m, dict) for m in value) and role_key(value) and \
             any(role_value(m, role_key(value) or "") == "assistant" for m in value):

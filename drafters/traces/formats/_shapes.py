@@ -14,6 +14,9 @@ and ``tracedraft datasets infer-mapping FILE`` can write it for the user to corr
 - ``file_list``: the file is the message list (a top-level array of messages);
 - ``record_lists``: each record holds one message list (``messages``, ``conversations``, ``turns``, ...).
 
+Records that nest runs of their own kind (a run tree's ``child_runs``, ``mapping_records.nested_key``) are read
+as those runs, each a record of one of these shapes (mapping key ``nested``).
+
 Lists of OpenAI Responses API items (``function_call``, ``function_call_output``, ``reasoning`` beside
 messages) are recognised in each of these places and read with ``items: openai_responses``.
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from itertools import islice
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -72,6 +76,7 @@ from drafters.traces.handoff import handed_off
 from drafters.traces.json_paths import child_path, jsonpath, root_key, unflatten
 from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import mapping_from_dict
+from drafters.traces.mapping_records import nested_key, nested_records
 from drafters.traces.report import TraceError
 
 ENVELOPES = ("data", "payload", "event", "record", "state", "message", "item", "body", "entry", "turn")
@@ -190,6 +195,11 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
     values = [decoded_tree(v) for _, v in records[:SAMPLE]]
     if not values:
         return None
+    nested = nested_key(values)
+    if nested is not None:  # a run tree: its runs are the records (a chain run, its LLM and tool runs)
+        got = infer(list(islice(nested_records(iter(records), nested), SAMPLE)), name)
+        if isinstance(got, Inferred) and got.mapping.records == "each":
+            return replace(got, mapping=replace(got.mapping, nested=nested))
     array_doc = records[0][0].record == "$[0]"
     if len(values) == 1 and is_cache(values[0]):  # a response cache: each entry one call
         try:

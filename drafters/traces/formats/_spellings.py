@@ -594,6 +594,22 @@ def lc_message(value: dict) -> dict | None:
     return {"role": ident[-1], **{k: v for k, v in kwargs.items() if k != "role"}}
 
 
+def lc_messages(value: Any, depth: int = 0) -> Any:
+    """``value`` with every LangChain message serialized by ``dumpd`` replaced by the message it holds
+    (``lc_message``), at any depth (a LangSmith run tree's LLM runs: ``inputs.messages[0][0]``,
+    ``outputs.generations[0][0].message``); unchanged objects are returned as they are."""
+    if depth > 64 or not isinstance(value, (dict, list)):
+        return value
+    if isinstance(value, dict):
+        held = lc_message(value)
+        if held is not None:
+            value = held
+        new = {k: lc_messages(v, depth + 1) for k, v in value.items()}
+        return value if held is None and all(new[k] is v for k, v in value.items()) else new
+    items = [lc_messages(v, depth + 1) for v in value]
+    return value if all(a is b for a, b in zip(items, value)) else items
+
+
 def _variant(item: Any) -> tuple[str, dict] | None:
     """(tag, object) of an item that is one externally tagged variant: exactly one key holding an object that
     is a message or named as a result, beside metadata keys holding no message (Forge's ``usage``)."""

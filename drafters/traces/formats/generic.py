@@ -58,6 +58,7 @@ from drafters.traces.formats._spellings import (
     first,
     get,
     keyed_by_id,
+    lc_messages,
     newest_first,
     pair_turns,
     result_parts,
@@ -349,7 +350,7 @@ def _as_read(value: Any) -> Any:
     value = _exchanges.without_failed(value)[0]
     if value is None:
         return None
-    value = untagged_variants(_streams.joined_tree(named_speakers(value)[0])[0])
+    value = untagged_variants(lc_messages(_streams.joined_tree(named_speakers(value)[0])[0]))
     return contents_shorthand(pair_turns(typed_calls(value)))
 
 
@@ -373,7 +374,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     (``_spellings.contents_shorthand``), messages typed as calls or results as those (``_typed_messages``), named
     speakers beside a user as the model's agents (``_named_speakers``); recorded HTTP exchanges whose status is an
     error are skipped (``_exchanges``)."""
-    records = ((source, contents_shorthand(pair_turns(typed_calls(value))))
+    records = ((source, contents_shorthand(pair_turns(typed_calls(lc_messages(value)))))
                for source, value in _named_records(_exchanges_kept(records, problems), filename, problems))
     sample = list(islice(records, _shapes.SAMPLE))
     if _step_events.is_step_log([v for _, v in sample]):  # model output logged as loop step events
@@ -397,6 +398,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     if shape is not None and (shape.shape not in ("record_lists", "file_list") or shape.mapping.items != "messages"
                               or wrapped or shape.mapping.observation  # observations: only the mapping reads them
                               or "[*]" in shape.mapping.messages  # one list per item of an array: the mapping
+                              or shape.mapping.nested  # runs nested in records: the mapping takes them out
                               or shape.mapping.role not in ROLE_KEYS):  # a boolean role key: the mapping
         rest = chain(sample, records)
         if shape.mapping.records == "file":  # the file is the list: its items are one record

@@ -1,0 +1,87 @@
+"""Run trees (issue 30; docs/traces.md, "Run trees"): a tracer that keeps a run's child runs inside it (LangSmith's
+``Run`` with ``child_runs``: a chain run, its LLM runs and tool runs) is read as those runs, each a record of its
+own (mapping key ``nested``), runs of another kind than an LLM call (``run_type: chain | tool``) not read. An LLM
+run's messages serialized by LangChain's ``dumpd`` (``{"lc": 1, "type": "constructor", "id": [..., "HumanMessage"],
+"kwargs": {...}}``) are the messages they hold, and its output is the message of the one generation of its
+``LLMResult`` (``outputs.generations[0][0].message``).
+
+Fixture ``fixtures/shapes/run_tree_langchain.json``: hand-made after LangSmith's ``Run`` schema, not a copy of a
+real file.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drafters.traces.infer import infer_mapping, mapping_yaml
+from drafters.traces.ingest import ingest
+from drafters.traces.mapping_file import load_mapping
+from drafters.traces.report import TraceError
+
+from .conftest import codes, totals
+from .test_bad_input import SHAPES
+
+TREE = SHAPES / "run_tree_langchain.json"
+
+
+def _calls(result):
+    return [c for conv in result.conversations for c in conv.calls()]
+
+
+def test_a_run_tree_is_read_as_its_llm_runs_chained():
+    result = ingest([TREE], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 1)
+    first, second = _calls(result)
+    assert [m.role for m in first.context] == ["system", "user"]
+    assert [(p.name, p.arguments) for p in first.completion.tool_calls] == [("search", {"q": "Oslo"})]
+    assert [m.role for m in second.context] == ["system", "user", "assistant", "tool"]
+    assert second.completion.text == "It is -3C in Oslo."
+    assert "records_not_calls" in codes(result, "warnings")  # the chain run and the tool run
+    assert '"nested":"child_runs"' in next(w.message for w in result.report.warnings if w.code == "generic_mapping")
+
+
+def test_the_inferred_mapping_reads_the_tree_the_same_way(tmp_path):
+    inferred = infer_mapping(TREE)
+    assert inferred.mapping.nested == "child_runs"
+    assert inferred.mapping.response == "$.outputs.generations[0][0].message"
+    path = tmp_path / "tree.mapping.yaml"
+    path.write_text(mapping_yaml(inferred))
+    declared = ingest([TREE], scrub=False, mapping=path)
+    assert declared.report.ok, codes(declared)
+    general = ingest([TREE], scrub=False)
+    assert [(c.completion.text, len(c.context)) for c in _calls(declared)] == \
+        [(c.completion.text, len(c.context)) for c in _calls(general)]
+
+
+def test_runs_nested_two_levels_deep_and_several_trees(tmp_path):
+    tree = json.loads(TREE.read_text())
+    agent = {**tree, "id": "agent", "run_type": "chain", "child_runs": tree["child_runs"]}
+    outer = {**tree, "id": "outer", "child_runs": [agent]}
+    other = json.loads(json.dumps(outer).replace("Oslo", "Lima"))
+    path = tmp_path / "trees.json"
+    path.write_text(json.dumps([outer, other]))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (2, 4, 2)
+
+
+def test_a_message_tree_is_not_a_run_tree(tmp_path):
+    # messages nesting their replies (a chat export's branches) are a message tree, never flattened into one line
+    doc = {"id": "c1", "title": "t", "messages": [{"role": "user", "content": "Hi", "children": [
+        {"role": "assistant", "content": "Hello", "children": []},
+        {"role": "assistant", "content": "Hey", "children": []}]}]}
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False)
+    assert '"nested"' not in " ".join(w.message for w in result.report.warnings)
+
+
+def test_nested_is_a_key_for_records_read_one_by_one(tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text("name: m\nrecords: messages\nnested: child_runs\nmessages: $\nrole: role\nroles: {user: user}\n")
+    with pytest.raises(TraceError) as err:
+        load_mapping(path)
+    assert err.value.code == "bad_mapping" and "nested" in str(err.value)
