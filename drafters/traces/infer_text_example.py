@@ -17,7 +17,11 @@ assistant's marker, decorated lines first, nearest first:
 - conversations: one a prompt where the second prompt begins with the whole first one (each prompt sent whole: a
   retry, an agent's next step), else one a section not read right before every prompt (``Test: casual`` above each
   ``Input:``), else one a repeated heading of another form above the user's marker, any number
-  in it (``## Example 3``), else one a file.
+  in it (``## Example 3``), else one a prompt where the first two open alike (a template filled for each call),
+  else one a file.
+
+A logging library's entries (``LOG_PREFIX``: ``2024-02-29 22:58:19 [INFO] Code generated:``) are markers by the
+label behind the prefix; every entry no learned label names (each prefix a ``skip`` marker) is not read.
 
 An example inside a JSON string of a log is refused. Each reading is checked by reading the file with it: no error,
 the example in one of the assistant's messages. docs/traces.md, "A mapping learned from one reply". Torch-free,
@@ -70,6 +74,18 @@ _IN_JSON_STRING = re.compile(r'^\s*"[^"]{1,60}"\s*:\s*"')  # a log's JSON member
 _ID_LABEL = re.compile(r"\b(?:conversation|session|thread|chat)(?:[ _-]?id)?\s*[:=]", re.IGNORECASE)
 #: A heading up to its first number (a date and time, ISO's ``2025-03-14T09:12:03Z`` too: one).
 _NUMBERED = re.compile(r"^\D*\d(?:(?:[\d\s:./_-]|(?<=\d)T(?=\d))*\d)?Z?")
+_TIME = r"\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\]?"
+_LEVEL = r"\[?(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|TRACE|NOTICE)\]?"
+#: A logging library's entry prefix: a time, the logger's fields and a level (``2025-04-16 21:58:17,510 - agent -
+#: INFO - ``, ``2024-02-29 22:58:19 [INFO] ``, loguru's ``... | INFO | mod:fn:42 - ``), or ``INFO:root:``.
+LOG_PREFIX = re.compile(
+    rf"^(?:(?:{_TIME}(?:\s*(?:[-|]\s*)?(?:[\w.<>]+\s*[-|:]?\s*){{0,2}}?{_LEVEL}"
+    rf"(?:\s*[-|]\s*[\w.<>]+(?::[\w.<>]+)+)?)?|{_LEVEL}(?:\s*{_TIME})?)\s*[-|:]?\s+"
+    rf"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:\s*)")
+#: A log's entry prefixes beyond which the entries not otherwise named are not told apart (not learned).
+MAX_PREFIXES = 12
+#: The opening (characters) two prompts share when each is sent whole (a template filled for each call).
+SHARED_OPENING = 40
 
 
 @dataclass(frozen=True)
@@ -122,6 +138,12 @@ def learn_text_mapping(path: str | os.PathLike[str], want: str, name: str) -> Te
                                               "the prompts (a label naming the user's side, or a speaker it answers)")
             continue
         roles = {user.key: "user", reply.key: "assistant", **_others(markers, counts, reply, user)}
+        if LOG_PREFIX.match(reply.key):  # a log's entries: events, but for the prompt, the reply and a system prompt
+            entries = _entry_prefixes(lines)
+            if entries is None:
+                first_problem = first_problem or f"more than {MAX_PREFIXES} kinds of log entry prefix"
+                continue
+            roles = {**entries, **{k: r for k, r in roles.items() if k in (user.key, reply.key) or r == "system"}}
         mapping = TextMapping(name, roles)
         conversation, why, named = _conversation(mapping, lines, markers, counts, user, path)
         mapping = TextMapping(name, roles, conversation, conversation_id=named)
@@ -139,10 +161,15 @@ def learn_text_mapping(path: str | os.PathLike[str], want: str, name: str) -> Te
 
 
 def _markers(lines: list[str]) -> list[_Marker]:
-    """The marker-shaped lines outside code blocks (fenced or indented), in file order."""
+    """The marker-shaped lines outside code blocks (fenced or indented), in file order; behind a logging library's
+    entry prefix (``LOG_PREFIX``), the label opening the entry, keyed with the prefix (its numbers any number: the
+    first entry's prefix keys every entry of that logger and level)."""
     out, fenced = [], fenced_lines(lines)
+    canonical: dict[str, str] = {}  # a logged key with its numbers as 0 -> the first such key
     for i, line in enumerate(lines):
-        text = line.strip()
+        logged = None if fenced[i] or INDENTED_CODE.match(line) else LOG_PREFIX.match(line.strip())
+        prefix = logged.group() if logged else ""
+        text = line.strip()[len(prefix):]
         if fenced[i] or not text or INDENTED_CODE.match(line) or len(text) > MAX_MARKER_LINE and not (
                 _INLINE.match(text) or len(text) <= MAX_HEADING_LINE and text.startswith("#")):
             continue  # a long line is text, unless a label opens it or it is a heading (a log entry's, with its ids)
@@ -152,8 +179,23 @@ def _markers(lines: list[str]) -> list[_Marker]:
                  ) if key else None
         if key and label and re.search("[A-Za-z]", label):
             form = re.sub(r"(\S)\1{3,}", r"\1\1\1", key.replace(label, "L"))  # rules of any length alike
+            if prefix:
+                key = canonical.setdefault(re.sub(r"\d+", "0", prefix + key), prefix + key)
+                form = re.sub(r"\d+", "0", prefix) + form
             out.append(_Marker(i, key, form, " ".join(label.lower().split())))
     return out
+
+
+def _entry_prefixes(lines: list[str]) -> dict[str, str] | None:
+    """Each logging entry prefix of the file (the first of each with its numbers as any number, stripped) as a
+    ``skip`` marker: the entries no label names (``Executing step 2``) are no message's text. None past
+    ``MAX_PREFIXES``."""
+    found: dict[str, str] = {}
+    for line in lines:
+        logged = LOG_PREFIX.match(line.strip())
+        if logged and logged.group().strip():
+            found.setdefault(re.sub(r"\d+", "0", logged.group().strip()), logged.group().strip())
+    return {p: "skip" for p in found.values()} if len(found) <= MAX_PREFIXES else None
 
 
 def _candidates(markers: list[_Marker], lines: list[str], places: list[int]) -> Iterator[tuple[int, _Marker]]:
@@ -282,6 +324,10 @@ def _conversation(mapping: TextMapping, lines: list[str], markers: list[_Marker]
                 named = len({TextMapping("", {}, stem, conversation_id=label.group()).names(x) for x in opening})
                 return stem, f"{why}; those naming the same {label.group()!r} continue one ({named})", label.group()
             return stem, why, None
+    if len(prompts) >= 2 and len(os.path.commonprefix(prompts[:2])) >= SHARED_OPENING:
+        return user.key, (f"# the first two prompts open alike ({len(os.path.commonprefix(prompts[:2]))} characters: "
+                          f"a template filled for each call, each prompt sent whole): each {user.key!r} opens a new "
+                          "conversation"), None
     return None, ("# one conversation: every reply's context is everything before it; if the calls are independent, "
                   "declare the line opening each as conversation:"), None
 
@@ -302,7 +348,7 @@ def _headings_in_replies(markers: list[_Marker], counts: Counter, reply: _Marker
     """A ``# CHECK`` comment naming lines of the reply's form seen once after it that open no section of the
     mapping: read as the reply's text."""
     once = [m for m in markers if m.form == reply.form and m.line > reply.line and counts[m.key] == 1
-            and m.key not in mapping.markers]
+            and mapping.opens(m.key) is None]
     if not once:
         return []
     named = ", ".join(f"{m.key!r} (line {m.line + 1})" for m in once[:4])

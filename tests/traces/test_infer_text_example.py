@@ -246,3 +246,43 @@ def test_a_label_inside_prompts_stays_prompt_text_and_a_role_label_once_is_its_r
     convs, calls = _calls(path, learned)
     assert len(calls) == 3 and calls[0].context[0].role == "system"
     assert calls[1].context[-1].text == "The testbench failed.\nHint: Output 'y' has 3 mismatches.\nFix it."
+
+
+def test_a_logging_librarys_entries_learned_behind_their_prefix():
+    """PandasAI's ``pandasai.log``: every entry opens with ``<date> <time> [INFO]``; the reply is the ``Code
+    generated:`` entry and its prompt the ``Prompt used:`` entry (the prefix's numbers any number), every other entry
+    (pipeline steps, ``Question:``, ``Answer:``, HTTP requests) is not read; the prompts, a template filled for each
+    question, open alike, so each opens a conversation of one call."""
+    path = LEARNED / "pandasai-log__pandas-ai-streamlit__pandasai.log"
+    learned = learn_mapping(path, '"value": f"The average price is ${average_price:.2f}."')
+    markers = learned.mapping["text"]["markers"]
+    assert markers["2024-02-29 23:00:58 [INFO] Code generated:"] == "assistant"
+    assert markers["2024-02-29 23:00:58 [INFO] Prompt used:"] == "user"
+    assert markers["2024-02-29 22:58:19 [INFO]"] == "skip" and set(markers.values()) == {"user", "assistant", "skip"}
+    assert learned.mapping["text"]["conversation"] == "2024-02-29 23:00:58 [INFO] Prompt used:"
+    convs, calls = _calls(path, learned)
+    text = path.read_text(encoding="utf-8")
+    replies = [s.strip() for s in re.findall(r"\[INFO\] Code generated:\n(.*?)^\d{4}-", text, re.MULTILINE | re.DOTALL)]
+    assert len(convs) == len(calls) == len(replies) == 5
+    assert [" ".join(c.completion.text.split()) for c in calls] == [" ".join(r.split()) for r in replies]
+    assert all(c.context[0].text.startswith("dfs[0]:") and "Answer:" not in c.context[0].text for c in calls)
+
+
+@pytest.mark.parametrize("prefix", ["2024-05-01 12:00:00,123 - agent - INFO - ",
+                                    "2024-05-01 12:00:00.123 | INFO     | agent.loop:step:42 - ", "INFO:agent:"])
+def test_log_entries_of_other_layouts(tmp_path, prefix):
+    def entry(text):
+        return prefix.replace("00.123", "07.5").replace(",123", ",457") + text
+    log = "\n".join([entry("Starting episode 1"), entry("Prompt: You are playing Minecraft. Your inventory is empty."),
+                     "What do you do next?", entry("Response: I will mine wood from the nearest oak tree."),
+                     entry("Executing action: mine_wood"),
+                     entry("Prompt: You are playing Minecraft. Your inventory has 3 oak logs."), "What do you do next?",
+                     entry("Response: I will craft planks."), entry("Episode finished, reward 1.0")]) + "\n"
+    path = tmp_path / "agent.log"
+    path.write_text(log)
+    learned = learn_mapping(path, "I will mine wood from the nearest")
+    convs, calls = _calls(path, learned)
+    assert [c.completion.text for c in calls] == ["I will mine wood from the nearest oak tree.", "I will craft planks."]
+    assert [c.context[0].text for c in calls][1] == "You are playing Minecraft. Your inventory has 3 oak logs.\n" \
+        "What do you do next?"
+    assert len(convs) == 2 and all(len(c.context) == 1 for c in calls)  # each prompt sent whole (they open alike)
