@@ -39,7 +39,7 @@ from drafters.traces.formats._call_io import message_lists
 from drafters.traces.formats._shapes import call_keys, calls_not_read, message_keys
 from drafters.traces.formats._spellings import CALL_KEYS, get, role_of
 from drafters.traces.infer import general_path_errors, losses
-from drafters.traces.infer_text_example import learn_text_mapping
+from drafters.traces.infer_text_example import RESTATED, learn_text_mapping
 from drafters.traces.json_paths import child_path, jsonpath
 from drafters.traces.mapping_records import file_records
 from drafters.traces.report import Problem, TraceError, ValidationReport
@@ -132,7 +132,7 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
             problem = (f"tool calls under {', '.join(lost)} would not be read" if lost else
                        _check(path, learned.mapping, want, siblings, refused))
             if problem is None:
-                return learned
+                return _with_whole_prompts(path, learned)
             first_problem = first_problem or f"{learned.found_at}: {problem}"
     if unnamed is not None:
         return unnamed
@@ -517,6 +517,32 @@ def _lost_calls(mapping: dict[str, Any], sample: list) -> list[str]:
     return calls_not_read(msgs, sorted({k for m in msgs for k in m if k not in read}))
 
 
+def _conversations(path: str | os.PathLike[str], declared: Any, problems: ValidationReport) -> list:
+    """The file's first conversations as the declared mapping reads them (problems reported to ``problems``)."""
+    with tio.open_text(path) as stream:
+        return list(islice(declared.format().parse(stream, str(path), problems), CHECK_CONVERSATIONS))
+
+
+def _with_whole_prompts(path: str | os.PathLike[str], learned: Learned) -> Learned:
+    """``learned`` with ``whole_prompts: true`` where the second prompt of a conversation it reads opens like the
+    first for ``RESTATED`` characters or more (a long instruction rebuilt for every call, quoting earlier answers as
+    text: each prompt sent whole, not a chat's next turn), said in a comment; else as it is."""
+    from drafters.traces.mapping_file import mapping_from_dict
+
+    if "response" in learned.mapping:
+        return learned  # a call's input and output side by side: its calls are explicit
+    convs = _conversations(path, mapping_from_dict(learned.mapping), ValidationReport())
+    prompts = next(([m.text for m in c.messages if m.role == "user"] for c in convs
+                    if sum(m.role == "user" for m in c.messages) >= 2), [])
+    shared = len(os.path.commonprefix(prompts[:2])) if len(prompts) >= 2 else 0
+    if shared < RESTATED:
+        return learned
+    note = (f"# the first two prompts open alike ({shared} characters: an instruction rebuilt for every call, each "
+            "prompt sent whole): each prompt opens a new conversation (whole_prompts); remove it if they continue a "
+            "chat")
+    return Learned({**learned.mapping, "whole_prompts": True}, learned.found_at, learned.unnamed, [*learned.notes, note])
+
+
 def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, siblings: list[str],
            refused: list[Problem]) -> str | None:
     """None when ``mapping`` reads the file's first conversations without an error, with the example as one of
@@ -530,10 +556,8 @@ def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, sib
         declared = mapping_from_dict(mapping)
     except TraceError as exc:
         return f"{exc.code}: {exc.message}"
-    fmt = declared.format()
     problems = ValidationReport()
-    with tio.open_text(path) as stream:
-        convs = list(islice(fmt.parse(stream, str(path), problems), CHECK_CONVERSATIONS))
+    convs = _conversations(path, declared, problems)
     if problems.errors:
         return f"{problems.errors[0].code}: {problems.errors[0].message}"
     replies = [m for conv in convs for m in conv.messages if m.role == "assistant"] + [

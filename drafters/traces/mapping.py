@@ -68,7 +68,13 @@ from drafters.traces.formats._spellings import (
 )
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system, system_not_read, system_text
 from drafters.traces.formats._text_calls import with_text_tool_calls
-from drafters.traces.formats._turns import join_turns, link_lone_results, split_at_results, warn_joined
+from drafters.traces.formats._turns import (
+    join_turns,
+    link_lone_results,
+    split_at_results,
+    warn_joined,
+    whole_prompts,
+)
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off, result_list
@@ -119,6 +125,7 @@ class Mapping:
     # two unflagged assistant messages with nothing between them: separate (two calls), join (one) or refuse
     # (ambiguous_turns, as the general path reads and infer-mapping writes; formats/_turns.py)
     adjacent_answers: str = "separate"
+    whole_prompts: bool = False  # each prompt sent whole (rebuilt for every call): it opens a new conversation
 
     def format(self) -> TraceFormat:
         """A ``TraceFormat`` that reads files with this mapping (its sniffer accepts every file)."""
@@ -136,7 +143,7 @@ class Mapping:
         out: dict[str, Any] = {"name": self.name}
         for key in ("records", "lists", "nested", "messages", "group", "role", "roles", "content", "reasoning",
                     "tool_calls", "tool_call", "tool_result", "observation", "response", "prompt", "tools", "id",
-                    "unflatten", "items", "tree", "adjacent_answers"):
+                    "unflatten", "items", "tree", "adjacent_answers", "whole_prompts"):
             value = getattr(self, key)
             if value != getattr(defaults, key) or key in ("messages", "role", "roles"):
                 out[key] = value
@@ -150,7 +157,13 @@ class Mapping:
     def read(self, records: Iterator[tuple[Source, Any]], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
         """The conversations of a file's records: one per message list the ``messages`` path finds in each
         record; with ``records: messages`` one per run of message records (``group``); with ``response`` the
-        calls, chained into conversations (``formats._chains``)."""
+        calls, chained into conversations (``formats._chains``); with ``whole_prompts`` each cut before every
+        prompt that follows a reply (``formats._turns.whole_prompts``)."""
+        for conv in self._read(records, filename, problems):
+            yield from whole_prompts(conv) if self.whole_prompts else [conv]
+
+    def _read(self, records: Iterator[tuple[Source, Any]], filename: str, problems: ProblemSink
+              ) -> Iterator[Conversation]:
         fmt = self.format_name
         stem = filename.rsplit("/", 1)[-1]
         if self.unflatten:

@@ -17,7 +17,7 @@ from drafters.traces.report import TraceError
 _ROLES = ("system", "user", "assistant", "tool")
 _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
          "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten", "items", "tree",
-         "adjacent_answers", "lists", "nested"}
+         "adjacent_answers", "lists", "nested", "whole_prompts"}
 _TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
               "observation", "lists")
 _RECORDS = ("each", "file", "messages", "lists", "entries", "values")
@@ -128,7 +128,8 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping | TextMappin
         group=data.get("group"), nested=data.get("nested"),
         response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}),
         unflatten=bool(data.get("unflatten", False)), items=data.get("items") or "messages",
-        tree=dict(data.get("tree") or {}), adjacent_answers=data.get("adjacent_answers") or "separate")
+        tree=dict(data.get("tree") or {}), adjacent_answers=data.get("adjacent_answers") or "separate",
+        whole_prompts=bool(data.get("whole_prompts", False)))
 
 
 def _check_shape_keys(data: dict, bad) -> None:
@@ -166,8 +167,9 @@ def _check_shape_keys(data: dict, bad) -> None:
                  not in (None, "messages")):
         raise bad("tree", "a tree is read from records of messages (records: each or file, no response, items: "
                   "messages)")
-    if not isinstance(data.get("unflatten", False), bool):
-        raise bad("unflatten", "true or false")
+    for key in ("unflatten", "whole_prompts"):
+        if not isinstance(data.get(key, False), bool):
+            raise bad(key, "true or false")
     if data.get("items", "messages") not in _ITEMS:
         raise bad("items", f"one of {', '.join(_ITEMS)}")
 

@@ -288,3 +288,29 @@ def test_a_thought_then_a_tool_call_are_one_reply(tmp_path):
     general = ingest([str(path)], scrub=False, dedup=False)
     counts = [(len(r.conversations), sum(len(list(c.calls())) for c in r.conversations)) for r in (result, general)]
     assert result.report.ok and counts[0] == counts[1]
+
+
+def test_prompts_rebuilt_for_every_call_open_a_conversation_each(tmp_path):
+    """An algorithm-design loop's conversation log (LLaMEA's ``conversationlog.jsonl``: one message a line, the
+    driver's prompts under its own name, the model's replies under the model's): every prompt restates the long
+    task description and quotes earlier candidates as text, so each is sent whole (``whole_prompts``); a chat whose
+    second turn is short continues one conversation."""
+    task = ("You are a highly skilled computer scientist. Your task is to design novel metaheuristic algorithms to "
+            "solve black box optimization problems on the BBOB suite of 24 noiseless functions, in Python, with an "
+            "__init__(self, budget, dim) and a __call__(self, func) that optimizes the black box function. ")
+    lines = [{"role": "LLaMEA", "content": task + "Give a first algorithm."},
+             {"role": "gpt-4o", "content": "# Description: A hybrid of particle swarm and differential evolution."},
+             {"role": "LLaMEA", "content": task + "The best so far: hybrid PSO-DE (0.31). Refine it."},
+             {"role": "gpt-4o", "content": "# Description: PSO-DE with adaptive inertia."}]
+    path = tmp_path / "conversationlog.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    learned = learn_mapping(path, "A hybrid of particle swarm")
+    assert learned.mapping["whole_prompts"] is True and any("whole_prompts" in n for n in learned.notes)
+    result = _read(path, learned)
+    assert result.report.ok and [len(list(c.calls())) for c in result.conversations] == [1, 1]
+    assert [call.context[0].text[-12:] for c in result.conversations for call in c.calls()] == [
+        "t algorithm.", ". Refine it."]
+    chat = [dict(lines[0]), dict(lines[1]), {"role": "LLaMEA", "content": "Why that one?"}, dict(lines[3])]
+    path.write_text("\n".join(json.dumps(x) for x in chat) + "\n")
+    learned = learn_mapping(path, "A hybrid of particle swarm")
+    assert "whole_prompts" not in learned.mapping and _counts(path, learned) == (True, 1, 2)

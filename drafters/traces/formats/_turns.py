@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import (
+    Conversation,
     Message,
     ReasoningPart,
     Source,
@@ -206,3 +207,25 @@ def link_lone_results(messages: list[Message], raws: list[Any]) -> None:
         part = m.parts[0]
         if isinstance(part, ToolResultPart) and part.call_id is None and calls[0].id not in compact_json(raws[i]):
             m.parts[0] = replace(part, call_id=calls[0].id)
+
+
+def whole_prompts(conv: Conversation) -> list[Conversation]:
+    """``conv`` cut before each user message that follows a reply (a log of prompts each sent whole, rebuilt for every
+    call rather than continuing the chat: mapping key ``whole_prompts``), the system messages opening it kept at the
+    head of each part; parts without a reply dropped. A conversation with explicit calls is returned as it is."""
+    if conv.explicit_calls is not None:
+        return [conv]
+    head = []
+    for m in conv.messages:
+        if m.role != "system":
+            break
+        head.append(m)
+    parts: list[list[Message]] = [[]]
+    for m in conv.messages[len(head):]:
+        if m.role == "user" and any(x.role == "assistant" for x in parts[-1]):
+            parts.append([])
+        parts[-1].append(m)
+    kept = [p for p in parts if any(m.role == "assistant" for m in p)]
+    if len(kept) <= 1:
+        return [replace(conv, messages=head + kept[0])] if kept else [conv]
+    return [replace(conv, id=f"{conv.id}#{k}", messages=head + p) for k, p in enumerate(kept)]
