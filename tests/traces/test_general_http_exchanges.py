@@ -92,3 +92,51 @@ def test_http_status_needs_a_url():
     assert _exchanges.http_status({"status": 500, "messages": []}) is None  # a run's status, no exchange
     assert _exchanges.failed({"url": URL, "response": {"status": 503, "body": "{}"}})
     assert not _exchanges.failed({"url": URL, "response": {"status": 200, "body": "{}"}})
+
+
+def _recording(body: dict, response: dict) -> dict:
+    # an HTTP client's recording (Instructor for PHP's): the request body as JSON text, the response beside it
+    return {"request": {"url": URL, "method": "POST", "headers": {"Authorization": "[REDACTED]"},
+                        "body": json.dumps(body), "options": {"stream": False}}, "response": response}
+
+
+def test_responses_of_other_providers_under_the_body(tmp_path):
+    prompt = [{"role": "user", "content": "What is the capital of France"}]
+    cohere = {"id": "a2", "message": {"role": "assistant", "content": [{"type": "text", "text": "Paris."}]},
+              "finish_reason": "COMPLETE"}
+    gemini = {"candidates": [{"content": {"parts": [{"text": "Paris."}], "role": "model"}, "finishReason": "STOP",
+                              "index": 0}], "usageMetadata": {"totalTokenCount": 9}}
+    for body, reply in (({"model": "command-r", "messages": prompt}, cohere),
+                        ({"systemInstruction": {"parts": [{"text": "Answer briefly."}]},
+                          "contents": [{"role": "user", "parts": [{"text": "What is the capital of France"}]}]},
+                         gemini)):
+        path = tmp_path / "recording.json"
+        path.write_text(json.dumps(_recording(body, {"statusCode": 200, "headers": {}, "body": json.dumps(reply)})))
+        result = ingest([path], scrub=False)
+        assert result.report.ok, [e.code for e in result.report.errors]
+        (call,) = result.conversations[0].calls()
+        assert call.completion.text == "Paris." and call.context[-1].text == "What is the capital of France"
+
+
+def test_a_stream_recorded_as_network_chunks_is_joined(tmp_path):
+    # the SSE body in the pieces the network delivered, cut mid-line: joined, then read as the one reply
+    events = [{"type": "message_start", "message": {"id": "m1", "type": "message", "role": "assistant",
+                                                    "content": [], "model": "claude"}},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "The capital"}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " is Paris."}},
+              {"type": "content_block_stop", "index": 0},
+              {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}, {"type": "message_stop"}]
+    sse = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    record = _recording({"model": "claude", "stream": True, "messages": [
+        {"role": "user", "content": "What is the capital of France"}]}, {"statusCode": 200, "headers": {}})
+    record["chunks"] = [sse[i:i + 97] for i in range(0, len(sse), 97)]
+    path = tmp_path / "stream.json"
+    path.write_text(json.dumps(record))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    (call,) = result.conversations[0].calls()
+    assert call.completion.text == "The capital is Paris."
+    record["chunks"] = record["chunks"][:-2]  # cut before the stream's end: refused, never read in part
+    path.write_text(json.dumps(record))
+    assert not ingest([path], scrub=False).report.ok

@@ -22,7 +22,7 @@ import pytest
 from drafters.traces.infer import infer_mapping, mapping_yaml
 from drafters.traces.ingest import ingest
 
-from .conftest import codes, inferred_mapping_totals, totals
+from .conftest import codes, inferred_mapping_totals, ingest_json, totals
 from .test_bad_input import SHAPES
 
 
@@ -268,3 +268,24 @@ def test_an_agent_span_beside_the_llm_spans_is_no_call(tmp_path):
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 2, 1) and "records_not_calls" in codes(result, "warnings")
+
+
+def test_a_transcript_beside_copies_of_its_replies_is_read_once(tmp_path):
+    """A benchmark rollout (FLE's): ``turns`` keep each reply with its usage and tool results, ``messages`` the whole
+    transcript holding those replies in the same order: the transcript is the conversation, nothing is lost; two
+    lists that do not hold each other stay ambiguous."""
+    call = {"id": "c1", "type": "function", "function": {"name": "observe", "arguments": "{}"}}
+    messages = [{"role": "system", "content": "You play Factorio."}, {"role": "user", "content": "Craft a gear."},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "2 iron plates"},
+                {"role": "assistant", "content": "Crafting it now."}]
+    turns = [{"turn": 1, "assistant": messages[2], "usage": {"total_tokens": 9}},
+             {"turn": 2, "assistant": messages[4], "usage": {"total_tokens": 7}}]
+    result = ingest_json(tmp_path, {"model": "m", "turns": turns, "transcript": messages})
+    assert result.report.ok and result.report.files, codes(result)
+    assert next(iter(result.report.files.values()))["format"] == "generic"
+    assert totals(result.conversations) == (1, 2, 1)
+    other = [{"role": "user", "content": "Something else"}, {"role": "assistant", "content": "Another reply."}]
+    result = ingest_json(tmp_path, {"model": "m", "turns": [{"turn": 1, "assistant": other[1]}],
+                                    "transcript": messages, "history": other})
+    assert "ambiguous_shape" in codes(result) and result.conversations == []

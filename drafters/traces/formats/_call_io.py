@@ -22,6 +22,8 @@ INPUT_KEYS = ("inputs", "input", "request", "prompt", "input_messages", "model_i
               "contents", "query")  # contents: a Gemini request's turns; query: Azure AI evaluation's messages
 #: A call written as two texts: the prompt's keys, and the model's answer's (never ``answer``: an eval's reference).
 TEXT_INPUT_KEYS = ("instruction", "prompt", "question", "query", "input", "request")
+#: Keys of a recorded stream's chunks beside the request (an HTTP recorder's): once joined (``_streams``), the output.
+STREAM_KEYS = ("chunks", "stream", "events")
 TEXT_OUTPUT_KEYS = ("output", "response", "completion", "generation")
 
 
@@ -298,7 +300,7 @@ def _output_paths(record: dict, path: str = "$", depth: int = 0) -> list[str]:
         return out
     for k, v in record.items():
         p = child_path(path, k)
-        if k in OUTPUT_KEYS or (k == "choices" and isinstance(v, list)):
+        if k in OUTPUT_KEYS or k in STREAM_KEYS or (k in ("choices", "candidates") and isinstance(v, list)):
             hits = _assistant_at(v, p)
             if hits:
                 out += hits
@@ -325,7 +327,7 @@ def _assistant_at(value: Any, path: str) -> list[str]:
     if wrapped is not None:
         hits += _assistant_at(value[0][wrapped], f"{path}[0].{wrapped}")
     if isinstance(value, dict):
-        for k in ("message", "choices", "candidates", "messages", *OUTPUT_KEYS):
+        for k in ("message", "choices", "candidates", "messages", "body", *OUTPUT_KEYS):  # body: an HTTP response's
             if k in value:
                 hits += _assistant_at(value[k], child_path(path, k))
                 if hits:

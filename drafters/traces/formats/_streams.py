@@ -411,6 +411,12 @@ def _openai_responses(items: list[dict], done_marker: bool) -> dict[str, Any]:
                       "reply was cut or failed")
 
 
+def _sse_pieces(value: list) -> bool:
+    """Whether a list of strings is one Server-Sent Events body in pieces (network chunks, cut mid-line)."""
+    return len(value) >= 2 and all(isinstance(v, str) for v in value) and \
+        value[0].lstrip().startswith(("event:", "data:")) and "data:" in "".join(value[:4])
+
+
 def joined_tree(value: Any, depth: int = 0) -> tuple[Any, list[StreamError]]:
     """``value`` with every recorded stream in it (a chunk list, or SSE / JSON-lines text below the top) replaced
     by the body it streams; the streams that could not be joined are returned as errors (and left in place).
@@ -424,6 +430,8 @@ def joined_tree(value: Any, depth: int = 0) -> tuple[Any, list[StreamError]]:
                 return join(value), errors
             except StreamError as exc:
                 return value, [exc]
+        if _sse_pieces(value):  # an HTTP recorder's network chunks of one SSE body, cut anywhere
+            return joined_tree("".join(value), depth + 1)
         changed = False
         out = list(value)
         for n, v in enumerate(value[:1000]):

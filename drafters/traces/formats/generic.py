@@ -146,10 +146,10 @@ def find_message_lists(value: Any, path: str = "$", depth: int = 0) -> list[_Fou
     return []
 
 
-def _message_outside(value: Any, skip: str, path: str = "$", depth: int = 0) -> str | None:
+def _message_outside(value: Any, skip: str | set[str], path: str = "$", depth: int = 0) -> str | None:
     """The path of the first message (an object with a role in a known spelling) in ``value`` outside the
-    subtree at ``skip``, or None."""
-    if path == skip or depth > MAX_DEPTH:
+    subtrees at ``skip``, or None."""
+    if path in ({skip} if isinstance(skip, str) else skip) or depth > MAX_DEPTH:
         return None
     if isinstance(value, dict):
         if path != "$" and _is_message(value):
@@ -491,13 +491,14 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
         problems.error("no_messages_found", "no list of messages with roles (and an assistant turn) in this "
                        "record", source)
         return
-    if len(found) > 1:
+    full = _covering(found) if len(found) > 1 else None
+    if len(found) > 1 and full is None:
         paths = ", ".join(f.path for f in found[:5]) + (" ..." if len(found) > 5 else "")
         problems.error("ambiguous_shape", f"{len(found)} message lists in one record ({paths}): which one is "
                        "the conversation is not guessed; declare it in a mapping file (--mapping)", source)
         return
-    (f,) = found
-    elsewhere = _message_outside(value, f.path)
+    f = full or found[0]
+    elsewhere = _message_outside(value, {g.path for g in found})  # a covered list's messages are f's too
     if elsewhere is not None:  # a call's answer beside its input, another entry's messages: never dropped quietly
         problems.error("content_not_mapped", f"the record holds a message at {elsewhere}, outside the message list "
                        f"{f.path} read as its conversation: it would be lost; declare where it belongs in a mapping "
@@ -537,6 +538,22 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
             break
     if conv is not None:
         yield conv
+
+
+def _covering(found: list[_Found]) -> _Found | None:
+    """Of a record's message lists, the one holding every message of each other list in the same order (a
+    transcript beside its turns' copies of the replies: FLE's ``messages`` beside ``turns[*].assistant``), else
+    None: reading it loses nothing the others hold."""
+    def marks(f: _Found) -> list[tuple]:
+        return [(role_of(get(m, f.role_key)), as_text(get(m, f.content_key)) if f.content_key else "",
+                 compact_json(get(m, "tool_calls"), sort_keys=True)) for m in f.messages if isinstance(m, dict)]
+
+    def within(part: list[tuple], whole: list[tuple]) -> bool:
+        it = iter(whole)
+        return all(any(p == w for w in it) for p in part)  # a subsequence: in order, each once
+
+    full = [f for f in found if all(g is f or within(marks(g), marks(f)) for g in found)]
+    return full[0] if len(full) == 1 else None
 
 
 #: A key beside a message list naming a turn of a conversation by its last word (``message_prompt``,
