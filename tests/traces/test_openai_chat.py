@@ -8,6 +8,7 @@ import json
 import pytest
 
 from drafters.traces.formats.openai_chat import FORMAT, parse, to_openai_messages
+from drafters.traces.ingest import ingest
 from drafters.traces.model import ToolCallPart
 from drafters.traces.report import ValidationReport
 
@@ -255,3 +256,18 @@ def test_a_log_of_requests_each_followed_by_its_response():
     # a request left without its response is reported, the rest read
     convs, report = _parse_text("".join(json.dumps(x) + "\n" for x in lines[:3] + lines[4:]))
     assert [p.code for p in report.errors] == ["not_an_object"] and totals(convs) == (2, 2, 1)
+
+
+def test_another_message_list_beside_the_messages_is_not_dropped(tmp_path):
+    # a record keeping a second conversation beside `messages` (an earlier session's history): never `ok` with it
+    # unread; a copy of some of the messages in order (a rollout's turns) is no loss
+    msgs = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}]
+    other = [{"role": "user", "content": "Earlier question"}, {"role": "assistant", "content": "Earlier answer"}]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"messages": msgs, "history": other}))
+    result = ingest([path], scrub=False)
+    assert not result.report.ok and result.conversations == []
+    assert "content_not_mapped" in [e.code for e in result.report.errors]
+    path.write_text(json.dumps({"messages": msgs, "turns": [{"turn": 1, "assistant": msgs[1]}]}))
+    result = ingest([path], scrub=False)
+    assert result.report.ok and len(result.conversations) == 1

@@ -360,6 +360,11 @@ def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Ite
             problems.error("content_not_mapped", f"the record holds a response object beside its messages "
                            f"({beside!r}): a request and its response, which this reader does not pair", src)
             continue
+        other = _other_list(item, rec[0])
+        if other is not None:  # two conversations in one record: which one was sent is not guessed here
+            problems.error("content_not_mapped", f"the record holds another message list under {other!r} beside "
+                           "its messages, which they do not hold: reading only one would lose the other", src, other)
+            continue
         msgs, tools, model, rid = rec
         messages = _messages(item, msgs, model, src, problems)
         loc = f"{src.line}" if src.line is not None else (src.record or "$")
@@ -421,6 +426,25 @@ def _items(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[tu
             yield from ((Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(value))
         else:
             yield source, value
+
+
+def _other_list(item: Any, msgs: list) -> str | None:
+    """The top-level key of a record holding a list of messages (or of objects each wrapping one) with an
+    assistant message, beside ``msgs`` and not a copy of some of them in order (a transcript's turns), else None."""
+    if not isinstance(item, dict):
+        return None
+    held = [(m.get("role"), m.get("content")) for m in msgs if isinstance(m, dict)]
+    for key, value in item.items():
+        if value is msgs or not isinstance(value, list) or not value or not all(isinstance(v, dict) for v in value):
+            continue
+        inner = [v if "role" in v else next((w for w in v.values() if isinstance(w, dict) and "role" in w), None)
+                 for v in value]
+        if None in inner or not any(m.get("role") == "assistant" for m in inner):  # type: ignore[union-attr]
+            continue
+        it = iter(held)
+        if not all(any((m.get("role"), m.get("content")) == h for h in it) for m in inner):  # type: ignore[union-attr]
+            return key
+    return None
 
 
 def _response_beside(item: Any) -> str | None:
