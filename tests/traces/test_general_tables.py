@@ -145,3 +145,22 @@ def test_rows_of_a_prompt_and_its_reply_continue_their_session(tmp_path):
         second = list(result.conversations[0].calls())[1]
         assert [m.text for m in second.context] == ["Suggest a name for a bakery.", "How about The Wild Yeast?",
                                                     "Write a tagline for it."]
+
+
+def test_fine_tuning_rows_of_one_turn_after_their_history(tmp_path):
+    # ms-swift's / Qwen's {system, query, response, history} rows (ChatGLM's prompt / response / history): each row
+    # one conversation, every reply of its history a call as the last one is; two prompts (Alpaca's instruction and
+    # input) are not guessed
+    rows = [{"system": "You are terse.", "query": "55555", "response": "66666"},
+            {"query": "eeeee", "response": "fffff", "history": []},
+            {"query": "EEEEE", "response": "FFFFF", "history": [["AAAAA", "BBBBB"], ["CCCCC", "DDDDD"]]}]
+    path = tmp_path / "swift.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 5, 0)
+    calls = [c for conv in result.conversations for c in conv.calls()]
+    assert [[m.role for m in c.context] for c in calls][0] == ["system", "user"]
+    assert [m.text for m in calls[-1].context] == ["AAAAA", "BBBBB", "CCCCC", "DDDDD", "EEEEE"]
+    assert pair_turns({"instruction": "Translate.", "input": "Hallo", "output": "Hello", "history": []})[
+        "history"] == []  # left as it is
