@@ -85,3 +85,18 @@ def test_nested_is_a_key_for_records_read_one_by_one(tmp_path):
     with pytest.raises(TraceError) as err:
         load_mapping(path)
     assert err.value.code == "bad_mapping" and "nested" in str(err.value)
+
+
+def test_tool_definitions_kept_with_the_calls_settings(tmp_path):
+    # LangSmith keeps the tools an LLM run was given in extra.invocation_params (LiteLLM in model_parameters): read
+    tree = json.loads(TREE.read_text())
+    tool = {"type": "function", "function": {"name": "search", "description": "Search the web",
+                                             "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+    for run in tree["child_runs"]:
+        if run["run_type"] == "llm":
+            run["extra"]["invocation_params"]["tools"] = [tool]
+    path = tmp_path / "tree.json"
+    path.write_text(json.dumps(tree))
+    result = ingest([path], scrub=False)
+    assert result.report.ok and "no_tool_definitions" not in codes(result, "warnings")
+    assert [[t.name for t in c.tools] for c in _calls(result)] == [["search"], ["search"]]
