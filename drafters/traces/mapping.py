@@ -55,12 +55,12 @@ from drafters.traces.formats import _exchanges
 from drafters.traces.formats._call_io import answer_as_written, call_free
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
+from drafters.traces.formats._pair_turns import is_pair_history
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
 from drafters.traces.formats._spellings import (
     block_parts,
     failed_turn,
     get,
-    is_pair_history,
     lc_messages,
     response_id,
     role_of,

@@ -12,8 +12,8 @@ from typing import IO, Any
 from drafters.traces.formats import _reading
 from drafters.traces.formats._documents import document_records, is_document
 from drafters.traces.formats._entries import entry_records
-from drafters.traces.formats._table_rows import is_table, table_rows
 from drafters.traces.formats._spellings import is_message
+from drafters.traces.formats._table_rows import is_table, table_rows
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.json_paths import child_path, jsonpath
 from drafters.traces.model import Source

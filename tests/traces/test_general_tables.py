@@ -10,7 +10,7 @@ import csv
 import io
 import json
 
-from drafters.traces.formats._spellings import pair_turns
+from drafters.traces.formats._pair_turns import pair_turns
 from drafters.traces.ingest import ingest
 
 from .conftest import codes, totals
@@ -160,7 +160,7 @@ def test_fine_tuning_rows_of_one_turn_after_their_history(tmp_path):
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (3, 5, 0)
     calls = [c for conv in result.conversations for c in conv.calls()]
-    assert [[m.role for m in c.context] for c in calls][0] == ["system", "user"]
+    assert [m.role for m in calls[0].context] == ["system", "user"]
     assert [m.text for m in calls[-1].context] == ["AAAAA", "BBBBB", "CCCCC", "DDDDD", "EEEEE"]
     assert pair_turns({"instruction": "Translate.", "input": "Hallo", "output": "Hello", "history": []})[
         "history"] == []  # left as it is

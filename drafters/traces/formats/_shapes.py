@@ -29,8 +29,8 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from itertools import islice
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any
 
 from drafters.traces.formats._call_io import (

@@ -375,46 +375,6 @@ def executed_key(raw: dict, skip: set[str]) -> tuple[str, list] | None:
     return None
 
 
-def pair_turns(record: Any) -> Any:
-    """``record`` with each top-level value that is a chat history as ``[user, assistant]`` text pairs (Gradio's
-    tuple-format chatbot history, ChatGLM's ``history``: ``[["Hi", "Hello!"], ["2+2?", "4"]]``) replaced by its
-    messages (``{"role", "content"}``; a pair whose reply is None or empty is a prompt not yet answered: the user
-    message alone). Every item must be a pair whose first item is non-empty text and whose second is text or
-    None, and at least one reply must be text; anything else is left as it is."""
-    if not isinstance(record, dict):
-        return record
-    chat = _history_chat(record)
-    if chat is not None:
-        return chat
-    return {k: _pair_messages(v) if is_pair_history(v) else v for k, v in record.items()}
-
-
-#: A fine-tuning row of one turn after its history (ChatGLM's ``prompt`` / ``response`` / ``history``, ms-swift's and
-#: Qwen's ``system`` / ``query`` / ``response`` / ``history``): the prompt's and the answer's keys.
-_TURN_PROMPT_KEYS = ("query", "prompt", "instruction", "question")
-_TURN_ANSWER_KEYS = ("response", "output", "completion")
-
-
-def _history_chat(record: dict) -> dict | None:
-    """A row holding one prompt text and its answer after a ``history`` of ``[user, assistant]`` pairs (or none) and
-    perhaps a ``system`` text, as ``{"messages": [system, history..., user, assistant], ...other keys}``: every reply
-    of the history is a call as the last one is. None for any other record (two prompts: Alpaca's ``input``)."""
-    history = record.get("history")
-    if "messages" in record or not (isinstance(history, list) and (not history or is_pair_history(history))
-                                    or history is None and isinstance(record.get("system"), str)):
-        return None
-    prompts = [k for k in (*_TURN_PROMPT_KEYS, "input") if isinstance(record.get(k), str) and record[k].strip()]
-    answers = [k for k in _TURN_ANSWER_KEYS if isinstance(record.get(k), str) and record[k].strip()]
-    if len(prompts) != 1 or len(answers) != 1 or prompts[0] == "input":
-        return None
-    system = record.get("system")
-    head = [{"role": "system", "content": system}] if isinstance(system, str) and system.strip() else []
-    messages = [*head, *(_pair_messages(history) if history else []), {"role": "user", "content": record[prompts[0]]},
-                {"role": "assistant", "content": record[answers[0]]}]
-    rest = {k: v for k, v in record.items() if k not in ("history", "system", prompts[0], answers[0])}
-    return {**rest, "messages": messages}
-
-
 TIME_KEYS = ("created_at", "createdAt", "timestamp", "created", "time", "ts")
 
 
@@ -447,22 +407,6 @@ def contents_shorthand(record: Any, depth: int = 0) -> Any:
     if isinstance(value, dict) and set(value) == {"text"} and isinstance(value["text"], str):
         out["contents"] = [{"role": "user", "parts": [value]}]
     return out if any(out[k] is not v for k, v in record.items()) else record
-
-
-def is_pair_history(value: Any) -> bool:
-    """A chat history as ``[user, assistant]`` text pairs (``pair_turns``)."""
-    return isinstance(value, list) and bool(value) and all(
-        isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and p[0].strip() and
-        (p[1] is None or isinstance(p[1], str)) for p in value) and any(p[1] for p in value)
-
-
-def _pair_messages(pairs: list) -> list[dict]:
-    out = []
-    for user, reply in pairs:
-        out.append({"role": "user", "content": user})
-        if reply:
-            out.append({"role": "assistant", "content": reply})
-    return out
 
 
 _RESPONSE_IDS = ("message_id", "messageId", "response_id", "responseId", "requestId", "message.id", "id")

@@ -41,6 +41,7 @@ from drafters.traces.formats._call_io import call_free
 from drafters.traces.formats._content import as_text, tool_defs
 from drafters.traces.formats._entries import cache_head
 from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
+from drafters.traces.formats._pair_turns import pair_turns
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
@@ -60,7 +61,6 @@ from drafters.traces.formats._spellings import (
     keyed_by_id,
     lc_messages,
     newest_first,
-    pair_turns,
     result_parts,
     role_of,
     summary_texts,
@@ -370,7 +370,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
                  ) -> Iterator[Conversation]:
     """The conversations of a file's records (a JSON or JSONL file's, or a table's rows: ``csv_rows``), read by
     the shape the first records have; a record value that is a list of ``[user, assistant]`` text pairs is read
-    as those messages (``_spellings.pair_turns``), a Gemini ``contents`` shorthand as its user turn
+    as those messages (``_pair_turns.pair_turns``), a Gemini ``contents`` shorthand as its user turn
     (``_spellings.contents_shorthand``), messages typed as calls or results as those (``_typed_messages``), named
     speakers beside a user as the model's agents (``_named_speakers``); recorded HTTP exchanges whose status is an
     error are skipped (``_exchanges``)."""
