@@ -364,3 +364,20 @@ def _named(path: str, keys: tuple[str, ...]) -> bool:
     def says(name: str) -> bool:  # input, model_input, input_items; not responses_create_params
         return any(name == k or name.endswith("_" + k) or name.startswith(k + "_") for k in keys)
     return says(names[-1]) or (names[-1] in ("items", "messages", "list", "data") and any(map(says, names)))
+
+
+def tool_lists(value: Any, path: str = "$", depth: int = 0) -> list[str]:
+    """Paths of the lists of tool definitions (objects with a ``function``, or a ``name`` and a schema or a
+    description) under a ``tools`` / ``functions`` key in a record's settings objects, down to four keys deep."""
+    if depth > 4 or not isinstance(value, dict):
+        return []
+    out = []
+    for k, v in value.items():
+        p = child_path(path, k)
+        if k in ("tools", "functions") and isinstance(v, list) and v and all(
+                isinstance(t, dict) and (isinstance(t.get("function"), dict) or "name" in t and any(
+                    s in t for s in ("parameters", "input_schema", "inputSchema", "description"))) for t in v):
+            out.append(p)
+        elif isinstance(v, dict):
+            out += tool_lists(v, p, depth + 1)
+    return out

@@ -42,6 +42,7 @@ from drafters.traces.formats._call_io import (
     message_lists,
     messages_at,
     text_pair,
+    tool_lists,
 )
 from drafters.traces.formats._entries import entry_items, is_cache
 from drafters.traces.formats._record_shapes import (
@@ -461,27 +462,10 @@ def _record_extras(values: list, messages_path: str) -> dict[str, Any]:
                     system_prompt(key, (jsonpath(v, path) or [(None, None)])[0][1]) is not None for v in values):
                 extras["prompt"] = {"system": path}
     if "tools" not in extras:  # kept with the call's settings (LangSmith's extra.invocation_params, LiteLLM's
-        found = {p for v in values for p in _tool_lists(v)}  # model_parameters): one place, else not guessed
+        found = {p for v in values for p in tool_lists(v)}  # model_parameters): one place, else not guessed
         if len(found) == 1:
             extras["tools"] = found.pop()
     return extras
-
-
-def _tool_lists(value: Any, path: str = "$", depth: int = 0) -> list[str]:
-    """Paths of the lists of tool definitions (objects with a ``function``, or a ``name`` and a schema or a
-    description) under a ``tools`` / ``functions`` key in a record's settings objects, down to four keys deep."""
-    if depth > 4 or not isinstance(value, dict):
-        return []
-    out = []
-    for k, v in value.items():
-        p = child_path(path, k)
-        if k in ("tools", "functions") and isinstance(v, list) and v and all(
-                isinstance(t, dict) and (isinstance(t.get("function"), dict) or "name" in t and any(
-                    s in t for s in ("parameters", "input_schema", "inputSchema", "description"))) for t in v):
-            out.append(p)
-        elif isinstance(v, dict):
-            out += _tool_lists(v, p, depth + 1)
-    return out
 
 
 def _one_message(value: Any) -> bool:
