@@ -525,22 +525,32 @@ def _conversations(path: str | os.PathLike[str], declared: Any, problems: Valida
 
 def _with_whole_prompts(path: str | os.PathLike[str], learned: Learned) -> Learned:
     """``learned`` with ``whole_prompts: true`` where the second prompt of a conversation it reads opens like the
-    first for ``RESTATED`` characters or more (a long instruction rebuilt for every call, quoting earlier answers as
-    text: each prompt sent whole, not a chat's next turn), said in a comment; else as it is."""
+    first for ``RESTATED`` characters or more and quotes the first reply (``_quotes``: a long instruction rebuilt for
+    every call with the history inside it, each prompt sent whole, not a chat's next turn, which may restate a
+    context block but not the reply it follows), said in a comment; else as it is."""
     from drafters.traces.mapping_file import mapping_from_dict
 
     if "response" in learned.mapping:
         return learned  # a call's input and output side by side: its calls are explicit
     convs = _conversations(path, mapping_from_dict(learned.mapping), ValidationReport())
-    prompts = next(([m.text for m in c.messages if m.role == "user"] for c in convs
-                    if sum(m.role == "user" for m in c.messages) >= 2), [])
+    turns = next(([m for m in c.messages if m.role in ("user", "assistant")] for c in convs
+                  if sum(m.role == "user" for m in c.messages) >= 2), [])
+    prompts = [m.text for m in turns if m.role == "user"]
+    reply = next((m.text for m in turns[1:] if m.role == "assistant"), "")
     shared = len(os.path.commonprefix(prompts[:2])) if len(prompts) >= 2 else 0
-    if shared < RESTATED:
+    if shared < RESTATED or not _quotes(prompts[1], reply):
         return learned
-    note = (f"# the first two prompts open alike ({shared} characters: an instruction rebuilt for every call, each "
-            "prompt sent whole): each prompt opens a new conversation (whole_prompts); remove it if they continue a "
-            "chat")
+    note = (f"# the first two prompts open alike ({shared} characters) and the second quotes the first reply: each "
+            "prompt is rebuilt whole, the history inside it, so each opens a new conversation (whole_prompts); "
+            "remove it if they continue a chat")
     return Learned({**learned.mapping, "whole_prompts": True}, learned.found_at, learned.unnamed, [*learned.notes, note])
+
+
+def _quotes(prompt: str, reply: str) -> bool:
+    """Whether ``prompt`` holds the reply: the reply whole, or at least half of its lines of 30 characters or more."""
+    lines = [line.strip() for line in reply.splitlines() if len(line.strip()) >= 30]
+    return bool(reply.strip()) and (reply.strip() in prompt or bool(lines) and
+                                    2 * sum(line in prompt for line in lines) >= len(lines))
 
 
 def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, siblings: list[str],

@@ -17,8 +17,8 @@ assistant's marker, decorated lines first, nearest first:
 - conversations: one a prompt where the second prompt begins with the whole first one (each prompt sent whole: a
   retry, an agent's next step), else one a section not read right before every prompt (``Test: casual`` above each
   ``Input:``), else one a repeated heading of another form above the user's marker, any number
-  in it (``## Example 3``), else one a prompt where the first two open alike (a template filled for each call),
-  else one a file.
+  in it (``## Example 3``), else, in a log's entries, one a prompt where the first two open alike (a template
+  filled for each call), else one a file.
 
 A logging library's entries (``LOG_PREFIX``: ``2024-02-29 22:58:19 [INFO] Code generated:``) are markers by the
 label behind the prefix; every entry no learned label names (each prefix a ``skip`` marker) is not read.
@@ -324,10 +324,10 @@ def _conversation(mapping: TextMapping, lines: list[str], markers: list[_Marker]
                 named = len({TextMapping("", {}, stem, conversation_id=label.group()).names(x) for x in opening})
                 return stem, f"{why}; those naming the same {label.group()!r} continue one ({named})", label.group()
             return stem, why, None
-    if len(prompts) >= 2 and len(os.path.commonprefix(prompts[:2])) >= SHARED_OPENING:
-        return user.key, (f"# the first two prompts open alike ({len(os.path.commonprefix(prompts[:2]))} characters: "
-                          f"a template filled for each call, each prompt sent whole): each {user.key!r} opens a new "
-                          "conversation"), None
+    if len(prompts) >= 2 and LOG_PREFIX.match(user.key) and len(os.path.commonprefix(prompts[:2])) >= SHARED_OPENING:
+        return user.key, (f"# the first two prompts a log's entries record open alike ({len(os.path.commonprefix(prompts[:2]))} "
+                          f"characters: a template filled for each call, each prompt sent whole): each {user.key!r} "
+                          "opens a new conversation"), None
     return None, ("# one conversation: every reply's context is everything before it; if the calls are independent, "
                   "declare the line opening each as conversation:"), None
 

@@ -300,7 +300,8 @@ def test_prompts_rebuilt_for_every_call_open_a_conversation_each(tmp_path):
             "__init__(self, budget, dim) and a __call__(self, func) that optimizes the black box function. ")
     lines = [{"role": "LLaMEA", "content": task + "Give a first algorithm."},
              {"role": "gpt-4o", "content": "# Description: A hybrid of particle swarm and differential evolution."},
-             {"role": "LLaMEA", "content": task + "The best so far: hybrid PSO-DE (0.31). Refine it."},
+             {"role": "LLaMEA", "content": task + "The best so far:\n# Description: A hybrid of particle swarm and "
+                                                     "differential evolution.\nScore 0.31. Refine it."},
              {"role": "gpt-4o", "content": "# Description: PSO-DE with adaptive inertia."}]
     path = tmp_path / "conversationlog.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
@@ -312,5 +313,10 @@ def test_prompts_rebuilt_for_every_call_open_a_conversation_each(tmp_path):
         "t algorithm.", ". Refine it."]
     chat = [dict(lines[0]), dict(lines[1]), {"role": "LLaMEA", "content": "Why that one?"}, dict(lines[3])]
     path.write_text("\n".join(json.dumps(x) for x in chat) + "\n")
+    learned = learn_mapping(path, "A hybrid of particle swarm")
+    assert "whole_prompts" not in learned.mapping and _counts(path, learned) == (True, 1, 2)
+    # a chat front-end restating its context block above each turn (CodeCompanion's): the turn continues the chat
+    restated = [dict(lines[0]), dict(lines[1]), {"role": "LLaMEA", "content": task + "Why that one?"}, dict(lines[3])]
+    path.write_text("\n".join(json.dumps(x) for x in restated) + "\n")
     learned = learn_mapping(path, "A hybrid of particle swarm")
     assert "whole_prompts" not in learned.mapping and _counts(path, learned) == (True, 1, 2)
