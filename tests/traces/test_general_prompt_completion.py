@@ -197,3 +197,16 @@ def test_a_sample_beside_a_long_text_of_its_own_is_not_guessed(tmp_path):
         {"model": "b", "custom_system_prompt": "You are a poet. " * 20, "response": "Hi, in rhyme."}]}]
     result = ingest([_rows(tmp_path, rows, "feedback.json")], scrub=False)
     assert not result.report.ok and result.conversations == []
+
+
+def test_a_response_of_several_choices_is_a_call_per_choice(tmp_path):
+    # a span of a request sampled with n = 2 (MLflow's CHAT_MODEL span): each choice is an answer of its own, never
+    # the first read and the second dropped
+    response = {"object": "chat.completion", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "Smokey"}, "finish_reason": "stop"},
+        {"index": 1, "message": {"role": "assistant", "content": "Ash"}, "finish_reason": "stop"}]}
+    span = {"name": "Completions", "inputs": {"messages": [{"role": "user", "content": "Name a grey cat."}], "n": 2},
+            "outputs": response}
+    result = ingest([_rows(tmp_path, [span], "spans.json")], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert [c.completion.text for conv in result.conversations for c in conv.calls()] == ["Smokey", "Ash"]

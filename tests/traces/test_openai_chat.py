@@ -271,3 +271,13 @@ def test_another_message_list_beside_the_messages_is_not_dropped(tmp_path):
     path.write_text(json.dumps({"messages": msgs, "turns": [{"turn": 1, "assistant": msgs[1]}]}))
     result = ingest([path], scrub=False)
     assert result.report.ok and len(result.conversations) == 1
+
+
+def test_a_response_of_several_choices_is_not_read_as_its_first():
+    from drafters.traces.formats.openai_chat import response_to_message
+
+    body = {"choices": [{"message": {"role": "assistant", "content": "Smokey"}},
+                        {"message": {"role": "assistant", "content": "Ash"}}]}
+    with pytest.raises(ValueError, match="2 choices"):
+        response_to_message(body)
+    assert response_to_message({"choices": body["choices"][:1]}).text == "Smokey"

@@ -532,8 +532,20 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | No
                                                      group=chat_group(dicts)), [], [])
     keys, unread = message_keys(msgs)
     flat = dicts != values
+    out = _every_choice(dicts, out)
     return Inferred("request_response", _mapping(name, messages=inp, response=out, unflatten=flat or None,
                                                  **keys, **_record_extras(dicts, inp)), unread, calls_not_read(msgs, unread))
+
+
+def _every_choice(values: list, out: str) -> str:
+    """``out`` reading each choice where a record holds several (a request sampled with ``n`` > 1: each choice is
+    an answer of its own, a call each: ``choices[*]``), else as it is."""
+    for key in ("choices", "candidates"):
+        at = out.find(f".{key}[0]")
+        if at >= 0 and any(len(found[0][1]) > 1 for v in values if (found := jsonpath(v, out[:at + len(key) + 1]))
+                           and isinstance(found[0][1], list)):
+            return f"{out[:at]}.{key}[*]{out[at + len(key) + 4:]}"
+    return out
 
 
 #: Keys naming a conversation (not a run or a trace: a batch of independent requests shares those).

@@ -216,10 +216,16 @@ def _marker(msg: dict[str, Any]) -> bool:
 
 
 def response_to_message(body: dict[str, Any]) -> Message | None:
-    """A chat.completion response body -> the assistant Message of its first choice (model filled)."""
+    """A chat.completion response body -> the assistant Message of its one choice (model filled).
+
+    Raises:
+        ValueError for a body of several choices (a request sampled with ``n`` > 1: reading the first would lose the
+        others; the general path reads each as a call)."""
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return None
+    if len(choices) > 1:
+        raise ValueError(f"{len(choices)} choices (answers sampled for one request): each would be a call")
     msg = choices[0].get("message")
     if not isinstance(msg, dict):
         return None
@@ -478,6 +484,8 @@ def _response_message(item: Any) -> dict | None:
             or not item["choices"] or not isinstance(item["choices"][0], dict):
         return None
     msg = item["choices"][0].get("message")
+    if len(item["choices"]) > 1:  # answers sampled for one request: the general path reads each
+        return None
     return msg if isinstance(msg, dict) and msg.get("role") == "assistant" else None
 
 
