@@ -377,7 +377,8 @@ def _prompt_text(record: dict, hit: Hit) -> tuple[str, bool] | None:
         if named:
             return max(named, key=lambda pv: len(pv[1]))[0], False
         texts += level
-    guesses = [(p, v) for p, v in texts if len(v) >= MIN_GUESSED_PROMPT and not NOT_PROMPT.search(p)]
+    guesses = [(p, v) for p, v in texts if len(v) >= MIN_GUESSED_PROMPT and not NOT_PROMPT.search(p)
+               and len(v.split()) > 1]  # words, not an identifier (a URI, an op's name, a hash)
     return (max(guesses, key=lambda pv: len(pv[1]))[0], True) if guesses else None
 
 

@@ -320,3 +320,32 @@ def test_prompts_rebuilt_for_every_call_open_a_conversation_each(tmp_path):
     path.write_text("\n".join(json.dumps(x) for x in restated) + "\n")
     learned = learn_mapping(path, "A hybrid of particle swarm")
     assert "whole_prompts" not in learned.mapping and _counts(path, learned) == (True, 1, 2)
+
+
+def test_calls_kept_as_json_text_beside_a_reply_refuse_the_reading(tmp_path):
+    """A chat-flow builder's messages (Flowise's): the tools an answer used kept as JSON text under ``usedTools``
+    (``{tool, toolInput, toolOutput}``): a reading of the texts alone would lose the call and its result."""
+    used = json.dumps([{"tool": "calculator", "toolInput": {"input": "12*7+5"}, "toolOutput": "89"}])
+    rows = [{"role": "userMessage", "content": "What is 12 times 7, plus 5?", "sessionId": "a", "usedTools": None},
+            {"role": "apiMessage", "content": "12 times 7 is 84, and adding 5 gives 89.", "sessionId": "a",
+             "usedTools": used}]
+    path = tmp_path / "chatmessages.json"
+    path.write_text(json.dumps(rows))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "12 times 7 is 84")
+    assert err.value.code == "example_not_read" and "usedTools" in err.value.message
+
+
+def test_an_identifier_is_never_guessed_as_the_prompt(tmp_path):
+    """A tracer's call records (Weave's): the op's URI is a long text of no words, never the model's input."""
+    rows = [{"op_name": "weave:///acme/support-bot/op/answer_question:Qm3x", "inputs": {"question": "Rotate a key?"},
+             "output": "Open Settings > Keys, select the key and click Rotate."},
+            {"op_name": "weave:///acme/support-bot/op/openai.chat.completions.create:Kp2a",
+             "inputs": {"messages": [{"role": "user", "content": "Rotate a key?"}]}, "output": "Use Settings > Keys."}]
+    path = tmp_path / "calls.json"
+    path.write_text(json.dumps(rows))
+    try:
+        learned = learn_mapping(path, "select the key and click Rotate")
+    except TraceError:
+        return  # refused: fine
+    assert "op_name" not in learned.mapping["messages"]

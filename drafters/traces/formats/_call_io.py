@@ -53,7 +53,8 @@ def call_shaped(value: Any) -> bool:
     items = value if isinstance(value, list) else [value]
     return bool(items) and all(isinstance(c, dict) for c in items) and all(
         any(k in c or k in (c.get("function") or {}) for k in CALL_NAME_KEYS)
-        and any(k in c or k in (c.get("function") or {}) for k in ("arguments", "args", "input", "parameters"))
+        and any(k in c or k in (c.get("function") or {}) for k in ("arguments", "args", "input", "parameters",
+                                                                  "tool_input", "toolInput", "tool_args"))
         for c in items)
 
 
