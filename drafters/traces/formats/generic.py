@@ -37,6 +37,7 @@ from itertools import chain, islice
 from typing import IO, Any
 
 from drafters.traces.formats import _exchanges, _reading, _shapes, _step_events, _streams
+from drafters.traces.formats._embedded_json import embedded_records
 from drafters.traces.formats._call_io import call_free
 from drafters.traces.formats._content import as_text, tool_defs
 from drafters.traces.formats._entries import cache_head
@@ -322,7 +323,7 @@ def sniff(head: str, filename: str) -> bool:
     """Any JSON or JSONL document whose first records have a shape ``_shapes.infer`` recognises."""
     start = head.lstrip()[:1]
     if start not in ("{", "["):
-        return False
+        return bool(start) and embedded_records(head) is not None
     first = _reading.first_json_line(head)
     values = _reading.json_lines(head, limit=_shapes.SAMPLE) if isinstance(first, (dict, list)) else []
     values = [v for v in map(_as_read, values) if v is not None]
@@ -362,6 +363,21 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     """The file's conversations, read by the shape its first records have (``_shapes.infer``): message lists
     in records by the common spellings (below), every other shape by the inferred mapping; see the module
     docstring."""
+    lead = ""
+    while (ch := stream.read(1)).isspace():
+        lead += ch
+    stream = _reading.Prefixed(lead + ch, stream)
+    if ch and ch not in "{[":  # a text log printing JSON records whole (formats/_embedded_json.py)
+        text = stream.read()
+        found = embedded_records(text)
+        if found is not None:
+            records, unread = found
+            if unread:
+                problems.warning("text_not_read", f"{unread} line(s) of the log between its JSON records are its own "
+                                 "text (headers, a run's output), no message: not read", Source(NAME, filename))
+            yield from read_records(((Source(NAME, filename, line=n), v) for n, v in records), filename, problems)
+            return
+        stream = _reading.Prefixed(text, stream)
     records = _streams.joined_records(_reading.load_json_or_lines(stream, filename, problems, NAME), problems, NAME)
     yield from read_records(records, filename, problems)
 
