@@ -210,3 +210,13 @@ def test_a_response_of_several_choices_is_a_call_per_choice(tmp_path):
     result = ingest([_rows(tmp_path, [span], "spans.json")], scrub=False, dedup=False)
     assert result.report.ok, codes(result)
     assert [c.completion.text for conv in result.conversations for c in conv.calls()] == ["Smokey", "Ash"]
+
+
+def test_two_tasks_sending_the_same_prompt_are_two_calls(tmp_path):
+    # an eval's results (OntoGPT's reasoner): two tasks, by name, sent the same prompt and got the same answer: two
+    # calls, not one call restated (records of one kind naming different requests, neither referring to the other)
+    rows = [{"name": f"task-{i}", "method": "basic", "prompt": "Is a vacuole an organelle?", "completion": "Yes."}
+            for i in (1, 2)] + [{"name": "task-3", "method": "basic", "prompt": "Is a cell a part?", "completion": "No."}]
+    result = ingest([_rows(tmp_path, {"results": rows}, "results.json")], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 3, 0)

@@ -10,6 +10,7 @@ Not a format (no ``FORMAT``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -21,6 +22,11 @@ from drafters.traces.model import Conversation, LLMCall, Message, Source, ToolDe
 def same_messages(a: list[Message], b: list[Message]) -> bool:
     """Message lists equal in role and parts (a logged output carries a model name its later copy lacks)."""
     return len(a) == len(b) and all(x.role == y.role and x.parts == y.parts for x, y in zip(a, b))
+
+
+#: Keys naming a request of a results list (an eval's task, a run's id), compared by ``CallChains._two_requests``.
+_NAME_KEYS = ("name", "id", "task_id", "task_name", "run_id", "request_id", "example_id", "uuid")
+_KIND_KEYS = ("type", "kind", "run_type", "object", "span_kind", "event")
 
 
 @dataclass
@@ -117,13 +123,26 @@ class CallChains:
                        and same_messages(call.context, d.context[:n])
                        and (len(d.context) > n and not same_messages(d.context[n:n + 1], [call.completion])
                             or len(d.context) == n and self.chains.index(other) < self.chains.index(c))
-                       and not self._made_twice(call, d) and not self._samples_of_one(call, d) for d in other.calls):
+                       and not self._made_twice(call, d) and not self._samples_of_one(call, d)
+                       and not self._two_requests(call, d) for d in other.calls):
                     self.chains.remove(c)
                     dropped += 1
                     rec = self.records.get(id(call))
                     self.identical += rec is not None and any(self.records.get(id(d)) == rec for d in other.calls)
                     break
         return dropped
+
+    def _two_requests(self, a: LLMCall, b: LLMCall) -> bool:
+        """Whether two calls come from records of one kind (the same keys and ``type``) that name different requests (their
+        ``name`` / ``id`` values differ) and neither refers to the other (no parent's id in its child): two tasks
+        that sent the same prompt and got the same answer (an eval's results), not one call restated."""
+        ra, rb = (json.loads(r) if (r := self.records.get(id(c))) else None for c in (a, b))
+        if not isinstance(ra, dict) or not isinstance(rb, dict) or set(ra) != set(rb) or \
+                any(ra[k] != rb[k] for k in _KIND_KEYS if k in ra):  # a trace's record beside its generation's
+            return False
+        named = [k for k in ra if k in _NAME_KEYS and isinstance(ra[k], str) and isinstance(rb[k], str)]
+        return bool(named) and all(ra[k] != rb[k] for k in named) and \
+            not any(json.dumps(ra[k]) in self.records[id(b)] or json.dumps(rb[k]) in self.records[id(a)] for k in named)
 
     def _samples_of_one(self, a: LLMCall, b: LLMCall) -> bool:
         """Whether two calls are sampled answers of one record (two models answering one prompt alike)."""
