@@ -63,3 +63,18 @@ def test_an_object_of_settings_or_ids_is_no_cache(tmp_path):
                 {"run 1 of the nightly eval": 3, "run 2 of the nightly eval": 4}):
         result = ingest([_write(tmp_path, doc, "settings.json")], scrub=False)
         assert not result.conversations and not result.report.ok, doc
+
+
+def test_a_cache_keeping_a_list_of_replies_per_prompt(tmp_path):
+    # a layout planner's cache (LLM-grounded Diffusion's cache_*.json): prompt text -> the list of replies cached
+    # for it, each reply a call of its own
+    doc = {"In an indoor scene, a blue cube above a red cube": ["[('a blue cube', [202, 120, 110, 110])]"],
+           "A realistic photo of a wooden table without bananas": ["[('a wooden table', [65, 243, 344, 206])]",
+                                                                   "[('a table', [60, 240, 340, 200])]"]}
+    path = tmp_path / "cache_demo_v0.1_gpt-4.json"
+    path.write_text(json.dumps(doc, indent=4))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert [c.completion.text for conv in result.conversations for c in conv.calls()] == [
+        "[('a blue cube', [202, 120, 110, 110])]", "[('a wooden table', [65, 243, 344, 206])]",
+        "[('a table', [60, 240, 340, 200])]"]

@@ -115,7 +115,7 @@ def text_pair(record: dict) -> tuple[str, str] | None:
 
 #: Keys of a list of answers sampled for one prompt (open-instruct's ``completions: [{model, completion}]``,
 #: Magpie's ``responses``): each one a call of its own.
-SAMPLE_KEYS = ("completions", "responses", "outputs", "generations", "samples")
+SAMPLE_KEYS = ("completions", "responses", "outputs", "generations", "samples", "response")  # response: a cache's
 _SAMPLE_META = 200  # characters: a longer text beside a sample's answer may be its own prompt, not guessed
 
 

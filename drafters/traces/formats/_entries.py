@@ -40,7 +40,7 @@ def _request_key(key: str) -> bool:
 
 def cache_head(head: str) -> bool:
     """Whether a document cut by the sniffer's head opens as a response cache: an object whose first key (read
-    whole, followed by a string value) is a request."""
+    whole, followed by a string value or a list of strings) is a request."""
     text = head.lstrip()
     if not text.startswith("{"):
         return False
@@ -50,7 +50,9 @@ def cache_head(head: str) -> bool:
     except ValueError:
         return False
     rest = text[end:].lstrip()
-    return isinstance(key, str) and rest.startswith(":") and rest[1:].lstrip().startswith('"') and _request_key(key)
+    value = rest[1:].lstrip()
+    value = value[1:].lstrip() if value.startswith("[") else value  # a list of the replies cached for it
+    return isinstance(key, str) and rest.startswith(":") and value.startswith('"') and _request_key(key)
 
 
 def entry_items(doc: dict) -> list[dict]:
