@@ -27,8 +27,9 @@ Example (``support-bot.mapping.yaml``) for records like
     tools: $.tool_specs            # optional: JSONPath of the tool definitions (OpenAI or flat form)
     id: $.session                  # optional: JSONPath of the conversation id
 
-The other shapes (``records: file | messages | lists | entries``, ``group``, ``response``, ``observation``,
-``prompt``, ``roles: {"*": ...}``, ``items: openai_responses``, ``tree``), the JSONPath subset, and the error
+The other shapes (``records: file | messages | lists | entries | values``, ``nested``, ``group``, ``response``
+(with ``[*]``: answers sampled for one input), ``observation``, ``prompt``, ``roles: {"*": ...}``, ``items:
+openai_responses``, ``tree``, ``whole_prompts``), the JSONPath subset, and the error
 codes each mistake gives (``unknown_role``, ``no_messages_found``, ``mapping_field_missing``,
 ``mapping_field_never_matched``, ``tool_result_not_found``, ``tree_broken``; ``bad_mapping`` before anything is
 read) are documented in docs/traces.md ("Supported formats", the declared mapping); ``tracedraft datasets infer-mapping FILE``
