@@ -396,7 +396,9 @@ def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | Non
         return None
     if not _check_tool_pairing(conv, report):
         return None  # a call whose result the reading did not reach: later contexts lack it (or hold it raw)
-    n_calls = sum(1 for m in all_messages for p in m.parts if isinstance(p, ToolCallPart))
+    # each call once, not again in every later context that copies it
+    n_calls = len({p.id or (p.name, compact_json(p.arguments)) for m in all_messages for p in m.parts
+                   if isinstance(p, ToolCallPart)})
     has_defs = bool(conv.tools) or any(c.tools for c in conv.explicit_calls or [])
     if n_calls and not has_defs:
         report.warning("no_tool_definitions", f"{n_calls} tool call(s) but no tool definitions: the rendered "
