@@ -399,6 +399,7 @@ class Mapping:
         source, problems = reading.source, reading.problems
         missing_before = reading.missing
         handoff: tuple[int, str, Any] | None = None  # (messages kept, path, step id) of a context handoff
+        skipped = 0
         for i, raw in enumerate(msgs):
             at = f"{where}[{i}]"
             if not isinstance(raw, dict):
@@ -413,6 +414,9 @@ class Mapping:
                        else f"has role {value!r} (key {self.role}), which is not in the mapping's roles")
                 problems.error("unknown_role", f"the message {why}", source, at)
                 return None
+            if role == "skip":  # declared a record of another kind (an event, a slot): no message
+                skipped += 1
+                continue
             message = self._message(raw, role, at, reading)
             if role == "assistant" and failed_turn(raw):
                 if not message.parts:  # a request that failed before any output: no model turn, no context
@@ -436,6 +440,9 @@ class Mapping:
                     raws.append(raw if m is message else None)
         if reading.missing > missing_before:
             return None
+        if skipped:
+            problems.warning("messages_not_read", f"{skipped} record(s) of a role the mapping marks skip are not "
+                             "read", source, where)
         if handoff is not None:
             messages = cut_at_handoff(messages, handoff, reading.problems, reading.source)
         link_lone_results(messages, raws)

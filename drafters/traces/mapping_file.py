@@ -109,9 +109,10 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping | TextMappin
     roles = data["roles"]
     if not isinstance(roles, dict) or not roles:
         raise bad("roles", "a map from the source's role values to system, user, assistant or tool")
-    wrong = {k: v for k, v in roles.items() if not isinstance(v, str) or v not in _ROLES}
+    wrong = {k: v for k, v in roles.items() if not isinstance(v, str) or v not in (*_ROLES, "skip")}
     if wrong:
-        raise bad("roles", f"{wrong} map to something other than {', '.join(_ROLES)}")
+        raise bad("roles", f"{wrong} map to something other than {', '.join(_ROLES)} or skip (a record of another "
+                  "kind, not read)")
     for key, allowed in _SUB_KEYS.items():
         sub = data.get(key)
         if sub is not None and (not isinstance(sub, dict) or not set(sub) <= allowed

@@ -96,6 +96,8 @@ CODES: dict[str, str] = {
     "the list's own first system message (which one the model saw is not known)",
     "records_not_messages": "records: messages: records holding no message at the mapping's path (metadata, usage "
     "events) were counted and not read",
+    "messages_not_read": "a declared mapping marks these role values skip (records of another kind: events, slots): "
+    "counted and not read",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "
     "warning names each one tried and why it declined)",
     "candidates_declined": "every candidate reader declined the file; the first one's problems are reported, the "

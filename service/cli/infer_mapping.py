@@ -91,8 +91,8 @@ def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None
     _emit(text, out, printed=not as_json)
     if learned.unnamed:
         raise CliError("roles_unnamed", f"wrote a mapping ({out or 'printed above'}) whose role values "
-                       f"{', '.join(learned.unnamed)} are marked \"?\": name each system, user, assistant or tool",
-                       where=str(file))
+                       f"{', '.join(learned.unnamed)} are marked \"?\": name each system, user, assistant or "
+                       "tool, or skip (a record of another kind, not read)", where=str(file))
     if out is not None and not as_json:
         err_console.print(f"wrote {out}: check it (its comments say what), then: tracedraft datasets validate "
                           f"--mapping {out} {file}")

@@ -101,3 +101,19 @@ def test_a_response_beside_the_messages_that_the_mapping_does_not_declare_is_not
                       roles=ROLES, content="content", tool_calls="tool_calls", tool_call=OPENAI_CALL)
     (err,) = result.report.errors
     assert err.code == "mapping_field_never_matched" and "$.outputs.choices[0]" in err.message
+
+
+def test_a_role_value_marked_skip_is_a_record_of_another_kind(tmp_path):
+    # a dialogue tracker's events (Rasa's): slots and actions beside the user's and the bot's utterances
+    events = [{"event": "user", "text": "Book a table for two"}, {"event": "slot", "text": "party_size=2"},
+              {"event": "bot", "text": "For what time?"}, {"event": "user", "text": "At eight"},
+              {"event": "action", "text": "action_book"}, {"event": "bot", "text": "Booked for 20:00."}]
+    path = tmp_path / "tracker.json"
+    path.write_text(json.dumps({"events": events}))
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text("name: tracker\nmessages: $.events\nrole: event\ncontent: text\n"
+                       "roles: {user: user, bot: assistant, slot: skip, action: skip}\n")
+    result = ingest([path], mapping=mapping, scrub=False)
+    assert result.report.ok
+    assert [m.role for m in result.conversations[0].messages] == ["user", "assistant", "user", "assistant"]
+    assert [w.code for w in result.report.warnings].count("messages_not_read") == 1
