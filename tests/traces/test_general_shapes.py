@@ -289,3 +289,20 @@ def test_a_transcript_beside_copies_of_its_replies_is_read_once(tmp_path):
     result = ingest_json(tmp_path, {"model": "m", "turns": [{"turn": 1, "assistant": other[1]}],
                                     "transcript": messages, "history": other})
     assert "ambiguous_shape" in codes(result) and result.conversations == []
+
+
+def test_a_checkpoint_beside_its_last_writes_is_read_once(tmp_path):
+    """A graph checkpoint (LangGraph's tuple): ``channel_values.messages`` holds the thread, ``metadata.writes``
+    repeats the last step's new messages: the thread is the conversation and the copy is no fourth call."""
+    def lc(cls, content, **kw):
+        return {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", cls],
+                "kwargs": {"content": content, **kw}}
+    call = {"name": "weather", "args": {"city": "Lisbon"}, "id": "c1", "type": "tool_call"}
+    thread = [lc("HumanMessage", "Weather in Lisbon?"), lc("AIMessage", "", tool_calls=[call]),
+              lc("ToolMessage", "21 C", tool_call_id="c1"), lc("AIMessage", "21 C and clear."),
+              lc("HumanMessage", "And tonight?"), lc("AIMessage", "Cooler, about 15 C.")]
+    doc = {"config": {"configurable": {"thread_id": "user-42"}}, "checkpoint": {"v": 1, "channel_values": {
+        "messages": thread}}, "metadata": {"source": "loop", "step": 8, "writes": {"agent": {"messages": thread[-1:]}}}}
+    result = ingest_json(tmp_path, doc)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 3, 1)

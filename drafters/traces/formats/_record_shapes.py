@@ -201,3 +201,15 @@ def holds_data(value: Any) -> bool:
     if isinstance(value, str):
         return value.lstrip()[:1] in ("{", "[")
     return isinstance(value, (dict, list)) and bool(value)
+
+
+def covering(lists: list[list]) -> int | None:
+    """The index of the one message list holding every message of each other list, equal and in the same order (a
+    transcript beside copies of some of its messages: a checkpoint's ``channel_values.messages`` beside the last
+    step's ``writes``, a rollout's ``messages`` beside its turns' replies), else None: reading it loses nothing."""
+    def within(part: list, whole: list) -> bool:
+        it = iter(whole)
+        return all(any(p == w for w in it) for p in part)  # a subsequence: in order, each once
+
+    full = [i for i, whole in enumerate(lists) if all(j == i or within(part, whole) for j, part in enumerate(lists))]
+    return full[0] if len(full) == 1 else None

@@ -48,6 +48,7 @@ from drafters.traces.formats._entries import entry_items, is_cache
 from drafters.traces.formats._record_shapes import (
     CURRENT_KEYS,
     RESPONSES_MODEL_ITEMS,
+    covering,
     is_items,
     node_collection,
     run_state_call,
@@ -372,6 +373,7 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
     if not found or 2 * len(found) < len(values):
         return None
     found = [_siblings(f) for f in found]
+    found = [[f[k]] if len(f) > 1 and (k := covering([m for _, m in f])) is not None else f for f in found]
     paths = Counter(_generic_path(f[0][0]) for f in found if len(f) == 1)
     several = next((f for f in found if len(f) > 1), None)
     if several is not None:

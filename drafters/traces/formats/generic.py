@@ -37,12 +37,13 @@ from itertools import chain, islice
 from typing import IO, Any
 
 from drafters.traces.formats import _exchanges, _reading, _shapes, _step_events, _streams
-from drafters.traces.formats._embedded_json import embedded_records
 from drafters.traces.formats._call_io import call_free
 from drafters.traces.formats._content import as_text, tool_defs
+from drafters.traces.formats._embedded_json import embedded_records
 from drafters.traces.formats._entries import cache_head
 from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
 from drafters.traces.formats._pair_turns import pair_turns
+from drafters.traces.formats._record_shapes import covering
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
@@ -147,20 +148,22 @@ def find_message_lists(value: Any, path: str = "$", depth: int = 0) -> list[_Fou
     return []
 
 
-def _message_outside(value: Any, skip: str | set[str], path: str = "$", depth: int = 0) -> str | None:
+def _message_outside(value: Any, skip: str | set[str], path: str = "$", depth: int = 0,
+                     known: list | None = None) -> str | None:
     """The path of the first message (an object with a role in a known spelling) in ``value`` outside the
-    subtrees at ``skip``, or None."""
+    subtrees at ``skip`` that is no copy of a ``known`` message (a checkpoint's last writes beside its
+    transcript), or None."""
     if path in ({skip} if isinstance(skip, str) else skip) or depth > MAX_DEPTH:
         return None
     if isinstance(value, dict):
-        if path != "$" and _is_message(value):
+        if path != "$" and _is_message(value) and value not in (known or []):
             return path
         items = [(f"{path}.{k}", v) for k, v in value.items() if isinstance(v, (dict, list))]
     elif isinstance(value, list):
         items = [(f"{path}[{i}]", v) for i, v in enumerate(value[:1000]) if isinstance(v, (dict, list))]
     else:
         return None
-    return next((hit for p, v in items if (hit := _message_outside(v, skip, p, depth + 1)) is not None), None)
+    return next((hit for p, v in items if (hit := _message_outside(v, skip, p, depth + 1, known)) is not None), None)
 
 
 def message_of(raw: dict, role: str, content_key: str | None, richer: list | None = None,
@@ -514,7 +517,7 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
                        "the conversation is not guessed; declare it in a mapping file (--mapping)", source)
         return
     f = full or found[0]
-    elsewhere = _message_outside(value, {g.path for g in found})  # a covered list's messages are f's too
+    elsewhere = _message_outside(value, {g.path for g in found}, known=f.messages)  # copies of f's: no loss
     if elsewhere is not None:  # a call's answer beside its input, another entry's messages: never dropped quietly
         problems.error("content_not_mapped", f"the record holds a message at {elsewhere}, outside the message list "
                        f"{f.path} read as its conversation: it would be lost; declare where it belongs in a mapping "
@@ -558,18 +561,10 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
 
 def _covering(found: list[_Found]) -> _Found | None:
     """Of a record's message lists, the one holding every message of each other list in the same order (a
-    transcript beside its turns' copies of the replies: FLE's ``messages`` beside ``turns[*].assistant``), else
-    None: reading it loses nothing the others hold."""
-    def marks(f: _Found) -> list[tuple]:
-        return [(role_of(get(m, f.role_key)), as_text(get(m, f.content_key)) if f.content_key else "",
-                 compact_json(get(m, "tool_calls"), sort_keys=True)) for m in f.messages if isinstance(m, dict)]
-
-    def within(part: list[tuple], whole: list[tuple]) -> bool:
-        it = iter(whole)
-        return all(any(p == w for w in it) for p in part)  # a subsequence: in order, each once
-
-    full = [f for f in found if all(g is f or within(marks(g), marks(f)) for g in found)]
-    return full[0] if len(full) == 1 else None
+    transcript beside its turns' copies of the replies: FLE's ``messages`` beside ``turns[*].assistant``;
+    ``_record_shapes.covering``), else None: reading it loses nothing the others hold."""
+    k = covering([f.messages for f in found])
+    return None if k is None else found[k]
 
 
 #: A key beside a message list naming a turn of a conversation by its last word (``message_prompt``,
