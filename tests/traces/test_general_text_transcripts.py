@@ -4,6 +4,8 @@ hand-made in the layouts such tools write, not copies of real files."""
 
 from __future__ import annotations
 
+import json
+
 from drafters.traces.ingest import ingest
 
 from .conftest import codes, totals
@@ -259,3 +261,18 @@ def test_a_figure_after_every_reply_is_not_the_reply_text_and_yaml_keys_are_no_m
                                for i, (h, a) in enumerate(zip(histories, ("Paris.", "Madrid.")))))
     result = ingest([results], scrub=False, dedup=False)
     assert "text_transcript" not in result.report.formats and not result.conversations
+
+
+def test_a_section_printing_a_json_body_is_not_read_as_text(tmp_path):
+    # a shell library's demo log (Ollama Bash Lib's): the request's messages and the response, with its tool call,
+    # printed as JSON under "--- User Prompt ---" / "--- Model Response ---": read as text, the call would be lost
+    request = [{"role": "user", "content": "What is the current date and time?"}]
+    response = {"model": "gpt-oss:20b", "message": {"role": "assistant", "content": "",
+                                                    "tool_calls": [{"function": {"name": "datetime", "arguments": {}}}]}}
+    log = ("# ollama_tools demo\n\n--- User Prompt ---\n" + json.dumps(request, indent=2) + "\n-------------------\n"
+           "--- Model Response ---\n" + json.dumps(response, indent=2) + "\n-------------------\n")
+    path = tmp_path / "demo.md"
+    path.write_text(log)
+    result = ingest([path], scrub=False)
+    assert not result.report.ok and result.conversations == []
+    assert "content_not_mapped" in [e.code for e in result.report.errors]

@@ -29,6 +29,7 @@ transcripts record no structured tool calls.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -347,6 +348,12 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
         text = "\n".join(([marker.rest] if marker.rest else []) + lines[marker.index + 1:end]).strip()
         if not text or marker.role == "skip":
             continue  # an empty prompt left for the next turn, a header with nothing under it, metadata
+        if _json_body(text):
+            problems.error("content_not_mapped", f"the section at line {marker.index + 1} is a request or response "
+                           "body printed as JSON (messages, or a reply with its tool calls): read as text, its messages "
+                           "would be one text and its calls lost: declare the file's format",
+                           src(NAME, filename, line=marker.index + 1))
+            return None
         if messages and messages[-1].role == marker.role and (marker.role != "assistant" or marker.rest):
             # one speaker's sections (or, in a chat log, lines) in a row are one message; two answers in a row
             # under their own headers are left to join_turns (adjacent_answers_joined)
@@ -360,6 +367,31 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
                        src(NAME, filename, line=start + 1))
         return None
     return messages, speakers
+
+
+def _json_body(text: str) -> bool:
+    """Whether a section is a JSON request or response body (a log printing them between its own headers): the
+    JSON, a rule line after it aside, holds an object with a ``role`` or ``tool_calls``."""
+    body = "\n".join(line for line in text.splitlines() if not _RULE_LINE.match(line)).strip()
+    if body[:1] not in ("{", "["):
+        return False
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return False
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if isinstance(v.get("role"), str) or v.get("tool_calls"):
+                return True
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
+_RULE_LINE = re.compile(r"^\s*[-=*_~]{3,}\s*$")
 
 
 def _tool_call_written(lines: list[str], markers: list[Marker]) -> int | None:
