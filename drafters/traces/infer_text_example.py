@@ -58,6 +58,8 @@ REPLY_WORDS = _WORDS["assistant"] | {"response", "reply", "answer", "output", "c
                                      "llm", "prediction"}
 PROMPT_WORDS = _WORDS["user"] | _WORDS["system"] | {"prompt", "query", "question", "task", "input", "request",
                                                     "instruction", "problem"}
+#: Words of a section that may be another output of the model (``Post-processing Result``), never skipped unseen.
+OUTPUT_WORDS = {"result", "response", "output", "completion", "generation"}
 #: The shortest first prompt that a second beginning with it restates (characters).
 RESTATED = 200
 #: Conversations read to check a reading.
@@ -138,6 +140,11 @@ def learn_text_mapping(path: str | os.PathLike[str], want: str, name: str) -> Te
                                               "the prompts (a label naming the user's side, or a speaker it answers)")
             continue
         roles = {user.key: "user", reply.key: "assistant", **_others(markers, counts, reply, user)}
+        output = next((k for k, r in roles.items() if r == "skip" and _words(_label(markers, k)) & OUTPUT_WORDS), None)
+        if output is not None:  # another output beside each reply: a second call of the model, or a figure?
+            first_problem = first_problem or (f"{output!r} repeats beside each reply and names an output: whether it "
+                                              "is another call of the model is not guessed")
+            continue
         if LOG_PREFIX.match(reply.key):  # a log's entries: events, but for the prompt, the reply and a system prompt
             entries = _entry_prefixes(lines)
             if entries is None:

@@ -286,3 +286,16 @@ def test_log_entries_of_other_layouts(tmp_path, prefix):
     assert [c.context[0].text for c in calls][1] == "You are playing Minecraft. Your inventory has 3 oak logs.\n" \
         "What do you do next?"
     assert len(convs) == 2 and all(len(c.context) == 1 for c in calls)  # each prompt sent whole (they open alike)
+
+
+def test_a_second_output_beside_each_reply_is_not_skipped_unseen(tmp_path):
+    """An evaluation report (TermGPT's): each command's ``**LLM Result:**`` and a ``**Post-processing Result:**``
+    beside it; whether the second is another call of the model is not guessed, so no reading skips it."""
+    blocks = [f"### Command {i}\n**Query:** Find files over {i}00 MB\n\n**LLM Result:** find / -size +{i}00M\n"
+              f"**Valid:** Yes\n\n**Post-processing Result:** find / -type f -size +{i}00M\n**Valid:** Yes\n\n---\n"
+              for i in (1, 2, 3)]
+    path = tmp_path / "report.md"
+    path.write_text("# Evaluation\n\n" + "\n".join(blocks))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "find / -size +100M")
+    assert "another call of the model is not guessed" in err.value.message
