@@ -349,3 +349,16 @@ def test_an_identifier_is_never_guessed_as_the_prompt(tmp_path):
     except TraceError:
         return  # refused: fine
     assert "op_name" not in learned.mapping["messages"]
+
+
+def test_a_setting_of_the_record_is_never_learned_as_the_role(tmp_path):
+    """A benchmark's response log (the Decision Judgment Benchmark's): each record a prompt and the model's answer,
+    beside settings (``reasoning_effort: low | minimal``) that are no speaker's side."""
+    rows = [{"run_id": f"r{i}", "model_under_test": "gpt-5-nano", "full_prompt": f"You advise on decisions.\nQ{i}: "
+             "Should I take the new job offer or stay?", "response": f"Answer {i}: weigh growth against stability.",
+             "reasoning_effort": effort} for i, effort in enumerate(("minimal", "low", "low", "minimal"))]
+    path = tmp_path / "responses.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    learned = learn_mapping(path, "weigh growth against stability")
+    assert learned.mapping.get("role") != "reasoning_effort"
+    assert _counts(path, learned) == (True, 4, 4)
