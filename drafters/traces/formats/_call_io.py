@@ -3,7 +3,9 @@
 beside it, as an assistant message, a list of them (the answers, or the conversation's continuation with its tool
 results), a role-less result object or text; or a call's input and output as Responses-API item lists
 (``items_call``). A text field is never taken while a list of answers elsewhere in
-the record goes unread (docs/traces.md, "A completion that continues the prompt").
+the record goes unread (docs/traces.md, "A completion that continues the prompt"). Answers sampled for one prompt
+(``sampled_answers``, a response of several ``choices``: ``every_choice``) are a call each; tool definitions kept
+with the call's settings are found by ``settings_tools``.
 """
 
 from __future__ import annotations
@@ -381,4 +383,23 @@ def tool_lists(value: Any, path: str = "$", depth: int = 0) -> list[str]:
             out.append(p)
         elif isinstance(v, dict):
             out += tool_lists(v, p, depth + 1)
+    return out
+
+
+def settings_tools(values: list) -> str | None:
+    """The one path at which the records keep their tool definitions with the call's settings (``tool_lists``:
+    LangSmith's ``extra.invocation_params.tools``, LiteLLM's ``model_parameters.tools``), else None (none, or
+    several places: not guessed)."""
+    found = {p for v in values for p in tool_lists(v)}
+    return found.pop() if len(found) == 1 else None
+
+
+def every_choice(values: list, out: str) -> str:
+    """``out`` reading each choice where a record holds several (a request sampled with ``n`` > 1: each choice is
+    an answer of its own, a call each: ``choices[*]``), else as it is."""
+    for key in ("choices", "candidates"):
+        at = out.find(f".{key}[0]")
+        if at >= 0 and any(len(found[0][1]) > 1 for v in values if (found := jsonpath(v, out[:at + len(key) + 1]))
+                           and isinstance(found[0][1], list)):
+            return f"{out[:at]}.{key}[*]{out[at + len(key) + 4:]}"
     return out

@@ -36,13 +36,14 @@ from typing import Any
 from drafters.traces.formats._call_io import (
     call_free,
     call_shaped,
+    every_choice,
     input_output,
     item_lists,
     items_call,
     message_lists,
     messages_at,
+    settings_tools,
     text_pair,
-    tool_lists,
 )
 from drafters.traces.formats._entries import entry_items, is_cache
 from drafters.traces.formats._record_shapes import (
@@ -464,10 +465,8 @@ def _record_extras(values: list, messages_path: str) -> dict[str, Any]:
             if "prompt" not in extras and key != top and any(
                     system_prompt(key, (jsonpath(v, path) or [(None, None)])[0][1]) is not None for v in values):
                 extras["prompt"] = {"system": path}
-    if "tools" not in extras:  # kept with the call's settings (LangSmith's extra.invocation_params, LiteLLM's
-        found = {p for v in values for p in tool_lists(v)}  # model_parameters): one place, else not guessed
-        if len(found) == 1:
-            extras["tools"] = found.pop()
+    if "tools" not in extras and settings_tools(values):  # kept with the call's settings (LangSmith's, LiteLLM's)
+        extras["tools"] = settings_tools(values)
     return extras
 
 
@@ -535,20 +534,9 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | No
                                                      group=chat_group(dicts)), [], [])
     keys, unread = message_keys(msgs)
     flat = dicts != values
-    out = _every_choice(dicts, out)
+    out = every_choice(dicts, out)
     return Inferred("request_response", _mapping(name, messages=inp, response=out, unflatten=flat or None,
                                                  **keys, **_record_extras(dicts, inp)), unread, calls_not_read(msgs, unread))
-
-
-def _every_choice(values: list, out: str) -> str:
-    """``out`` reading each choice where a record holds several (a request sampled with ``n`` > 1: each choice is
-    an answer of its own, a call each: ``choices[*]``), else as it is."""
-    for key in ("choices", "candidates"):
-        at = out.find(f".{key}[0]")
-        if at >= 0 and any(len(found[0][1]) > 1 for v in values if (found := jsonpath(v, out[:at + len(key) + 1]))
-                           and isinstance(found[0][1], list)):
-            return f"{out[:at]}.{key}[*]{out[at + len(key) + 4:]}"
-    return out
 
 
 #: Keys naming a conversation (not a run or a trace: a batch of independent requests shares those).
