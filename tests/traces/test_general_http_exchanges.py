@@ -140,3 +140,18 @@ def test_a_stream_recorded_as_network_chunks_is_joined(tmp_path):
     record["chunks"] = record["chunks"][:-2]  # cut before the stream's end: refused, never read in part
     path.write_text(json.dumps(record))
     assert not ingest([path], scrub=False).report.ok
+
+
+def test_a_legacy_completion_under_the_bodies(tmp_path):
+    # an Elixir client's ExVCR cassette of /v1/completions: request.body.prompt, response.body.choices[0].text
+    request = {"model": "text-davinci-003", "prompt": "The apple is", "max_tokens": 100}
+    response = {"object": "text_completion", "choices": [{"text": " red.", "index": 0, "finish_reason": "stop"}]}
+    cassette = [{"request": {"url": "https://api.openai.com/v1/completions?", "method": "post",
+                             "body": json.dumps(request)},
+                 "response": {"status_code": 200, "binary": False, "body": json.dumps(response)}}]
+    path = tmp_path / "completion_basic_prompt.json"
+    path.write_text(json.dumps(cassette))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    (call,) = result.conversations[0].calls()
+    assert (call.context[0].text, call.completion.text) == ("The apple is", " red.")

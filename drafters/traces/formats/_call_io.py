@@ -109,9 +109,9 @@ def text_pair(record: dict) -> tuple[str, str] | None:
         outs = sampled_answers(record)
     if not ins and not outs:  # each held one level down: {request: {prompt}, result: {completions: [{text}]}}
         ins = [p for k in TEXT_INPUT_KEYS if isinstance(record.get(k), dict)
-               for p in _held_text(record[k], f"$.{k}", PROMPT_TEXT_KEYS)]
+               for p in _held_text(*_body(record[k], f"$.{k}"), PROMPT_TEXT_KEYS)]
         outs = [p for k in TEXT_OUTPUT_KEYS + ("result",) if isinstance(record.get(k), dict)
-                for p in _held_text(record[k], f"$.{k}", ANSWER_TEXT_KEYS)]
+                for p in _held_text(*_body(record[k], f"$.{k}"), ANSWER_TEXT_KEYS)]
     return (ins[0], outs[0]) if len(ins) == 1 and len(outs) == 1 else None
 
 
@@ -176,6 +176,12 @@ def _texts(record: dict, keys: tuple[str, ...]) -> list[str]:
         keys = keys + tuple(k for k in record if isinstance(k, str) and k not in keys and _worded(k, _PROMPT_WORDS))
     return [child_path("$", k) for k in keys if isinstance(record.get(k), str) and record[k].strip()
             and not _looks_encoded(record[k])]
+
+
+def _body(holder: dict, path: str) -> tuple[dict, str]:
+    """An HTTP exchange's ``body`` object (``request.body``: a legacy completions call's ``prompt``), else the
+    object itself, with its path."""
+    return (holder["body"], f"{path}.body") if isinstance(holder.get("body"), dict) else (holder, path)
 
 
 def _held_text(value: dict, path: str, keys: tuple[str, ...]) -> list[str]:
