@@ -104,6 +104,7 @@ def batch_items(records: Iterator[tuple[Source, Any]], lists: str = "$") -> Iter
     for source, doc in records:
         found = jsonpath(doc, lists) if isinstance(doc, (dict, list)) else []
         holder = found[0][1] if found else None
+        base = source.record if source.record and source.record != "$" else "$"  # an array's item: $[1].data...
         for key, items in (holder.items() if isinstance(holder, dict) else []):
             for i, item in enumerate(items if isinstance(items, list) else []):
-                yield replace(source, record=f"{child_path(lists, key)}[{i}]", line=None), item
+                yield replace(source, record=f"{base}{child_path(lists, key)[1:]}[{i}]", line=None), item

@@ -100,3 +100,34 @@ def test_tool_definitions_kept_with_the_calls_settings(tmp_path):
     result = ingest([path], scrub=False)
     assert result.report.ok and "no_tool_definitions" not in codes(result, "warnings")
     assert [[t.name for t in c.tools] for c in _calls(result)] == [["search"], ["search"]]
+
+
+def _span(span_id, parent, kind, inputs, outputs):
+    return {"span_id": span_id, "parent_span_id": parent, "name": kind.title(),
+            "attributes": {"mlflow.spanType": json.dumps(kind), "mlflow.spanInputs": json.dumps(inputs),
+                           "mlflow.spanOutputs": json.dumps(outputs)}}
+
+
+def test_traces_of_spans_with_langchain_message_dicts(tmp_path):
+    # MLflow 3's LangChain autolog: an array of traces {info, data: {spans}}, the chat model's span holding the
+    # messages as [[{type: human, content}]] and an LLMResult; CHAIN and TOOL spans are no calls
+    def lc(kind, content, **kw):
+        return {"content": content, "additional_kwargs": {}, "type": kind, **kw}
+    call = {"name": "convert", "args": {"value": 26.2}, "id": "c1", "type": "tool_call"}
+    def result(message):
+        return {"generations": [[{"text": message["content"], "type": "ChatGeneration", "message": message}]]}
+    first = [lc("system", "Convert units."), lc("human", "26.2 miles in km?")]
+    spans = [_span("s1", "", "CHAIN", {"input": "26.2 miles in km?"}, {"output": "About 42.16 km."}),
+             _span("s2", "s1", "CHAT_MODEL", [first], result(lc("ai", "", tool_calls=[call]))),
+             _span("s3", "s1", "TOOL", {"value": 26.2}, "42.16"),
+             _span("s4", "s1", "CHAT_MODEL", [[*first, lc("ai", "", tool_calls=[call]),
+                                               lc("tool", "42.16", tool_call_id="c1")]],
+                   result(lc("ai", "About 42.16 km.")))]
+    other = [_span("t1", "", "CHAT_MODEL", [[lc("human", "5 km in miles?")]], result(lc("ai", "About 3.11 miles.")))]
+    doc = [{"info": {"trace_id": "tr-1"}, "data": {"spans": spans}}, {"info": {"trace_id": "tr-2"}, "data": {"spans": other}}]
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps(doc))
+    result_ = ingest([path], scrub=False)
+    assert result_.report.ok, codes(result_)
+    assert totals(result_.conversations) == (2, 3, 1)
+    assert len({c.id for c in result_.conversations}) == 2

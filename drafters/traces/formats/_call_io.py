@@ -74,8 +74,8 @@ def input_output(record: Any) -> tuple[str, str] | None:
         return None
     if not message_lists(record, need_assistant=False):
         return text_pair(record)
-    inputs = [(p, v) for p, v in message_lists(record, need_assistant=False)
-              if any(k in p for k in INPUT_KEYS) and not _ends_with_answer(v)]
+    inputs = [(p, v) for p, v in message_lists(record, need_assistant=False)  # spanInputs (MLflow's) too
+              if any(k in p.lower() for k in INPUT_KEYS) and not _ends_with_answer(v)]
     pairs = [(inp, out) for inp, msgs in inputs for out in _output_paths(record)
              if not out.startswith(inp) and role_key(messages_at(record, out)) == role_key(msgs)]
     answers = [p for p, _ in message_lists(record) if not p.startswith(inputs[0][0])] if inputs else []
@@ -255,7 +255,8 @@ _CALL_KEYS = frozenset({*INPUT_KEYS, *OUTPUT_KEYS, *TEXT_INPUT_KEYS, "choices", 
 
 
 #: Where a span says its kind (OpenInference's attribute, or the exporter's field), and the kinds that are no LLM call.
-SPAN_KIND_KEYS = ("openinference.span.kind", "span_kind", "spanKind", "run_type")  # run_type: LangSmith's runs
+SPAN_KIND_KEYS = ("openinference.span.kind", "span_kind", "spanKind", "run_type",  # run_type: LangSmith's runs
+                  "mlflow.spanType")  # MLflow's, a JSON string: '"CHAIN"'
 OTHER_SPANS = frozenset({"chain", "agent", "tool", "retriever", "embedding", "reranker", "guardrail", "evaluator",
                          "prompt", "parser"})
 
@@ -265,7 +266,7 @@ def other_span(record: Any) -> bool:
     and final answer as texts, a ``TOOL`` span): its texts are no prompt and reply of a call."""
     holders = (record, record.get("attributes")) if isinstance(record, dict) else ()
     kinds = [h.get(k) for h in holders if isinstance(h, dict) for k in SPAN_KIND_KEYS]
-    return any(isinstance(k, str) and k.lower() in OTHER_SPANS for k in kinds)
+    return any(isinstance(k, str) and k.strip('"').lower() in OTHER_SPANS for k in kinds)
 
 
 def call_free(record: Any, depth: int = 0) -> bool:

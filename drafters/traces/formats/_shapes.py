@@ -212,8 +212,10 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
             got = None
         if isinstance(got, Inferred):
             return replace(got, mapping=replace(got.mapping, records="entries"))
-    batch = _batch_at(values[0]) if len(values) == 1 else None
-    if batch:  # an object of lists of records (a batch upload): the shape of the lists' items
+    batches = [_batch_at(v) for v in values]  # each an object of lists of records (a batch upload, a trace's spans)
+    batch = (batches[0][0], [i for b in batches for i in b[1]]) if all(batches) and \
+        len({b[0] for b in batches}) == 1 else None  # type: ignore[index]
+    if batch:  # the shape of the lists' items
         lists, items = batch
         for shape in (_responses_items, _request_response, _steps):
             try:
