@@ -281,3 +281,29 @@ def test_a_response_of_several_choices_is_not_read_as_its_first():
     with pytest.raises(ValueError, match="2 choices"):
         response_to_message(body)
     assert response_to_message({"choices": body["choices"][:1]}).text == "Smokey"
+
+
+def test_semantic_kernel_items_in_place_of_content(tmp_path):
+    # Semantic Kernel's ChatHistory dumped: each message's content as items (text, function_call, function_result)
+    def item(kind, **kw):
+        return {"ai_model_id": None, "metadata": {}, "content_type": kind, **kw}
+    def message(role, *items):
+        return {"ai_model_id": None, "metadata": {}, "content_type": "message", "role": role, "name": None,
+                "items": list(items), "encoding": None, "finish_reason": None, "status": None}
+    history = {"messages": [
+        message("system", item("text", text="You control the user's lights.")),
+        message("user", item("text", text="Turn on the table lamp.")),
+        message("assistant", item("function_call", id="call_1", name="LightsPlugin-change_state",
+                                  function_name="change_state", plugin_name="LightsPlugin",
+                                  arguments='{"id": 1, "is_on": true}')),
+        message("tool", item("function_result", id="call_1", result='{"is_on": true}', name="LightsPlugin-change_state")),
+        message("assistant", item("text", text="Done: the lamp is on."))]}
+    path = tmp_path / "chat_history.json"
+    path.write_text(json.dumps(history))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    calls = list(result.conversations[0].calls())
+    assert [p.name for p in calls[0].completion.tool_calls] == ["LightsPlugin-change_state"]
+    assert calls[0].completion.tool_calls[0].arguments == {"id": 1, "is_on": True}
+    assert [m.role for m in calls[1].context] == ["system", "user", "assistant", "tool"]
+    assert calls[1].completion.text == "Done: the lamp is on."

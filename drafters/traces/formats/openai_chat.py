@@ -118,6 +118,7 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
     ``text``, say). Ingestion then refuses the conversation with ``unknown_content``
     instead of reading an empty turn or dropping calls (docs/traces.md, the silent-loss rule).
     """
+    msg = _items_as_openai(msg)
     role = _ROLE_MAP.get(msg.get("role"))  # type: ignore[arg-type]
     if role is None:
         raise ValueError(f"unknown role {msg.get('role')!r}")
@@ -162,6 +163,34 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
     if role != "assistant":
         return Message(role, parts)  # type: ignore[arg-type]
     return Message(role, parts, model=msg_model or model, supervised=_content.trained(msg))
+
+
+#: Semantic Kernel's content items (``ChatHistory`` dumped: ``items: [{content_type: text | function_call |
+#: function_result, ...}]`` in place of ``content``).
+_SK_ITEMS = ("text", "function_call", "function_result")
+
+
+def _items_as_openai(msg: dict[str, Any]) -> dict[str, Any]:
+    """A message keeping its content as Semantic Kernel items, in OpenAI's spelling: the text items as ``content``,
+    ``function_call`` items as ``tool_calls``, a ``function_result`` item as the tool message's ``tool_call_id`` and
+    ``content``; any other message as it is (an item of another kind is left for ``_unread_keys`` to report)."""
+    items = msg.get("items")
+    if msg.get("content") not in (None, "") or not isinstance(items, list) or not items or not all(
+            isinstance(i, dict) and i.get("content_type") in _SK_ITEMS for i in items):
+        return msg
+    out = {k: v for k, v in msg.items() if k != "items"}
+    texts = [i.get("text") for i in items if i["content_type"] == "text" and isinstance(i.get("text"), str)]
+    calls = [{"id": i.get("id"), "type": "function", "function": {"name": i.get("name") or i.get("function_name"),
+                                                                   "arguments": i.get("arguments")}}
+             for i in items if i["content_type"] == "function_call"]
+    results = [i for i in items if i["content_type"] == "function_result"]
+    if len(results) > 1 or results and (texts or calls):
+        return msg  # several results in one message, or mixed with text: not guessed
+    if results:
+        result = results[0].get("result")
+        return {**out, "tool_call_id": results[0].get("id"), "name": results[0].get("name"),
+                "content": result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)}
+    return {**out, "content": "".join(texts) or None, **({"tool_calls": calls} if calls else {})}
 
 
 _REASONING_NAME = re.compile(r"think|thought|reason", re.IGNORECASE)
