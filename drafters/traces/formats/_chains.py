@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from drafters.traces.formats._content import link_models
 from drafters.traces.formats.base import ProblemSink
-from drafters.traces.model import Conversation, LLMCall, Message, Source, ToolDef
+from drafters.traces.model import Conversation, LLMCall, Message, Source, ToolDef, compact_json
 
 
 def same_messages(a: list[Message], b: list[Message]) -> bool:
@@ -133,16 +133,18 @@ class CallChains:
         return dropped
 
     def _two_requests(self, a: LLMCall, b: LLMCall) -> bool:
-        """Whether two calls come from records of one kind (the same keys and ``type``) that name different requests (their
-        ``name`` / ``id`` values differ) and neither refers to the other (no parent's id in its child): two tasks
-        that sent the same prompt and got the same answer (an eval's results), not one call restated."""
+        """Whether two calls come from records of one kind (the same keys and ``type``) that name different
+        requests (their ``name`` / ``id`` values differ) and neither refers to the other (no parent's id in its
+        child): two tasks that sent the same prompt and got the same answer (an eval's results), not one call
+        restated."""
         ra, rb = (json.loads(r) if (r := self.records.get(id(c))) else None for c in (a, b))
         if not isinstance(ra, dict) or not isinstance(rb, dict) or set(ra) != set(rb) or \
                 any(ra[k] != rb[k] for k in _KIND_KEYS if k in ra):  # a trace's record beside its generation's
             return False
         named = [k for k in ra if k in _NAME_KEYS and isinstance(ra[k], str) and isinstance(rb[k], str)]
         return bool(named) and all(ra[k] != rb[k] for k in named) and \
-            not any(json.dumps(ra[k]) in self.records[id(b)] or json.dumps(rb[k]) in self.records[id(a)] for k in named)
+            not any(compact_json(ra[k]) in self.records[id(b)] or compact_json(rb[k]) in self.records[id(a)]
+                    for k in named)  # records are kept as compact JSON: a value quoted the same way
 
     def _samples_of_one(self, a: LLMCall, b: LLMCall) -> bool:
         """Whether two calls are sampled answers of one record (two models answering one prompt alike)."""
