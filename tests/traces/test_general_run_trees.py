@@ -18,6 +18,7 @@ import pytest
 from drafters.traces.infer import infer_mapping, mapping_yaml
 from drafters.traces.ingest import ingest
 from drafters.traces.mapping_file import load_mapping
+from drafters.traces.mapping_records import nested_key
 from drafters.traces.report import TraceError
 
 from .conftest import codes, totals
@@ -75,6 +76,7 @@ def test_a_message_tree_is_not_a_run_tree(tmp_path):
         {"role": "assistant", "content": "Hey", "children": []}]}]}
     path = tmp_path / "chat.json"
     path.write_text(json.dumps(doc))
+    assert nested_key([doc]) is None and nested_key([doc["messages"][0]]) is None
     result = ingest([path], scrub=False)
     assert '"nested"' not in " ".join(w.message for w in result.report.warnings)
 

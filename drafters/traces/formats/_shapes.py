@@ -26,13 +26,13 @@ Not a format (no ``FORMAT``).
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from typing import Any
 
+from drafters.traces.formats._batches import batch_at, decoded_tree
 from drafters.traces.formats._call_io import (
     call_free,
     call_shaped,
@@ -76,7 +76,7 @@ from drafters.traces.formats._spellings import (
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS, system_prompt
 from drafters.traces.formats._turns import TURN_KEYS
 from drafters.traces.handoff import handed_off
-from drafters.traces.json_paths import child_path, jsonpath, root_key, unflatten
+from drafters.traces.json_paths import jsonpath, root_key, unflatten
 from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.mapping_records import nested_key, nested_records
@@ -212,8 +212,9 @@ def infer(records: list[tuple[Any, Any]], name: str = "inferred") -> Inferred | 
             got = None
         if isinstance(got, Inferred):
             return replace(got, mapping=replace(got.mapping, records="entries"))
-    batches = [_batch_at(v) for v in values]  # each an object of lists of records (a batch upload, a trace's spans)
-    batch = (batches[0][0], [i for b in batches for i in b[1]]) if all(batches) and \
+    first = batch_at(values[0])  # an object of lists of records (a batch upload, a trace's spans); each one so
+    batches = [first, *(batch_at(v) for v in values[1:])] if first else [None]
+    batch = (first[0], [i for b in batches for i in b[1]]) if first and all(batches) and \
         len({b[0] for b in batches}) == 1 else None  # type: ignore[index]
     if batch:  # the shape of the lists' items
         lists, items = batch
@@ -283,75 +284,6 @@ def _record_map(doc: Any, name: str = "inferred") -> Inferred | None:
         if isinstance(got, Inferred) and all(jsonpath(r, got.mapping.messages) for r in records):
             return replace(got, mapping=replace(got.mapping, records="values"))
     return None
-
-
-def _batch_at(doc: Any) -> tuple[str, list] | None:
-    """(path, records) of a batch document (``_batch``): the document itself, or the one object value of a
-    document without lists of its own (an eval export's ``{"evalId", "results": {"prompts": [...], "results":
-    [...]}, "config": {...}}``)."""
-    records = _batch([doc])
-    if records is not None or not isinstance(doc, dict) or any(isinstance(v, list) for v in doc.values()):
-        return ("$", records) if records is not None else None
-    inner = [(k, _batch([v])) for k, v in doc.items() if isinstance(v, dict)]
-    found = [(child_path("$", k), r) for k, r in inner if r is not None]
-    return found[0] if len(found) == 1 else None
-
-
-def _batch(values: list) -> list | None:
-    """The records of a document that is an object of lists of records (LangSmith's batch upload
-    ``{"post": [runs], "patch": [runs]}``, an ingestion API's ``{"batch": [events], "metadata": {...}}``: values
-    that are not lists are the batch's metadata), those holding only a call's input that a record with an output
-    repeats left out (a run posted, then patched: the mapping reads it once) and those holding no message at all
-    (other events: the mapping skips them, counted); None for any other document."""
-    doc = values[0]
-    if not isinstance(doc, dict) or not doc or not any(isinstance(v, list) for v in doc.values()):
-        return None
-    items = [i for v in doc.values() if isinstance(v, list) for i in v]
-    if not items or not all(isinstance(i, dict) for i in items):
-        return None
-    flat = [unflatten(i) for i in items]
-    answered = [input_output(i) for i in flat]
-    inputs = [[m for _, m in message_lists(i, need_assistant=False)] for i in flat]
-    done = [inp for inp, io in zip(inputs, answered) if io is not None]
-    if not done or any(io is None and not (inp and any(all(m in d for m in inp) for d in done))
-                       and holds_message(i) for i, inp, io in zip(flat, inputs, answered)):
-        return None
-    return [i for i, io in zip(items, answered) if io is not None]
-
-
-def holds_message(value: Any, depth: int = 0) -> bool:
-    """Whether ``value`` holds a message anywhere (an object with a role in a known spelling), as JSON text
-    too: a record without one is another kind of event, not a call."""
-    if depth > 8:
-        return False
-    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
-        value = decoded_tree(value)
-    if isinstance(value, dict):
-        return is_message(value) or any(holds_message(v, depth + 1) for v in value.values())
-    if isinstance(value, list):
-        return any(holds_message(v, depth + 1) for v in value[:1000])
-    return False
-
-
-def decoded_tree(value: Any, budget: list[int] | None = None) -> Any:
-    """``value`` with every string that holds a JSON object or array decoded (span attributes and envelopes
-    store messages as JSON text); the mapping's JSONPath decodes the same strings when it reads them. At most
-    2 MB of such text is decoded per record."""
-    budget = budget if budget is not None else [2_000_000]
-    if isinstance(value, str):
-        stripped = value.strip()
-        if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]") and len(stripped) <= budget[0]:
-            budget[0] -= len(stripped)
-            try:
-                return decoded_tree(json.loads(stripped), budget)
-            except (ValueError, RecursionError):
-                return value
-        return value
-    if isinstance(value, list):
-        return [decoded_tree(v, budget) for v in value]
-    if isinstance(value, dict):
-        return {k: decoded_tree(v, budget) for k, v in value.items()}
-    return value
 
 
 def _mapping(name: str, **keys: Any) -> Mapping:
@@ -467,8 +399,9 @@ def _record_extras(values: list, messages_path: str) -> dict[str, Any]:
             if "prompt" not in extras and key != top and any(
                     system_prompt(key, (jsonpath(v, path) or [(None, None)])[0][1]) is not None for v in values):
                 extras["prompt"] = {"system": path}
-    if "tools" not in extras and settings_tools(values):  # kept with the call's settings (LangSmith's, LiteLLM's)
-        extras["tools"] = settings_tools(values)
+    tools = settings_tools(values) if "tools" not in extras else None  # kept with the call's settings (LangSmith's)
+    if tools:
+        extras["tools"] = tools
     return extras
 
 

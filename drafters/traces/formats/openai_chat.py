@@ -22,6 +22,7 @@ from typing import IO, Any
 
 from drafters.traces.formats import _cassette, _content, _reading
 from drafters.traces.formats._chains import CallChains
+from drafters.traces.formats._record_shapes import covering
 from drafters.traces.formats._spellings import args_not_read, tool_call
 from drafters.traces.formats._system_prompts import sibling_system, system_not_read
 from drafters.traces.formats._text_calls import with_text_tool_calls
@@ -468,7 +469,6 @@ def _other_list(item: Any, msgs: list) -> str | None:
     assistant message, beside ``msgs`` and not a copy of some of them in order (a transcript's turns), else None."""
     if not isinstance(item, dict):
         return None
-    held = [(m.get("role"), m.get("content")) for m in msgs if isinstance(m, dict)]
     for key, value in item.items():
         if value is msgs or not isinstance(value, list) or not value or not all(isinstance(v, dict) for v in value):
             continue
@@ -476,8 +476,7 @@ def _other_list(item: Any, msgs: list) -> str | None:
                  for v in value]
         if None in inner or not any(m.get("role") == "assistant" for m in inner):  # type: ignore[union-attr]
             continue
-        it = iter(held)
-        if not all(any((m.get("role"), m.get("content")) == h for h in it) for m in inner):  # type: ignore[union-attr]
+        if covering([msgs, inner]) != 0:  # not copies of some of the messages, in order
             return key
     return None
 
