@@ -62,9 +62,9 @@ from drafters.traces.formats._spellings import (
     block_parts,
     failed_turn,
     get,
-    lc_messages,
     response_id,
     role_of,
+    serialized_messages,
     summary_texts,
 )
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system, system_not_read, system_text
@@ -169,7 +169,7 @@ class Mapping:
         stem = filename.rsplit("/", 1)[-1]
         if self.unflatten:
             records = ((source, unflatten(record)) for source, record in records)
-        records = ((source, lc_messages(record)) for source, record in records)  # LangChain's dumpd: the messages
+        records = ((source, serialized_messages(record)) for source, record in records)  # LangChain's dumpd: the messages
         reading_uses = self._optional_uses()
         record_paths = [PathUse(name, path, "record") for name, path in
                         (("tools", self.tools), ("id", self.id), ("response", self.response),

@@ -306,3 +306,28 @@ def test_a_checkpoint_beside_its_last_writes_is_read_once(tmp_path):
     result = ingest_json(tmp_path, doc)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 3, 1)
+
+
+def test_one_response_in_two_spellings_is_read_once(tmp_path):
+    """An HTTP recording (the Google GenAI SDK's replays) keeps the response body beside the client library's object
+    of it: the same candidates in camelCase and snake_case, the thought signature encoded once more. They read alike
+    (role, text, tool calls), so the record holds one list, not two; a part's signature beside its function call is
+    no payload of its own."""
+    def candidate(camel: bool, signature: str):
+        call, sig = ("functionCall", "thoughtSignature") if camel else ("function_call", "thought_signature")
+        return {"content": {"role": "model", "parts": [{"text": "Looking it up."},
+                                                        {call: {"name": "weather", "args": {"city": "Paris"}},
+                                                         sig: signature}]},
+                ("finishReason" if camel else "finish_reason"): "STOP", "index": 0}
+    doc = {"request": {"contents": [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}]},
+           "response": {"body": {"candidates": [candidate(True, "CiQB")]},
+                        "sdk_response": {"candidates": [candidate(False, "Q2lRQg==")]}}}
+    result = ingest_json(tmp_path, doc)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 1, 1)
+    (call,) = result.conversations[0].calls()
+    assert call.completion.text == "Looking it up." and call.completion.tool_calls[0].arguments == {"city": "Paris"}
+    doc["response"]["sdk_response"]["candidates"][0]["content"]["parts"][0]["text"] = "Something else."
+    result = ingest_json(tmp_path, doc)  # two answers: the Gemini reader and the general path decline it
+    assert not result.report.ok and result.conversations == []
+    assert "generic (ambiguous_shape" in " ".join(w["message"] for w in result.report.to_dict()["warnings"])

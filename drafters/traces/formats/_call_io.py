@@ -19,7 +19,8 @@ from drafters.traces.formats._spellings import is_message, role_key, role_value,
 from drafters.traces.json_paths import child_path, jsonpath
 
 OUTPUT_KEYS = ("outputs", "output", "response", "completion", "result", "generation", "generations",
-               "output_messages", "model_output_message", "llm_output", "answer")
+               "output_messages", "model_output_message", "llm_output", "answer",
+               "replies")  # replies: a Haystack chat generator's output
 INPUT_KEYS = ("inputs", "input", "request", "prompt", "input_messages", "model_input_messages", "messages",
               "contents", "query")  # contents: a Gemini request's turns; query: Azure AI evaluation's messages
 #: A call written as two texts: the prompt's keys, and the model's answer's (never ``answer``: an eval's reference).

@@ -10,8 +10,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from drafters.traces.formats._spellings import ROLE_KEYS, get, is_message, role_key, role_of, role_value
+from drafters.traces.formats._spellings import (
+    CALL_KEYS,
+    CONTENT_KEYS,
+    ROLE_KEYS,
+    block_parts,
+    calls_of,
+    get,
+    is_message,
+    role_key,
+    role_of,
+    role_value,
+)
 from drafters.traces.json_paths import child_path
+from drafters.traces.model import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 RESPONSES_MODEL_ITEMS = ("function_call", "function_call_output", "function_call_result", "reasoning",
                          "custom_tool_call", "custom_tool_call_output", "local_shell_call", "local_shell_call_output")
@@ -204,12 +216,32 @@ def holds_data(value: Any) -> bool:
 
 
 def covering(lists: list[list]) -> int | None:
-    """The index of the one message list holding every message of each other list, equal and in the same order (a
+    """The index of the one message list holding every message of each other list, alike and in the same order (a
     transcript beside copies of some of its messages: a checkpoint's ``channel_values.messages`` beside the last
-    step's ``writes``, a rollout's ``messages`` beside its turns' replies), else None: reading it loses nothing."""
+    step's ``writes``, a rollout's ``messages`` beside its turns' replies), else None: reading it loses nothing.
+    Lists holding each other are copies of one list (an HTTP recording's response body beside the client library's
+    object of it, in snake_case): the first is read. Messages are alike when they read alike (``read_as``)."""
     def within(part: list, whole: list) -> bool:
         it = iter(whole)
         return all(any(p == w for w in it) for p in part)  # a subsequence: in order, each once
 
-    full = [i for i, whole in enumerate(lists) if all(j == i or within(part, whole) for j, part in enumerate(lists))]
-    return full[0] if len(full) == 1 else None
+    read = [[read_as(m) for m in msgs] for msgs in lists]
+    full = [i for i, whole in enumerate(read) if all(j == i or within(part, whole) for j, part in enumerate(read))]
+    return full[0] if full else None
+
+
+def read_as(message: Any) -> Any:
+    """A message as the general path reads it, for telling copies from other messages: its role, the texts of its
+    parts (text, reasoning, a tool result's content) and how many tool calls it makes; so one message in two
+    spellings (``functionCall`` / ``function_call``, a tool result as a block or as the message's text, a signature
+    encoded once more) reads alike. A value that is no message: its compact JSON."""
+    key = role_key([message]) if isinstance(message, dict) else None
+    if key is None:
+        return json.dumps(message, sort_keys=True, ensure_ascii=False)
+    wrap = key[:key.rindex(".") + 1] if "." in key else ""
+    content = next((v for k in CONTENT_KEYS if (v := get(message, wrap + k)) is not None), None)
+    calls = next((v for k in CALL_KEYS if (v := get(message, wrap + k)) is not None), None)
+    parts = block_parts(content) + (calls_of(calls) if calls is not None else [])
+    texts = [p.content if isinstance(p, ToolResultPart) else p.text for p in parts
+             if isinstance(p, (TextPart, ReasoningPart, ToolResultPart))]
+    return role_of(role_value(message, key)), texts, sum(isinstance(p, ToolCallPart) for p in parts)

@@ -453,7 +453,7 @@ def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
                     calls_not_read(msgs, unread))
 
 
-def _request_response(values: list, array_doc: bool, name: str) -> Inferred | None:
+def _request_response(values: list, array_doc: bool, name: str) -> Inferred | Ambiguous | None:
     # a task span beside the calls' records, a failed request (no output, an error beside): read past
     values = [v for v in values if not call_free(v) and not (failed_turn(v) and input_output(v) is None)]
     dicts = [unflatten(v) if isinstance(v, dict) else v for v in values]
@@ -461,6 +461,9 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | No
     if not pairs or not all(pairs):
         return None
     ((inp, out), _), = Counter(pairs).most_common(1)
+    unread = _answers_beside(dicts, inp, out)
+    if unread:  # another answer beside the response, which does not read as it does: which is the call's, not guessed
+        return Ambiguous([f"request_response response at {out}", *(f"record_lists at {p}" for p in unread[:4])])
     msgs = [m for v in dicts for path in (inp, out) for m in messages_at(v, path)
             if path == inp or is_message(m)][:500]  # an output object without a role: read as the answer
     if not msgs:  # a prompt and an answer as texts (call_io.text_pair): the user's message, the model's reply
@@ -472,6 +475,22 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | No
     out = every_choice(dicts, out)
     return Inferred("request_response", _mapping(name, messages=inp, response=out, unflatten=flat or None,
                                                  **keys, **_record_extras(dicts, inp)), unread, calls_not_read(msgs, unread))
+
+
+def _answers_beside(dicts: list, inp: str, out: str) -> list[str]:
+    """Paths of message lists holding an answer in the records, outside the request at ``inp`` and the response at
+    ``out``, that are no copy of them (``covering``: messages of the request and response, alike and in order; a
+    span's raw request beside its flattened messages, a client library's copy of the response body in its own
+    spelling)."""
+    unread: list[str] = []
+    for d in dicts:
+        whole = messages_at(d, inp) + messages_at(d, out) if isinstance(d, dict) else []
+        for path, msgs in message_lists(d) if isinstance(d, dict) else []:
+            if path.startswith((inp, out)) or out.startswith(path) or path in unread:
+                continue
+            if covering([whole, msgs]) != 0:
+                unread.append(path)
+    return unread
 
 
 #: Keys naming a conversation (not a run or a trace: a batch of independent requests shares those).

@@ -65,7 +65,10 @@ _CALL_ID = ("id", "tool_call_id", "toolCallId", "call_id", "toolUseId")
 _KEYED = {"toolUse": "tool_use", "toolResult": "tool_result", "reasoningContent": "reasoning",
           # Gemini / Google ADK parts, camelCase (API) and snake_case (Python SDK dumps)
           "functionCall": "tool_call", "function_call": "tool_call",
-          "functionResponse": "tool_result", "function_response": "tool_result"}
+          "functionResponse": "tool_result", "function_response": "tool_result",
+          # Haystack's ChatMessage.to_dict: {"tool_call": {tool_name, arguments, id}}, {"tool_call_result": {result,
+          # origin: the call, error}}, {"reasoning": {reasoning_text, extra}}
+          "tool_call": "tool_call", "tool_call_result": "tool_result", "reasoning": "reasoning"}
 # Where a tool-result block keeps its text (Claude.ai exports: ``text``); a result block with none of them is read as
 # ``UnsupportedPart(RESULT_NOT_READ)``, which ingestion reports (never an empty result read as ok).
 RESULT_TEXT_KEYS = ("content", "output", "result", "response", "text", "value", "outputs")
@@ -181,16 +184,20 @@ def args_not_read(value: Any) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+_SIGNATURES = frozenset({"thoughtSignature", "thought_signature"})  # beside a keyed part: not its payload
+
+
 def block_part(block: Any) -> Any:
     """One content block -> a canonical part (None for an empty text)."""
     if isinstance(block, str):
         return TextPart(block) if block else None
     if not isinstance(block, dict):
         return TextPart(as_text(block))
-    if len(block) == 1 and isinstance(next(iter(block.values())), dict):
-        (key, inner), = block.items()
+    keyed = [k for k in block if k not in _SIGNATURES]  # Gemini: {"functionCall": {...}, "thoughtSignature": "..."}
+    if len(keyed) == 1 and isinstance(block[keyed[0]], dict):
+        key, inner = keyed[0], block[keyed[0]]
         if key in _KEYED:  # Bedrock Converse: {"toolUse": {...}}, {"toolResult": {...}}, {"reasoningContent": ...}
-            return block_part({**_flat_reasoning(inner), "type": _KEYED[key]})
+            return block_part({**_flat_keyed(inner), "type": _KEYED[key]})
         if "type" in inner:
             return block_part(inner)  # a wrapped block: {"message_content": {type, text}}
     kind = _kind(block)
@@ -262,10 +269,20 @@ def result_text(value: Any) -> str | None:
     return "".join(texts)
 
 
-def _flat_reasoning(inner: dict) -> dict:
-    """Bedrock's ``reasoningContent: {reasoningText: {text, signature}}`` flattened to ``{text, signature}``."""
+def _flat_keyed(inner: dict) -> dict:
+    """A keyed block's payload in the spellings ``block_part`` reads: Bedrock's ``reasoningContent: {reasoningText:
+    {text, signature}}`` as ``{text, signature}``, Haystack's ``reasoning_text`` as ``text`` and a result's
+    ``origin`` (the call it answers) as its ``tool_call_id``, ``error`` as ``is_error``."""
     text = inner.get("reasoningText")
-    return {**inner, **text} if isinstance(text, dict) else inner
+    flat = {**inner, **text} if isinstance(text, dict) else dict(inner)
+    if isinstance(flat.get("reasoning_text"), str) and "text" not in flat:
+        flat["text"] = flat["reasoning_text"]
+    origin = flat.get("origin")
+    if isinstance(origin, dict) and isinstance(origin.get("id"), str) and "tool_call_id" not in flat:
+        flat["tool_call_id"] = origin["id"]
+    if flat.get("error") is True:
+        flat["is_error"] = True
+    return flat
 
 
 def block_parts(content: Any) -> list:
@@ -524,12 +541,12 @@ def untagged_variants(value: Any, depth: int = 0) -> Any:
     keys (the result's text under ``output`` / ``content``, its call under ``call_id``); and ``[message, marks]``
     pairs (AgentScope's memory: each message beside the list of its marks). A list is rewritten only when every item
     is such a wrapper and one holds a message (metadata beside a variant, such as ``usage``, and the marks are not
-    read). A LangChain message serialized by ``dumpd`` is the message it holds (``lc_message``). Anything else is
+    read). A message a library serialized in its own envelope is the message it holds (``serialized_message``). Anything else is
     returned as it is."""
     if depth > 8:
         return value
     if isinstance(value, dict):
-        held = lc_message(value)
+        held = serialized_message(value)
         if held is not None:
             return {k: untagged_variants(v, depth + 1) for k, v in held.items()}
         new = {k: untagged_variants(v, depth + 1) for k, v in value.items()}
@@ -555,11 +572,18 @@ def untagged_variants(value: Any, depth: int = 0) -> Any:
     return value if all(a is b for a, b in zip(head, value)) else head + value[1000:]
 
 
-def lc_message(value: dict) -> dict | None:
-    """A LangChain message serialized by ``dumpd`` / ``dumps`` (LangSmith runs, LangGraph checkpoints, tracing
-    exports: ``{"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", "AIMessage"], "kwargs":
-    {content, tool_calls, tool_call_id, ...}}``) as the message it holds, ``{"role": "AIMessage", **kwargs}`` (the
-    class name is the role: ``role_of``); None for anything else."""
+def serialized_message(value: dict) -> dict | None:
+    """A message a library serialized in its own envelope, as the message it holds; None for anything else:
+
+    - a LangChain message serialized by ``dumpd`` / ``dumps`` (LangSmith runs, LangGraph checkpoints, tracing
+      exports: ``{"lc": 1, "type": "constructor", "id": ["langchain_core", "messages", "AIMessage"], "kwargs":
+      {content, tool_calls, tool_call_id, ...}}``) as ``{"role": "AIMessage", **kwargs}`` (the class name is the
+      role: ``role_of``);
+    - a dataclass dumped with its private fields (Haystack's ``ChatMessage`` before 2.9: ``{"_role": "user",
+      "_content": [...], "_name": null, "_meta": {}}``) with the underscores dropped."""
+    if "_role" in value and "_content" in value and "role" not in value and "content" not in value and \
+            all(isinstance(k, str) and k.startswith("_") for k in value):
+        return {k[1:]: v for k, v in value.items()}
     ident, kwargs = value.get("id"), value.get("kwargs")
     if value.get("lc") != 1 or value.get("type") != "constructor" or not isinstance(kwargs, dict) or \
             not isinstance(ident, list) or not ident or not isinstance(ident[-1], str) or role_of(ident[-1]) is None:
@@ -567,19 +591,19 @@ def lc_message(value: dict) -> dict | None:
     return {"role": ident[-1], **{k: v for k, v in kwargs.items() if k != "role"}}
 
 
-def lc_messages(value: Any, depth: int = 0) -> Any:
-    """``value`` with every LangChain message serialized by ``dumpd`` replaced by the message it holds
-    (``lc_message``), at any depth (a LangSmith run tree's LLM runs: ``inputs.messages[0][0]``,
+def serialized_messages(value: Any, depth: int = 0) -> Any:
+    """``value`` with every message a library serialized in its own envelope replaced by the message it holds
+    (``serialized_message``), at any depth (a LangSmith run tree's LLM runs: ``inputs.messages[0][0]``,
     ``outputs.generations[0][0].message``); unchanged objects are returned as they are."""
     if depth > 64 or not isinstance(value, (dict, list)):
         return value
     if isinstance(value, dict):
-        held = lc_message(value)
+        held = serialized_message(value)
         if held is not None:
             value = held
-        new = {k: lc_messages(v, depth + 1) for k, v in value.items()}
+        new = {k: serialized_messages(v, depth + 1) for k, v in value.items()}
         return value if held is None and all(new[k] is v for k, v in value.items()) else new
-    items = [lc_messages(v, depth + 1) for v in value]
+    items = [serialized_messages(v, depth + 1) for v in value]
     return value if all(a is b for a, b in zip(items, value)) else items
 
 

@@ -61,10 +61,10 @@ from drafters.traces.formats._spellings import (
     first,
     get,
     keyed_by_id,
-    lc_messages,
     newest_first,
     result_parts,
     role_of,
+    serialized_messages,
     summary_texts,
     untagged_variants,
 )
@@ -354,7 +354,7 @@ def _as_read(value: Any) -> Any:
     value = _exchanges.without_failed(value)[0]
     if value is None:
         return None
-    value = untagged_variants(lc_messages(_streams.joined_tree(named_speakers(value)[0])[0]))
+    value = untagged_variants(serialized_messages(_streams.joined_tree(named_speakers(value)[0])[0]))
     return contents_shorthand(pair_turns(typed_calls(value)))
 
 
@@ -393,7 +393,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     (``_spellings.contents_shorthand``), messages typed as calls or results as those (``_typed_messages``), named
     speakers beside a user as the model's agents (``_named_speakers``); recorded HTTP exchanges whose status is an
     error are skipped (``_exchanges``)."""
-    records = ((source, contents_shorthand(pair_turns(typed_calls(lc_messages(value)))))
+    records = ((source, contents_shorthand(pair_turns(typed_calls(serialized_messages(value)))))
                for source, value in _named_records(_exchanges_kept(records, problems), filename, problems))
     sample = list(islice(records, _shapes.SAMPLE))
     if _step_events.is_step_log([v for _, v in sample]):  # model output logged as loop step events
