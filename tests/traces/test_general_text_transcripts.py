@@ -276,3 +276,21 @@ def test_a_section_printing_a_json_body_is_not_read_as_text(tmp_path):
     result = ingest([path], scrub=False)
     assert not result.report.ok and result.conversations == []
     assert "content_not_mapped" in [e.code for e in result.report.errors]
+
+
+def test_bare_labels_after_rules_open_messages(tmp_path):
+    """A chat dumped as ``role``, its text, a rule (HeurAgenix's saved chats): a label alone on a line is a marker
+    where the file opens with one and every other follows a rule; a label alone elsewhere is text."""
+    rule = "-" * 84
+    text = (f"user\nPlan the routes.\nAnswer with ***name***.\n{rule}\n\nassistant\n***nearest***\n\nuser\n"
+            f"was a word in the reply.\n{rule}\n\nuser\nNow tune it.\n{rule}\n\nassistant\nRaise k to 5.\n{rule}\n")
+    path = tmp_path / "suggestion_0.txt"
+    path.write_text(text)
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0)
+    first, second = result.conversations[0].calls()
+    assert first.completion.text == "***nearest***\n\nuser\nwas a word in the reply."
+    assert [m.role for m in second.context] == ["user", "assistant", "user"]
+    path.write_text("Notes\n" + text)  # the file does not open with a label: no marker is guessed
+    assert ingest([path], scrub=False).conversations == []

@@ -170,7 +170,8 @@ def find_markers(lines: list[str], start: int = 0) -> Markers:
         roles.setdefault(m.decoration, set()).add(m.role)
     fit = [d for d, r in roles.items() if {"user", "assistant"} <= r]
     if not fit:
-        return _inline_markers(lines, start)
+        ruled = _ruled_markers(lines, start, fenced)
+        return Markers(ruled, []) if ruled else _inline_markers(lines, start)
     if len(fit) != 1:
         return Markers([], fit)
     ours = [m for m in found if m.decoration == fit[0]]
@@ -193,6 +194,27 @@ def _metadata(names: list[Marker], kept: list[Marker], decoration: tuple[str, st
         if len(inside) == len(replies) == len(lines):
             out += [replace(m, role="skip") for m in lines]
     return out
+
+
+RULE = re.compile(r"^\s*([-=*_~#])\1{2,}\s*$")  # a rule between messages: 3 or more of one character
+RULED = ("rule", "")  # the decoration of a bare label after a rule
+
+
+def _ruled_markers(lines: list[str], start: int, fenced: list[bool]) -> list[Marker]:
+    """Role labels alone on a line, undecorated, where the file opens with one and every other follows a rule line
+    (``-----``; a blank line between them allowed): a chat dumped as ``role\\ncontent\\n-----`` (HeurAgenix's saved
+    chats). A label and a user and an assistant message at least once each; else none: a word alone is text."""
+    found = []
+    for i in range(start, len(lines)):
+        label = " ".join(lines[i].lower().split())
+        if fenced[i] or ROLE_LABELS.get(label) not in ("user", "assistant", "system"):
+            continue
+        before = [line for line in lines[max(start, i - 2):i] if line.strip()]
+        opens = not any(line.strip() for line in lines[start:i])
+        if opens or (before and RULE.match(before[-1])):
+            found.append(Marker(i, RULED, label, ROLE_LABELS[label]))
+    return found if {"user", "assistant"} <= {m.role for m in found} and found[0].index == next(
+        i for i in range(start, len(lines)) if lines[i].strip()) else []
 
 
 #: A line opened by its speaker ("User: ...", "[12:01:08] Assistant: ...", "**Human:** ..."): a chat log, one
@@ -345,7 +367,11 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
                          f"(from line {skipped[0].index + 1}) are figures about it, not its text: not read",
                          src(NAME, filename, line=skipped[0].index + 1))
     for marker, end in zip(markers, bounds[1:]):
-        text = "\n".join(([marker.rest] if marker.rest else []) + lines[marker.index + 1:end]).strip()
+        body = lines[marker.index + 1:end]
+        if marker.decoration == RULED:  # the rule closing the message is the separator, not its text
+            filled = [i for i, line in enumerate(body) if line.strip()]
+            body = body[:filled[-1]] if filled and RULE.match(body[filled[-1]]) else body
+        text = "\n".join(([marker.rest] if marker.rest else []) + body).strip()
         if not text or marker.role == "skip":
             continue  # an empty prompt left for the next turn, a header with nothing under it, metadata
         if _json_body(text):
