@@ -138,8 +138,9 @@ def _check_shape_keys(data: dict, bad) -> None:
     ``response``, ``prompt``, ``unflatten``, ``items``); ``bad(field, why)`` makes the ``bad_mapping`` error."""
     if data.get("records", "each") not in _RECORDS:
         raise bad("records", f"one of {', '.join(_RECORDS)}")
-    if data.get("lists") and data.get("records") != "lists":
-        raise bad("lists", "only with records: lists (it says where the object of lists of records is)")
+    if data.get("lists") and data.get("records") not in ("lists", "values"):
+        raise bad("lists", "only with records: lists or values (it says where the object of lists of records, or of "
+                  "records, is)")
     if data.get("nested") is not None and (not isinstance(data["nested"], str) or not data["nested"]
                                            or data.get("records") in ("messages", "file")):
         raise bad("nested", "a key (a run's child runs: child_runs), with records each, lists, entries or values")

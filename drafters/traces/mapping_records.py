@@ -49,7 +49,7 @@ def expanded(records: Iterator[tuple[Source, Any]], mode: str, lists: str = "$",
     elif mode == "entries":
         records = entry_records(records)
     elif mode == "values":
-        records = value_records(records)
+        records = value_records(records, lists)
     return nested_records(records, nested) if nested else records
 
 
@@ -87,14 +87,17 @@ def nested_records(records: Iterator[tuple[Source, Any]], key: str) -> Iterator[
             stack.extend(reversed([(f"{path}.{key}[{i}]", kid) for i, kid in enumerate(kids)]))
 
 
-def value_records(records: Iterator[tuple[Source, Any]]) -> Iterator[tuple[Source, Any]]:
-    """``records: values``: the document is an object of records keyed by id (a trajectory dump ``{"6238":
-    {"traj": [...]}, ...}``): each value is a record, at its key's path (``$['6238']``); a value that is no object
-    is not read."""
+def value_records(records: Iterator[tuple[Source, Any]], at: str = "$") -> Iterator[tuple[Source, Any]]:
+    """``records: values``: the document (or the object at ``at`` in it, ``lists``: a test report's ``results``
+    beside its ``metadata``) is an object of records keyed by id or name (a trajectory dump ``{"6238": {"traj":
+    [...]}, ...}``): each value is a record, at its key's path (``$['6238']``); a value that is no object is not
+    read."""
     for source, doc in records:
-        for key, value in (doc.items() if isinstance(doc, dict) else []):
+        found = jsonpath(doc, at) if isinstance(doc, (dict, list)) else []
+        holder = found[0][1] if found else None
+        for key, value in (holder.items() if isinstance(holder, dict) else []):
             if isinstance(value, dict):
-                yield replace(source, record=child_path("$", key), line=None), value
+                yield replace(source, record=child_path(at, key), line=None), value
 
 
 def batch_items(records: Iterator[tuple[Source, Any]], lists: str = "$") -> Iterator[tuple[Source, Any]]:

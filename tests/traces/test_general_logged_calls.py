@@ -208,6 +208,33 @@ def test_an_object_of_records_keyed_by_id(tmp_path):
     assert not ingest([_write(tmp_path, doc, "mixed.json")], scrub=False).report.ok
 
 
+def test_a_test_report_of_named_cases_beside_its_metadata(tmp_path):
+    """An agent's test results (Heurist's mesh-agent tests): named cases, each ``{input: {query}, output: {response,
+    data}}``, under ``results`` beside the run's ``metadata``; a case that runs a tool directly (``input: {tool,
+    tool_arguments}``, an empty response) is no model turn. Each query and its response is a call; the mapping
+    ``infer-mapping`` writes (``records: values``, ``lists: $.results``) reads the file the same way."""
+    def case(query: str, answer: str) -> dict:
+        return {"input": {"query": query, "raw_data_only": False},
+                "output": {"response": answer, "data": {"status": "success", "rates": [0.01]}},
+                "status": "success"}
+    results = {"by_symbol": case("Funding rate for BTC?", "0.0071% on Binance."),
+               "arbitrage": case("Any arbitrage above 0.05%?", "None right now."),
+               "direct_tool": {"input": {"tool": "get_rates", "tool_arguments": {"symbol": "BTC"}},
+                               "output": {"response": "", "data": {"rates": [0.01]}}}}
+    doc = {"metadata": {"agent": "FundingRateAgent", "total_tests": 3, "passed": 3}, "results": results}
+    path = _write(tmp_path, doc, "funding_rate_agent_example.json")
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (2, 2, 0) and "records_not_calls" in codes(result, "warnings")
+    first = next(result.conversations[0].calls())
+    assert first.context[0].text == "Funding rate for BTC?" and first.completion.text == "0.0071% on Binance."
+    assert inferred_mapping_totals(path, "request_response", tmp_path) == (2, 2, 0)
+    path = _write(tmp_path, results["by_symbol"], "allora_example.json")  # one case alone
+    assert totals(ingest([path], scrub=False).conversations) == (1, 1, 0)
+    doc["settings"] = {"model": {"name": "x"}, "retries": {"max": 2}}  # records beside other records: not guessed
+    assert not ingest([_write(tmp_path, doc, "two.json")], scrub=False).report.ok
+
+
 def test_messages_with_blocks_and_additional_kwargs(tmp_path):
     """LlamaIndex ``ChatMessage`` (a chat store ``{"store": {key: [messages]}}``): text in ``blocks`` typed by
     ``block_type``; tool calls and a result's call id in ``additional_kwargs``, as LangChain messages keep them."""

@@ -134,7 +134,7 @@ def sampled_answers(record: dict) -> list[str]:
         if all(isinstance(i, str) and i.strip() and not _looks_encoded(i) for i in items):
             found.append(f"$.{k}[*]")
         elif all(isinstance(i, dict) for i in items):
-            held = {tuple(_held_text(i, f"$.{k}[*]", ANSWER_TEXT_KEYS + ("response",))) for i in items}
+            held = {tuple(_held_text(i, f"$.{k}[*]", ANSWER_TEXT_KEYS)) for i in items}
             path = next(iter(held))[0] if len(held) == 1 and len(next(iter(held))) == 1 else None
             leaf = path.rsplit(".", 1)[-1] if path else ""
             if path and all(key == leaf or not (isinstance(v, str) and len(v) > _SAMPLE_META) and
@@ -145,8 +145,8 @@ def sampled_answers(record: dict) -> list[str]:
 
 #: Inside a prompt object (promptfoo's ``prompt: {raw, label}``, HELM's ``request: {prompt, model, ...}``), the
 #: keys of its text; inside an answer object (``response: {output}``, ``result: {completions: [{text}]}``), its.
-PROMPT_TEXT_KEYS = ("raw", "prompt", "text", "content")
-ANSWER_TEXT_KEYS = ("output", "text", "content", "completion")
+PROMPT_TEXT_KEYS = ("raw", "prompt", "text", "content", "query", "question")  # query: an agent test's {input: {query}}
+ANSWER_TEXT_KEYS = ("output", "text", "content", "completion", "response")
 
 
 #: An answer key naming the model's own reply (PlanBench's ``llm_raw_response``, ``model_output``,
@@ -270,11 +270,25 @@ def other_span(record: Any) -> bool:
     return any(isinstance(k, str) and k.strip('"').lower() in OTHER_SPANS for k in kinds)
 
 
+def direct_tool_run(record: Any) -> bool:
+    """Whether a record is a tool run with no model turn (an agent's test results run a tool directly beside the
+    queries it answers): an input object naming a tool and its arguments and holding no prompt text, and outputs
+    holding no answer text."""
+    if not isinstance(record, dict):
+        return False
+    ins = [v for k in INPUT_KEYS if isinstance(v := record.get(k), dict)]
+    outs = [v for k in OUTPUT_KEYS if isinstance(v := record.get(k), dict)]
+    named = [i for i in ins if any(isinstance(i.get(k), str) for k in CALL_NAME_KEYS) and
+             any("arg" in str(k).lower() or "param" in str(k).lower() for k in i)]
+    return bool(named) and not any(_texts(i, TEXT_INPUT_KEYS) or _texts(i, PROMPT_TEXT_KEYS) for i in ins) and \
+        bool(outs) and not any(_texts(o, ANSWER_TEXT_KEYS) for o in outs)
+
+
 def call_free(record: Any, depth: int = 0) -> bool:
     """Whether a record holds no part of an LLM call: a span of another kind (``other_span``), or no message (an
     object with a role) and no value under an input, output or text key at any depth, flattened keys' segments
     included (a root task span, a metric event beside the calls' records)."""
-    if depth == 0 and other_span(record):
+    if depth == 0 and (other_span(record) or direct_tool_run(record)):
         return True
     if depth == 0 and (holds_role_message(record) or isinstance(record, dict) and text_pair(record)):
         return False

@@ -215,19 +215,20 @@ def holds_data(value: Any) -> bool:
     return isinstance(value, (dict, list)) and bool(value)
 
 
-def covering(lists: list[list]) -> int | None:
+def covering(lists: list[list], copies: bool = False) -> int | None:
     """The index of the one message list holding every message of each other list, alike and in the same order (a
     transcript beside copies of some of its messages: a checkpoint's ``channel_values.messages`` beside the last
     step's ``writes``, a rollout's ``messages`` beside its turns' replies), else None: reading it loses nothing.
-    Lists holding each other are copies of one list (an HTTP recording's response body beside the client library's
-    object of it, in snake_case): the first is read. Messages are alike when they read alike (``read_as``)."""
+    Lists holding each other are copies of one list: with ``copies`` (the caller knows them for one object written
+    twice: an HTTP recording's response body beside the client library's object of it, in snake_case) the first is
+    taken, else none is. Messages are alike when they read alike (``read_as``)."""
     def within(part: list, whole: list) -> bool:
         it = iter(whole)
         return all(any(p == w for w in it) for p in part)  # a subsequence: in order, each once
 
     read = [[read_as(m) for m in msgs] for msgs in lists]
     full = [i for i, whole in enumerate(read) if all(j == i or within(part, whole) for j, part in enumerate(read))]
-    return full[0] if full else None
+    return full[0] if len(full) == 1 or copies and full else None
 
 
 def read_as(message: Any) -> Any:

@@ -36,6 +36,7 @@ from drafters.traces.formats._batches import batch_at, decoded_tree
 from drafters.traces.formats._call_io import (
     call_free,
     call_shaped,
+    direct_tool_run,
     every_choice,
     input_output,
     item_lists,
@@ -76,7 +77,7 @@ from drafters.traces.formats._spellings import (
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS, system_prompt
 from drafters.traces.formats._turns import TURN_KEYS
 from drafters.traces.handoff import handed_off
-from drafters.traces.json_paths import jsonpath, root_key, unflatten
+from drafters.traces.json_paths import child_path, jsonpath, root_key, unflatten
 from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.mapping_records import nested_key, nested_records
@@ -270,19 +271,28 @@ def copied_context(records: list[tuple[Any, Any]], shape: Inferred) -> int:
 
 
 def _record_map(doc: Any, name: str = "inferred") -> Inferred | None:
-    """The shape of an object of records keyed by id (FireAct's ``{"6238": {"traj": [...], "reward": ...}}``):
-    every value an object (at least two; no key a field name, ``keyed_by_id``) and one record shape reading
-    each of them at the same path (mapping key ``records: values``); None for any other document."""
-    if keyed_by_id(doc) is None or len(doc) < 2:
+    """The shape of an object of records keyed by id or name (FireAct's ``{"6238": {"traj": [...], "reward":
+    ...}}``), the document or the one value of it beside metadata (a test report's ``results`` beside its
+    ``metadata``): every value an object (at least two; no key a field name, ``keyed_by_id``) and one record shape
+    reading each of them at the same path (mapping keys ``records: values``, ``lists``: where the object is); None
+    for any other document."""
+    if not isinstance(doc, dict):
         return None
-    records = list(doc.values())[:SAMPLE]
-    for shape in (_request_response, _steps, _record_lists):
-        try:
-            got = shape(records, False, name)
-        except (ValueError, TraceError):
+    held = [k for k, v in doc.items() if keyed_by_id(v) and len(v) >= 2]
+    places = [("$", doc)] + [(child_path("$", k), doc[k]) for k in held[:1] if len(held) == 1 and all(
+        call_free(v) for other, v in doc.items() if other != k)]  # records beside metadata only
+    for at, holder in places:
+        if keyed_by_id(holder) is None or len(holder) < 2:
             continue
-        if isinstance(got, Inferred) and all(jsonpath(r, got.mapping.messages) for r in records):
-            return replace(got, mapping=replace(got.mapping, records="values"))
+        records = list(holder.values())[:SAMPLE]
+        for shape in (_request_response, _steps, _record_lists):
+            try:
+                got = shape(records, False, name)
+            except (ValueError, TraceError):
+                continue
+            if isinstance(got, Inferred) and all(jsonpath(r, got.mapping.messages) for r in records
+                                                 if not direct_tool_run(r)):  # a tool run beside: no call
+                return replace(got, mapping=replace(got.mapping, records="values", lists=at))
     return None
 
 
@@ -308,7 +318,8 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
     if not found or 2 * len(found) < len(values):
         return None
     found = [_siblings(f) for f in found]
-    found = [[f[k]] if len(f) > 1 and (k := covering([m for _, m in f])) is not None else f for f in found]
+    found = [[f[k]] if len(f) > 1 and (k := covering([m for _, m in f], copies=_one_holder([p for p, _ in f])))
+             is not None else f for f in found]
     paths = Counter(_generic_path(f[0][0]) for f in found if len(f) == 1)
     several = next((f for f in found if len(f) > 1), None)
     if several is not None:
@@ -332,6 +343,15 @@ def _one_item_of_many(values: list, path: str) -> bool:
     that item's list alone would read one call of the file's many (ok, a wrong count)."""
     starred = re.sub(r"\[\d+\]", "[*]", path)
     return starred != path and any(len(jsonpath(v, starred)) > 1 for v in values if isinstance(v, (dict, list)))
+
+
+def _one_holder(paths: list[str]) -> bool:
+    """Whether message lists' paths differ in one step only, a key below the record (``$.response.body.candidates``
+    and ``$.response.sdk_response.candidates``): copies of a list there are one object written twice; copies in
+    parts of a record that differ more (an intermediate call's answer and the final one) may be two calls."""
+    steps = [re.findall(r"\.[^.\[]+|\[[^\]]*\]", p[1:]) for p in paths]
+    return len({len(s) for s in steps}) == 1 and all(
+        sum(a != b for a, b in zip(s, steps[0])) <= 1 and s[:1] == steps[0][:1] for s in steps)
 
 
 def _siblings(found: list[tuple[str, list]]) -> list[tuple[str, list]]:
@@ -488,7 +508,7 @@ def _answers_beside(dicts: list, inp: str, out: str) -> list[str]:
         for path, msgs in message_lists(d) if isinstance(d, dict) else []:
             if path.startswith((inp, out)) or out.startswith(path) or path in unread:
                 continue
-            if covering([whole, msgs]) != 0:
+            if covering([whole, msgs], copies=True) != 0:
                 unread.append(path)
     return unread
 
