@@ -126,3 +126,34 @@ def test_sse_text_parsing():
     assert chunks is not None and chunks[-1] == "[DONE]"
     assert _streams.join(chunks)["choices"][0]["message"]["content"] == "a"
     assert _streams.chunks_of_text("data is not an event stream") is None
+
+
+def _responses_turn(output_items: list, text: str = "What's the weather in Paris?") -> dict:
+    """A captured Responses API turn (magenta.nvim's capture harness): the request and the stream's events; the
+    stream was not stored (``store: false``), so ``response.completed`` holds no output and each finished item
+    comes in its own ``response.output_item.done`` event."""
+    events = [{"type": "response.created", "response": {"id": "resp_1", "status": "in_progress", "output": []}}]
+    events += [{"type": "response.output_item.done", "output_index": i, "item": item}
+               for i, item in enumerate(output_items)]
+    events.append({"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "output": []}})
+    request = {"model": "gpt-5.4", "instructions": "Be terse.", "store": False, "stream": True,
+               "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}]}
+    return {"request": request, "events": events}
+
+
+def test_a_responses_stream_not_stored_is_its_finished_items(tmp_path):
+    call = {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Paris"}',
+            "status": "completed"}
+    path = tmp_path / "tool-call.json"
+    path.write_text(json.dumps({"turns": [_responses_turn([call, {**call, "call_id": "call_2"}])]}))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert totals(result.conversations) == (1, 1, 2)
+    only = _only_call(result)
+    assert [m.role for m in only.context] == ["system", "user"] and only.completion.text == ""
+    search = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"query": "Super Bowl"}}
+    answer = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Seattle won."}]}
+    path.write_text(json.dumps({"turns": [_responses_turn([search, answer], "Who won? Search.")]}))
+    result = ingest([path], scrub=False)  # a search the provider ran: counted, not a tool call of the model's
+    assert result.report.ok and totals(result.conversations) == (1, 1, 0)
+    assert _only_call(result).completion.text == "Seattle won." and result.report.counts["unsupported_parts"] == 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from drafters.traces.formats._call_io import input_output, message_lists
+from drafters.traces.formats._call_io import input_output, items_call, message_lists
 from drafters.traces.formats._spellings import is_message
 from drafters.traces.json_paths import child_path, unflatten
 
@@ -37,7 +37,7 @@ def batch_records(values: list) -> list | None:
     if not items or not all(isinstance(i, dict) for i in items):
         return None
     flat = [unflatten(i) for i in items]
-    answered = [input_output(i) for i in flat]
+    answered = [input_output(i) or items_call(i) for i in flat]  # items_call: Responses API items, a call only
     inputs = [[m for _, m in message_lists(i, need_assistant=False)] for i in flat]
     done = [inp for inp, io in zip(inputs, answered) if io is not None]
     if not done or any(io is None and not (inp and any(all(m in d for m in inp) for d in done))

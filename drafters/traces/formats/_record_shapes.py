@@ -26,7 +26,10 @@ from drafters.traces.json_paths import child_path
 from drafters.traces.model import ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 RESPONSES_MODEL_ITEMS = ("function_call", "function_call_output", "function_call_result", "reasoning",
-                         "custom_tool_call", "custom_tool_call_output", "local_shell_call", "local_shell_call_output")
+                         "custom_tool_call", "custom_tool_call_output", "local_shell_call", "local_shell_call_output",
+                         # tools the provider ran while answering (a web search): the reader counts them, unread
+                         "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call",
+                         "mcp_call")
 
 
 def is_items(value: Any, loose: bool = False) -> bool:

@@ -403,8 +403,14 @@ def _gemini(items: list[dict], done_marker: bool) -> dict[str, Any]:
 
 
 def _openai_responses(items: list[dict], done_marker: bool) -> dict[str, Any]:
+    """The ``response.completed`` event's response; where its ``output`` is empty and the stream finished items
+    (``response.output_item.done``: a stream not stored, ``store: false``), those items in output order."""
     for ev in items:
         if ev.get("type") == "response.completed" and isinstance(ev.get("response"), dict):
+            done = sorted((e for e in items if e.get("type") == "response.output_item.done" and
+                           isinstance(e.get("item"), dict)), key=lambda e: e.get("output_index") or 0)
+            if not ev["response"].get("output") and done:
+                return {**ev["response"], "output": [e["item"] for e in done]}
             return ev["response"]
     last = items[-1].get("type")
     raise StreamError("stream_incomplete", f"the stream has no response.completed event (last: {last}): the "
