@@ -38,25 +38,30 @@ def message_records(mapping: Any, records: Iterator[tuple[Source, Any]], filenam
         if found and mapping.items == "openai_responses" and isinstance(found[0][1], dict) and \
                 found[0][1].get("type", "message") not in ITEM_TYPES:
             found = []  # items one per line: a record of another type (a session header) is no item
-        if not found or not isinstance(found[0][1], dict):
+        held = found[0][1] if found else None
+        # a record may hold its new messages as a list (AI-Trader's log: one message, or several, a line)
+        raws = [held] if isinstance(held, dict) else held if isinstance(held, list) and held and all(
+            isinstance(m, dict) for m in held) else []
+        if not raws:
             if mapping.label == "generic" and holds_role_message(record):  # read by shape: never skip a message
                 problems.error("content_not_mapped", f"the record holds a message outside {mapping.messages}, "
                                "where the file's other messages are: it is not read by the inferred mapping", source)
             skipped += 1
             continue
-        kind = _event_kind(mapping, found[0][1])
-        if kind is not None:  # an event beside the messages: a stream chunk, a call's run, metadata
-            events.append((kind, found[0][1], source))
-            continue
         group = jsonpath(record, mapping.group) if mapping.group else []
         key = as_text(group[0][1]) if group else None
-        if current is not None and key != current[0]:
-            yield from _run(current, stem, fmt, read_run)
-            current = None
-        if current is None:
-            current = (key, source, [])
-        current[2].append(found[0][1])
-        read.append(found[0][1])
+        for raw in raws:
+            kind = _event_kind(mapping, raw)
+            if kind is not None:  # an event beside the messages: a stream chunk, a call's run, metadata
+                events.append((kind, raw, source))
+                continue
+            if current is not None and key != current[0]:
+                yield from _run(current, stem, fmt, read_run)
+                current = None
+            if current is None:
+                current = (key, source, [])
+            current[2].append(raw)
+            read.append(raw)
     if current is not None:
         yield from _run(current, stem, fmt, read_run)
     skipped += restated_events(events, read, problems)

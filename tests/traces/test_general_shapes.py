@@ -331,3 +331,27 @@ def test_one_response_in_two_spellings_is_read_once(tmp_path):
     result = ingest_json(tmp_path, doc)  # two answers: the Gemini reader and the general path decline it
     assert not result.report.ok and result.conversations == []
     assert "generic (ambiguous_shape" in " ".join(w["message"] for w in result.report.to_dict()["warnings"])
+
+
+def test_new_messages_a_line_under_a_key_of_the_tools_naming(tmp_path):
+    """A session log writing each line's new message under its own key (AI-Trader's ``{"signature", "new_messages":
+    {role, content}}``, sometimes a list of one): one message a line (``records: messages``), under the one key that
+    holds it; the mapping ``infer-mapping`` writes reads the lists of one the same way (never skipped as lines
+    without a message)."""
+    def line(role, text, listed=False):
+        msg = {"role": role, "content": text}
+        return {"signature": "deepseek-chat-v3.1", "new_messages": [msg] if listed else msg}
+    lines = [line("user", "Update today's positions.", listed=True), line("assistant", "Reading prices first."),
+             line("user", "Tool results: 2238.84"), line("assistant", "Buying NVDA.", listed=True)]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0)
+    assert list(result.conversations[0].calls())[-1].completion.text == "Buying NVDA."
+    assert inferred_mapping_totals(path, "message_lines", tmp_path) == (1, 2, 0)
+    lines.append({"signature": "x", "new_messages": [{"role": "user", "content": "a"},
+                                                     {"role": "assistant", "content": "b"}]})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))  # a line of two new messages: both read
+    result = ingest([path], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (1, 3, 0)

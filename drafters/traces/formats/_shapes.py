@@ -448,6 +448,12 @@ def _envelope(value: Any) -> str | None:
             found = jsonpath(value, f"$.{key}")
             if found and _one_message(found[0][1]):
                 return f"$.{key}"
+        # under a key of the tool's own naming, the one key holding a message, or a list of one (AI-Trader's log:
+        # {"signature", "new_messages": {role, content}}): a list of more is a conversation, not a line's message
+        held = [k for k, v in value.items() if _one_message(v) or isinstance(v, list) and len(v) == 1 and
+                _one_message(v[0])]
+        if len(held) == 1 and not any(message_lists(v) for k, v in value.items() if k != held[0]):
+            return child_path("$", held[0])
     return None
 
 
@@ -459,7 +465,8 @@ def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
     if not paths or sum(paths.values()) < 2:
         return None
     (path, _), = paths.most_common(1)
-    msgs = [jsonpath(v, path)[0][1] for v, w in zip(values, where) if w == path]
+    held = [jsonpath(v, path)[0][1] for v, w in zip(values, where) if w == path]
+    msgs = [m for h in held for m in (h if isinstance(h, list) else [h])]  # a line's list of one message
     if not any(role_value(m, role_key([m]) or "") == "assistant" for m in msgs):
         return None
     group = next((f"$.{k}" for k in GROUP_KEYS
