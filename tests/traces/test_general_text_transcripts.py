@@ -294,3 +294,19 @@ def test_bare_labels_after_rules_open_messages(tmp_path):
     assert [m.role for m in second.context] == ["user", "assistant", "user"]
     path.write_text("Notes\n" + text)  # the file does not open with a label: no marker is guessed
     assert ingest([path], scrub=False).conversations == []
+
+
+def test_message_class_names_alone_on_a_line_open_messages(tmp_path):
+    """browser-use's saved conversations: each message under `` SystemMessage `` / `` HumanMessage `` / `` AIMessage
+    ``, the step's reply under `` RESPONSE``: class names are markers undecorated (never prose), and the reply's
+    JSON (an action plan, no tool call) is its text."""
+    reply = '{\n  "current_state": {"next_goal": "Open the page."},\n  "action": [{"go_to_url": {"url": "a.com"}}]\n}'
+    text = (" SystemMessage \nYou are a browser agent.\n\n HumanMessage \nYour task is: find the app name.\n\n"
+            f" AIMessage \n{reply}\n\n HumanMessage \nCurrent url: a.com\n\n RESPONSE\n{reply}\n")
+    result = _read(tmp_path, text)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0)
+    first, second = result.conversations[0].calls()
+    assert [m.role for m in second.context] == ["system", "user", "assistant", "user"]
+    assert second.completion.text == reply
+    assert totals(_read(tmp_path, text.replace(" RESPONSE\n", "RESPONSE\n")).conversations) == (1, 1, 0)

@@ -66,6 +66,8 @@ ROLE_LABELS = {
 }
 _MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 .-]{0,30}?)(?:\s*\([^()]{1,30}\))?"
                      r"\s*(?P<post>[=*_:>\]\s-]*)$")  # a label, then perhaps its model: "CodeCompanion (Anthropic)"
+#: LangChain's message classes by name, alone on a line: a marker undecorated (``str(type(message).__name__)``).
+_CLASS_MARKER = re.compile(r"^(?:Human|AI|System|Tool|Function)Message$")
 #: A tool call written as text in a reply (an exporter's notation): the transcript cannot give it as a structured
 #: call, and reading it as the reply's text would lose the call. Fenced lines count only as a fence's info string.
 _TOOL_NOTATION = re.compile(r"^\s*(?:(?:tool[ _]use|tool[ _]calls?|calling tool|function[ _]call)\s*:"
@@ -114,6 +116,10 @@ def _marker(line: str, index: int) -> Marker | None:
         return None  # an indented code block's line (a prompt quoted in a report): text, never a marker
     if not text or len(text.strip("#=*_-")) > MAX_MARKER or text.startswith("</"):
         return None  # a rule of = or - around the label is decoration ("===== Human Message =====")
+    if _CLASS_MARKER.match(text) or line.rstrip("\r\n") == " RESPONSE":
+        # a message class's name (browser-use's saved conversations, the reply under " RESPONSE"): never prose
+        label = "aimessage" if text == "RESPONSE" else text.lower()
+        return Marker(index, ("class", ""), label, ROLE_LABELS[label])
     m = _MARKER.match(text)
     if m is None or not (m["pre"].strip() or m["post"].strip()):
         return None  # an undecorated word alone on a line is text
