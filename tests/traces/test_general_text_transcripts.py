@@ -306,7 +306,7 @@ def test_message_class_names_alone_on_a_line_open_messages(tmp_path):
     result = _read(tmp_path, text)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 2, 0)
-    first, second = result.conversations[0].calls()
+    _, second = result.conversations[0].calls()
     assert [m.role for m in second.context] == ["system", "user", "assistant", "user"]
     assert second.completion.text == reply
     assert totals(_read(tmp_path, text.replace(" RESPONSE\n", "RESPONSE\n")).conversations) == (1, 1, 0)
