@@ -53,6 +53,7 @@ from drafters.traces.formats._record_shapes import (
     covering,
     is_items,
     node_collection,
+    read_as,
     run_state_call,
     tree_of,
 )
@@ -515,7 +516,8 @@ def _answers_beside(dicts: list, inp: str, out: str) -> list[str]:
         for path, msgs in message_lists(d) if isinstance(d, dict) else []:
             if path.startswith((inp, out)) or out.startswith(path) or path in unread:
                 continue
-            if covering([whole, msgs], copies=True) != 0:
+            held = [m for m in msgs if any(read_as(m)[1:])]  # an object read as an empty message (a span) holds none
+            if held and covering([whole, held], copies=True) != 0:
                 unread.append(path)
     return unread
 
