@@ -73,3 +73,17 @@ def test_a_mapping_names_where_the_lists_are():
     with pytest.raises(TraceError, match="lists") as e:
         parse_mapping(json.dumps({**base, "lists": "$.results"}))  # without records: lists
     assert e.value.code == "bad_mapping"
+
+
+def test_a_prompted_document_and_its_responses_text_are_one_call(tmp_path):
+    """TopicGPT's assignment output: each line the document as prompted (``prompted_docs``) and the model's answer
+    as one text under ``responses``: one call a line."""
+    rows = [{"id": f"doc-{i}", "text": f"Bill {i} text.", "label": "Public Lands", "prompted_docs": f"Bill {i} text.",
+             "responses": f"[1] Environment: bill {i} manages land."} for i in range(3)]
+    path = tmp_path / "assignment.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 3, 0)
+    call = next(result.conversations[0].calls())
+    assert call.context[-1].text == "Bill 0 text." and call.completion.text == "[1] Environment: bill 0 manages land."

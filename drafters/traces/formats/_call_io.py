@@ -157,8 +157,10 @@ _MODEL_ANSWER_KEY = re.compile(r"^(llm|model|raw|generated|assistant|ai|bot)(_(l
 
 #: A prompt or an answer under a key of a few words, one of which says so (``original_prompt``, ``input_text``;
 #: ``result``, ``return``, ``llm_reply``), none of which says it is someone else's (a reference, a template).
-_PROMPT_WORDS = frozenset({"prompt", "instruction", "question", "query", "input", "request"})
-_ANSWER_WORDS = frozenset({"output", "response", "resp", "completion", "generation", "result", "return", "reply"})
+#: Plurals and participles too where the key holds one text (TopicGPT's ``prompted_docs`` / ``responses``).
+_PROMPT_WORDS = frozenset({"prompt", "prompted", "instruction", "question", "query", "input", "request"})
+_ANSWER_WORDS = frozenset({"output", "outputs", "response", "responses", "resp", "completion", "generation", "result",
+                           "return", "reply"})
 _NOT_THE_CALL = frozenset({"expected", "reference", "ref", "gold", "golden", "target", "ground", "truth", "label",
                            "ideal", "correct", "template", "system", "parsed", "extracted", "score", "eval", "judge",
                            "error", "status", "type", "id", "format", "schema", "tokens", "time", "count", "hash"})
