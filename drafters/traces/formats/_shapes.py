@@ -53,7 +53,6 @@ from drafters.traces.formats._record_shapes import (
     covering,
     is_items,
     node_collection,
-    read_as,
     run_state_call,
     tree_of,
 )
@@ -291,8 +290,13 @@ def _record_map(doc: Any, name: str = "inferred") -> Inferred | None:
                 got = shape(records, False, name)
             except (ValueError, TraceError):
                 continue
-            if isinstance(got, Inferred) and all(jsonpath(r, got.mapping.messages) for r in records
-                                                 if not direct_tool_run(r)):  # a tool run beside: no call
+            if not isinstance(got, Inferred):
+                continue
+            try:  # every record read at the path (a tool run beside is no call)
+                every = all(jsonpath(r, got.mapping.messages) for r in records if not direct_tool_run(r))
+            except ValueError:  # a path through keys a JSONPath cannot spell: not this shape
+                every = False
+            if every:
                 return replace(got, mapping=replace(got.mapping, records="values", lists=at))
     return None
 
@@ -351,8 +355,11 @@ def _one_holder(paths: list[str]) -> bool:
     and ``$.response.sdk_response.candidates``): copies of a list there are one object written twice; copies in
     parts of a record that differ more (an intermediate call's answer and the final one) may be two calls."""
     steps = [re.findall(r"\.[^.\[]+|\[[^\]]*\]", p[1:]) for p in paths]
-    return len({len(s) for s in steps}) == 1 and all(
-        sum(a != b for a, b in zip(s, steps[0])) <= 1 and s[:1] == steps[0][:1] for s in steps)
+    if len({len(s) for s in steps}) != 1:
+        return False
+    differ = {i for s in steps for i, (a, b) in enumerate(zip(s, steps[0])) if a != b}
+    # one key apart, never two items of a list (two samples answered alike are two calls)
+    return len(differ) == 1 and 0 not in differ and all(s[i].startswith(".") for s in steps for i in differ)
 
 
 def _siblings(found: list[tuple[str, list]]) -> list[tuple[str, list]]:
@@ -481,7 +488,7 @@ def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
                     calls_not_read(msgs, unread))
 
 
-def _request_response(values: list, array_doc: bool, name: str) -> Inferred | Ambiguous | None:
+def _request_response(values: list, array_doc: bool, name: str) -> Inferred | None:
     # a task span beside the calls' records, a failed request (no output, an error beside): read past
     values = [v for v in values if not call_free(v) and not (failed_turn(v) and input_output(v) is None)]
     dicts = [unflatten(v) if isinstance(v, dict) else v for v in values]
@@ -489,9 +496,6 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | Am
     if not pairs or not all(pairs):
         return None
     ((inp, out), _), = Counter(pairs).most_common(1)
-    unread = _answers_beside(dicts, inp, out)
-    if unread:  # another answer beside the response, which does not read as it does: which is the call's, not guessed
-        return Ambiguous([f"request_response response at {out}", *(f"record_lists at {p}" for p in unread[:4])])
     msgs = [m for v in dicts for path in (inp, out) for m in messages_at(v, path)
             if path == inp or is_message(m)][:500]  # an output object without a role: read as the answer
     if not msgs:  # a prompt and an answer as texts (call_io.text_pair): the user's message, the model's reply
@@ -503,23 +507,6 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | Am
     out = every_choice(dicts, out)
     return Inferred("request_response", _mapping(name, messages=inp, response=out, unflatten=flat or None,
                                                  **keys, **_record_extras(dicts, inp)), unread, calls_not_read(msgs, unread))
-
-
-def _answers_beside(dicts: list, inp: str, out: str) -> list[str]:
-    """Paths of message lists holding an answer in the records, outside the request at ``inp`` and the response at
-    ``out``, that are no copy of them (``covering``: messages of the request and response, alike and in order; a
-    span's raw request beside its flattened messages, a client library's copy of the response body in its own
-    spelling)."""
-    unread: list[str] = []
-    for d in dicts:
-        whole = messages_at(d, inp) + messages_at(d, out) if isinstance(d, dict) else []
-        for path, msgs in message_lists(d) if isinstance(d, dict) else []:
-            if path.startswith((inp, out)) or out.startswith(path) or path in unread:
-                continue
-            held = [m for m in msgs if any(read_as(m)[1:])]  # an object read as an empty message (a span) holds none
-            if held and covering([whole, held], copies=True) != 0:
-                unread.append(path)
-    return unread
 
 
 #: Keys naming a conversation (not a run or a trace: a batch of independent requests shares those).
