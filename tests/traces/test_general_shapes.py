@@ -312,12 +312,12 @@ def test_one_response_in_two_spellings_is_read_once(tmp_path):
     """An HTTP recording (the Google GenAI SDK's replays) keeps the response body beside the client library's object
     of it: the same candidates in camelCase and snake_case, the thought signature encoded once more. They read alike
     (role, text, tool calls) and their paths differ in one key, so the record holds one list, not two; a part's
-    signature beside its function call is no payload of its own."""
+    signature and ``thought: false`` beside its function call are no payload of their own."""
     def candidate(camel: bool, signature: str):
         call, sig = ("functionCall", "thoughtSignature") if camel else ("function_call", "thought_signature")
         return {"content": {"role": "model", "parts": [{"text": "Looking it up."},
                                                         {call: {"name": "weather", "args": {"city": "Paris"}},
-                                                         sig: signature}]},
+                                                         sig: signature, "thought": False}]},
                 ("finishReason" if camel else "finish_reason"): "STOP", "index": 0}
     doc = {"request": {"contents": [{"role": "user", "parts": [{"text": "Weather in Paris?"}]}]},
            "response": {"body": {"candidates": [candidate(True, "CiQB")]},

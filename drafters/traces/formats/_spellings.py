@@ -193,7 +193,8 @@ def block_part(block: Any) -> Any:
         return TextPart(block) if block else None
     if not isinstance(block, dict):
         return TextPart(as_text(block))
-    keyed = [k for k in block if k not in _SIGNATURES]  # Gemini: {"functionCall": {...}, "thoughtSignature": "..."}
+    # Gemini: {"functionCall": {...}, "thoughtSignature": "...", "thought": false}: the payload's key, the marks aside
+    keyed = [k for k in block if k not in _SIGNATURES and block[k] is not False and block[k] is not None]
     if len(keyed) == 1 and isinstance(block[keyed[0]], dict):
         key, inner = keyed[0], block[keyed[0]]
         if key in _KEYED:  # Bedrock Converse: {"toolUse": {...}}, {"toolResult": {...}}, {"reasoningContent": ...}
