@@ -438,6 +438,16 @@ def _check_tool_pairing(conv: Conversation, report: ValidationReport) -> bool:
     # look (an agent step's observation, a response stored beside its input): content lost, not a log cut short.
     by_shape = src.format == "generic" or src.format.startswith("mapping:")
     linked = True
+    unlinked, called = None, False
+    for i, m in enumerate(messages if by_shape else []):  # a result with no id and no call anywhere before it
+        if unlinked is None and not called and any(isinstance(p, ToolResultPart) and p.call_id is None for p in m.parts):
+            unlinked = i
+        called = called or any(isinstance(p, ToolCallPart) for p in m.parts)
+    if unlinked is not None:  # docs/traces.md: a tool result that is not linked to its call is never kept
+        report.error("tool_result_without_call", "a tool result answers no tool call the reading found (the call "
+                     "written as text, or under a key the mapping does not read): its call would be lost; "
+                     "conversation not kept", src, field=f"messages[{unlinked}]")
+        linked = False
     for cid, i in call_ids.items():
         # A call in the final assistant message may be unanswered because the log ends there.
         if cid not in answered and i != last_assistant:

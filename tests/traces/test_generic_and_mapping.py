@@ -166,3 +166,21 @@ def test_a_mapping_never_reads_past_a_history_it_does_not_read(tmp_path):
     assert [(e.code, e.line, e.field) for e in result.report.errors] == [
         ("content_not_mapped", 1, "history"), ("content_not_mapped", 3, "history")]
     assert len(result.conversations) == 1
+
+
+def test_a_tool_result_linked_to_no_call_is_never_kept(tmp_path):
+    """Open Interpreter's saved conversation with ``computer`` declared a tool: the code the model ran is a message
+    of type ``code`` (read as text, not as a call), so the console output after it answers no call the reading
+    found: the conversation is refused (``tool_result_without_call``), never kept with a result linked to nothing."""
+    msgs = [{"role": "user", "type": "message", "content": "Which files are over 500 MB?"},
+            {"role": "assistant", "type": "message", "content": "I'll list them."},
+            {"role": "assistant", "type": "code", "format": "shell", "content": "find ~ -size +500M"},
+            {"role": "computer", "type": "console", "format": "output", "content": "/Users/ana/big.iso"},
+            {"role": "assistant", "type": "message", "content": "One file: big.iso."}]
+    path = tmp_path / "conversation.json"
+    path.write_text(json.dumps(msgs))
+    mapping = mapping_from_dict({"name": "oi", "records": "messages", "messages": "$", "role": "role",
+                                 "roles": {"user": "user", "assistant": "assistant", "computer": "tool"},
+                                 "content": "content"}, "oi")
+    result = ingest([path], scrub=False, mapping=mapping)
+    assert result.conversations == [] and "tool_result_without_call" in [e.code for e in result.report.errors]
