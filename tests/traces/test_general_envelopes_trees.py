@@ -71,3 +71,32 @@ def test_a_nested_tree_each_answer_with_its_own_branch():
     assert by_answer["Lunch at a bouchon in Vieux Lyon."] == [
         "Plan a day in Lyon.", "Morning: Fourviere. Afternoon: Vieux Lyon.", "Add a lunch spot."]
     assert by_answer["Regenerated: start at Parc de la Tete d'Or."] == ["Plan a day in Lyon."]
+
+
+def test_the_whole_tree_beside_its_current_branch_and_the_chats_system_prompt(tmp_path):
+    """Open WebUI's "Export All Chats": each chat keeps its whole message tree (``chat.history.messages``, keyed by
+    id) beside the current branch's copy (``chat.messages``) and its system prompt in ``chat.params.system``. The
+    tree that holds the other's nodes is read (a regenerated answer is a call too), every context under the system
+    prompt."""
+    def node(i, parent, children, role, content):
+        return {"id": i, "parentId": parent, "childrenIds": children, "role": role, "content": content}
+    tree = {"u1": node("u1", None, ["a1", "a1r"], "user", "Name a grey cat."),
+            "a1": node("a1", "u1", [], "assistant", "Smokey?"),
+            "a1r": node("a1r", "u1", ["u2"], "assistant", "Ash or Earl Grey."),
+            "u2": node("u2", "a1r", ["a2"], "user", "And her black sister?"),
+            "a2": node("a2", "u2", [], "assistant", "Lapsang.")}
+    branch = [tree[k] for k in ("u1", "a1r", "u2", "a2")]
+    chats = [{"id": f"chat-{n}", "title": "Cats", "chat": {"params": {"system": "Keep answers short."},
+                                                           "history": {"messages": tree, "currentId": "a2"},
+                                                           "messages": branch}} for n in (1, 2)]
+    chats[1]["chat"]["history"]["messages"] = {k: v for k, v in tree.items() if k != "a1"}  # its branch is all
+    chats[1]["chat"]["history"]["messages"]["u1"] = {**tree["u1"], "childrenIds": ["a1r"]}
+    chats[1]["chat"]["messages"] = [chats[1]["chat"]["history"]["messages"][k] for k in ("u1", "a1r", "u2", "a2")]
+    path = tmp_path / "chats.json"
+    path.write_text(json.dumps(chats))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert totals(result.conversations) == (2, 5, 0)
+    calls = list(result.conversations[0].calls())
+    assert [c.completion.text for c in calls] == ["Smokey?", "Ash or Earl Grey.", "Lapsang."]
+    assert all(c.context[0].role == "system" and c.context[0].text == "Keep answers short." for c in calls)

@@ -127,20 +127,28 @@ def _tree_keys(nodes: list[tuple[str, Any]]) -> dict[str, str] | None:
 
 
 def tree_of(value: Any) -> tuple[str, dict[str, str], list] | None:
-    """(path, tree keys, node messages) of the message tree a record holds (at its top or one level down)."""
+    """(path, tree keys, node messages) of the message tree a record holds (at its top or up to two levels down).
+    Where several are found and one holds the nodes of every other (Open WebUI's ``chat.history.messages`` beside
+    ``chat.messages``, the current branch's copy; where both hold the same nodes, the deeper, the store), that one;
+    any other several: None (not guessed)."""
     if not isinstance(value, dict):
         return None
-    places = [(child_path("$", k), v) for k, v in value.items()]
-    places += [(child_path(child_path("$", k), k2), v2) for k, v in value.items() if isinstance(v, dict)
-               for k2, v2 in v.items()]
+    places, level = [], [("$", value)]
+    for _ in range(3):
+        level = [(child_path(path, k), v) for path, holder in level if isinstance(holder, dict)
+                 for k, v in holder.items()]
+        places += level
     found = []
     for path, v in places:
         nodes = node_collection(v)
         keys = _tree_keys(nodes) if nodes else None
         if keys is not None:
             msgs = [get(n, keys["message"]) if "message" in keys else n for _, n in nodes]  # type: ignore[union-attr]
-            found.append((path, keys, [m for m in msgs if m is not None]))
-    return found[0] if len(found) == 1 else None
+            found.append((path, keys, [m for m in msgs if m is not None], {i for i, _ in nodes}))
+    whole = [f for f in found if all(g[3] <= f[3] for g in found)]
+    if len(whole) > 1:  # the same nodes twice (a branch that is the whole tree): the store, found deepest
+        whole = [f for f in whole if f[0].count(".") == max(g[0].count(".") for g in whole)]
+    return whole[0][:3] if len(whole) == 1 else None
 
 
 MODEL_OUTPUT_ITEMS = ("function_call", "reasoning", "custom_tool_call", "local_shell_call")

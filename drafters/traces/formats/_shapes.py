@@ -422,10 +422,16 @@ def _record_extras(values: list, messages_path: str) -> dict[str, Any]:
             if "tools" not in extras and (base != "$" or key != top) and any(
                     isinstance((jsonpath(v, path) or [(None, None)])[0][1], list) for v in values):
                 extras["tools"] = path
-        for key in SYSTEM_KEYS:  # a request body's system prompt beside its messages (Anthropic, Bedrock, Cohere)
+    # a request body's system prompt beside its messages (Anthropic, Bedrock, Cohere), or on an object holding them
+    # further up, in its settings too (Open WebUI's chat.params.system over chat.history.messages)
+    ancestors = [] if "[*]" in parent else [parent[:i] for i in range(len(parent), 0, -1)
+                                             if i == len(parent) or parent[i] == "."]
+    for base in dict.fromkeys(ancestors + ["$"]):
+        for key in (*SYSTEM_KEYS, *(f"{w}.{k}" for w in ("params", "settings") for k in SYSTEM_KEYS)):
             path = f"{base}.{key}"
             if "prompt" not in extras and key != top and any(
-                    system_prompt(key, (jsonpath(v, path) or [(None, None)])[0][1]) is not None for v in values):
+                    system_prompt(key.rsplit(".", 1)[-1], (jsonpath(v, path) or [(None, None)])[0][1]) is not None
+                    for v in values):
                 extras["prompt"] = {"system": path}
     tools = settings_tools(values) if "tools" not in extras else None  # kept with the call's settings (LangSmith's)
     if tools:
