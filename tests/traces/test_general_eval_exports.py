@@ -87,3 +87,22 @@ def test_a_prompted_document_and_its_responses_text_are_one_call(tmp_path):
     assert totals(result.conversations) == (3, 3, 0)
     call = next(result.conversations[0].calls())
     assert call.context[-1].text == "Bill 0 text." and call.completion.text == "[1] Environment: bill 0 manages land."
+
+
+def test_a_checkers_raw_replies_beside_the_checked_pair_are_not_dropped(tmp_path):
+    """FactReasoner's assessor output: the checked prompt and response (``input`` / ``output``) and, under
+    ``results.raw_outputs``, the verifier's raw reply per claim, whose prompts the file does not keep: reading the
+    pair alone would drop those calls, so the file is refused naming both (``ambiguous_shape``); a copy of the
+    response beside it (``results.response``) is no other answer."""
+    doc = {"input": "Tell me a biography of Lanny Flaherty", "output": "Lanny Flaherty is an American actor.",
+           "atoms": [{"id": "a0", "text": "He is an actor."}, {"id": "a1", "text": "He was born in 1949."}],
+           "results": {"factuality_score": 0.5, "response": "Lanny Flaherty is an American actor.",
+                       "raw_outputs": {"a0": "###Supported### The page says so.", "a1": "###Contradicted### 1942."}}}
+    path = tmp_path / "factscore_output.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False, format="generic")
+    assert result.conversations == [] and "ambiguous_shape" in codes(result)
+    assert "$.results.raw_outputs" in result.report.errors[0].message
+    del doc["results"]["raw_outputs"]
+    path.write_text(json.dumps(doc))
+    assert totals(ingest([path], scrub=False, format="generic").conversations) == (1, 1, 0)

@@ -171,6 +171,31 @@ def _worded(key: str, words: frozenset[str]) -> bool:
     return len(parts) <= 3 and bool(words.intersection(parts)) and not _NOT_THE_CALL.intersection(parts)
 
 
+def answers_beside(record: dict, read: tuple[str, str]) -> list[str]:
+    """Paths of the model's answers a text-pair record holds besides the one read (``read``: the prompt and answer
+    paths), down to three keys: a key worded as an answer (``raw_outputs``, ``llm_response``) holding a text that is
+    neither of the pair's, or an object or list of at least two texts (a checker's raw replies keyed by claim:
+    FactReasoner's ``results.raw_outputs``). Reading only the pair would drop those calls."""
+    texts = {t for p in read for _, t in jsonpath(record, p) if isinstance(t, str)}
+
+    def walk(value: dict, path: str, depth: int) -> list[str]:
+        found = []
+        for k, v in value.items():
+            p = child_path(path, str(k))
+            if any(r == p or r.startswith((p + "[", p + ".")) for r in read):  # what is read, or holds it
+                continue
+            if isinstance(k, str) and (_MODEL_ANSWER_KEY.match(k) or _worded(k, _ANSWER_WORDS)):
+                many = list(v.values()) if isinstance(v, dict) else v if isinstance(v, list) else None
+                if isinstance(v, str) and v.strip() and v not in texts or many is not None and len(many) >= 2 and \
+                        all(isinstance(t, str) and t.strip() for t in many):
+                    found.append(p)
+                    continue
+            if isinstance(v, dict) and depth < 3:
+                found += walk(v, p, depth + 1)
+        return found
+    return walk(record, "$", 0)
+
+
 def _texts(record: dict, keys: tuple[str, ...]) -> list[str]:
     if keys is TEXT_OUTPUT_KEYS:  # the model's answer under a key that says so
         keys = keys + tuple(k for k in record if isinstance(k, str) and k not in keys and

@@ -34,6 +34,7 @@ from typing import Any
 
 from drafters.traces.formats._batches import batch_at, decoded_tree
 from drafters.traces.formats._call_io import (
+    answers_beside,
     call_free,
     call_shaped,
     direct_tool_run,
@@ -494,7 +495,7 @@ def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
                     calls_not_read(msgs, unread))
 
 
-def _request_response(values: list, array_doc: bool, name: str) -> Inferred | None:
+def _request_response(values: list, array_doc: bool, name: str) -> Inferred | Ambiguous | None:
     # a task span beside the calls' records, a failed request (no output, an error beside): read past
     values = [v for v in values if not call_free(v) and not (failed_turn(v) and input_output(v) is None)]
     dicts = [unflatten(v) if isinstance(v, dict) else v for v in values]
@@ -505,6 +506,9 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | No
     msgs = [m for v in dicts for path in (inp, out) for m in messages_at(v, path)
             if path == inp or is_message(m)][:500]  # an output object without a role: read as the answer
     if not msgs:  # a prompt and an answer as texts (call_io.text_pair): the user's message, the model's reply
+        beside = next((b for v in dicts if isinstance(v, dict) and (b := answers_beside(v, (inp, out)))), None)
+        if beside:  # other answers beside the pair (a checker's raw replies): reading the pair would drop them
+            return Ambiguous([f"request_response {inp} -> {out}", *(f"answers at {p}" for p in beside[:4])])
         return Inferred("request_response", _mapping(name, messages=inp, response=out, role="role",
                                                      roles={"user": "user"}, content="content",
                                                      group=chat_group(dicts)), [], [])
