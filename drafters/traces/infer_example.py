@@ -35,7 +35,7 @@ from typing import Any
 
 from drafters.traces import io as tio
 from drafters.traces.formats import _shapes
-from drafters.traces.formats._call_io import message_lists
+from drafters.traces.formats._call_io import answers_beside, message_lists
 from drafters.traces.formats._shapes import call_keys, calls_not_read, message_keys
 from drafters.traces.formats._spellings import CALL_KEYS, get, role_of
 from drafters.traces.infer import general_path_errors, losses
@@ -130,8 +130,11 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
                 continue
             lost = _lost_calls(learned.mapping, sample)
             siblings = _siblings(sample, hit) if "response" in learned.mapping else []
+            # found again elsewhere (a page quoting the reply): the reading must still read its first place
+            first = _normal(_at(sample[hits[0].record], hits[0].steps)) if _path(hit, star=True) != _path(
+                hits[0], star=True) else None
             problem = (f"tool calls under {', '.join(lost)} would not be read" if lost else
-                       _check(path, learned.mapping, want, siblings, refused))
+                       _check(path, learned.mapping, want, siblings, refused, first))
             if problem is None:
                 return _with_whole_prompts(path, learned)
             first_problem = first_problem or f"{learned.found_at}: {problem}"
@@ -339,6 +342,8 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         if _repeated_input(sample, where):
             continue
         for response in dict.fromkeys(responses):
+            if keys is text_keys and answers_beside(record, (where, response)):
+                continue  # other answers beside a prompt and its reply (a checker's raw replies): they would be lost
             yield Learned({"name": label, "messages": where, **keys, "response": response}, _path(hit), [], notes)
 
 
@@ -556,12 +561,13 @@ def _quotes(prompt: str, reply: str) -> bool:
 
 
 def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, siblings: list[str],
-           refused: list[Problem]) -> str | None:
+           refused: list[Problem], first: str | None = None) -> str | None:
     """None when ``mapping`` reads the file's first conversations without an error, with the example as one of
     the assistant's messages (a call's completion, or a first reply whose context the file does not hold) and every
-    text at the example's place (``siblings``) as the assistant's too, and nothing the general path ``refused``
-    left unread (``infer.losses``: a turn kept beside the list); else what went wrong (a record of several calls
-    read as one, messages read as the wrong side)."""
+    text at the example's place (``siblings``) as the assistant's too, the text at the example's first place in the
+    file (``first``, where the reading learned from a later place) in some message, and nothing the general path
+    ``refused`` left unread (``infer.losses``: a turn kept beside the list); else what went wrong (a record of
+    several calls read as one, messages read as the wrong side, a quote of the reply read as it)."""
     from drafters.traces.mapping_file import mapping_from_dict
 
     try:
@@ -576,6 +582,8 @@ def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, sib
         call.completion for conv in convs for call in conv.explicit_calls or []]
     if not any(want in _normal(m.text) for m in replies):
         return "the example is not one of the assistant's messages it reads"
+    if first is not None and not any(first in _normal(m.text) for conv in convs for m in conv.messages):
+        return "the text where the example is first found is read nowhere: the place learned from quotes it"
     read = {_normal(m.text) for m in replies}
     missed = [t for t in siblings if not any(t in r for r in read)]
     if missed:

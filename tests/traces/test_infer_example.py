@@ -362,3 +362,26 @@ def test_a_setting_of_the_record_is_never_learned_as_the_role(tmp_path):
     learned = learn_mapping(path, "weigh growth against stability")
     assert learned.mapping.get("role") != "reasoning_effort"
     assert _counts(path, learned) == (True, 4, 4)
+
+
+def test_a_quote_of_the_reply_elsewhere_is_not_learned_as_it(tmp_path):
+    """FactReasoner's assessor output: the checked reply is ``output``, a web snippet among the evidence quotes part
+    of it, and the checker's raw replies sit under ``results.raw_outputs``. Reading the reply's place as a prompt and
+    its reply would drop those replies; a reading learned from the quote (the evidence as records) would read the
+    reply nowhere: refused, not learned. Without the raw replies, the reply's own place is learned."""
+    reply = "Lanny Flaherty is an American actor born on December 18, 1949, in Pensacola, Florida."
+    doc = {"input": "Tell me a biography of Lanny Flaherty", "output": reply,
+           "contexts": [{"id": f"c_{i}", "title": f"Lanny Flaherty - page {i}",
+                         "text": f"Lanny Flaherty (July 27, 1942 - February 18, 2024) was an American actor ({i}).",
+                         "link": f"https://example.org/{i}",
+                         "snippet": "Quoted: " + reply[:75] if i == 1 else f"Lanny Flaherty; born 1942 ({i})."}
+                        for i in range(4)],
+           "results": {"raw_outputs": {"a0": "###Supported###", "a1": "###Contradicted###"}}}
+    path = tmp_path / "factverify_output.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "American actor born on December 18, 1949")
+    assert err.value.code == "example_not_read" and "read nowhere" in err.value.message
+    del doc["results"]
+    path.write_text(json.dumps(doc))
+    assert learn_mapping(path, "American actor born on December 18, 1949").mapping["response"] == "$.output"
