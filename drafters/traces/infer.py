@@ -15,6 +15,7 @@ from itertools import islice
 from drafters.traces import io as tio
 from drafters.traces.formats import _shapes, _streams
 from drafters.traces.formats._documents import document_records, is_toml, is_yaml
+from drafters.traces.formats._model_messages import expanded_records
 from drafters.traces.formats._spellings import role_of, serialized_messages
 from drafters.traces.formats._table_rows import is_table
 from drafters.traces.mapping import Mapping
@@ -34,8 +35,8 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
     problems = ValidationReport()
     label = name or os.path.basename(str(path)).split(".")[0][:40] or "inferred"
     with tio.open_text(path) as stream:
-        sample = list(islice(_streams.joined_records(document_records(stream, str(path), problems, "generic"),
-                                                     problems, "generic"), _shapes.SAMPLE))
+        sample = list(islice(expanded_records(_streams.joined_records(document_records(
+            stream, str(path), problems, "generic"), problems, "generic")), _shapes.SAMPLE))
     sample = [(source, serialized_messages(value)) for source, value in sample]  # as a mapping reads them
     got = _shapes.infer(sample, label)
     if isinstance(got, _shapes.Ambiguous) and got.readings:

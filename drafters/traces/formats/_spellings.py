@@ -31,6 +31,7 @@ from itertools import pairwise
 from typing import Any
 
 from drafters.traces.formats._content import as_list, as_text
+from drafters.traces.formats._model_messages import expand as expand_model_messages
 from drafters.traces.model import (
     ReasoningPart,
     TextPart,
@@ -595,9 +596,13 @@ def serialized_message(value: dict) -> dict | None:
 def serialized_messages(value: Any, depth: int = 0) -> Any:
     """``value`` with every message a library serialized in its own envelope replaced by the message it holds
     (``serialized_message``), at any depth (a LangSmith run tree's LLM runs: ``inputs.messages[0][0]``,
-    ``outputs.generations[0][0].message``); unchanged objects are returned as they are."""
+    ``outputs.generations[0][0].message``), and a Pydantic AI history by its role messages (``_model_messages``);
+    unchanged objects are returned as they are."""
     if depth > 64 or not isinstance(value, (dict, list)):
         return value
+    expanded = expand_model_messages(value)  # Pydantic AI's requests and responses: a request is several messages
+    if expanded is not None:
+        return [m for _, m in expanded]
     if isinstance(value, dict):
         held = serialized_message(value)
         if held is not None:

@@ -41,6 +41,7 @@ from drafters.traces.formats._call_io import call_free
 from drafters.traces.formats._content import as_text, tool_defs
 from drafters.traces.formats._embedded_json import embedded_records
 from drafters.traces.formats._entries import cache_head
+from drafters.traces.formats._model_messages import expanded_records
 from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
 from drafters.traces.formats._pair_turns import pair_turns
 from drafters.traces.formats._record_shapes import covering
@@ -394,7 +395,8 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     speakers beside a user as the model's agents (``_named_speakers``); recorded HTTP exchanges whose status is an
     error are skipped (``_exchanges``)."""
     records = ((source, contents_shorthand(pair_turns(typed_calls(serialized_messages(value)))))
-               for source, value in _named_records(_exchanges_kept(records, problems), filename, problems))
+               for source, value in _named_records(expanded_records(_exchanges_kept(records, problems)),
+                                                   filename, problems))
     sample = list(islice(records, _shapes.SAMPLE))
     if _step_events.is_step_log([v for _, v in sample]):  # model output logged as loop step events
         conv = _step_events.read(chain(sample, records), filename, problems)
