@@ -10,12 +10,9 @@ not copies of real files.
 
 from __future__ import annotations
 
-import json
-
-from drafters.traces.ingest import ingest
 from drafters.traces.model import ReasoningPart, ToolResultPart
 
-from .conftest import codes, inferred_mapping_totals, totals
+from .conftest import codes, inferred_mapping_totals, ingest_json, totals
 
 
 def _history() -> list[dict]:
@@ -38,9 +35,7 @@ def _history() -> list[dict]:
 
 
 def test_requests_and_responses_are_read_as_their_messages(tmp_path):
-    path = tmp_path / "messages.json"
-    path.write_text(json.dumps(_history()))
-    result = ingest([path], scrub=False)
+    result = ingest_json(tmp_path, _history(), "messages.json")
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 2, 2)
     first, second = result.conversations[0].calls()
@@ -51,7 +46,7 @@ def test_requests_and_responses_are_read_as_their_messages(tmp_path):
     results = [p for m in second.context for p in m.parts if isinstance(p, ToolResultPart)]
     assert [(r.call_id, r.content) for r in results] == [("c1", '{"temp_c": 19}'), ("c2", "14 C")]
     assert second.completion.text == "Paris 19 C, Berlin 14 C."
-    assert inferred_mapping_totals(path, "file_list", tmp_path) == (1, 2, 2)
+    assert inferred_mapping_totals(tmp_path / "messages.json", "file_list", tmp_path) == (1, 2, 2)
 
 
 def test_instructions_head_the_context_and_a_retry_is_the_tools_answer(tmp_path):
@@ -62,9 +57,7 @@ def test_instructions_head_the_context_and_a_retry_is_the_tools_answer(tmp_path)
                                    "tool_call_id": "c0", "part_kind": "retry-prompt"})
     history[1]["parts"].insert(1, {"tool_name": "get_weather", "args": {"city": 7}, "tool_call_id": "c0",
                                    "part_kind": "tool-call"})
-    path = tmp_path / "messages.json"
-    path.write_text(json.dumps(history))
-    result = ingest([path], scrub=False)
+    result = ingest_json(tmp_path, history, "messages.json")
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 2, 3)
     _, second = result.conversations[0].calls()
@@ -76,7 +69,5 @@ def test_a_part_no_reader_reads_is_refused(tmp_path):
     history = _history()
     history[3]["parts"].insert(0, {"tool_name": "web_search", "args": {"query": "Paris"}, "tool_call_id": "b1",
                                    "provider_name": "openai", "part_kind": "builtin-tool-call"})
-    path = tmp_path / "messages.json"
-    path.write_text(json.dumps(history))
-    result = ingest([path], scrub=False)
+    result = ingest_json(tmp_path, history, "messages.json")
     assert not result.report.ok and result.conversations == []
