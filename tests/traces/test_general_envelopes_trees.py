@@ -100,3 +100,9 @@ def test_the_whole_tree_beside_its_current_branch_and_the_chats_system_prompt(tm
     calls = list(result.conversations[0].calls())
     assert [c.completion.text for c in calls] == ["Smokey?", "Ash or Earl Grey.", "Lapsang."]
     assert all(c.context[0].role == "system" and c.context[0].text == "Keep answers short." for c in calls)
+    # a reply whose Responses items (a tool call and its output) sit under "output" beside its text: not read
+    tree["a1"]["output"] = [{"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"},
+                            {"type": "function_call_output", "call_id": "c1", "output": "ok"}]
+    path.write_text(json.dumps(chats))
+    result = ingest([path], scrub=False)
+    assert not result.report.ok and result.conversations == []

@@ -166,6 +166,10 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     return out, [k for k, _ in unread.most_common(16)]
 
 
+#: Responses API items that are the model's tool calls (Open WebUI keeps a reply's items under ``output``).
+MODEL_CALL_ITEMS = ("function_call", "custom_tool_call", "local_shell_call")
+
+
 def calls_not_read(msgs: list[dict], keys_not_read: list[str]) -> list[str]:
     """The unread message keys that hold tool calls (as calls, as calls recorded with their results, or as parts
     holding a call and its result: the AI SDK's ``parts``): reading without them would lose the calls."""
@@ -174,7 +178,8 @@ def calls_not_read(msgs: list[dict], keys_not_read: list[str]) -> list[str]:
         items = value if isinstance(value, list) else [value]
         nested = [v for i in items if isinstance(i, dict) for k, v in i.items() if k in EXECUTED_CALL_KEYS]
         return call_shaped(value) or executed_calls(value) is not None or bool(nested) and call_shaped(nested) or \
-            isinstance(value, list) and any(tool_invocation(b) for b in value)
+            isinstance(value, list) and any(tool_invocation(b) for b in value) or \
+            isinstance(value, list) and any(isinstance(i, dict) and i.get("type") in MODEL_CALL_ITEMS for i in value)
     return [k for k in keys_not_read if any(holds_calls(m.get(k)) for m in msgs if isinstance(m, dict))]
 
 
