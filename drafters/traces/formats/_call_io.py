@@ -10,6 +10,7 @@ with the call's settings are found by ``settings_tools``.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any
@@ -176,7 +177,7 @@ def answers_beside(record: dict, read: tuple[str, str]) -> list[str]:
     paths), down to three keys: a key worded as an answer (``raw_outputs``, ``llm_response``) holding a text that is
     neither of the pair's, or an object or list of at least two texts (a checker's raw replies keyed by claim:
     FactReasoner's ``results.raw_outputs``). Reading only the pair would drop those calls."""
-    texts = {t for p in read for _, t in jsonpath(record, p) if isinstance(t, str)}
+    texts = {t for p in read for _, t in jsonpath(record, p, raw=True) if isinstance(t, str)}  # JSON text as written
 
     def walk(value: dict, path: str, depth: int) -> list[str]:
         found = []
@@ -187,7 +188,9 @@ def answers_beside(record: dict, read: tuple[str, str]) -> list[str]:
             if isinstance(k, str) and (_MODEL_ANSWER_KEY.match(k) or _worded(k, _ANSWER_WORDS)):
                 many = list(v.values()) if isinstance(v, dict) else v if isinstance(v, list) else None
                 if isinstance(v, str) and v.strip() and v not in texts or many is not None and len(many) >= 2 and \
-                        all(isinstance(t, str) and t.strip() for t in many):
+                        all(isinstance(t, str) and t.strip() for t in many) and \
+                        not all(any(t in r or json.dumps(t, ensure_ascii=False)[1:-1] in r for r in texts)
+                                for t in many):  # the answer's JSON parsed, its strings as written there: a copy
                     found.append(p)
                     continue
             if isinstance(v, dict) and depth < 3:
