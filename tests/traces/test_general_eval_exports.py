@@ -106,10 +106,11 @@ def test_a_checkers_raw_replies_beside_the_checked_pair_are_not_dropped(tmp_path
     del doc["results"]["raw_outputs"]
     path.write_text(json.dumps(doc))
     assert totals(ingest([path], scrub=False, format="generic").conversations) == (1, 1, 0)
-    # VideoLingo's call log: the reply's JSON text and, under resp, its parse: a copy, no other answer
+    # VideoLingo's call log: the reply's JSON text and, under resp, its parse: a copy, no other answer; nor a label
     parsed = {"ipa": "/ˈmɒd.ən/", "usage_note": 'as in "modern art"', "example": "She prefers modern music."}
     log = [{"model": "gpt-4.1", "prompt": "Explain the word modern as JSON.",
-            "resp_content": "```json\n" + json.dumps(parsed, ensure_ascii=False, indent=2) + "\n```", "resp": parsed}]
+            "resp_content": "```json\n" + json.dumps(parsed, ensure_ascii=False, indent=2) + "\n```", "resp": parsed,
+            "response_source": "live"}]  # a label under an answer's word: no answer
     path.write_text(json.dumps(log))
     result = ingest([path], scrub=False)
     assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)

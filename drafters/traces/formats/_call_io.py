@@ -174,9 +174,9 @@ def _worded(key: str, words: frozenset[str]) -> bool:
 
 def answers_beside(record: dict, read: tuple[str, str]) -> list[str]:
     """Paths of the model's answers a text-pair record holds besides the one read (``read``: the prompt and answer
-    paths), down to three keys: a key worded as an answer (``raw_outputs``, ``llm_response``) holding a text that is
-    neither of the pair's, or an object or list of at least two texts (a checker's raw replies keyed by claim:
-    FactReasoner's ``results.raw_outputs``). Reading only the pair would drop those calls."""
+    paths), down to three keys: a key worded as an answer (``raw_outputs``, ``llm_response``) holding other answer
+    text (``_other_answers``). Reading only the pair would drop those calls (FactReasoner's ``results.raw_outputs``,
+    a checker's raw replies keyed by claim)."""
     texts = {t for p in read for _, t in jsonpath(record, p, raw=True) if isinstance(t, str)}  # JSON text as written
 
     def walk(value: dict, path: str, depth: int) -> list[str]:
@@ -185,18 +185,25 @@ def answers_beside(record: dict, read: tuple[str, str]) -> list[str]:
             p = child_path(path, str(k))
             if any(r == p or r.startswith((p + "[", p + ".")) for r in read):  # what is read, or holds it
                 continue
-            if isinstance(k, str) and (_MODEL_ANSWER_KEY.match(k) or _worded(k, _ANSWER_WORDS)):
-                many = list(v.values()) if isinstance(v, dict) else v if isinstance(v, list) else None
-                if isinstance(v, str) and v.strip() and v not in texts or many is not None and len(many) >= 2 and \
-                        all(isinstance(t, str) and t.strip() for t in many) and \
-                        not all(any(t in r or json.dumps(t, ensure_ascii=False)[1:-1] in r for r in texts)
-                                for t in many):  # the answer's JSON parsed, its strings as written there: a copy
-                    found.append(p)
-                    continue
-            if isinstance(v, dict) and depth < 3:
+            if isinstance(k, str) and (_MODEL_ANSWER_KEY.match(k) or _worded(k, _ANSWER_WORDS)) and \
+                    _other_answers(v, texts):
+                found.append(p)
+            elif isinstance(v, dict) and depth < 3:
                 found += walk(v, p, depth + 1)
         return found
     return walk(record, "$", 0)
+
+
+def _other_answers(value: Any, texts: set[str]) -> bool:
+    """Whether ``value`` holds answer text other than ``texts``: a text of several words that is none of them (not a
+    label: ``response_source: live``), or an object or list of at least two texts not all inside them (the answer's
+    JSON parsed, its strings as written there, is a copy: VideoLingo's ``resp`` beside ``resp_content``)."""
+    if isinstance(value, str):
+        return len(value.split()) > 1 and value not in texts
+    many = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else None
+    if many is None or len(many) < 2 or not all(isinstance(t, str) and t.strip() for t in many):
+        return False
+    return not all(any(t in r or json.dumps(t, ensure_ascii=False)[1:-1] in r for r in texts) for t in many)
 
 
 def _texts(record: dict, keys: tuple[str, ...]) -> list[str]:
