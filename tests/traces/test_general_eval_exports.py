@@ -104,13 +104,13 @@ def test_a_checkers_raw_replies_beside_the_checked_pair_are_not_dropped(tmp_path
     assert result.conversations == [] and "ambiguous_shape" in codes(result)
     assert "$.results.raw_outputs" in result.report.errors[0].message
     del doc["results"]["raw_outputs"]
+    doc["results"]["response_source"] = "live"  # a label under an answer's word: no answer
     path.write_text(json.dumps(doc))
     assert totals(ingest([path], scrub=False, format="generic").conversations) == (1, 1, 0)
-    # VideoLingo's call log: the reply's JSON text and, under resp, its parse: a copy, no other answer; nor a label
+    # VideoLingo's call log: the reply's JSON text and, under resp, its parse: a copy, no other answer
     parsed = {"ipa": "/ˈmɒd.ən/", "usage_note": 'as in "modern art"', "example": "She prefers modern music."}
     log = [{"model": "gpt-4.1", "prompt": "Explain the word modern as JSON.",
-            "resp_content": "```json\n" + json.dumps(parsed, ensure_ascii=False, indent=2) + "\n```", "resp": parsed,
-            "response_source": "live"}]  # a label under an answer's word: no answer
+            "resp_content": "```json\n" + json.dumps(parsed, ensure_ascii=False, indent=2) + "\n```", "resp": parsed}]
     path.write_text(json.dumps(log))
     result = ingest([path], scrub=False)
     assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
