@@ -22,17 +22,8 @@ def jsonpath(value: Any, path: str, raw: bool = False) -> list[tuple[str, Any]]:
     is JSON held in a string is decoded unless ``raw`` (the text as written: a model's answer that is JSON).
 
     Raises ValueError when ``path`` is not in that subset."""
-    if not path.startswith("$"):
-        raise ValueError(f"a JSONPath starts with '$': {path!r}")
-    steps, pos = [], 1
-    while pos < len(path):
-        m = _STEP.match(path, pos)
-        if m is None:
-            raise ValueError(f"unsupported JSONPath step at {path[pos:]!r} in {path!r}")
-        steps.append(m)
-        pos = m.end()
     current: list[tuple[str, Any]] = [("$", value)]
-    for m in steps:
+    for m in _steps(path):
         nxt: list[tuple[str, Any]] = []
         key = m.group(1) or m.group(2) or m.group(3)
         for where, v in current:
@@ -45,6 +36,25 @@ def jsonpath(value: Any, path: str, raw: bool = False) -> list[tuple[str, Any]]:
                 nxt.extend((f"{where}[{i}]", item) for i, item in enumerate(v))
         current = nxt
     return current if raw else [(where, decoded(v)) for where, v in current]
+
+
+def path_steps(path: str) -> list[str]:
+    """The steps of a JSONPath of the module's subset as written: ``$.a['b c'][0]`` -> ``['.a', "['b c']",
+    '[0]']``. Raises ValueError when ``path`` is not in that subset."""
+    return [m.group(0) for m in _steps(path)]
+
+
+def _steps(path: str) -> list[re.Match[str]]:
+    if not path.startswith("$"):
+        raise ValueError(f"a JSONPath starts with '$': {path!r}")
+    steps, pos = [], 1
+    while pos < len(path):
+        m = _STEP.match(path, pos)
+        if m is None:
+            raise ValueError(f"unsupported JSONPath step at {path[pos:]!r} in {path!r}")
+        steps.append(m)
+        pos = m.end()
+    return steps
 
 
 def unflatten(value: Any) -> Any:

@@ -127,7 +127,7 @@ def _tree_keys(nodes: list[tuple[str, Any]]) -> dict[str, str] | None:
 
 
 def tree_of(value: Any) -> tuple[str, dict[str, str], list] | None:
-    """(path, tree keys, node messages) of the message tree a record holds (at its top or up to two levels down).
+    """(path, tree keys, node messages) of the message tree a record holds (up to three keys deep).
     Where several are found and one holds the nodes of every other (Open WebUI's ``chat.history.messages`` beside
     ``chat.messages``, the current branch's copy; where both hold the same nodes, the deeper, the store), that one;
     any other several: None (not guessed)."""
@@ -151,7 +151,9 @@ def tree_of(value: Any) -> tuple[str, dict[str, str], list] | None:
     return whole[0][:3] if len(whole) == 1 else None
 
 
-MODEL_OUTPUT_ITEMS = ("function_call", "reasoning", "custom_tool_call", "local_shell_call")
+#: Responses API items that are the model's tool calls (Open WebUI keeps a reply's items under ``output``).
+MODEL_CALL_ITEMS = ("function_call", "custom_tool_call", "local_shell_call")
+MODEL_OUTPUT_ITEMS = (*MODEL_CALL_ITEMS, "reasoning")
 RUN_INPUT_KEYS = ("input", "original_input", "originalInput", "user_input", "userInput", "prompt", "query",
                   "task", "question")
 

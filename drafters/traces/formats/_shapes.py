@@ -50,6 +50,7 @@ from drafters.traces.formats._call_io import (
 from drafters.traces.formats._entries import entry_items, is_cache
 from drafters.traces.formats._record_shapes import (
     CURRENT_KEYS,
+    MODEL_CALL_ITEMS,
     RESPONSES_MODEL_ITEMS,
     covering,
     is_items,
@@ -78,7 +79,7 @@ from drafters.traces.formats._spellings import (
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS, system_prompt
 from drafters.traces.formats._turns import TURN_KEYS
 from drafters.traces.handoff import handed_off
-from drafters.traces.json_paths import child_path, jsonpath, root_key, unflatten
+from drafters.traces.json_paths import child_path, jsonpath, path_steps, root_key, unflatten
 from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.mapping_records import nested_key, nested_records
@@ -164,10 +165,6 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     unread = Counter(k for m in msgs for k, v in m.items() if k not in read and v not in (None, "", [], {})
                      and k not in ("id", "name", "type", "timestamp", "created_at", "model", "metadata", *TURN_KEYS))
     return out, [k for k, _ in unread.most_common(16)]
-
-
-#: Responses API items that are the model's tool calls (Open WebUI keeps a reply's items under ``output``).
-MODEL_CALL_ITEMS = ("function_call", "custom_tool_call", "local_shell_call")
 
 
 def calls_not_read(msgs: list[dict], keys_not_read: list[str]) -> list[str]:
@@ -284,9 +281,10 @@ def _record_map(doc: Any, name: str = "inferred") -> Inferred | None:
     for any other document."""
     if not isinstance(doc, dict):
         return None
+    places = [("$", doc)]
     held = [k for k, v in doc.items() if keyed_by_id(v) and len(v) >= 2]
-    places = [("$", doc)] + [(child_path("$", k), doc[k]) for k in held[:1] if len(held) == 1 and all(
-        call_free(v) for other, v in doc.items() if other != k)]  # records beside metadata only
+    if len(held) == 1 and all(call_free(v) for k, v in doc.items() if k != held[0]):  # beside metadata only
+        places.append((child_path("$", held[0]), doc[held[0]]))
     for at, holder in places:
         if keyed_by_id(holder) is None or len(holder) < 2:
             continue
@@ -359,13 +357,17 @@ def _one_item_of_many(values: list, path: str) -> bool:
 def _one_holder(paths: list[str]) -> bool:
     """Whether message lists' paths differ in one step only, a key below the record (``$.response.body.candidates``
     and ``$.response.sdk_response.candidates``): copies of a list there are one object written twice; copies in
-    parts of a record that differ more (an intermediate call's answer and the final one) may be two calls."""
-    steps = [re.findall(r"\.[^.\[]+|\[[^\]]*\]", p[1:]) for p in paths]
+    parts of a record that differ more (an intermediate call's answer and the final one), or in two items of a list
+    (two samples answered alike), may be two calls."""
+    try:
+        steps = [path_steps(p) for p in paths]
+    except ValueError:
+        return False
     if len({len(s) for s in steps}) != 1:
         return False
     differ = {i for s in steps for i, (a, b) in enumerate(zip(s, steps[0])) if a != b}
-    # one key apart, never two items of a list (two samples answered alike are two calls)
-    return len(differ) == 1 and 0 not in differ and all(s[i].startswith(".") for s in steps for i in differ)
+    return len(differ) == 1 and 0 not in differ and not any(re.fullmatch(r"\[(\d+|\*)\]", s[i])
+                                                          for s in steps for i in differ)
 
 
 def _siblings(found: list[tuple[str, list]]) -> list[tuple[str, list]]:
