@@ -543,8 +543,8 @@ def untagged_variants(value: Any, depth: int = 0) -> Any:
     keys (the result's text under ``output`` / ``content``, its call under ``call_id``); and ``[message, marks]``
     pairs (AgentScope's memory: each message beside the list of its marks). A list is rewritten only when every item
     is such a wrapper and one holds a message (metadata beside a variant, such as ``usage``, and the marks are not
-    read). A message a library serialized in its own envelope is the message it holds (``serialized_message``). Anything else is
-    returned as it is."""
+    read). A message a library serialized in its own envelope is the message it holds (``serialized_message``).
+    Anything else is returned as it is."""
     if depth > 8:
         return value
     if isinstance(value, dict):

@@ -135,6 +135,7 @@ def _rule(decoration: str) -> str:
     return re.sub(r"(\S)\1{3,}", r"\1\1\1", " ".join(decoration.split()))
 
 
+_RULE_LINE = re.compile(r"^\s*[-=*_~]{3,}\s*$")  # a rule: three or more of -, =, *, _, ~ alone on a line
 _SETTING = re.compile(r"^\s*([\w.-]+\s*[=:]|#|$)")  # a front-matter line: key = value, key: value, a comment
 
 
@@ -202,7 +203,6 @@ def _metadata(names: list[Marker], kept: list[Marker], decoration: tuple[str, st
     return out
 
 
-RULE = re.compile(r"^\s*([-=*_~#])\1{2,}\s*$")  # a rule between messages: 3 or more of one character
 RULED = ("rule", "")  # the decoration of a bare label after a rule
 
 
@@ -217,7 +217,7 @@ def _ruled_markers(lines: list[str], start: int, fenced: list[bool]) -> list[Mar
             continue
         before = [line for line in lines[max(start, i - 2):i] if line.strip()]
         opens = not any(line.strip() for line in lines[start:i])
-        if opens or (before and RULE.match(before[-1])):
+        if opens or (before and _RULE_LINE.match(before[-1])):
             found.append(Marker(i, RULED, label, ROLE_LABELS[label]))
     return found if {"user", "assistant"} <= {m.role for m in found} and found[0].index == next(
         i for i in range(start, len(lines)) if lines[i].strip()) else []
@@ -376,7 +376,7 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
         body = lines[marker.index + 1:end]
         if marker.decoration == RULED:  # the rule closing the message is the separator, not its text
             filled = [i for i, line in enumerate(body) if line.strip()]
-            body = body[:filled[-1]] if filled and RULE.match(body[filled[-1]]) else body
+            body = body[:filled[-1]] if filled and _RULE_LINE.match(body[filled[-1]]) else body
         text = "\n".join(([marker.rest] if marker.rest else []) + body).strip()
         if not text or marker.role == "skip":
             continue  # an empty prompt left for the next turn, a header with nothing under it, metadata
@@ -422,8 +422,6 @@ def _json_body(text: str) -> bool:
             stack.extend(v)
     return False
 
-
-_RULE_LINE = re.compile(r"^\s*[-=*_~]{3,}\s*$")
 
 
 def _tool_call_written(lines: list[str], markers: list[Marker]) -> int | None:
