@@ -122,6 +122,7 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
     first_problem = ""
     unnamed: Learned | None = None
     refused = general_path_errors(path)  # content the general path refuses: a candidate must read it or say so
+    first_text = _normal(_at(sample[hits[0].record], hits[0].steps))  # the text where the example is first found
     for hit in hits[:20]:
         for learned in (*_list_readings(sample, hit, label), *_response_readings(sample, hit, label),
                         *_batch_readings(sample, hit, label)):
@@ -131,8 +132,7 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
             lost = _lost_calls(learned.mapping, sample)
             siblings = _siblings(sample, hit) if "response" in learned.mapping else []
             # found again elsewhere (a page quoting the reply): the reading must still read its first place
-            first = _normal(_at(sample[hits[0].record], hits[0].steps)) if _path(hit, star=True) != _path(
-                hits[0], star=True) else None
+            first = first_text if _path(hit, star=True) != _path(hits[0], star=True) else None
             problem = (f"tool calls under {', '.join(lost)} would not be read" if lost else
                        _check(path, learned.mapping, want, siblings, refused, first))
             if problem is None:

@@ -355,3 +355,16 @@ def test_a_metadata_header_line_is_not_a_record_without_messages(tmp_path):
     assert "records_not_calls" in [w.code for w in result.report.warnings]
     path.write_text(json.dumps(header) + "\n")  # nothing but metadata: nothing read, not ok
     assert not ingest([path], scrub=False).report.ok
+
+
+def test_message_lists_keyed_by_name_under_results_beside_metadata(tmp_path):
+    """Records of message lists keyed by name under ``results`` beside a run's ``metadata``: each value is a
+    conversation, read by the spellings at ``lists: $.results`` (never the document's own keys as records)."""
+    def chat(q: str, a: str) -> dict:
+        return {"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}], "passed": True}
+    doc = {"metadata": {"agent": "SupportAgent", "total_tests": 2},
+           "results": {"refund_case": chat("Refund my order.", "Done."), "late_case": chat("Where is it?", "Today.")}}
+    result = ingest([_write(tmp_path, doc, "report.json")], scrub=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (2, 2, 0)
+    assert [c.id.rsplit(":", 1)[-1] for c in result.conversations] == ["$.results.refund_case", "$.results.late_case"]

@@ -428,7 +428,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
         return
     rest = chain(sample, records)
     if shape is not None and shape.mapping.records == "values":  # an object of records keyed by id: its values
-        rest = value_records(rest)
+        rest = value_records(rest, shape.mapping.lists)
     yield from _by_spellings(rest, filename, problems, shape)
 
 
