@@ -16,8 +16,9 @@ from drafters.traces import io as tio
 from drafters.traces.formats import _shapes, _streams
 from drafters.traces.formats._documents import document_records, is_toml, is_yaml
 from drafters.traces.formats._model_messages import expanded_records
-from drafters.traces.formats._spellings import role_of, serialized_messages
+from drafters.traces.formats._spellings import role_of
 from drafters.traces.formats._table_rows import is_table
+from drafters.traces.formats._wrapped_messages import serialized_messages
 from drafters.traces.mapping import Mapping
 from drafters.traces.report import Problem, TraceError, ValidationReport
 

@@ -64,7 +64,6 @@ from drafters.traces.formats._spellings import (
     get,
     response_id,
     role_of,
-    serialized_messages,
     summary_texts,
 )
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system, system_not_read, system_text
@@ -76,6 +75,7 @@ from drafters.traces.formats._turns import (
     warn_joined,
     whole_prompts,
 )
+from drafters.traces.formats._wrapped_messages import serialized_messages
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off, result_list

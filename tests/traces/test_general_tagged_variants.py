@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from drafters.traces.formats._spellings import untagged_variants
+from drafters.traces.formats._wrapped_messages import untagged_variants
 from drafters.traces.ingest import ingest
 from drafters.traces.model import ToolResultPart
 

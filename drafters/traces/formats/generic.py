@@ -65,14 +65,13 @@ from drafters.traces.formats._spellings import (
     newest_first,
     result_parts,
     role_of,
-    serialized_messages,
     summary_texts,
-    untagged_variants,
 )
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system, system_not_read
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
 from drafters.traces.formats._typed_messages import typed_calls
+from drafters.traces.formats._wrapped_messages import serialized_messages, untagged_variants
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.mapping_records import value_records
 from drafters.traces.model import (

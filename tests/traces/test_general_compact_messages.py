@@ -1,0 +1,54 @@
+"""Messages written compactly (issue 30; docs/traces.md, "Messages in wrappers"): LangChain's message tuples
+(``[["system", "..."], ["human", "Hi"], ["ai", "Hello"]]``), one-key objects keyed by the role (``{"user": "Hi"}``),
+each perhaps a JSON string (Monocle's span events), and a reply written as a JSON string of ``{"assistant": ...}``.
+The general path reads them as the messages they are; Gradio's ``[user, reply]`` text pairs stay pairs (a role word
+alone in the first place of every pair is what makes a tuple a message). Documents are hand-made here."""
+
+from __future__ import annotations
+
+import json
+
+from drafters.traces.formats._wrapped_messages import compact_messages
+
+from .conftest import codes, ingest_json, totals
+
+CHAT = [["system", "You are terse."], ["human", "What is 2+2?"], ["ai", "4"], ["human", "And 3+3?"], ["ai", "6"]]
+
+
+def test_message_tuples_are_messages_not_user_reply_pairs(tmp_path):
+    # read as Gradio pairs, each role word became a user message and each text a reply: 5 calls instead of 2
+    result = ingest_json(tmp_path, {"messages": CHAT})
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0)
+    first, second = result.conversations[0].calls()
+    assert [(m.role, m.text) for m in first.context] == [("system", "You are terse."), ("user", "What is 2+2?")]
+    assert first.completion.text == "4" and second.completion.text == "6"
+
+
+def test_role_keyed_objects_are_messages(tmp_path):
+    doc = {"history": [{role: text} for role, text in CHAT]}
+    result = ingest_json(tmp_path, doc)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 0)
+    assert [m.role for m in list(result.conversations[0].calls())[1].context] == ["system", "user", "assistant", "user"]
+
+
+def test_role_keyed_json_strings_with_a_role_keyed_reply(tmp_path):
+    # Monocle's data.input / data.output events, as one request/response record per line
+    record = {"input": [json.dumps({"system": "Classify the sentiment."}), json.dumps({"user": "I love it"})],
+              "response": json.dumps({"assistant": '{"label": "positive"}'})}
+    result = ingest_json(tmp_path, record)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 1, 0)
+    (call,) = result.conversations[0].calls()
+    assert [m.role for m in call.context] == ["system", "user"]
+    assert call.completion.text == '{"label": "positive"}'
+
+
+def test_what_is_not_compact_is_left_alone():
+    assert compact_messages([["Hi", "Hello!"], ["2+2?", "4"]]) is None  # Gradio pairs: texts, not role words
+    assert compact_messages([{"user": "alice"}, {"assistant": "bob"}]) is not None
+    assert compact_messages([{"assistant": "4"}]) is None  # no user's or system's message: not a chat
+    assert compact_messages([{"answer": "4", "user": "x"}]) is None  # two keys: a record, not a message
+    assert compact_messages([["user", 3]]) is None  # content neither text nor blocks
+    assert compact_messages([["prompt", "x"], ["answer", "y"]]) is None  # not chat role words
