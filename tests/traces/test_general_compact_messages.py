@@ -52,3 +52,15 @@ def test_what_is_not_compact_is_left_alone():
     assert compact_messages([{"answer": "4", "user": "x"}]) is None  # two keys: a record, not a message
     assert compact_messages([["user", 3]]) is None  # content neither text nor blocks
     assert compact_messages([["prompt", "x"], ["answer", "y"]]) is None  # not chat role words
+
+
+def test_named_speakers_turns_are_not_read_as_user_reply_pairs(tmp_path):
+    # a simulation's transcript as [speaker, utterance] pairs: read as Gradio pairs, each name became a prompt
+    turns = [["Alice", "Want to trade apples for pears?"], ["Bob", "How many apples?"], ["Alice", "Three."],
+             ["Bob", "Deal."]]
+    result = ingest_json(tmp_path, {"episode": 3, "turns": turns})
+    assert not result.report.ok and totals(result.conversations) == (0, 0, 0)
+    assert "unknown_format" in codes(result)
+    gradio = [["Hello", "Hi! How can I help?"], ["What is 2+2?", "4"], ["Thanks", "You're welcome."]]
+    result = ingest_json(tmp_path, {"history": gradio}, name="gradio.json")
+    assert result.report.ok and totals(result.conversations) == (1, 3, 0)

@@ -48,10 +48,22 @@ def _history_chat(record: dict) -> dict | None:
 
 
 def is_pair_history(value: Any) -> bool:
-    """A chat history as ``[user, assistant]`` text pairs (``pair_turns``)."""
+    """A chat history as ``[user, assistant]`` text pairs (``pair_turns``); not a transcript of named speakers'
+    turns (``_speaker_turns``)."""
     return isinstance(value, list) and bool(value) and all(
         isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and p[0].strip() and
-        (p[1] is None or isinstance(p[1], str)) for p in value) and any(p[1] for p in value)
+        (p[1] is None or isinstance(p[1], str)) for p in value) and any(p[1] for p in value) and \
+        not _speaker_turns(value)
+
+
+def _speaker_turns(pairs: list) -> bool:
+    """Whether ``[speaker, utterance]`` pairs (a multi-agent simulation's transcript: ``[["Alice", "Hi"], ["Bob",
+    "Hello"], ["Alice", ...]]``) rather than a user's prompts and replies: at least three pairs whose first items
+    are short names (one line, at most five words, a capital first, no sentence's end) and repeat (fewer distinct
+    than pairs), where a user rarely sends the same prompt twice. Which speaker is the model is not guessed."""
+    firsts = [p[0].strip() for p in pairs]
+    return len(pairs) >= 3 and len(set(firsts)) < len(firsts) and all(
+        len(f) <= 40 and "\n" not in f and len(f.split()) <= 5 and f[:1].isupper() and f[-1:] not in ".?!" for f in firsts)
 
 
 def _pair_messages(pairs: list) -> list[dict]:
