@@ -24,6 +24,13 @@ def same_messages(a: list[Message], b: list[Message]) -> bool:
     return len(a) == len(b) and all(x.role == y.role and x.parts == y.parts for x, y in zip(a, b))
 
 
+def _extends(context: list[Message], prev: list[Message], shared_history: bool) -> bool:
+    """Whether ``context`` starts with ``prev`` (both without their system messages with ``shared_history``)."""
+    if shared_history:
+        context, prev = [m for m in context if m.role != "system"], [m for m in prev if m.role != "system"]
+    return len(context) >= len(prev) and same_messages(context[: len(prev)], prev)
+
+
 #: Keys naming a request of a results list (an eval's task, a run's id), compared by ``CallChains._two_requests``.
 _NAME_KEYS = ("name", "id", "task_id", "task_name", "run_id", "request_id", "example_id", "uuid")
 _KIND_KEYS = ("type", "kind", "run_type", "object", "span_kind", "event")
@@ -63,16 +70,15 @@ class CallChains:
     samples: set[int] = field(default_factory=set)  # id(call) of each of one record's sampled answers (the reader)
 
     def add(self, conv_id: str, source: Source, tools: list[ToolDef], context: list[Message],
-            completion: Message, key: object = None) -> LLMCall:
+            completion: Message, key: object = None, shared_history: bool = False) -> LLMCall:
         """One call: appended to the latest conversation of the same ``key`` (a trace id, say) whose last call
-        it extends, else the first of a new conversation (``conv_id``, ``source``). Returns the call."""
-        chain = None
-        for c in reversed(self.chains):
-            last = c.calls[-1]
-            prev = [*last.context, last.completion]
-            if c.key == key and len(context) >= len(prev) and same_messages(context[: len(prev)], prev):
-                chain = c
-                break
+        it extends, else the first of a new conversation (``conv_id``, ``source``). With ``shared_history``
+        (agents handing one message history to each other, each with its own system prompt: a LangGraph
+        supervisor's specialists), a call extending any call of a conversation, its system messages aside,
+        continues it. Returns the call."""
+        chain = next((c for c in reversed(self.chains) if c.key == key and any(
+            _extends(context, [*d.context, d.completion], shared_history)
+            for d in (c.calls if shared_history else c.calls[-1:]))), None)
         if chain is None:
             chain = _Chain(conv_id, source, tools, key)
             self.chains.append(chain)

@@ -14,6 +14,9 @@ attributes):
   attributes{gen_ai.operation.name: call_llm|execute_tool|invoke_agent, gen_ai.input.messages (OpenAI
   chat messages), gen_ai.output + gen_ai.output.type}}], final_output}``; older any-agent versions record
   no input messages (contexts rebuilt where the tool spans determine them, see below);
+- Monocle's spans (``_monocle``: messages in ``data.input`` / ``data.output`` events), as its file exporter writes
+  them (console-exporter objects) and as the Okahu service's trace JSON (``{trace_id, spans[{span_name, span_id,
+  trace_id, parent_id, attributes, events}]}``);
 - console exporter (``ConsoleSpanExporter``): pretty-printed span objects one after another (not
   JSONL) with ``context{trace_id, span_id}``, ``parent_id``, ``start_time``, ``end_time`` and an
   ``attributes`` mapping. It prints spans more than once, including in-progress copies with
@@ -46,6 +49,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, Any
 
+from drafters.traces.formats import _monocle
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, semconv_parts, tool_defs
 from drafters.traces.formats._reading import iter_values, src
@@ -72,6 +76,8 @@ def sniff(head: str, filename: str) -> bool:
                                                              or '"instrumentationLibrarySpans"' in head)):
         return True
     if '"traceID"' in head and '"spans"' in head and '"operationName"' in head:
+        return True
+    if '"span_name"' in head and '"span_id"' in head and '"trace_id"' in head:  # Okahu's trace JSON (Monocle spans)
         return True
     return '"context"' in head and '"trace_id"' in head and '"span_id"' in head and '"attributes"' in head
 
@@ -148,17 +154,24 @@ def _spans_of(value: Any, line: int) -> Iterator[dict]:
                     attrs = {a["key"]: _otlp_value(a.get("value")) for a in as_list(s.get("attributes"))
                              if isinstance(a, dict) and isinstance(a.get("key"), str)}
                     st, en = s.get("startTimeUnixNano"), s.get("endTimeUnixNano")
-                    yield {"trace": s.get("traceId"), "span": s.get("spanId"), "name": s.get("name"),
-                           "start": int(st) / 1e9 if st not in (None, "") else None,
+                    events = {e.get("name"): {a["key"]: _otlp_value(a.get("value")) for a in as_list(e.get("attributes"))
+                                              if isinstance(a, dict) and isinstance(a.get("key"), str)}
+                              for e in as_list(s.get("events")) if isinstance(e, dict)}
+                    yield {"trace": s.get("traceId"), "span": s.get("spanId"), "parent": s.get("parentSpanId"),
+                           "name": s.get("name"), "start": int(st) / 1e9 if st not in (None, "") else None,
                            "end": int(en) / 1e9 if en not in (None, "", "0", 0) else None,
-                           "attrs": attrs, "line": line}
+                           "attrs": attrs, "events": events, "line": line}
         return
     ctx = value.get("context")
+    if not isinstance(ctx, dict) and "span_id" in value and isinstance(value.get("attributes"), dict):
+        ctx = value  # Okahu's trace JSON: Monocle spans with their ids at the top (span_name, span_id, trace_id)
     if isinstance(ctx, dict) and "span_id" in ctx:  # console exporter
         attrs = value.get("attributes") if isinstance(value.get("attributes"), dict) else {}
-        yield {"trace": ctx.get("trace_id"), "span": ctx.get("span_id"), "name": value.get("name"),
-               "start": _seconds(value.get("start_time")), "end": _seconds(value.get("end_time")),
-               "attrs": attrs, "line": line}
+        events = {e.get("name"): e.get("attributes") if isinstance(e.get("attributes"), dict) else {}
+                  for e in as_list(value.get("events")) if isinstance(e, dict)}
+        yield {"trace": ctx.get("trace_id"), "span": ctx.get("span_id"), "parent": value.get("parent_id"),
+               "name": value.get("name", value.get("span_name")), "start": _seconds(value.get("start_time")),
+               "end": _seconds(value.get("end_time")), "attrs": attrs, "events": events, "line": line}
 
 
 # -------------------------------------------------------------------------------- message readers
@@ -263,6 +276,14 @@ def _call_of(span: dict, filename: str, problems: ProblemSink) -> tuple[list, li
             or "gen_ai.completion.0.tool_calls.0.name" in attrs:
         context = _flat_messages(attrs, "gen_ai.prompt")
         outputs = _flat_messages(attrs, "gen_ai.completion")
+    elif _monocle.is_inference(attrs) and _monocle.records_content(span.get("events", {})):
+        try:
+            context, reply = _monocle.call(span.get("events", {}))
+        except ValueError as e:
+            problems.error("unknown_content", f"Monocle inference span in a form not read ({e}): the call is lost",
+                           source)
+            return None
+        outputs = [reply] if reply.parts else []
     else:
         problems.error("content_not_captured", "LLM call span without message content (content capture off): "
                        "the call is lost", source)
@@ -335,7 +356,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             found = True
             attrs = s["attrs"]
             op = attrs.get("gen_ai.operation.name")
-            if op not in CALL_OPERATIONS and op != "execute_tool" and \
+            if op not in CALL_OPERATIONS and op != "execute_tool" and not _monocle.is_inference(attrs) and \
                     not any(str(k).startswith("gen_ai.prompt.") for k in attrs):
                 continue  # only LLM-call and tool spans are kept, so memory follows the number of calls
             key = (s["trace"], s["span"])
@@ -358,13 +379,37 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     yield from _conversations(ordered, filename, problems)
 
 
+def _without_wrapped(ordered: list[dict], filename: str, problems: ProblemSink) -> list[dict]:
+    """The spans without Monocle's provider spans that record no content inside (or around) a framework's
+    inference span that does: one call described twice (``duplicate_llm_call`` warning)."""
+    recorded = {s["span"]: s for s in ordered if _monocle.is_inference(s["attrs"])
+                and _monocle.records_content(s.get("events", {}))}
+    parents = {s.get("parent") for s in recorded.values()}
+    wrapped = [s for s in ordered if _monocle.is_inference(s["attrs"]) and s["span"] not in recorded
+               and (s.get("parent") in recorded or s["span"] in parents)]
+    if wrapped:
+        problems.warning("duplicate_llm_call", f"{len(wrapped)} inference span(s) without content wrap or are wrapped "
+                         "by the span that records the same call: counted once", src(NAME, filename))
+    return [s for s in ordered if s not in wrapped]
+
+
+def _lacks_reply(context: list[Message], call: LLMCall) -> bool:
+    """Whether ``context`` is ``call``'s context followed only by results of ``call``'s tool calls, the reply that
+    made them left out (Microsoft Agent Framework's spans under Monocle): the reply is put back."""
+    head, rest = context[: len(call.context)], context[len(call.context):]
+    ids = {c.id for c in call.completion.tool_calls}
+    return bool(rest) and bool(ids) and head == call.context and all(
+        m.role == "tool" and all(isinstance(p, ToolResultPart) for p in m.parts) for m in rest)
+
+
 def _conversations(ordered: list[dict], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """The LLM calls of the spans (in trace and time order), deduplicated and chained per trace."""
     tool_spans = [s for s in ordered if s["attrs"].get("gen_ai.operation.name") == "execute_tool"]
+    ordered = _without_wrapped(ordered, filename, problems)
     chains = CallChains()
     seen_calls: set[str] = set()
     previous: tuple[dict, LLMCall] | None = None  # the last call read (its span), for rebuilding a context
-    rebuilt = 0
+    rebuilt = restored = 0
     for s in ordered:
         if s["attrs"].get("gen_ai.operation.name") == "execute_tool":
             continue
@@ -377,6 +422,11 @@ def _conversations(ordered: list[dict], filename: str, problems: ProblemSink) ->
             if context is None:
                 continue
             rebuilt += 1
+        elif previous is not None and previous[0]["trace"] == s["trace"] and _lacks_reply(context, previous[1]):
+            call = previous[1]  # the results of its tool calls follow its context, without the reply that made them
+            context = [*call.context, call.completion, *context[len(call.context):]]
+            _monocle.link_results(context)  # the results answer the reply's calls, in order
+            restored += 1
         fingerprint = json.dumps([s["trace"], repr(context), repr(completion)])
         if fingerprint in seen_calls:
             problems.warning("duplicate_llm_call", "two spans describe the same LLM call; counted once",
@@ -384,10 +434,15 @@ def _conversations(ordered: list[dict], filename: str, problems: ProblemSink) ->
             continue
         seen_calls.add(fingerprint)
         source = src(NAME, filename, line=s["line"], record=f"trace {s['trace']}")
-        previous = (s, chains.add(f"{s['trace']}/{s['span']}", source, tools, context, completion, key=s["trace"]))
+        previous = (s, chains.add(f"{s['trace']}/{s['span']}", source, tools, context, completion, key=s["trace"],
+                                  shared_history=_monocle.is_inference(s["attrs"])))
     if rebuilt:
         problems.warning("context_rebuilt", f"{rebuilt} LLM call(s) record their output but not their input: each "
                          "context was rebuilt from the call before it, its output and the tool spans in between",
+                         src(NAME, filename))
+    if restored:
+        problems.warning("context_rebuilt", f"{restored} LLM call(s) record the results of the call before's tool "
+                         "calls but not the reply that made them: that reply was put back in each context",
                          src(NAME, filename))
     yield from chains.conversations()
 
