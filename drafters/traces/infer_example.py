@@ -582,6 +582,8 @@ def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, sib
         call.completion for conv in convs for call in conv.explicit_calls or []]
     if not any(want in _normal(m.text) for m in replies):
         return "the example is not one of the assistant's messages it reads"
+    if not any(True for conv in convs for _ in conv.calls()):  # every answer first, nothing before it: no call
+        return "it reads no LLM call: no assistant message has a context before it"
     if first is not None and not any(first in _normal(m.text) for conv in convs for m in conv.messages):
         return "the text where the example is first found is read nowhere: the place learned from quotes it"
     read = {_normal(m.text) for m in replies}

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from drafters.traces.formats import _exchanges
-from drafters.traces.formats._call_io import answer_as_written, call_free
+from drafters.traces.formats._call_io import answer_as_written, call_free, note_call_kinds, other_kind
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, tool_defs
 from drafters.traces.formats._pair_turns import is_pair_history
@@ -181,6 +181,7 @@ class Mapping:
             chains = CallChains() if self.response else None
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
             merged = other_events = failed_exchanges = 0
+            kinds: dict[str, set[str]] = {}  # the kind keys' values of the records holding calls (call_io.other_kind)
             exchanges = True  # every record a recorded HTTP exchange: each one a request sent, none a restatement
             for at, (source, record) in enumerate(expanded(records, self.records, self.lists, self.nested)):
                 if chains is not None:
@@ -190,9 +191,16 @@ class Mapping:
                     continue
                 exchanges = exchanges and _exchanges.http_status(record) is not None
                 held = [v for _, v in jsonpath(record, self.messages) if v is not None]  # null: nothing there
-                if not held and (call_free(record) or self.records == "lists" and not holds_role_message(record)):
+                if not held and (call_free(record) or self.records == "lists" and not holds_role_message(record)
+                                 or other_kind(record, kinds)):
                     other_events += 1  # an event of another kind (a score, a task span without messages)
                     continue
+                if not held and self.response and failed_turn(record) and not jsonpath(record, self.response):
+                    problems.warning("failed_turn_skipped", "the record holds no output and records an error: a "
+                                     "failed request, no model turn", source)
+                    continue
+                if held:
+                    note_call_kinds(record, kinds)
                 for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake
                     use.observe(record if isinstance(record, dict) else {}, jsonpath(record, use.key) or ABSENT,
                                 {root_key(self.messages)})

@@ -385,3 +385,17 @@ def test_a_quote_of_the_reply_elsewhere_is_not_learned_as_it(tmp_path):
     del doc["results"]
     path.write_text(json.dumps(doc))
     assert learn_mapping(path, "American actor born on December 18, 1949").mapping["response"] == "$.output"
+
+
+def test_a_reading_of_no_call_gives_way_to_the_prompt_beside_the_reply(tmp_path):
+    """A query history: a question and the generated query per record, beside a setting with a few short values
+    (``dialect``). Read as a role, the setting made every record a message and no message followed another: no
+    call. The record's question, under a key with an input word, is the prompt instead."""
+    path = tmp_path / "history.json"
+    rows = [{"timestamp": f"2025-03-08T08:3{i}:00", "natural_query": f"List the customers with {i} orders.\n",
+             "sql_query": f"SELECT name FROM customers WHERE orders = {i};", "dialect": d}
+            for i, d in enumerate(["mysql", "mysql", "postgresql"])]
+    path.write_text(json.dumps(rows))
+    learned = learn_mapping(path, "SELECT name FROM customers WHERE orders = 0;")
+    assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.natural_query", "$.sql_query")
+    assert _counts(path, learned) == (True, 3, 3)

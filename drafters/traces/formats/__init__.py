@@ -15,6 +15,7 @@ FORMAT_MODULES: list[str] = [
     # Order matters: specific sniffers first, the generic OpenAI chat records last (its files are also
     # what tau-bench, SWE-agent and others embed). Other engineers' formats go in the middle block.
     "drafters.traces.formats.claude_code",
+    "drafters.traces.formats.claude_agent_sdk",
     "drafters.traces.formats.codex_cli",
     # -- formats of the other engineer (appended here) --
     "drafters.traces.formats.gemini_cli",

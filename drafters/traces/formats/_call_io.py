@@ -338,6 +338,26 @@ def call_free(record: Any, depth: int = 0) -> bool:
         all(call_free(v, depth + 1) for v in record.values())
 
 
+#: Keys naming what a log record records (a recorder's wrapped function, an event's kind): records of the LLM calls
+#: share their values, an application's own records beside them (Agent Cassette's ``flowfuse.deploy``) do not.
+RECORD_KIND_KEYS = ("call_name", "callName", "event_type", "eventType", "record_type", "operation", "op", "kind",
+                    "type", "span_kind", "run_type", "method")
+
+
+def note_call_kinds(record: Any, kinds: dict[str, set[str]]) -> None:
+    """Add a record that holds a call's messages to ``kinds`` (``RECORD_KIND_KEYS`` -> the text values seen)."""
+    for key in RECORD_KIND_KEYS:
+        if isinstance(record, dict) and isinstance(record.get(key), str):
+            kinds.setdefault(key, set()).add(record[key])
+
+
+def other_kind(record: Any, kinds: dict[str, set[str]]) -> bool:
+    """Whether a record holding no messages is of another kind than the calls' records seen so far (``kinds``):
+    its value under a kind key that every one of them has is none of theirs. Only after calls were seen."""
+    return isinstance(record, dict) and any(
+        isinstance(record.get(key), str) and record[key] not in seen for key, seen in kinds.items())
+
+
 def answer_as_written(record: Any, path: str, found: Any) -> Any:
     """The output at ``path`` as the mapping reads it: ``found`` (JSON text decoded, as JSONPath reads it), or the
     text as written where that text decoded to no message and no response object (the model answered with JSON:

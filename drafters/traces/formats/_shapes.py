@@ -44,6 +44,8 @@ from drafters.traces.formats._call_io import (
     items_call,
     message_lists,
     messages_at,
+    note_call_kinds,
+    other_kind,
     settings_tools,
     text_pair,
 )
@@ -507,6 +509,11 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | Am
     values = [v for v in values if not call_free(v) and not (failed_turn(v) and input_output(v) is None)]
     dicts = [unflatten(v) if isinstance(v, dict) else v for v in values]
     pairs = [input_output(v) for v in dicts]
+    kinds: dict[str, set[str]] = {}  # an application's own records beside the calls' (call_io.other_kind): read past
+    for d in (d for d, p in zip(dicts, pairs) if p):
+        note_call_kinds(d, kinds)
+    kept = [i for i, (d, p) in enumerate(zip(dicts, pairs)) if p or not other_kind(d, kinds)]
+    values, dicts, pairs = [values[i] for i in kept], [dicts[i] for i in kept], [pairs[i] for i in kept]
     if not pairs or not all(pairs):
         return None
     ((inp, out), _), = Counter(pairs).most_common(1)
