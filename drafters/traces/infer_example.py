@@ -37,10 +37,10 @@ from drafters.traces import io as tio
 from drafters.traces.formats import _shapes
 from drafters.traces.formats._call_io import answers_beside, message_lists
 from drafters.traces.formats._shapes import call_keys, calls_not_read, message_keys
-from drafters.traces.formats._spellings import CALL_KEYS, get, role_of
+from drafters.traces.formats._spellings import CALL_KEYS, get, is_message, role_of
 from drafters.traces.infer import general_path_errors, losses
 from drafters.traces.infer_text_example import RESTATED, learn_text_mapping
-from drafters.traces.json_paths import child_path, jsonpath
+from drafters.traces.json_paths import child_path, jsonpath, path_steps
 from drafters.traces.mapping_records import file_records
 from drafters.traces.report import Problem, TraceError, ValidationReport
 
@@ -320,11 +320,14 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
     record = _without_copies(sample[hit.record], hit)
     if not isinstance(record, dict) or _several_calls(record, hit):
         return  # a record of several calls, or one keeping the reply twice (which call is it?)
-    responses = [_path(hit)] + [_path(hit, k) for k in range(len(hit.steps) - 1, 0, -1)
-                                if isinstance(_at(record, hit.steps[:k]), dict)]
+    # inside a tool call (the reply is a call's arguments: ProAgent's ``function_call``), the message holding the call
+    top = next((k for k, step in enumerate(hit.steps) if step in _CALL_STEPS), len(hit.steps))
+    ends = ([len(hit.steps)] if top == len(hit.steps) else []) + [
+        k for k in range(min(top, len(hit.steps) - 1), 0, -1) if isinstance(_at(record, hit.steps[:k]), dict)]
+    responses = {_path(hit, k if k < len(hit.steps) else None): _at(record, hit.steps[:k]) for k in ends}
     reply_root = hit.steps[0]
-    inputs = [(p, [], keys) for p, msgs in message_lists({k: v for k, v in record.items() if k != reply_root},
-                                                         need_assistant=False)
+    inputs = [(p, [], keys, msgs) for p, msgs in message_lists({k: v for k, v in record.items() if k != reply_root},
+                                                               need_assistant=False)
               if (keys := _list_keys(msgs)) is not None and not _newest_first(msgs, keys)]
     text_keys = {"role": "role", "roles": {"user": "user"}}  # a prompt text is the user's message: no roles read
     group = _shapes.chat_group(sample)  # rows of a prompt and its reply: each continues the rows of its session
@@ -335,16 +338,22 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         where, guessed = prompt
         said = [f"# PROMPT: guessed as the record's longest other text, {where}: check it is the model's input"
                 ] if guessed else []
-        inputs.append((where, said + _texts_not_read(record, hit, where), text_keys))
+        inputs.append((where, said + _texts_not_read(record, hit, where), text_keys, None))
     if _numbered_turns(sample):
         return  # rows of one dialogue (turn 1, 2, ...): each read as its own call would lose the turns before it
-    for where, notes, keys in inputs:
+    for where, notes, keys, msgs in inputs:
         if _repeated_input(sample, where):
             continue
-        for response in dict.fromkeys(responses):
+        for response, held in responses.items():
             if keys is text_keys and answers_beside(record, (where, response)):
                 continue  # other answers beside a prompt and its reply (a checker's raw replies): they would be lost
+            if msgs is not None and is_message(held):  # the reply's message: its tool-call keys are read too
+                keys = _list_keys([*msgs, held]) or keys
             yield Learned({"name": label, "messages": where, **keys, "response": response}, _path(hit), [], notes)
+
+
+#: Keys under which a message holds its tool calls: an example found below one is a call's arguments, not a text.
+_CALL_STEPS = frozenset({*CALL_KEYS, "functionCall", "tool_use", "toolUse"})
 
 
 def _without_copies(record: Any, hit: Hit) -> Any:
@@ -513,9 +522,16 @@ def _siblings(sample: list, hit: Hit) -> list[str]:
 
 
 def _lost_calls(mapping: dict[str, Any], sample: list) -> list[str]:
-    """The message keys holding tool calls that a message-list mapping does not read (``_shapes.calls_not_read``)."""
+    """The message keys holding tool calls that a message-list mapping does not read (``_shapes.calls_not_read``),
+    or, for a response read as a text, the keys beside it of the message holding it that hold tool calls (ProAgent's
+    ``function_call`` beside the reply's ``content``)."""
     if "response" in mapping:
-        return []
+        steps = path_steps(mapping["response"])
+        holder = "$" + "".join(steps[:-1])
+        beside = [(key, value) for record in sample if isinstance(record, (dict, list)) and steps
+                  for _, held in jsonpath(record, holder) if is_message(held)
+                  for key, value in held.items() if key in CALL_KEYS and value not in (None, "", [], {})]
+        return sorted({f"{holder}.{key}" for key, _ in beside})
     records = sample if mapping.get("records") == "messages" else [
         m for record in sample if isinstance(record, (dict, list))
         for _, msgs in jsonpath(record, mapping["messages"]) if isinstance(msgs, list) for m in msgs]
@@ -580,7 +596,8 @@ def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, sib
         return f"{problems.errors[0].code}: {problems.errors[0].message}"
     replies = [m for conv in convs for m in conv.messages if m.role == "assistant"] + [
         call.completion for conv in convs for call in conv.explicit_calls or []]
-    if not any(want in _normal(m.text) for m in replies):
+    if not any(want in _normal(m.text) or any(want in _normal(c.raw_arguments) for c in m.tool_calls)
+               for m in replies):
         return "the example is not one of the assistant's messages it reads"
     if not any(True for conv in convs for _ in conv.calls()):  # every answer first, nothing before it: no call
         return "it reads no LLM call: no assistant message has a context before it"

@@ -95,3 +95,26 @@ def test_go_vcr_cassettes(tmp_path):
                                                                              json.dumps(json.dumps(failed))))
     result = ingest([path], scrub=False)
     assert "error_response" in [w.code for w in result.report.warnings]
+
+
+def test_the_same_request_sent_again_is_another_conversation(tmp_path):
+    """A test suite's cassette of two runs of one prompt (huggingface_hub's tool-choice tests): grouped by their first
+    user message alone, the second run's call joined the first's conversation, which its context does not continue."""
+    import json
+
+    import yaml
+
+    request = {"model": "tgi", "messages": [{"role": "user", "content": "Weather in SF for 3 days?"}]}
+
+    def exchange(tool: str) -> dict:
+        reply = {"choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [
+            {"id": "0", "type": "function", "function": {"name": tool, "arguments": "{}"}}]}}]}
+        return {"request": {"method": "POST", "uri": "https://api.example/v1/chat/completions",
+                            "body": json.dumps(request)},
+                "response": {"status": {"code": 200}, "body": {"string": json.dumps(reply)}}}
+
+    path = tmp_path / "test_chat_completion_with_tool.yaml"
+    path.write_text(yaml.safe_dump({"interactions": [exchange("forecast"), exchange("current_weather")]}))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert totals(result.conversations) == (2, 2, 2)

@@ -399,3 +399,23 @@ def test_a_reading_of_no_call_gives_way_to_the_prompt_beside_the_reply(tmp_path)
     learned = learn_mapping(path, "SELECT name FROM customers WHERE orders = 0;")
     assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.natural_query", "$.sql_query")
     assert _counts(path, learned) == (True, 3, 3)
+
+
+@pytest.mark.parametrize("in_arguments", [True, False])
+def test_a_reply_holding_a_legacy_function_call_is_read_with_it(tmp_path, in_arguments):
+    """ProAgent's records: the request's messages beside the API's response, whose message holds a legacy
+    ``function_call`` (its ``thought`` inside the arguments, or a text beside it). Read as the text alone (the
+    arguments string, or ``content``), the call was lost; the reply is the message, its call keys declared."""
+    thought = "Define a trigger, then read the sheet and post to Slack."
+    call = {"name": "function_define", "arguments": json.dumps({"thought": thought, "plan": ["a", "b"]})}
+    message = {"role": "assistant", "function_call": call, **({} if in_arguments else {"content": thought})}
+    record = {"input": {"messages": [{"role": "system", "content": "You are an RPA agent."},
+                                     {"role": "user", "content": "Sync the sheet to Slack."}]},
+              "output": {"object": "chat.completion", "choices": [{"index": 0, "message": message}]}}
+    path = tmp_path / "LLM_inout_pair_00000.json"
+    path.write_text(json.dumps(record, ensure_ascii=False))
+    learned = learn_mapping(path, thought)
+    assert learned.mapping["response"] == "$.output.choices[0].message"
+    assert learned.mapping["tool_calls"] == "function_call"
+    result = _read(path, learned)
+    assert result.report.ok and [len(c.completion.tool_calls) for c in result.conversations[0].calls()] == [1]

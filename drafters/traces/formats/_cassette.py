@@ -6,7 +6,8 @@ Every request re-sends the whole history, so each interaction is one explicit ``
 the request's messages, completion = the response's message): that is exactly what the model saw and
 wrote, even when the agent rewrote its history between calls. Calls are grouped into conversations by
 their first user message (a cassette can hold several agent runs, and one run can move between
-providers: README "Some cassettes mix providers"); each conversation's ``messages`` is its last call's
+providers: README "Some cassettes mix providers"); a request re-sending an earlier call's very context (a test's
+second run, another sample) opens another conversation; each conversation's ``messages`` is its last call's
 context plus completion.
 
 Providers are told apart by the request URI (and body shape): each provider module offers
@@ -405,6 +406,8 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
         if completion.model is None:
             completion.model = model_from_uri(uri) or req_body.get("model")
         key = _first_user_text(context)
+        while any(len(c.context) == len(context) and all(map(_same, c.context, context)) for c in groups.get(key, [])):
+            key += "\0"  # the same request sent again (a test's second run, another sample): another conversation
         calls = groups.setdefault(key, [])
         group_src.setdefault(key, src)
         if calls:
