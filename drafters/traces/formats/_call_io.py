@@ -78,6 +78,10 @@ def input_output(record: Any) -> tuple[str, str] | None:
         return text_pair(record)
     inputs = [(p, v) for p, v in message_lists(record, need_assistant=False)  # spanInputs (MLflow's) too
               if any(k in p.lower() for k in INPUT_KEYS) and not _ends_with_answer(v)]
+    # one request's messages written twice (ProAgent's ``input.messages`` and ``input.base_kwargs.messages``): the
+    # shortest path, once
+    inputs = [(p, v) for p, v in sorted(inputs, key=lambda pv: len(pv[0]))
+              if not any(v == w for q, w in inputs if len(q) < len(p))]
     pairs = [(inp, out) for inp, msgs in inputs for out in _output_paths(record)
              if not out.startswith(inp) and role_key(messages_at(record, out)) == role_key(msgs)]
     answers = [p for p, _ in message_lists(record) if not p.startswith(inputs[0][0])] if inputs else []
