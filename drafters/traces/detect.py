@@ -15,6 +15,7 @@ import json
 from pathlib import PurePath
 
 from drafters.traces.formats import all_formats
+from drafters.traces.formats._reading import concatenated_objects
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.report import TraceError
 
@@ -89,6 +90,8 @@ def json_problem(head: str, filename: str, *, whole: bool) -> tuple[str, int, in
         return None  # JSON lines (a later line's problem is its reader's to report, with its line)
     except json.JSONDecodeError:
         pass
+    if err.msg == "Extra data" and concatenated_objects(text) is not None:
+        return None  # pretty-printed objects one after another: JSON, of no shape a reader knows
     if not whole and (err.pos >= len(text) - 1 or err.msg.startswith("Unterminated string")):
         return None  # a long document cut at the head's end
     return err.msg, err.lineno, err.colno

@@ -35,3 +35,22 @@ def test_a_long_json_document_cut_at_the_head_is_not_called_invalid():
     assert json_problem(doc[:30_000], "big.json", whole=True) is not None  # the whole file: it is cut
     assert json_problem("hello", "notes.md", whole=True) is None
     assert json_problem('{"a": 1}\n{"b": 2}\n', "rows.jsonl", whole=True) is None
+
+
+def test_pretty_printed_objects_one_after_another_are_records(tmp_path):
+    """``json.dump(record, f, indent=2)`` per record (HuixiangDou's RAG output): no JSON document, no JSON Lines,
+    but JSON; each object is a record at its first line, and a file of no known shape is unknown, not invalid."""
+    from drafters.traces.formats._reading import concatenated_objects
+
+    chats = [{"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}
+             for q, a in (("hi", "hello"), ("2+2?", "4"))]
+    path = tmp_path / "appended.json"
+    path.write_text("".join(json.dumps(c, indent=2) + "\n" for c in chats))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert [len(list(c.calls())) for c in result.conversations] == [1, 1]
+    other = tmp_path / "rag_output.json"
+    other.write_text("".join(json.dumps({"id": i, "query": "q", "code": 1}, indent=2) + "\n" for i in range(2)))
+    assert [e.code for e in ingest([other]).report.errors] == ["unknown_format"]
+    assert concatenated_objects('{"a": 1}\n{"b": 2}\n') is None  # JSON Lines: read line by line
+    assert concatenated_objects('{\n "a": 1\n}\n{\n "b": 2\n') is None  # cut: not read as records

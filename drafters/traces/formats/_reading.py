@@ -151,7 +151,8 @@ def load_json_or_lines(
     per record. A document that is an array yields its items (record ``$[i]``); a single object yields
     itself. A file that is not one document is read as JSON Lines (lines may be objects or arrays): each
     bad line is reported at its line (``invalid_json``, ``too_deep`` for absurd nesting) and the rest of
-    the file is still read."""
+    the file is still read. Objects pretty-printed one after another (a record appended per ``json.dump(indent=2)``)
+    are read one by one (``concatenated_objects``)."""
     first = ""
     lead = 0  # newlines skipped before the first record: line numbers count them
     while True:
@@ -184,6 +185,12 @@ def load_json_or_lines(
     try:
         value = loads(text)
     except ValueError as exc:
+        values = concatenated_objects(text) if first == "{" and getattr(exc, "msg", "") == "Extra data" else None
+        if values is not None:  # pretty-printed objects appended one after another (json.dump(indent=2) per record)
+            for line, value in values:
+                count(problems, "records")
+                yield Source(fmt, filename, line=line + lead), value
+            return
         if first == "[" and not _later_lines_parse(text):
             problems.error(bad_json_code(exc), f"file is not valid JSON: {_why(exc, True)}",
                            Source(fmt, filename, line=(getattr(exc, "lineno", None) or 1) + lead))
@@ -195,6 +202,26 @@ def load_json_or_lines(
         return
     count(problems, "records")
     yield Source(fmt, filename, record="$"), value
+
+
+def concatenated_objects(text: str) -> list[tuple[int, Any]] | None:
+    """``(line, object)`` for each of the JSON objects ``text`` holds one after another, where there are two or more
+    and one spans several lines (JSON Lines are read line by line, a bad line reported at its line); else None."""
+    decoder, out, at, line = json.JSONDecoder(), [], 0, 1
+    while True:
+        stripped = len(text) - len(text[at:].lstrip())
+        line, at = line + text.count("\n", at, stripped), stripped
+        if at >= len(text):
+            break
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(value, dict):
+            return None
+        out.append((line, value))
+        line, at = line + text.count("\n", at, end), end
+    return out if len(out) >= 2 and len(out) < text.count("\n") else None
 
 
 def _items(value: list, filename: str, problems: ProblemSink, fmt: str) -> Iterator[tuple[Source, Any]]:
