@@ -354,6 +354,7 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
 
 #: Keys under which a message holds its tool calls: an example found below one is a call's arguments, not a text.
 _CALL_STEPS = frozenset({*CALL_KEYS, "functionCall", "tool_use", "toolUse"})
+_CALL_BLOCKS = ("tool_use", "tool_call", "function_call", "toolCall", "server_tool_use")  # a content block's types
 
 
 def _without_copies(record: Any, hit: Hit) -> Any:
@@ -527,11 +528,15 @@ def _lost_calls(mapping: dict[str, Any], sample: list) -> list[str]:
     ``function_call`` beside the reply's ``content``)."""
     if "response" in mapping:
         steps = path_steps(mapping["response"])
-        holder = "$" + "".join(steps[:-1])
-        beside = [(key, value) for record in sample if isinstance(record, (dict, list)) and steps
+        holder, blocks = "$" + "".join(steps[:-1]), "$" + "".join(steps[:-2])
+        beside = [f"{holder}.{key}" for record in sample if isinstance(record, (dict, list)) and steps
                   for _, held in jsonpath(record, holder) if is_message(held)
                   for key, value in held.items() if key in CALL_KEYS and value not in (None, "", [], {})]
-        return sorted({f"{holder}.{key}" for key, _ in beside})
+        if len(steps) >= 2 and steps[-2].startswith("["):  # one block of a content list: its call blocks
+            beside += [f"{blocks}[*]" for record in sample if isinstance(record, (dict, list))
+                       for _, held in jsonpath(record, blocks) if isinstance(held, list)
+                       and any(isinstance(b, dict) and b.get("type") in _CALL_BLOCKS for b in held)]
+        return sorted(set(beside))
     records = sample if mapping.get("records") == "messages" else [
         m for record in sample if isinstance(record, (dict, list))
         for _, msgs in jsonpath(record, mapping["messages"]) if isinstance(msgs, list) for m in msgs]

@@ -105,8 +105,13 @@ CODES: dict[str, str] = {
     "no_tool_definitions": "a conversation calls tools but carries no tool definitions (its rendered context "
     "differs from what the model saw when serving)",
     "subagent_not_read": "a session's main thread ran a sub-agent (a Claude Code Task) whose own thread is in no file "
-    "of the batch (neither its agent-<id>.jsonl nor sidechain lines): its LLM calls are lost; the main thread's "
-    "calls are read (the file is partial)",
+    "of the batch (neither its agent-<id>.jsonl nor sidechain lines), or a Claude Agent SDK log holds messages of a "
+    "sub-agent (parent_tool_use_id): its LLM calls are lost; the main thread's calls are read (the file is partial)",
+    "prompt_not_recorded": "a Claude Agent SDK log whose stream does not echo the prompt given to query() and whose "
+    "document holds none beside it: the first call's context is unknown, the file is not read",
+    "tool_calls_not_recorded": "request/response records whose outputs hold no tool call where the next request "
+    "sends the same answer with tool calls (a log writing the reply's text only): the calls would be lost, the file "
+    "is not read",
     "stream_incomplete": "a recorded streamed response ends without its end (no finish reason, done, message_stop "
     "or response.completed; or an error event): the reply was cut, so the call is refused, never read truncated",
     "recording_not_parsed": "an HTTP recording's container (a Go httprr trace) does not frame as HTTP messages of "

@@ -50,3 +50,35 @@ def test_a_record_of_another_kind_holding_messages_is_still_read(tmp_path):
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (2, 2, 0)
+
+
+def _logged(messages: list[dict], response: str) -> dict:
+    return {"timestamp": "2025-09-22T19:35:28", "model": "deepseek-chat", "messages": messages, "response": response}
+
+
+def test_responses_logged_without_the_tool_calls_the_next_request_shows_are_refused(tmp_path):
+    """myagent's LLM log: each record the messages sent and the reply's text with `` Tools: [...]`` appended; the tool
+    calls exist only in the next request's assistant message. Read as request/response records, every call would be
+    `ok` without its tool calls; read as message lists, each record's own reply would be lost."""
+    from drafters.traces.ingest import ingest
+
+    system = {"role": "system", "content": "You research questions with web_search."}
+    user = {"role": "user", "content": "Find OpenAI's latest release."}
+    turn = {"role": "assistant", "content": "Let me search.", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "web_search", "arguments": '{"q": "OpenAI"}'}}]}
+    result = {"role": "tool", "tool_call_id": "c1", "content": "GPT-5 was released."}
+    records = [_logged([system, user], "Let me search. Tools: ['web_search']"),
+               _logged([system, user, turn, result], "OpenAI released GPT-5.")]
+    path = tmp_path / "llm_response.json"
+    path.write_text(json.dumps(records))
+    got = ingest([path], scrub=False, dedup=False)
+    assert not got.report.ok and totals(got.conversations) == (0, 0, 0)
+    assert "tool_calls_not_recorded" in str(got.report.files)  # the general path's reason, among the candidates
+    # the same log whose replies the next request sends unchanged (no tool calls) is read, one conversation
+    plain = {"role": "assistant", "content": "Let me think."}
+    records = [_logged([system, user], "Let me think."),
+               _logged([system, user, plain, {"role": "user", "content": "And?"}], "GPT-5.")]
+    path.write_text(json.dumps(records))
+    got = ingest([path], scrub=False, dedup=False)
+    assert got.report.ok, codes(got)
+    assert totals(got.conversations) == (1, 2, 0)

@@ -419,3 +419,19 @@ def test_a_reply_holding_a_legacy_function_call_is_read_with_it(tmp_path, in_arg
     assert learned.mapping["tool_calls"] == "function_call"
     result = _read(path, learned)
     assert result.report.ok and [len(c.completion.tool_calls) for c in result.conversations[0].calls()] == [1]
+
+
+def test_a_text_block_beside_a_tool_use_block_is_not_read_alone(tmp_path):
+    """Karenina's fixtures: a LangChain request (``type: human``) and the response's content blocks, a text then a
+    ``tool_use``. The example sits in the text block; read alone, the call was lost."""
+    text = "I'll query the Open Targets Platform for this variant."
+    record = {"request": {"messages": [{"content": "Most severe consequence of 19_44908822_C_T?", "type": "human"}]},
+              "response": {"content": [{"type": "text", "text": text},
+                                       {"type": "tool_use", "id": "toolu_1", "name": "query_graphql",
+                                        "input": {"query_string": "query { variant }"}}], "model": "claude-haiku-4-5"}}
+    path = tmp_path / "mcp_agent.json"
+    path.write_text(json.dumps(record))
+    learned = learn_mapping(path, text)
+    assert not learned.mapping["response"].endswith(".text")
+    result = _read(path, learned)
+    assert result.report.ok and [len(c.completion.tool_calls) for c in result.conversations[0].calls()] == [1]

@@ -10,6 +10,7 @@ Not a format (no ``FORMAT``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,19 @@ from drafters.traces.model import Conversation, LLMCall, Message, Source, ToolDe
 def same_messages(a: list[Message], b: list[Message]) -> bool:
     """Message lists equal in role and parts (a logged output carries a model name its later copy lacks)."""
     return len(a) == len(b) and all(x.role == y.role and x.parts == y.parts for x, y in zip(a, b))
+
+
+def _message_key(message: Message) -> bytes:
+    """A message's role and parts as bytes (not its model name), for fingerprints of contexts."""
+    return repr((message.role, message.parts)).encode() + b"\0"
+
+
+def _fingerprint(context: list[Message]) -> tuple[int, str]:
+    """(length, digest) of a context, as ``CallChains.calls_dropped`` compares prefixes."""
+    digest = hashlib.sha256()
+    for message in context:
+        digest.update(_message_key(message))
+    return len(context), digest.hexdigest()
 
 
 def _extends(context: list[Message], prev: list[Message], shared_history: bool) -> bool:
@@ -138,6 +152,23 @@ class CallChains:
                     break
         return dropped
 
+    def calls_dropped(self) -> int:
+        """How many calls record an output without tool calls where a later call's context, holding this call's
+        context, sends the model's answer at that place with its text and tool calls (myagent's log: the reply's text
+        plus `` Tools: [...]``, the calls themselves only in the next request)."""
+        calls = [call for c in self.chains for call in c.calls]
+        by_context = {_fingerprint(call.context): call for call in calls if not call.completion.tool_calls}
+        dropped: set[int] = set()
+        for d in calls:
+            prefix = hashlib.sha256()
+            for n, message in enumerate(d.context):
+                if message.role == "assistant" and message.tool_calls:
+                    earlier = by_context.get((n, prefix.hexdigest()))  # the same answer, its text at least
+                    if earlier is not None and earlier is not d and message.text.strip() in earlier.completion.text:
+                        dropped.add(id(earlier))
+                prefix.update(_message_key(message))
+        return len(dropped)
+
     def _two_requests(self, a: LLMCall, b: LLMCall) -> bool:
         """Whether two calls come from records of one kind (the same keys and ``type``) that name different
         requests (their ``name`` / ``id`` values differ) and neither refers to the other (no parent's id in its
@@ -193,6 +224,13 @@ class CallChains:
                            f"{', '.join(kinds[:5])}) that do not repeat each other: whether one kind restates the "
                            "other's calls (a trace or parent span over its generations) is not guessed, and reading "
                            "both could count a call twice", source)
+            return
+        dropped = self.calls_dropped()
+        if dropped:
+            problems.error("tool_calls_not_recorded", f"{dropped} recorded output(s) hold no tool call where the next "
+                           "request sends the model's answer at that place with tool calls (a log writing the reply's "
+                           "text only, or a suffix naming the tools): the calls would be lost, so the file is not "
+                           "read; declare where they are in a mapping (docs/traces.md)", source)
             return
         if repeated:
             problems.warning("repeated_calls", f"{repeated} record(s) repeat another record's call (the same output "

@@ -484,7 +484,7 @@ def _other_list(item: Any, msgs: list) -> str | None:
 def _response_beside(item: Any) -> str | None:
     """The key under which a request record keeps its response object beside its ``messages`` (a proxy's request
     log: ``{"messages": [...], "response": {"choices": [...]}}``, the object perhaps as a JSON string, or null where
-    the request failed), else None; None too where the messages already end with that answer (an eval's record
+    the request failed, or the reply's text where messages end before it), else None; None too where the messages already end with that answer (an eval's record
     keeping the transcript and the raw response: a copy)."""
     msgs = item.get("messages") if isinstance(item, dict) else None
     if not isinstance(msgs, list) or not msgs:
@@ -492,8 +492,9 @@ def _response_beside(item: Any) -> str | None:
     last = msgs[-1] if isinstance(msgs[-1], dict) else {}
     answered = last.get("role") == "assistant"
     for key, value in item.items():
-        if value is None and key in ("response", "response_obj", "completion", "output") and not answered:
-            return key  # a failed request of such a log: no response
+        if key in ("response", "response_obj", "completion", "output") and not answered and (
+                value is None or isinstance(value, str) and value.strip() and not value.lstrip().startswith("{")):
+            return key  # a failed request of such a log (no response), or the reply logged as its text (myagent's)
         if isinstance(value, str) and value.lstrip().startswith("{"):
             try:
                 value = _reading.loads(value)
