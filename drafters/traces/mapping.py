@@ -178,7 +178,7 @@ class Mapping:
             yield from message_records(self, records, filename, fmt, problems, lambda msgs, source: self._conversation(
                 {}, "$", msgs, Reading(source, problems, *reading_uses)))
         else:
-            chains = CallChains() if self.response else None
+            chains = CallChains(copies_guessed=self.label != "generic") if self.response else None
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
             merged = other_events = failed_exchanges = 0
             kinds: dict[str, set[str]] = {}  # the kind keys' values of the records holding calls (call_io.other_kind)
@@ -372,8 +372,7 @@ class Mapping:
                 if group is not None:
                     chains.groups[group] = call
                 chains.kinds[id(call)] = kind if isinstance(kind, str) else None
-                if self.label == "generic":
-                    chains.records[id(call)] = compact_json(record, sort_keys=True)
+                chains.records[id(call)] = compact_json(record, sort_keys=True)
             context = [*context, message]
 
     def _group_key(self, record: Any) -> str | None:

@@ -395,10 +395,11 @@ def test_a_reading_of_no_call_gives_way_to_the_prompt_beside_the_reply(tmp_path)
     rows = [{"timestamp": f"2025-03-08T08:3{i}:00", "natural_query": f"List the customers with {i} orders.\n",
              "sql_query": f"SELECT name FROM customers WHERE orders = {i};", "dialect": d}
             for i, d in enumerate(["mysql", "mysql", "postgresql"])]
+    rows.insert(1, {**rows[0], "timestamp": "2025-03-08T08:43:57"})  # the button pressed again: another call
     path.write_text(json.dumps(rows))
     learned = learn_mapping(path, "SELECT name FROM customers WHERE orders = 0;")
     assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.natural_query", "$.sql_query")
-    assert _counts(path, learned) == (True, 3, 3)
+    assert _counts(path, learned) == (True, 4, 4)  # two records of one request at two times: two calls
 
 
 @pytest.mark.parametrize("in_arguments", [True, False])

@@ -46,7 +46,8 @@ def _extends(context: list[Message], prev: list[Message], shared_history: bool) 
 
 
 #: Keys naming a request of a results list (an eval's task, a run's id), compared by ``CallChains._two_requests``.
-_NAME_KEYS = ("name", "id", "task_id", "task_name", "run_id", "request_id", "example_id", "uuid")
+_NAME_KEYS = ("name", "id", "task_id", "task_name", "run_id", "request_id", "example_id", "uuid",
+              "timestamp", "created_at", "createdAt")  # a time: the same request sent again (a button pressed twice)
 _KIND_KEYS = ("type", "kind", "run_type", "object", "span_kind", "event")
 
 
@@ -80,6 +81,7 @@ class CallChains:
     positions: dict[int, int] = field(default_factory=dict)  # id(call) -> its record's ordinal in the log
     at: int = 0  # the ordinal of the record being read (set by the reader before ``add``)
     identical: int = 0  # exact repeats dropped whose records are identical copies (set by drop_repeats)
+    copies_guessed: bool = False  # identical copies read as one record (a declared mapping's reading), not refused
     groups: dict[str, LLMCall] = field(default_factory=dict)  # a mapping's group value -> its last call (the reader)
     samples: set[int] = field(default_factory=set)  # id(call) of each of one record's sampled answers (the reader)
 
@@ -171,7 +173,7 @@ class CallChains:
 
     def _two_requests(self, a: LLMCall, b: LLMCall) -> bool:
         """Whether two calls come from records of one kind (the same keys and ``type``) that name different
-        requests (their ``name`` / ``id`` values differ) and neither refers to the other (no parent's id in its
+        requests (their ``name`` / ``id`` / ``timestamp`` values differ) and neither refers to the other (no parent's id in its
         child): two tasks that sent the same prompt and got the same answer (an eval's results), not one call
         restated."""
         ra, rb = (json.loads(r) if (r := self.records.get(id(c))) else None for c in (a, b))
@@ -214,7 +216,7 @@ class CallChains:
                              "conversation's calls follow each other", source)
         repeated = self.drop_repeats() if drop_repeats else 0
         kinds = sorted({k for c in self.chains for call in c.calls if (k := self.kinds.get(id(call))) is not None})
-        if self.identical:  # read by shape: a call made twice or one record written twice, not guessed
+        if self.identical and not self.copies_guessed:  # by shape: a call made twice or written twice, not guessed
             problems.error("ambiguous_shape", f"{self.identical} record(s) are identical copies of another record "
                            "(same input, same output, same fields): whether the call was made twice (a recorder) or "
                            "one record was written twice is not guessed", source)
