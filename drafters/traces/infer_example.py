@@ -51,8 +51,9 @@ MAX_ROLE_VALUES = 8
 MAX_ROLE_LENGTH = 40
 #: Role values that name a side other than the user's, and keys whose values are no sides.
 NOT_USER = re.compile(r"tool|function|observ|env|result|output|system|event|start|end", re.IGNORECASE)
-NOT_ROLE_KEY = re.compile(r"model|(^|_)id$|Id$|effort|level|status|categor|difficult|split|label|lang|priority|tier",
-                          re.IGNORECASE)  # a setting or a class of the record (reasoning_effort: low), not a side
+#: (a setting, a class or an outcome of the record: ``reasoning_effort: low``, HuixiangDou's ``reason: success``)
+NOT_ROLE_KEY = re.compile(r"model|(^|_)id$|Id$|effort|level|status|categor|difficult|split|label|lang|priority|tier"
+                          r"|reason|verdict|outcome|code$", re.IGNORECASE)
 #: Words of a key naming a call's input text, and words naming something about a text (``prompt_hash``,
 #: ``prompt_id``), not the text.
 INPUT_WORDS = {"prompt", "input", "instruction", "question", "query", "request"}

@@ -436,3 +436,19 @@ def test_a_text_block_beside_a_tool_use_block_is_not_read_alone(tmp_path):
     assert not learned.mapping["response"].endswith(".text")
     result = _read(path, learned)
     assert result.report.ok and [len(c.completion.tool_calls) for c in result.conversations[0].calls()] == [1]
+
+
+def test_an_outcome_key_is_never_learned_as_the_role(tmp_path):
+    """HuixiangDou's RAG output: per query a direct reply and a RAG reply beside a ``reason`` ("success", "query is
+    not a question"). Learned as the role, ``reason`` made each answered record a user-assistant pair of one reply
+    and read 1 call of 6 `ok`; the two replies beside one query are not read as one call either."""
+    rows = [{"id": 0, "query": "Nice.", "direct_reply": "", "rag_reply": "", "code": 1,
+             "reason": "query is not a question"}]
+    rows += [{"id": i, "query": f"How do I convert model {i} to TNN?", "direct_reply": f"Convert model {i} with "
+              "onnx2tnn first, then check the precision.", "rag_reply": f"Per the docs, model {i} needs onnx2tnn.",
+              "code": 0, "reason": "success"} for i in (1, 2)]
+    path = tmp_path / "rag_example_output.json"
+    path.write_text("".join(json.dumps(r, indent=2) + "\n" for r in rows))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "Convert model 1 with onnx2tnn first")
+    assert err.value.code == "example_not_read"
