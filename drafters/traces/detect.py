@@ -90,7 +90,7 @@ def json_problem(head: str, filename: str, *, whole: bool) -> tuple[str, int, in
         return None  # JSON lines (a later line's problem is its reader's to report, with its line)
     except json.JSONDecodeError:
         pass
-    if err.msg == "Extra data" and concatenated_objects(text) is not None:
+    if err.msg == "Extra data" and concatenated_objects(text):
         return None  # pretty-printed objects one after another: JSON, of no shape a reader knows
     if not whole and (err.pos >= len(text) - 1 or err.msg.startswith("Unterminated string")):
         return None  # a long document cut at the head's end

@@ -348,9 +348,9 @@ def _response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         for response, held in responses.items():
             if keys is text_keys and answers_beside(record, (where, response)):
                 continue  # other answers beside a prompt and its reply (a checker's raw replies): they would be lost
-            if msgs is not None and is_message(held):  # the reply's message: its tool-call keys are read too
-                keys = _list_keys([*msgs, held]) or keys
-            yield Learned({"name": label, "messages": where, **keys, "response": response}, _path(hit), [], notes)
+            # the reply's message: its tool-call keys are read too
+            read = (_list_keys([*msgs, held]) or keys) if msgs is not None and is_message(held) else keys
+            yield Learned({"name": label, "messages": where, **read, "response": response}, _path(hit), [], notes)
 
 
 #: Keys under which a message holds its tool calls: an example found below one is a call's arguments, not a text.

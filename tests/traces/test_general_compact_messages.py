@@ -47,7 +47,6 @@ def test_role_keyed_json_strings_with_a_role_keyed_reply(tmp_path):
 
 def test_what_is_not_compact_is_left_alone():
     assert compact_messages([["Hi", "Hello!"], ["2+2?", "4"]]) is None  # Gradio pairs: texts, not role words
-    assert compact_messages([{"user": "alice"}, {"assistant": "bob"}]) is not None
     assert compact_messages([{"assistant": "4"}]) is None  # no user's or system's message: not a chat
     assert compact_messages([{"answer": "4", "user": "x"}]) is None  # two keys: a record, not a message
     assert compact_messages([["user", 3]]) is None  # content neither text nor blocks

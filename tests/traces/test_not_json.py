@@ -52,5 +52,9 @@ def test_pretty_printed_objects_one_after_another_are_records(tmp_path):
     other = tmp_path / "rag_output.json"
     other.write_text("".join(json.dumps({"id": i, "query": "q", "code": 1}, indent=2) + "\n" for i in range(2)))
     assert [e.code for e in ingest([other]).report.errors] == ["unknown_format"]
-    assert concatenated_objects('{"a": 1}\n{"b": 2}\n') is None  # JSON Lines: read line by line
-    assert concatenated_objects('{\n "a": 1\n}\n{\n "b": 2\n') is None  # cut: not read as records
+    assert not concatenated_objects('{"a": 1}\n{"b": 2}\n')  # JSON Lines: read line by line
+    cut = tmp_path / "cut.json"  # the last object cut short: the others read, the cut one coded at its line
+    cut.write_text("".join(json.dumps(c, indent=2) + "\n" for c in chats) + '{\n  "messages": [\n')
+    result = ingest([cut], scrub=False, dedup=False)
+    assert [len(list(c.calls())) for c in result.conversations] == [1, 1]
+    assert [(e.code, e.line) for e in result.report.errors] == [("invalid_json", 25)]

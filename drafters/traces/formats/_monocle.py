@@ -15,11 +15,11 @@ in order. Torch-free.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from drafters.traces.formats._content import as_text, semconv_parts
 from drafters.traces.formats._spellings import role_of
+from drafters.traces.json_paths import decoded
 from drafters.traces.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 
@@ -46,18 +46,9 @@ def call(events: dict) -> tuple[list[Message], Message]:
         raise ValueError("no data.output response")
     context: list[Message] = []
     for item in events["data.input"]["input"] or []:
-        _append(context, _decoded(item))
+        _append(context, decoded(item))
     link_results(context)
-    return context, Message("assistant", _reply_parts(_decoded(output["response"])))
-
-
-def _decoded(value: Any) -> Any:
-    if isinstance(value, str) and value[:1] in "{[":
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
+    return context, Message("assistant", _reply_parts(decoded(output["response"])))
 
 
 def _append(context: list[Message], item: Any) -> None:
@@ -88,7 +79,7 @@ def _append(context: list[Message], item: Any) -> None:
 
 def _parts(content: Any) -> list:
     if isinstance(content, str):
-        calls = _decoded(content)  # LangChain's tool calls of a turn, written as a JSON string in the context
+        calls = decoded(content)  # LangChain's tool calls of a turn, written as a JSON string in the context
         if isinstance(calls, list) and calls and all(isinstance(c, dict) and c.get("type") == "tool_call" for c in calls):
             return _parts(calls)
         return [TextPart(content)] if content else []

@@ -7,6 +7,7 @@ Not a format (no ``FORMAT``); every format module may use these. Standard librar
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Iterable, Iterator
@@ -152,7 +153,7 @@ def load_json_or_lines(
     itself. A file that is not one document is read as JSON Lines (lines may be objects or arrays): each
     bad line is reported at its line (``invalid_json``, ``too_deep`` for absurd nesting) and the rest of
     the file is still read. Objects pretty-printed one after another (a record appended per ``json.dump(indent=2)``)
-    are read one by one (``concatenated_objects``)."""
+    are read one by one (``iter_values``)."""
     first = ""
     lead = 0  # newlines skipped before the first record: line numbers count them
     while True:
@@ -185,10 +186,8 @@ def load_json_or_lines(
     try:
         value = loads(text)
     except ValueError as exc:
-        values = concatenated_objects(text) if first == "{" and getattr(exc, "msg", "") == "Extra data" else None
-        if values is not None:  # pretty-printed objects appended one after another (json.dump(indent=2) per record)
-            for line, value in values:
-                count(problems, "records")
+        if first == "{" and concatenated_objects(text):  # objects appended one after another (json.dump(indent=2))
+            for line, _, value in iter_values(io.StringIO(text), filename, fmt, problems):
                 yield Source(fmt, filename, line=line + lead), value
             return
         if first == "[" and not _later_lines_parse(text):
@@ -204,24 +203,16 @@ def load_json_or_lines(
     yield Source(fmt, filename, record="$"), value
 
 
-def concatenated_objects(text: str) -> list[tuple[int, Any]] | None:
-    """``(line, object)`` for each of the JSON objects ``text`` holds one after another, where there are two or more
-    and one spans several lines (JSON Lines are read line by line, a bad line reported at its line); else None."""
-    decoder, out, at, line = json.JSONDecoder(), [], 0, 1
-    while True:
-        stripped = len(text) - len(text[at:].lstrip())
-        line, at = line + text.count("\n", at, stripped), stripped
-        if at >= len(text):
-            break
-        try:
-            value, end = decoder.raw_decode(text, at)
-        except (ValueError, RecursionError):
-            return None
-        if not isinstance(value, dict):
-            return None
-        out.append((line, value))
-        line, at = line + text.count("\n", at, end), end
-    return out if len(out) >= 2 and len(out) < text.count("\n") else None
+def concatenated_objects(text: str) -> bool:
+    """Whether ``text`` opens with a JSON object written over several lines and another object follows it (records
+    appended by ``json.dump(record, f, indent=2)``; ``iter_values`` reads them, a bad one reported at its line).
+    JSON Lines, one object a line, are read line by line instead."""
+    text = text.lstrip()
+    try:
+        value, end = _DECODER.raw_decode(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and "\n" in text[:end] and text[end:].lstrip().startswith("{")
 
 
 def _items(value: list, filename: str, problems: ProblemSink, fmt: str) -> Iterator[tuple[Source, Any]]:

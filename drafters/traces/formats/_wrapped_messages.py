@@ -6,7 +6,6 @@ as ``[role, content]`` pairs or as one-key objects keyed by their role. Not a fo
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from drafters.traces.formats._model_messages import expand as expand_model_messages
@@ -18,6 +17,7 @@ from drafters.traces.formats._spellings import (
     role_of,
     snake,
 )
+from drafters.traces.json_paths import decoded
 
 #: Variant names under which a serde externally tagged message holds a tool's result (snake case).
 _RESULT_VARIANTS = ("tool", "tool_result", "function_result", "tool_output")
@@ -124,38 +124,33 @@ def compact_messages(value: list) -> list[dict] | None:
         return None
     out = []
     for item in value:
-        if isinstance(item, str) and item.startswith("{") and item.endswith("}"):
-            try:
-                item = json.loads(item)
-            except ValueError:
-                return None
-        if isinstance(item, list) and len(item) == 2:
-            role, content = item
-        elif isinstance(item, dict) and len(item) == 1:
-            (role, content), = item.items()
-        else:
+        message = _compact(item, pairs=True)
+        if message is None:
             return None
-        if not isinstance(role, str) or role.strip().lower() not in _CHAT_ROLE_WORDS or not _content(content):
-            return None
-        out.append({"role": role_of(role.strip().lower()), "content": content})
+        out.append(message)
     return out if any(m["role"] in ("user", "system") for m in out) else None
 
 
 def role_keyed_reply(value: Any) -> dict | None:
     """A reply written as a JSON string of one object keyed by an assistant role (``"{\"assistant\": \"4\"}"``,
     Monocle's ``data.output`` events), as ``{"role": "assistant", "content": ...}``; None for anything else."""
-    if not isinstance(value, str) or not value.startswith("{") or not value.endswith("}"):
+    message = _compact(value, pairs=False) if isinstance(value, str) else None
+    return message if message is not None and message["role"] == "assistant" else None
+
+
+def _compact(item: Any, pairs: bool) -> dict | None:
+    """One compactly written message (a one-key object keyed by a chat role word, perhaps as a JSON string; with
+    ``pairs``, a ``[role, content]`` pair too) as ``{"role", "content"}``; None for anything else."""
+    item = decoded(item)
+    if pairs and isinstance(item, list) and len(item) == 2:
+        role, content = item
+    elif isinstance(item, dict) and len(item) == 1:
+        (role, content), = item.items()
+    else:
         return None
-    try:
-        item = json.loads(value)
-    except ValueError:
-        return None
-    if not isinstance(item, dict) or len(item) != 1:
-        return None
-    (role, content), = item.items()
     if not isinstance(role, str) or role.strip().lower() not in _CHAT_ROLE_WORDS or not _content(content):
         return None
-    return {"role": "assistant", "content": content} if role_of(role.strip().lower()) == "assistant" else None
+    return {"role": role_of(role.strip().lower()), "content": content}
 
 
 def _content(value: Any) -> bool:

@@ -27,16 +27,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from drafters.traces.formats._content import as_text
 from drafters.traces.formats._reading import iter_values, src
 from drafters.traces.formats._records import guard_file
+from drafters.traces.formats._spellings import block_part
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
     Message,
-    ReasoningPart,
     TextPart,
-    ToolCallPart,
     ToolResultPart,
     UnsupportedPart,
 )
@@ -84,33 +82,35 @@ def _message_list(doc: Any, depth: int = 0) -> list | None:
     return None
 
 
-def _block(block: Any) -> Any:
-    """One content block as a canonical part, by its class name or, dumped without one, by its fields."""
-    if isinstance(block, str):
-        return TextPart(block)
-    if not isinstance(block, dict):
-        return UnsupportedPart(type(block).__name__)
-    kind = next((block[k] for k in _CLASS_KEYS if isinstance(block.get(k), str)), "")
-    keys = set(block) - set(_CLASS_KEYS)
-    if kind in ("TextBlock", "text") or not kind and keys <= {"text", "citations"} and "text" in keys:
-        return TextPart(as_text(block.get("text")))
-    if kind in ("ThinkingBlock", "thinking") or not kind and "thinking" in keys:
-        return ReasoningPart(as_text(block.get("thinking")), signature=block.get("signature"))
-    if kind in ("ToolUseBlock", "tool_use") or not kind and {"id", "name", "input"} <= keys:
-        return ToolCallPart.from_raw(block.get("id"), str(block.get("name")), block.get("input"))
-    if kind in ("ToolResultBlock", "tool_result") or not kind and "tool_use_id" in keys:
-        content = block.get("content")
-        if isinstance(content, list):  # text blocks of the result
-            content = "\n".join(as_text(c.get("text")) if isinstance(c, dict) and "text" in c else as_text(c)
-                                for c in content)
-        return ToolResultPart(call_id=block.get("tool_use_id"), content=as_text(content),
-                              is_error=bool(block.get("is_error")))
-    return UnsupportedPart(kind or "+".join(sorted(keys))[:60])
+#: The SDK's block classes and the Messages API type each is (a dump without the class: told by its fields).
+_BLOCK_TYPES = {"TextBlock": "text", "ThinkingBlock": "thinking", "ToolUseBlock": "tool_use",
+                "ToolResultBlock": "tool_result"}
+
+
+def _block_type(block: dict) -> str | None:
+    """The Messages API type of an SDK content block, by its class name or, dumped without one, by its fields."""
+    kind = next((block[k] for k in _CLASS_KEYS if isinstance(block.get(k), str)), None)
+    if kind is not None:
+        return _BLOCK_TYPES.get(kind, kind)
+    keys = set(block)
+    return ("tool_use" if {"id", "name", "input"} <= keys else "tool_result" if "tool_use_id" in keys else
+            "thinking" if "thinking" in keys else "text" if "text" in keys and keys <= {"text", "citations"} else None)
 
 
 def _parts(content: Any) -> list:
-    return [TextPart(content)] if isinstance(content, str) else [_block(b) for b in content or []] \
-        if isinstance(content, list) else [UnsupportedPart(type(content).__name__)]
+    """A message's content as canonical parts (``_spellings.block_part`` reads each block once it is typed); a
+    block of no known kind is an unknown placeholder."""
+    if isinstance(content, str):
+        return [TextPart(content)]
+    out: list = []
+    for block in content if isinstance(content, list) else [content]:
+        kind = _block_type(block) if isinstance(block, dict) else None
+        if kind is None:
+            out.append(UnsupportedPart("+".join(sorted(block))[:60] if isinstance(block, dict) else type(block).__name__))
+        else:
+            part = block_part({**{k: v for k, v in block.items() if k not in _CLASS_KEYS}, "type": kind})
+            out += [part] if part is not None else []
+    return out
 
 
 def _prompt(doc: Any) -> str | None:
@@ -119,11 +119,11 @@ def _prompt(doc: Any) -> str | None:
     return next((doc[k] for k in PROMPT_KEYS if isinstance(doc.get(k), str) and doc[k].strip()), None)
 
 
-def _messages(items: list, filename: str, problems: ProblemSink) -> tuple[list[Message], str | None, int]:
+def _messages(items: list) -> tuple[list[Message], str | None, int]:
     """The canonical messages of the main thread, the session id, and the sub-agents' messages left out."""
     out: list[Message] = []
     session, nested = None, 0
-    for i, item in enumerate(items):
+    for item in items:
         got = message_of(item)
         if got is None:
             continue
@@ -154,7 +154,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     values = [v for _, _, v in iter_values(stream, filename, NAME, problems)]
     doc = values[0] if len(values) == 1 and isinstance(values[0], dict) and message_of(values[0]) is None else None
     items = (_message_list(doc) or []) if doc is not None else values  # a document, or a message per value
-    messages, session, nested = _messages(items, filename, problems)
+    messages, session, nested = _messages(items)
     source = src(NAME, filename)
     if nested:
         problems.error("subagent_not_read", f"{nested} message(s) of sub-agents (parent_tool_use_id) are not read: "
