@@ -91,23 +91,24 @@ def value_records(records: Iterator[tuple[Source, Any]], at: str = "$") -> Itera
     """``records: values``: the document (or the object at ``at`` in it, ``lists``: a test report's ``results``
     beside its ``metadata``) is an object of records keyed by id or name (a trajectory dump ``{"6238": {"traj":
     [...]}, ...}``): each value is a record, at its key's path (``$['6238']``); a value that is no object is not
-    read."""
+    read; ``at`` may match several objects (``$.runs[*].steps``), each one's values read in document order."""
     for source, doc in records:
         found = jsonpath(doc, at) if isinstance(doc, (dict, list)) else []
-        holder = found[0][1] if found else None
-        for key, value in (holder.items() if isinstance(holder, dict) else []):
-            if isinstance(value, dict):
-                yield replace(source, record=child_path(at, key), line=None), value
+        for where, holder in found:
+            for key, value in (holder.items() if isinstance(holder, dict) else []):
+                if isinstance(value, dict):
+                    yield replace(source, record=child_path(where, key), line=None), value
 
 
 def batch_items(records: Iterator[tuple[Source, Any]], lists: str = "$") -> Iterator[tuple[Source, Any]]:
     """``records: lists``: the document (or the object at ``lists`` in it: an eval export's ``results``) is an
     object of lists whose items are the records (a batch upload, LangSmith's ``{"post": [runs], "patch":
-    [runs]}``); a value that is not a list is not read."""
+    [runs]}``); a value that is not a list is not read. ``lists`` may match several objects (``$.categories[*]
+    .datasets[*]``: an eval's results grouped by category and dataset): each one's lists, in document order."""
     for source, doc in records:
         found = jsonpath(doc, lists) if isinstance(doc, (dict, list)) else []
-        holder = found[0][1] if found else None
         base = source.record if source.record and source.record != "$" else "$"  # an array's item: $[1].data...
-        for key, items in (holder.items() if isinstance(holder, dict) else []):
-            for i, item in enumerate(items if isinstance(items, list) else []):
-                yield replace(source, record=f"{base}{child_path(lists, key)[1:]}[{i}]", line=None), item
+        for where, holder in found:
+            for key, items in (holder.items() if isinstance(holder, dict) else []):
+                for i, item in enumerate(items if isinstance(items, list) else []):
+                    yield replace(source, record=f"{base}{child_path(where, key)[1:]}[{i}]", line=None), item

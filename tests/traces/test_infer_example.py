@@ -100,19 +100,23 @@ def test_a_prompt_under_no_known_key_is_a_guess_said_in_a_comment(tmp_path):
 
 
 def test_a_record_of_several_calls_is_not_read_as_one(tmp_path):
-    """The reply is one of several calls a record keeps one object down: one response path would read one call of
-    three, so no request/response reading is offered, and with no role list the example is refused (at the top
-    level the list's items are read one call each: ``records: lists``)."""
+    """The reply is one of several calls a record keeps under names of their own (``plan``, ``act``): one response
+    path would read one call of two, so no request/response reading is offered, and with no role list the example
+    is refused. Kept as the items of a list, at any depth, the items are read one call each (``records: lists``,
+    ``lists`` naming the object holding the list)."""
     path = tmp_path / "runs.json"
     calls = [{"prompt_text": f"Step {i}: what next?", "generated": f"Next I open file number {i} and read it."}
              for i in range(3)]
-    path.write_text(json.dumps({"run": {"id": "r1", "calls": calls}}))
+    path.write_text(json.dumps({"run": {"id": "r1", "plan": calls[0], "act": calls[1]}}))
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "Next I open file number 0")
-    assert err.value.code == "example_not_read" and "$.run.calls[0].generated" in err.value.message
+    assert err.value.code == "example_not_read" and "$.run.plan.generated" in err.value.message
     path.write_text(json.dumps({"run": "r1", "calls": calls}))
     learned = learn_mapping(path, "Next I open file number 0")
     assert learned.mapping["records"] == "lists" and _counts(path, learned) == (True, 3, 3)
+    path.write_text(json.dumps({"runs": [{"id": "r1", "calls": calls}, {"id": "r2", "calls": calls[:2]}]}))
+    learned = learn_mapping(path, "Next I open file number 0")
+    assert learned.mapping["lists"] == "$.runs[*]" and _counts(path, learned) == (True, 5, 5)
 
 
 @pytest.mark.parametrize(("reply", "code"), [("not in the file at all", "example_not_found"),
@@ -452,3 +456,63 @@ def test_an_outcome_key_is_never_learned_as_the_role(tmp_path):
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "Convert model 1 with onnx2tnn first")
     assert err.value.code == "example_not_read"
+
+
+def test_answers_sampled_for_one_prompt_are_a_call_each(tmp_path):
+    """An eval's results grouped by category and dataset, three answers sampled per question (reasoning-gym's
+    ``completions: [{model_answer, full_model_response, score}]``, two of them equal): each sample is a call of its
+    own, read at ``completions[*]``, and every dataset's results are the records (``lists`` matching several
+    objects)."""
+    def result(q: int) -> dict:
+        answers = [f"Step by step, question {q} gives {q + s}." for s in (0, 1, 1)]
+        return {"question": f"Question {q}: integrate x**{q} dx and simplify.", "expected_answer": str(q),
+                "best_full_model_response": answers[0], "completions": [
+                    {"model_answer": str(q + s), "full_model_response": a, "score": 1.0} for s, a in zip((0, 1, 1),
+                                                                                                        answers)]}
+    doc = {"metadata": {"model": "m"}, "categories": [
+        {"name": "algebra", "datasets": [{"name": "a", "results": [result(1), result(2)]},
+                                         {"name": "b", "results": [result(3)]}]},
+        {"name": "logic", "datasets": [{"name": "c", "results": [result(4)]}]}]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc))
+    learned = learn_mapping(path, "question 1 gives 1")
+    assert learned.mapping["lists"] == "$.categories[*].datasets[*]"
+    assert learned.mapping["response"] == "$.completions[*].full_model_response"
+    assert _counts(path, learned) == (True, 12, 12)
+
+
+def test_a_span_prompt_list_of_one_text_is_the_input(tmp_path):
+    """A trace's spans with a LangChain LLM callback's attributes (``llm.input.prompts: [TEXT]``,
+    ``llm.output.response: [TEXT]``) beside a chain span of no call: each span a record (``lists: $.traces[*]``),
+    the one prompt the input; the chain span is read past."""
+    def trace(i: int) -> dict:
+        return {"trace_id": f"t{i}", "spans": [
+            {"name": "chain_start", "attributes": {"chain.inputs": {"input": "hi"}}},
+            {"name": "llm.openai", "attributes": {"llm.model": "ChatOpenAI",
+                                                  "llm.input.prompts": [f"Human: Answer question {i}.\nThought:"],
+                                                  "llm.output.response": [f"I know this one, number {i}.\n"
+                                                                          + "Final Answer: yes"]}}]}
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps({"traces": [trace(1), trace(2)], "timestamp": 1}))
+    learned = learn_mapping(path, "I know this one, number 1")
+    assert learned.mapping["messages"] == "$.attributes['llm.input.prompts'][0]"
+    assert _counts(path, learned) == (True, 2, 2)
+
+
+def test_steps_keyed_by_id_are_records(tmp_path):
+    """A pipeline log of steps keyed by step id, the model step's reply under its debug information and its input
+    as a one-item list of values: the steps are the records (``records: values``), no id in a path."""
+    path = tmp_path / "log.json"
+    steps = {"9733f446-30ed": {"StepType": "InputStep", "Result": {"Value": "x"}},
+             "cdfba459-3e62": {"StepType": "RouterStep", "DebugInformation": {
+                 "modelName": "gpt-4o", "response": "{\"route\": \"route 4 of the router\"}"},
+                 "Input": [{"$type": "input", "Value": "please summarise the blog post for an email"}]}}
+    path.write_text(json.dumps({"StepsExecutionContext": steps, "Success": True}))
+    learned = learn_mapping(path, "route 4 of the router")
+    assert learned.mapping["records"] == "values" and learned.mapping["lists"] == "$.StepsExecutionContext"
+    assert "cdfba459" not in learned.mapping["messages"] + learned.mapping["response"]
+    assert _counts(path, learned) == (True, 1, 1)
+    other = {"5e1f-77": {**steps["cdfba459-3e62"], "Input": [{"Value": "now write the email to Tal about it"}]}}
+    path.write_text(json.dumps({"runs": [{"steps": steps}, {"steps": other}]}))  # every run's steps: lists matches two
+    learned = learn_mapping(path, "route 4 of the router")
+    assert learned.mapping["lists"] == "$.runs[*].steps" and _counts(path, learned) == (True, 2, 2)

@@ -253,10 +253,10 @@ def _one_of_keyed(values: list, got: Inferred | Ambiguous) -> bool:
     the ids): the other records would go unread, so no such reading is offered (``_record_map`` reads all)."""
     doc = values[0] if len(values) == 1 else None
     return isinstance(got, Inferred) and isinstance(doc, dict) and len(doc) >= 2 and keyed_by_id(doc) is not None \
-        and all(_ID_KEY.match(k) for k in doc) and root_key(got.mapping.messages) in doc
+        and all(ID_LIKE_KEY.match(k) for k in doc) and root_key(got.mapping.messages) in doc
 
 
-_ID_KEY = re.compile(r"^(?=.*\d)\S+$")  # an id, not a field name: holds a digit (a hash, a uuid, a number)
+ID_LIKE_KEY = re.compile(r"^(?=.*\d)\S+$")  # an id, not a field name: holds a digit (a hash, a uuid, a number)
 
 
 COPIED_KEYS = ("is_copied_context", "copied_context", "is_copied")
