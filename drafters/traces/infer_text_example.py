@@ -227,11 +227,11 @@ def _prompt_marker(markers: list[_Marker], reply: _Marker) -> _Marker | None:
     over, never a file's one ``Prompt file:`` header above several replies); where none of its form is above it, the
     nearest line labelled as the user's (``user:`` above ``===response===``), on the same terms."""
     above = [m for m in reversed(markers) if m.line < reply.line and m.label != reply.label
-             and not NOT_USER_LABEL.search(m.label) and ROLE_LABELS.get(m.label) in (None, "user")]
+             and not NOT_USER_LABEL.search(m.label) and label_role(m.label) in (None, "user")]
     same = [m for m in above if m.form == reply.form]
     if same and _plausible(reply, same[0], markers):
         return same[0]
-    farther = same[1:] if same else [m for m in above if ROLE_LABELS.get(m.label) == "user"][:1]
+    farther = same[1:] if same else [m for m in above if label_role(m.label) == "user"][:1]
     return next((m for m in farther if _names_sides(reply, m) and _before_each_reply(markers, reply, m)), None)
 
 
@@ -281,14 +281,25 @@ def _others(markers: list[_Marker], counts: Counter, reply: _Marker, user: _Mark
     out = {}
     for key in keys:
         label = _label(markers, key)
-        if ROLE_LABELS.get(label):
-            out[key] = ROLE_LABELS[label]
+        if label_role(label):
+            out[key] = label_role(label)  # type: ignore[assignment]
         elif next(m.form for m in markers if m.key == key) != reply.form:
             continue  # the prompt's form, where it differs: its role labels only (a reply's own "Step 1:" is text)
         elif (counts[key] >= max(2, counts[reply.key]) or METADATA_LABEL.search(label)) and \
                 _outside_prompts(markers, key, reply, user):
             out[key] = "skip"
     return out
+
+
+#: A role given as an attribute of a marker (``<!--msg role=tool name=functions.shell -->``, ``[role: user]``).
+_ROLE_ATTRIBUTE = re.compile(r"\brole\s*[=:]\s*[\"']?([a-z_ ]+?)[\"']?(?:\s|$)")
+
+
+def label_role(label: str) -> str | None:
+    """The role a marker's label names: a common role label (``## System``, ``user:``), or a ``role=`` attribute
+    whose value is one (``msg role=developer``: system); None otherwise."""
+    attribute = _ROLE_ATTRIBUTE.search(label)
+    return ROLE_LABELS.get(label) or (ROLE_LABELS.get(attribute.group(1).strip()) if attribute else None)
 
 
 def _outside_prompts(markers: list[_Marker], key: str, reply: _Marker, user: _Marker) -> bool:

@@ -299,3 +299,29 @@ def test_a_second_output_beside_each_reply_is_not_skipped_unseen(tmp_path):
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "find / -size +100M")
     assert "another call of the model is not guessed" in err.value.message
+
+
+def test_markers_naming_their_role_as_an_attribute(tmp_path):
+    """A conversation saved as Markdown blocks opened by ``<!--msg role=X -->`` (an agent's message list): the
+    other markers of that form name their role by the attribute (``role=system``, ``role=developer``: system), so a
+    system prompt is not read as the previous message's text; tool messages answering calls the text does not record
+    as calls are refused (``content_not_mapped``), never read as the assistant's text."""
+    blocks = [("system", "You are a capable agent with shell access."), ("developer", "Answer briefly."),
+              ("user", "Refactor agent.py so the model can be swapped."),
+              ("assistant", "Below is a minimal implementation that satisfies all of your requirements."),
+              ("user", "Now write it to model.py please."),
+              ("assistant", "Done: model.py now holds the Model base class and OssModel.")]
+    path = tmp_path / "convo.md"
+    path.write_text("".join(f"<!--msg role={role} -->\n{text}\n\n\n" for role, text in blocks))
+    learned = learn_mapping(path, "satisfies all of your requirements")
+    assert learned.mapping["text"]["markers"] == {
+        "<!--msg role=user -->": "user", "<!--msg role=assistant -->": "assistant",
+        "<!--msg role=system -->": "system", "<!--msg role=developer -->": "system"}
+    convs, calls = _calls(path, learned)
+    assert len(convs) == 1 and len(calls) == 2 and calls[0].context[0].role == "system"
+    blocks[4:4] = [("assistant", '{"command": "ls -R ."}'),
+                   ("tool name=functions.execute_zsh_commands", "('agent.py\\nutils.py', '')")]
+    path.write_text("".join(f"<!--msg role={role} -->\n{text}\n\n\n" for role, text in blocks))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "satisfies all of your requirements")
+    assert err.value.code == "example_not_read" and "content_not_mapped" in err.value.message
