@@ -35,6 +35,7 @@ from typing import Any
 
 from drafters.traces import io as tio
 from drafters.traces.formats import _shapes
+from drafters.traces.formats._call_io import call_shaped
 from drafters.traces.formats._shapes import call_keys, calls_not_read
 from drafters.traces.formats._spellings import CALL_KEYS, get, is_message, role_of
 from drafters.traces.infer import general_path_errors, losses
@@ -103,6 +104,7 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
     unnamed: Learned | None = None
     refused = general_path_errors(path)  # content the general path refuses: a candidate must read it or say so
     first_text = normal(value_at(sample[hits[0].record], hits[0].steps))  # the text where the example is first found
+    calls_at = next((p for record in sample if (p := _tool_calls_in(record)) is not None), None)
     for hit in hits[:20]:
         for learned in (*_list_readings(sample, hit, label), *response_readings(sample, hit, label),
                         *batch_readings(sample, hit, label)):
@@ -114,7 +116,7 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
             # found again elsewhere (a page quoting the reply): the reading must still read its first place
             first = first_text if path_of(hit, star=True) != path_of(hits[0], star=True) else None
             problem = (f"tool calls under {', '.join(lost)} would not be read" if lost else
-                       _check(path, learned.mapping, want, siblings, refused, first))
+                       _check(path, learned.mapping, want, siblings, refused, first, calls_at))
             if problem is None:
                 return _with_whole_prompts(path, learned)
             first_problem = first_problem or f"{learned.found_at}: {problem}"
@@ -318,14 +320,35 @@ def _quotes(prompt: str, reply: str) -> bool:
                                     2 * sum(line in prompt for line in lines) >= len(lines))
 
 
+def _tool_calls_in(value: Any, path: str = "$", depth: int = 0) -> str | None:
+    """The path of the first tool call a record holds in a structured spelling (a ``tool_calls`` / ``function_call``
+    value shaped as calls, a ``tool_use`` block), or None."""
+    if depth > 12:
+        return None
+    if isinstance(value, dict):
+        if value.get("type") in CALL_BLOCKS and "name" in value:
+            return path
+        for key, v in value.items():
+            found = (child_path(path, str(key)) if key in CALL_KEYS and v and call_shaped(v) else
+                     _tool_calls_in(v, child_path(path, str(key)), depth + 1) if isinstance(v, (dict, list)) else None)
+            if found:
+                return found
+    elif isinstance(value, list):
+        return next((p for i, v in enumerate(value[:2000]) if isinstance(v, (dict, list))
+                     and (p := _tool_calls_in(v, f"{path}[{i}]", depth + 1))), None)
+    return None
+
+
 def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, siblings: list[str],
-           refused: list[Problem], first: str | None = None) -> str | None:
+           refused: list[Problem], first: str | None = None, calls_at: str | None = None) -> str | None:
     """None when ``mapping`` reads the file's first conversations without an error, with the example as one of
     the assistant's messages (a call's completion, or a first reply whose context the file does not hold) and every
     text at the example's place (``siblings``) as the assistant's too, the text at the example's first place in the
     file (``first``, where the reading learned from a later place) in some message, and nothing the general path
-    ``refused`` left unread (``infer.losses``: a turn kept beside the list); else what went wrong (a record of
-    several calls read as one, messages read as the wrong side, a quote of the reply read as it)."""
+    ``refused`` left unread (``infer.losses``: a turn kept beside the list), and some tool call read where the
+    file's first records hold one in a structured spelling (``calls_at``: ChainForge's raw responses beside the
+    texts it summarises them into); else what went wrong (a record of several calls read as one, messages read as
+    the wrong side, a quote of the reply read as it)."""
     from drafters.traces.mapping_file import mapping_from_dict
 
     try:
@@ -350,6 +373,8 @@ def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, sib
     if missed:
         return (f"it reads {len(siblings) - len(missed)} of the {len(siblings)} texts found where the example is "
                 f"(every list index): the others would be lost or read as another side's")
+    if calls_at is not None and not any(m.tool_calls for m in replies):
+        return f"it reads no tool call, but the file holds tool calls ({calls_at}): they would be lost"
     lost = losses(refused, declared, set())
     return f"the general path refuses content it does not read ({lost[0]})" if lost else None
 

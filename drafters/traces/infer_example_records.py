@@ -191,10 +191,30 @@ def batch_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
             items, mode, lists, index = list(above.values()), "values", path_of(hit, k, star=True), list(above).index(step)
         else:
             continue
+        if _alike_beside(record, hit.steps[:k - 1], hit.steps[k - 1]) if mode == "lists" else \
+                _alike_beside(record, hit.steps[:k]):
+            continue  # the collection is one of several alike under named keys: the others' records would be lost
         for learned in response_readings(items, Hit(index, hit.steps[k + 1:]), label):
             where = {"lists": lists} if lists != "$" else {}
             yield Learned({"name": label, "records": mode, **where, **{key: v for key, v in learned.mapping.items()
                                                                        if key != "name"}}, path_of(hit), [], learned.notes)
+
+
+def _alike_beside(record: Any, steps: tuple[str | int, ...], list_key: str | None = None) -> bool:
+    """Whether the object at ``steps`` (keyed by id; or holding the records' list under ``list_key``) sits under a
+    named key beside other keys holding the same kind of object (LightRAG's cache ``{"default": {HASH: entry},
+    "hybrid": {HASH: entry}}``, ``{"train": {"examples": [...]}, "test": {"examples": [...]}}``): a ``lists`` path
+    naming one key would read one of them."""
+    if not steps or not isinstance(steps[-1], str):
+        return False
+    parent = value_at(record, steps[:-1])
+
+    def alike(value: Any) -> bool:
+        if list_key is None:
+            return _keyed_by_id(value)
+        items = value.get(list_key) if isinstance(value, dict) else None
+        return isinstance(items, list) and bool(items) and all(isinstance(i, dict) for i in items)
+    return isinstance(parent, dict) and any(key != steps[-1] and alike(v) for key, v in parent.items())
 
 
 def _keyed_by_id(value: Any) -> bool:

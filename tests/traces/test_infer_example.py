@@ -516,3 +516,40 @@ def test_steps_keyed_by_id_are_records(tmp_path):
     path.write_text(json.dumps({"runs": [{"steps": steps}, {"steps": other}]}))  # every run's steps: lists matches two
     learned = learn_mapping(path, "route 4 of the router")
     assert learned.mapping["lists"] == "$.runs[*].steps" and _counts(path, learned) == (True, 2, 2)
+
+
+def test_records_under_one_of_several_alike_keys_are_not_learned(tmp_path):
+    """A response cache keyed by mode, then by hash (LightRAG's ``{"default": {HASH: entry}, "hybrid": {HASH:
+    entry}}``): a reading of the values under the example's mode (``lists: $.default``) would lose the other mode's
+    calls, so none is offered."""
+    def entry(i: int, mode: str) -> dict:
+        return {"return": f"Answer {i} of the {mode} cache, a long enough reply.", "cache_type": mode,
+                "original_prompt": f"-Goal- extract the entities of document {i} and their relations."}
+    doc = {"default": {f"dfe47{i}d4f5cb2f5": entry(i, "extract") for i in range(2)},
+           "hybrid": {f"db6e4{i}2e15eca91": entry(i, "keywords") for i in range(3)}}
+    path = tmp_path / "kv_store_llm_response_cache.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "Answer 0 of the extract cache")
+    assert err.value.code == "example_not_read"
+    del doc["hybrid"]
+    path.write_text(json.dumps(doc))
+    learned = learn_mapping(path, "Answer 0 of the extract cache")
+    assert learned.mapping["records"] == "values" and _counts(path, learned) == (True, 2, 2)
+
+
+def test_texts_summarising_responses_whose_tool_calls_sit_elsewhere_are_not_learned(tmp_path):
+    """A prompt tool's last run kept as texts (ChainForge's ``responses_last_run: [{prompt, responses: [TEXT]}]``,
+    a tool call written ``[[TOOLS]] name {...}``) beside the raw responses whose messages hold the tool calls: a
+    reading of the texts would read no tool call of the file's, so it is refused."""
+    runs = [{"prompt": f"What is the weather in city {i}?", "llm": "gpt-4-turbo",
+             "responses": [f'[[TOOLS]] get_current_weather {{"location": "city {i}"}}' if i % 2 else
+                           f"I cannot check live weather for city {i}, sorry about that."]} for i in range(4)]
+    raw = {r["prompt"]: [{"responses": r["responses"], "raw_response": {"choices": [{"message": {
+        "role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "get_current_weather", "arguments": "{}"}}]}}]}}] for r in runs}
+    path = tmp_path / "flow.cforge"
+    path.write_text(json.dumps({"cache": {"prompt-1686.json": {"responses_last_run": runs}, "prompt-1686_1.json": raw}}))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "cannot check live weather for city 0")
+    assert err.value.code == "example_not_read" and "tool_calls" in err.value.message
