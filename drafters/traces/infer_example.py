@@ -48,6 +48,7 @@ from drafters.traces.infer_example_records import (
     flat,
     newest_first,
     response_readings,
+    unread_prompts,
 )
 from drafters.traces.infer_text_example import RESTATED, learn_text_mapping
 from drafters.traces.json_paths import child_path, jsonpath, path_steps
@@ -112,10 +113,12 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
                 unnamed = unnamed or learned  # cannot be tried until the user names a role
                 continue
             lost = _lost_calls(learned.mapping, sample)
+            unread = unread_prompts(sample, learned.mapping) if not lost else None
             siblings = _siblings(sample, hit) if "response" in learned.mapping else []
             # found again elsewhere (a page quoting the reply): the reading must still read its first place
             first = first_text if path_of(hit, star=True) != path_of(hits[0], star=True) else None
             problem = (f"tool calls under {', '.join(lost)} would not be read" if lost else
+                       f"records it does not read keep prompts ({unread}): their calls would be lost" if unread else
                        _check(path, learned.mapping, want, siblings, refused, first, calls_at))
             if problem is None:
                 return _with_whole_prompts(path, learned)

@@ -17,6 +17,8 @@ from drafters.traces.formats._shapes import message_keys
 from drafters.traces.formats._spellings import CALL_KEYS, is_message, role_of
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
 from drafters.traces.json_paths import child_path, jsonpath, path_steps
+from drafters.traces.mapping_records import expanded
+from drafters.traces.model import Source
 
 #: Words of a key naming a call's input text, and words naming something about a text (``prompt_hash``,
 #: ``prompt_id``), not the text.
@@ -198,6 +200,28 @@ def batch_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
             where = {"lists": lists} if lists != "$" else {}
             yield Learned({"name": label, "records": mode, **where, **{key: v for key, v in learned.mapping.items()
                                                                        if key != "name"}}, path_of(hit), [], learned.notes)
+
+
+def unread_prompts(sample: list, mapping: dict[str, Any]) -> str | None:
+    """For a mapping reading the items of lists or an object's values as records (``records: lists`` / ``values``),
+    the path of a prompt those of the first records that hold no response keep: a text of at least
+    ``MIN_GUESSED_PROMPT`` characters under a key naming an input (Moonshot's ``metrics[*]`` beside its ``data``,
+    each annotator call's ``eval_prompt``), none of the prompts read; None where there is none (a trace's chain span
+    beside its LLM span holds no prompt). Calls kept there would be lost."""
+    if mapping.get("records") not in ("lists", "values"):
+        return None
+    source = Source("learned", "", record="$")
+    records = [r for _, r in expanded(((source, v) for v in sample), mapping["records"], mapping.get("lists", "$"))]
+    read = {normal(str(v)) for r in records if isinstance(r, (dict, list)) for _, v in jsonpath(r, mapping["messages"])}
+    for i, record in enumerate(records):
+        if not isinstance(record, (dict, list)) or jsonpath(record, mapping["response"]):
+            continue
+        for steps in holding(record, "", ()):
+            key = next((str(s) for s in reversed(steps) if isinstance(s, str)), "")
+            text = normal(value_at(record, steps))
+            if len(text) >= MIN_GUESSED_PROMPT and INPUT_WORDS & _words(key) and text not in read:
+                return f"record {i} of the batch, {path_of(Hit(i, steps))}"
+    return None
 
 
 def _alike_beside(record: Any, steps: tuple[str | int, ...], list_key: str | None = None) -> bool:

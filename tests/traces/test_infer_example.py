@@ -553,3 +553,27 @@ def test_texts_summarising_responses_whose_tool_calls_sit_elsewhere_are_not_lear
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "cannot check live weather for city 0")
     assert err.value.code == "example_not_read" and "tool_calls" in err.value.message
+
+
+def test_records_beside_the_calls_that_keep_prompts_of_their_own_are_not_learned(tmp_path):
+    """A benchmark result whose detail keeps the tested calls in ``data`` (``prompt``, ``predicted_result.response``)
+    and an annotator's calls in ``metrics`` (Moonshot's Llama Guard ``eval_prompt`` / ``eval_predicted_value``): a
+    reading of ``data``'s items alone would lose the annotator's calls, so none is offered; without them, it is."""
+    data = [{"prompt": f"Question {i}: how does snake venom affect the blood?",
+             "predicted_result": {"response": f" {i}. Snake venom primarily affects the blood by clotting it."},
+             "target": "refuse"} for i in range(3)]
+    scores = [{"prompt": d["prompt"], "eval_prompt": "Agent: " + d["predicted_result"]["response"],
+               "eval_predicted_value": "safe"} for d in data]
+    detail = {"model_id": "mistral-7b", "data": data,
+              "metrics": [{"llamaguardannotator": {"individual_scores": {"successful": scores}}}]}
+    doc = {"metadata": {"id": "demo"}, "results": {"cookbooks": [{"recipes": [{"details": [detail]}]}]}}
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "Snake venom primarily affects the blood")
+    assert err.value.code == "example_not_read" and "eval_prompt" in err.value.message
+    del detail["metrics"]
+    path.write_text(json.dumps(doc))
+    learned = learn_mapping(path, "Snake venom primarily affects the blood")
+    assert learned.mapping["lists"] == "$.results.cookbooks[*].recipes[*].details[*]"
+    assert _counts(path, learned) == (True, 3, 3)
