@@ -217,7 +217,7 @@ def unread_prompts(sample: list, mapping: dict[str, Any]) -> str | None:
         if not isinstance(record, (dict, list)) or jsonpath(record, mapping["response"]):
             continue
         for steps in holding(record, "", ()):
-            key = next((str(s) for s in reversed(steps) if isinstance(s, str)), "")
+            key = _last_key(steps) or ""
             text = normal(value_at(record, steps))
             if len(text) >= MIN_GUESSED_PROMPT and INPUT_WORDS & _words(key) and text not in read:
                 return f"record {i} of the batch, {path_of(Hit(i, steps))}"

@@ -97,7 +97,7 @@ def value_records(records: Iterator[tuple[Source, Any]], at: str = "$") -> Itera
         for where, holder in found:
             for key, value in (holder.items() if isinstance(holder, dict) else []):
                 if isinstance(value, dict):
-                    yield replace(source, record=child_path(where, key), line=None), value
+                    yield replace(source, record=child_path(_concrete(at, where), key), line=None), value
 
 
 def batch_items(records: Iterator[tuple[Source, Any]], lists: str = "$") -> Iterator[tuple[Source, Any]]:
@@ -111,4 +111,11 @@ def batch_items(records: Iterator[tuple[Source, Any]], lists: str = "$") -> Iter
         for where, holder in found:
             for key, items in (holder.items() if isinstance(holder, dict) else []):
                 for i, item in enumerate(items if isinstance(items, list) else []):
-                    yield replace(source, record=f"{base}{child_path(where, key)[1:]}[{i}]", line=None), item
+                    yield replace(source, record=f"{base}{child_path(_concrete(lists, where), key)[1:]}[{i}]",
+                                  line=None), item
+
+
+def _concrete(declared: str, found: str) -> str:
+    """The path of one object a ``lists`` path matched: as declared where it names one (its keys quoted as written:
+    ``$['prompt-1.json']``), else the match's own (``$.categories[0].datasets[1]``)."""
+    return found if "[*]" in declared else declared

@@ -479,6 +479,14 @@ def test_answers_sampled_for_one_prompt_are_a_call_each(tmp_path):
     assert learned.mapping["lists"] == "$.categories[*].datasets[*]"
     assert learned.mapping["response"] == "$.completions[*].full_model_response"
     assert _counts(path, learned) == (True, 12, 12)
+    records = [c.source.record for c in _read(path, learned).conversations]  # each at its own dataset's path
+    assert "$.categories[0].datasets[1].results[0]" in records and "$.categories[1].datasets[0].results[0]" in records
+    doc = {"run 1": {"results": [result(1), result(2)]}}  # one object, a key quoted as declared
+    path.write_text(json.dumps(doc))
+    learned = learn_mapping(path, "question 1 gives 1")
+    assert learned.mapping["lists"] == "$['run 1']"
+    assert {c.source.record for c in _read(path, learned).conversations} == {"$['run 1'].results[0]",
+                                                                             "$['run 1'].results[1]"}
 
 
 def test_a_span_prompt_list_of_one_text_is_the_input(tmp_path):
