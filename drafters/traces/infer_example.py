@@ -382,14 +382,14 @@ def _check(path: str | os.PathLike[str], mapping: dict[str, Any], want: str, sib
     return f"the general path refuses content it does not read ({lost[0]})" if lost else None
 
 
-def learned_yaml(learned: Learned) -> str:
-    """The learned mapping as a commented YAML mapping file."""
+def learned_yaml(learned: Learned, source: str = "the example reply") -> str:
+    """The learned mapping as a commented YAML mapping file (``source``: what it was learned from)."""
     import yaml
 
     check = ("the prompt (messages) and response paths" if "response" in learned.mapping else
              "the markers (a line beginning with one opens a message)" if "text" in learned.mapping else
              "the roles (a value not listed is an error)")
-    head = [f"# learned from the example reply, found at {learned.found_at}",
+    head = [f"# learned from {source}, found at {learned.found_at}",
             f"# check {check}, then ingest with --mapping THIS_FILE", *learned.notes]
     if learned.unnamed:
         head.append(f"# Replace each role marked \"?\" ({', '.join(learned.unnamed)}) with system, user, assistant or "

@@ -14,7 +14,7 @@ from typing import Any
 from drafters.traces.formats import _shapes
 from drafters.traces.formats._call_io import SAMPLE_KEYS, answers_beside, message_lists
 from drafters.traces.formats._shapes import message_keys
-from drafters.traces.formats._spellings import CALL_KEYS, is_message, role_of
+from drafters.traces.formats._spellings import CALL_KEYS, get, is_message, role_key, role_of
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
 from drafters.traces.json_paths import child_path, jsonpath, path_steps
 from drafters.traces.mapping_records import expanded
@@ -131,9 +131,9 @@ def _prompt_text(record: dict, hit: Hit) -> tuple[str, bool] | None:
             continue
         at = path_of(hit, k)
         level = [(p, v) for p, v in _texts(holder, hit.steps[k], at) if p not in dict(texts)]
-        named = [(p, v) for p, v in level if INPUT_WORDS & _words(_leaf(p)) and not NOT_TEXT_WORDS & _words(_leaf(p))]
-        named = named or [(p, v) for p, v in level if INPUT_WORDS & _words(p[len(at):]) and not NOT_TEXT_WORDS &
-                          _words(_leaf(p)) and not NOT_PROMPT.search(p[len(at):])]  # under an input: Input[0].Value
+        named = [(p, v) for p, v in level if INPUT_WORDS & key_words(_leaf(p)) and not NOT_TEXT_WORDS & key_words(_leaf(p))]
+        named = named or [(p, v) for p, v in level if INPUT_WORDS & key_words(p[len(at):]) and not NOT_TEXT_WORDS &
+                          key_words(_leaf(p)) and not NOT_PROMPT.search(p[len(at):])]  # under an input: Input[0].Value
         if named:
             return max(named, key=lambda pv: len(pv[1]))[0], False
         texts += level
@@ -142,7 +142,7 @@ def _prompt_text(record: dict, hit: Hit) -> tuple[str, bool] | None:
     return (max(guesses, key=lambda pv: len(pv[1]))[0], True) if guesses else None
 
 
-def _words(key: str) -> set[str]:
+def key_words(key: str) -> set[str]:
     """A key's (or a path's) words, lower case, plurals also singular (``agent_input_prompt``,
     ``agentInputPrompt`` -> agent, input, prompt; ``prompts`` -> prompts, prompt)."""
     words = {w.lower() for w in re.findall(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])", key)}
@@ -159,7 +159,7 @@ def _texts_not_read(record: dict, hit: Hit, prompt: str) -> list[str]:
     reads neither as the prompt nor as the reply (a task description, few-shot examples the model may have seen)."""
     reply = path_of(hit)
     other = [(p, v) for p, v in _texts(record, None, "$") if p not in (prompt, reply) and len(v) >= MIN_GUESSED_PROMPT
-             and " " in v.strip() and not NOT_TEXT_WORDS & _words(p.rsplit(".", 1)[-1])]  # not a hash, id or url
+             and " " in v.strip() and not NOT_TEXT_WORDS & key_words(p.rsplit(".", 1)[-1])]  # not a hash, id or url
     if not other:
         return []
     named = ", ".join(f"{p} ({len(v)} characters)" for p, v in other[:4])
@@ -219,7 +219,7 @@ def unread_prompts(sample: list, mapping: dict[str, Any]) -> str | None:
         for steps in holding(record, "", ()):
             key = _last_key(steps) or ""
             text = normal(value_at(record, steps))
-            if len(text) >= MIN_GUESSED_PROMPT and INPUT_WORDS & _words(key) and text not in read:
+            if len(text) >= MIN_GUESSED_PROMPT and INPUT_WORDS & key_words(key) and text not in read:
                 return f"record {i} of the batch, {path_of(Hit(i, steps))}"
     return None
 
@@ -304,10 +304,15 @@ def _sample_step(record: dict, hit: Hit) -> int | None:
 
 
 def _in_prompt(record: dict, steps: tuple[str | int, ...]) -> bool:
-    """Whether the text at ``steps`` is in a message of the input's side (an item of a list with a ``role`` the
-    spellings give the user, the system or a tool: the request's messages, not another call's reply)."""
-    return any(isinstance(step, int) and role_of(value_at(record, steps[:k + 1])) in ("user", "system", "tool")
-               for k, step in enumerate(steps))
+    """Whether the text at ``steps`` is in a message of the input's side (an item of a list with a role, under any
+    key the spellings know, ``role`` or LangChain's ``type: human``, that they give the user, the system or a tool:
+    the request's messages, not another call's reply)."""
+    for k, step in enumerate(steps):
+        item = value_at(record, steps[:k + 1]) if isinstance(step, int) else None
+        key = role_key([item]) if isinstance(item, dict) else None
+        if key is not None and role_of(get(item, key)) in ("user", "system", "tool"):
+            return True
+    return False
 
 
 def _last_key(steps: tuple[str | int, ...]) -> str | None:

@@ -25,8 +25,10 @@ def datasets_infer_mapping(
     """Write the declared mapping the general path infers for FILE (offline), to check and fix, then use
     with --mapping. Where several message lists fit (the general path refuses the file), writes the reading ranked
     first and names the others, one line to change. Exits 1 with a coded error when no shape fits, or several
-    that are not message lists; where none fits but a list of objects looks like messages with unknown role names,
-    it still writes a skeleton to complete. With --reply, learns the mapping from where that reply sits instead
+    that are not message lists; where none fits but a text sits under a key naming the model's output
+    (``model_output``, ``response.content``) beside a prompt under a key naming an input, writes the mapping learned
+    from it as from a --reply example (a comment names the guess); else, where a list of objects looks like messages
+    with unknown role names, it still writes a skeleton to complete. With --reply, learns the mapping from where that reply sits instead
     (exits 1 with roles_unnamed where a role is left for you to name). --json prints {"file", "shape", "mapping",
     "keys_not_read", "calls_not_read", "other_messages", "not_read"} (and still writes --out). Where the general
     path refuses content beyond the file's shape (text beside the message list, ...), the mapping is written with a
@@ -53,6 +55,8 @@ def datasets_infer_mapping(
         try:
             inferred = infer_mapping(file, name)
         except TraceError as exc:
+            if exc.code == "no_messages_found" and _learn_from_named_reply(file, name, out, as_json):
+                return
             skeleton = skeleton_yaml(file, name) if exc.code == "no_messages_found" else None
             if skeleton is None:
                 raise
@@ -96,6 +100,26 @@ def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None
     if out is not None and not as_json:
         err_console.print(f"wrote {out}: check it (its comments say what), then: tracedraft datasets validate "
                           f"--mapping {out} {file}")
+
+
+def _learn_from_named_reply(file: Path, name: str | None, out: Path | None, as_json: bool) -> bool:
+    """Where no shape fits: write the request/response mapping learned from a text under a key naming the model's
+    output (drafters/traces/infer_named_reply.py) and return True; False when none is learned."""
+    from drafters.traces.infer_example import learned_yaml
+    from drafters.traces.infer_named_reply import learn_from_named_reply
+
+    learned = learn_from_named_reply(file, name)
+    if learned is None:
+        return False
+    text = learned_yaml(learned, "a text under a key naming the model's output")
+    if as_json:
+        print_json({"file": str(file), "shape": "learned_from_named_reply", "mapping": learned.mapping,
+                    "found_at": learned.found_at, "unnamed_roles": []})
+    _emit(text, out, printed=not as_json)
+    if out is not None and not as_json:
+        err_console.print(f"wrote {out}: no message shape fits, so the reply was guessed from a key's name; check it "
+                          f"(its comments say what), then: tracedraft datasets validate --mapping {out} {file}")
+    return True
 
 
 def _emit(text: str, out: Path | None, printed: bool = True) -> None:

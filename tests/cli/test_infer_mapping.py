@@ -235,3 +235,30 @@ def test_content_the_general_path_refuses_is_named_in_the_written_mapping(tmp_pa
     r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
     assert r.exit_code == 1 and "content_not_mapped" in r.output
     assert "# NOT READ: the general path refuses this file's content (content_not_mapped" in out.read_text()
+
+
+def test_without_a_reply_the_text_under_a_key_naming_the_output_is_learned_from(tmp_path):
+    """No shape fits a benchmark report's requests (``prompt`` / ``output`` two lists down): plain infer-mapping
+    learns the mapping from the text under ``output`` as if it were the --reply example, says so, exits 0, and the
+    mapping reads every request; a file with no such key still exits 1 with the code."""
+    runner = CliRunner()
+    reqs = [{"request_id": f"r{i}", "prompt": f"Continue the story about the lighthouse keeper, part {i}.",
+             "output": f"The keeper climbed the stairs for the {i}th time that night.", "prompt_tokens": 12}
+            for i in range(3)]
+    path, out = tmp_path / "bench.json", tmp_path / "bench.mapping.yaml"
+    path.write_text(json.dumps({"benchmarks": [{"type_": "generative_benchmark",
+                                                "requests": {"successful": reqs, "errored": []}}]}))
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", str(path)])
+    assert not json.loads(r.stdout)["ok"]  # the general path refuses it
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert text.startswith("# learned from a text under a key naming the model's output")
+    assert "# REPLY: no example given" in text and "response: $.output" in text
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", "--mapping", str(out), str(path)])
+    report = json.loads(r.stdout)
+    assert report["ok"] and (report["counts"]["conversations"], report["counts"]["calls"]) == (3, 3)
+    path.write_text(json.dumps({"benchmarks": [{"requests": {"successful": [
+        {**q, "output": None, "expected_output": q["output"]} for q in reqs]}}]}))  # a reference, not the model's
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path)])
+    assert r.exit_code == 1 and "no_messages_found" in r.output

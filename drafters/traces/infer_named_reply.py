@@ -1,0 +1,84 @@
+"""``tracedraft datasets infer-mapping FILE`` without ``--reply`` where no shape fits: the model's reply taken from a
+key that names it, and the mapping learned from it as from a user's example (``infer_example.learn_mapping``).
+
+Many tools keep one call a record, its input and its output under keys of their own (``question`` / ``model_output``,
+``prompt`` / ``completion``, ``input.text`` / ``response.text``): the general path, which reads messages, finds no
+shape there, but a key's name says which text the model wrote. This tries the texts under such keys as the example
+reply, and writes a reading only where the learner would for a user's example (every check of ``learn_mapping``)
+and, since nobody vouched for the reply, only a request/response reading whose input sits under a key naming an
+input too (``prompt``, ``question``, ``instruction``): a reading guessing both sides is not offered, nor a text
+under a key naming a reference (``expected_output``, ``gold_answer``: a dataset's answer, not the model's), nor a
+bare ``answer`` (a benchmark's). The mapping says what it guessed, for the user to check (docs/traces.md, "A
+mapping learned from one reply"). Standard library plus PyYAML.
+"""
+
+from __future__ import annotations
+
+import os
+from itertools import islice
+
+from drafters.traces import io as tio
+from drafters.traces.formats import _shapes
+from drafters.traces.infer_example import MIN_EXAMPLE, learn_mapping
+from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
+from drafters.traces.infer_example_records import INPUT_WORDS, NOT_TEXT_WORDS, key_words
+from drafters.traces.mapping_records import file_records
+from drafters.traces.report import TraceError, ValidationReport
+
+#: Words of a key naming a model's output, and of one naming an answer as the model's (``model_answer``).
+REPLY_WORDS = {"response", "completion", "output", "reply", "generation", "generated", "prediction", "predicted"}
+ANSWER_WORDS = {"answer"}
+MODEL_WORDS = {"model", "llm", "agent", "assistant", "generated", "predicted", "bot", "ai", "gpt"}
+#: Words of a key naming a reference or something about an output, not the model's text.
+NOT_REPLY_WORDS = {"expected", "reference", "gold", "golden", "correct", "target", "truth", "ground", "ideal", "label",
+                   "canonical", "error", "format", "schema", "parser", "tool", "function", "observation"}
+#: Records searched for candidate replies, and candidates tried (each reads the file's first conversations).
+RECORDS = 3
+CANDIDATES = 4
+
+
+def learn_from_named_reply(path: str | os.PathLike[str], name: str | None = None) -> Learned | None:
+    """The request/response mapping learned from a text under a key naming the model's output in the file's first
+    ``RECORDS`` records (``candidates``), tried in order as ``learn_mapping``'s example; the first reading at the
+    candidate's own place, of a response with a prompt under a key naming an input (no guessed prompt) and no role
+    left to name, with a note saying where the reply was guessed; None when no candidate gives one. Raises OSError
+    when the file cannot be read."""
+    for hit, text in candidates(path)[:CANDIDATES]:
+        try:
+            learned = learn_mapping(path, text, name)
+        except TraceError:
+            continue
+        guessed_prompt = any(n.startswith("# PROMPT: guessed") for n in learned.notes)
+        if learned.unnamed or "response" not in learned.mapping or guessed_prompt or learned.found_at != path_of(hit):
+            continue
+        note = (f"# REPLY: no example given; the model's reply guessed as the text under {path_of(hit, star=True)} "
+                "(a key naming an output): check it is what the model wrote, not a reference answer")
+        return Learned(learned.mapping, learned.found_at, [], [note, *learned.notes])
+    return None
+
+
+def candidates(path: str | os.PathLike[str]) -> list[tuple[Hit, str]]:
+    """The texts of the file's first ``RECORDS`` records under a key naming the model's output (``reply_key``), of
+    at least ``MIN_EXAMPLE`` characters and two words, as ``(place, text)``: the shallowest first, one per JSONPath
+    (every list index ``[*]``)."""
+    problems = ValidationReport()
+    with tio.open_text(path) as stream:
+        sample = [v for _, v in islice(file_records(stream, str(path), problems, "generic", "each"), RECORDS)]
+    found: dict[str, tuple[Hit, str]] = {}
+    for i, value in enumerate(sample):
+        for steps in holding(value, "", ()):
+            text = normal(value_at(value, steps))
+            hit = Hit(i, steps)
+            if len(text) >= MIN_EXAMPLE and " " in text and reply_key(steps):
+                found.setdefault(path_of(hit, star=True), (hit, text))
+    return sorted(found.values(), key=lambda ht: (len(ht[0].steps), ht[0].record))
+
+
+def reply_key(steps: tuple[str | int, ...]) -> bool:
+    """Whether the keys down to a text name the model's output: one names an output (``response``, ``completion``,
+    ``model_output``) or an answer as the model's (``model_answer``); none names a reference, an input or something
+    about a text (``expected_output``, ``response_id``), and the last names no input (``response.prompt``)."""
+    keys = [key_words(step) for step in steps if isinstance(step, str)]
+    if not keys or (NOT_TEXT_WORDS | INPUT_WORDS) & keys[-1] or any(k & NOT_REPLY_WORDS for k in keys):
+        return False
+    return any(k & REPLY_WORDS or (k & ANSWER_WORDS and k & MODEL_WORDS) for k in keys)

@@ -1,0 +1,75 @@
+"""``infer-mapping FILE`` without ``--reply`` where no shape fits (``drafters/traces/infer_named_reply.py``): the text
+under a key naming the model's output taken as the example reply, offered only with a prompt under a key naming an
+input; references, bare answers and guessed prompts are not."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drafters.traces.infer_named_reply import candidates, learn_from_named_reply, reply_key
+from drafters.traces.ingest import ingest
+from drafters.traces.mapping_file import mapping_from_dict
+
+
+def _counts(path, learned):
+    result = ingest([str(path)], mapping=mapping_from_dict(learned.mapping), scrub=False, dedup=False)
+    convs = result.conversations
+    return result.report.ok, len(convs), sum(len(list(c.calls())) for c in convs)
+
+
+@pytest.mark.parametrize(("steps", "named"), [
+    (("model_output",), True), (("response", "text"), True), (("completions", 0, "text"), True),
+    (("llm_answer",), True), (("benchmarks", 0, "requests", "successful", 0, "output"), True),
+    (("answer",), False),  # a benchmark's answer: the reference, not the model's
+    (("expected_output",), False), (("gold_response",), False), (("response_id",), False),
+    (("response", "prompt"), False), (("tool_output",), False), (("question",), False),
+])
+def test_a_key_names_the_models_output(steps, named):
+    assert reply_key(steps) is named
+
+
+def test_an_eval_log_of_questions_and_model_outputs_is_learned_from_the_output_key(tmp_path):
+    """One call a line: ``question`` / ``model_output`` beside a reference ``answer``; the reply is the model's
+    output (not the reference), the prompt the question, and the mapping says it guessed."""
+    path = tmp_path / "eval.jsonl"
+    rows = [{"idx": i, "question": f"What is {i} + {i}? Answer with a number.", "answer": str(2 * i),
+             "model_output": f"Adding {i} and {i} gives {2 * i}, so the answer is {2 * i}."} for i in range(5)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert [str(h.steps) for h, _ in candidates(path)] == ["('model_output',)"]
+    learned = learn_from_named_reply(path)
+    assert learned is not None
+    assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.question", "$.model_output")
+    assert learned.notes[0].startswith("# REPLY: no example given") and "$.model_output" in learned.notes[0]
+    assert _counts(path, learned) == (True, 5, 5)
+
+
+def test_a_request_with_langchain_messages_and_a_response_object_is_learned(tmp_path):
+    """A captured call: LangChain messages (``type: system / human``) as the request, the reply under
+    ``response.content``; the request's texts are the input's, not other calls."""
+    path = tmp_path / "capture.json"
+    path.write_text(json.dumps({
+        "metadata": {"model": "m", "prompt_hash": "ab" * 16},
+        "request": {"messages": [{"content": "You judge answers.", "type": "system"},
+                                 {"content": "Is 'Paris' right for the capital of France?", "type": "human"}]},
+        "response": {"content": "Yes, Paris is the capital of France.", "id": "run-1"}}))
+    learned = learn_from_named_reply(path)
+    assert learned is not None
+    assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.request.messages", "$.response.content")
+    assert learned.mapping["roles"] == {"system": "system", "human": "user"}
+    assert _counts(path, learned) == (True, 1, 1)
+
+
+def test_nothing_is_offered_without_a_named_prompt_or_with_a_reference_only(tmp_path):
+    """A dataset of questions and reference answers holds no model output; a response beside no key naming an input
+    would need its prompt guessed too: neither is offered."""
+    dataset = tmp_path / "dataset.jsonl"
+    dataset.write_text("".join(json.dumps({"question": f"What is {i} squared, in words?",
+                                           "answer": f"It is {i * i}, the square of {i}."}) + "\n" for i in range(4)))
+    assert candidates(dataset) == [] and learn_from_named_reply(dataset) is None
+    unnamed = tmp_path / "unnamed.jsonl"
+    unnamed.write_text("".join(json.dumps({"text": f"Summarise the report number {i} for the board, briefly.",
+                                           "response": f"Report {i} shows steady growth in every region."}) + "\n"
+                               for i in range(4)))
+    assert learn_from_named_reply(unnamed) is None
