@@ -8,8 +8,10 @@ reply, and writes a reading only where the learner would for a user's example (e
 and, since nobody vouched for the reply, only a request/response reading whose input sits under a key naming an
 input too (``prompt``, ``question``, ``instruction``): a reading guessing both sides is not offered, nor a text
 under a key naming a reference (``expected_output``, ``gold_answer``: a dataset's answer, not the model's), nor a
-bare ``answer`` (a benchmark's). The mapping says what it guessed, for the user to check (docs/traces.md, "A
-mapping learned from one reply"). Standard library plus PyYAML.
+bare ``answer`` (a benchmark's). A text file (Markdown, a log) is learned from the first line below a marker naming
+the model's side where a marker of its form above names the prompt's (``## Task`` / ``## Model Response``:
+``infer_text_example.learn_text_from_named_reply``). The mapping says what it guessed, for the user to check
+(docs/traces.md, "A mapping learned from one reply"). Standard library plus PyYAML.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ import os
 from itertools import islice
 
 from drafters.traces import io as tio
-from drafters.traces.formats import _shapes
 from drafters.traces.infer_example import MIN_EXAMPLE, learn_mapping
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
 from drafters.traces.infer_example_records import INPUT_WORDS, NOT_TEXT_WORDS, key_words
+from drafters.traces.infer_text_example import learn_text_from_named_reply
 from drafters.traces.mapping_records import file_records
 from drafters.traces.report import TraceError, ValidationReport
 
@@ -43,7 +45,11 @@ def learn_from_named_reply(path: str | os.PathLike[str], name: str | None = None
     candidate's own place, of a response with a prompt under a key naming an input (no guessed prompt) and no role
     left to name, with a note saying where the reply was guessed; None when no candidate gives one. Raises OSError
     when the file cannot be read."""
-    for hit, text in candidates(path)[:CANDIDATES]:
+    found, is_text = candidates(path)
+    if is_text:  # text, not JSON: the first text below a marker naming the model's side
+        text = learn_text_from_named_reply(path, name or _label(path), MIN_EXAMPLE)
+        return Learned(text.mapping, text.found_at, [], text.notes) if text is not None else None
+    for hit, text in found[:CANDIDATES]:
         try:
             learned = learn_mapping(path, text, name)
         except TraceError:
@@ -57,10 +63,10 @@ def learn_from_named_reply(path: str | os.PathLike[str], name: str | None = None
     return None
 
 
-def candidates(path: str | os.PathLike[str]) -> list[tuple[Hit, str]]:
+def candidates(path: str | os.PathLike[str]) -> tuple[list[tuple[Hit, str]], bool]:
     """The texts of the file's first ``RECORDS`` records under a key naming the model's output (``reply_key``), of
     at least ``MIN_EXAMPLE`` characters and two words, as ``(place, text)``: the shallowest first, one per JSONPath
-    (every list index ``[*]``)."""
+    (every list index ``[*]``); and whether the file is text, not JSON records (no record, invalid JSON)."""
     problems = ValidationReport()
     with tio.open_text(path) as stream:
         sample = [v for _, v in islice(file_records(stream, str(path), problems, "generic", "each"), RECORDS)]
@@ -71,7 +77,12 @@ def candidates(path: str | os.PathLike[str]) -> list[tuple[Hit, str]]:
             hit = Hit(i, steps)
             if len(text) >= MIN_EXAMPLE and " " in text and reply_key(steps):
                 found.setdefault(path_of(hit, star=True), (hit, text))
-    return sorted(found.values(), key=lambda ht: (len(ht[0].steps), ht[0].record))
+    is_text = not sample and any(p.code == "invalid_json" for p in problems.errors)
+    return sorted(found.values(), key=lambda ht: (len(ht[0].steps), ht[0].record)), is_text
+
+
+def _label(path: str | os.PathLike[str]) -> str:
+    return os.path.basename(str(path)).split(".")[0][:40] or "learned"
 
 
 def reply_key(steps: tuple[str | int, ...]) -> bool:

@@ -86,6 +86,8 @@ LOG_PREFIX = re.compile(
     rf"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:\s*)")
 #: A log's entry prefixes beyond which the entries not otherwise named are not told apart (not learned).
 MAX_PREFIXES = 12
+#: Markers naming the model's side tried without an example (``learn_text_from_named_reply``).
+MAX_NAMED = 4
 #: The opening (characters) two prompts share when each is sent whole (a template filled for each call).
 SHARED_OPENING = 40
 
@@ -165,6 +167,37 @@ def learn_text_mapping(path: str | os.PathLike[str], want: str, name: str) -> Te
     raise TraceError("example_not_read", f"the file is text, not JSON; the example is at line {places[0] + 1}, but no "
                      "marker line above it (a heading, a bold or ruled label) reads the file as the model's reply: "
                      f"{first_problem or 'there is none'}", str(path))
+
+
+def learn_text_from_named_reply(path: str | os.PathLike[str], name: str, shortest: int) -> TextLearned | None:
+    """Without an example: the text mapping learned from the first line of text (``shortest`` characters or more,
+    whitespace collapsed) below a marker whose label names the model's side and not the prompt's (``## Response``,
+    ``**Model output:**``) where a marker of its form above it names the prompt's (``_names_sides``: ``## Task``),
+    taken as the example reply; the reading kept only where that marker opens the assistant's messages. At most
+    ``MAX_NAMED`` such markers are tried; None when none reads. Raises OSError, UnicodeError when the file cannot be
+    read as text."""
+    with tio.open_text(path) as stream:
+        lines = stream.read().splitlines()
+    markers = _markers(lines)
+    at_marker = {m.line for m in markers}
+    tried: list[str] = []
+    for k, reply in enumerate(markers):
+        if reply.key in tried or len(tried) >= MAX_NAMED or not any(
+                u.form == reply.form and _names_sides(reply, u) for u in markers[:k]):
+            continue
+        tried.append(reply.key)
+        below = (" ".join(line.split()) for i, line in enumerate(lines[reply.line + 1:], reply.line + 1)
+                 if i not in at_marker and not line.lstrip().startswith(("```", "~~~")))
+        example = next((text for text in below if len(text) >= shortest), None)
+        try:
+            learned = learn_text_mapping(path, example, name) if example else None
+        except TraceError:
+            continue
+        if learned is not None and learned.mapping["text"]["markers"].get(reply.key) == "assistant":
+            note = (f"# REPLY: no example given; the model's reply guessed as the text below {reply.key!r} (line "
+                    f"{reply.line + 1}, a label naming the model's side): check it is what the model wrote")
+            return TextLearned(learned.mapping, learned.found_at, [note, *learned.notes])
+    return None
 
 
 def _markers(lines: list[str]) -> list[_Marker]:

@@ -41,8 +41,8 @@ def test_infer_mapping_refuses_with_a_code(tmp_path):
     r = runner.invoke(app, ["datasets", "infer-mapping", str(path)])
     assert r.exit_code != 0 and "no_messages_found" in r.output
     chat = tmp_path / "chat.md"  # text: the way to a mapping is an example reply, not a JSON error
-    chat.write_text("# 2025-03-14 conversation: 01j\n\n## Prompt\n\nHi\n\n## Response\n\nHello there.\n")
-    r = runner.invoke(app, ["datasets", "infer-mapping", str(chat)])
+    chat.write_text("# 2025-03-14 conversation: 01j\n\n## Ada\n\nHi there\n\n## Bo\n\nHello there, Ada.\n")
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(chat)])  # no heading names a side: nothing guessed
     assert r.exit_code != 0 and "no_messages_found" in r.output and "--reply" in r.output
     assert "invalid_json" not in r.output
 

@@ -37,7 +37,7 @@ def test_an_eval_log_of_questions_and_model_outputs_is_learned_from_the_output_k
     rows = [{"idx": i, "question": f"What is {i} + {i}? Answer with a number.", "answer": str(2 * i),
              "model_output": f"Adding {i} and {i} gives {2 * i}, so the answer is {2 * i}."} for i in range(5)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert [str(h.steps) for h, _ in candidates(path)] == ["('model_output',)"]
+    assert [str(h.steps) for h, _ in candidates(path)[0]] == ["('model_output',)"]
     learned = learn_from_named_reply(path)
     assert learned is not None
     assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.question", "$.model_output")
@@ -67,9 +67,26 @@ def test_nothing_is_offered_without_a_named_prompt_or_with_a_reference_only(tmp_
     dataset = tmp_path / "dataset.jsonl"
     dataset.write_text("".join(json.dumps({"question": f"What is {i} squared, in words?",
                                            "answer": f"It is {i * i}, the square of {i}."}) + "\n" for i in range(4)))
-    assert candidates(dataset) == [] and learn_from_named_reply(dataset) is None
+    assert candidates(dataset) == ([], False) and learn_from_named_reply(dataset) is None
     unnamed = tmp_path / "unnamed.jsonl"
     unnamed.write_text("".join(json.dumps({"text": f"Summarise the report number {i} for the board, briefly.",
                                            "response": f"Report {i} shows steady growth in every region."}) + "\n"
                                for i in range(4)))
     assert learn_from_named_reply(unnamed) is None
+
+
+def test_a_markdown_log_is_learned_from_the_text_below_a_heading_naming_the_reply(tmp_path):
+    """Text, not JSON: ``## Task`` / ``## Model Response`` sections; the first line below the heading naming the
+    model's side is the example, the heading the assistant's marker; a heading naming no side is not tried."""
+    path = tmp_path / "runs.md"
+    runs = [f"## Task\n\nList the files changed by commit {i} and say why.\n\n## Model Response\n\n"
+            f"Commit {i} changed setup.py and the README to pin the version.\n" for i in range(3)]
+    path.write_text("# Agent runs\n\n" + "\n".join(runs))
+    learned = learn_from_named_reply(path)
+    assert learned is not None and learned.notes[0].startswith("# REPLY: no example given")
+    assert learned.mapping["text"]["markers"] == {"## Task": "user", "## Model Response": "assistant"}
+    assert _counts(path, learned) == (True, 1, 3)  # one conversation: each reply sees what came before it
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\n## Setup\n\nInstall the package with pip first.\n\n## Usage\n\n"
+                     "Run the command with the file as its argument.\n")
+    assert learn_from_named_reply(notes) is None
