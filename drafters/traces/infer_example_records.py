@@ -56,7 +56,7 @@ def response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
     reply_root = hit.steps[0]
     inputs = [(p, [], keys, msgs) for p, msgs in message_lists({k: v for k, v in record.items() if k != reply_root},
                                                                need_assistant=False)
-              if (keys := _list_keys(msgs)) is not None and not newest_first(msgs, keys)]
+              if (keys := _list_keys(msgs)) is not None and not newest_first(msgs, keys) and _asks(msgs, keys)]
     text_keys = {"role": "role", "roles": {"user": "user"}}  # a prompt text is the user's message: no roles read
     group = _shapes.chat_group(sample)  # rows of a prompt and its reply: each continues the rows of its session
     if group is not None:
@@ -167,6 +167,13 @@ def _texts_not_read(record: dict, hit: Hit, prompt: str) -> list[str]:
              "prompt: {system: PATH, user: PATH} (docs/traces.md)")]
 
 
+def _asks(msgs: list, reading: dict[str, Any]) -> bool:
+    """Whether a message list can be a call's input: some message is the user's or the system's (a span's list of the
+    tools it called, ``type: FUNCTION`` each, is no request)."""
+    return any(reading["roles"].get(flat(m).get(reading["role"])) in ("user", "system") for m in msgs
+               if isinstance(m, dict))
+
+
 def _list_keys(msgs: list) -> dict[str, Any] | None:
     """An input message list's own keys (role, roles, content, tool calls: ``_shapes.message_keys``), or None when
     its messages share no role key or a role value nobody spells."""
@@ -206,13 +213,20 @@ def unread_prompts(sample: list, mapping: dict[str, Any]) -> str | None:
     """For a mapping reading the items of lists or an object's values as records (``records: lists`` / ``values``),
     the path of a prompt those of the first records that hold no response keep: a text of at least
     ``MIN_GUESSED_PROMPT`` characters under a key naming an input (Moonshot's ``metrics[*]`` beside its ``data``,
-    each annotator call's ``eval_prompt``), none of the prompts read; None where there is none (a trace's chain span
-    beside its LLM span holds no prompt). Calls kept there would be lost."""
+    each annotator call's ``eval_prompt``), none of the prompts read; or one the file's records keep outside the batch
+    (WebThinker's own ``prompt`` and ``Output`` beside its ``WebExplorer`` calls); None where there is none (a trace's
+    chain span beside its LLM span holds no prompt). Calls kept there would be lost."""
     if mapping.get("records") not in ("lists", "values"):
         return None
     source = Source("learned", "", record="$")
     records = [r for _, r in expanded(((source, v) for v in sample), mapping["records"], mapping.get("lists", "$"))]
     read = {normal(str(v)) for r in records if isinstance(r, (dict, list)) for _, v in jsonpath(r, mapping["messages"])}
+    inside = {normal(value_at(r, steps)) for r in records for steps in holding(r, "", ())}
+    for i, value in enumerate(sample):  # the records holding the batch: a call of their own beside it?
+        for steps in holding(value, "", ()):
+            text = normal(value_at(value, steps))
+            if len(text) >= MIN_GUESSED_PROMPT and INPUT_WORDS & key_words(_last_key(steps) or "") and text not in inside:
+                return f"record {i}, {path_of(Hit(i, steps))}, outside the batch"
     for i, record in enumerate(records):
         if not isinstance(record, (dict, list)) or jsonpath(record, mapping["response"]):
             continue
@@ -273,19 +287,19 @@ def _numbered_turns(sample: list) -> bool:
 def _several_calls(record: dict, hit: Hit, sampled: int | None = None) -> bool:
     """Whether the record holds other texts under the key the reply sits under (``file_traj.response`` beside
     ``edit_loc_traj.response``; the request's messages apart), or the reply sits in one item of a list of several
-    objects each holding text at the same place: a record of several calls, of which one response path would read
-    one. The list of sampled answers at step ``sampled`` (``_sample_step``), read whole, is not one of those."""
+    objects each holding text, or a value, at the same place (an LLM span's tool call beside another's text): a
+    record of several calls, of which one response path would read one. The list of sampled answers at step ``sampled`` (``_sample_step``), read whole, is not one of those."""
     key = _last_key(hit.steps)
     samples = hit.steps[:sampled] if sampled is not None else None
     alike = [steps for steps in holding(record, "", ()) if _last_key(steps) == key and value_at(record, steps).strip()
-             and not _in_prompt(record, steps) and (samples is None or steps[:len(samples)] != samples)]
+             and not in_prompt(record, steps) and (samples is None or steps[:len(samples)] != samples)]
     if key is not None and len(alike) > (1 if samples is None else 0):  # the reply itself, unless a sample
         return True
     for k, step in enumerate(hit.steps):
         if isinstance(step, int) and k != sampled:
             items = value_at(record, hit.steps[:k])
             tail = hit.steps[k + 1:]
-            if isinstance(items, list) and sum(1 for i in items if _reaches(i, tail)) >= 2:
+            if isinstance(items, list) and sum(1 for i in items if _reaches(i, tail, any_value=True)) >= 2:
                 return True
     return False
 
@@ -303,7 +317,7 @@ def _sample_step(record: dict, hit: Hit) -> int | None:
     return None
 
 
-def _in_prompt(record: dict, steps: tuple[str | int, ...]) -> bool:
+def in_prompt(record: dict, steps: tuple[str | int, ...]) -> bool:
     """Whether the text at ``steps`` is in a message of the input's side (an item of a list with a role, under any
     key the spellings know, ``role`` or LangChain's ``type: human``, that they give the user, the system or a tool:
     the request's messages, not another call's reply)."""
@@ -319,11 +333,14 @@ def _last_key(steps: tuple[str | int, ...]) -> str | None:
     return next((step for step in reversed(steps) if isinstance(step, str)), None)
 
 
-def _reaches(value: Any, steps: tuple[str | int, ...]) -> bool:
+def _reaches(value: Any, steps: tuple[str | int, ...], any_value: bool = False) -> bool:
+    """Whether ``steps`` lead to a string under ``value`` (with ``any_value``, to any non-empty value: an LLM span
+    whose output is a tool call beside one whose output is text)."""
     try:
-        return isinstance(value_at(value, steps), str)
+        found = value_at(value, steps)
     except (KeyError, IndexError, TypeError):
         return False
+    return isinstance(found, str) or any_value and bool(found) and isinstance(found, (dict, list))
 
 
 def _texts(holder: dict, skip: str | int | None, at: str) -> list[tuple[str, str]]:

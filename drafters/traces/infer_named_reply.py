@@ -22,7 +22,7 @@ from itertools import islice
 from drafters.traces import io as tio
 from drafters.traces.infer_example import MIN_EXAMPLE, learn_mapping
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
-from drafters.traces.infer_example_records import INPUT_WORDS, NOT_TEXT_WORDS, key_words
+from drafters.traces.infer_example_records import INPUT_WORDS, NOT_TEXT_WORDS, in_prompt, key_words
 from drafters.traces.infer_text_example import learn_text_from_named_reply
 from drafters.traces.mapping_records import file_records
 from drafters.traces.report import TraceError, ValidationReport
@@ -65,7 +65,8 @@ def learn_from_named_reply(path: str | os.PathLike[str], name: str | None = None
 
 def candidates(path: str | os.PathLike[str]) -> tuple[list[tuple[Hit, str]], bool]:
     """The texts of the file's first ``RECORDS`` records under a key naming the model's output (``reply_key``), of
-    at least ``MIN_EXAMPLE`` characters and two words, as ``(place, text)``: the shallowest first, one per JSONPath
+    at least ``MIN_EXAMPLE`` characters and two words, not in a message of the input's side (a tool result's
+    ``output`` in a request's messages), as ``(place, text)``: the shallowest first, one per JSONPath
     (every list index ``[*]``); and whether the file is text, not JSON records (no record, invalid JSON)."""
     problems = ValidationReport()
     with tio.open_text(path) as stream:
@@ -75,7 +76,7 @@ def candidates(path: str | os.PathLike[str]) -> tuple[list[tuple[Hit, str]], boo
         for steps in holding(value, "", ()):
             text = normal(value_at(value, steps))
             hit = Hit(i, steps)
-            if len(text) >= MIN_EXAMPLE and " " in text and reply_key(steps):
+            if len(text) >= MIN_EXAMPLE and " " in text and reply_key(steps) and not in_prompt(value, steps):
                 found.setdefault(path_of(hit, star=True), (hit, text))
     is_text = not sample and any(p.code == "invalid_json" for p in problems.errors)
     return sorted(found.values(), key=lambda ht: (len(ht[0].steps), ht[0].record)), is_text

@@ -585,3 +585,22 @@ def test_records_beside_the_calls_that_keep_prompts_of_their_own_are_not_learned
     learned = learn_mapping(path, "Snake venom primarily affects the blood")
     assert learned.mapping["lists"] == "$.results.cookbooks[*].recipes[*].details[*]"
     assert _counts(path, learned) == (True, 3, 3)
+
+
+def test_a_batch_is_not_learned_where_the_record_holding_it_keeps_a_call_of_its_own(tmp_path):
+    """A research agent's report (WebThinker's): the main call's ``prompt`` and ``Output`` beside the web explorer's
+    calls in ``WebExplorer`` (``Input`` / ``Output``); a reading of the explorer's items alone would lose the main
+    call, so none is offered; a file of the explorer's calls alone is read."""
+    explorer = [{"search_query": f"query {i}", "Input": f"You are a web explorer. Find pages about topic {i} and "
+                 "summarise them.", "Output": f"Topic {i} is covered by three pages; the first one explains it."}
+                for i in range(3)]
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps([{"Question": "What are the models of OpenAI?", "prompt": "You are a research "
+                                 "assistant. Write a report on the models of OpenAI and how they differ.",
+                                 "Output": "Alright, let me search for the models first.", "WebExplorer": explorer}]))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "Topic 1 is covered by three pages")
+    assert err.value.code == "example_not_read" and "outside the batch" in err.value.message
+    path.write_text(json.dumps([{"WebExplorer": explorer}]))
+    learned = learn_mapping(path, "Topic 1 is covered by three pages")
+    assert _counts(path, learned) == (True, 3, 3)

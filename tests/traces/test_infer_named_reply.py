@@ -90,3 +90,25 @@ def test_a_markdown_log_is_learned_from_the_text_below_a_heading_naming_the_repl
     notes.write_text("# Notes\n\n## Setup\n\nInstall the package with pip first.\n\n## Usage\n\n"
                      "Run the command with the file as its argument.\n")
     assert learn_from_named_reply(notes) is None
+
+
+def test_a_trace_of_spans_one_of_whose_llm_calls_is_a_tool_call_is_not_guessed(tmp_path):
+    """A trace (deepeval's) of an agent's spans: one LLM span's output a tool call, the other's the text
+    answer, the tool span's output and the tool's result in the second span's input. No reading from one key may
+    read one call of the two: not the text answer alone (with the trace's input as its prompt, 1 call for 2), not
+    the tool's output inside a request's messages, not the tool span's list of calls as a request; nothing is
+    offered."""
+    system = {"role": "system", "content": "You are a helpful assistant. Use tools when needed."}
+    user = {"role": "user", "content": "What's the weather in San Francisco in celsius? Then give a travel tip."}
+    call = {"id": "call_1", "call_id": "call_1", "name": "get_weather", "type": "function",
+            "arguments": {"location": "San Francisco", "unit": "c"}}
+    result = {"call_id": "call_1", "type": "tool", "output": "{\"location\": \"San Francisco\", \"temperature\": 18}"}
+    answer = "It is 18 degrees and partly cloudy in San Francisco: bring a light jacket for the evening."
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({
+        "baseSpans": [{"name": "run_main", "type": "base", "toolsCalled": [
+            {"name": "get_weather", "type": "FUNCTION", "output": {"temperature": 18, "condition": "cloudy"}}]}],
+        "llmSpans": [{"name": "llm_generation", "input": [system, user, call, result], "output": answer},
+                     {"name": "llm_generation", "input": [system, user], "output": [call]}],  # as the file orders them
+        "input": user["content"], "output": None}))
+    assert learn_from_named_reply(path) is None
