@@ -20,6 +20,7 @@ import os
 from itertools import islice
 
 from drafters.traces import io as tio
+from drafters.traces.infer import SHAPE_CODES
 from drafters.traces.infer_example import MIN_EXAMPLE, learn_mapping
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
 from drafters.traces.infer_example_records import INPUT_WORDS, NOT_TEXT_WORDS, in_prompt, key_words
@@ -47,6 +48,8 @@ def learn_from_named_reply(path: str | os.PathLike[str], name: str | None = None
     when the file cannot be read."""
     found, is_text = candidates(path)
     if is_text:  # text, not JSON: the first text below a marker naming the model's side
+        if _refused_content(path):
+            return None  # content the product refuses (tool calls printed as JSON): a text mapping would read it as text
         text = learn_text_from_named_reply(path, name or _label(path), MIN_EXAMPLE)
         return Learned(text.mapping, text.found_at, [], text.notes) if text is not None else None
     for hit, text in found[:CANDIDATES]:
@@ -80,6 +83,15 @@ def candidates(path: str | os.PathLike[str]) -> tuple[list[tuple[Hit, str]], boo
                 found.setdefault(path_of(hit, star=True), (hit, text))
     is_text = not sample and any(p.code == "invalid_json" for p in problems.errors)
     return sorted(found.values(), key=lambda ht: (len(ht[0].steps), ht[0].record)), is_text
+
+
+def _refused_content(path: str | os.PathLike[str]) -> bool:
+    """Whether reading the file as the product does (format detection, no mapping) refuses content of it beyond its
+    shape: ``content_not_mapped`` where a text transcript prints tool calls as JSON."""
+    from drafters.traces.ingest import ingest
+
+    report = ingest([path], scrub=False, dedup=False).report
+    return any(e.code not in (*SHAPE_CODES, "invalid_json") for e in report.errors)
 
 
 def _label(path: str | os.PathLike[str]) -> str:

@@ -86,8 +86,6 @@ LOG_PREFIX = re.compile(
     rf"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.]+:\s*)")
 #: A log's entry prefixes beyond which the entries not otherwise named are not told apart (not learned).
 MAX_PREFIXES = 12
-#: Markers naming the model's side tried without an example (``learn_text_from_named_reply``).
-MAX_NAMED = 4
 #: The opening (characters) two prompts share when each is sent whole (a template filled for each call).
 SHARED_OPENING = 40
 
@@ -173,30 +171,29 @@ def learn_text_from_named_reply(path: str | os.PathLike[str], name: str, shortes
     """Without an example: the text mapping learned from the first line of text (``shortest`` characters or more,
     whitespace collapsed) below a marker whose label names the model's side and not the prompt's (``## Response``,
     ``**Model output:**``) where a marker of its form above it names the prompt's (``_names_sides``: ``## Task``),
-    taken as the example reply; the reading kept only where that marker opens the assistant's messages. At most
-    ``MAX_NAMED`` such markers are tried; None when none reads. Raises OSError, UnicodeError when the file cannot be
-    read as text."""
+    taken as the example reply; the reading kept only where that marker opens the assistant's messages. Only the
+    first such marker of the file is tried (a later one naming an output, ``Implementer generated implementation:``
+    after ``Implementation planner generated implementation plan:``, may be one step of several calls); None when it
+    does not read. Raises OSError, UnicodeError when the file cannot be read as text."""
     with tio.open_text(path) as stream:
         lines = stream.read().splitlines()
     markers = _markers(lines)
     at_marker = {m.line for m in markers}
-    tried: list[str] = []
     for k, reply in enumerate(markers):
-        if reply.key in tried or len(tried) >= MAX_NAMED or not any(
-                u.form == reply.form and _names_sides(reply, u) for u in markers[:k]):
+        if not any(u.form == reply.form and _names_sides(reply, u) for u in markers[:k]):
             continue
-        tried.append(reply.key)
         below = (" ".join(line.split()) for i, line in enumerate(lines[reply.line + 1:], reply.line + 1)
                  if i not in at_marker and not line.lstrip().startswith(("```", "~~~")))
         example = next((text for text in below if len(text) >= shortest), None)
         try:
             learned = learn_text_mapping(path, example, name) if example else None
         except TraceError:
-            continue
-        if learned is not None and learned.mapping["text"]["markers"].get(reply.key) == "assistant":
-            note = (f"# REPLY: no example given; the model's reply guessed as the text below {reply.key!r} (line "
-                    f"{reply.line + 1}, a label naming the model's side): check it is what the model wrote")
-            return TextLearned(learned.mapping, learned.found_at, [note, *learned.notes])
+            return None
+        if learned is None or learned.mapping["text"]["markers"].get(reply.key) != "assistant":
+            return None
+        note = (f"# REPLY: no example given; the model's reply guessed as the text below {reply.key!r} (line "
+                f"{reply.line + 1}, a label naming the model's side): check it is what the model wrote")
+        return TextLearned(learned.mapping, learned.found_at, [note, *learned.notes])
     return None
 
 

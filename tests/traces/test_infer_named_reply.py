@@ -112,3 +112,44 @@ def test_a_trace_of_spans_one_of_whose_llm_calls_is_a_tool_call_is_not_guessed(t
                      {"name": "llm_generation", "input": [system, user], "output": [call]}],  # as the file orders them
         "input": user["content"], "output": None}))
     assert learn_from_named_reply(path) is None
+
+
+PREFIX = "2025-04-16 21:58:{s:02d},510 - prover - INFO - "
+
+
+def test_a_log_is_guessed_from_its_first_marker_naming_an_output_only(tmp_path):
+    """A prover's log (CLEVER's): a planner's, an implementer's and a proof planner's calls, each prompt a logged
+    message list; the first marker naming an output (the planner's plan) reads no reading, and a later one (the
+    check's output, the implementer's) would read one step of several calls as the conversation: nothing is
+    offered."""
+    steps = [(17, "---Starting Run---"), (17, "Starting to solve problem:"), None, (17, "[PLANNER] Raw prompt used:"),
+             None, (29, "Implementation planner generated implementation plan:"), None,
+             (30, "[IMPLEMENTER] Raw prompt used:"), None, (32, "Implementer generated implementation:"), None,
+             (36, "Check implementation output:"), None]
+    texts = iter(["def truncate_number(number: float) -> float",
+                  "[{'role': 'system', 'content': 'Plan it in Lean 4.'}, {'role': 'user', 'content': 'truncate'}]",
+                  "To implement truncate_number, subtract the floor of the number from the number itself.",
+                  "[{'role': 'system', 'content': 'Write it in Lean 4.'}, {'role': 'user', 'content': 'the plan'}]",
+                  "def implementation (number: Rat) : Rat := number - number.floor",
+                  "All test cases passed for the implementation above."])
+    path = tmp_path / "prover.log"
+    path.write_text("\n".join(next(texts) if step is None else PREFIX.format(s=step[0]) + step[1]
+                               for step in steps) + "\n")
+    assert learn_from_named_reply(path) is None
+
+
+def test_a_transcript_whose_tool_calls_the_product_refuses_is_not_guessed(tmp_path):
+    """A demo's Markdown printing each request and response as JSON (Ollama Bash Lib's): the product refuses it
+    (``content_not_mapped``: tool calls printed as JSON); a text mapping from ``--- Model Response ---`` would read
+    the tool call as text, so nothing is offered."""
+    user = [{"role": "user", "content": "What is the current date and time?"}]
+    first = {"model": "gpt-oss:20b", "message": {"role": "assistant", "content": "", "thinking": "Use the tool.",
+             "tool_calls": [{"function": {"name": "datetime", "arguments": {}}}]}, "done": True}
+    final = {"model": "gpt-oss:20b", "message": {"role": "assistant", "content": "It is Monday, 20:56 UTC."}}
+    path = tmp_path / "demo.md"
+    path.write_text("# ollama_tools demo\n\n--- User Prompt ---\n" + json.dumps(user, indent=2)
+                    + "\n-------------------\n--- Model Response (first pass) ---\n" + json.dumps(first, indent=2)
+                    + "\n----------\nRunning tool: datetime with args: {}\n--- Final Model Response ---\n"
+                    + json.dumps(final, indent=2) + "\n----------\n")
+    assert ingest([str(path)], scrub=False, dedup=False).report.errors[0].code == "content_not_mapped"
+    assert learn_from_named_reply(path) is None
