@@ -30,6 +30,8 @@ NOT_TEXT_WORDS = {"id", "hash", "name", "type", "template", "version", "tokens",
 NOT_PROMPT = re.compile(r"observ|output|result|respon|answer|reason|target|reference|label|judg|summar",
                         re.IGNORECASE)
 MIN_GUESSED_PROMPT = 40
+#: Words of a key naming a call's output (a record's own ``Output`` beside the batch it holds).
+OUTPUT_WORDS = {"output", "response", "completion", "answer", "reply", "generation"}
 #: Keys counting the turns of one dialogue (``turn``, ``step``, ``round``, ``turn_id``).
 TURN_KEY = re.compile(r"(^|_)(turn|step|round)s?(_?(id|no|index|number))?$", re.IGNORECASE)
 #: Records whose inputs are compared (an instruction repeated each step), whose turns are counted and whose texts at
@@ -214,7 +216,8 @@ def unread_prompts(sample: list, mapping: dict[str, Any]) -> str | None:
     the path of a prompt those of the first records that hold no response keep: a text of at least
     ``MIN_GUESSED_PROMPT`` characters under a key naming an input (Moonshot's ``metrics[*]`` beside its ``data``,
     each annotator call's ``eval_prompt``), none of the prompts read; or one the file's records keep outside the batch
-    (WebThinker's own ``prompt`` and ``Output`` beside its ``WebExplorer`` calls); None where there is none (a trace's
+    beside an output of their own (WebThinker's own ``prompt`` and ``Output`` beside its ``WebExplorer`` calls; a
+    ``system_prompt`` shared by the batch's calls, alone, is none); None where there is none (a trace's
     chain span beside its LLM span holds no prompt). Calls kept there would be lost."""
     if mapping.get("records") not in ("lists", "values"):
         return None
@@ -223,10 +226,12 @@ def unread_prompts(sample: list, mapping: dict[str, Any]) -> str | None:
     read = {normal(str(v)) for r in records if isinstance(r, (dict, list)) for _, v in jsonpath(r, mapping["messages"])}
     inside = {normal(value_at(r, steps)) for r in records for steps in holding(r, "", ())}
     for i, value in enumerate(sample):  # the records holding the batch: a call of their own beside it?
-        for steps in holding(value, "", ()):
-            text = normal(value_at(value, steps))
-            if len(text) >= MIN_GUESSED_PROMPT and INPUT_WORDS & key_words(_last_key(steps) or "") and text not in inside:
-                return f"record {i}, {path_of(Hit(i, steps))}, outside the batch"
+        outside = [(steps, key_words(_last_key(steps) or "")) for steps in holding(value, "", ())
+                   if normal(value_at(value, steps)) not in inside]
+        prompts = [steps for steps, words in outside if INPUT_WORDS & words
+                   and len(normal(value_at(value, steps))) >= MIN_GUESSED_PROMPT]
+        if prompts and any(OUTPUT_WORDS & words for _, words in outside):  # a shared system_prompt alone is none
+            return f"record {i}, {path_of(Hit(i, prompts[0]))}, outside the batch"
     for i, record in enumerate(records):
         if not isinstance(record, (dict, list)) or jsonpath(record, mapping["response"]):
             continue

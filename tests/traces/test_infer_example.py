@@ -590,7 +590,8 @@ def test_records_beside_the_calls_that_keep_prompts_of_their_own_are_not_learned
 def test_a_batch_is_not_learned_where_the_record_holding_it_keeps_a_call_of_its_own(tmp_path):
     """A research agent's report (WebThinker's): the main call's ``prompt`` and ``Output`` beside the web explorer's
     calls in ``WebExplorer`` (``Input`` / ``Output``); a reading of the explorer's items alone would lose the main
-    call, so none is offered; a file of the explorer's calls alone is read."""
+    call, so none is offered; a file of the explorer's calls alone, or beside a system prompt they share (no output of
+    its own), is read."""
     explorer = [{"search_query": f"query {i}", "Input": f"You are a web explorer. Find pages about topic {i} and "
                  "summarise them.", "Output": f"Topic {i} is covered by three pages; the first one explains it."}
                 for i in range(3)]
@@ -601,6 +602,8 @@ def test_a_batch_is_not_learned_where_the_record_holding_it_keeps_a_call_of_its_
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "Topic 1 is covered by three pages")
     assert err.value.code == "example_not_read" and "outside the batch" in err.value.message
-    path.write_text(json.dumps([{"WebExplorer": explorer}]))
-    learned = learn_mapping(path, "Topic 1 is covered by three pages")
-    assert _counts(path, learned) == (True, 3, 3)
+    for doc in ({"WebExplorer": explorer}, {"system_prompt": "Answer each question step by step, then give the "
+                                                               "answer on its own line.", "WebExplorer": explorer}):
+        path.write_text(json.dumps([doc]))
+        learned = learn_mapping(path, "Topic 1 is covered by three pages")
+        assert _counts(path, learned) == (True, 3, 3)
