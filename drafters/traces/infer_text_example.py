@@ -30,6 +30,7 @@ standard library only.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
@@ -377,7 +378,7 @@ def _conversation(mapping: TextMapping, lines: list[str], markers: list[_Marker]
                           f"characters: a template filled for each call, each prompt sent whole): each {user.key!r} "
                           "opens a new conversation"), None
     return None, ("# one conversation: every reply's context is everything before it; if the calls are independent, "
-                  "declare the line opening each as conversation:"), None
+                  f"declare the line opening each under text:, as in   conversation: {json.dumps(user.key)}"), None
 
 
 def _header(markers: list[_Marker], user: _Marker, mapping: TextMapping) -> str | None:

@@ -103,21 +103,24 @@ def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None
 
 
 def _learn_from_named_reply(file: Path, name: str | None, out: Path | None, as_json: bool) -> bool:
-    """Where no shape fits: write the request/response mapping learned from a text under a key naming the model's
-    output (drafters/traces/infer_named_reply.py) and return True; False when none is learned."""
+    """Where no shape fits: write the mapping learned from a text under a key naming the model's output, or in a text
+    file below a heading naming it (drafters/traces/infer_named_reply.py), and return True; False when none is
+    learned."""
     from drafters.traces.infer_example import learned_yaml
     from drafters.traces.infer_named_reply import learn_from_named_reply
 
     learned = learn_from_named_reply(file, name)
     if learned is None:
         return False
-    text = learned_yaml(learned, "a text under a key naming the model's output")
+    text = learned_yaml(learned, "a text below a heading naming the model's output" if "text" in learned.mapping else
+                        "a text under a key naming the model's output")
     if as_json:
         print_json({"file": str(file), "shape": "learned_from_named_reply", "mapping": learned.mapping,
                     "found_at": learned.found_at, "unnamed_roles": []})
     _emit(text, out, printed=not as_json)
     if out is not None and not as_json:
-        err_console.print(f"wrote {out}: no message shape fits, so the reply was guessed from a key's name; check it "
+        err_console.print(f"wrote {out}: no message shape fits, so the reply was guessed from a key's or a heading's "
+                          "name; check it "
                           f"(its comments say what), then: tracedraft datasets validate --mapping {out} {file}")
     return True
 

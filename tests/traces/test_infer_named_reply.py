@@ -86,6 +86,7 @@ def test_a_markdown_log_is_learned_from_the_text_below_a_heading_naming_the_repl
     assert learned is not None and learned.notes[0].startswith("# REPLY: no example given")
     assert learned.mapping["text"]["markers"] == {"## Task": "user", "## Model Response": "assistant"}
     assert _counts(path, learned) == (True, 1, 3)  # one conversation: each reply sees what came before it
+    assert any('conversation: "## Task"' in n for n in learned.notes)  # the line to add, if the tasks are independent
     notes = tmp_path / "notes.md"
     notes.write_text("# Notes\n\n## Setup\n\nInstall the package with pip first.\n\n## Usage\n\n"
                      "Run the command with the file as its argument.\n")
