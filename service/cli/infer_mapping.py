@@ -58,6 +58,10 @@ def datasets_infer_mapping(
             if exc.code == "no_messages_found" and _learn_from_named_reply(file, name, out, as_json):
                 return
             skeleton = skeleton_yaml(file, name) if exc.code == "no_messages_found" else None
+            if skeleton is None and exc.code == "no_messages_found" and "--reply" not in exc.message:
+                raise CliError(exc.code, f"{exc.message}; nor a model's reply under a key naming it beside a prompt (a "
+                               "reference, such as expected_output or a bare answer, is not one): give one of the "
+                               "model's replies with --reply", where=str(file)) from exc
             if skeleton is None:
                 raise
             _emit(skeleton, out)

@@ -261,4 +261,4 @@ def test_without_a_reply_the_text_under_a_key_naming_the_output_is_learned_from(
     path.write_text(json.dumps({"benchmarks": [{"requests": {"successful": [
         {**q, "output": None, "expected_output": q["output"]} for q in reqs]}}]}))  # a reference, not the model's
     r = runner.invoke(app, ["datasets", "infer-mapping", str(path)])
-    assert r.exit_code == 1 and "no_messages_found" in r.output
+    assert r.exit_code == 1 and "no_messages_found" in r.output and "--reply" in r.output
