@@ -23,6 +23,11 @@ from drafters.traces.mapping import Mapping
 from drafters.traces.report import Problem, TraceError, ValidationReport
 
 
+def mapping_name(path: str | os.PathLike[str], name: str | None, fallback: str) -> str:
+    """A written mapping's name: ``name``, else the file's stem (its first 40 characters), else ``fallback``."""
+    return name or os.path.basename(str(path)).split(".")[0][:40] or fallback
+
+
 def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _shapes.Inferred:
     """The shape and mapping the general path infers from the file's first records. Where several message lists
     fit (the general path refuses the file, ``ambiguous_shape``), the reading ranked first
@@ -34,7 +39,7 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
         OSError when the file cannot be read.
     """
     problems = ValidationReport()
-    label = name or os.path.basename(str(path)).split(".")[0][:40] or "inferred"
+    label = mapping_name(path, name, "inferred")
     with tio.open_text(path) as stream:
         sample = list(islice(expanded_records(_streams.joined_records(document_records(
             stream, str(path), problems, "generic"), problems, "generic")), _shapes.SAMPLE))
@@ -54,7 +59,8 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
     if got is None:
         why = f" (first problem: {problems.errors[0].code}: {problems.errors[0].message})" if problems.errors else ""
         raise TraceError("no_messages_found", "no message list, message records, request/response records or agent "
-                         f"steps were found in the file's first records{why}", str(path))
+                         f"steps were found in the file's first records{why}: give one of the model's replies with "
+                         "--reply (a mapping is learned from where it sits)", str(path))
     return got
 
 
@@ -180,7 +186,7 @@ def skeleton_yaml(path: str | os.PathLike[str], name: str | None = None) -> str 
     if found is None and lines is None:
         return None
     where, role, content, values = found or ("$", *lines)
-    mapping = {"name": name or os.path.basename(str(path)).split(".")[0][:40] or "skeleton",
+    mapping = {"name": mapping_name(path, name, "skeleton"),
                **({"records": "messages"} if lines else {}), "messages": where,
                "role": role, "roles": {v: role_of(v) or "?" for v in values}, "content": content}
     head = ["# a SKELETON to complete: no shape the general path reads fits this file, so this is a guess from",

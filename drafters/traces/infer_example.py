@@ -38,7 +38,7 @@ from drafters.traces.formats import _shapes
 from drafters.traces.formats._call_io import call_shaped
 from drafters.traces.formats._shapes import call_keys, calls_not_read
 from drafters.traces.formats._spellings import CALL_KEYS, get, is_message, role_of
-from drafters.traces.infer import general_path_errors, losses
+from drafters.traces.infer import general_path_errors, losses, mapping_name
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
 from drafters.traces.infer_example_records import (
     CALL_BLOCKS,
@@ -75,9 +75,12 @@ CHECK_CONVERSATIONS = 200
 
 
 
-def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = None) -> Learned:
+def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = None,
+                  refused: list[Problem] | None = None) -> Learned:
     """The declared mapping that reads ``reply`` (a text the model wrote, as it appears in the file, whole or a
     piece on one line) as one of the assistant's messages, learned from where it sits in the file's first records.
+    ``refused``: the general path's errors beyond the file's shape (``infer.general_path_errors``), where the caller
+    has them already (a caller trying several replies); read here otherwise.
 
     Raises:
         TraceError("example_too_short") for an example under ``MIN_EXAMPLE`` characters;
@@ -90,7 +93,7 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
     if len(want) < MIN_EXAMPLE:
         raise TraceError("example_too_short", f"the example reply has {len(want)} characters; give at least "
                          f"{MIN_EXAMPLE} of one reply (a distinctive piece of it)", "--reply")
-    label = name or os.path.basename(str(path)).split(".")[0][:40] or "learned"
+    label = mapping_name(path, name, "learned")
     problems = ValidationReport()
     with tio.open_text(path) as stream:
         sample = [v for _, v in islice(file_records(stream, str(path), problems, "generic", "each"), _shapes.SAMPLE)]
@@ -103,7 +106,8 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
                          f"reply{why}: copy it from the file as written (a piece on one line is enough)", str(path))
     first_problem = ""
     unnamed: Learned | None = None
-    refused = general_path_errors(path)  # content the general path refuses: a candidate must read it or say so
+    if refused is None:  # content the general path refuses: a candidate must read it or say so
+        refused = general_path_errors(path)
     first_text = normal(value_at(sample[hits[0].record], hits[0].steps))  # the text where the example is first found
     calls_at = next((p for record in sample if (p := _tool_calls_in(record)) is not None), None)
     for hit in hits[:20]:

@@ -226,11 +226,10 @@ def unread_prompts(sample: list, mapping: dict[str, Any]) -> str | None:
     read = {normal(str(v)) for r in records if isinstance(r, (dict, list)) for _, v in jsonpath(r, mapping["messages"])}
     inside = {normal(value_at(r, steps)) for r in records for steps in holding(r, "", ())}
     for i, value in enumerate(sample):  # the records holding the batch: a call of their own beside it?
-        outside = [(steps, key_words(_last_key(steps) or "")) for steps in holding(value, "", ())
-                   if normal(value_at(value, steps)) not in inside]
-        prompts = [steps for steps, words in outside if INPUT_WORDS & words
-                   and len(normal(value_at(value, steps))) >= MIN_GUESSED_PROMPT]
-        if prompts and any(OUTPUT_WORDS & words for _, words in outside):  # a shared system_prompt alone is none
+        texts = ((steps, normal(value_at(value, steps))) for steps in holding(value, "", ()))
+        outside = [(steps, key_words(_last_key(steps) or ""), text) for steps, text in texts if text not in inside]
+        prompts = [steps for steps, words, text in outside if INPUT_WORDS & words and len(text) >= MIN_GUESSED_PROMPT]
+        if prompts and any(OUTPUT_WORDS & words for _, words, _ in outside):  # a shared system_prompt alone is none
             return f"record {i}, {path_of(Hit(i, prompts[0]))}, outside the batch"
     for i, record in enumerate(records):
         if not isinstance(record, (dict, list)) or jsonpath(record, mapping["response"]):
@@ -293,7 +292,8 @@ def _several_calls(record: dict, hit: Hit, sampled: int | None = None) -> bool:
     """Whether the record holds other texts under the key the reply sits under (``file_traj.response`` beside
     ``edit_loc_traj.response``; the request's messages apart), or the reply sits in one item of a list of several
     objects each holding text, or a value, at the same place (an LLM span's tool call beside another's text): a
-    record of several calls, of which one response path would read one. The list of sampled answers at step ``sampled`` (``_sample_step``), read whole, is not one of those."""
+    record of several calls, of which one response path would read one. The list of sampled answers at step
+    ``sampled`` (``_sample_step``), read whole, is not one of those."""
     key = _last_key(hit.steps)
     samples = hit.steps[:sampled] if sampled is not None else None
     alike = [steps for steps in holding(record, "", ()) if _last_key(steps) == key and value_at(record, steps).strip()

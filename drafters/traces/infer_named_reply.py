@@ -20,7 +20,7 @@ import os
 from itertools import islice
 
 from drafters.traces import io as tio
-from drafters.traces.infer import SHAPE_CODES
+from drafters.traces.infer import SHAPE_CODES, general_path_errors, mapping_name
 from drafters.traces.infer_example import MIN_EXAMPLE, learn_mapping
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
 from drafters.traces.infer_example_records import INPUT_WORDS, NOT_TEXT_WORDS, in_prompt, key_words
@@ -31,7 +31,7 @@ from drafters.traces.report import TraceError, ValidationReport
 #: Words of a key naming a model's output, and of one naming an answer as the model's (``model_answer``).
 REPLY_WORDS = {"response", "completion", "output", "reply", "generation", "generated", "prediction", "predicted"}
 ANSWER_WORDS = {"answer"}
-MODEL_WORDS = {"model", "llm", "agent", "assistant", "generated", "predicted", "bot", "ai", "gpt"}
+MODEL_WORDS = {"model", "llm", "agent", "assistant", "bot", "ai", "gpt"}
 #: Words of a key naming a reference or something about an output, not the model's text.
 NOT_REPLY_WORDS = {"expected", "reference", "gold", "golden", "correct", "target", "truth", "ground", "ideal", "label",
                    "canonical", "error", "format", "schema", "parser", "tool", "function", "observation"}
@@ -46,15 +46,16 @@ def learn_from_named_reply(path: str | os.PathLike[str], name: str | None = None
     candidate's own place, of a response with a prompt under a key naming an input (no guessed prompt) and no role
     left to name, with a note saying where the reply was guessed; None when no candidate gives one. Raises OSError
     when the file cannot be read."""
-    found, is_text = candidates(path)
-    if is_text:  # text, not JSON: the first text below a marker naming the model's side
-        if _refused_content(path):
-            return None  # content the product refuses (tool calls printed as JSON): a text mapping would read it as text
-        text = learn_text_from_named_reply(path, name or _label(path), MIN_EXAMPLE)
-        return Learned(text.mapping, text.found_at, [], text.notes) if text is not None else None
-    for hit, text in found[:CANDIDATES]:
+    problems = ValidationReport()
+    with tio.open_text(path) as stream:
+        sample = [v for _, v in islice(file_records(stream, str(path), problems, "generic", "each"), RECORDS)]
+    if not sample and any(p.code == "invalid_json" for p in problems.errors):
+        return _learn_text(path, mapping_name(path, name, "learned"))  # text, not JSON
+    found = candidates(sample)[:CANDIDATES]
+    refused = general_path_errors(path) if found else []  # read once for every candidate
+    for hit, text in found:
         try:
-            learned = learn_mapping(path, text, name)
+            learned = learn_mapping(path, text, name, refused)
         except TraceError:
             continue
         guessed_prompt = any(n.startswith("# PROMPT: guessed") for n in learned.notes)
@@ -66,14 +67,10 @@ def learn_from_named_reply(path: str | os.PathLike[str], name: str | None = None
     return None
 
 
-def candidates(path: str | os.PathLike[str]) -> tuple[list[tuple[Hit, str]], bool]:
-    """The texts of the file's first ``RECORDS`` records under a key naming the model's output (``reply_key``), of
-    at least ``MIN_EXAMPLE`` characters and two words, not in a message of the input's side (a tool result's
-    ``output`` in a request's messages), as ``(place, text)``: the shallowest first, one per JSONPath
-    (every list index ``[*]``); and whether the file is text, not JSON records (no record, invalid JSON)."""
-    problems = ValidationReport()
-    with tio.open_text(path) as stream:
-        sample = [v for _, v in islice(file_records(stream, str(path), problems, "generic", "each"), RECORDS)]
+def candidates(sample: list) -> list[tuple[Hit, str]]:
+    """The texts of a file's first records under a key naming the model's output (``reply_key``), of at least
+    ``MIN_EXAMPLE`` characters and two words, not in a message of the input's side (a tool result's ``output`` in a
+    request's messages), as ``(place, text)``: the shallowest first, one per JSONPath (every list index ``[*]``)."""
     found: dict[str, tuple[Hit, str]] = {}
     for i, value in enumerate(sample):
         for steps in holding(value, "", ()):
@@ -81,21 +78,20 @@ def candidates(path: str | os.PathLike[str]) -> tuple[list[tuple[Hit, str]], boo
             hit = Hit(i, steps)
             if len(text) >= MIN_EXAMPLE and " " in text and reply_key(steps) and not in_prompt(value, steps):
                 found.setdefault(path_of(hit, star=True), (hit, text))
-    is_text = not sample and any(p.code == "invalid_json" for p in problems.errors)
-    return sorted(found.values(), key=lambda ht: (len(ht[0].steps), ht[0].record)), is_text
+    return sorted(found.values(), key=lambda ht: (len(ht[0].steps), ht[0].record))
 
 
-def _refused_content(path: str | os.PathLike[str]) -> bool:
-    """Whether reading the file as the product does (format detection, no mapping) refuses content of it beyond its
-    shape: ``content_not_mapped`` where a text transcript prints tool calls as JSON."""
+def _learn_text(path: str | os.PathLike[str], label: str) -> Learned | None:
+    """A text file's mapping learned from the first text below a marker naming the model's side, unless the product
+    refuses content of the file reading it (format detection, no mapping): ``content_not_mapped`` where a transcript
+    prints tool calls as JSON, which a text mapping would read as text."""
     from drafters.traces.ingest import ingest
 
     report = ingest([path], scrub=False, dedup=False).report
-    return any(e.code not in (*SHAPE_CODES, "invalid_json") for e in report.errors)
-
-
-def _label(path: str | os.PathLike[str]) -> str:
-    return os.path.basename(str(path)).split(".")[0][:40] or "learned"
+    if any(e.code not in (*SHAPE_CODES, "invalid_json") for e in report.errors):
+        return None
+    text = learn_text_from_named_reply(path, label, MIN_EXAMPLE)
+    return Learned(text.mapping, text.found_at, [], text.notes) if text is not None else None
 
 
 def reply_key(steps: tuple[str | int, ...]) -> bool:

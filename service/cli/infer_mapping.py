@@ -26,10 +26,11 @@ def datasets_infer_mapping(
     with --mapping. Where several message lists fit (the general path refuses the file), writes the reading ranked
     first and names the others, one line to change. Exits 1 with a coded error when no shape fits, or several
     that are not message lists; where none fits but a text sits under a key naming the model's output
-    (``model_output``, ``response.content``) beside a prompt under a key naming an input, writes the mapping learned
-    from it as from a --reply example (a comment names the guess); else, where a list of objects looks like messages
-    with unknown role names, it still writes a skeleton to complete. With --reply, learns the mapping from where that reply sits instead
-    (exits 1 with roles_unnamed where a role is left for you to name). --json prints {"file", "shape", "mapping",
+    (``model_output``, ``response.content``) beside a prompt under a key naming an input, or below a heading naming
+    it, writes the mapping learned from it as from a --reply example (a comment names the guess); else, where a list
+    of objects looks like messages with unknown role names, it still writes a skeleton to complete. With --reply,
+    learns the mapping from where that reply sits instead (exits 1 with roles_unnamed where a role is left for you
+    to name). --json prints {"file", "shape", "mapping",
     "keys_not_read", "calls_not_read", "other_messages", "not_read"} (and still writes --out). Where the general
     path refuses content beyond the file's shape (text beside the message list, ...), the mapping is written with a
     "# NOT READ" line and the command exits 1 with that code.
@@ -58,10 +59,10 @@ def datasets_infer_mapping(
             if exc.code == "no_messages_found" and _learn_from_named_reply(file, name, out, as_json):
                 return
             skeleton = skeleton_yaml(file, name) if exc.code == "no_messages_found" else None
-            if skeleton is None and exc.code == "no_messages_found" and "--reply" not in exc.message:
-                raise CliError(exc.code, f"{exc.message}; nor a model's reply under a key naming it beside a prompt (a "
-                               "reference, such as expected_output or a bare answer, is not one): give one of the "
-                               "model's replies with --reply", where=str(file)) from exc
+            if skeleton is None and exc.code == "no_messages_found":
+                raise CliError(exc.code, f"{exc.message}; no key or heading names the model's reply beside a prompt "
+                               "either (a reference, such as expected_output or a bare answer, is none)",
+                               where=str(file)) from exc
             if skeleton is None:
                 raise
             _emit(skeleton, out)

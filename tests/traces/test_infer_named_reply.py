@@ -37,7 +37,7 @@ def test_an_eval_log_of_questions_and_model_outputs_is_learned_from_the_output_k
     rows = [{"idx": i, "question": f"What is {i} + {i}? Answer with a number.", "answer": str(2 * i),
              "model_output": f"Adding {i} and {i} gives {2 * i}, so the answer is {2 * i}."} for i in range(5)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert [str(h.steps) for h, _ in candidates(path)[0]] == ["('model_output',)"]
+    assert [h.steps for h, _ in candidates(rows)] == [("model_output",)]
     learned = learn_from_named_reply(path)
     assert learned is not None
     assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.question", "$.model_output")
@@ -67,7 +67,8 @@ def test_nothing_is_offered_without_a_named_prompt_or_with_a_reference_only(tmp_
     dataset = tmp_path / "dataset.jsonl"
     dataset.write_text("".join(json.dumps({"question": f"What is {i} squared, in words?",
                                            "answer": f"It is {i * i}, the square of {i}."}) + "\n" for i in range(4)))
-    assert candidates(dataset) == ([], False) and learn_from_named_reply(dataset) is None
+    assert learn_from_named_reply(dataset) is None
+    assert candidates([json.loads(line) for line in dataset.read_text().splitlines()]) == []
     unnamed = tmp_path / "unnamed.jsonl"
     unnamed.write_text("".join(json.dumps({"text": f"Summarise the report number {i} for the board, briefly.",
                                            "response": f"Report {i} shows steady growth in every region."}) + "\n"
