@@ -23,6 +23,7 @@ from drafters.traces.model import Source
 #: Words of a key naming a call's input text, and words naming something about a text (``prompt_hash``,
 #: ``prompt_id``), not the text.
 INPUT_WORDS = {"prompt", "input", "instruction", "question", "query", "request"}
+TASK_WORDS = {"task"}
 NOT_TEXT_WORDS = {"id", "hash", "name", "type", "template", "version", "tokens", "count", "len", "length", "url",
                   "path", "file"}
 #: Keys whose text is no prompt (an environment's observation, an output, a reference answer), and the shortest
@@ -133,8 +134,8 @@ def _prompt_text(record: dict, hit: Hit) -> tuple[str, bool] | None:
             continue
         at = path_of(hit, k)
         level = [(p, v) for p, v in _texts(holder, hit.steps[k], at) if p not in dict(texts)]
-        named = [(p, v) for p, v in level if INPUT_WORDS & key_words(_leaf(p)) and not NOT_TEXT_WORDS & key_words(_leaf(p))]
-        named = named or [(p, v) for p, v in level if INPUT_WORDS & key_words(p[len(at):]) and not NOT_TEXT_WORDS &
+        named = [(p, v) for p, v in level if names_input(_leaf(p), v) and not NOT_TEXT_WORDS & key_words(_leaf(p))]
+        named = named or [(p, v) for p, v in level if names_input(p[len(at):], v) and not NOT_TEXT_WORDS &
                           key_words(_leaf(p)) and not NOT_PROMPT.search(p[len(at):])]  # under an input: Input[0].Value
         if named:
             return max(named, key=lambda pv: len(pv[1]))[0], False
@@ -142,6 +143,15 @@ def _prompt_text(record: dict, hit: Hit) -> tuple[str, bool] | None:
     guesses = [(p, v) for p, v in texts if len(v) >= MIN_GUESSED_PROMPT and not NOT_PROMPT.search(p)
                and len(v.split()) > 1]  # words, not an identifier (a URI, an op's name, a hash)
     return (max(guesses, key=lambda pv: len(pv[1]))[0], True) if guesses else None
+
+
+def names_input(key: str, text: str) -> bool:
+    """Whether a key (or a path) names a call's input text: a word of ``INPUT_WORDS`` (``user_question``), or
+    ``task`` over a text of a prompt's length (``MIN_GUESSED_PROMPT``; a short one is a benchmark's name, ``gsm8k``)
+    naming no output (``task_result``)."""
+    words = key_words(key)
+    return bool(INPUT_WORDS & words) or bool(TASK_WORDS & words) and len(text) >= MIN_GUESSED_PROMPT and \
+        not NOT_PROMPT.search(key)
 
 
 def key_words(key: str) -> set[str]:
@@ -228,7 +238,8 @@ def unread_prompts(sample: list, mapping: dict[str, Any]) -> str | None:
     for i, value in enumerate(sample):  # the records holding the batch: a call of their own beside it?
         texts = ((steps, normal(value_at(value, steps))) for steps in holding(value, "", ()))
         outside = [(steps, key_words(_last_key(steps) or ""), text) for steps, text in texts if text not in inside]
-        prompts = [steps for steps, words, text in outside if INPUT_WORDS & words and len(text) >= MIN_GUESSED_PROMPT]
+        prompts = [steps for steps, _, text in outside if names_input(_last_key(steps) or "", text)
+                   and len(text) >= MIN_GUESSED_PROMPT]
         if prompts and any(OUTPUT_WORDS & words for _, words, _ in outside):  # a shared system_prompt alone is none
             return f"record {i}, {path_of(Hit(i, prompts[0]))}, outside the batch"
     for i, record in enumerate(records):
@@ -237,7 +248,7 @@ def unread_prompts(sample: list, mapping: dict[str, Any]) -> str | None:
         for steps in holding(record, "", ()):
             key = _last_key(steps) or ""
             text = normal(value_at(record, steps))
-            if len(text) >= MIN_GUESSED_PROMPT and INPUT_WORDS & key_words(key) and text not in read:
+            if len(text) >= MIN_GUESSED_PROMPT and names_input(key, text) and text not in read:
                 return f"record {i} of the batch, {path_of(Hit(i, steps))}"
     return None
 

@@ -17,6 +17,7 @@ the model's side where a marker of its form above names the prompt's (``## Task`
 from __future__ import annotations
 
 import os
+import re
 from itertools import islice
 
 from drafters.traces import io as tio
@@ -38,6 +39,8 @@ NOT_REPLY_WORDS = {"expected", "reference", "gold", "golden", "correct", "target
 #: Records searched for candidate replies, and candidates tried (each reads the file's first conversations).
 RECORDS = 3
 CANDIDATES = 4
+#: Scripts written without spaces between words (Chinese, Japanese kana, Thai): a text of these reads as words.
+UNSPACED = re.compile(r"[\u0e00-\u0e7f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def learn_from_named_reply(path: str | os.PathLike[str], name: str | None = None) -> Learned | None:
@@ -49,8 +52,9 @@ def learn_from_named_reply(path: str | os.PathLike[str], name: str | None = None
     problems = ValidationReport()
     with tio.open_text(path) as stream:
         sample = [v for _, v in islice(file_records(stream, str(path), problems, "generic", "each"), RECORDS)]
-    if not sample and any(p.code == "invalid_json" for p in problems.errors):
-        return _learn_text(path, mapping_name(path, name, "learned"))  # text, not JSON
+    if not any(isinstance(v, (dict, list)) for v in sample) and any(p.code == "invalid_json" for p in problems.errors):
+        # text, not JSON (a line of a Markdown file that parses, ``-12``, is no record)
+        return _learn_text(path, mapping_name(path, name, "learned"))
     found = candidates(sample)[:CANDIDATES]
     refused = general_path_errors(path) if found else []  # read once for every candidate
     for hit, text in found:
@@ -69,16 +73,22 @@ def learn_from_named_reply(path: str | os.PathLike[str], name: str | None = None
 
 def candidates(sample: list) -> list[tuple[Hit, str]]:
     """The texts of a file's first records under a key naming the model's output (``reply_key``), of at least
-    ``MIN_EXAMPLE`` characters and two words, not in a message of the input's side (a tool result's ``output`` in a
+    ``MIN_EXAMPLE`` characters and several words (``reads_as_words``), not in a message of the input's side (a tool result's ``output`` in a
     request's messages), as ``(place, text)``: the shallowest first, one per JSONPath (every list index ``[*]``)."""
     found: dict[str, tuple[Hit, str]] = {}
     for i, value in enumerate(sample):
         for steps in holding(value, "", ()):
             text = normal(value_at(value, steps))
             hit = Hit(i, steps)
-            if len(text) >= MIN_EXAMPLE and " " in text and reply_key(steps) and not in_prompt(value, steps):
+            if len(text) >= MIN_EXAMPLE and reads_as_words(text) and reply_key(steps) and not in_prompt(value, steps):
                 found.setdefault(path_of(hit, star=True), (hit, text))
     return sorted(found.values(), key=lambda ht: (len(ht[0].steps), ht[0].record))
+
+
+def reads_as_words(text: str) -> bool:
+    """Whether a text reads as words, not as an identifier or a code: two words with a space between, or four
+    characters of a script written without spaces (``你经常交新朋友吗``: a Chinese reply, a Japanese one)."""
+    return " " in text.strip() or len(UNSPACED.findall(text)) >= 4
 
 
 def _learn_text(path: str | os.PathLike[str], label: str) -> Learned | None:

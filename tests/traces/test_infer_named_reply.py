@@ -155,3 +155,54 @@ def test_a_transcript_whose_tool_calls_the_product_refuses_is_not_guessed(tmp_pa
                     + json.dumps(final, indent=2) + "\n----------\n")
     assert ingest([str(path)], scrub=False, dedup=False).report.errors[0].code == "content_not_mapped"
     assert learn_from_named_reply(path) is None
+
+
+def test_replies_in_a_script_written_without_spaces_are_words(tmp_path):
+    """A Chinese interview's results (``question`` / ``response_open``): a reply with no space is still text of
+    words, not an identifier; a code of letters and digits with no space is not."""
+    path = tmp_path / "interview.json"
+    rows = [{"id": str(i), "question": f"你经常交新朋友吗？第{i}题", "response_open": f"当然了，我是一个非常有魅力的人，所以交朋友很容易。第{i}次"}
+            for i in range(4)]
+    path.write_text(json.dumps(rows, ensure_ascii=False))
+    learned = learn_from_named_reply(path)
+    assert learned is not None
+    assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.question", "$.response_open")
+    assert _counts(path, learned) == (True, 4, 4)
+    codes = tmp_path / "codes.json"
+    codes.write_text(json.dumps([{"question": f"Which build is broken today, number {i}?",
+                                  "response_hash": "x", "response": f"build_{i}_4f9a2c1e7b3d"} for i in range(3)]))
+    assert candidates(json.loads(codes.read_text())) == []
+
+
+def test_a_task_of_a_prompts_length_names_the_input_and_a_benchmarks_name_does_not(tmp_path):
+    """An eval's details (``task`` / ``model_response`` under ``examples``): a task text of a prompt's length is the
+    input, named (no guess); a ``task`` holding a benchmark's name beside another long text is no named prompt, and
+    nothing is offered."""
+    path = tmp_path / "details.json"
+    examples = [{"task": f"Solve step by step: a progression has a4 = {i}; find a1. Answer on the last line.",
+                 "model_response": f"Let d be the difference; then a1 = {i} - 3d, and the answer is {i}.",
+                 "correct_answer": str(i)} for i in range(5)]
+    path.write_text(json.dumps({"model": "gpt-4o", "examples": examples}))
+    learned = learn_from_named_reply(path)
+    assert learned is not None
+    assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.task", "$.model_response")
+    assert _counts(path, learned) == (True, 5, 5)
+    named = tmp_path / "named.jsonl"
+    named.write_text("".join(json.dumps({"task": "gsm8k", "full_text": f"Solve the following problem {i} and give "
+                                         "the answer on its own line at the end.",
+                                         "model_response": f"The answer to problem {i} is {i * 3}."}) + "\n"
+                             for i in range(4)))
+    assert learn_from_named_reply(named) is None
+
+
+def test_a_markdown_file_some_of_whose_lines_parse_as_json_is_text(tmp_path):
+    """A results Markdown whose answers are numbers on lines of their own (``-12``: valid JSON) is still text: the
+    reply is guessed below ``### Model Response``."""
+    path = tmp_path / "details.md"
+    runs = [f"## Example {i}\n\n### Task\nFind a1 of the progression with a4 = {i}.\n\n### Model Response\n"
+            f"Let d be the difference, so a1 = {i} - 3d and the answer follows.\n\n-12\n\n### Correct Answer\n-12\n"
+            for i in range(1, 4)]
+    path.write_text("# Detailed Results\n\n-12\n\n" + "\n".join(runs))
+    learned = learn_from_named_reply(path)
+    assert learned is not None and learned.mapping["text"]["markers"]["### Model Response"] == "assistant"
+    assert _counts(path, learned) == (True, 3, 3)
