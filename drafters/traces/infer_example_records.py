@@ -23,7 +23,7 @@ from drafters.traces.model import Source
 #: Words of a key naming a call's input text, and words naming something about a text (``prompt_hash``,
 #: ``prompt_id``), not the text.
 INPUT_WORDS = {"prompt", "input", "instruction", "question", "query", "request"}
-TASK_WORDS = {"task"}
+TASK_WORDS = {"task"}  # an input only over a prompt's length (``names_input``)
 NOT_TEXT_WORDS = {"id", "hash", "name", "type", "template", "version", "tokens", "count", "len", "length", "url",
                   "path", "file"}
 #: Keys whose text is no prompt (an environment's observation, an output, a reference answer), and the shortest
