@@ -33,8 +33,6 @@ NOT_PROMPT = re.compile(r"observ|output|result|respon|answer|reason|target|refer
 MIN_GUESSED_PROMPT = 40
 #: Words of a key naming a call's output (a record's own ``Output`` beside the batch it holds).
 OUTPUT_WORDS = {"output", "response", "completion", "answer", "reply", "generation"}
-#: Keys counting the turns of one dialogue (``turn``, ``step``, ``round``, ``turn_id``).
-TURN_KEY = re.compile(r"(^|_)(turn|step|round)s?(_?(id|no|index|number))?$", re.IGNORECASE)
 #: Records whose inputs are compared (an instruction repeated each step), whose turns are counted and whose texts at
 #: the example's place a candidate must read.
 SIBLING_RECORDS = 20
@@ -60,18 +58,19 @@ def response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
     inputs = [(p, [], keys, msgs) for p, msgs in message_lists({k: v for k, v in record.items() if k != reply_root},
                                                                need_assistant=False)
               if (keys := _list_keys(msgs)) is not None and not newest_first(msgs, keys) and _asks(msgs, keys)]
-    text_keys = {"role": "role", "roles": {"user": "user"}}  # a prompt text is the user's message: no roles read
+    text_keys: dict[str, Any] = {"role": "role", "roles": {"user": "user"}}  # a prompt text is the user's message
     group = _shapes.chat_group(sample)  # rows of a prompt and its reply: each continues the rows of its session
-    if group is not None:
-        text_keys = {**text_keys, "group": group}
+    turns = None if group else _shapes.turn_counter(sample)  # or the rows before it in a dialogue numbered 1, 2, ...
+    if group or turns:
+        text_keys = {**text_keys, **({"group": group} if group else {"turns": turns})}
+    if turns:
+        inputs = []  # a message list in each numbered row: whose messages the next row repeats is not known
     prompt = _prompt_text(record, hit)
     if prompt is not None:
         where, guessed = prompt
         said = [f"# PROMPT: guessed as the record's longest other text, {where}: check it is the model's input"
                 ] if guessed else []
         inputs.append((where, said + _texts_not_read(record, hit, where), text_keys, None))
-    if _numbered_turns(sample):
-        return  # rows of one dialogue (turn 1, 2, ...): each read as its own call would lose the turns before it
     for where, notes, keys, msgs in inputs:
         if _repeated_input(sample, where):
             continue
@@ -283,20 +282,6 @@ def _repeated_input(sample: list, where: str) -> bool:
     seen = [repr(v) for record in sample[:SIBLING_RECORDS] if isinstance(record, dict)
             for _, v in jsonpath(record, where)]
     return len(seen) >= 2 and len(set(seen)) == 1
-
-
-def _numbered_turns(sample: list) -> bool:
-    """Whether the first records count turns of one dialogue: a key naming a turn, step or round whose values run
-    1, 2, 3, ... (or from 0) in file order (a tutoring table's ``turn`` column beside the student's and tutor's
-    texts)."""
-    records = [r for r in sample[:SIBLING_RECORDS] if isinstance(r, dict)]
-    for key in records[0] if records else ():
-        if TURN_KEY.search(str(key)):
-            values = [str(r.get(key, "")).strip() for r in records]
-            if len(values) >= 2 and values[0] in ("0", "1") and values == [str(int(values[0]) + i)
-                                                                           for i in range(len(values))]:
-                return True
-    return False
 
 
 def _several_calls(record: dict, hit: Hit, sampled: int | None = None) -> bool:

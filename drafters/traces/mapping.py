@@ -115,6 +115,8 @@ class Mapping:
     lists: str = "$"  # records: lists: JSONPath of the object whose lists hold the records ({"results": {...}})
     group: str | None = None  # records: messages: a JSONPath whose value starts a new conversation when it changes;
     # with response and a prompt text: records of one value continue one conversation (a chat log's rows)
+    turns: str | None = None  # with response and a prompt text: a JSONPath of the record's turn number; a record
+    # numbered one more than the record before it continues that record's conversation (a dialogue's rows)
     response: str | None = None  # JSONPath of a call's output beside its input messages
     observation: str | None = None  # key of an agent step (assistant message) holding its tool calls' result
     prompt: dict[str, str] = field(default_factory=dict)  # {system|user: JSONPath}: messages put before the list
@@ -142,7 +144,7 @@ class Mapping:
         """The mapping as a mapping file's content (``mapping_from_dict`` inverts it); defaults left out."""
         defaults = Mapping("", "$", "", {})
         out: dict[str, Any] = {"name": self.name}
-        for key in ("records", "lists", "nested", "messages", "group", "role", "roles", "content", "reasoning",
+        for key in ("records", "lists", "nested", "messages", "group", "turns", "role", "roles", "content", "reasoning",
                     "tool_calls", "tool_call", "tool_result", "observation", "response", "prompt", "tools", "id",
                     "unflatten", "items", "tree", "adjacent_answers", "whole_prompts"):
             value = getattr(self, key)
@@ -362,7 +364,7 @@ class Mapping:
         completion before the new prompt: a chat log of one prompt and response a row)."""
         kind = record.get("type") if isinstance(record, dict) else None
         context = conv.messages
-        group = self._group_key(record)
+        group = self._group_key(record, chains)
         earlier = chains.groups.get(group) if group is not None else None
         if earlier is not None:
             context = [*earlier.context, earlier.completion, *(m for m in context if m.role != "system")]
@@ -375,10 +377,16 @@ class Mapping:
                 chains.records[id(call)] = compact_json(record, sort_keys=True)
             context = [*context, message]
 
-    def _group_key(self, record: Any) -> str | None:
-        """The record's ``group`` value, for a record whose input is a prompt text (else None)."""
-        held = jsonpath(record, self.messages) if self.group else []
-        value = jsonpath(record, self.group) if held and isinstance(held[0][1], str) else []
+    def _group_key(self, record: Any, chains: CallChains) -> str | None:
+        """The record's ``group`` value, or its run of ``turns`` (``CallChains.turn_group``), for a record whose
+        input is a prompt text (else None)."""
+        held = jsonpath(record, self.messages) if self.group or self.turns else []
+        if not held or not isinstance(held[0][1], str):
+            return None
+        if self.turns:
+            number = jsonpath(record, self.turns)
+            return chains.turn_group(number[0][1] if number else None)
+        value = jsonpath(record, self.group)  # type: ignore[arg-type]
         return as_text(value[0][1]) if value else None
 
     def _optional_uses(self) -> tuple[PathUse | None, PathUse]:

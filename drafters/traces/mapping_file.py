@@ -16,9 +16,9 @@ from drafters.traces.report import TraceError
 
 _ROLES = ("system", "user", "assistant", "tool")
 _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
-         "tools", "id", "records", "group", "response", "observation", "prompt", "unflatten", "items", "tree",
+         "tools", "id", "records", "group", "turns", "response", "observation", "prompt", "unflatten", "items", "tree",
          "adjacent_answers", "lists", "nested", "whole_prompts"}
-_TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "response",
+_TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "turns", "response",
               "observation", "lists")
 _RECORDS = ("each", "file", "messages", "lists", "entries", "values")
 _ITEMS = ("messages", "openai_responses")
@@ -126,7 +126,7 @@ def mapping_from_dict(data: Any, where: str = "mapping") -> Mapping | TextMappin
         tool_calls=data.get("tool_calls"), tool_call={**defaults.tool_call, **(data.get("tool_call") or {})},
         tool_result={**defaults.tool_result, **(data.get("tool_result") or {})}, tools=data.get("tools"),
         id=data.get("id"), records=data.get("records") or "each", lists=data.get("lists") or "$",
-        group=data.get("group"), nested=data.get("nested"),
+        group=data.get("group"), turns=data.get("turns"), nested=data.get("nested"),
         response=data.get("response"), observation=data.get("observation"), prompt=dict(data.get("prompt") or {}),
         unflatten=bool(data.get("unflatten", False)), items=data.get("items") or "messages",
         tree=dict(data.get("tree") or {}), adjacent_answers=data.get("adjacent_answers") or "separate",
@@ -147,7 +147,10 @@ def _check_shape_keys(data: dict, bad) -> None:
     if data.get("group") and data.get("records") != "messages" and not data.get("response"):
         raise bad("group", "only with records: messages (it says which message records form one conversation) or "
                   "with response (records of a prompt text and its response continuing one conversation)")
-    for key in ("group", "response", "lists", *(f"prompt.{k}" for k in data.get("prompt") or {})):
+    if data.get("turns") and not data.get("response"):
+        raise bad("turns", "only with response (records of a prompt text and its response, numbered as one "
+                  "dialogue's turns)")
+    for key in ("group", "turns", "response", "lists", *(f"prompt.{k}" for k in data.get("prompt") or {})):
         path = data.get("prompt", {}).get(key.split(".", 1)[1]) if key.startswith("prompt.") else data.get(key)
         if path is not None:
             try:

@@ -310,3 +310,26 @@ def test_message_class_names_alone_on_a_line_open_messages(tmp_path):
     assert [m.role for m in second.context] == ["system", "user", "assistant", "user"]
     assert second.completion.text == reply
     assert totals(_read(tmp_path, text.replace(" RESPONSE\n", "RESPONSE\n")).conversations) == (1, 1, 0)
+
+
+def test_replies_under_one_role_label_naming_different_agents_are_calls_of_their_own(tmp_path):
+    # a group chat rendered as text: "ASSISTANT (agent id: Orchestrator):" then "ASSISTANT (agent id: Radiology):"
+    # with nothing between them are two agents' turns, two calls; one parenthesis on every reply (a model's name)
+    # is one speaker, and its replies in a row stay one call, as before
+    turn = "---\n\n"
+    text = ("USER:\nSummarise patient 4 for the tumor board.\n\n" + turn
+            + "ASSISTANT (agent id: Orchestrator):\nPatientHistory, proceed with patient 4.\n\n" + turn
+            + "ASSISTANT (agent id: PatientHistory):\nThe timeline: diagnosed in 2020, treated since.\n\n" + turn
+            + "ASSISTANT (agent id: Radiology):\nThe latest CT shows a partial response.\n\n" + turn
+            + "USER:\nThanks. Anything else?\n\n" + turn
+            + "ASSISTANT (agent id: Orchestrator):\nNo, the summary is complete.\n")
+    result = _read(tmp_path, text, "chat_readable.txt")
+    assert result.report.ok, codes(result)
+    calls = list(result.conversations[0].calls())
+    assert totals(result.conversations) == (1, 4, 0)
+    assert [len(c.context) for c in calls] == [1, 2, 3, 5]  # each agent sees the turns before its own
+    same = ("USER:\nHi.\n\n" + turn + "ASSISTANT (gpt-4o):\nHello,\n\n" + turn + "ASSISTANT (gpt-4o):\nhow can I help?\n")
+    result = _read(tmp_path, same, "same.txt")
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 1, 0)
+    assert "adjacent_answers_joined" in [w.code for w in result.report.warnings]

@@ -14,6 +14,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from drafters.traces.formats._content import link_models
 from drafters.traces.formats.base import ProblemSink
@@ -84,6 +85,19 @@ class CallChains:
     copies_guessed: bool = False  # identical copies read as one record (a declared mapping's reading), not refused
     groups: dict[str, LLMCall] = field(default_factory=dict)  # a mapping's group value -> its last call (the reader)
     samples: set[int] = field(default_factory=set)  # id(call) of each of one record's sampled answers (the reader)
+    turn: tuple[int | None, int] = (None, 0)  # a mapping's turns: the last record's turn number, and its run
+
+    def turn_group(self, value: Any) -> str:
+        """The conversation of a record counted as turn ``value`` of a dialogue (a mapping's ``turns``): the
+        previous record's where ``value`` is one more than that record's number, else a new one (its first turn,
+        or a number out of order). Returns the group's key."""
+        text = str(value).strip()
+        number = int(text) if text.isdigit() else None
+        last, run = self.turn
+        if number is None or last is None or number != last + 1:
+            run += 1
+        self.turn = (number, run)
+        return f"turns {run}"
 
     def add(self, conv_id: str, source: Source, tools: list[ToolDef], context: list[Message],
             completion: Message, key: object = None, shared_history: bool = False) -> LLMCall:

@@ -64,7 +64,7 @@ ROLE_LABELS = {
     **dict.fromkeys(("chatgpt", "claude", "gemini", "bard", "copilot", "grok", "deepseek", "qwen", "mistral",
                      "llama", "perplexity", "gpt", "gpt 4", "gpt 4o", "le chat", "kimi"), "assistant"),
 }
-_MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 .-]{0,30}?)(?:\s*\([^()]{1,30}\))?"
+_MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 .-]{0,30}?)(?:\s*\((?P<aside>[^()]{1,30})\))?"
                      r"\s*(?P<post>[=*_:>\]\s-]*)$")  # a label, then perhaps its model: "CodeCompanion (Anthropic)"
 #: LangChain's message classes by name, alone on a line: a marker undecorated (``str(type(message).__name__)``).
 _CLASS_MARKER = re.compile(r"^(?:Human|AI|System|Tool|Function)Message$")
@@ -108,6 +108,7 @@ class Marker:
     role: str  # "" for a name no role label spells (see _named_agents)
     named: bool = False  # a named speaker read as an agent of the model
     rest: str | None = None  # an inline marker's message text on its own line ("User: hello")
+    aside: str | None = None  # the label's parenthesis: its model, or which agent speaks ("agent id: Radiology")
 
 
 def _marker(line: str, index: int) -> Marker | None:
@@ -125,7 +126,8 @@ def _marker(line: str, index: int) -> Marker | None:
         return None  # an undecorated word alone on a line is text
     label = " ".join(m["label"].replace("-", " ").lower().split())
     role = ROLE_LABELS.get(label) or ("" if m["label"][:1].isupper() and len(label.split()) <= 5 else None)
-    return Marker(index, (_rule(m["pre"]), _rule(m["post"])), label, role) \
+    aside = " ".join(m["aside"].split()) if m["aside"] else None
+    return Marker(index, (_rule(m["pre"]), _rule(m["post"])), label, role, aside=aside) \
         if role is not None else None  # role "": a name, an agent of the model if it speaks often (find_markers)
 
 
@@ -311,7 +313,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     if read is None:
         return
     messages, speakers = read
-    names = list(dict.fromkeys(s["agent"] for s in speakers if s))
+    names = list(dict.fromkeys(s["agent"] for s in speakers if s and "agent" in s))
     if names:
         problems.warning("named_speakers_as_assistant", f"speakers named, not given a role, beside the user: "
                          f"{', '.join(names[:8])}: read as agents of the model (each their own calls)", where)
@@ -334,6 +336,16 @@ def _entry_headings(lines: list[str], markers: list[Marker]) -> list[int]:
         if heading is not None and heading not in found:
             found.append(heading)
     return found if len(found) >= 2 else []
+
+
+def _speaker(marker: Marker) -> dict | None:
+    """Who speaks at an assistant marker, for ``join_turns``: a named speaker's ``{"agent": name}``; the label with
+    its parenthesis as ``{"author": ...}`` (``ASSISTANT (agent id: Radiology)`` after ``ASSISTANT (agent id:
+    Orchestrator)``: two agents, two calls; the same parenthesis on every reply, a model's name, joins as before);
+    None for a role label alone."""
+    if marker.named:
+        return {"agent": marker.label}
+    return {"author": f"{marker.label} ({marker.aside})"} if marker.aside and marker.role == "assistant" else None
 
 
 def _messages(lines: list[str], start: int, markers: list[Marker], filename: str,
@@ -392,7 +404,7 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
             messages[-1].parts.append(TextPart(("\n" if marker.rest else "\n\n") + text))
             continue
         messages.append(Message(marker.role, [TextPart(text)]))  # type: ignore[arg-type]
-        speakers.append({"agent": marker.label} if marker.named else None)
+        speakers.append(_speaker(marker))
     roles = Counter(m.role for m in messages)
     if not roles["assistant"]:
         problems.error("no_assistant_message", "the transcript's assistant markers hold no text",
