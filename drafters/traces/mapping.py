@@ -27,7 +27,7 @@ Example (``support-bot.mapping.yaml``) for records like
     tools: $.tool_specs            # optional: JSONPath of the tool definitions (OpenAI or flat form)
     id: $.session                  # optional: JSONPath of the conversation id
 
-The other shapes (``records: file | messages | lists | entries | values``, ``nested``, ``group``, ``response``
+The other shapes (``records: file | messages | lists | entries | values``, ``nested``, ``group``, ``turns``, ``response``
 (with ``[*]``: answers sampled for one input), ``observation``, ``prompt``, ``roles: {"*": ...}``, ``items:
 openai_responses``, ``tree``, ``whole_prompts``), the JSONPath subset, and the error
 codes each mistake gives (``unknown_role``, ``no_messages_found``, ``mapping_field_missing``,
