@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from itertools import islice
+from itertools import islice, pairwise
 from typing import Any
 
 from drafters.traces.formats._batches import batch_at, decoded_tree
@@ -568,7 +568,7 @@ def turn_counter(values: list) -> str | None:
 
 def _counts_turns(numbers: list[str]) -> bool:
     """Whether each number follows the one before it or starts the count again, at least one following."""
-    steps = list(zip(numbers, numbers[1:]))
+    steps = list(pairwise(numbers))
     return any(int(b) == int(a) + 1 for a, b in steps) and all(int(b) in (int(a) + 1, int(numbers[0]))
                                                                 for a, b in steps)
 
