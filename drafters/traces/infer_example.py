@@ -36,6 +36,7 @@ from typing import Any
 from drafters.traces import io as tio
 from drafters.traces.formats import _shapes
 from drafters.traces.formats._call_io import call_shaped
+from drafters.traces.formats._chains import TURN_KEY
 from drafters.traces.formats._shapes import call_keys, calls_not_read
 from drafters.traces.formats._spellings import CALL_KEYS, get, is_message, role_of
 from drafters.traces.infer import general_path_errors, losses, mapping_name
@@ -177,7 +178,7 @@ def _group_key(records: list[dict], role: str) -> str | None:
     record has. With one (``turn_number``), of the keys naming an id that several records share, the one changing
     least under which no conversation repeats a turn with the same role (a study's session holding several
     dialogues, each numbered from 1: its ``client_id`` is the dialogue's, not its ``session_id``)."""
-    turn = next((k for k in records[0] if _shapes.TURN_KEY.search(str(k))), None) if records else None
+    turn = next((k for k in records[0] if TURN_KEY.search(str(k))), None) if records else None
     keys = [k for k in (records[0] if records else ()) if k in _shapes.GROUP_KEYS or turn and ID_KEY.search(str(k))]
     keys = [k for k in keys if all(r.get(k) not in (None, "") for r in records)
             and len({str(r[k]) for r in records}) < len(records)]  # shared: a message's own id is no group

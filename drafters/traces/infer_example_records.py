@@ -13,6 +13,7 @@ from typing import Any
 
 from drafters.traces.formats import _shapes
 from drafters.traces.formats._call_io import SAMPLE_KEYS, answers_beside, message_lists
+from drafters.traces.formats._chains import turn_counter
 from drafters.traces.formats._shapes import message_keys
 from drafters.traces.formats._spellings import CALL_KEYS, get, is_message, role_key, role_of
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
@@ -60,7 +61,7 @@ def response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
               if (keys := _list_keys(msgs)) is not None and not newest_first(msgs, keys) and _asks(msgs, keys)]
     text_keys: dict[str, Any] = {"role": "role", "roles": {"user": "user"}}  # a prompt text is the user's message
     group = _shapes.chat_group(sample)  # rows of a prompt and its reply: each continues the rows of its session
-    turns = None if group else _shapes.turn_counter(sample)  # or the rows before it in a dialogue numbered 1, 2, ...
+    turns = None if group else turn_counter(sample)  # or the rows before it in a dialogue numbered 1, 2, ...
     if group or turns:
         text_keys = {**text_keys, **({"group": group} if group else {"turns": turns})}
     if turns:

@@ -91,12 +91,15 @@ def value_records(records: Iterator[tuple[Source, Any]], at: str = "$") -> Itera
     """``records: values``: the document (or the object at ``at`` in it, ``lists``: a test report's ``results``
     beside its ``metadata``) is an object of records keyed by id or name (a trajectory dump ``{"6238": {"traj":
     [...]}, ...}``): each value is a record, at its key's path (``$['6238']``); a value that is no object is not
-    read; ``at`` may match several objects (``$.runs[*].steps``), each one's values read in document order."""
+    read, unless every value is a list (a chat bot's histories keyed by user id, ``{"1112...": [messages]}``: each
+    list a record); ``at`` may match several objects (``$.runs[*].steps``), each one's values read in document
+    order."""
     for source, doc in records:
         found = jsonpath(doc, at) if isinstance(doc, (dict, list)) else []
         for where, holder in found:
+            lists = isinstance(holder, dict) and all(isinstance(v, list) for v in holder.values())
             for key, value in (holder.items() if isinstance(holder, dict) else []):
-                if isinstance(value, dict):
+                if isinstance(value, dict) or lists:
                     yield replace(source, record=child_path(_concrete(at, where), key), line=None), value
 
 

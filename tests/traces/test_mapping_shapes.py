@@ -117,3 +117,16 @@ def test_a_role_value_marked_skip_is_a_record_of_another_kind(tmp_path):
     assert result.report.ok
     assert [m.role for m in result.conversations[0].messages] == ["user", "assistant", "user", "assistant"]
     assert [w.code for w in result.report.warnings].count("messages_not_read") == 1
+
+
+def test_histories_keyed_by_user_id_each_a_message_list(tmp_path):
+    # a chat bot's memory {"<user id>": [messages], ...}: records: values, messages: $ reads each list as a record
+    doc = {"1112357298489266206": [{"role": "user", "content": "What is an SSH key?"},
+                                   {"role": "assistant", "content": "A key pair used to log in."},
+                                   {"role": "user", "content": "How do I make one?"},
+                                   {"role": "assistant", "content": "Run ssh-keygen."}],
+           "1409507036647133184": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]}
+    result, _ = _read(tmp_path, "conversations.json", json.dumps(doc), records="values", messages="$", role="role",
+                      roles=ROLES, content="content")
+    assert result.report.ok
+    assert totals(result.conversations) == (2, 3, 0)

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from drafters.traces.formats._content import link_models
@@ -253,3 +255,30 @@ class CallChains:
                              "after the same input, or after a beginning of it: a trace or parent span restating its "
                              "generation): each call is read once", source)
         yield from self.conversations()
+
+
+#: Keys counting the turns of one dialogue (``turn``, ``step``, ``round``, ``turn_id``), and the first records
+#: whose numbers are compared.
+TURN_KEY = re.compile(r"(^|_)(turn|step|round)s?(_?(id|no|index|number))?$", re.IGNORECASE)
+TURN_RECORDS = 20
+
+
+def turn_counter(values: list) -> str | None:
+    """For records of a prompt text and its reply: the path of a key counting the turns of dialogues, its values
+    running 1, 2, 3, ... (or from 0), each dialogue counting again, over the first ``TURN_RECORDS`` records in order (a tutoring table's ``turn``
+    beside the student's and the tutor's texts; a harness's ``step`` of prompts sent one after another in one
+    chat), else None. Each such record continues the one before it (mapping key ``turns``)."""
+    records = [v for v in values[:TURN_RECORDS] if isinstance(v, dict)]
+    for key in records[0] if records else ():
+        if TURN_KEY.search(str(key)):
+            numbers = [str(r.get(key, "")).strip() for r in records]
+            if numbers[0] in ("0", "1") and all(n.isdigit() for n in numbers) and _counts_turns(numbers):
+                return f"$.{key}" if re.fullmatch(r"[A-Za-z_]\w*", str(key)) else f"$['{key}']"
+    return None
+
+
+def _counts_turns(numbers: list[str]) -> bool:
+    """Whether each number follows the one before it or starts the count again, at least one following."""
+    steps = list(pairwise(numbers))
+    return any(int(b) == int(a) + 1 for a, b in steps) and all(int(b) in (int(a) + 1, int(numbers[0]))
+                                                                for a, b in steps)

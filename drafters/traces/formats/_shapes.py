@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from itertools import islice, pairwise
+from itertools import islice
 from typing import Any
 
 from drafters.traces.formats._batches import batch_at, decoded_tree
@@ -49,6 +49,7 @@ from drafters.traces.formats._call_io import (
     settings_tools,
     text_pair,
 )
+from drafters.traces.formats._chains import turn_counter
 from drafters.traces.formats._entries import entry_items, is_cache
 from drafters.traces.formats._record_shapes import (
     CURRENT_KEYS,
@@ -544,33 +545,6 @@ def chat_group(values: list) -> str | None:
     dicts = [v for v in values if isinstance(v, dict)]
     key = next((k for k in CHAT_KEYS if dicts and all(d.get(k) not in (None, "") for d in dicts)), None)
     return f"$.{key}" if key and len({str(d[key]) for d in dicts}) < len(dicts) else None
-
-
-#: Keys counting the turns of one dialogue (``turn``, ``step``, ``round``, ``turn_id``), and the first records
-#: whose numbers are compared.
-TURN_KEY = re.compile(r"(^|_)(turn|step|round)s?(_?(id|no|index|number))?$", re.IGNORECASE)
-TURN_RECORDS = 20
-
-
-def turn_counter(values: list) -> str | None:
-    """For records of a prompt text and its reply: the path of a key counting the turns of dialogues, its values
-    running 1, 2, 3, ... (or from 0), each dialogue counting again, over the first ``TURN_RECORDS`` records in order (a tutoring table's ``turn``
-    beside the student's and the tutor's texts; a harness's ``step`` of prompts sent one after another in one
-    chat), else None. Each such record continues the one before it (mapping key ``turns``)."""
-    records = [v for v in values[:TURN_RECORDS] if isinstance(v, dict)]
-    for key in records[0] if records else ():
-        if TURN_KEY.search(str(key)):
-            numbers = [str(r.get(key, "")).strip() for r in records]
-            if numbers[0] in ("0", "1") and all(n.isdigit() for n in numbers) and _counts_turns(numbers):
-                return f"$.{key}" if re.fullmatch(r"[A-Za-z_]\w*", str(key)) else f"$['{key}']"
-    return None
-
-
-def _counts_turns(numbers: list[str]) -> bool:
-    """Whether each number follows the one before it or starts the count again, at least one following."""
-    steps = list(pairwise(numbers))
-    return any(int(b) == int(a) + 1 for a, b in steps) and all(int(b) in (int(a) + 1, int(numbers[0]))
-                                                                for a, b in steps)
 
 
 ITEMS_MAPPING = {"items": "openai_responses", "role": "role",

@@ -57,7 +57,8 @@ ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type", "source", "k
 ROLE_FLAGS = {"isCreatedByUser": "user", "is_created_by_user": "user", "isUser": "user", "is_user": "user",
               "fromUser": "user", "from_user": "user", "isBot": "assistant", "is_bot": "assistant"}
 # blocks / additional_kwargs: LlamaIndex ChatMessage (and LangChain messages' additional_kwargs)
-CONTENT_KEYS = ("content", "value", "text", "message", "parts", "data.content", "contents", "blocks")
+CONTENT_KEYS = ("content", "value", "text", "message", "parts", "data.content", "contents", "blocks",
+                "items")  # items: Semantic Kernel's ChatMessageContent, {content_type, text} parts
 CALL_KEYS = ("tool_calls", "toolCalls", "function_call", "data.tool_calls", "additional_kwargs.tool_calls")
 RESULT_ID_KEYS = ("tool_call_id", "tool_use_id", "toolCallId", "call_id", "data.tool_call_id",
                   "additional_kwargs.tool_call_id")
@@ -158,7 +159,8 @@ _KIND_VALUES = ("text", "thinking", "reasoning", "tool_call", "tool_use", "tool_
 
 
 def _kind(block: dict) -> str:
-    kind = snake(str(block.get("type") or block.get("block_type") or ""))  # toolCall, tool-call, tool_call alike
+    # toolCall, tool-call, tool_call alike; Semantic Kernel's content_type (text, function_call, function_result)
+    kind = snake(str(block.get("type") or block.get("block_type") or block.get("content_type") or ""))
     if not kind and isinstance(block.get("kind"), str) and snake(block["kind"]) in _KIND_VALUES:
         kind = snake(block["kind"])
     return kind
@@ -228,7 +230,7 @@ def block_part(block: Any) -> Any:
                              signature=block.get("signature"), redacted=kind == "redacted_thinking")
     if kind in ("tool_use", "tool_call", "function_call"):
         return tool_call(block)
-    if kind in ("tool_result", "tool_call_response", "function_call_output"):
+    if kind in ("tool_result", "tool_call_response", "function_call_output", "function_result"):
         text = result_text(first(block, RESULT_TEXT_KEYS))
         if text is None:  # no result text in a known spelling: never read as an empty result
             return UnsupportedPart(RESULT_NOT_READ)

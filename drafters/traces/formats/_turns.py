@@ -46,7 +46,8 @@ THOUGHT_TYPES = ("thinking", "reasoning", "thought")
 CHUNK_FLAGS = ("isChunk", "is_chunk", "partial", "isPartial", "is_partial")
 TURN_KEYS = THOUGHT_FLAGS + CHUNK_FLAGS  # message keys the rule reads (not listed as "keys not read")
 CALL_IDS = ("step_id", "stepId", "response_id", "responseId", "request_id", "requestId")
-CALL_AUTHORS = ("author", "agent", "agent_name", "agentName", "agent_id", "agentId", "model", "model_name")
+CALL_AUTHORS = ("author", "agent", "agent_name", "agentName", "agent_id", "agentId", "model", "model_name",
+                "name")  # a participant's name (OpenAI's, Semantic Kernel's agents): two names, two speakers
 CALL_USAGE = ("usage", "metrics", "usage_metadata", "usageMetadata", "tokenCount", "token_count", "tokens")
 
 
