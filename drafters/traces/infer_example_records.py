@@ -13,7 +13,7 @@ from typing import Any
 
 from drafters.traces.formats import _shapes
 from drafters.traces.formats._call_io import SAMPLE_KEYS, answers_beside, message_lists
-from drafters.traces.formats._chains import turn_counter
+from drafters.traces.formats._chains import rebuilt_prompts, turn_counter
 from drafters.traces.formats._shapes import message_keys
 from drafters.traces.formats._spellings import CALL_KEYS, get, is_message, role_key, role_of
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
@@ -60,13 +60,14 @@ def response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
                                                                need_assistant=False)
               if (keys := _list_keys(msgs)) is not None and not newest_first(msgs, keys) and _asks(msgs, keys)]
     text_keys: dict[str, Any] = {"role": "role", "roles": {"user": "user"}}  # a prompt text is the user's message
+    prompt = _prompt_text(record, hit)
     group = _shapes.chat_group(sample)  # rows of a prompt and its reply: each continues the rows of its session
-    turns = None if group else turn_counter(sample)  # or the rows before it in a dialogue numbered 1, 2, ...
+    numbered = None if group else turn_counter(sample)  # or the rows before it in a dialogue numbered 1, 2, ...
+    turns = None if numbered and prompt and rebuilt_prompts(sample, numbered, prompt[0]) else numbered
     if group or turns:
         text_keys = {**text_keys, **({"group": group} if group else {"turns": turns})}
-    if turns:
+    if numbered:
         inputs = []  # a message list in each numbered row: whose messages the next row repeats is not known
-    prompt = _prompt_text(record, hit)
     if prompt is not None:
         where, guessed = prompt
         said = [f"# PROMPT: guessed as the record's longest other text, {where}: check it is the model's input"
@@ -137,6 +138,7 @@ def _prompt_text(record: dict, hit: Hit) -> tuple[str, bool] | None:
         named = [(p, v) for p, v in level if names_input(_leaf(p), v) and not NOT_TEXT_WORDS & key_words(_leaf(p))]
         named = named or [(p, v) for p, v in level if names_input(p[len(at):], v) and not NOT_TEXT_WORDS &
                           key_words(_leaf(p)) and not NOT_PROMPT.search(p[len(at):])]  # under an input: Input[0].Value
+        named = [(p, v) for p, v in named if INPUT_WORDS & key_words(_leaf(p))] or named  # a task: the last resort
         if named:
             return max(named, key=lambda pv: len(pv[1]))[0], False
         texts += level

@@ -122,18 +122,3 @@ def root_key(path: str) -> str:
     m = re.match(r"^\$(?:\.([^.\[]+)|\['([^']*)'\]|\[\"([^\"]*)\"\])", path)
     return (m.group(1) or m.group(2) or m.group(3)) if m else ""
 
-
-def through_text(value: Any, path: str) -> bool:
-    """Whether ``path``, walked through ``value``, meets a string before its end (an envelope's ``chat_history``
-    kept as JSON text): a JSONPath of this module decodes it, a reader walking the objects does not."""
-    for step in path_steps(path):
-        if isinstance(value, str):
-            return True
-        key = step.strip(".[]'\"")
-        if isinstance(value, dict):
-            value = value.get(key)
-        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
-            value = value[int(key)]
-        else:
-            return False
-    return False

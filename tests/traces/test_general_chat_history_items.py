@@ -55,3 +55,16 @@ def test_one_agent_s_replies_in_a_row_stay_one_call(tmp_path):
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 2, 1)
     assert "adjacent_answers_joined" in [w.code for w in result.report.warnings]
+
+
+def test_a_request_body_kept_as_json_text_is_not_read_as_a_history(tmp_path):
+    """An inference store's rows (``input``: the request's messages as JSON text, ending with the user's turn; the
+    reply elsewhere): read as a history, each row would keep a conversation without its reply; none is kept."""
+    rows = [{"id": str(i), "input": json.dumps({"messages": [
+        {"role": "user", "content": f"Question {i}?"}, {"role": "assistant", "content": f"Answer {i}."},
+        {"role": "user", "content": "And then?"}]}), "output": json.dumps([{"type": "text", "text": "Then done."}])}
+            for i in range(3)]
+    path = tmp_path / "chat_inference.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ingest([path], scrub=False, dedup=False)
+    assert not result.report.ok and result.conversations == []

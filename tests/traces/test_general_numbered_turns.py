@@ -66,3 +66,16 @@ def test_turns_needs_a_response():
     with pytest.raises(TraceError, match="only with response"):
         mapping_from_dict({"name": "m", "messages": "$.messages", "role": "role", "roles": {"user": "user"},
                            "turns": "$.turn"})
+
+
+def test_an_agent_loop_s_steps_rebuilt_from_one_template_stay_calls_of_their_own(tmp_path):
+    """AppAgent's task log (``{step, prompt, response}`` a line): each step's prompt is the whole template again
+    with the new screen, opening like the step before it; no step continues another."""
+    template = "You are an agent that is trained to perform some basic tasks on a smartphone. " * 4
+    path = tmp_path / "log_task.txt"
+    path.write_text("".join(json.dumps({"step": n, "prompt": f"{template}\nScreen {n}: what next?",
+                                        "response": f"Observation: screen {n}.\nFunction: tap({n})"}) + "\n"
+                            for n in (1, 2, 3)))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 3, 0)

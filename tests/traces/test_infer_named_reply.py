@@ -206,3 +206,16 @@ def test_a_markdown_file_some_of_whose_lines_parse_as_json_is_text(tmp_path):
     learned = learn_from_named_reply(path)
     assert learned is not None and learned.mapping["text"]["markers"]["### Model Response"] == "assistant"
     assert _counts(path, learned) == (True, 3, 3)
+
+
+def test_a_key_naming_an_input_comes_before_a_task_description(tmp_path):
+    """A generator's calls (``prompt_kwargs.input`` beside a long ``task_desc_str`` shared by every call): the input
+    is the prompt, not the longer task description (which would merge the calls as repeats of one prompt)."""
+    path = tmp_path / "generator_call.jsonl"
+    task = "Classify the question into one of six classes: abbreviation, entity, description, human, location, number."
+    path.write_text("".join(json.dumps({"prompt_kwargs": {"input": f"Who wrote book number {i}?", "task_desc_str": task},
+                                        "output": {"raw_response": f"thought: it asks for a person.\nclass_name: Human {i}"}})
+                            + "\n" for i in range(4)))
+    learned = learn_from_named_reply(path)
+    assert learned is not None and learned.mapping["messages"] == "$.prompt_kwargs.input"
+    assert _counts(path, learned) == (True, 4, 4)

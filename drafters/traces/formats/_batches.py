@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 from drafters.traces.formats._call_io import input_output, items_call, message_lists
-from drafters.traces.formats._spellings import is_message
-from drafters.traces.json_paths import child_path, unflatten
+from drafters.traces.formats._spellings import get, is_message, role_of
+from drafters.traces.json_paths import child_path, jsonpath, path_steps, unflatten
 
 
 def batch_at(doc: Any) -> tuple[str, list] | None:
@@ -79,3 +79,31 @@ def decoded_tree(value: Any, budget: list[int] | None = None) -> Any:
     if isinstance(value, dict):
         return {k: decoded_tree(v, budget) for k, v in value.items()}
     return value
+
+
+def history_in_text(values: list, messages: str, role: str) -> bool:
+    """Whether in every record the message list at ``messages`` sits inside JSON text (a history a tool keeps as
+    text in its own record, Semantic Kernel's ``chat_history``: a mapping's JSONPath decodes it, the spellings'
+    reading does not) and ends with the model's reply (role key ``role``); a request body kept as text, ending with
+    the user's or a tool's turn and its reply elsewhere (a mock server's spec, an inference store's row), is not."""
+    for value in values:
+        msgs = jsonpath(value, messages) if _through_text(value, messages) else []
+        last = msgs[0][1][-1] if msgs and isinstance(msgs[0][1], list) and msgs[0][1] else None
+        if role_of(get(last, role)) != "assistant":
+            return False
+    return bool(values)
+
+
+def _through_text(value: Any, path: str) -> bool:
+    """Whether ``path``, walked through ``value``, meets a string before its end."""
+    for step in path_steps(path):
+        if isinstance(value, str):
+            return True
+        key = step.strip(".[]'\"")
+        if isinstance(value, dict):
+            value = value.get(key)
+        elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
+            value = value[int(key)]
+        else:
+            return False
+    return False

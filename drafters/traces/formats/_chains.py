@@ -16,10 +16,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise
+from os.path import commonprefix
 from typing import Any
 
 from drafters.traces.formats._content import link_models
 from drafters.traces.formats.base import ProblemSink
+from drafters.traces.json_paths import jsonpath
 from drafters.traces.model import Conversation, LLMCall, Message, Source, ToolDef, compact_json
 
 
@@ -275,6 +277,21 @@ def turn_counter(values: list) -> str | None:
             if numbers[0] in ("0", "1") and all(n.isdigit() for n in numbers) and _counts_turns(numbers):
                 return f"$.{key}" if re.fullmatch(r"[A-Za-z_]\w*", str(key)) else f"$['{key}']"
     return None
+
+
+#: Characters two prompts of turns in a row open alike where each is rebuilt whole from one template.
+REBUILT_PREFIX = 200
+
+
+def rebuilt_prompts(values: list, turns: str, prompt: str) -> bool:
+    """Whether, in records numbered by ``turns`` (``turn_counter``), a record following the one before it (its
+    number one more) holds a prompt (at ``prompt``) opening like that record's for ``REBUILT_PREFIX`` characters: an
+    agent loop's step prompt rebuilt whole from one template (AppAgent's ``{step, prompt, response}``), each step a
+    call of its own, not a dialogue's next turn (whose prompt says only what is new)."""
+    rows = [(str(jsonpath(v, turns)[0][1]).strip(), jsonpath(v, prompt)[0][1]) for v in values[:TURN_RECORDS]
+            if isinstance(v, dict) and jsonpath(v, turns) and jsonpath(v, prompt)]
+    return any(isinstance(a, str) and isinstance(b, str) and m.isdigit() and n.isdigit() and int(n) == int(m) + 1
+               and len(commonprefix([a, b])) >= REBUILT_PREFIX for (m, a), (n, b) in pairwise(rows))
 
 
 def _counts_turns(numbers: list[str]) -> bool:

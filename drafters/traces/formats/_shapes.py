@@ -49,7 +49,7 @@ from drafters.traces.formats._call_io import (
     settings_tools,
     text_pair,
 )
-from drafters.traces.formats._chains import turn_counter
+from drafters.traces.formats._chains import rebuilt_prompts, turn_counter
 from drafters.traces.formats._entries import entry_items, is_cache
 from drafters.traces.formats._record_shapes import (
     CURRENT_KEYS,
@@ -525,9 +525,11 @@ def _request_response(values: list, array_doc: bool, name: str) -> Inferred | Am
         if beside:  # other answers beside the pair (a checker's raw replies): reading the pair would drop them
             return Ambiguous([f"request_response {inp} -> {out}", *(f"answers at {p}" for p in beside[:4])])
         group = chat_group(dicts)  # rows of a session, or numbered as one dialogue's turns: chained
+        turns = None if group else turn_counter(dicts)
+        turns = None if turns and rebuilt_prompts(dicts, turns, inp) else turns  # an agent loop's steps: apart
         return Inferred("request_response", _mapping(name, messages=inp, response=out, role="role",
                                                      roles={"user": "user"}, content="content", group=group,
-                                                     turns=None if group else turn_counter(dicts)), [], [])
+                                                     turns=turns), [], [])
     keys, unread = message_keys(msgs)
     flat = dicts != values
     out = every_choice(dicts, out)

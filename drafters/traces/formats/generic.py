@@ -37,6 +37,7 @@ from itertools import chain, islice
 from typing import IO, Any
 
 from drafters.traces.formats import _exchanges, _reading, _shapes, _step_events, _streams
+from drafters.traces.formats._batches import history_in_text
 from drafters.traces.formats._call_io import call_free
 from drafters.traces.formats._content import as_text, tool_defs
 from drafters.traces.formats._embedded_json import embedded_records
@@ -73,7 +74,6 @@ from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
 from drafters.traces.formats._typed_messages import typed_calls
 from drafters.traces.formats._wrapped_messages import serialized_messages, untagged_variants
 from drafters.traces.formats.base import ProblemSink, TraceFormat
-from drafters.traces.json_paths import through_text
 from drafters.traces.mapping_records import value_records
 from drafters.traces.model import (
     Conversation,
@@ -419,7 +419,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     if shape is not None and (shape.shape not in ("record_lists", "file_list") or shape.mapping.items != "messages"
                               or wrapped or shape.mapping.observation  # observations: only the mapping reads them
                               or "[*]" in shape.mapping.messages  # one list per item of an array: the mapping
-                              or through_text(sample[0][1], shape.mapping.messages)  # inside JSON text: the mapping
+                              or history_in_text([v for _, v in sample], shape.mapping.messages, shape.mapping.role)
                               or shape.mapping.nested  # runs nested in records: the mapping takes them out
                               or shape.mapping.role not in ROLE_KEYS):  # a boolean role key: the mapping
         rest = chain(sample, records)
