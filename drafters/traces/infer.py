@@ -14,12 +14,13 @@ from itertools import islice
 
 from drafters.traces import io as tio
 from drafters.traces.formats import _shapes, _streams
-from drafters.traces.formats._documents import document_records, is_toml, is_yaml
+from drafters.traces.formats._documents import is_toml, is_yaml
 from drafters.traces.formats._model_messages import expanded_records
 from drafters.traces.formats._spellings import role_of
 from drafters.traces.formats._table_rows import is_table
 from drafters.traces.formats._wrapped_messages import serialized_messages
 from drafters.traces.mapping import Mapping
+from drafters.traces.mapping_records import file_records
 from drafters.traces.report import Problem, TraceError, ValidationReport
 
 
@@ -41,8 +42,8 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
     problems = ValidationReport()
     label = mapping_name(path, name, "inferred")
     with tio.open_text(path) as stream:
-        sample = list(islice(expanded_records(_streams.joined_records(document_records(
-            stream, str(path), problems, "generic"), problems, "generic")), _shapes.SAMPLE))
+        sample = list(islice(expanded_records(_streams.joined_records(file_records(
+            stream, str(path), problems, "generic", "each"), problems, "generic")), _shapes.SAMPLE))
     sample = [(source, serialized_messages(value)) for source, value in sample]  # as a mapping reads them
     got = _shapes.infer(sample, label)
     if isinstance(got, _shapes.Ambiguous) and got.readings:
@@ -119,7 +120,7 @@ def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> st
         return None
     problems = ValidationReport()
     with tio.open_text(path) as stream:
-        sample = [v for _, v in islice(document_records(stream, str(path), problems, "generic"),
+        sample = [v for _, v in islice(file_records(stream, str(path), problems, "generic", "each"),
                                        _shapes.SAMPLE)]
     msgs = [x for v in sample if isinstance(v, (dict, list)) for _, found in jsonpath(v, m.messages)
             for x in (found if isinstance(found, list) else [found]) if isinstance(x, dict)]
@@ -179,7 +180,7 @@ def skeleton_yaml(path: str | os.PathLike[str], name: str | None = None) -> str 
 
     problems = ValidationReport()
     with tio.open_text(path) as stream:
-        sample = [v for _, v in islice(document_records(stream, str(path), problems, "generic"),
+        sample = [v for _, v in islice(file_records(stream, str(path), problems, "generic", "each"),
                                        _shapes.SAMPLE)]
     found = next((hit for value in sample if (hit := _role_list(value, "$", 0)) is not None), None)
     lines = _message_records(sample) if found is None else None

@@ -134,7 +134,8 @@ def _prompt_text(record: dict, hit: Hit) -> tuple[str, bool] | None:
         if not isinstance(holder, dict):
             continue
         at = path_of(hit, k)
-        level = [(p, v) for p, v in _texts(holder, hit.steps[k], at) if p not in dict(texts)]
+        # any text under a key naming an input ("12?", a tutoring row's short question); a guess needs more
+        level = [(p, v) for p, v in _texts(holder, hit.steps[k], at, shortest=1) if p not in dict(texts)]
         named = [(p, v) for p, v in level if names_input(_leaf(p), v) and not NOT_TEXT_WORDS & key_words(_leaf(p))]
         named = named or [(p, v) for p, v in level if names_input(p[len(at):], v) and not NOT_TEXT_WORDS &
                           key_words(_leaf(p)) and not NOT_PROMPT.search(p[len(at):])]  # under an input: Input[0].Value
@@ -347,14 +348,14 @@ def _reaches(value: Any, steps: tuple[str | int, ...], any_value: bool = False) 
     return isinstance(found, str) or any_value and bool(found) and isinstance(found, (dict, list))
 
 
-def _texts(holder: dict, skip: str | int | None, at: str) -> list[tuple[str, str]]:
-    """The strings of an object (at the JSONPath ``at``) outside its ``skip`` key of at least 8 characters, as
+def _texts(holder: dict, skip: str | int | None, at: str, shortest: int = 8) -> list[tuple[str, str]]:
+    """The strings of an object (at the JSONPath ``at``) outside its ``skip`` key of at least ``shortest`` characters, as
     ``(path, text)``, the longest first (not inside lists of several items: an input is one text; a list of one,
     LangChain's ``prompts: [TEXT]``, an input list ``[{"Value": TEXT}]``, is read at ``[0]``)."""
     out: list[tuple[str, str]] = []
 
     def walk(value: Any, path: str, depth: int) -> None:
-        if isinstance(value, str) and len(value.strip()) >= 8:
+        if isinstance(value, str) and len(value.strip()) >= shortest:
             out.append((path, value))
         elif isinstance(value, dict) and depth < 4:
             for k, v in value.items():

@@ -45,6 +45,10 @@ def test_infer_mapping_refuses_with_a_code(tmp_path):
     r = runner.invoke(app, ["datasets", "infer-mapping", str(chat)])  # no heading names a side: nothing guessed
     assert r.exit_code != 0 and "no_messages_found" in r.output and "--reply" in r.output
     assert "invalid_json" not in r.output
+    table = tmp_path / "tutoring.csv"  # a table's rows are records, not text: the refusal says so
+    table.write_text('turn,question,answer_text\n1,"What is 3/4 in twelfths?","9/12."\n')
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(table)])
+    assert r.exit_code != 0 and "no_messages_found" in r.output and "the file is text" not in r.output
 
 
 def test_infer_mapping_json_names_the_shape_and_the_mapping():

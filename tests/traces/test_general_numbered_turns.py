@@ -79,3 +79,15 @@ def test_an_agent_loop_s_steps_rebuilt_from_one_template_stay_calls_of_their_own
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (3, 3, 0)
+
+
+def test_a_reply_after_a_short_question_is_learned_too(tmp_path):
+    """The example reply on a row whose question is three characters (``12?``): a text under a key naming an input is
+    the prompt however short (a guessed one needs 40 characters)."""
+    path = tmp_path / "tutoring.csv"
+    path.write_text('turn,question,answer_text\n1,"What is 3/4 in twelfths?","Multiply both by 3: 9/12."\n'
+                    '2,"12?","Exactly. So 3/4 = 9/12."\n1,"And 2/3?","That is 8/12."\n')
+    learned = learn_mapping(path, "Exactly. So 3/4 = 9/12.", None)
+    assert (learned.mapping["messages"], learned.mapping["turns"]) == ("$.question", "$.turn")
+    result = ingest([path], mapping=mapping_from_dict(learned.mapping), scrub=False, dedup=False)
+    assert [len(list(c.calls())) for c in result.conversations] == [2, 1]

@@ -333,3 +333,14 @@ def test_replies_under_one_role_label_naming_different_agents_are_calls_of_their
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (1, 1, 0)
     assert "adjacent_answers_joined" in [w.code for w in result.report.warnings]
+
+
+def test_a_rule_between_sections_is_the_separator_not_the_message_s_text(tmp_path):
+    # "USER:" / "ASSISTANT:" sections each closed by "---": the rule is not the prompt's or the reply's text
+    text = ("USER:\nWhere is my order 4411?\n\n---\n\nASSISTANT:\nIt shipped yesterday.\n\n---\n\n"
+            "USER:\nThanks!\n---\nASSISTANT:\nYou are welcome.\n")
+    result = _read(tmp_path, text, "support.txt")
+    assert result.report.ok, codes(result)
+    calls = list(result.conversations[0].calls())
+    assert [c.completion.text for c in calls] == ["It shipped yesterday.", "You are welcome."]
+    assert [m.text for m in calls[1].context] == ["Where is my order 4411?", "It shipped yesterday.", "Thanks!"]

@@ -386,9 +386,9 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
                          src(NAME, filename, line=skipped[0].index + 1))
     for marker, end in zip(markers, bounds[1:]):
         body = lines[marker.index + 1:end]
-        if marker.decoration == RULED:  # the rule closing the message is the separator, not its text
-            filled = [i for i, line in enumerate(body) if line.strip()]
-            body = body[:filled[-1]] if filled and _RULE_LINE.match(body[filled[-1]]) else body
+        # a rule closing the message (``---`` between sections, a ruled transcript's) is the separator, not its text
+        filled = [i for i, line in enumerate(body) if line.strip()]
+        body = body[:filled[-1]] if filled and _RULE_LINE.match(body[filled[-1]]) else body
         text = "\n".join(([marker.rest] if marker.rest else []) + body).strip()
         if not text or marker.role == "skip":
             continue  # an empty prompt left for the next turn, a header with nothing under it, metadata
