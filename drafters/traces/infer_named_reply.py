@@ -25,7 +25,7 @@ from drafters.traces.infer import SHAPE_CODES, general_path_errors, mapping_name
 from drafters.traces.infer_example import MIN_EXAMPLE, learn_mapping
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
 from drafters.traces.infer_example_records import INPUT_WORDS, NOT_TEXT_WORDS, in_prompt, key_words
-from drafters.traces.infer_text_example import learn_text_from_named_reply
+from drafters.traces.infer_text_example import NOT_REPLY_WORDS, learn_text_from_named_reply
 from drafters.traces.mapping_records import file_records
 from drafters.traces.report import TraceError, ValidationReport
 
@@ -33,9 +33,6 @@ from drafters.traces.report import TraceError, ValidationReport
 REPLY_WORDS = {"response", "completion", "output", "reply", "generation", "generated", "prediction", "predicted"}
 ANSWER_WORDS = {"answer"}
 MODEL_WORDS = {"model", "llm", "agent", "assistant", "bot", "ai", "gpt"}
-#: Words of a key naming a reference or something about an output, not the model's text.
-NOT_REPLY_WORDS = {"expected", "reference", "gold", "golden", "correct", "target", "truth", "ground", "ideal", "label",
-                   "canonical", "error", "format", "schema", "parser", "tool", "function", "observation"}
 #: Records searched for candidate replies, and candidates tried (each reads the file's first conversations).
 RECORDS = 3
 CANDIDATES = 4

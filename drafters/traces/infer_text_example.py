@@ -291,10 +291,17 @@ def _plausible(reply: _Marker, user: _Marker, markers: list[_Marker]) -> bool:
     return turns.count(reply.key) >= 2 and turns[0] == user.key and all(a != b for a, b in pairwise(turns))
 
 
+#: Words of a key or a label naming a reference or something about an output, not the model's text
+#: (``expected_output``, ``## Response Format``).
+NOT_REPLY_WORDS = {"expected", "reference", "gold", "golden", "correct", "target", "truth", "ground", "ideal", "label",
+                   "canonical", "error", "format", "schema", "parser", "tool", "function", "observation"}
+
+
 def _names_sides(reply: _Marker, user: _Marker) -> bool:
     """Whether the labels name the two sides: a reply word in the reply's (and no prompt word: ``llm request``
-    opens no reply), a prompt word in the prompt's."""
-    return bool(_words(reply.label) & REPLY_WORDS and not _words(reply.label) & PROMPT_WORDS
+    opens no reply; nor a word naming something about a reply: ``## Response Format``), a prompt word in the
+    prompt's."""
+    return bool(_words(reply.label) & REPLY_WORDS and not _words(reply.label) & (PROMPT_WORDS | NOT_REPLY_WORDS)
                 and _words(user.label) & PROMPT_WORDS)
 
 

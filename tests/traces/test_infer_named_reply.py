@@ -219,3 +219,13 @@ def test_a_key_naming_an_input_comes_before_a_task_description(tmp_path):
     learned = learn_from_named_reply(path)
     assert learned is not None and learned.mapping["messages"] == "$.prompt_kwargs.input"
     assert _counts(path, learned) == (True, 4, 4)
+
+
+def test_a_heading_naming_the_reply_s_format_is_not_the_reply(tmp_path):
+    """A task log printing the prompt sent (``## Question``, ``## Response Format``, ``## Instructions``): the
+    heading about the reply's format opens no reply, and nothing is guessed."""
+    path = tmp_path / "task.log"
+    path.write_text("TASK LOG\n\n## Instructions\nAnswer as the clinician's assistant.\n\n## Question\n"
+                    "What is the patient's latest potassium level?\n\n## Response Format\n"
+                    "Reply with a JSON object holding the value and its unit, nothing else.\n")
+    assert learn_from_named_reply(path) is None
