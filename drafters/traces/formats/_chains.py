@@ -4,6 +4,8 @@ Many tools log one record per LLM call: the input messages and the output side b
 ``inputs.messages`` / ``outputs``, OpenInference spans, proxy logs, cassettes). Each record is one
 ``LLMCall``; a call whose input starts with the previous call's input plus its output continues that
 call's conversation (an agent loop); any other call starts a new one (another agent, a rewritten history).
+Records of a prompt text numbered as a dialogue's turns (``turn_counter``) continue the record before them,
+unless their prompts are rebuilt whole from one template (``rebuilt_prompts``).
 
 Not a format (no ``FORMAT``).
 """
@@ -267,9 +269,10 @@ TURN_RECORDS = 20
 
 def turn_counter(values: list) -> str | None:
     """For records of a prompt text and its reply: the path of a key counting the turns of dialogues, its values
-    running 1, 2, 3, ... (or from 0), each dialogue counting again, over the first ``TURN_RECORDS`` records in order (a tutoring table's ``turn``
-    beside the student's and the tutor's texts; a harness's ``step`` of prompts sent one after another in one
-    chat), else None. Each such record continues the one before it (mapping key ``turns``)."""
+    running 1, 2, 3, ... (or from 0), each dialogue counting again, over the first ``TURN_RECORDS`` records in
+    order (a tutoring table's ``turn`` beside the student's and the tutor's texts; a harness's ``step`` of prompts
+    sent one after another in one chat), else None. Each such record continues the one before it (mapping key
+    ``turns``; docs/traces.md, "Supported formats")."""
     records = [v for v in values[:TURN_RECORDS] if isinstance(v, dict)]
     for key in records[0] if records else ():
         if TURN_KEY.search(str(key)):
