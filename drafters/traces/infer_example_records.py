@@ -153,8 +153,9 @@ def names_input(key: str, text: str) -> bool:
     ``task`` over a text of a prompt's length (``MIN_GUESSED_PROMPT``; a short one is a benchmark's name, ``gsm8k``)
     naming no output (``task_result``)."""
     words = key_words(key)
-    return bool(INPUT_WORDS & words) or bool(TASK_WORDS & words) and len(text) >= MIN_GUESSED_PROMPT and \
-        not NOT_PROMPT.search(key)
+    if INPUT_WORDS & words:
+        return True
+    return bool(TASK_WORDS & words) and len(text) >= MIN_GUESSED_PROMPT and not NOT_PROMPT.search(key)
 
 
 def key_words(key: str) -> set[str]:
@@ -349,8 +350,8 @@ def _reaches(value: Any, steps: tuple[str | int, ...], any_value: bool = False) 
 
 
 def _texts(holder: dict, skip: str | int | None, at: str, shortest: int = 8) -> list[tuple[str, str]]:
-    """The strings of an object (at the JSONPath ``at``) outside its ``skip`` key of at least ``shortest`` characters, as
-    ``(path, text)``, the longest first (not inside lists of several items: an input is one text; a list of one,
+    """The strings of an object (at the JSONPath ``at``) outside its ``skip`` key of at least ``shortest``
+    characters, as ``(path, text)``, the longest first (not inside lists of several items: an input is one text; a list of one,
     LangChain's ``prompts: [TEXT]``, an input list ``[{"Value": TEXT}]``, is read at ``[0]``)."""
     out: list[tuple[str, str]] = []
 

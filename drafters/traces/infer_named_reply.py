@@ -70,8 +70,8 @@ def learn_from_named_reply(path: str | os.PathLike[str], name: str | None = None
 
 def candidates(sample: list) -> list[tuple[Hit, str]]:
     """The texts of a file's first records under a key naming the model's output (``reply_key``), of at least
-    ``MIN_EXAMPLE`` characters and several words (``reads_as_words``), not in a message of the input's side (a tool result's ``output`` in a
-    request's messages), as ``(place, text)``: the shallowest first, one per JSONPath (every list index ``[*]``)."""
+    ``MIN_EXAMPLE`` characters and several words (``reads_as_words``), not in a message of the input's side (a tool
+    result's ``output`` in a request's messages), as ``(place, text)``: the shallowest first, one per JSONPath (every list index ``[*]``)."""
     found: dict[str, tuple[Hit, str]] = {}
     for i, value in enumerate(sample):
         for steps in holding(value, "", ()):

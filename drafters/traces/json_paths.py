@@ -121,4 +121,3 @@ def root_key(path: str) -> str:
     """The record key a JSONPath starts with (``$.a.b`` -> ``a``, ``$['a b'][0]`` -> ``a b``)."""
     m = re.match(r"^\$(?:\.([^.\[]+)|\['([^']*)'\]|\[\"([^\"]*)\"\])", path)
     return (m.group(1) or m.group(2) or m.group(3)) if m else ""
-

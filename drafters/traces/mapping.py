@@ -27,9 +27,9 @@ Example (``support-bot.mapping.yaml``) for records like
     tools: $.tool_specs            # optional: JSONPath of the tool definitions (OpenAI or flat form)
     id: $.session                  # optional: JSONPath of the conversation id
 
-The other shapes (``records: file | messages | lists | entries | values``, ``nested``, ``group``, ``turns``, ``response``
-(with ``[*]``: answers sampled for one input), ``observation``, ``prompt``, ``roles: {"*": ...}``, ``items:
-openai_responses``, ``tree``, ``whole_prompts``), the JSONPath subset, and the error
+The other shapes (``records: file | messages | lists | entries | values``, ``nested``, ``group``, ``turns``,
+``response`` (with ``[*]``: answers sampled for one input), ``observation``, ``prompt``, ``roles: {"*": ...}``,
+``items: openai_responses``, ``tree``, ``whole_prompts``), the JSONPath subset, and the error
 codes each mistake gives (``unknown_role``, ``no_messages_found``, ``mapping_field_missing``,
 ``mapping_field_never_matched``, ``tool_result_not_found``, ``tree_broken``; ``bad_mapping`` before anything is
 read) are documented in docs/traces.md ("Supported formats", the declared mapping); ``tracedraft datasets infer-mapping FILE``
@@ -144,8 +144,8 @@ class Mapping:
         """The mapping as a mapping file's content (``mapping_from_dict`` inverts it); defaults left out."""
         defaults = Mapping("", "$", "", {})
         out: dict[str, Any] = {"name": self.name}
-        for key in ("records", "lists", "nested", "messages", "group", "turns", "role", "roles", "content", "reasoning",
-                    "tool_calls", "tool_call", "tool_result", "observation", "response", "prompt", "tools", "id",
+        for key in ("records", "lists", "nested", "messages", "group", "turns", "role", "roles", "content",
+                    "reasoning", "tool_calls", "tool_call", "tool_result", "observation", "response", "prompt", "tools", "id",
                     "unflatten", "items", "tree", "adjacent_answers", "whole_prompts"):
             value = getattr(self, key)
             if value != getattr(defaults, key) or key in ("messages", "role", "roles"):

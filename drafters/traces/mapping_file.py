@@ -18,8 +18,8 @@ _ROLES = ("system", "user", "assistant", "tool")
 _KEYS = {"name", "messages", "role", "roles", "content", "reasoning", "tool_calls", "tool_call", "tool_result",
          "tools", "id", "records", "group", "turns", "response", "observation", "prompt", "unflatten", "items", "tree",
          "adjacent_answers", "lists", "nested", "whole_prompts"}
-_TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "turns", "response",
-              "observation", "lists")
+_TEXT_KEYS = ("name", "messages", "role", "content", "reasoning", "tool_calls", "tools", "id", "group", "turns",
+              "response", "observation", "lists")
 _RECORDS = ("each", "file", "messages", "lists", "entries", "values")
 _ITEMS = ("messages", "openai_responses")
 _SUB_KEYS = {"tool_call": {"id", "name", "arguments"}, "tool_result": {"id", "content"}, "prompt": {"system", "user"},

@@ -291,10 +291,12 @@ def rebuilt_prompts(values: list, turns: str, prompt: str) -> bool:
     number one more) holds a prompt (at ``prompt``) opening like that record's for ``REBUILT_PREFIX`` characters: an
     agent loop's step prompt rebuilt whole from one template (AppAgent's ``{step, prompt, response}``), each step a
     call of its own, not a dialogue's next turn (whose prompt says only what is new)."""
-    rows = [(str(jsonpath(v, turns)[0][1]).strip(), jsonpath(v, prompt)[0][1]) for v in values[:TURN_RECORDS]
-            if isinstance(v, dict) and jsonpath(v, turns) and jsonpath(v, prompt)]
-    return any(isinstance(a, str) and isinstance(b, str) and m.isdigit() and n.isdigit() and int(n) == int(m) + 1
-               and len(commonprefix([a, b])) >= REBUILT_PREFIX for (m, a), (n, b) in pairwise(rows))
+    rows = []  # (turn number, prompt text) of each record holding both
+    for value in (v for v in values[:TURN_RECORDS] if isinstance(v, dict)):
+        number, text = jsonpath(value, turns), jsonpath(value, prompt)
+        if number and text and str(number[0][1]).strip().isdigit() and isinstance(text[0][1], str):
+            rows.append((int(str(number[0][1]).strip()), text[0][1]))
+    return any(n == m + 1 and len(commonprefix([a, b])) >= REBUILT_PREFIX for (m, a), (n, b) in pairwise(rows))
 
 
 def _counts_turns(numbers: list[str]) -> bool:

@@ -64,8 +64,9 @@ ROLE_LABELS = {
     **dict.fromkeys(("chatgpt", "claude", "gemini", "bard", "copilot", "grok", "deepseek", "qwen", "mistral",
                      "llama", "perplexity", "gpt", "gpt 4", "gpt 4o", "le chat", "kimi"), "assistant"),
 }
-_MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 .-]{0,30}?)(?:\s*\((?P<aside>[^()]{1,30})\))?"
-                     r"\s*(?P<post>[=*_:>\]\s-]*)$")  # a label, then perhaps its model: "CodeCompanion (Anthropic)"
+_MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 .-]{0,30}?)"
+                     r"(?:\s*\((?P<aside>[^()]{1,30})\))?"
+                     r"\s*(?P<post>[=*_:>\]\s-]*)$")  # a label, then its model or agent: "CodeCompanion (Anthropic)"
 #: LangChain's message classes by name, alone on a line: a marker undecorated (``str(type(message).__name__)``).
 _CLASS_MARKER = re.compile(r"^(?:Human|AI|System|Tool|Function)Message$")
 #: A tool call written as text in a reply (an exporter's notation): the transcript cannot give it as a structured
