@@ -95,11 +95,16 @@ def fail(exc: TracedraftError, code: int | None = None) -> NoReturn:
 
 
 @contextlib.contextmanager
-def handled() -> Iterator[None]:
-    """Run a command body: project errors print one line and exit with their code; Ctrl-C exits 130."""
+def handled(as_json: bool = False) -> Iterator[None]:
+    """Run a command body: project errors print one line and exit with their code; Ctrl-C exits 130.
+
+    With ``as_json`` (a command's ``--json``), an error also prints the API's error document on stdout,
+    ``{"error": {"code", "message", "param"}}``, so a script reading stdout always gets JSON."""
     try:
         yield
     except TracedraftError as exc:
+        if as_json:
+            print_json({"error": {"code": exc.code, "message": exc.message, "param": exc.where}})
         fail(exc)
     except KeyboardInterrupt:
         err_console.print("[red]aborted[/red]")

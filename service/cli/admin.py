@@ -59,7 +59,7 @@ def orgs_create(
     """
     from service.auth import create_api_key, create_org
 
-    with handled(), db_session(db_url) as session:
+    with handled(as_json), db_session(db_url) as session:
         org = create_org(session, name)
         plaintext, key = create_api_key(session, org, name="admin", role="admin") if admin_key else (None, None)
         out = _org_dict(org)
@@ -83,7 +83,7 @@ def orgs_list(db_url: str | None = DbUrlOpt, as_json: bool = JsonOpt) -> None:
 
     from service.db.models import ApiKey, Organization
 
-    with handled(), db_session(db_url) as session:
+    with handled(as_json), db_session(db_url) as session:
         active = (sa.select(ApiKey.org_id, sa.func.count().label("n")).where(ApiKey.revoked_at.is_(None))
                   .group_by(ApiKey.org_id).subquery())
         rows = session.execute(sa.select(Organization, active.c.n).outerjoin(active, active.c.org_id == Organization.id)
@@ -111,7 +111,7 @@ def keys_create(
     """
     from service.auth import create_api_key
 
-    with handled(), db_session(db_url) as session:
+    with handled(as_json), db_session(db_url) as session:
         plaintext, key = create_api_key(session, db_org(session, org), name=name, role=role)
     if as_json:
         print_json({**_key_dict(key), "key": plaintext})
@@ -132,7 +132,7 @@ def keys_list(
     """
     from service.auth import list_api_keys
 
-    with handled(), db_session(db_url) as session:
+    with handled(as_json), db_session(db_url) as session:
         items = [_key_dict(k) for k in list_api_keys(session, db_org(session, org), include_revoked=include_revoked)]
     if as_json:
         print_json(items)
@@ -155,7 +155,7 @@ def keys_revoke(
     """
     from service.auth import revoke_api_key
 
-    with handled(), db_session(db_url) as session:
+    with handled(as_json), db_session(db_url) as session:
         o = db_org(session, org) if org else None
         row = revoke_api_key(session, key, o)
         out = _key_dict(row)
@@ -182,7 +182,7 @@ def gc(
     from service.settings import get_settings
 
     hours = get_settings().gc_retention_hours if retention_hours is None else retention_hours
-    with handled(), db_session(db_url) as session:
+    with handled(as_json), db_session(db_url) as session:
         store = artifact_store()
         if not dry_run:
             preview = registry.gc(session, store, hours, dry_run=True)

@@ -121,7 +121,7 @@ def datasets_validate(
 
     if on_error not in ("skip", "fail"):
         raise typer.BadParameter("must be skip or fail", param_hint="--on-error")
-    with handled():
+    with handled(as_json):
         check_files_exist(files, mapping, Path.exists)  # file_not_found, exit 1: as `tracedraft run` says it
         result = ingest(files, format=trace_format, on_error=on_error, scrub=scrub,  # type: ignore[arg-type]
                         mapping=mapping, dedup=dedup)
@@ -186,7 +186,7 @@ def datasets_upload(
     Example: tracedraft datasets upload traces/*.jsonl --name support-agent --wait
     Example: tracedraft datasets upload export.jsonl --mapping support-bot.mapping.yaml --wait
     """
-    with handled():
+    with handled(as_json):
         check_files_exist(files, mapping, Path.is_file)
         form = {k: v for k, v in {"name": name, "format": trace_format, "on_error": on_error}.items() if v}
         with make_client(api_url, api_key) as client:
@@ -232,7 +232,7 @@ def datasets_delete(
 
     Example: tracedraft datasets delete ds_01J... --yes
     """
-    with handled():
+    with handled(as_json):
         confirm(f"Delete dataset {dataset_id}?", yes or as_json)
         with make_client(api_url, api_key) as client:
             out = client.delete(f"/v1/datasets/{dataset_id}")
@@ -253,7 +253,7 @@ def datasets_list(
 
     Example: tracedraft datasets list --json | jq '.[].id'
     """
-    with handled(), make_client(api_url, api_key) as client:
+    with handled(as_json), make_client(api_url, api_key) as client:
         items = client.paginate("/v1/datasets", {"limit": min(limit, 100)}, limit=limit)
     if as_json:
         print_json(items)
@@ -272,7 +272,7 @@ def datasets_show(
 
     Example: tracedraft datasets show ds_01J... --json
     """
-    with handled(), make_client(api_url, api_key) as client:
+    with handled(as_json), make_client(api_url, api_key) as client:
         ds = client.get(f"/v1/datasets/{dataset_id}")
         if ds.get("report") is None and ds.get("status") != "validating":
             try:
@@ -349,7 +349,7 @@ def jobs_submit(
     Example: tracedraft jobs submit --dataset ds_01J... --target Qwen/Qwen3-4B --recipe max_steps=2000
     --eval engine=sglang --idempotency-key run-42
     """
-    with handled():
+    with handled(as_json):
         body: dict[str, Any] = {}
         if spec_file is not None:
             try:
@@ -404,7 +404,7 @@ def jobs_list(
     params: dict[str, Any] = {"limit": min(limit, 100), "status": status}
     for k, v in _parse_pairs(metadata, "--metadata").items():
         params[f"metadata.{k}"] = str(v)
-    with handled(), make_client(api_url, api_key) as client:
+    with handled(as_json), make_client(api_url, api_key) as client:
         items = client.paginate("/v1/jobs", params, limit=limit)
     if as_json:
         print_json(items)
@@ -423,7 +423,7 @@ def jobs_show(
 
     Example: tracedraft jobs show job_01J...
     """
-    with handled(), make_client(api_url, api_key) as client:
+    with handled(as_json), make_client(api_url, api_key) as client:
         job = client.get(f"/v1/jobs/{job_id}")
     if as_json:
         print_json(job)
@@ -515,7 +515,7 @@ def jobs_events(
 
     Example: tracedraft jobs events job_01J... --follow
     """
-    with handled(), make_client(api_url, api_key) as client:
+    with handled(as_json), make_client(api_url, api_key) as client:
         last = after
         while True:
             page = client.get(f"/v1/jobs/{job_id}/events", params={"after": last, "limit": 100})
@@ -557,7 +557,7 @@ def jobs_resume(
 
     Example: tracedraft jobs resume job_01J...
     """
-    with handled(), make_client(api_url, api_key) as client:
+    with handled(as_json), make_client(api_url, api_key) as client:
         job = client.post(f"/v1/jobs/{job_id}/resume")
     if as_json:
         print_json(job)
@@ -577,7 +577,7 @@ def jobs_cancel(
 
     Example: tracedraft jobs cancel job_01J...
     """
-    with handled(), make_client(api_url, api_key) as client:
+    with handled(as_json), make_client(api_url, api_key) as client:
         job = client.post(f"/v1/jobs/{job_id}/cancel")
     if as_json:
         print_json(job)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from service.cli._common import CliError, JsonOpt, err_console, handled, print_json
+from service.cli._common import CliError, JsonOpt, err_console, fail, handled, print_json
 from service.cli.data import datasets_app
 
 
@@ -47,7 +47,7 @@ def datasets_infer_mapping(
     )
     from drafters.traces.report import TraceError
 
-    with handled():
+    with handled(as_json):
         if not file.exists():
             raise CliError("not_found", f"no such file: {file}", where=str(file))
         if reply is not None:
@@ -82,9 +82,9 @@ def datasets_infer_mapping(
             if inferred.others else "the roles"
         err_console.print(f"wrote {out}: check {check}, then: tracedraft datasets validate --mapping {out} {file}")
     if losses:  # the mapping is written to complete, but unchanged it would lose what the general path refuses
-        with handled():
-            raise CliError(losses[0].split(":", 1)[0], f"wrote a mapping ({out or 'printed above'}) that, unchanged, "
-                           f"would not read what the general path refuses: {losses[0]}", where=str(file))
+        # fail, not raise: with --json the report (its not_read) is printed already, one JSON document only
+        fail(CliError(losses[0].split(":", 1)[0], f"wrote a mapping ({out or 'printed above'}) that, unchanged, "
+                           f"would not read what the general path refuses: {losses[0]}", where=str(file)))
 
 
 def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None, as_json: bool) -> None:
@@ -98,10 +98,10 @@ def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None
         print_json({"file": str(file), "shape": "learned_from_reply", "mapping": learned.mapping,
                     "found_at": learned.found_at, "unnamed_roles": learned.unnamed})
     _emit(text, out, printed=not as_json)
-    if learned.unnamed:
-        raise CliError("roles_unnamed", f"wrote a mapping ({out or 'printed above'}) whose role values "
-                       f"{', '.join(learned.unnamed)} are marked \"?\": name each system, user, assistant or "
-                       "tool, or skip (a record of another kind, not read)", where=str(file))
+    if learned.unnamed:  # fail, not raise: with --json the document (its unnamed_roles) is printed already
+        fail(CliError("roles_unnamed", f"wrote a mapping ({out or 'printed above'}) whose role values "
+                      f"{', '.join(learned.unnamed)} are marked \"?\": name each system, user, assistant or "
+                      "tool, or skip (a record of another kind, not read)", where=str(file)))
     if out is not None and not as_json:
         err_console.print(f"wrote {out}: check it (its comments say what), then: tracedraft datasets validate "
                           f"--mapping {out} {file}")

@@ -153,7 +153,7 @@ def db_upgrade(
     from service.settings import get_settings
 
     url = db_url or get_settings().database_url
-    with handled():
+    with handled(as_json):
         before, after = _migrate(url, revision)
     if as_json:
         print_json({"from": before, "to": after})
@@ -174,7 +174,7 @@ def db_current(
     from service.settings import get_settings
 
     url = db_url or get_settings().database_url
-    with handled():
+    with handled(as_json):
         try:
             cur = current(url)
         except Exception as e:

@@ -73,7 +73,7 @@ def drafters_list(
 
     Example: tracedraft drafters list
     """
-    with handled(), make_client(api_url, api_key) as client:
+    with handled(as_json), make_client(api_url, api_key) as client:
         items = client.paginate("/v1/drafters")
     if as_json:
         print_json(items)
@@ -113,7 +113,7 @@ def drafters_versions(
 
     Example: tracedraft drafters versions qwen3-4b-agent
     """
-    with handled(), make_client(api_url, api_key) as client:
+    with handled(as_json), make_client(api_url, api_key) as client:
         items = client.paginate(f"/v1/drafters/{name}/versions")
     items = sorted(items, key=lambda v: v.get("version", 0))
     if as_json:
@@ -135,7 +135,7 @@ def drafters_show(
 
     Example: tracedraft drafters show qwen3-4b-agent champion
     """
-    with handled(), make_client(api_url, api_key) as client:
+    with handled(as_json), make_client(api_url, api_key) as client:
         if version is None:
             aliases = api_aliases(client, name)
             versions = sorted(client.paginate(f"/v1/drafters/{name}/versions"), key=lambda v: v.get("version", 0))
@@ -178,7 +178,7 @@ def drafters_diff(
 
     Example: tracedraft drafters diff qwen3-4b-agent champion v7
     """
-    with handled(), make_client(api_url, api_key) as client:
+    with handled(as_json), make_client(api_url, api_key) as client:
         a = api_version(client, name, api_resolve(client, name, v1))
         b = api_version(client, name, api_resolve(client, name, v2))
         d = diff_views(a, b)
@@ -268,7 +268,7 @@ def drafters_export(
         raise typer.BadParameter("--org, --db-url and --target apply to --format gguf only")
     if out_dir is None:
         raise typer.BadParameter(f"--format {fmt} needs OUT_DIR", param_hint="OUT_DIR")
-    with handled():
+    with handled(as_json):
         with make_client(api_url, api_key) as client:
             view = api_version(client, name, api_resolve(client, name, version))
             view.setdefault("drafter", name)
@@ -451,7 +451,7 @@ def promote(
 
     Example: tracedraft promote qwen3-4b-agent 7 --alias champion --reason "tau +12% on support traffic"
     """
-    with handled():
+    with handled(as_json):
         n = parse_version(version)
         if n is None:
             raise CliError("invalid_value", f"VERSION must be a number such as 3 or v3, got {version!r}",
@@ -495,7 +495,7 @@ def rollback(
 
     Example: tracedraft rollback qwen3-4b-agent --alias champion --reason "p99 regression"
     """
-    with handled():
+    with handled(as_json):
         to_n = None
         if to is not None:
             to_n = parse_version(to)
@@ -526,7 +526,7 @@ def alias_history(
 
     Example: tracedraft alias history qwen3-4b-agent --alias champion
     """
-    with handled(), open_registry_admin(db_url, org, api_url, api_key) as admin:
+    with handled(as_json), open_registry_admin(db_url, org, api_url, api_key) as admin:
         events = admin.alias_history(name, alias)
     if as_json:
         print_json(events)

@@ -35,7 +35,7 @@ def datasets_show_calls(
     """
     from drafters.traces.ingest import ingest
 
-    with handled():
+    with handled(as_json):
         check_files_exist(files, mapping, Path.exists)
         result = ingest(files, format=trace_format, scrub=scrub, mapping=mapping, dedup=False)  # type: ignore[arg-type]
     every = [(conv, call) for conv in result.conversations for call in conv.calls()]

@@ -266,3 +266,22 @@ def test_without_a_reply_the_text_under_a_key_naming_the_output_is_learned_from(
         {**q, "output": None, "expected_output": q["output"]} for q in reqs]}}]}))  # a reference, not the model's
     r = runner.invoke(app, ["datasets", "infer-mapping", str(path)])
     assert r.exit_code == 1 and "no_messages_found" in r.output and "--reply" in r.output
+
+
+def test_json_commands_print_their_errors_as_json(tmp_path):
+    """With --json, a coded error is a JSON document on stdout too (``{"error": {"code", "message", "param"}}``, as
+    the API answers), not only a line on stderr: a script reading stdout gets JSON either way, and one document."""
+    runner = CliRunner()
+    bad = tmp_path / "bad.mapping.yaml"
+    bad.write_text("name: bad\nmessages: $.messages\nrole: role\nroles: {agent: bot}\ncontent: content\n")
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"messages": [{"role": "agent", "content": "hi"}]}))
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--mapping", str(bad), str(path)])
+    assert r.exit_code != 0
+    assert json.loads(r.stdout)["error"]["code"] == "bad_mapping"
+    table = tmp_path / "rows.json"
+    table.write_text(json.dumps({"rows": [1, 2, 3]}))
+    r = runner.invoke(app, ["datasets", "infer-mapping", "--json", str(table)])
+    assert r.exit_code != 0
+    got = json.loads(r.stdout)["error"]
+    assert got["code"] == "no_messages_found" and got["param"] == str(table)
