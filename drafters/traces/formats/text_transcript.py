@@ -41,9 +41,25 @@ from drafters.traces.formats._documents import is_document
 from drafters.traces.formats._reading import count, src
 from drafters.traces.formats._records import guard_file
 from drafters.traces.formats._table_rows import is_table
+from drafters.traces.formats._text_tool_sections import (
+    OUTPUT_KINDS,
+    SECTION_KINDS,
+    SECTION_LABELS,
+    read_call,
+    read_result,
+    tag_blocks,
+    thinking,
+)
 from drafters.traces.formats._turns import join_turns, warn_joined
 from drafters.traces.formats.base import ProblemSink, TraceFormat
-from drafters.traces.model import Conversation, Message, TextPart
+from drafters.traces.model import (
+    Conversation,
+    Message,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    UnsupportedPart,
+)
 
 NAME = "text_transcript"
 
@@ -126,7 +142,8 @@ def _marker(line: str, index: int) -> Marker | None:
     if m is None or not (m["pre"].strip() or m["post"].strip()):
         return None  # an undecorated word alone on a line is text
     label = " ".join(m["label"].replace("-", " ").lower().split())
-    role = ROLE_LABELS.get(label) or ("" if m["label"][:1].isupper() and len(label.split()) <= 5 else None)
+    role = ROLE_LABELS.get(label) or SECTION_LABELS.get(label) or \
+        ("" if m["label"][:1].isupper() and len(label.split()) <= 5 else None)
     aside = " ".join(m["aside"].split()) if m["aside"] else None
     return Marker(index, (_rule(m["pre"]), _rule(m["post"])), label, role, aside=aside) \
         if role is not None else None  # role "": a name, an agent of the model if it speaks often (find_markers)
@@ -168,7 +185,9 @@ class Markers:
 
 def find_markers(lines: list[str], start: int = 0) -> Markers:
     """The role-marker lines of ``lines[start:]`` (see the module docstring)."""
-    found, fenced = [], fenced_lines(lines)
+    # a tag block's lines (a tool result quoting a file: ``<tool.ID>`` ... ``</tool.ID>``) are text, as a fence's
+    fenced = [a or b for a, b in zip(fenced_lines(lines), tag_blocks(lines, ROLE_LABELS))]
+    found = []
     for i in range(start, len(lines)):
         marker = None if fenced[i] else _marker(lines[i], i)
         if marker is not None:
@@ -188,8 +207,17 @@ def find_markers(lines: list[str], start: int = 0) -> Markers:
     # one label per role: a heading of the same decoration with another label (a reply's "## Answer" where the
     # file writes "## Assistant") is the reply's text
     label = {role: Counter(m.label for m in ours if m.role == role).most_common(1)[0][0] for role in roles[fit[0]]}
-    kept = [m for m in ours if m.label == label[m.role] or m.named]
-    return Markers(sorted(kept + _metadata(names, kept, fit[0]), key=lambda m: m.index), [])
+    kept = [m for m in ours if m.label == label[m.role] or m.named or m.role in SECTION_KINDS]
+    return Markers(sorted(_replies_sections(kept) + _metadata(names, kept, fit[0]), key=lambda m: m.index), [])
+
+
+def _replies_sections(markers: list[Marker]) -> list[Marker]:
+    """``markers`` less the thinking markers that are in no reply: a thinking section is the model's only right
+    before or after another output section (``## Reasoning`` in a prompt's text is the prompt's: the line stays
+    text). A tool call's section is the model's wherever it is (a reply of tool calls only follows a prompt)."""
+    roles = [m.role for m in markers]
+    return [m for k, m in enumerate(markers) if m.role != "reasoning"
+            or {roles[k - 1] if k else "", roles[k + 1] if k + 1 < len(roles) else ""} & OUTPUT_KINDS]
 
 
 def _metadata(names: list[Marker], kept: list[Marker], decoration: tuple[str, str]) -> list[Marker]:
@@ -354,7 +382,7 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
     """The messages between markers and, parallel, each named speaker's ``{"agent": label}`` (None for a role
     marker's message); None, reported, when one is a tool message."""
     tool = next((m for m in markers if m.role == "tool"), None)
-    if tool is not None:
+    if tool is not None and not any(m.role == "call" for m in markers):
         problems.error("content_not_mapped", f"line {tool.index + 1} opens a tool message; a text transcript "
                        "records no structured tool call for its result to answer: declare the file's format",
                        src(NAME, filename, line=tool.index + 1))
@@ -385,7 +413,8 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
         problems.warning("sections_not_read", f"{len(skipped)} section(s) {skipped[0].label!r} after each reply "
                          f"(from line {skipped[0].index + 1}) are figures about it, not its text: not read",
                          src(NAME, filename, line=skipped[0].index + 1))
-    for marker, end in zip(markers, bounds[1:]):
+    pending: list[ToolCallPart] = []  # the calls of the latest reply not answered yet
+    for marker, end, last_kind in zip(markers, bounds[1:], ["", *(m.role for m in markers)]):
         body = lines[marker.index + 1:end]
         # a rule closing the message (``---`` between sections, a ruled transcript's) is the separator, not its text
         filled = [i for i, line in enumerate(body) if line.strip()]
@@ -393,16 +422,26 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
         text = "\n".join(([marker.rest] if marker.rest else []) + body).strip()
         if not text or marker.role == "skip":
             continue  # an empty prompt left for the next turn, a header with nothing under it, metadata
+        if marker.role in SECTION_KINDS or marker.role == "tool":
+            why = _section(marker.role, body, messages, speakers, pending)
+            if why is not None:
+                problems.error("content_not_mapped", f"the {marker.label} section at line {marker.index + 1} is not "
+                               f"read: {why}: declare the file's format", src(NAME, filename, line=marker.index + 1))
+                return None
+            continue
         if _json_body(text):
             problems.error("content_not_mapped", f"the section at line {marker.index + 1} is a request or response "
                            "body printed as JSON (messages, or a reply with its tool calls): read as text, its messages "
                            "would be one text and its calls lost: declare the file's format",
                            src(NAME, filename, line=marker.index + 1))
             return None
-        if messages and messages[-1].role == marker.role and (marker.role != "assistant" or marker.rest):
+        if messages and messages[-1].role == marker.role and (marker.role != "assistant" or marker.rest
+                                                              or last_kind in SECTION_KINDS):
             # one speaker's sections (or, in a chat log, lines) in a row are one message; two answers in a row
             # under their own headers are left to join_turns (adjacent_answers_joined)
-            messages[-1].parts.append(TextPart(("\n" if marker.rest else "\n\n") + text))
+            # (a reply's text after its thinking or a tool call of its own: the same reply)
+            gap = ("\n" if marker.rest else "\n\n") if messages[-1].text else ""
+            messages[-1].parts.append(TextPart(gap + text))
             continue
         messages.append(Message(marker.role, [TextPart(text)]))  # type: ignore[arg-type]
         speakers.append(_speaker(marker))
@@ -412,6 +451,37 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
                        src(NAME, filename, line=start + 1))
         return None
     return messages, speakers
+
+
+def _section(kind: str, body: list[str], messages: list[Message], speakers: list[dict | None],
+             pending: list[ToolCallPart]) -> str | None:
+    """Read a tool result, tool call, thinking or provider-tool section into ``messages`` (``_text_tool_sections``):
+    a result is a tool message; the others are parts of the reply being written (a new assistant message where the
+    last message is no reply). None, or why the section is not read."""
+    if kind == "tool":
+        result = read_result(body, pending)
+        if isinstance(result, str):
+            return result
+        messages.append(Message("tool", [result]))
+        speakers.append(None)
+        return None
+    if not messages or messages[-1].role != "assistant":
+        messages.append(Message("assistant", []))
+        speakers.append(None)
+        pending.clear()
+    reply = messages[-1]
+    if kind == "call":
+        call = read_call(body)
+        if isinstance(call, str):
+            return call
+        reply.parts.append(call)
+        pending.append(call)
+    elif kind == "reasoning":
+        text, signature = thinking(body)
+        reply.parts.append(ReasoningPart(text, signature=signature))
+    else:
+        reply.parts.append(UnsupportedPart(kind))  # the provider's own tool, run during the reply
+    return None
 
 
 def _json_body(text: str) -> bool:
