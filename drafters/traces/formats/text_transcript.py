@@ -15,8 +15,11 @@ text: a line naming the speaker, then the message, in one decoration the file us
   in a reply) and every line indented as Markdown's code block is (four spaces or a tab: a prompt a report
   quotes, its own ``**Question:**`` labels inside);
 - two decorations that both qualify are not guessed: the file is refused (``ambiguous_shape``);
-- a marker that labels a tool message (``## Tool``) is refused (``content_not_mapped``): a result whose call the
-  text does not record as a structured call cannot be paired;
+- tool calls, tool results and thinking written as sections of their own (greger.el's ``# TOOL USE`` / ``# TOOL
+  RESULT`` / ``# THINKING``) are the reply's calls, tool messages and reasoning (``_text_tool_sections``); a tag
+  block (``<tool.ID>`` ... ``</tool.ID>``) is opaque, as a fence is;
+- elsewhere, a marker that labels a tool message (``## Tool``) is refused (``content_not_mapped``): a result whose
+  call the text does not record as a structured call cannot be paired;
 - front matter (``+++ ... +++``, ``--- ... ---`` at the start: settings) is not a message; text before the first
   marker is the user's message when that marker is the assistant's (a file that begins with the prompt, its
   first header the reply's: ``leading_text_read_as_user``), else the file's heading (``preamble_not_read``);
@@ -24,7 +27,7 @@ text: a line naming the speaker, then the message, in one decoration the file us
   one role in a row are one message (two assistant messages: one call, ``adjacent_answers_joined``).
 
 One file is one conversation; every assistant message is a call whose context is everything before it. Text
-transcripts record no structured tool calls.
+transcripts record no structured tool calls except as sections.
 """
 
 from __future__ import annotations
