@@ -212,3 +212,32 @@ def test_a_reasoning_heading_inside_a_prompt_stays_the_prompt_s_text(tmp_path):
     assert result.report.ok and totals(result.conversations) == (1, 1, 0)
     prompt = list(result.conversations[0].calls())[0].context
     assert [m.role for m in prompt] == ["user"] and "## Reasoning\nShow your steps." in prompt[0].text
+
+
+def test_tool_call_blocks_in_a_reply_and_results_under_a_tool_marker(tmp_path):
+    """``# %% ROLE`` cells (a notebook-style chat file): each reply's ``<tool_call>`` block, fenced as ``tool_call``
+    and written with XML elements (its fence may open at the end of a line of text), is a call; the ``tool_execute``
+    cell after it is its result; a reply's JSON block (Hermes) likewise; a block inside a code block of another
+    kind is an example, the reply's text."""
+    text = ("# %% user\nMake a todo app in /tmp/app.\n# %% assistant\nLet me start.```tool_call\n<tool_call>\n"
+            "<tool_name>Initialize</tool_name>\n<param name=\"any_workspace_path\">/tmp/app</param>\n</tool_call>\n"
+            "```\n\n# %% tool_execute\n<tool_result>\nready\n</tool_result>\n\n# %% assistant\nNow the page.\n"
+            "<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"index.html\"}}\n</tool_call>\n\n"
+            "# %% tool_execute\n```\n<tool_result>\nwritten\n</tool_result>\n```\n\n# %% assistant\n"
+            "Done. A call looks like:\n```json\n<tool_call>{\"name\": \"x\"}</tool_call>\n```\n\n# %% user\n")
+    result = _read(tmp_path, text, "todo.chat.md")
+    assert result.report.ok, result.report.to_dict()["errors"]
+    assert totals(result.conversations) == (1, 3, 2)
+    first, second, third = (c.completion for c in result.conversations[0].calls())
+    assert first.text == "Let me start." and first.tool_calls[0].arguments == {"any_workspace_path": "/tmp/app"}
+    assert second.tool_calls[0].name == "write_file" and not third.tool_calls and "<tool_call>" in third.text
+    context = list(result.conversations[0].calls())[2].context
+    assert [m.role for m in context] == ["user", "assistant", "tool", "assistant", "tool"]
+    assert context[2].tool_results[0].content == "ready"
+
+
+def test_a_tool_marker_answering_no_call_is_still_refused(tmp_path):
+    text = "# %% user\nList files.\n# %% assistant\nI ran ls.\n# %% tool_execute\na.txt\n# %% assistant\nOne file.\n"
+    result = _read(tmp_path, text, "ls.chat.md")
+    assert not result.conversations and codes(result) == ["content_not_mapped"]
+    assert result.report.errors[0].line == 5

@@ -127,10 +127,11 @@ def test_named_speakers_beside_the_user_are_agents_of_the_model(tmp_path):
 
 
 def test_a_tool_call_written_as_text_in_a_reply_is_refused(tmp_path):
-    # an exporter writing the agent's calls inside the reply ("Tool use: **run_terminal_cmd**", a <tool_call>
-    # block, a ```tool_call fence): read as text the calls would be lost, the file reported ok
-    for notation in ("Tool use: **run_terminal_cmd**", "<tool_call>\n{\"name\": \"ls\"}\n</tool_call>",
-                     "```tool_call\n<tool_name>ls</tool_name>\n```"):
+    # an exporter writing the agent's calls inside the reply in a notation not read ("Tool use:
+    # **run_terminal_cmd**", a ```tool_call fence with no <tool_call> block): read as text the calls would be
+    # lost, the file reported ok (a <tool_call> block is read: test_general_text_tool_sections.py)
+    for notation in ("Tool use: **run_terminal_cmd**", "```tool_call\n<tool_name>ls</tool_name>\n```",
+                     "<tool_call>\nls -la\n</tool_call>"):
         text = (f"_**User (2025-10-14 22:25Z)**_\n\nList the files.\n\n---\n\n_**Assistant (default)**_\n\n"
                 f"Let me look.\n\n{notation}\n\nDone: a.txt\n")
         result = _read(tmp_path, text)

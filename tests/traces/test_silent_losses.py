@@ -65,6 +65,26 @@ def test_a_text_tool_call_that_does_not_parse_is_an_error(tmp_path):
     assert [e.code for e in result.report.errors] == ["tool_call_text_not_parsed"]
 
 
+def test_a_text_tool_call_written_with_xml_elements_is_a_call(tmp_path):
+    """The ``<tool_call>`` block's XML body (``<tool_name>``, ``<param name=...>``; an agent's prompt-defined
+    notation) is a call of string arguments; text beside the elements is not only a call: an error, kept as text."""
+    block = ("<tool_call>\n<tool_name>BashCommand</tool_name>\n<param name=\"command\">ls -la</param>\n"
+             "<param name=\"is_background\">false</param>\n</tool_call>")
+    path = tmp_path / "rows.json"
+    for body, calls, errors in ((block, 1, []), (block.replace("</tool_name>", "</tool_name> and then"), 0,
+                                                 ["tool_call_text_not_parsed"])):
+        path.write_text(json.dumps([{"messages": [{"role": "user", "content": "list"},
+                                                  {"role": "assistant", "content": "Listing.\n" + body}]}]))
+        result = ingest([path], scrub=False)
+        assert [e.code for e in result.report.errors] == errors
+        message = result.conversations[0].messages[-1]
+        assert len(message.tool_calls) == calls and message.text.startswith("Listing.")
+    path.write_text(json.dumps([{"messages": [{"role": "user", "content": "list"},
+                                              {"role": "assistant", "content": "Listing.\n" + block}]}]))
+    (call,) = ingest([path], scrub=False).conversations[0].messages[-1].tool_calls
+    assert (call.name, call.arguments) == ("BashCommand", {"command": "ls -la", "is_background": "false"})
+
+
 def test_a_reply_that_is_one_call_object_is_a_tool_call(tmp_path):
     """A reply holding nothing but ``{"name": ..., "arguments": {...}}`` (a pentest agent told to answer with a tool
     call only, held-out set 63's AI-OPS checkpoint: JSON with a Python-quoted string) is the call it writes; a

@@ -1,6 +1,7 @@
 """Tool calls written as text: ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` inside an assistant
 message (the Hermes / Qwen / NousResearch function-calling convention, as ShareGPT-like and chat datasets
-store a model's raw output), or a reply that is nothing but one ``{"name": ..., "arguments": {...}}`` object
+store a model's raw output; or its XML body, ``<tool_name>NAME</tool_name><param name="k">v</param>``, as
+chat.md's agent writes it, each argument a string), or a reply that is nothing but one ``{"name": ..., "arguments": {...}}`` object
 (Llama 3.1's JSON tool calls), become ``ToolCallPart``s, so they count and render as the calls they are.
 
 Not a format (no ``FORMAT``). Applied by the readers of dataset-style formats (ShareGPT, OpenAI chat, the
@@ -21,6 +22,8 @@ from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import Conversation, Message, TextPart, ToolCallPart
 
 _BLOCK = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+_XML_NAME = re.compile(r"^<tool_name>\s*([^<>]+?)\s*</tool_name>", re.DOTALL)
+_XML_PARAM = re.compile(r"<param\s+name=\"([^\"]*)\"\s*>(.*?)</param>", re.DOTALL)
 WHOLE_CALL_KEYS = {"name", "arguments", "parameters", "id", "type"}
 MAX_WHOLE_CALL = 64 * 1024  # characters of a reply tried as one call object
 
@@ -53,8 +56,16 @@ def split_text_calls(text: str) -> tuple[list, int] | None:
 
 def _call_of(body: str) -> ToolCallPart | None:
     """The call a block's body holds: JSON, or a Python literal dict (Glaive-derived datasets write
-    ``{'name': ..., 'arguments': {...}}``; ``ast.literal_eval`` evaluates literals only, never code)."""
-    return _call(_literal(body))
+    ``{'name': ..., 'arguments': {...}}``; ``ast.literal_eval`` evaluates literals only, never code), or the XML
+    body (``<tool_name>`` first, then ``<param name=...>`` elements, nothing else but closing tags)."""
+    xml = _XML_NAME.match(body)
+    if xml is None:
+        return _call(_literal(body))
+    rest = _XML_PARAM.sub("", body[xml.end():])
+    if re.sub(r"</\w+>", "", rest).strip():
+        return None  # text beside the elements: not only a call
+    params = _XML_PARAM.findall(body[xml.end():])
+    return ToolCallPart.from_raw(None, xml[1], {k: v for k, v in params if k or v})  # <param name=""></param>: none
 
 
 def _call(value: object) -> ToolCallPart | None:

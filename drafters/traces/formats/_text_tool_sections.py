@@ -25,7 +25,8 @@ import json
 import re
 from itertools import pairwise
 
-from drafters.traces.model import ToolCallPart, ToolResultPart
+from drafters.traces.formats._text_calls import split_text_calls
+from drafters.traces.model import TextPart, ToolCallPart, ToolResultPart
 
 #: A marker's label (lower case, spaces collapsed) -> the kind of section it opens, beside the role labels.
 SECTION_LABELS = {
@@ -157,6 +158,27 @@ def read_result(lines: list[str], pending: list[ToolCallPart]) -> ToolResultPart
         return f"its ID {wanted!r} names no unanswered tool call of the reply before it"
     pending.remove(call)
     return ToolResultPart(call_id=call.id, content=_unwrap(rest), name=call.name)
+
+
+#: A code fence holding nothing but ``<tool_call>`` blocks (chat.md fences each call as ``tool_call``): its
+#: fence lines are the notation's, not the reply's text.
+_CALL_FENCE = re.compile(r"(```|~~~)[ \t]*(?:tool[_-]?(?:call|use)|function[_-]?call)?[ \t]*\n"
+                         r"((?:\s*<tool_call>.*?</tool_call>)+\s*)\n\1[ \t]*$",
+                         re.MULTILINE | re.DOTALL)  # its opener may end a line of text ("Let me start.```tool_call")
+_FENCED = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def reply_parts(text: str) -> list | None:
+    """A reply's text as text and tool-call parts where it writes ``<tool_call>`` blocks that all parse
+    (``_text_calls``: JSON, a Python dict, or the XML body; a fence around them dropped), else None (no block, or
+    one that does not parse: the caller refuses the notation)."""
+    text = _CALL_FENCE.sub(lambda m: m[2].strip(), text)
+    if any("<tool_call>" in m[2] for m in _FENCED.finditer(text)):
+        return None  # a block inside a code block of another kind (```json): an example, the reply's text
+    split = split_text_calls(text)
+    if split is None or split[1]:
+        return None
+    return [p for p in split[0] if not isinstance(p, TextPart) or p.text.strip()]
 
 
 def thinking(lines: list[str]) -> tuple[str, str | None]:

@@ -50,6 +50,7 @@ from drafters.traces.formats._text_tool_sections import (
     SECTION_LABELS,
     read_call,
     read_result,
+    reply_parts,
     tag_blocks,
     thinking,
 )
@@ -73,7 +74,8 @@ ROLE_LABELS = {
     **dict.fromkeys(("assistant", "ai", "bot", "model", "response", "answer", "reply", "assistant response",
                      "assistant message", "ai response", "model response", "chatbot"), "assistant"),
     **dict.fromkeys(("system", "system prompt", "system message", "developer", "instructions"), "system"),
-    **dict.fromkeys(("tool", "tool result", "tool output", "tool response", "function", "observation"), "tool"),
+    **dict.fromkeys(("tool", "tool result", "tool output", "tool response", "function", "observation",
+                     "tool execute", "tool execution"), "tool"),
     # assistants named by their product, as chat exports label the reply ("## Claude", "**ChatGPT:**")
     # LangChain's message classes, as their names or their pretty_print titles ("=== Human Message ===")
     **dict.fromkeys(("humanmessage", "human message"), "user"),
@@ -83,7 +85,7 @@ ROLE_LABELS = {
     **dict.fromkeys(("chatgpt", "claude", "gemini", "bard", "copilot", "grok", "deepseek", "qwen", "mistral",
                      "llama", "perplexity", "gpt", "gpt 4", "gpt 4o", "le chat", "kimi"), "assistant"),
 }
-_MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 .-]{0,30}?)"
+_MARKER = re.compile(r"^(?P<pre>[#=*_<\[\s%-]*?)\s*(?P<label>[A-Za-z][A-Za-z0-9 ._-]{0,30}?)"
                      r"(?:\s*\((?P<aside>[^()]{1,30})\))?"
                      r"\s*(?P<post>[=*_:>\]\s-]*)$")  # a label, then its model or agent: "CodeCompanion (Anthropic)"
 #: LangChain's message classes by name, alone on a line: a marker undecorated (``str(type(message).__name__)``).
@@ -100,6 +102,7 @@ METADATA_LABEL = re.compile(r"token|usage|cost|score|metric|latency|duration|ela
 HEADING = re.compile(r"^(#{1,6})\s+\S")  # a Markdown heading, its level
 MIN_NAMED = 2  # turns of one named speaker (no role label) before the name is read as an agent of the model
 FENCE = re.compile(r"^\s*(```|~~~)")  # a code fence: lines inside it are text, never markers
+FENCE_AFTER_TEXT = re.compile(r"\S(```|~~~)[\w-]+\s*$")  # a fence opened at a line's end ("Let me start.```bash")
 INDENTED_CODE = re.compile(r"^(?: {4}|\t)\s*\S")  # Markdown's indented code block: text, never a marker
 _FRONT = ("+++", "---")
 MAX_MARKER = 48  # characters of a marker line: a longer line is text
@@ -109,7 +112,7 @@ MAX_FRONT = 60  # lines of front matter
 def fenced_lines(lines: list[str]) -> list[bool]:
     """For each line, whether it is a code fence or inside one. A fence opened and never closed is text: taking
     the rest of the file as code would hide every marker after it (a reply's stray backticks)."""
-    fences = [i for i, line in enumerate(lines) if FENCE.match(line)]
+    fences = [i for i, line in enumerate(lines) if FENCE.match(line) or FENCE_AFTER_TEXT.search(line)]
     if len(fences) % 2:
         fences.pop()  # the last opener has no closer
     inside = [False] * len(lines)
@@ -144,7 +147,7 @@ def _marker(line: str, index: int) -> Marker | None:
     m = _MARKER.match(text)
     if m is None or not (m["pre"].strip() or m["post"].strip()):
         return None  # an undecorated word alone on a line is text
-    label = " ".join(m["label"].replace("-", " ").lower().split())
+    label = " ".join(m["label"].replace("-", " ").replace("_", " ").lower().split())
     role = ROLE_LABELS.get(label) or SECTION_LABELS.get(label) or \
         ("" if m["label"][:1].isupper() and len(label.split()) <= 5 else None)
     aside = " ".join(m["aside"].split()) if m["aside"] else None
@@ -383,13 +386,8 @@ def _speaker(marker: Marker) -> dict | None:
 def _messages(lines: list[str], start: int, markers: list[Marker], filename: str,
               problems: ProblemSink) -> tuple[list[Message], list[dict | None]] | None:
     """The messages between markers and, parallel, each named speaker's ``{"agent": label}`` (None for a role
-    marker's message); None, reported, when one is a tool message."""
-    tool = next((m for m in markers if m.role == "tool"), None)
-    if tool is not None and not any(m.role == "call" for m in markers):
-        problems.error("content_not_mapped", f"line {tool.index + 1} opens a tool message; a text transcript "
-                       "records no structured tool call for its result to answer: declare the file's format",
-                       src(NAME, filename, line=tool.index + 1))
-        return None
+    marker's message); None, reported, when a section cannot be read (a tool message answering no recorded call, a
+    tool call written in a notation not read)."""
     written = _tool_call_written(lines, markers)
     if written is not None:
         problems.error("content_not_mapped", f"line {written + 1} writes a tool call as text "
@@ -438,16 +436,21 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
                            "would be one text and its calls lost: declare the file's format",
                            src(NAME, filename, line=marker.index + 1))
             return None
+        # a reply's <tool_call> blocks are its calls (_text_calls); the results answer them
+        parts = (reply_parts(text) if marker.role == "assistant" else None) or [TextPart(text)]
         if messages and messages[-1].role == marker.role and (marker.role != "assistant" or marker.rest
                                                               or last_kind in SECTION_KINDS):
             # one speaker's sections (or, in a chat log, lines) in a row are one message; two answers in a row
             # under their own headers are left to join_turns (adjacent_answers_joined)
             # (a reply's text after its thinking or a tool call of its own: the same reply)
-            gap = ("\n" if marker.rest else "\n\n") if messages[-1].text else ""
-            messages[-1].parts.append(TextPart(gap + text))
-            continue
-        messages.append(Message(marker.role, [TextPart(text)]))  # type: ignore[arg-type]
-        speakers.append(_speaker(marker))
+            if messages[-1].text and isinstance(parts[0], TextPart):
+                parts[0] = TextPart(("\n" if marker.rest else "\n\n") + parts[0].text)
+            messages[-1].parts.extend(parts)
+        else:
+            messages.append(Message(marker.role, parts))  # type: ignore[arg-type]
+            speakers.append(_speaker(marker))
+            pending.clear()
+        pending.extend(p for p in parts if isinstance(p, ToolCallPart))
     roles = Counter(m.role for m in messages)
     if not roles["assistant"]:
         problems.error("no_assistant_message", "the transcript's assistant markers hold no text",
@@ -511,11 +514,17 @@ def _json_body(text: str) -> bool:
 
 
 def _tool_call_written(lines: list[str], markers: list[Marker]) -> int | None:
-    """The index of the first line inside an assistant message that writes a tool call in a known notation."""
+    """The index of the first line inside an assistant message that writes a tool call in a known notation, its
+    ``<tool_call>`` blocks that parse (``reply_parts``) aside."""
     bounds = [m.index for m in markers] + [len(lines)]
     for marker, end in zip(markers, bounds[1:]):
         if marker.role == "assistant":
-            at = tool_call_line(lines[marker.index + 1:end])
+            body = lines[marker.index + 1:end]
+            at = tool_call_line(body)
+            parts = reply_parts("\n".join(body)) if at is not None else None
+            if parts is not None:  # only the text around the calls read
+                rest = "\n\n".join(p.text for p in parts if isinstance(p, TextPart)).splitlines()
+                at = next((body.index(rest[i]) for i in [tool_call_line(rest)] if i is not None), None)
             if at is not None:
                 return marker.index + 1 + at
     return None
