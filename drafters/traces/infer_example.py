@@ -159,7 +159,7 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
             if newest_first(items, reading):
                 continue
             yield Learned({"name": label, "messages": path_of(hit, k, star=True), **reading, **JOINED}, path_of(hit),
-                          [v for v, r in reading["roles"].items() if r == "?"], [])
+                          [v for v, r in reading["roles"].items() if r == "?"], _swapped(reading))
     content = _content_key(hit.steps)
     if content is not None and isinstance(record, dict) and all(isinstance(step, str) for step in hit.steps):
         # the record itself one message: its text under keys only (inside a list, the record is no message)
@@ -169,7 +169,15 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
             said = [f"# a new conversation where {group} changes"] if group else []
             yield Learned({"name": label, "records": "messages", "messages": "$", **reading, **JOINED,
                            **({"group": child_path("$", group)} if group else {})}, path_of(hit),
-                          [v for v, r in reading["roles"].items() if r == "?"], said)
+                          [v for v, r in reading["roles"].items() if r == "?"], said + _swapped(reading))
+
+
+def _swapped(reading: dict[str, Any]) -> list[str]:
+    """The comment a reading whose sides swap carries (``_roles``): the model speaks as the user."""
+    swapped = [v for v, r in reading["roles"].items() if r == "assistant" and role_of(v) == "user"]
+    return [f"# the example is under {reading['role']}: {swapped[0]!r}, a name of the user's side: the file's model "
+            "speaks as the user (an LLM user simulator), so its turns are read as the replies and the other side's "
+            "as its prompts; swap the roles back if the model is the other side"] if swapped else []
 
 
 def _group_key(records: list[dict], role: str) -> str | None:
@@ -244,7 +252,14 @@ def _roles(values: list[str], replied: str) -> dict[str, str] | None:
     """Each role value's role: ``replied`` (the example's) the assistant's, the common spellings', and one value
     left nobody spells the user's, unless it names another side (``TOOL_END``, ``env``); the others ``"?"``, as is
     another value the spellings call the assistant's (which of the two wrote the replies?). None when the
-    spellings give ``replied`` another role."""
+    spellings give ``replied`` another role than the user's. Where they give it the user's, the sides swap (the
+    file's model speaks as the user: an LLM user simulator, the example one of its turns): ``replied`` the
+    assistant's, the value spelled as the assistant's the user's (``SWAPPED_NOTE``)."""
+    if role_of(replied) == "user":
+        swapped = {v: "assistant" if v == replied else {"assistant": "user", "user": "?"}.get(role_of(v) or "?", "?")
+                   for v in values}
+        swapped = {v: role_of(v) if r == "?" and role_of(v) in ("system", "tool") else r for v, r in swapped.items()}
+        return swapped if "user" in swapped.values() else None
     if role_of(replied) not in (None, "assistant"):
         return None
     roles = {v: "assistant" if v == replied else (role_of(v) or "?") for v in values}

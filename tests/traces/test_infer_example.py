@@ -607,3 +607,20 @@ def test_a_batch_is_not_learned_where_the_record_holding_it_keeps_a_call_of_its_
         path.write_text(json.dumps([doc]))
         learned = learn_mapping(path, "Topic 1 is covered by three pages")
         assert _counts(path, learned) == (True, 3, 3)
+
+
+def test_a_model_speaking_as_the_user_swaps_the_sides(tmp_path):
+    """An LLM user simulator's dialogues with a recommender: the example reply sits under ``USER``, so the sides swap
+    (its turns the replies, the agent's its prompts), and the mapping says so in a comment; a ``system`` value keeps
+    its role."""
+    path = tmp_path / "dialogues.json"
+    dialogue = [{"participant": "AGENT", "utterance": "Hello! How can I help you?"},
+                {"participant": "USER", "utterance": "I am looking for a heist movie from the nineties."},
+                {"participant": "AGENT", "utterance": "Have you seen Heat (1995)?"},
+                {"participant": "USER", "utterance": "Yes, loved it. Something lighter this time?"}]
+    path.write_text(json.dumps([{"conversation": dialogue}, {"conversation": dialogue[:2]}]))
+    learned = learn_mapping(path, "looking for a heist movie")
+    assert learned.mapping["roles"] == {"AGENT": "user", "USER": "assistant"}
+    assert any("speaks as the user" in note for note in learned.notes)
+    assert "speaks as the user" in learned_yaml(learned)
+    assert _counts(path, learned) == (True, 2, 3)
