@@ -164,3 +164,28 @@ def test_fine_tuning_rows_of_one_turn_after_their_history(tmp_path):
     assert [m.text for m in calls[-1].context] == ["AAAAA", "BBBBB", "CCCCC", "DDDDD", "EEEEE"]
     assert pair_turns({"instruction": "Translate.", "input": "Hallo", "output": "Hello", "history": []})[
         "history"] == []  # left as it is
+
+
+def test_turn_objects_of_a_user_text_and_its_reply(tmp_path):
+    """A dialogue system's run results keep each turn as ``{turn_idx, user, agent}`` (the list at the record's top
+    level, or one object down): read as the turns' messages, one call per reply. Two such lists in one record (the
+    run and a reference dialogue) are not guessed; a turn list holding a longer text besides (a thought) is not read
+    (its text would be lost), nor a list of question / answer pairs (references as often as replies)."""
+    turns = [{"turn_idx": 1, "user": "A gastropub in the centre, please.", "agent": "The Eagle is one."},
+             {"turn_idx": 2, "user": "Book it for eight people.", "agent": "Booked: reference 00000013."}]
+    path = tmp_path / "runs.jsonl"
+    rows = [{"dialog_id": "d1", "run_result": turns}, {"dialog_id": "d2", "run_result": {"cost": 0.1,
+                                                                                          "dialog_pred": turns[:1]}}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (2, 3, 0)
+    first = list(result.conversations[0].calls())[1]
+    assert [m.role for m in first.context] == ["user", "assistant", "user"]
+    assert first.completion.text == "Booked: reference 00000013."
+    both = {"dialog_id": "d3", "run_result": {"dialog_pred": turns, "dialog_refer": turns}}
+    path.write_text(json.dumps(both) + "\n")
+    assert codes(ingest([path], scrub=False)) == ["ambiguous_shape"]
+    assert not pair_turns({"t": [{**turns[0], "thought": "The user wants a gastropub; search the centre first."}]})[
+        "t"][0].get("role")
+    qa = [{"question": "Capital of France?", "answer": "Paris"}]
+    assert pair_turns({"qa": qa}) == {"qa": qa}

@@ -1,5 +1,6 @@
 """Chat histories kept as ``[user, assistant]`` text pairs (Gradio's tuple-format chatbot history, ChatGLM's
-``history``) and fine-tuning rows of one turn after such a history, read as messages by the general path
+``history``) or as turn objects (``[{"turn_idx": 1, "user": ..., "agent": ...}]``: a dialogue system's run
+results), and fine-tuning rows of one turn after such a history, read as messages by the general path
 (docs/traces.md, "Tables"). Not a format (no ``FORMAT``). Standard library only."""
 
 from __future__ import annotations
@@ -18,7 +19,46 @@ def pair_turns(record: Any) -> Any:
     chat = _history_chat(record)
     if chat is not None:
         return chat
-    return {k: _pair_messages(v) if is_pair_history(v) else v for k, v in record.items()}
+    return {k: _pair_messages(v) if is_pair_history(v) else _turn_messages(v) for k, v in record.items()}
+
+
+#: A turn object's keys naming the user's text and the reply's (``{"user": ..., "agent": ...}``). Not ``question`` /
+#: ``answer`` / ``output``: lists of those are references as often as replies (an eval set's QA pairs).
+TURN_USER_KEYS = ("user", "human", "user_message", "user_input", "user_utterance", "usr")
+TURN_REPLY_KEYS = ("assistant", "agent", "bot", "ai", "chatbot", "model", "assistant_message", "agent_response",
+                   "bot_response", "ai_response")
+MAX_TURN_META = 40  # characters of any other string a turn object holds: longer is content no message reads
+
+
+def _turn_messages(value: Any, depth: int = 0) -> Any:
+    """``value`` as messages where it is a list of turn objects (``is_turn_list``); an object's values one level
+    down likewise (``run_result.dialog_pred``); anything else as it is."""
+    if is_turn_list(value):
+        user, reply = _turn_keys(value[0])  # type: ignore[misc]
+        return _pair_messages([[t[user], t.get(reply)] for t in value])
+    if isinstance(value, dict) and depth == 0:
+        return {k: _turn_messages(v, 1) for k, v in value.items()}
+    return value
+
+
+def _turn_keys(turn: Any) -> tuple[str, str] | None:
+    if not isinstance(turn, dict) or "role" in turn:
+        return None
+    users = [k for k in TURN_USER_KEYS if isinstance(turn.get(k), str)]
+    replies = [k for k in TURN_REPLY_KEYS if k in turn and (turn[k] is None or isinstance(turn[k], str))]
+    return (users[0], replies[0]) if len(users) == 1 and len(replies) == 1 else None
+
+
+def is_turn_list(value: Any) -> bool:
+    """A list of turn objects, each one user text and its reply (or None: not answered yet) under the same two keys
+    (``TURN_USER_KEYS``, ``TURN_REPLY_KEYS``), at least one reply text, and no other string over ``MAX_TURN_META``
+    characters (a turn index, an id, a time: metadata; a longer text would be content no message reads)."""
+    if not isinstance(value, list) or not value:
+        return False
+    keys = _turn_keys(value[0])
+    return keys is not None and all(_turn_keys(t) == keys and isinstance(t, dict) and t[keys[0]].strip() and all(
+        len(v) <= MAX_TURN_META for k, v in t.items() if k not in keys and isinstance(v, str)) for t in value) and \
+        any(t.get(keys[1]) for t in value)
 
 
 #: A fine-tuning row of one turn after its history (ChatGLM's ``prompt`` / ``response`` / ``history``, ms-swift's and
