@@ -395,25 +395,8 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
                        "reading it as the reply's text would lose the call: declare the file's format",
                        src(NAME, filename, line=written + 1))
         return None
+    messages, speakers = _lead(lines, start, markers, filename, problems)
     bounds = [m.index for m in markers] + [len(lines)]
-    lead = "\n".join(lines[start:markers[0].index]).strip()
-    messages: list[Message] = []
-    speakers: list[dict | None] = []
-    if lead and markers[0].role == "assistant":
-        messages.append(Message("user", [TextPart(lead)]))
-        speakers.append(None)
-        problems.warning("leading_text_read_as_user", f"the text before the first marker (line "
-                         f"{markers[0].index + 1}, the assistant's) is read as the user's message",
-                         src(NAME, filename, line=start + 1))
-    elif lead:
-        problems.warning("preamble_not_read", f"{len(lead.splitlines())} line(s) before the first marker (line "
-                         f"{markers[0].index + 1}) are the file's heading, not a message: not read",
-                         src(NAME, filename, line=start + 1))
-    skipped = [m for m in markers if m.role == "skip"]
-    if skipped:
-        problems.warning("sections_not_read", f"{len(skipped)} section(s) {skipped[0].label!r} after each reply "
-                         f"(from line {skipped[0].index + 1}) are figures about it, not its text: not read",
-                         src(NAME, filename, line=skipped[0].index + 1))
     pending: list[ToolCallPart] = []  # the calls of the latest reply not answered yet
     for marker, end, last_kind in zip(markers, bounds[1:], ["", *(m.role for m in markers)]):
         body = lines[marker.index + 1:end]
@@ -436,27 +419,55 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
                            "would be one text and its calls lost: declare the file's format",
                            src(NAME, filename, line=marker.index + 1))
             return None
-        # a reply's <tool_call> blocks are its calls (_text_calls); the results answer them
-        parts = (reply_parts(text) if marker.role == "assistant" else None) or [TextPart(text)]
-        if messages and messages[-1].role == marker.role and (marker.role != "assistant" or marker.rest
-                                                              or last_kind in SECTION_KINDS):
-            # one speaker's sections (or, in a chat log, lines) in a row are one message; two answers in a row
-            # under their own headers are left to join_turns (adjacent_answers_joined)
-            # (a reply's text after its thinking or a tool call of its own: the same reply)
-            if messages[-1].text and isinstance(parts[0], TextPart):
-                parts[0] = TextPart(("\n" if marker.rest else "\n\n") + parts[0].text)
-            messages[-1].parts.extend(parts)
-        else:
-            messages.append(Message(marker.role, parts))  # type: ignore[arg-type]
-            speakers.append(_speaker(marker))
-            pending.clear()
-        pending.extend(p for p in parts if isinstance(p, ToolCallPart))
-    roles = Counter(m.role for m in messages)
-    if not roles["assistant"]:
+        _add_text(marker, text, last_kind in SECTION_KINDS, messages, speakers, pending)
+    if not any(m.role == "assistant" for m in messages):
         problems.error("no_assistant_message", "the transcript's assistant markers hold no text",
                        src(NAME, filename, line=start + 1))
         return None
     return messages, speakers
+
+
+def _lead(lines: list[str], start: int, markers: list[Marker], filename: str,
+          problems: ProblemSink) -> tuple[list[Message], list[dict | None]]:
+    """The messages before the first marker (the text there, where that marker is the assistant's) and the
+    warnings about what is not read: a heading before the first marker, sections of figures after each reply."""
+    lead = "\n".join(lines[start:markers[0].index]).strip()
+    messages: list[Message] = []
+    speakers: list[dict | None] = []
+    if lead and markers[0].role == "assistant":
+        messages.append(Message("user", [TextPart(lead)]))
+        speakers.append(None)
+        problems.warning("leading_text_read_as_user", f"the text before the first marker (line "
+                         f"{markers[0].index + 1}, the assistant's) is read as the user's message",
+                         src(NAME, filename, line=start + 1))
+    elif lead:
+        problems.warning("preamble_not_read", f"{len(lead.splitlines())} line(s) before the first marker (line "
+                         f"{markers[0].index + 1}) are the file's heading, not a message: not read",
+                         src(NAME, filename, line=start + 1))
+    skipped = [m for m in markers if m.role == "skip"]
+    if skipped:
+        problems.warning("sections_not_read", f"{len(skipped)} section(s) {skipped[0].label!r} after each reply "
+                         f"(from line {skipped[0].index + 1}) are figures about it, not its text: not read",
+                         src(NAME, filename, line=skipped[0].index + 1))
+    return messages, speakers
+
+
+def _add_text(marker: Marker, text: str, after_section: bool, messages: list[Message], speakers: list[dict | None],
+              pending: list[ToolCallPart]) -> None:
+    """Add a marker's text to ``messages``: a new message, or the last one where one speaker's sections (or, in a
+    chat log, lines) follow each other. Two answers in a row under their own headers are left to ``join_turns``
+    (``adjacent_answers_joined``); a reply's text after its thinking or a tool call of its own is the same reply
+    (``after_section``). A reply's ``<tool_call>`` blocks are its calls (``_text_calls``), added to ``pending``."""
+    parts = (reply_parts(text) if marker.role == "assistant" else None) or [TextPart(text)]
+    if messages and messages[-1].role == marker.role and (marker.role != "assistant" or marker.rest or after_section):
+        if messages[-1].text and isinstance(parts[0], TextPart):
+            parts[0] = TextPart(("\n" if marker.rest else "\n\n") + parts[0].text)
+        messages[-1].parts.extend(parts)
+    else:
+        messages.append(Message(marker.role, parts))  # type: ignore[arg-type]
+        speakers.append(_speaker(marker))
+        pending.clear()
+    pending.extend(p for p in parts if isinstance(p, ToolCallPart))
 
 
 def _section(kind: str, body: list[str], messages: list[Message], speakers: list[dict | None],
