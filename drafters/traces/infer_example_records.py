@@ -281,12 +281,22 @@ def _keyed_by_id(value: Any) -> bool:
         _shapes.ID_LIKE_KEY.match(str(key)) and isinstance(v, dict) for key, v in value.items())
 
 
+#: A record's key numbering independent runs of one prompt (``run_index``, ``sample_id``, ``seed``, ``trial``).
+SAMPLE_INDEX = re.compile(r"^(?:run|sample|trial|seed|repeat|repetition|attempt|rollout|draw)"
+                          r"(?:[_ ]?(?:index|idx|id|no|num|number|n))?$", re.IGNORECASE)
+
+
 def _repeated_input(sample: list, where: str) -> bool:
     """Whether the first records all hold the same input at ``where`` (two or more): steps of one run (an
-    episode's instruction repeated each step) whose context the records do not hold, not calls of their own."""
-    seen = [repr(v) for record in sample[:SIBLING_RECORDS] if isinstance(record, dict)
-            for _, v in jsonpath(record, where)]
-    return len(seen) >= 2 and len(set(seen)) == 1
+    episode's instruction repeated each step) whose context the records do not hold, not calls of their own.
+    Records numbered as independent runs of that prompt (a ``SAMPLE_INDEX`` key, a different value in each:
+    ``run_index`` 1 to 15 of a belief-elicitation harness) are calls of their own, each its conversation."""
+    records = [r for r in sample[:SIBLING_RECORDS] if isinstance(r, dict)]
+    seen = [repr(v) for record in records for _, v in jsonpath(record, where)]
+    if len(seen) < 2 or len(set(seen)) != 1:
+        return False
+    runs = [k for k in records[0] if isinstance(k, str) and SAMPLE_INDEX.match(k)]
+    return not any(len({repr(r.get(k)) for r in records if k in r}) == len(records) for k in runs)
 
 
 def _several_calls(record: dict, hit: Hit, sampled: int | None = None) -> bool:

@@ -624,3 +624,24 @@ def test_a_model_speaking_as_the_user_swaps_the_sides(tmp_path):
     assert any("speaks as the user" in note for note in learned.notes)
     assert "speaks as the user" in learned_yaml(learned)
     assert _counts(path, learned) == (True, 2, 3)
+
+
+def test_independent_runs_of_one_prompt_are_a_call_each(tmp_path):
+    """Records repeating one prompt are steps of one run whose context they do not hold, unless a key numbers them as
+    independent runs of it (``run_index`` 1, 2, 3: a belief-elicitation harness sampling one question): then each is
+    a call, its own conversation."""
+    prompt = "Give your subjective quantiles p05 to p95 for the Armington elasticity, as JSON with an interpretation."
+    replies = ['{"interpretation": "Top-level import versus domestic elasticity", "p50": 2.0}',
+               '{"interpretation": "Aggregate import composite against domestic goods", "p50": 1.8}',
+               '{"interpretation": "Elasticity at the top trade nest", "p50": 2.2}']
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps({"model_name": "m", "run_index": i + 1, "prompt": prompt, "raw_response": r})
+                            + "\n" for i, r in enumerate(replies)))
+    learned = learn_mapping(path, "Aggregate import composite against domestic goods")
+    assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.prompt", "$.raw_response")
+    assert _counts(path, learned) == (True, 3, 3)
+    path.write_text("".join(json.dumps({"model_name": "m", "prompt": prompt, "raw_response": r}) + "\n"
+                            for r in replies))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "Aggregate import composite against domestic goods")
+    assert err.value.code == "example_not_read"
