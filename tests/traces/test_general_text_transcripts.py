@@ -345,3 +345,29 @@ def test_a_rule_between_sections_is_the_separator_not_the_message_s_text(tmp_pat
     calls = list(result.conversations[0].calls())
     assert [c.completion.text for c in calls] == ["It shipped yesterday.", "You are welcome."]
     assert [m.text for m in calls[1].context] == ["Where is my order 4411?", "It shipped yesterday.", "Thanks!"]
+
+
+RULES = "\n".join(f"- Rule {i}: a card of colour {c} is played only on the stack of its colour, rank by rank, from 1 up."
+                  for i, c in enumerate(["red", "green", "blue", "white", "yellow", "red", "green"]))
+
+
+def test_a_log_of_prompts_rebuilt_for_every_call_reads_each_call_apart(tmp_path):
+    """``PROMPT:`` / ``LLM RESPONSE:`` blocks, each prompt the game's rules and state rebuilt for the turn: each call
+    is a conversation of its own (``rebuilt_prompts_read_apart``); a heading inside the prompt (``RULES:``) is the
+    prompt's text, never a speaker; the next entry's title after the rule closing a reply is not its text."""
+    turns = [(f"You are Player {p} in a cooperative card game.\n\nRULES:\n\n{RULES}\n\nSTATE: turn {t}, 8 hints left."
+              f"\n\nAnswer with a JSON move.", f'{{"action": "HINT_COLOR", "teammate": {1 - p}}}')
+             for t, p in enumerate([0, 1, 0])]
+    text = "".join(f"\n=== PLAYER {t % 2} TURN ===\nPROMPT:\n{prompt}\n\nLLM RESPONSE:\n{reply}\n{'=' * 50}\n"
+                   for t, (prompt, reply) in enumerate(turns))
+    result = _read(tmp_path, text, "llm_log.txt")
+    assert result.report.ok and totals(result.conversations) == (3, 3, 0)
+    assert "rebuilt_prompts_read_apart" in codes(result, "warnings")
+    first = list(result.conversations[0].calls())[0]
+    assert first.context[0].text.startswith("You are Player 0") and "RULES:" in first.context[0].text
+    assert first.completion.text == '{"action": "HINT_COLOR", "teammate": 1}'  # no "=== PLAYER 1 TURN ===" after it
+    chat = ("PROMPT:\nYou are a careful assistant. Summarise the following rules for a new player.\n\n"
+            f"{RULES}\n\nLLM RESPONSE:\nPlay colours in order.\n\nPROMPT:\nAnd the hints?\n\nLLM RESPONSE:\n"
+            "Eight tokens, one per hint.\n")
+    result = _read(tmp_path, chat, "chat.txt")  # a chat's next turn says only what is new: one conversation
+    assert result.report.ok and totals(result.conversations) == (1, 2, 0)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import IO
 
+from drafters.traces.formats._chains import REBUILT_PREFIX
 from drafters.traces.formats._documents import is_document
 from drafters.traces.formats._reading import count, src
 from drafters.traces.formats._records import guard_file
@@ -54,7 +55,7 @@ from drafters.traces.formats._text_tool_sections import (
     tag_blocks,
     thinking,
 )
-from drafters.traces.formats._turns import join_turns, warn_joined
+from drafters.traces.formats._turns import join_turns, warn_joined, whole_prompts
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -72,7 +73,9 @@ ROLE_LABELS = {
     **dict.fromkeys(("user", "human", "you", "me", "prompt", "question", "query", "user input", "user message",
                      "user prompt", "user query"), "user"),
     **dict.fromkeys(("assistant", "ai", "bot", "model", "response", "answer", "reply", "assistant response",
-                     "assistant message", "ai response", "model response", "chatbot"), "assistant"),
+                     "assistant message", "ai response", "model response", "chatbot", "llm", "llm response",
+                     "llm output", "llm reply", "llm answer", "model output", "model reply", "ai reply", "completion"),
+                    "assistant"),
     **dict.fromkeys(("system", "system prompt", "system message", "developer", "instructions"), "system"),
     **dict.fromkeys(("tool", "tool result", "tool output", "tool response", "function", "observation",
                      "tool execute", "tool execution"), "tool"),
@@ -162,6 +165,9 @@ def _rule(decoration: str) -> str:
 
 
 _RULE_LINE = re.compile(r"^\s*[-=*_~]{3,}\s*$")  # a rule: three or more of -, =, *, _, ~ alone on a line
+#: A title between rules of one character (``=== PLAYER 1 TURN ===``): after a rule closing a section, the next
+#: entry's heading, not the section's text.
+_TITLE_LINE = re.compile(r"^\s*([-=*~#])\1{2,}\s+\S.{0,60}?\s+\1{3,}\s*$")
 _SETTING = re.compile(r"^\s*([\w.-]+\s*[=:]|#|$)")  # a front-matter line: key = value, key: value, a comment
 
 
@@ -355,7 +361,40 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     turns = join_turns(messages, speakers, "role", "join")  # two agents' turns in a row are two calls
     warn_joined(turns, problems, where, None)
     stem = filename.rsplit("/", 1)[-1]
-    yield Conversation(id=f"{stem}:transcript", source=where, messages=turns.messages)
+    conv = Conversation(id=f"{stem}:transcript", source=where, messages=turns.messages)
+    shared = _rebuilt_prompts(turns.messages)
+    if shared:
+        problems.warning("rebuilt_prompts_read_apart", f"each prompt repeats {shared} characters or more of the one "
+                         "before it, line for line (a prompt rebuilt whole from one template for every call, as an "
+                         "agent loop or a game player sends it): each call is read as a conversation of its own", where)
+        yield from whole_prompts(conv)
+        return
+    yield conv
+
+
+MIN_TEMPLATE_LINE = 30  # characters of a line that counts as a template's (shorter ones repeat by chance)
+
+
+def _rebuilt_prompts(messages: list[Message]) -> int:
+    """The characters of its template lines (``MIN_TEMPLATE_LINE`` or longer) every prompt repeats from the one
+    before it, where that is ``REBUILT_PREFIX`` or more and half its own such lines' characters or more, in a
+    transcript of two or more prompts each answered and no tool message: prompts rebuilt whole for every call (a
+    log printing what each call sent, ``PROMPT:`` / ``LLM RESPONSE:``, the rules and the state each turn), not a
+    chat's next turns (which say only what is new; ``_chains.rebuilt_prompts`` for numbered records). 0 otherwise."""
+    if any(m.role == "tool" or m.tool_calls for m in messages):
+        return 0
+    prompts = [m.text for m in messages if m.role == "user"]
+    if len(prompts) < 2 or sum(m.role == "assistant" for m in messages) < len(prompts):
+        return 0
+    shares = []
+    for before, prompt in pairwise(prompts):
+        seen = {line.strip() for line in before.splitlines()}
+        long = [line.strip() for line in prompt.splitlines() if len(line.strip()) >= MIN_TEMPLATE_LINE]
+        repeated = sum(len(line) for line in long if line in seen)
+        if repeated < REBUILT_PREFIX or 2 * repeated < sum(len(line) for line in long):
+            return 0
+        shares.append(repeated)
+    return min(shares)
 
 
 def _entry_headings(lines: list[str], markers: list[Marker]) -> list[int]:
@@ -398,11 +437,12 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
     messages, speakers = _lead(lines, start, markers, filename, problems)
     bounds = [m.index for m in markers] + [len(lines)]
     pending: list[ToolCallPart] = []  # the calls of the latest reply not answered yet
+    titled: list[str] = []  # the first section's entry titles after its closing rule
     for marker, end, last_kind in zip(markers, bounds[1:], ["", *(m.role for m in markers)]):
         body = lines[marker.index + 1:end]
         # a rule closing the message (``---`` between sections, a ruled transcript's) is the separator, not its text
-        filled = [i for i, line in enumerate(body) if line.strip()]
-        body = body[:filled[-1]] if filled and _RULE_LINE.match(body[filled[-1]]) else body
+        body, titles = _closing_rule(body)
+        titled = titled or titles
         text = "\n".join(([marker.rest] if marker.rest else []) + body).strip()
         if not text or marker.role == "skip":
             continue  # an empty prompt left for the next turn, a header with nothing under it, metadata
@@ -420,11 +460,28 @@ def _messages(lines: list[str], start: int, markers: list[Marker], filename: str
                            src(NAME, filename, line=marker.index + 1))
             return None
         _add_text(marker, text, last_kind in SECTION_KINDS, messages, speakers, pending)
+    if titled:
+        problems.warning("preamble_not_read", f"lines after a rule closing a section are the next entry's title "
+                         f"({titled[0].strip()[:60]!r}, ...): its heading, not the section's text: not read",
+                         src(NAME, filename, line=start + 1))
     if not any(m.role == "assistant" for m in messages):
         problems.error("no_assistant_message", "the transcript's assistant markers hold no text",
                        src(NAME, filename, line=start + 1))
         return None
     return messages, speakers
+
+
+def _closing_rule(body: list[str]) -> tuple[list[str], list[str]]:
+    """A section's lines without the rule closing it (``---`` between sections: the separator, not its text) and,
+    after that rule, the next entry's titles (``=== PLAYER 1 TURN ===``, nothing else after it), returned apart."""
+    filled = [i for i, line in enumerate(body) if line.strip()]
+    rules = [i for i in filled if _RULE_LINE.match(body[i])]
+    if not rules:
+        return body, []
+    after = [body[i] for i in filled if i > rules[-1]]
+    if all(_TITLE_LINE.match(line) for line in after):
+        return body[:rules[-1]], after
+    return body, []
 
 
 def _lead(lines: list[str], start: int, markers: list[Marker], filename: str,
