@@ -355,3 +355,20 @@ def test_new_messages_a_line_under_a_key_of_the_tools_naming(tmp_path):
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))  # a line of two new messages: both read
     result = ingest([path], scrub=False)
     assert result.report.ok and totals(result.conversations) == (1, 3, 0)
+
+
+def test_a_message_list_typed_by_its_class_name_in_lower_case(tmp_path):
+    """PromptingTools.jl saves a conversation as a list of messages whose ``_type`` is the message class in lower
+    case (``systemmessage``, ``usermessage``, ``aimessage``): the general path reads them, and the mapping
+    ``infer-mapping`` writes reads them alike; a ``_type`` naming no message class is no role."""
+    doc = [{"content": "You are a Julia expert.", "variables": [], "_type": "systemmessage"},
+           {"content": "Write audi_filter.", "variables": ["ask"], "_type": "usermessage"},
+           {"content": "```julia\naudi_filter(df) = df\n```", "status": 200, "_type": "aimessage"},
+           {"content": "It fails on an empty frame; fix it.", "variables": ["feedback"], "_type": "usermessage"},
+           {"content": "```julia\naudi_filter(df) = isempty(df) ? df : df\n```", "_type": "aimessage"}]
+    result = ingest_json(tmp_path, doc, "conversation.json")
+    assert result.report.ok and totals(result.conversations) == (1, 2, 0)
+    assert [m.role for m in result.conversations[0].messages] == ["system", "user", "assistant", "user", "assistant"]
+    assert inferred_mapping_totals(tmp_path / "conversation.json", "file_list", tmp_path) == (1, 2, 0)
+    odd = [{**m, "_type": "datamessage" if m["_type"] == "usermessage" else m["_type"]} for m in doc]
+    assert not ingest_json(tmp_path, odd, "odd.json").report.ok

@@ -52,7 +52,9 @@ ROLE_ALIASES: dict[str, str] = {
     # of the assistant turn after it (_turns.turn_kind), never a call of its own
     "reasoning": "assistant", "thinking": "assistant", "thought": "assistant",
 }  # role_of also reads camelCase / kebab-case spellings by their snake case (toolResult -> tool_result)
-ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type", "source", "kind")  # source: ATIF (Harbor)
+ROLE_KEYS = ("role", "from", "speaker", "author", "sender", "type", "source", "kind",  # source: ATIF (Harbor)
+             "_type")  # _type: PromptingTools.jl's serialized messages (``"_type": "usermessage"``)
+_CLASS_ROLES = ("system", "user", "human", "ai", "assistant", "tool", "function", "developer")
 # A role given by a boolean: the key -> the role when true (false: the other of user / assistant).
 ROLE_FLAGS = {"isCreatedByUser": "user", "is_created_by_user": "user", "isUser": "user", "is_user": "user",
               "fromUser": "user", "from_user": "user", "isBot": "assistant", "is_bot": "assistant"}
@@ -115,6 +117,8 @@ def role_of(value: Any, aliases: dict[str, str] | None = None) -> str | None:
     name = snake(value)
     if name.endswith("_message") or name == "aimessage":  # a message class: UserMessage, AIMessage, ToolMessage
         name = name[:-8] if name.endswith("_message") else "ai"
+    elif name.endswith("message") and name[:-7] in _CLASS_ROLES:  # lower case (PromptingTools.jl's ``usermessage``)
+        name = name[:-7]
     return table.get(value) or table.get(value.strip().lower()) or table.get(name)
 
 
