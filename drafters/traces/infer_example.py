@@ -175,9 +175,11 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
 def _swapped(reading: dict[str, Any]) -> list[str]:
     """The comment a reading whose sides swap carries (``_roles``): the model speaks as the user."""
     swapped = [v for v, r in reading["roles"].items() if r == "assistant" and role_of(v) == "user"]
-    return [f"# the example is under {reading['role']}: {swapped[0]!r}, a name of the user's side: the file's model "
-            "speaks as the user (an LLM user simulator), so its turns are read as the replies and the other side's "
-            "as its prompts; swap the roles back if the model is the other side"] if swapped else []
+    if not swapped:
+        return []
+    return [(f"# the example is under {reading['role']}: {swapped[0]!r}, a name of the user's side: the file's model "
+             "speaks as the user (an LLM user simulator), so its turns are read as the replies and the other side's "
+             "as its prompts; swap the roles back if the model is the other side")]
 
 
 def _group_key(records: list[dict], role: str) -> str | None:

@@ -175,7 +175,7 @@ def test_the_earlier_layout_with_colons_and_deeper_argument_headings(tmp_path):
             "## ASSISTANT:\n\nAll green.\n\n## USER:\n\n")
     result = _read(tmp_path, text, "fix.grgr")
     assert result.report.ok and totals(result.conversations) == (1, 2, 1)
-    call = list(result.conversations[0].calls())[0].completion.tool_calls[0]
+    call = next(iter(result.conversations[0].calls())).completion.tool_calls[0]
     assert (call.id, call.name, call.arguments) == ("toolu_9", "shell-command", {"command": "make test"})
 
 
@@ -184,7 +184,7 @@ def test_a_call_written_as_one_json_object(tmp_path):
             "{\"city\": \"Oslo\"}}\n```\n## Tool Result\n-3 C, snow\n## Assistant\nIt is -3 C with snow.\n")
     result = _read(tmp_path, text, "weather.md")
     assert result.report.ok and totals(result.conversations) == (1, 2, 1)
-    first = list(result.conversations[0].calls())[0].completion
+    first = next(iter(result.conversations[0].calls())).completion
     assert first.text == "" and first.tool_calls[0].arguments == {"city": "Oslo"}
 
 
@@ -210,7 +210,7 @@ def test_a_reasoning_heading_inside_a_prompt_stays_the_prompt_s_text(tmp_path):
             "## Assistant\nTake the train.\n")
     result = _read(tmp_path, text, "plan.md")
     assert result.report.ok and totals(result.conversations) == (1, 1, 0)
-    prompt = list(result.conversations[0].calls())[0].context
+    prompt = next(iter(result.conversations[0].calls())).context
     assert [m.role for m in prompt] == ["user"] and "## Reasoning\nShow your steps." in prompt[0].text
 
 

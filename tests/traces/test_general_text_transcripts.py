@@ -355,15 +355,15 @@ def test_a_log_of_prompts_rebuilt_for_every_call_reads_each_call_apart(tmp_path)
     """``PROMPT:`` / ``LLM RESPONSE:`` blocks, each prompt the game's rules and state rebuilt for the turn: each call
     is a conversation of its own (``rebuilt_prompts_read_apart``); a heading inside the prompt (``RULES:``) is the
     prompt's text, never a speaker; the next entry's title after the rule closing a reply is not its text."""
-    turns = [(f"You are Player {p} in a cooperative card game.\n\nRULES:\n\n{RULES}\n\nSTATE: turn {t}, 8 hints left."
-              f"\n\nAnswer with a JSON move.", f'{{"action": "HINT_COLOR", "teammate": {1 - p}}}')
+    turns = [((f"You are Player {p} in a cooperative card game.\n\nRULES:\n\n{RULES}\n\nSTATE: turn {t}, 8 hints "
+               "left.\n\nAnswer with a JSON move."), f'{{"action": "HINT_COLOR", "teammate": {1 - p}}}')
              for t, p in enumerate([0, 1, 0])]
     text = "".join(f"\n=== PLAYER {t % 2} TURN ===\nPROMPT:\n{prompt}\n\nLLM RESPONSE:\n{reply}\n{'=' * 50}\n"
                    for t, (prompt, reply) in enumerate(turns))
     result = _read(tmp_path, text, "llm_log.txt")
     assert result.report.ok and totals(result.conversations) == (3, 3, 0)
     assert "rebuilt_prompts_read_apart" in codes(result, "warnings")
-    first = list(result.conversations[0].calls())[0]
+    first = next(iter(result.conversations[0].calls()))
     assert first.context[0].text.startswith("You are Player 0") and "RULES:" in first.context[0].text
     assert first.completion.text == '{"action": "HINT_COLOR", "teammate": 1}'  # no "=== PLAYER 1 TURN ===" after it
     chat = ("PROMPT:\nYou are a careful assistant. Summarise the following rules for a new player.\n\n"
