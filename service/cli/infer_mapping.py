@@ -59,6 +59,11 @@ def datasets_infer_mapping(
             if exc.code == "no_messages_found" and _learn_from_named_reply(file, name, out, as_json):
                 return
             skeleton = skeleton_yaml(file, name) if exc.code == "no_messages_found" else None
+            if skeleton is None and exc.code == "no_messages_found" and _read_as_text(file):
+                raise CliError(exc.code, "the file is text, which the general path reads as a text transcript "
+                               f"(tracedraft datasets validate {file}): no mapping is needed, and a declared text "
+                               "mapping cannot say where its tool calls sit (TOOL USE sections, <tool_call> blocks)",
+                               where=str(file)) from exc
             if skeleton is None and exc.code == "no_messages_found":
                 raise CliError(exc.code, f"{exc.message}; no key or heading names the model's reply beside a prompt "
                                "either (a reference, such as expected_output or a bare answer, is none)",
@@ -91,8 +96,15 @@ def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None
     """``infer-mapping --reply``: write the mapping learned from the example (drafters/traces/infer_example.py);
     CliError ``roles_unnamed`` (exit 1) after writing one whose roles the user must still name."""
     from drafters.traces.infer_example import learn_mapping, learned_yaml
+    from drafters.traces.report import TraceError
 
-    learned = learn_mapping(file, reply, name)
+    try:
+        learned = learn_mapping(file, reply, name)
+    except TraceError as exc:
+        if exc.code == "example_not_read" and _read_as_text(file):
+            raise CliError(exc.code, f"{exc.message}; the general path reads this text file as it is, its tool calls "
+                           f"too (tracedraft datasets validate {file}): no mapping is needed", where=str(file)) from exc
+        raise
     text = learned_yaml(learned)
     if as_json:
         print_json({"file": str(file), "shape": "learned_from_reply", "mapping": learned.mapping,
@@ -128,6 +140,14 @@ def _learn_from_named_reply(file: Path, name: str | None, out: Path | None, as_j
                           "name; check it "
                           f"(its comments say what), then: tracedraft datasets validate --mapping {out} {file}")
     return True
+
+
+def _read_as_text(file: Path) -> bool:
+    """Whether the general path reads ``file`` as a text transcript, every content understood."""
+    from drafters.traces.ingest import ingest
+
+    result = ingest([file], scrub=False, dedup=False)
+    return result.report.ok and bool(result.conversations) and set(result.report.formats) == {"text_transcript"}
 
 
 def _emit(text: str, out: Path | None, printed: bool = True) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from service.cli._common import JsonOpt, console, handled, print_json
+from service.cli._common import EXIT_ERROR, JsonOpt, console, handled, print_json
 from service.cli.data import check_files_exist, datasets_app
 
 
@@ -27,9 +27,9 @@ def datasets_show_calls(
     as_json: bool = JsonOpt,
 ) -> None:
     """Print each LLM call the files are read as: its conversation, where it was read, every context message
-    (role, text, tool calls and results) and the completion, then the reading's result and error codes. --json
+    (role, text, tool calls and results) and the completion, then the reading's result and its errors. --json
     prints {"ok", "counts", "errors", "calls": [{"index", "conversation", "source", "context", "completion"}]},
-    texts whole.
+    texts whole, the errors as ``datasets validate --json`` gives them. Exits 1 when no call is read.
 
     Example: tracedraft datasets show-calls log.md --mapping log.mapping.yaml --call 0 --call 3
     """
@@ -42,16 +42,20 @@ def datasets_show_calls(
     chosen = [i for i in (calls or range(len(every))) if 0 <= i < len(every)][:limit]
     shown = [_call(i, *every[i]) for i in chosen]
     report = result.report.to_dict()
-    codes = sorted({e["code"] for e in report["errors"]})
     if as_json:
-        print_json({"ok": report["ok"], "counts": report["counts"], "errors": codes, "calls": shown})
-        return
-    for call in shown:
-        _print(call, width)
-    missing = [i for i in calls if not 0 <= i < len(every)]
-    tail = f"; no call {', '.join(map(str, missing))}" if missing else ""
-    console.print(f"{len(shown)} of {len(every)} calls shown{tail}; result: "
-                  f"{'ok' if report['ok'] else 'not ok'}" + (f" (errors: {', '.join(codes)})" if codes else ""))
+        print_json({"ok": report["ok"], "counts": report["counts"], "errors": report["errors"], "calls": shown})
+    else:
+        for call in shown:
+            _print(call, width)
+        missing = [i for i in calls if not 0 <= i < len(every)]
+        tail = f"; no call {', '.join(map(str, missing))}" if missing else ""
+        console.print(f"{len(shown)} of {len(every)} calls shown{tail}; result: {'ok' if report['ok'] else 'not ok'}")
+        for e in report["errors"][:5]:  # as `datasets validate` prints them: the code, the message, where
+            line = f":{e['line']}" if e.get("line") else ""
+            where = f" ({e['file']}{line})" if e.get("file") else ""
+            console.print("  [red]error[/red] " + escape(f"[{e['code']}] {e['message']}{where}"), soft_wrap=True)
+    if not every:
+        raise typer.Exit(EXIT_ERROR)
 
 
 def _call(index: int, conv: Any, call: Any) -> dict[str, Any]:
@@ -85,7 +89,8 @@ def _print_message(m: dict[str, Any], label: str, width: int) -> None:
     parts += [("tool result", r["content"]) for r in m.get("tool_results", [])]
     for kind, text in parts:
         if text:
-            head = f"[{label}{' ' + kind if kind else ''}]"
+            # a tool message's result is "[tool result]", not "[tool tool result]"
+            head = f"[{kind}]" if label == "tool" and kind == "tool result" else f"[{label}{' ' + kind if kind else ''}]"
             console.print(f"  [cyan]{escape(head)}[/cyan] {escape(_cut(text, width))}", soft_wrap=True)
 
 

@@ -285,3 +285,19 @@ def test_json_commands_print_their_errors_as_json(tmp_path):
     assert r.exit_code != 0
     got = json.loads(r.stdout)["error"]
     assert got["code"] == "no_messages_found" and got["param"] == str(table)
+
+
+def test_a_text_transcript_the_general_path_reads_with_its_tool_calls_needs_no_mapping(tmp_path):
+    """A chat buffer writing tool calls as sections: ``validate`` reads it; ``infer-mapping`` (with or without an
+    example reply) says no mapping is needed and why none can say it, not a JSON parse error."""
+    path = tmp_path / "chat.md"
+    path.write_text("# USER\n\nRead the config.\n\n# ASSISTANT\n\nLet me read it.\n\n# TOOL USE\n\nName: read-file\n"
+                    "ID: t1\n\n## path\n\nconfig.py\n\n# TOOL RESULT\n\nID: t1\n\nDEBUG = True\n\n# ASSISTANT\n\n"
+                    "Debug mode is on.\n")
+    runner = CliRunner()
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", str(path)])
+    assert r.exit_code == 0 and json.loads(r.stdout)["counts"]["tool_calls"] == 1
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path)])
+    assert r.exit_code == 1 and "no mapping is needed" in r.output and "invalid_json" not in r.output
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path), "--reply", "Let me read it."])
+    assert r.exit_code == 1 and "no mapping is needed" in r.output

@@ -42,3 +42,24 @@ def test_show_calls_json_has_the_texts_whole_and_the_result(tmp_path):
     r = CliRunner().invoke(app, ["datasets", "show-calls", str(log), "--json"])  # no mapping: the general path
     out = json.loads(r.stdout)
     assert len(out["calls"]) == 2 and out["calls"][1]["context"][-1] == {"role": "user", "text": "And 3+3?"}
+
+
+def test_show_calls_on_a_refused_file_exits_1_with_the_errors(tmp_path):
+    """No call read: exit 1, as ``datasets validate``; the errors with their messages, in the text and in --json
+    (objects, as ``validate --json`` gives them); a tool message's result labelled ``[tool result]``."""
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps({"rows": [1, 2, 3]}))
+    r = CliRunner().invoke(app, ["datasets", "show-calls", str(path)])
+    assert r.exit_code == 1 and "[unknown_format]" in r.stdout and "no trace format recognizes" in r.stdout
+    r = CliRunner().invoke(app, ["datasets", "show-calls", "--json", str(path)])
+    out = json.loads(r.stdout)
+    assert r.exit_code == 1 and not out["ok"] and out["errors"][0]["code"] == "unknown_format"
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps({"messages": [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "-3 C"},
+        {"role": "assistant", "content": "It is -3 C."}]}))
+    r = CliRunner().invoke(app, ["datasets", "show-calls", str(chat), "--call", "1"])
+    assert r.exit_code == 0 and "[tool result] -3 C" in r.stdout and "tool tool" not in r.stdout

@@ -181,6 +181,9 @@ def test_turn_objects_of_a_user_text_and_its_reply(tmp_path):
     assert result.report.ok and totals(result.conversations) == (2, 3, 0)
     first = list(result.conversations[0].calls())[1]
     assert [m.role for m in first.context] == ["user", "assistant", "user"]
+    # the report's inferred mapping is of the rewritten records: it says a --mapping cannot use it
+    said = next(w.message for w in result.report.warnings if w.code == "generic_mapping")
+    assert "--mapping reads the file as written, so this mapping does not read it" in said
     assert first.completion.text == "Booked: reference 00000013."
     both = {"dialog_id": "d3", "run_result": {"dialog_pred": turns, "dialog_refer": turns}}
     path.write_text(json.dumps(both) + "\n")

@@ -394,10 +394,12 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     (``_spellings.contents_shorthand``), messages typed as calls or results as those (``_typed_messages``), named
     speakers beside a user as the model's agents (``_named_speakers``); recorded HTTP exchanges whose status is an
     error are skipped (``_exchanges``)."""
-    records = ((source, contents_shorthand(pair_turns(typed_calls(serialized_messages(value)))))
+    changed: list[bool] = []  # of the first records: whether these rewrites changed it
+    records = ((source, _rewritten(value, changed))
                for source, value in _named_records(expanded_records(_exchanges_kept(records, problems)),
                                                    filename, problems))
     sample = list(islice(records, _shapes.SAMPLE))
+    note = REWRITTEN if any(changed) else ""  # the inferred mapping is then of the rewritten records
     if _step_events.is_step_log([v for _, v in sample]):  # model output logged as loop step events
         conv = _step_events.read(chain(sample, records), filename, problems)
         if conv is not None:
@@ -425,12 +427,26 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
         rest = chain(sample, records)
         if shape.mapping.records == "file":  # the file is the list: its items are one record
             rest = iter([(Source(NAME, filename, record="$"), [value for _, value in rest])])
-        yield from _by_mapping(shape, rest, filename, problems)
+        yield from _by_mapping(shape, rest, filename, problems, note)
         return
     rest = chain(sample, records)
     if shape is not None and shape.mapping.records == "values":  # an object of records keyed by id: its values
         rest = value_records(rest, shape.mapping.lists)
-    yield from _by_spellings(rest, filename, problems, shape)
+    yield from _by_spellings(rest, filename, problems, shape, note)
+
+
+#: Said of an inferred mapping found in records the general path rewrote first (``read_records``).
+REWRITTEN = (" (of the records as the general path rewrites them: pair histories, turn objects, serialized or typed "
+             "messages; --mapping reads the file as written, so this mapping does not read it)")
+
+
+def _rewritten(value: Any, changed: list[bool]) -> Any:
+    """``value`` with its pair histories or turn objects, Gemini ``contents`` shorthand, typed calls and serialized
+    messages as messages; whether that changed it is appended to ``changed`` for the first records."""
+    new = contents_shorthand(pair_turns(typed_calls(serialized_messages(value))))
+    if len(changed) < _shapes.SAMPLE:
+        changed.append(new != value)
+    return new
 
 
 def _exchanges_kept(records: Iterator[tuple[Source, Any]], problems: ProblemSink) -> Iterator[tuple[Source, Any]]:
@@ -466,9 +482,10 @@ def _named_records(records: Iterator[tuple[Source, Any]], filename: str, problem
 
 
 def _by_mapping(shape: _shapes.Inferred, records: Iterator[tuple[Source, Any]], filename: str,
-                problems: ProblemSink) -> Iterator[Conversation]:
+                problems: ProblemSink, note: str = "") -> Iterator[Conversation]:
     """A shape other than message lists in records, read with the mapping inferred for it (stated in the
-    report: the same mapping, written by ``infer-mapping``, reads the file the same way)."""
+    report: the same mapping, written by ``infer-mapping``, reads the file the same way; ``note``: unless the
+    records were rewritten first, ``REWRITTEN``)."""
     if shape.calls_not_read:  # reading without them would lose the calls: say which key to declare
         problems.error("content_not_mapped", f"messages hold tool calls under {', '.join(shape.calls_not_read)}, "
                        f"which the inferred mapping does not read (as {shape.shape}): declare them (tool_calls: KEY) "
@@ -477,12 +494,12 @@ def _by_mapping(shape: _shapes.Inferred, records: Iterator[tuple[Source, Any]], 
     mapping = replace(shape.mapping, label=NAME)
     yield from mapping.read(records, filename, problems)
     problems.warning("generic_mapping", f"read by the general path as {shape.shape} with the inferred mapping "
-                     f"{compact_json(shape.mapping.to_dict())}; message keys not read: "
+                     f"{compact_json(shape.mapping.to_dict())}{note}; message keys not read: "
                      f"{', '.join(shape.keys_not_read) or 'none'}", Source(NAME, filename))
 
 
 def _by_spellings(records: Iterator[tuple[Source, Any]], filename: str, problems: ProblemSink,
-                  shape: _shapes.Inferred | None) -> Iterator[Conversation]:
+                  shape: _shapes.Inferred | None, note: str = "") -> Iterator[Conversation]:
     """One conversation per record whose single message list is found (a bare message list: the file's)."""
     stem = filename.rsplit("/", 1)[-1]
     tally = _Tally()
@@ -494,7 +511,7 @@ def _by_spellings(records: Iterator[tuple[Source, Any]], filename: str, problems
         problems.warning("records_not_calls", f"{tally.not_calls} record(s) hold no message and no part of a call "
                          "(a metadata header, an event of another kind): not read", Source(NAME, filename))
     if tally.paths:
-        inferred = f"; inferred mapping {compact_json(shape.mapping.to_dict())}" if shape is not None else ""
+        inferred = f"; inferred mapping {compact_json(shape.mapping.to_dict())}{note}" if shape is not None else ""
         problems.warning("generic_mapping", f"read by the general path: messages at {_top(tally.paths)}; "
                          f"role from {_top(tally.role_keys)}; content from {_top(tally.content_keys)}; "
                          f"roles {_top(tally.roles)}; tool definitions: {_top(tally.tools) or 'none'}; "
