@@ -192,3 +192,5 @@ def test_turn_objects_of_a_user_text_and_its_reply(tmp_path):
         "t"][0].get("role")
     qa = [{"question": "Capital of France?", "answer": "Paris"}]
     assert pair_turns({"qa": qa}) == {"qa": qa}
+    runs = [{"user": "u42", "agent": "planner", "cost": 0.1}, {"user": "u43", "agent": "coder", "cost": 0.2}]
+    assert pair_turns({"runs": runs}) == {"runs": runs}  # names, not a dialogue

@@ -25,7 +25,7 @@ def pair_turns(record: Any) -> Any:
 #: A turn object's keys naming the user's text and the reply's (``{"user": ..., "agent": ...}``). Not ``question`` /
 #: ``answer`` / ``output``: lists of those are references as often as replies (an eval set's QA pairs).
 TURN_USER_KEYS = ("user", "human", "user_message", "user_input", "user_utterance", "usr")
-TURN_REPLY_KEYS = ("assistant", "agent", "bot", "ai", "chatbot", "model", "assistant_message", "agent_response",
+TURN_REPLY_KEYS = ("assistant", "agent", "bot", "ai", "chatbot", "assistant_message", "agent_response",
                    "bot_response", "ai_response")
 MAX_TURN_META = 40  # characters of any other string a turn object holds: longer is content no message reads
 
@@ -51,14 +51,19 @@ def _turn_keys(turn: Any) -> tuple[str, str] | None:
 
 def is_turn_list(value: Any) -> bool:
     """A list of turn objects, each one user text and its reply (or None: not answered yet) under the same two keys
-    (``TURN_USER_KEYS``, ``TURN_REPLY_KEYS``), at least one reply text, and no other string over ``MAX_TURN_META``
-    characters (a turn index, an id, a time: metadata; a longer text would be content no message reads)."""
+    (``TURN_USER_KEYS``, ``TURN_REPLY_KEYS``), no other string over ``MAX_TURN_META`` characters (a turn index, an
+    id, a time: metadata; a longer text would be content no message reads), and at least one turn whose prompt and
+    reply are both words, not one each (``{"user": "u42", "agent": "planner"}``: names, not a dialogue)."""
     if not isinstance(value, list) or not value:
         return False
     keys = _turn_keys(value[0])
-    return keys is not None and all(_turn_keys(t) == keys and isinstance(t, dict) and t[keys[0]].strip() and all(
-        len(v) <= MAX_TURN_META for k, v in t.items() if k not in keys and isinstance(v, str)) for t in value) and \
-        any(t.get(keys[1]) for t in value)
+    if keys is None:
+        return False
+    user, reply = keys
+    if not all(_turn_keys(t) == keys and t[user].strip() and all(
+            len(v) <= MAX_TURN_META for k, v in t.items() if k not in keys and isinstance(v, str)) for t in value):
+        return False
+    return any(len(t[user].split()) > 1 and len((t.get(reply) or "").split()) > 1 for t in value)
 
 
 #: A fine-tuning row of one turn after its history (ChatGLM's ``prompt`` / ``response`` / ``history``, ms-swift's and
