@@ -256,11 +256,10 @@ def _roles(values: list[str], replied: str) -> dict[str, str] | None:
     another value the spellings call the assistant's (which of the two wrote the replies?). None when the
     spellings give ``replied`` another role than the user's. Where they give it the user's, the sides swap (the
     file's model speaks as the user: an LLM user simulator, the example one of its turns): ``replied`` the
-    assistant's, the value spelled as the assistant's the user's (``SWAPPED_NOTE``)."""
+    assistant's, the value spelled as the assistant's the user's (``_swapped`` says so)."""
     if role_of(replied) == "user":
-        swapped = {v: "assistant" if v == replied else {"assistant": "user", "user": "?"}.get(role_of(v) or "?", "?")
-                   for v in values}
-        swapped = {v: role_of(v) if r == "?" and role_of(v) in ("system", "tool") else r for v, r in swapped.items()}
+        swapped = {v: "assistant" if v == replied else "user" if role_of(v) == "assistant" else
+                   role_of(v) if role_of(v) in ("system", "tool") else "?" for v in values}
         return swapped if "user" in swapped.values() else None
     if role_of(replied) not in (None, "assistant"):
         return None

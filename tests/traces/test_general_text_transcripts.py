@@ -137,6 +137,10 @@ def test_a_tool_call_written_as_text_in_a_reply_is_refused(tmp_path):
         result = _read(tmp_path, text)
         assert not result.report.ok and result.conversations == []
         assert "content_not_mapped" in codes(result), notation
+    # a notation sharing its line with a block that is read: refused at that line, not a crash
+    shared = "## User\n\nList.\n\n## Assistant\n\nTool use: **ls** <tool_call>{\"name\": \"ls\"}</tool_call>\n"
+    result = _read(tmp_path, shared)
+    assert codes(result) == ["content_not_mapped"] and result.report.errors[0].line == 7
     quoted = "## User\n\nShow a tool call.\n\n## Assistant\n\n```json\n<tool_call>{\"name\": \"x\"}</tool_call>\n```\n"
     assert _read(tmp_path, quoted).report.ok  # inside a code block of another kind it is an example: text
 

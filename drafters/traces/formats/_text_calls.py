@@ -61,10 +61,10 @@ def _call_of(body: str) -> ToolCallPart | None:
     xml = _XML_NAME.match(body)
     if xml is None:
         return _call(_literal(body))
-    rest = _XML_PARAM.sub("", body[xml.end():])
-    if re.sub(r"</\w+>", "", rest).strip():
+    elements = body[xml.end():]
+    if re.sub(r"</\w+>", "", _XML_PARAM.sub("", elements)).strip():
         return None  # text beside the elements: not only a call
-    params = _XML_PARAM.findall(body[xml.end():])
+    params = _XML_PARAM.findall(elements)
     return ToolCallPart.from_raw(None, xml[1], {k: v for k, v in params if k or v})  # <param name=""></param>: none
 
 

@@ -44,7 +44,7 @@ _FIELD = re.compile(r"^\s*(?P<key>name|tool|function|id|tool[ _]?use[ _]?id|call
                     re.IGNORECASE)
 _PARAM = re.compile(r"^(#{1,6})\s+(?P<name>[\w.-]{1,64})\s*:?\s*$")  # ``## path``: an argument's heading
 _TAG_OPEN = re.compile(r"^<(?P<tag>[A-Za-z_][\w.:-]{0,100})>$")
-_FENCE_LINE = re.compile(r"^\s*(```|~~~)")
+FENCE = re.compile(r"^\s*(```|~~~)")  # a code fence: lines inside it are text, never markers
 _SIGNATURE = re.compile(r"^Signature:\s*(\S+)\s*$")
 
 
@@ -74,7 +74,7 @@ def _unwrap(lines: list[str]) -> str:
         lines = lines[:-1]
     if len(lines) >= 2:
         m = _TAG_OPEN.match(lines[0].strip())
-        if m and lines[-1].strip() == f"</{m['tag']}>" or _FENCE_LINE.match(lines[0]) and _FENCE_LINE.match(lines[-1]):
+        if m and lines[-1].strip() == f"</{m['tag']}>" or FENCE.match(lines[0]) and FENCE.match(lines[-1]):
             lines = lines[1:-1]
     return "\n".join(lines)
 

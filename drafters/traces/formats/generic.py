@@ -69,6 +69,7 @@ from drafters.traces.formats._spellings import (
     summary_texts,
 )
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system, system_not_read
+from drafters.traces.formats._text_beside import answer_beside, holders, turn_text_beside
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
 from drafters.traces.formats._typed_messages import typed_calls
@@ -543,13 +544,13 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
                        f"{f.path} read as its conversation: it would be lost; declare where it belongs in a mapping "
                        "file (--mapping; `tracedraft datasets infer-mapping` writes a first one)", source, elsewhere)
         return
-    beside = _turn_text_beside(_holders(value, f.path)[:1], f)
+    beside = turn_text_beside(holders(value, f.path)[:1], f.messages, f.content_key)
     if beside is not None:  # a prompt or a reply kept beside the list: a turn the list does not hold
         problems.error("content_not_mapped", f"the record holds text under {beside} beside the message list "
                        f"{f.path}, and no message of the list holds it: it may be a turn of the conversation the "
                        "list does not hold; declare where it belongs in a mapping file (--mapping)", source, beside)
         return
-    answer = _answer_beside(_holders(value, f.path)[:1], f)
+    answer = answer_beside(holders(value, f.path)[:1], f.messages, f.role_key)
     if answer is not None:  # the list is a call's input; its output is elsewhere, in a spelling not read
         problems.error("content_not_mapped", f"the message list {f.path} ends before the model's answer and the "
                        f"record holds text under {answer}: the answer to that input would be lost; declare it in a "
@@ -569,7 +570,7 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
         tally.record_skipped.update(k for k, v in value.items() if k not in used and v not in (None, "", [], {}))
     loc = source.line if source.line is not None else source.record
     conv = conversation_of(f, source, f"{NAME}:{stem}:{loc}", tools, problems, tally)
-    for holder in _holders(value, f.path) if conv is not None else ():  # a system prompt beside the list, or
+    for holder in holders(value, f.path) if conv is not None else ():  # a system prompt beside the list, or
         prompt, not_read = sibling_system(holder, conv.messages)        # on an object holding it (the nearest)
         if prompt or not_read:
             conv.messages[:0] = prompt
@@ -585,60 +586,6 @@ def _covering(found: list[_Found]) -> _Found | None:
     ``_record_shapes.covering``), else None: reading it loses nothing the others hold."""
     k = covering([f.messages for f in found])
     return None if k is None else found[k]
-
-
-#: A key beside a message list naming a turn of a conversation by its last word (``message_prompt``,
-#: ``final_response``, ``userQuery``; not ``response_format``), or a ``message_`` key; not ``answer`` (an eval's
-#: reference answer beside the messages is no turn).
-_TURN_KEY = re.compile(r"(^|_|[a-z])(prompt|query|question|instruction|input|completion|response|reply|output)s?$"
-                       r"|^message_", re.IGNORECASE)
-
-
-def _turn_text_beside(holders: list[dict], found: _Found) -> str | None:
-    """The first key of the object holding the list whose name says a turn (``_TURN_KEY``) and whose text no
-    message of the list holds, else None (a copy of a message is no loss)."""
-    texts = {as_text(get(m, found.content_key)).strip() for m in found.messages if isinstance(m, dict)} \
-        if found.content_key else set()
-    for holder in holders:
-        for key, value in holder.items():
-            if key in SYSTEM_KEYS or not isinstance(value, str) or len(value.split()) < 3 or \
-                    not _TURN_KEY.search(key):
-                continue  # a word or two (a format name, a label) is no turn
-            if value.strip() not in texts and not any(value.strip() in t for t in texts):
-                return key
-    return None
-
-
-#: A key that says it holds a call's output (``output_text``, ``action``, ``original_response``, ``prediction``).
-_OUTPUT_WORD = re.compile(r"output|answer|action|response|completion|result|reply|generation|predict", re.IGNORECASE)
-
-
-def _answer_beside(holders: list[dict], found: _Found) -> str | None:
-    """Where a record whose list ends before the model's answer (its last message is not the assistant's) holds
-    text under a key saying output (itself or one level down): the answer to that input is there, in a spelling
-    the general path does not read (an agent step log: the messages sent, and the reply as a repr string)."""
-    last = found.messages[-1] if found.messages else None
-    if not isinstance(last, dict) or role_of(get(last, found.role_key)) == "assistant":
-        return None
-    for holder in holders:
-        for key, value in holder.items():
-            inner = value.items() if isinstance(value, dict) else [(key, value)]
-            for name, text in inner:
-                if _OUTPUT_WORD.search(f"{key}.{name}") and isinstance(text, str) and len(text.split()) >= 3:
-                    return key if name == key else f"{key}.{name}"
-    return None
-
-
-def _holders(value: Any, path: str) -> list[dict]:
-    """The objects holding the list at ``path`` (``$.agent.memory.content``: the memory, the agent, the record),
-    nearest first; none when a list is on the way (whose prompt an item's list would take is not guessed)."""
-    out, node = [], value
-    for key, index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path)[:-1]:
-        if index or not isinstance(node, dict):
-            return []
-        out.append(node)
-        node = node.get(key)
-    return ([node] if isinstance(node, dict) else []) + out[::-1]
 
 
 def _top(counts: Counter, n: int = 4) -> str:

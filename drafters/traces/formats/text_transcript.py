@@ -46,6 +46,7 @@ from drafters.traces.formats._reading import count, src
 from drafters.traces.formats._records import guard_file
 from drafters.traces.formats._table_rows import is_table
 from drafters.traces.formats._text_tool_sections import (
+    FENCE,
     OUTPUT_KINDS,
     SECTION_KINDS,
     SECTION_LABELS,
@@ -104,7 +105,6 @@ METADATA_LABEL = re.compile(r"token|usage|cost|score|metric|latency|duration|ela
                             r"|reference|ground.?truth|label|grade|judg|eval", re.IGNORECASE)
 HEADING = re.compile(r"^(#{1,6})\s+\S")  # a Markdown heading, its level
 MIN_NAMED = 2  # turns of one named speaker (no role label) before the name is read as an agent of the model
-FENCE = re.compile(r"^\s*(```|~~~)")  # a code fence: lines inside it are text, never markers
 FENCE_AFTER_TEXT = re.compile(r"\S(```|~~~)[\w-]+\s*$")  # a fence opened at a line's end ("Let me start.```bash")
 INDENTED_CODE = re.compile(r"^(?: {4}|\t)\s*\S")  # Markdown's indented code block: text, never a marker
 _FRONT = ("+++", "---")
@@ -586,15 +586,14 @@ def _tool_call_written(lines: list[str], markers: list[Marker]) -> int | None:
     ``<tool_call>`` blocks that parse (``reply_parts``) aside."""
     bounds = [m.index for m in markers] + [len(lines)]
     for marker, end in zip(markers, bounds[1:]):
-        if marker.role == "assistant":
-            body = lines[marker.index + 1:end]
-            at = tool_call_line(body)
-            parts = reply_parts("\n".join(body)) if at is not None else None
-            if parts is not None:  # only the text around the calls read
-                rest = "\n\n".join(p.text for p in parts if isinstance(p, TextPart)).splitlines()
-                at = next((body.index(rest[i]) for i in [tool_call_line(rest)] if i is not None), None)
-            if at is not None:
-                return marker.index + 1 + at
+        body = lines[marker.index + 1:end]
+        if marker.role != "assistant" or tool_call_line(body) is None:
+            continue
+        parts = reply_parts("\n".join(body))  # the text around the calls read, where they are read
+        text = body if parts is None else "\n\n".join(p.text for p in parts if isinstance(p, TextPart)).splitlines()
+        at = tool_call_line(text)
+        if at is not None:  # its line in the file (the piece it is, where a block read shared the line)
+            return marker.index + 1 + next((j for j, line in enumerate(body) if text[at].strip() in line), 0)
     return None
 
 
