@@ -131,7 +131,7 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
         return unnamed
     places = ", ".join(dict.fromkeys(path_of(h) for h in hits[:5]))
     why = first_problem or "no list of messages with a role key, and no request/response record, holds it"
-    raise TraceError("example_not_read", f"the example reply is found at {places} (record {hits[0].record}), but no "
+    raise TraceError("example_not_read", f"the example reply is found at {places} (record {hits[0].record + 1}, counted from 1), but no "
                      f"mapping reading it as the model's reply reads the file: {why}", str(path))
 
 

@@ -245,7 +245,7 @@ def unread_prompts(sample: list, mapping: dict[str, Any]) -> str | None:
         prompts = [steps for steps, _, text in outside if names_input(_last_key(steps) or "", text)
                    and len(text) >= MIN_GUESSED_PROMPT]
         if prompts and any(OUTPUT_WORDS & words for _, words, _ in outside):  # a shared system_prompt alone is none
-            return f"record {i}, {path_of(Hit(i, prompts[0]))}, outside the batch"
+            return f"record {i + 1}, {path_of(Hit(i, prompts[0]))}, outside the batch"
     for i, record in enumerate(records):
         if not isinstance(record, (dict, list)) or jsonpath(record, mapping["response"]):
             continue
@@ -253,7 +253,7 @@ def unread_prompts(sample: list, mapping: dict[str, Any]) -> str | None:
             key = _last_key(steps) or ""
             text = normal(value_at(record, steps))
             if len(text) >= MIN_GUESSED_PROMPT and names_input(key, text) and text not in read:
-                return f"record {i} of the batch, {path_of(Hit(i, steps))}"
+                return f"record {i + 1} of the batch, {path_of(Hit(i, steps))}"
     return None
 
 

@@ -601,7 +601,8 @@ def test_a_batch_is_not_learned_where_the_record_holding_it_keeps_a_call_of_its_
                                  "Output": "Alright, let me search for the models first.", "WebExplorer": explorer}]))
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "Topic 1 is covered by three pages")
-    assert err.value.code == "example_not_read" and "outside the batch" in err.value.message
+    assert err.value.code == "example_not_read" and "(record 1, $.prompt, outside the batch)" in err.value.message
+    assert "(record 1, counted from 1)" in err.value.message  # records are counted as a user counts lines
     for doc in ({"WebExplorer": explorer}, {"system_prompt": "Answer each question step by step, then give the "
                                                                "answer on its own line.", "WebExplorer": explorer}):
         path.write_text(json.dumps([doc]))
