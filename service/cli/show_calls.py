@@ -26,9 +26,10 @@ def datasets_show_calls(
     scrub: bool = typer.Option(True, "--scrub/--no-scrub", help="Scrub secrets and personal data first."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Print each LLM call the files are read as: its conversation, where it was read, every context message
-    (role, text, tool calls and results) and the completion, then the reading's result and its errors. --json
-    prints {"ok", "counts", "errors", "calls": [{"index", "conversation", "source", "context", "completion"}]},
+    """Print each LLM call the files are read as: its conversation and where that conversation starts, every
+    context message (role, text, tool calls and results) and the completion, then the reading's result and its
+    errors. --json prints {"ok", "counts", "errors", "calls": [{"index", "conversation", "source" (the
+    conversation's), "context", "completion"}]},
     texts whole, the errors as ``datasets validate --json`` gives them. Exits 1 when no call is read.
 
     Example: tracedraft datasets show-calls log.md --mapping log.mapping.yaml --call 0 --call 3
@@ -75,7 +76,8 @@ def _message(m: Any) -> dict[str, Any]:
 
 
 def _print(call: dict[str, Any], width: int) -> None:
-    console.print(f"[bold]call {call['index']}[/bold] · {escape(call['conversation'])} · read at "
+    # the source is the conversation's (where it starts): a message keeps no place of its own
+    console.print(f"[bold]call {call['index']}[/bold] · {escape(call['conversation'])} · conversation from "
                   f"{escape(call['source'])} · {len(call['context'])} context messages")
     for m in call["context"]:
         _print_message(m, m["role"], width)

@@ -25,7 +25,7 @@ def test_show_calls_prints_each_calls_context_and_completion(tmp_path):
                                  "--call", "1", "--call", "7"], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert lines[0].startswith("call 1 · log.md:text · read at ") and lines[0].endswith("3 context messages")
+    assert lines[0].startswith("call 1 · log.md:text · conversation from ") and lines[0].endswith("3 context messages")
     assert lines[1:4] == ["  [user] What is 2+2?", "  [assistant] It is 4.", "  [user] And 3+3?"]
     assert lines[4].startswith("  [completion] It is 6, and six") and lines[4].endswith("… (200 more characters)")
     assert lines[-1] == "1 of 2 calls shown; no call 7; result: ok"
