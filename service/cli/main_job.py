@@ -153,8 +153,11 @@ def print_summary(s: dict) -> None:
                       f"{_f(t.get('initial_expected_tau'))} -> {_f(t.get('best_expected_tau'))}")
     gate = s.get("gate") or {}
     if gate:
-        console.print(f"gate: {'[green]passed' if gate.get('passed') else '[yellow]not passed'}[/] "
-                      + "; ".join(gate.get("reasons", [])))
+        # the gate judges tau against the incumbent, not speed: said, so a pass beside a slow drafter reads right
+        against = (gate.get("details") or {}).get("incumbent")
+        what = f"gate (tau against {against}; speed is judged by deploy)" if against else "gate"
+        console.print(f"{escape(what)}: {'[green]passed' if gate.get('passed') else '[yellow]not passed'}[/] "
+                      + escape("; ".join(gate.get("reasons", []))))
     reg = s.get("registry") or {}
     console.print(f"registered: {reg.get('drafter')} v{reg.get('version')} ({reg.get('version_id')})")
     console.print(f"checkpoint: {reg.get('checkpoint_uri')}")
@@ -199,7 +202,8 @@ def print_speed(s: dict) -> None:
         console.print(f"[bold]deploy on {d.get('engine')}: {name}[/]: {where}"
                       + (f"; cascade threshold {sel.get('cascade_threshold')}" if name == "cascade" else ""))
         if d.get("reason"):  # why this one and not a faster-looking row: the tie rule (drafters/evaluate/speed.py)
-            tied = f" (tied: {', '.join(d['tied'])})" if len(d.get("tied") or []) > 1 else ""
+            level = ", ".join(d.get("tied") or [])
+            tied = f" (within timing noise of the fastest: {level})" if len(d.get("tied") or []) > 1 else ""
             console.print(f"[dim]why: {d['reason']}{tied}[/dim]")
 
 

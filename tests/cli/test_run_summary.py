@@ -83,10 +83,23 @@ def test_speed_leads_with_the_cost_model_and_what_to_deploy(monkeypatch):
     s["deploy"]["reason"] = "level with the fastest measured (suffix, 1.52x) and the highest tau of the tied"
     s["deploy"]["tied"] = ["cascade", "suffix"]
     main_job.print_summary(s)
-    assert ("why: level with the fastest measured (suffix, 1.52x) and the highest tau of the tied (tied: cascade, "
-            "suffix)") in out.getvalue()
+    assert ("why: level with the fastest measured (suffix, 1.52x) and the highest tau of the tied (within timing noise "
+            "of the fastest: cascade, suffix)") in out.getvalue()
     out.truncate(0)
     s["deploy"] = {"engine": "hf", "proposer": None, "speedup_vs_plain": 1.0, "chosen_on": "test: too few"}
     main_job.print_summary(s)
     assert ("deploy on hf: plain decoding, no proposer faster: 1.00x, chosen on the test calls themselves: too "
             "few held-out calls for a development split") in out.getvalue()
+
+
+def test_the_gate_line_says_it_judges_tau_against_the_incumbent(monkeypatch):
+    """A gate passed beside a drafter slower than plain decoding read as a contradiction: the line names what the
+    gate compares (tau against the incumbent) and where speed is judged."""
+    out = io.StringIO()
+    monkeypatch.setattr(main_job, "console", Console(file=out, width=300, color_system=None))
+    s = _summary()
+    s["gate"] = {"passed": True, "reasons": ["paired tau difference +0.500 per call"],
+                 "details": {"candidate": "candidate", "incumbent": "untrained"}}
+    main_job.print_summary(s)
+    assert ("gate (tau against untrained; speed is judged by deploy): passed paired tau difference +0.500 per call"
+            in out.getvalue())
