@@ -56,9 +56,11 @@ def response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
     responses = {path_of(hit, k if k < len(hit.steps) else None, star_at=sampled): value_at(record, hit.steps[:k])
                  for k in ends}
     reply_root = hit.steps[0]
+    # the roles of the list at that place in every record sampled (the first turn's holds the user's alone)
     inputs = [(p, [], keys, msgs) for p, msgs in message_lists({k: v for k, v in record.items() if k != reply_root},
                                                                need_assistant=False)
-              if (keys := _list_keys(msgs)) is not None and not newest_first(msgs, keys) and _asks(msgs, keys)]
+              if (keys := _list_keys(msgs + _lists_at(sample, p, hit.record))) is not None
+              and not newest_first(msgs, keys) and _asks(msgs, keys)]
     text_keys: dict[str, Any] = {"role": "role", "roles": {"user": "user"}}  # a prompt text is the user's message
     prompt = _prompt_text(record, hit)
     group = _shapes.chat_group(sample)  # rows of a prompt and its reply: each continues the rows of its session
@@ -66,8 +68,10 @@ def response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
     turns = None if numbered and prompt and rebuilt_prompts(sample, numbered, prompt[0]) else numbered
     if group or turns:
         text_keys = {**text_keys, **({"group": group} if group else {"turns": turns})}
-    if numbered:
-        inputs = []  # a message list in each numbered row: whose messages the next row repeats is not known
+    if numbered:  # a message list in each numbered row: whose messages the next row repeats is not known,
+        inputs = [i for i in inputs if _lists_grow(sample, numbered, i[0])]  # unless each turn's holds its history
+    if prompt is not None and any(_within(prompt[0], p) for p, *_ in inputs):
+        prompt = None  # a text of a message list found (``input[0].text``): the list is the input, not one message
     if prompt is not None:
         where, guessed = prompt
         said = [f"# PROMPT: guessed as the record's longest other text, {where}: check it is the model's input"
@@ -82,6 +86,27 @@ def response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
             # the reply's message: its tool-call keys are read too
             read = (_list_keys([*msgs, held]) or keys) if msgs is not None and is_message(held) else keys
             yield Learned({"name": label, "messages": where, **read, "response": response}, path_of(hit), [], notes)
+
+
+def _lists_at(sample: list, where: str, skip: int) -> list:
+    """The messages of the lists at ``where`` in the sampled records other than record ``skip``."""
+    return [m for i, r in enumerate(sample) if i != skip and isinstance(r, dict)
+            for _, v in jsonpath(r, where) if isinstance(v, list) for m in v]
+
+
+def _within(path: str, root: str) -> bool:
+    """Whether JSONPath ``path`` is ``root`` or under it (``$.input[0].text`` under ``$.input``)."""
+    return path == root or path.startswith(root) and path[len(root)] in ".["
+
+
+def _lists_grow(sample: list, turns: str, where: str) -> bool:
+    """Whether, in records numbered by ``turns`` (``turn_counter``), each record following the one before it (its
+    number one more) holds a longer message list at ``where``: every turn's list carries the dialogue so far (an
+    eval's items, MT-RAG's ``input`` of 1, 3, 5 messages), so a record is read alone, not as the next turn."""
+    rows = [(str(n[0][1]), len(m[0][1])) for r in sample if isinstance(r, dict)
+            and (n := jsonpath(r, turns)) and (m := jsonpath(r, where)) and isinstance(m[0][1], list)]
+    pairs = [(a[1], b[1]) for a, b in zip(rows, rows[1:]) if a[0].isdigit() and b[0] == str(int(a[0]) + 1)]
+    return bool(pairs) and all(after > before for before, after in pairs)
 
 
 #: Keys under which a message holds its tool calls: an example found below one is a call's arguments, not a text.
@@ -308,7 +333,8 @@ def _several_calls(record: dict, hit: Hit, sampled: int | None = None) -> bool:
     key = _last_key(hit.steps)
     samples = hit.steps[:sampled] if sampled is not None else None
     alike = [steps for steps in holding(record, "", ()) if _last_key(steps) == key and value_at(record, steps).strip()
-             and not in_prompt(record, steps) and (samples is None or steps[:len(samples)] != samples)]
+             and not in_prompt(record, steps) and (samples is None or steps[:len(samples)] != samples)
+             and not (_under_reference(steps) and not _under_reference(hit.steps))]
     if key is not None and len(alike) > (1 if samples is None else 0):  # the reply itself, unless a sample
         return True
     for k, step in enumerate(hit.steps):
@@ -318,6 +344,15 @@ def _several_calls(record: dict, hit: Hit, sampled: int | None = None) -> bool:
             if isinstance(items, list) and sum(1 for i in items if _reaches(i, tail, any_value=True)) >= 2:
                 return True
     return False
+
+
+#: Words of a key holding a dataset's reference answers, not a call's (MT-RAG's ``targets`` beside ``predictions``).
+REFERENCE_WORDS = frozenset({"target", "reference", "gold", "golden", "expected", "ground", "truth", "label", "ideal"})
+
+
+def _under_reference(steps: tuple[str | int, ...]) -> bool:
+    """Whether a text's place is under a key naming a reference answer (``targets[0].text``)."""
+    return any(isinstance(step, str) and REFERENCE_WORDS & key_words(step) for step in steps[:-1])
 
 
 def _sample_step(record: dict, hit: Hit) -> int | None:

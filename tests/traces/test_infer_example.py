@@ -646,3 +646,35 @@ def test_independent_runs_of_one_prompt_are_a_call_each(tmp_path):
     with pytest.raises(TraceError) as err:
         learn_mapping(path, "Aggregate import composite against domestic goods")
     assert err.value.code == "example_not_read"
+
+
+def _eval_items(dialogues: int = 2, turns: int = 3) -> list[dict]:
+    """Eval items as MT-RAG writes them: per dialogue turn one item holding the dialogue so far (gold agent turns),
+    the benchmark's reference answer (``targets``) and the model's prediction; turns numbered 1, 2, 3."""
+    items = []
+    for d in range(dialogues):
+        history: list[dict] = []
+        for t in range(1, turns + 1):
+            history = history + [{"speaker": "user", "text": f"Dialogue {d} question {t}: where is the game played?"}]
+            gold = f"The gold answer of dialogue {d} turn {t} names the stadium."
+            items.append({"conversation_id": f"conv{d}", "turn": t, "input": list(history),
+                          "targets": [{"speaker": "agent", "text": gold}],
+                          "predictions": [{"text": f"My prediction for dialogue {d} turn {t}: it is played at home."}]})
+            history = history + [{"speaker": "agent", "text": gold}]
+    return items
+
+
+def test_eval_items_with_the_dialogue_so_far_are_a_call_each_beside_their_references(tmp_path):
+    """Each item's ``input`` holds the dialogue so far (1, 3, 5 messages: the gold turns, not the predictions), so an
+    item is a call of its own, read from its whole list (roles learned from every item sampled: the first holds the
+    user's alone), never from its first message's text (``input[0].text``, which would drop the rest); the references
+    under ``targets`` beside it are no other call of the record."""
+    path = tmp_path / "responses.jsonl"
+    path.write_text("".join(json.dumps(item) + "\n" for item in _eval_items()))
+    learned = learn_mapping(path, "My prediction for dialogue 0 turn 1")
+    assert learned.mapping["messages"] == "$.input" and learned.mapping["roles"] == {"user": "user",
+                                                                                     "agent": "assistant"}
+    assert "turns" not in learned.mapping and "group" not in learned.mapping
+    assert _counts(path, learned) == (True, 6, 6)
+    contexts = [len(call.context) for conv in _read(path, learned).conversations for call in conv.calls()]
+    assert sorted(contexts) == [1, 1, 3, 3, 5, 5]
