@@ -12,6 +12,9 @@ conversation::
         "## Crystalyse Response": assistant
         "### Score": skip            # a section that is no message (not read, warned)
         "### Reasoning": reasoning   # the reasoning of the reply that follows
+        "Tool:": tool_call           # a tool call of the reply: the tool's name, then perhaps its arguments
+        "Arguments:": arguments      # the arguments (JSON, else kept raw) of the tool call before it
+        "Result:": tool              # the result of the reply's first call not yet answered
       conversation: "## Example 1"   # optional: a line beginning with it (any number) opens a conversation
       conversation_id: "conversation:"  # optional: conversation lines naming the same word after it are one
 
@@ -22,8 +25,13 @@ rest of that line (``**Query:** What is 2+2?``) is the message's first line. Lin
 nor is the indentation all of a section's lines share (a prompt a report quotes as a code block). Text before a
 conversation's first marker is its heading, not read (``preamble_not_read``); messages of one role in a row are
 one message; two answers in a row are one call (``adjacent_answers_joined``), or as ``adjacent_answers`` declares
-(``separate``: two calls; ``refuse``). A ``tool`` marker, or a reply that writes a tool call in a known notation,
-is refused (``content_not_mapped``): text records no structured call. A conversation whose prompt has no reply is
+(``separate``: two calls; ``refuse``). A log that prints an agent loop's tool calls as lines of their own (``Tool:
+NAME`` / ``Arguments: {...}`` / ``Result: ...``) declares them: a ``tool_call`` section is a call of the reply it
+follows (of a new reply after a result: each call after a result is the next request's answer), named by its first
+line; ``arguments`` the arguments of the call before it; a ``tool`` section the result of the oldest call not yet
+answered. A ``tool`` section no declared call precedes, an ``arguments`` section with no call before it, and a
+reply that writes a tool call in a known notation are refused (``content_not_mapped``): the call would be lost.
+A conversation whose prompt has no reply is
 ``no_assistant_message``, an error (its reply may sit under a marker not named), a warning for the file's last (a
 chat file's next turn). Every assistant message is a call whose context is everything before it in its
 conversation. Torch-free, standard library only.
@@ -43,12 +51,12 @@ from drafters.traces.formats._records import guard_file
 from drafters.traces.formats._turns import ADJACENT_ANSWERS, join_turns, warn_joined
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.text_transcript import fenced_lines, tool_call_line
-from drafters.traces.model import Conversation, Message, ReasoningPart, TextPart
+from drafters.traces.model import Conversation, Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 from drafters.traces.report import TraceError
 
-RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")  # a Markdown horizontal rule: ---, ***, ___
+RULE = re.compile(r"^\s*([-*_=])(\s*\1){2,}\s*$")  # a rule: Markdown's ---, ***, ___; a log's ====
 CLOSING_TAG = re.compile(r"^\s*</(?:details|summary|div)>\s*$")  # the end of a collapsible section (<details>)
-TEXT_ROLES = ("system", "user", "assistant", "tool", "reasoning", "skip")
+TEXT_ROLES = ("system", "user", "assistant", "tool", "reasoning", "skip", "tool_call", "arguments")
 MAX_MARKERS = 40  # markers in one mapping (a transcript has a handful)
 MAX_MARKER = 200  # characters of one marker
 
@@ -187,7 +195,11 @@ def _parse(mapping: TextMapping, lines: list[str], filename: str, problems: Prob
         if refused:
             problems.error("content_not_mapped", refused, src(name, filename, line=s.line + 1))
             return
-    read = [(start, sections, _messages(sections)) for start, sections in found]
+    try:
+        read = [(start, sections, _messages(sections)) for start, sections in found]
+    except _NotPaired as e:
+        problems.error("content_not_mapped", e.why, src(name, filename, line=e.line + 1))
+        return
     if not any(m.role == "assistant" for _, _, messages in read for m in messages):
         problems.error("no_assistant_message", "no assistant marker of the mapping holds text",
                        src(name, filename, line=1))
@@ -215,15 +227,28 @@ def _parse(mapping: TextMapping, lines: list[str], filename: str, problems: Prob
         yield Conversation(id=f"{stem}:text{suffix}", source=where, messages=turns.messages)
 
 
+class _NotPaired(Exception):
+    """A tool result or arguments section with no declared tool call to belong to: ``why``, at 0-based ``line``."""
+
+    def __init__(self, why: str, line: int) -> None:
+        super().__init__(why)
+        self.why, self.line = why, line
+
+
 def _messages(sections: list[_Section]) -> list[Message]:
     """A conversation's messages: its sections with text, other than the heading and ``skip`` sections; a
     ``reasoning`` section is the reasoning of the next reply (of the last, where none follows); a ``system`` section
-    right after a prompt is that request's system prompt, before it."""
+    right after a prompt is that request's system prompt, before it; ``tool_call``, ``arguments`` and ``tool``
+    sections the reply's calls and their results (``_tool_section``). Raises _NotPaired (see there)."""
     out: list[Message] = []
     thinking: list[ReasoningPart] = []
+    pending: list[ToolCallPart] = []  # the calls not yet answered, oldest first
     for s in sections:
         text = _text(s.lines)
-        if s.role == "reasoning" and text:
+        if s.role in ("tool_call", "arguments", "tool"):
+            _tool_section(s, text, out, pending, thinking)
+            thinking = [] if s.role == "tool_call" else thinking
+        elif s.role == "reasoning" and text:
             thinking.append(ReasoningPart(text))
         elif s.role == "assistant" and text:
             out.append(Message("assistant", [*thinking, TextPart(text)]))
@@ -241,20 +266,52 @@ def _messages(sections: list[_Section]) -> list[Message]:
     return out
 
 
+def _tool_section(s: _Section, text: str, out: list[Message], pending: list[ToolCallPart],
+                  thinking: list[ReasoningPart]) -> None:
+    """Read a ``tool_call`` section (a call, named by its first line, the rest its arguments) into the reply it
+    follows, or a new reply after anything else; an ``arguments`` section into the call before it; a ``tool``
+    section as the result of the oldest call not answered (its id ``text:LINE``, the call's marker line). Raises
+    _NotPaired for arguments or a result no declared call precedes (the call would be lost)."""
+    if s.role == "tool_call":
+        name, _, rest = text.partition("\n")
+        if not name.strip():
+            raise _NotPaired(f"line {s.line + 1} opens a tool call without the tool's name", s.line)
+        call = ToolCallPart.from_raw(f"text:{s.line + 1}", name.strip(), rest.strip())
+        if out and out[-1].role == "assistant":
+            out[-1].parts.append(call)
+        else:
+            out.append(Message("assistant", [*thinking, call]))
+        pending.append(call)
+        return
+    last = out[-1].parts[-1] if out and out[-1].role == "assistant" and out[-1].parts else None
+    if s.role == "arguments":
+        if not isinstance(last, ToolCallPart) or last.raw_arguments:
+            raise _NotPaired(f"line {s.line + 1} opens a tool call's arguments with no tool call right before it",
+                             s.line)
+        out[-1].parts[-1] = ToolCallPart.from_raw(last.id, last.name, text)
+        pending[-1] = out[-1].parts[-1]  # type: ignore[assignment]
+        return
+    if not pending:
+        raise _NotPaired(f"line {s.line + 1} opens a tool message that no declared tool call precedes (declare the "
+                         "call's marker as tool_call): its call would be lost", s.line)
+    call = pending.pop(0)
+    out.append(Message("tool", [ToolResultPart(call.id, text, name=call.name)]))
+
+
 def _text(lines: list[str]) -> str:
-    """A section's text, without the rules (``---``) and closing tags (``</details>``) that close it (a separator
-    between blocks, not content) and the indentation all its lines share (a report's quoting, not the text's)."""
-    end = len(lines)
+    """A section's text, without the rules (``---``, ``====``) and closing tags (``</details>``) that close it or
+    open it (a separator between blocks, a log's frame around its marker: not content) and the indentation all its
+    lines share (a report's quoting, not the text's)."""
+    start, end = 0, len(lines)
     while end and (not lines[end - 1].strip() or RULE.match(lines[end - 1]) or CLOSING_TAG.match(lines[end - 1])):
         end -= 1
-    return textwrap.dedent("\n".join(lines[:end])).strip()
+    while start < end and (not lines[start].strip() or RULE.match(lines[start])):
+        start += 1
+    return textwrap.dedent("\n".join(lines[start:end])).strip()
 
 
 def _refused(section: _Section) -> str | None:
-    """Why a section cannot be read (a tool message, a tool call written in a reply), or None."""
-    if section.role == "tool":
-        return (f"line {section.line + 1} opens a tool message; a text transcript records no structured tool call "
-                "for its result to answer")
+    """Why a section cannot be read (a reply writing a tool call in a known notation), or None."""
     at = tool_call_line(section.lines) if section.role == "assistant" else None
     if at is not None:
         return (f"the reply at line {section.line + 1} writes a tool call as text ({section.lines[at].strip()[:60]!r}):"
@@ -281,7 +338,8 @@ def _join_same_role(messages: list[Message], answers: bool) -> tuple[list[Messag
     joined = 0
     for m in messages:
         if out and out[-1].role == m.role and (m.role != "assistant" or answers):
-            out[-1] = Message(m.role, [*out[-1].parts, TextPart("\n\n"), *m.parts])
+            texts = isinstance(out[-1].parts[-1], TextPart) and isinstance(m.parts[0], TextPart)
+            out[-1] = Message(m.role, [*out[-1].parts, *([TextPart("\n\n")] if texts else []), *m.parts])
             joined += m.role == "assistant"
         else:
             out.append(m)

@@ -1,6 +1,7 @@
 """A declared text mapping (``drafters/traces/mapping_text.py``): marker lines the file spells its own way open
-messages, ``skip`` sections are not read, a conversation line opens conversations; tool messages, tool calls
-written in a reply and replies lost under an unnamed marker are refused with codes; bad mapping files are
+messages, ``skip`` sections are not read, a conversation line opens conversations, declared tool-call lines are
+calls and their results; results with no declared call, tool calls written in a reply and replies lost under an
+unnamed marker are refused with codes; bad mapping files are
 ``bad_mapping`` naming the field."""
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ def test_a_marker_is_not_the_beginning_of_a_longer_word(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "where"), [
-    ("## Q\nrun it\n## A\nsure\n## Tool\n{\"ok\": true}\n## A\ndone\n", "line 5 opens a tool message"),
+    ("## Q\nrun it\n## A\nsure\n## Tool\n{\"ok\": true}\n## A\ndone\n",
+     "line 5 opens a tool message that no declared tool call precedes"),
     ("## Q\nrun it\n## A\n<tool_call>{\"name\": \"ls\"}</tool_call>\n", "writes a tool call as text"),
 ])
 def test_tool_messages_and_written_tool_calls_are_refused(tmp_path, text, where):
@@ -185,3 +187,71 @@ def test_a_reasoning_section_is_the_next_replys_reasoning(tmp_path):
     assert (first.completion.reasoning, first.completion.text) == ("The user asks why.", "Because.")
     assert (second.completion.reasoning, second.completion.text) == ("late thought", "Good.")
     assert [w.code for w in result.report.warnings] == []
+
+
+AGENT_LOG = """AGENTIC WORKFLOW STARTED
+User Request: Run a DFT optimization on water.
+
+--- Iteration 1 ---
+Agent is calling 1 tool(s)...
+Tool: submit_simulation
+Arguments: {
+  "molecule_smiles": "O"
+}
+Result: Job submitted with ID: b00e
+
+--- Iteration 2 ---
+Agent is calling 2 tool(s)...
+Tool: check_status
+Arguments: {"job_id": "b00e"}
+Tool: get_results
+Arguments: {"job_id": "b00e"}
+Result: Status = DONE
+Result: energy -76.4
+================
+AGENT RESPONSE:
+================
+The energy is -76.4 Hartree.
+User Request: And ammonia?
+Tool: submit_simulation
+Arguments: {"molecule_smiles": "N"}
+Result: Job submitted with ID: c11f
+================
+AGENT RESPONSE:
+================
+Submitted.
+"""
+AGENT_MAPPING = {"name": "agentlog", "text": {
+    "markers": {"User Request:": "user", "AGENT RESPONSE:": "assistant", "Tool:": "tool_call",
+                "Arguments:": "arguments", "Result:": "tool", "--- Iteration": "skip", "Agent is calling": "skip"},
+    "conversation": "User Request:"}}
+
+
+def test_declared_tool_call_lines_are_the_replys_calls_and_results_answer_them_in_order(tmp_path):
+    """An agent loop's console log (Backplane's): ``Tool:`` opens a call of the reply it follows, or of a new reply
+    after a result; ``Arguments:`` are the call's; each ``Result:`` answers the oldest call not answered; the ``====``
+    frame around a marker is no text."""
+    result = _read(tmp_path, AGENT_LOG, AGENT_MAPPING, name="run.log")
+    assert result.report.ok, result.report.errors
+    first, second = result.conversations
+    roles = [(m.role, [c.name for c in m.tool_calls], [r.call_id for r in m.tool_results]) for m in first.messages]
+    assert roles == [("user", [], []), ("assistant", ["submit_simulation"], []), ("tool", [], ["text:6"]),
+                     ("assistant", ["check_status", "get_results"], []), ("tool", [], ["text:14", "text:16"]),
+                     ("assistant", [], [])]
+    assert first.messages[1].tool_calls[0].arguments == {"molecule_smiles": "O"}
+    assert [r.content for r in first.messages[4].tool_results] == ["Status = DONE", "energy -76.4"]
+    assert first.messages[-1].text == "The energy is -76.4 Hartree." and first.messages[4].text == ""
+    assert [len(list(c.calls())) for c in (first, second)] == [3, 2]
+    assert sum(len(m.tool_calls) for c in (first, second) for m in c.messages) == 4
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("User Request: go\nArguments: {}\nAGENT RESPONSE:\ndone\n", "line 2 opens a tool call's arguments with no tool"),
+    ("User Request: go\nTool:\nResult: 1\nAGENT RESPONSE:\ndone\n", "line 2 opens a tool call without the tool's"),
+    ("User Request: go\nTool: a\nResult: 1\nResult: 2\nAGENT RESPONSE:\ndone\n", "line 4 opens a tool message"),
+])
+def test_tool_sections_that_answer_no_declared_call_are_refused(tmp_path, text, where):
+    result = _read(tmp_path, text, AGENT_MAPPING)
+    assert not result.report.ok and not result.conversations
+    (error,) = result.report.errors
+    assert error.code == "content_not_mapped" and where in error.message and error.line == int(where.split()[1])
