@@ -274,9 +274,10 @@ def _tool_section(s: _Section, text: str, out: list[Message], pending: list[Tool
     _NotPaired for arguments or a result no declared call precedes (the call would be lost)."""
     if s.role == "tool_call":
         name, _, rest = text.partition("\n")
-        if not name.strip():
+        name = name.strip().strip("*_`").strip()  # the decoration closing the name: "Tool use: **search**"
+        if not name:
             raise _NotPaired(f"line {s.line + 1} opens a tool call without the tool's name", s.line)
-        call = ToolCallPart.from_raw(f"text:{s.line + 1}", name.strip(), rest.strip())
+        call = ToolCallPart.from_raw(f"text:{s.line + 1}", name, rest.strip())
         if out and out[-1].role == "assistant":
             out[-1].parts.append(call)
         else:

@@ -202,7 +202,7 @@ Result: Job submitted with ID: b00e
 
 --- Iteration 2 ---
 Agent is calling 2 tool(s)...
-Tool: check_status
+Tool: **check_status**
 Arguments: {"job_id": "b00e"}
 Tool: get_results
 Arguments: {"job_id": "b00e"}
