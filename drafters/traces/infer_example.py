@@ -12,8 +12,8 @@ writes the mappings that would read it as the model's reply:
   the file itself may be the list (one message a record: ``records: messages``);
 - a request/response record: the reply is the record's output (``response: PATH``) and the input is the message
   list the record holds, or the longest text under a key with an input word nearest the reply (``prompt``,
-  ``agent_input_prompt``, ``instruction``, ...), else the record's longest other text (said in a comment: a guess
-  to check); the record's other long texts are named in a ``# NOT READ`` comment; the items of a list the record
+  ``agent_input_prompt``, ``instruction``, ...), else the other speaker's column beside the reply (``student_msg``
+  beside ``tutor_msg``) or the record's longest other text (said in a comment: a guess to check); the record's other long texts are named in a ``# NOT READ`` comment; the items of a list the record
   keeps at its top level may be those records (``records: lists``).
 
 Each candidate is tried by reading the file with it; the first that reads without an error, returns the example

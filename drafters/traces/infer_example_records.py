@@ -41,7 +41,8 @@ SIBLING_RECORDS = 20
 
 def response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
     """Mappings reading the example as a request/response record's output: the response path the reply's string
-    (or the message holding it), the input the record's message list, an input text, else its longest other text."""
+    (or the message holding it), the input the record's message list, an input text, else the other speaker's column
+    beside it (``_counterpart``) or its longest other text."""
     record = _without_copies(sample[hit.record], hit)
     sampled = _sample_step(record, hit) if isinstance(record, dict) else None
     if not isinstance(record, dict) or _several_calls(record, hit, sampled):
@@ -74,7 +75,7 @@ def response_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         prompt = None  # a text of a message list found (``input[0].text``): the list is the input, not one message
     if prompt is not None:
         where, guessed = prompt
-        said = [f"# PROMPT: guessed as the record's longest other text, {where}: check it is the model's input"
+        said = [f"# PROMPT: guessed (no key names an input), {where}: check it is the model's input"
                 ] if guessed else []
         inputs.append((where, said + _texts_not_read(record, hit, where), text_keys, None))
     for where, notes, keys, msgs in inputs:
@@ -167,10 +168,28 @@ def _prompt_text(record: dict, hit: Hit) -> tuple[str, bool] | None:
         named = [(p, v) for p, v in named if INPUT_WORDS & key_words(_leaf(p))] or named  # a task: the last resort
         if named:
             return max(named, key=lambda pv: len(pv[1]))[0], False
+        other = _counterpart(level, hit.steps[-1]) if k == len(hit.steps) - 1 else None
+        if other is not None:  # the other speaker's column of a dialogue row, however short: said to be a guess
+            return other, True
         texts += level
     guesses = [(p, v) for p, v in texts if len(v) >= MIN_GUESSED_PROMPT and not NOT_PROMPT.search(p)
                and len(v.split()) > 1]  # words, not an identifier (a URI, an op's name, a hash)
     return (max(guesses, key=lambda pv: len(pv[1]))[0], True) if guesses else None
+
+
+def _counterpart(level: list[tuple[str, str]], reply_key: str | int) -> str | None:
+    """The path of the one text beside the reply under a key spelled as the reply's with another speaker's word in
+    one place (``student_msg`` beside ``tutor_msg``, ``user_utterance`` beside ``agent_utterance``): the other side
+    of a dialogue row; None where none or several are, or the word names an output or a reference."""
+    mine = re.findall(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])", str(reply_key))
+    found = []
+    for path, _ in level:
+        theirs = re.findall(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])", _leaf(path))
+        differ = [(a.lower(), b.lower()) for a, b in zip(mine, theirs) if a.lower() != b.lower()]
+        if len(mine) >= 2 and len(theirs) == len(mine) and len(differ) == 1 and \
+                not (OUTPUT_WORDS | REFERENCE_WORDS | NOT_TEXT_WORDS) & key_words(differ[0][1]):
+            found.append(path)
+    return found[0] if len(found) == 1 else None
 
 
 def names_input(key: str, text: str) -> bool:

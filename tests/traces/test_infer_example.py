@@ -239,13 +239,15 @@ def test_a_table_is_learned_from_one_reply(tmp_path):
 
 def test_rows_numbering_the_turns_of_one_dialogue_are_not_read_as_calls_of_their_own(tmp_path):
     """A tutoring table (``turn``, ``student_msg``, ``tutor_msg``): each row a turn of one dialogue, so each read as
-    its own call would lose the turns before it."""
+    its own call would lose the turns before it: the rows continue each other (``turns``), each call's context the
+    turns before it."""
     path = tmp_path / "chat.csv"
     path.write_text("turn,student_msg,tutor_msg\n1,what is 9 times 59?,To find it we multiply 9 by 59.\n"
                     "2,and then?,Then we add the partial products.\n3,thanks,You are welcome!\n")
-    with pytest.raises(TraceError) as err:
-        learn_mapping(path, "To find it we multiply 9 by 59")
-    assert err.value.code == "example_not_read"
+    learned = learn_mapping(path, "To find it we multiply 9 by 59")
+    assert learned.mapping["turns"] == "$.turn" and _counts(path, learned) == (True, 1, 3)
+    (conv,) = _read(path, learned).conversations
+    assert [len(call.context) for call in conv.calls()] == [1, 3, 5]
 
 
 def test_a_response_kept_twice_as_equal_copies_is_one_reply(tmp_path):
@@ -678,3 +680,18 @@ def test_eval_items_with_the_dialogue_so_far_are_a_call_each_beside_their_refere
     assert _counts(path, learned) == (True, 6, 6)
     contexts = [len(call.context) for conv in _read(path, learned).conversations for call in conv.calls()]
     assert sorted(contexts) == [1, 1, 3, 3, 5, 5]
+
+
+def test_a_dialogue_rows_other_speaker_column_is_the_prompt_however_short(tmp_path):
+    """A tutoring chat saved as a table (EduChatEval's ``turn,student_msg,tutor_msg``): the student's column, spelled
+    as the tutor's with one word changed, is the prompt even where its first text is short (``Hi what is 9 times
+    59``); a guess said in a comment. A column differing by an output or a reference word is no such speaker."""
+    path = tmp_path / "chat.csv"
+    path.write_text('turn,student_msg,tutor_msg\n1,Hi what is 9 times 59,"9 times 59 is 531."\n'
+                    "2,what is the smallest planet,Mercury is the smallest planet.\n3,thanks,You are welcome!\n")
+    learned = learn_mapping(path, "9 times 59 is 531.")
+    assert (learned.mapping["messages"], learned.mapping["response"]) == ("$.student_msg", "$.tutor_msg")
+    assert learned.notes[0].startswith("# PROMPT: guessed") and _counts(path, learned) == (True, 1, 3)
+    path.write_text('id,expected_msg,tutor_msg\n1,"531","9 times 59 is 531."\n2,"Mercury","Mercury it is."\n')
+    with pytest.raises(TraceError):
+        learn_mapping(path, "9 times 59 is 531.")
