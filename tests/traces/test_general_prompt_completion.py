@@ -18,6 +18,7 @@ import json
 
 from drafters.traces.formats._turns import link_lone_results
 from drafters.traces.ingest import ingest
+from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.model import Message, ToolCallPart, ToolResultPart
 
 from .conftest import codes, totals
@@ -220,3 +221,19 @@ def test_two_tasks_sending_the_same_prompt_are_two_calls(tmp_path):
     result = ingest([_rows(tmp_path, {"results": rows}, "results.json")], scrub=False, dedup=False)
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (3, 3, 0)
+
+
+def test_one_question_about_two_figures_is_two_calls(tmp_path):
+    # a vision benchmark's results (HallusionBench): one question asked about two figures (figure_id: the image the
+    # model saw, not in the record) and answered alike: two calls; the records otherwise share every id
+    rows = [{"set_id": "0", "figure_id": str(f), "question_id": "0", "question": "Is the right circle the same size "
+             "as the left one?", "model_prediction": "Yes, the two circles look the same size."} for f in (0, 1)]
+    rows.append({"set_id": "0", "figure_id": "0", "question_id": "1", "question": "Is the left circle red?",
+                 "model_prediction": "No, it is orange."})
+    path = _rows(tmp_path, rows, "results.json")
+    mapping = {"name": "hb", "messages": "$.question", "role": "role", "roles": {"user": "user"},
+               "response": "$.model_prediction"}
+    result = ingest([path], scrub=False, dedup=False, mapping=mapping_from_dict(mapping))
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 3, 0)
+    assert not [w for w in result.report.warnings if w.code == "repeated_calls"]

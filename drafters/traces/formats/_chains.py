@@ -56,6 +56,10 @@ def _extends(context: list[Message], prev: list[Message], shared_history: bool) 
 _NAME_KEYS = ("name", "id", "task_id", "task_name", "run_id", "request_id", "example_id", "uuid",
               "timestamp", "created_at", "createdAt")  # a time: the same request sent again (a button pressed twice)
 _KIND_KEYS = ("type", "kind", "run_type", "object", "span_kind", "event")
+#: A key naming the benchmark item a record answers (``figure_id``: the image the model saw, not in the record): two
+#: records of one kind naming different items are two requests, whatever else they share.
+_ITEM_KEY = re.compile(r"(?:^|_)(?:figure|image|img|question|sample|item|example|instance|problem|case)_?id$",
+                       re.IGNORECASE)
 
 
 @dataclass
@@ -194,12 +198,14 @@ class CallChains:
     def _two_requests(self, a: LLMCall, b: LLMCall) -> bool:
         """Whether two calls come from records of one kind (the same keys and ``type``) that name different
         requests (their ``name`` / ``id`` / ``timestamp`` values differ) and neither refers to the other (no parent's id in its
-        child): two tasks that sent the same prompt and got the same answer (an eval's results), not one call
-        restated."""
+        child), or name different benchmark items (``_ITEM_KEY``): two tasks that sent the same prompt and got the
+        same answer (an eval's results), not one call restated."""
         ra, rb = (json.loads(r) if (r := self.records.get(id(c))) else None for c in (a, b))
         if not isinstance(ra, dict) or not isinstance(rb, dict) or set(ra) != set(rb) or \
                 any(ra[k] != rb[k] for k in _KIND_KEYS if k in ra):  # a trace's record beside its generation's
             return False
+        if any(ra[k] != rb[k] for k in ra if isinstance(k, str) and _ITEM_KEY.search(k)):
+            return True  # two items of a benchmark (HallusionBench: one question about two figures, answered alike)
         named = [k for k in ra if k in _NAME_KEYS and isinstance(ra[k], str) and isinstance(rb[k], str)]
         return bool(named) and all(ra[k] != rb[k] for k in named) and \
             not any(compact_json(ra[k]) in self.records[id(b)] or compact_json(rb[k]) in self.records[id(a)]
