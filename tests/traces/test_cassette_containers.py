@@ -118,3 +118,36 @@ def test_the_same_request_sent_again_is_another_conversation(tmp_path):
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok, [e.code for e in result.report.errors]
     assert totals(result.conversations) == (2, 2, 2)
+
+
+def _mock(path: str, request: dict, status: int, response: dict) -> str:
+    """One exchange as a mock server records it (httpmock: a YAML document of ``when`` / ``then``)."""
+    import json
+
+    return (f"when:\n  path: {path}\n  method: POST\n  body: {json.dumps(json.dumps(request))}\nthen:\n"
+            f"  status: {status}\n  header:\n  - name: content-type\n    value: application/json\n"
+            f"  body: {json.dumps(json.dumps(response))}\n")
+
+
+def test_recorded_mocks_one_exchange_a_document(tmp_path):
+    """rig's tests record the provider's traffic with httpmock: one YAML document per exchange, the request under
+    ``when`` (its path: the provider), the response under ``then``; a response with an error status is skipped."""
+    user = {"role": "user", "content": [{"type": "text", "text": "Add 3 and 4."}]}
+    use = {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {"x": 3, "y": 4}}
+    first = {"role": "assistant", "content": [{"type": "text", "text": "Adding."}, use], "stop_reason": "tool_use"}
+    result_msg = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "7"}]}
+    second = {"role": "assistant", "content": [{"type": "text", "text": "It is 7."}], "stop_reason": "end_turn"}
+    exchanges = [
+        _mock("/v1/messages", {"model": "claude", "messages": [user]}, 200, first),
+        _mock("/v1/messages", {"model": "claude", "messages": [user, first, result_msg]}, 429,
+              {"type": "error", "error": {"message": "overloaded"}}),
+        _mock("/v1/messages", {"model": "claude", "messages": [user, first, result_msg]}, 200, second)]
+    text = "---\n".join(exchanges)
+    assert _cassette.is_cassette(text) and _cassette.sniff_provider(text) == "anthropic_messages"
+    path = tmp_path / "sequential_tool_calls.yaml"
+    path.write_text(text)
+    result = ingest([path], scrub=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert result.report.formats == {"anthropic_messages": 1}
+    assert totals(result.conversations) == (1, 2, 1)
+    assert [w.code for w in result.report.warnings].count("error_response") == 1

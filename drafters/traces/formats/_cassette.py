@@ -1,6 +1,8 @@
 """VCR / pydantic-ai YAML cassettes of provider HTTP traffic (``interactions[{request, response}]``; Ruby VCR's
-``http_interactions``, with ``!binary`` / ``base64_string`` bodies, too). A body that is a recorded stream (SSE,
-JSON lines, a chunk list) is joined into the reply it streams (``_streams``; a cut stream is refused).
+``http_interactions``, with ``!binary`` / ``base64_string`` bodies, too; a mock server's recorded mocks, one YAML
+document per exchange, ``when: {path, method, body}`` / ``then: {status, body}``, as Rust's httpmock records them
+for rig's tests). A body that is a recorded stream (SSE, JSON lines, a chunk list) is joined into the reply it
+streams (``_streams``; a cut stream is refused).
 
 Every request re-sends the whole history, so each interaction is one explicit ``LLMCall`` (context =
 the request's messages, completion = the response's message): that is exactly what the model saw and
@@ -38,6 +40,9 @@ _PROVIDERS = {  # format name -> module implementing the converters
 }
 _URI_RE = re.compile(r"^\s*(?:uri|url):\s*(\S+)", re.MULTILINE)  # url: go-vcr
 _REQUEST_LINE_RE = re.compile(r"^(?:GET|POST|PUT|PATCH|DELETE) (\S+) HTTP/\d", re.MULTILINE)
+_MOCK_PATH_RE = re.compile(r"^\s*path:\s*(\S+)", re.MULTILINE)  # a recorded mock's request path (httpmock)
+#: The head of a recorded mock's first exchange: ``when:`` then its request's path or method.
+_MOCK_HEAD = re.compile(r"^when:[ \t]*\n(?:[ \t]+.*\n){0,3}?[ \t]+(?:path|method):", re.MULTILINE)
 HTTPRR_HEADER = "httprr trace v1\n"
 
 
@@ -80,13 +85,14 @@ def is_cassette(head: str) -> bool:
     if text.startswith("---"):
         text = text[3:].lstrip()
     text = re.sub(r"^version:\s*\d+\s*\n", "", text)
-    return text.startswith(("interactions:", "http_interactions:"))
+    return text.startswith(("interactions:", "http_interactions:")) or _MOCK_HEAD.match(text) is not None
 
 
 def sniff_provider(head: str) -> str | None:
     """The provider of the last LLM request URI in ``head`` (the conversation a mixed cassette ends in)."""
     found = None
-    for uri in (_REQUEST_LINE_RE if head.startswith(HTTPRR_HEADER) else _URI_RE).findall(head):
+    mock = _MOCK_HEAD.match(head.lstrip().removeprefix("---").lstrip()) is not None
+    for uri in (_REQUEST_LINE_RE if head.startswith(HTTPRR_HEADER) else _MOCK_PATH_RE if mock else _URI_RE).findall(head):
         found = provider_of(uri) or found
     return found
 
@@ -151,6 +157,30 @@ def _load(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> An
         problems.error("invalid_json", f"file is not valid YAML: {getattr(exc, 'problem', exc)}",
                        Source(fmt, filename, line=mark.line + 1 if mark else None))
         return None
+
+
+def _mocks(text: str, filename: str, problems: ProblemSink, fmt: str) -> dict[str, Any] | None:
+    """A mock server's recorded exchanges (one YAML document each: ``when: {path, method, body}``, ``then: {status,
+    body}``) as cassette ``interactions`` (the path as the request's URI, the status as its code); a document that
+    is no exchange is ``not_an_object``. Parse errors are ``invalid_json`` (None returned)."""
+    import yaml
+
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problems.error("invalid_json", f"file is not valid YAML: {getattr(exc, 'problem', exc)}",
+                       Source(fmt, filename, line=mark.line + 1 if mark else None))
+        return None
+    interactions: list[Any] = []
+    for doc in (d for d in docs if d is not None):
+        when, then = (doc.get("when"), doc.get("then")) if isinstance(doc, dict) else (None, None)
+        if not isinstance(when, dict) or not isinstance(then, dict):
+            interactions.append(None)  # reported where the interactions are read: no request
+            continue
+        interactions.append({"request": {**when, "uri": str(when.get("path") or "")},
+                             "response": {**then, "code": then.get("status")}})
+    return {"interactions": interactions}
 
 
 class _NotHttp(ValueError):
@@ -347,6 +377,8 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
     text = stream.read()
     if text.startswith(HTTPRR_HEADER):
         data = _httprr(text, filename, problems, fmt)
+    elif _MOCK_HEAD.match(text.lstrip().removeprefix("---").lstrip()):
+        data = _mocks(text, filename, problems, fmt)
     else:
         data = _load(io.StringIO(text), filename, problems, fmt)
     if data is None:
