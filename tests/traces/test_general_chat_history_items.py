@@ -68,3 +68,23 @@ def test_a_request_body_kept_as_json_text_is_not_read_as_a_history(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = ingest([path], scrub=False, dedup=False)
     assert not result.report.ok and result.conversations == []
+
+
+def test_chatlas_turns_tool_requests_and_results_naming_their_request(tmp_path):
+    """chatlas turns as shinychat's history store saves them (``turns.jsonl``: ``{seq, data: {role, contents:
+    [{content_type: text | thinking | tool_request | tool_result}]}}``): a ``tool_request`` is a call, a
+    ``tool_result`` answers the call its ``request`` names (no id of its own)."""
+    request = {"content_type": "tool_request", "id": "fc_1", "name": "get_schema",
+               "arguments": {"table_name": "titanic"}}
+    turns = [{"role": "user", "contents": [{"content_type": "text", "text": "Show only female passengers"}]},
+             {"role": "assistant", "contents": [{"content_type": "thinking", "thinking": ""}, request]},
+             {"role": "user", "contents": [{"content_type": "tool_result", "value": "Columns: sex, age",
+                                            "error": None, "request": request}]},
+             {"role": "assistant", "contents": [{"content_type": "text", "text": "Filtered to female passengers."}]}]
+    path = tmp_path / "turns.jsonl"
+    path.write_text("".join(json.dumps({"seq": i, "data": t}) + "\n" for i, t in enumerate(turns)))
+    result = ingest([str(path)], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 2, 1)
+    (conv,) = result.conversations
+    assert [r.call_id for m in conv.messages for r in m.tool_results] == ["fc_1"]

@@ -232,14 +232,15 @@ def block_part(block: Any) -> Any:
     if kind in ("reasoning", "thinking", "redacted_thinking"):
         return ReasoningPart(as_text(first(block, ("text", "thinking", "reasoning", "value"))),
                              signature=block.get("signature"), redacted=kind == "redacted_thinking")
-    if kind in ("tool_use", "tool_call", "function_call"):
+    if kind in ("tool_use", "tool_call", "function_call", "tool_request"):  # tool_request: chatlas, ellmer
         return tool_call(block)
     if kind in ("tool_result", "tool_call_response", "function_call_output", "function_result"):
         text = result_text(first(block, RESULT_TEXT_KEYS))
         if text is None:  # no result text in a known spelling: never read as an empty result
             return UnsupportedPart(RESULT_NOT_READ)
+        asked = block.get("request") if isinstance(block.get("request"), dict) else {}  # chatlas: the call it answers
         return ToolResultPart(as_text(first(block, ("tool_use_id", "tool_call_id", "toolCallId", "call_id", "id",
-                                                    "toolUseId"))) or None, text,
+                                                    "toolUseId")) or asked.get("id")) or None, text,
                               is_error=bool(block.get("is_error")) or block.get("status") == "error")
     if kind in _MEDIA:
         return UnsupportedPart(_MEDIA[kind])
