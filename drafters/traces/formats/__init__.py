@@ -42,6 +42,7 @@ FORMAT_MODULES: list[str] = [
     "drafters.traces.formats.openai_responses",
     "drafters.traces.formats.bedrock_converse",
     "drafters.traces.formats.gemini_api",
+    "drafters.traces.formats.cohere_chat",
     "drafters.traces.formats.openai_chat",
     # -- the general path, for files no module recognizes (message lists found by their shape; tables' rows and
     # YAML and TOML documents read as records; text transcripts by their role-marker lines) --

@@ -37,6 +37,7 @@ _PROVIDERS = {  # format name -> module implementing the converters
     "anthropic_messages": "drafters.traces.formats.anthropic_messages",
     "bedrock_converse": "drafters.traces.formats.bedrock_converse",
     "gemini_api": "drafters.traces.formats.gemini_api",
+    "cohere_chat": "drafters.traces.formats.cohere_chat",
 }
 _URI_RE = re.compile(r"^\s*(?:uri|url):\s*(\S+)", re.MULTILINE)  # url: go-vcr
 _REQUEST_LINE_RE = re.compile(r"^(?:GET|POST|PUT|PATCH|DELETE) (\S+) HTTP/\d", re.MULTILINE)
@@ -61,6 +62,8 @@ def provider_of(uri: str) -> str | None:
         return "anthropic_messages"
     if u.split("?")[0].rstrip("/").endswith("/api/chat"):  # Ollama: OpenAI-shaped messages and tools
         return "openai_chat"
+    if u.split("?")[0].rstrip("/").endswith("/v2/chat"):  # Cohere's v2 chat
+        return "cohere_chat"
     return None
 
 
