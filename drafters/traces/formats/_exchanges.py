@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from drafters.traces.formats.base import ProblemSink
+from drafters.traces.json_paths import child_path, path_steps
 from drafters.traces.model import Source
 
 URL_KEYS = ("url", "uri", "RequestUri", "requestUri", "request_url")
@@ -78,6 +79,35 @@ def without_failed(value: Any, depth: int = 0) -> tuple[Any, int]:
 def all_exchanges(records: list[Any]) -> bool:
     """Whether every record is a recorded exchange (then none restates another's call)."""
     return bool(records) and all(http_status(r) is not None for r in records)
+
+
+#: The sides of an exchange: where its request sits (a mock server's ``when``), and where its response does.
+REQUEST_SIDES = ("request", "req", "when", "init")
+RESPONSE_SIDES = ("response", "res", "then")
+_BODY_KEYS = ("body", "parsed_body", "content", "data")
+
+
+def response_beside(record: Any, path: str) -> str | None:
+    """Where an exchange whose request side holds the message list at ``path`` keeps a response with a body beside
+    it (``$.interactions[0].response``; a list on the way: its first item looked at): read alone, the request's
+    list would lose every answer recorded there (an unknown provider's cassette). None where there is none."""
+    node, at = record, "$"
+    for step in path_steps(path):
+        if isinstance(node, dict) and step.startswith(".") and step[1:] in REQUEST_SIDES:
+            for side in RESPONSE_SIDES:
+                response = node.get(side)
+                if isinstance(response, dict) and any(response.get(k) not in (None, "", [], {}) for k in _BODY_KEYS):
+                    return child_path(at, side)
+        if step.startswith("[") and isinstance(node, list):
+            index = 0 if step == "[*]" else int(step[1:-1]) if step[1:-1].isdigit() else None
+            node = node[index] if index is not None and index < len(node) else None
+            at = f"{at}[{index}]"
+        elif isinstance(node, dict):
+            key = step[1:] if step.startswith(".") else step[2:-2]  # .key or ['key']
+            node, at = node.get(key), child_path(at, key)
+        else:
+            return None
+    return None
 
 
 def warn_skipped(problems: ProblemSink, dropped: int, source: Source) -> None:

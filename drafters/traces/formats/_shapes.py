@@ -51,6 +51,7 @@ from drafters.traces.formats._call_io import (
 )
 from drafters.traces.formats._chains import rebuilt_prompts, turn_counter
 from drafters.traces.formats._entries import entry_items, is_cache
+from drafters.traces.formats._exchanges import response_beside
 from drafters.traces.formats._record_shapes import (
     CURRENT_KEYS,
     MODEL_CALL_ITEMS,
@@ -340,6 +341,8 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
     (path, _), = paths.most_common(1)
     if _one_item_of_many(values, path):
         return None  # found in one item only (the others' lists have no reply): a per-item reading is not this
+    if any(response_beside(v, path) for v in values[:SAMPLE]):
+        return None  # recorded requests beside their responses, which this reading would lose (refused per record)
     steps = [sl for sl in (_step_list(v) for v in values) if sl is not None and _has_actions(sl[1])]
     if steps:  # the same run as messages and as agent steps (SWE-agent's history and trajectory): not guessed
         return Ambiguous([f"record_lists at {path}", f"steps at {steps[0][0]}"])

@@ -550,6 +550,12 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
                        f"{f.path}, and no message of the list holds it: it may be a turn of the conversation the "
                        "list does not hold; declare where it belongs in a mapping file (--mapping)", source, beside)
         return
+    response = _exchanges.response_beside(value, f.path)
+    if response is not None:  # a recorded exchange: the request's list read alone would lose the answers
+        problems.error("content_not_mapped", f"the message list {f.path} is a recorded request's, and the exchange "
+                       f"keeps its response at {response}, in a spelling no reader knows: the answers would be lost; "
+                       "declare them in a mapping file (--mapping; response: PATH)", source, response)
+        return
     answer = answer_beside(holders(value, f.path)[:1], f.messages, f.role_key)
     if answer is not None:  # the list is a call's input; its output is elsewhere, in a spelling not read
         problems.error("content_not_mapped", f"the message list {f.path} ends before the model's answer and the "
