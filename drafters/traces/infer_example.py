@@ -64,7 +64,7 @@ MAX_ROLE_LENGTH = 40
 NOT_USER = re.compile(r"tool|function|observ|env|result|output|system|event|start|end", re.IGNORECASE)
 #: (a setting, a class or an outcome of the record: ``reasoning_effort: low``, HuixiangDou's ``reason: success``)
 NOT_ROLE_KEY = re.compile(r"model|(^|_)id$|Id$|effort|level|status|categor|difficult|split|label|lang|priority|tier"
-                          r"|reason|verdict|outcome|code$", re.IGNORECASE)
+                          r"|reason|verdict|outcome|code$|^method$|^(?:uri|url|path)$", re.IGNORECASE)  # an HTTP verb
 #: Words of a key naming a call's input text, and words naming something about a text (``prompt_hash``,
 #: Two replies in a row are one call (a thought, then the tool call), as the general path reads them (warned).
 JOINED = {"adjacent_answers": "join"}

@@ -26,7 +26,7 @@ from drafters.traces.model import Source
 INPUT_WORDS = {"prompt", "input", "instruction", "question", "query", "request"}
 TASK_WORDS = {"task"}  # an input only over a prompt's length (``names_input``)
 NOT_TEXT_WORDS = {"id", "hash", "name", "type", "template", "version", "tokens", "count", "len", "length", "url",
-                  "path", "file"}
+                  "uri", "path", "file", "method", "headers", "header"}  # an HTTP request's own metadata too
 #: Keys whose text is no prompt (an environment's observation, an output, a reference answer), and the shortest
 #: text taken as the prompt where no input key names it (characters).
 NOT_PROMPT = re.compile(r"observ|output|result|respon|answer|reason|target|reference|label|judg|summar",

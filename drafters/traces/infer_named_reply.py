@@ -32,6 +32,7 @@ from drafters.traces.report import TraceError, ValidationReport
 #: Words of a key naming a model's output, and of one naming an answer as the model's (``model_answer``).
 REPLY_WORDS = {"response", "completion", "output", "reply", "generation", "generated", "prediction", "predicted"}
 ANSWER_WORDS = {"answer"}
+HTTP_METADATA = {"headers", "header", "cookies", "trailers"}  # an HTTP message's metadata beside its body
 MODEL_WORDS = {"model", "llm", "agent", "assistant", "bot", "ai", "gpt"}
 #: Records searched for candidate replies, and candidates tried (each reads the file's first conversations).
 RECORDS = 3
@@ -104,8 +105,11 @@ def _learn_text(path: str | os.PathLike[str], label: str) -> Learned | None:
 def reply_key(steps: tuple[str | int, ...]) -> bool:
     """Whether the keys down to a text name the model's output: one names an output (``response``, ``completion``,
     ``model_output``) or an answer as the model's (``model_answer``); none names a reference, an input or something
-    about a text (``expected_output``, ``response_id``), and the last names no input (``response.prompt``)."""
+    about a text (``expected_output``, ``response_id``) or an HTTP message's metadata (``response.headers``), and the
+    last names no input (``response.prompt``)."""
     keys = [key_words(step) for step in steps if isinstance(step, str)]
     if not keys or (NOT_TEXT_WORDS | INPUT_WORDS) & keys[-1] or any(k & NOT_REPLY_WORDS for k in keys):
         return False
+    if any(k & HTTP_METADATA for k in keys):
+        return False  # a recorded response's headers (``response.headers.Alt-Svc``): the server's, not the model's
     return any(k & REPLY_WORDS or (k & ANSWER_WORDS and k & MODEL_WORDS) for k in keys)

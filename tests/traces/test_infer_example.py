@@ -695,3 +695,19 @@ def test_a_dialogue_rows_other_speaker_column_is_the_prompt_however_short(tmp_pa
     path.write_text('id,expected_msg,tutor_msg\n1,"531","9 times 59 is 531."\n2,"Mercury","Mercury it is."\n')
     with pytest.raises(TraceError):
         learn_mapping(path, "9 times 59 is 531.")
+
+
+def test_an_http_verb_is_no_role(tmp_path):
+    """A cassette's interactions read as messages would take ``request.method`` (GET, POST) for the sides, the
+    example's POST the assistant's: no such reading is learned."""
+    from drafters.traces.infer_example import NOT_ROLE_KEY
+
+    assert NOT_ROLE_KEY.search("method") and NOT_ROLE_KEY.search("uri")
+    reply = json.dumps({"text": "I will search for his age first, then compute."})
+    path = tmp_path / "cassette.json"
+    path.write_text(json.dumps({"interactions": [
+        {"request": {"method": "GET", "uri": "https://api.example.test/v1/models"}, "response": {"body": "[]"}},
+        {"request": {"method": "POST", "uri": "https://api.example.test/v1/chat"}, "response": {"body": reply}},
+        {"request": {"method": "POST", "uri": "https://api.example.test/v1/chat"}, "response": {"body": reply}}]}))
+    with pytest.raises(TraceError):
+        learn_mapping(path, "I will search for his age first")

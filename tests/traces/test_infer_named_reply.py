@@ -229,3 +229,17 @@ def test_a_heading_naming_the_reply_s_format_is_not_the_reply(tmp_path):
                     "What is the patient's latest potassium level?\n\n## Response Format\n"
                     "Reply with a JSON object holding the value and its unit, nothing else.\n")
     assert learn_from_named_reply(path) is None
+
+
+def test_a_recorded_responses_headers_are_no_reply_and_a_uri_no_prompt(tmp_path):
+    """A cassette of a provider no reader knows (Cohere v1 in langchain-cohere's tests): the response's headers
+    (``Alt-Svc``: ``h3=":443"; ma=2592000``) sit under ``response`` but are the server's, and the request's ``uri`` is
+    no prompt; the reply is in the body, in a spelling no reading takes: no mapping is guessed."""
+    assert not reply_key(("interactions", 0, "response", "headers", "Alt-Svc", 0))
+    exchange = {"request": {"uri": "https://api.example.test/v1/chat", "method": "POST",
+                            "body": json.dumps({"message": "Find Obama's age", "chat_history": []})},
+                "response": {"headers": {"Alt-Svc": ['h3=":443"; ma=2592000,h3-29=":443"; ma=2592000']},
+                             "body": {"string": json.dumps({"text": "He is 60 years old now.", "id": "g1"})}}}
+    path = tmp_path / "cassette.json"
+    path.write_text(json.dumps({"interactions": [exchange, exchange]}))
+    assert learn_from_named_reply(path) is None
