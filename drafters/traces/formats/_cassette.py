@@ -62,8 +62,8 @@ def provider_of(uri: str) -> str | None:
         return "anthropic_messages"
     if u.split("?")[0].rstrip("/").endswith("/api/chat"):  # Ollama: OpenAI-shaped messages and tools
         return "openai_chat"
-    if u.split("?")[0].rstrip("/").endswith("/v2/chat"):  # Cohere's v2 chat
-        return "cohere_chat"
+    if u.split("?")[0].rstrip("/").endswith("/v2/chat") or "cohere" in u and u.split("?")[0].endswith("/v1/chat"):
+        return "cohere_chat"  # Cohere's chat, v2 (OpenAI-shaped) and v1 (chat_history) on Cohere's host
     return None
 
 

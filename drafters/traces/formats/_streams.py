@@ -21,8 +21,10 @@ unstreamed, so the readers that know that body read it:
 - Gemini ``streamGenerateContent`` chunks (``candidates[*].content.parts``): parts appended per candidate
   (adjacent text parts of the same kind merged); ends with a ``finishReason``.
 - OpenAI Responses events (``type: response.*``): the ``response.completed`` event holds the whole response.
+- Cohere v1 chat events (``event_type``: ``stream-start``, ``text-generation``, ..., ``stream-end``): the
+  ``stream-end`` event's ``response`` is the whole response (else the text pieces joined); ends with ``stream-end``.
 
-A stream that does not end (no finish reason, ``done``, ``message_stop`` or ``response.completed``) is
+A stream that does not end (no finish reason, ``done``, ``message_stop``, ``response.completed`` or ``stream-end``) is
 ``stream_incomplete``: the reply was cut, and reading what arrived would train on a truncated answer. Chunks of
 two kinds, a tool call whose name changes between chunks, or fragments that do not parse are
 ``stream_not_joined``. Either way the call is refused, never read in part. Standard library only.
@@ -72,7 +74,14 @@ def kind(chunk: Any) -> str | None:
         return "ollama_chat"
     if isinstance(chunk.get("candidates"), list) or ("usageMetadata" in chunk and "modelVersion" in chunk):
         return "gemini"
+    if chunk.get("event_type") in _COHERE_EVENTS:
+        return "cohere"
     return None
+
+
+#: Cohere's v1 chat stream events (``{is_finished, event_type, ...}``).
+_COHERE_EVENTS = ("stream-start", "text-generation", "tool-calls-generation", "tool-calls-chunk", "citation-generation",
+                  "search-queries-generation", "search-results", "stream-end")
 
 
 def is_chunk_list(value: Any) -> bool:
@@ -187,8 +196,21 @@ def join(chunks: list[Any]) -> dict[str, Any]:
                           f"({', '.join(sorted(str(k) for k in kinds))})")
     (k,) = kinds
     joiner = {"openai_chat": _openai_chat, "anthropic": _anthropic, "ollama_chat": _ollama_chat,
-              "gemini": _gemini, "openai_responses": _openai_responses}[k]  # type: ignore[index]
+              "gemini": _gemini, "openai_responses": _openai_responses, "cohere": _cohere}[k]  # type: ignore[index]
     return joiner(items, done_marker)
+
+
+def _cohere(items: list[dict], done_marker: bool) -> dict[str, Any]:
+    """Cohere v1 chat events: the ``stream-end`` event's ``response`` (the unstreamed body), else the
+    ``text-generation`` texts joined with the calls of ``tool-calls-generation``."""
+    end = next((c for c in items if c.get("event_type") == "stream-end"), None)
+    if end is None:
+        raise StreamError("stream_incomplete", "the Cohere stream has no stream-end event: the reply was cut")
+    if isinstance(end.get("response"), dict):
+        return end["response"]
+    calls = [c for e in items if e.get("event_type") == "tool-calls-generation" for c in e.get("tool_calls") or []]
+    return {"text": "".join(str(e.get("text", "")) for e in items if e.get("event_type") == "text-generation"),
+            **({"tool_calls": calls} if calls else {}), "finish_reason": end.get("finish_reason")}
 
 
 def _cat(a: Any, b: Any) -> Any:

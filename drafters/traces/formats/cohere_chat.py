@@ -1,4 +1,6 @@
-"""Cohere's v2 Chat API (``POST /v2/chat``): OpenAI-shaped ``messages`` and ``tools`` with Cohere's own pieces.
+"""Cohere's Chat API, v2 (``POST /v2/chat``) and v1 (``POST /v1/chat``).
+
+v2: OpenAI-shaped ``messages`` and ``tools`` with Cohere's own pieces.
 
 - an assistant message may carry ``tool_plan``, the plan the model writes before its tool calls (its reasoning,
   sent back with the calls in the next request): a ReasoningPart before the calls;
@@ -7,9 +9,17 @@
 - the response is ``{id, message: {role, content, tool_plan, tool_calls, citations}, finish_reason, usage}``:
   ``citations`` are spans of the reply's own text pointing at sources, metadata, not read.
 
-Files: vcrpy / Ruby VCR cassettes of ``api.cohere.com/v2/chat`` (``_cassette``; langchain-cohere records its tests
-so) and JSON(L) request bodies with a ``tool_plan`` or document block. Cohere's v1 chat (``message`` beside a
-``chat_history`` of ``USER`` / ``CHATBOT`` turns) is another format, not read here.
+v1: the request holds ``preamble`` (the system prompt), ``chat_history`` (``{role: SYSTEM | USER | CHATBOT | TOOL,
+message, tool_calls: [{name, parameters | args, id?}], tool_results: [{call: {name, parameters}, outputs}]}``, roles
+in any case), then the turn sent now: ``message`` (the user's; empty when the turn is tool results) and
+``tool_results``; ``tools`` are ``{name, description, parameter_definitions: {NAME: {type, description,
+required}}}``. The response is ``{text, tool_calls: [{name, parameters}], citations, documents, chat_history}``
+(``text`` the reply, or the plan written before the calls). v1 calls carry no id where the model wrote them, so
+each call's id is made from its name and parameters, which its result's ``call`` repeats. A streamed v1 reply
+(``event_type`` events) is joined by ``_streams``.
+
+Files: vcrpy / Ruby VCR cassettes of ``api.cohere.com/v2/chat`` and ``/v1/chat`` (``_cassette``; langchain-cohere and
+llm-command-r record their tests so) and JSON(L) request bodies with a ``tool_plan`` or document block.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ from typing import Any
 from drafters.traces.formats import _cassette
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.formats.openai_chat import message_from_openai, tools_from_openai
-from drafters.traces.model import Message, ToolDef
+from drafters.traces.model import Message, TextPart, ToolCallPart, ToolDef, ToolResultPart
 
 NAME = "cohere_chat"
 _METADATA = ("citations",)  # beside a reply: spans of its text pointing at sources
@@ -47,17 +57,88 @@ def _as_openai(msg: dict[str, Any]) -> dict[str, Any]:
 
 
 def request_to_messages(body: dict[str, Any]) -> tuple[list[ToolDef], list[Message]]:
-    """A ``/v2/chat`` request body -> (tools, context messages). Raises ValueError on an unknown role."""
+    """A ``/v2/chat`` or ``/v1/chat`` request body -> (tools, context messages). Raises ValueError on an unknown
+    role."""
+    if "messages" not in body and ("message" in body or "chat_history" in body):
+        return _v1_tools(body.get("tools")), _v1_request(body)
     messages = [message_from_openai(_as_openai(m)) for m in body.get("messages") or [] if isinstance(m, dict)]
     return tools_from_openai(body.get("tools")), messages
 
 
 def response_to_message(body: dict[str, Any]) -> Message | None:
-    """A ``/v2/chat`` response body -> its assistant Message (None without a ``message``)."""
+    """A ``/v2/chat`` or ``/v1/chat`` response body -> its assistant Message (None without a reply)."""
     msg = body.get("message")
-    if not isinstance(msg, dict):
-        return None
-    return message_from_openai(_as_openai({**msg, "role": "assistant"}), model=body.get("model"))
+    if isinstance(msg, dict):
+        return message_from_openai(_as_openai({**msg, "role": "assistant"}), model=body.get("model"))
+    if isinstance(body.get("text"), str) or isinstance(body.get("tool_calls"), list):
+        return _v1_message({"role": "CHATBOT", "message": body.get("text"), "tool_calls": body.get("tool_calls")})
+    return None
+
+
+_V1_ROLES = {"system": "system", "user": "user", "chatbot": "assistant", "tool": "tool"}
+
+
+def _v1_call_id(call: dict[str, Any]) -> str:
+    """A v1 call's id, made from its name and parameters: the model's response gives none, an id a client adds to
+    the history later is not in the result, and the result's ``call`` repeats both."""
+    params = call.get("parameters", call.get("args"))
+    return f"{call.get('name')}:{json.dumps(params, sort_keys=True, separators=(',', ':'))}"
+
+
+def _v1_results(results: Any) -> list[ToolResultPart]:
+    """v1 ``tool_results`` (``[{call: {name, parameters}, outputs: [...]}]``) -> result parts, each answering the
+    call its ``call`` names; the outputs as compact JSON, one a line."""
+    parts = []
+    for r in results if isinstance(results, list) else []:
+        call = r.get("call") if isinstance(r, dict) and isinstance(r.get("call"), dict) else {}
+        outputs = r.get("outputs") if isinstance(r, dict) and isinstance(r.get("outputs"), list) else []
+        text = "\n".join(o if isinstance(o, str) else json.dumps(o, ensure_ascii=False, separators=(",", ":"))
+                         for o in outputs)
+        parts.append(ToolResultPart(_v1_call_id(call), text, name=call.get("name")))
+    return parts
+
+
+def _v1_message(turn: dict[str, Any]) -> Message:
+    """One v1 ``chat_history`` turn -> a Message. Raises ValueError on an unknown role."""
+    role = _V1_ROLES.get(str(turn.get("role", "")).lower())
+    if role is None:
+        raise ValueError(f"unknown role {turn.get('role')!r}")
+    if role == "tool":
+        return Message("tool", list(_v1_results(turn.get("tool_results"))))
+    parts: list[Any] = [TextPart(turn["message"])] if isinstance(turn.get("message"), str) and turn["message"] else []
+    for call in turn.get("tool_calls") or [] if role == "assistant" else []:
+        if isinstance(call, dict):
+            params = call.get("parameters", call.get("args"))
+            parts.append(ToolCallPart.from_raw(_v1_call_id(call), str(call.get("name", "")), params))
+    return Message(role, parts)  # type: ignore[arg-type]
+
+
+def _v1_request(body: dict[str, Any]) -> list[Message]:
+    """A v1 request's context: the preamble, the history, then the turn sent now (the user's message, or the
+    results of the last reply's calls)."""
+    out = [Message("system", [TextPart(body["preamble"])])] if isinstance(body.get("preamble"), str) and \
+        body["preamble"] else []
+    out += [_v1_message(t) for t in body.get("chat_history") or [] if isinstance(t, dict)]
+    if body.get("tool_results"):
+        out.append(Message("tool", list(_v1_results(body["tool_results"]))))
+    if isinstance(body.get("message"), str) and body["message"]:
+        out.append(Message("user", [TextPart(body["message"])]))
+    return out
+
+
+def _v1_tools(tools: Any) -> list[ToolDef]:
+    """v1 tools (``parameter_definitions``) -> ToolDefs with a JSON schema."""
+    out = []
+    for t in tools if isinstance(tools, list) else []:
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+            continue
+        defs = t.get("parameter_definitions") if isinstance(t.get("parameter_definitions"), dict) else {}
+        props = {k: {key: v[key] for key in ("type", "description") if key in v} for k, v in defs.items()
+                 if isinstance(v, dict)}
+        required = [k for k, v in defs.items() if isinstance(v, dict) and v.get("required")]
+        schema = {"type": "object", "properties": props, **({"required": required} if required else {})}
+        out.append(ToolDef(t["name"], t.get("description") or "", schema))
+    return out
 
 
 def _is_record(item: dict[str, Any]) -> bool:
