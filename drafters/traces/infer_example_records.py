@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import Any
 
 from drafters.traces.formats import _shapes
@@ -106,7 +107,7 @@ def _lists_grow(sample: list, turns: str, where: str) -> bool:
     eval's items, MT-RAG's ``input`` of 1, 3, 5 messages), so a record is read alone, not as the next turn."""
     rows = [(str(n[0][1]), len(m[0][1])) for r in sample if isinstance(r, dict)
             and (n := jsonpath(r, turns)) and (m := jsonpath(r, where)) and isinstance(m[0][1], list)]
-    pairs = [(a[1], b[1]) for a, b in zip(rows, rows[1:]) if a[0].isdigit() and b[0] == str(int(a[0]) + 1)]
+    pairs = [(a[1], b[1]) for a, b in pairwise(rows) if a[0].isdigit() and b[0] == str(int(a[0]) + 1)]
     return bool(pairs) and all(after > before for before, after in pairs)
 
 

@@ -42,7 +42,7 @@ import sys
 from pathlib import Path
 
 FILES = Path(__file__).resolve().parent / "files"
-_THINK = re.compile(r"^\s*<think>.*?</think>", re.S)
+_THINK = re.compile(r"^\s*<think>.*?</think>", re.DOTALL)
 
 
 def _result(fmt: str, convs: int, completions: list, contexts: list, tools: int) -> dict:
