@@ -55,8 +55,7 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
     if got is None and not sample and problems.errors and problems.errors[0].code == "invalid_json":
         raise TraceError("no_messages_found", "the file is text, not JSON records: for a chat or log kept as text, "
                          "give one of the model's replies with --reply (a text mapping is learned from the marker "
-                         "line above it), or declare a text mapping (docs/traces.md, \"Text transcripts with a "
-                         "declared mapping\")", str(path))
+                         "line above it), or declare a text mapping (docs/traces.md, \"A text mapping\")", str(path))
     if got is None:
         why = f" (first problem: {problems.errors[0].code}: {problems.errors[0].message})" if problems.errors else ""
         raise TraceError("no_messages_found", "no message list, message records, request/response records or agent "

@@ -1,6 +1,6 @@
 """A declared mapping for text: a log or transcript whose messages open with marker lines the file spells its own
 way (``## Crystalyse Response``, ``===== gemini-pro response =====``, ``**Query:** ...``), which no role label of
-the general path's text reader knows (docs/traces.md, "Text transcripts with a declared mapping").
+the general path's text reader knows (docs/traces.md, "A text mapping").
 
 The mapping file names each marker and the role of the message it opens, and may name the line that opens each
 conversation::
@@ -44,6 +44,7 @@ import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from itertools import pairwise
 from typing import IO, Any
 
 from drafters.traces.formats._reading import count, src
@@ -293,8 +294,8 @@ def _tool_section(s: _Section, text: str, out: list[Message], pending: list[Tool
         pending[-1] = out[-1].parts[-1]  # type: ignore[assignment]
         return
     if not pending:
-        raise _NotPaired(f"line {s.line + 1} opens a tool message that no declared tool call precedes (declare the "
-                         "call's marker as tool_call): its call would be lost", s.line)
+        raise _NotPaired(f"line {s.line + 1} opens a tool message that no tool call precedes (the log prints none "
+                         "before it, or its line is not declared as tool_call): its call would be lost", s.line)
     call = pending.pop(0)
     out.append(Message("tool", [ToolResultPart(call.id, text, name=call.name)]))
 
@@ -311,12 +312,27 @@ def _text(lines: list[str]) -> str:
     return textwrap.dedent("\n".join(lines[start:end])).strip()
 
 
+#: A tool call a log prints as lines of its own, where no marker declares them: ``Tool: NAME``, then its arguments.
+_PRINTED_CALL = re.compile(r"^\s*(?:tool|tool call|function|function call)\s*:\s*\S", re.IGNORECASE)
+_PRINTED_ARGS = re.compile(r"^\s*(?:arguments|args|parameters|params|input)\s*:", re.IGNORECASE)
+
+
 def _refused(section: _Section) -> str | None:
-    """Why a section cannot be read (a reply writing a tool call in a known notation), or None."""
+    """Why a section cannot be read (a reply writing a tool call in a known notation; a section holding a printed
+    tool call, ``Tool:`` then ``Arguments:``, that no marker declares), or None."""
     at = tool_call_line(section.lines) if section.role == "assistant" else None
     if at is not None:
         return (f"the reply at line {section.line + 1} writes a tool call as text ({section.lines[at].strip()[:60]!r}):"
                 " a text transcript records no structured tool call, and reading it as text would lose the call")
+    if section.role in ("", "skip", "system", "reasoning"):
+        return None  # a heading, a section not read, a system prompt describing the log's format
+    lines = [line for line in section.lines if line.strip()]
+    for line, after in pairwise(lines):
+        if _PRINTED_CALL.match(line) and _PRINTED_ARGS.match(after):
+            return (f"the {section.role} message opened at line {section.line + 1} holds a printed tool call "
+                    f"({line.strip()[:60]!r}, then its arguments): reading it as text would lose the call; declare "
+                    "its lines' markers (tool_call, arguments, and tool for its result; docs/traces.md, \"A text "
+                    "mapping\")")
     return None
 
 

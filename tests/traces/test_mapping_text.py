@@ -78,7 +78,7 @@ def test_a_marker_is_not_the_beginning_of_a_longer_word(tmp_path):
 
 @pytest.mark.parametrize(("text", "where"), [
     ("## Q\nrun it\n## A\nsure\n## Tool\n{\"ok\": true}\n## A\ndone\n",
-     "line 5 opens a tool message that no declared tool call precedes"),
+     "line 5 opens a tool message that no tool call precedes"),
     ("## Q\nrun it\n## A\n<tool_call>{\"name\": \"ls\"}</tool_call>\n", "writes a tool call as text"),
 ])
 def test_tool_messages_and_written_tool_calls_are_refused(tmp_path, text, where):
@@ -255,3 +255,18 @@ def test_tool_sections_that_answer_no_declared_call_are_refused(tmp_path, text, 
     assert not result.report.ok and not result.conversations
     (error,) = result.report.errors
     assert error.code == "content_not_mapped" and where in error.message and error.line == int(where.split()[1])
+
+
+def test_a_printed_tool_call_no_marker_declares_is_refused(tmp_path):
+    """A mapping naming only the prompt and the answer: the loop's ``Tool:`` / ``Arguments:`` lines would be read as
+    the user's text, every call but the answers lost, ``ok``; refused, naming the message and the markers to
+    declare. A system prompt describing the format is no printed call."""
+    mapping = {"name": "x", "text": {"markers": {"User Request:": "user", "AGENT RESPONSE:": "assistant"}}}
+    result = _read(tmp_path, AGENT_LOG, mapping, name="run.log")
+    assert not result.report.ok and not result.conversations
+    (error,) = result.report.errors
+    assert error.code == "content_not_mapped" and error.line == 2
+    assert "user message opened at line 2 holds a printed tool call ('Tool: submit_simulation'" in error.message
+    described = ("## System\nCall tools as\nTool: NAME\nArguments: {JSON}\n## User\nHi\n## Assistant\nHello.\n")
+    mapping = {"name": "y", "text": {"markers": {"## System": "system", "## User": "user", "## Assistant": "assistant"}}}
+    assert _read(tmp_path, described, mapping).report.ok

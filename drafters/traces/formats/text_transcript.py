@@ -347,8 +347,8 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         problems.error("ambiguous_conversations", f"lines {', '.join(str(i + 1) for i in entries[:5])} are headings "
                        "above the markers' level, each right before a prompt: entries of a log, each a conversation "
                        "of its own or continuing an earlier one (which is not guessed); declare a text mapping "
-                       "naming the line that opens each conversation (docs/traces.md, \"Text transcripts with a "
-                       "declared mapping\")", src(NAME, filename, line=entries[0] + 1))
+                       "naming the line that opens each conversation (docs/traces.md, \"A text mapping\")",
+                       src(NAME, filename, line=entries[0] + 1))
         return
     read = _messages(lines, start, found.lines, filename, problems)
     if read is None:
