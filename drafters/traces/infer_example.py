@@ -13,8 +13,9 @@ writes the mappings that would read it as the model's reply:
 - a request/response record: the reply is the record's output (``response: PATH``) and the input is the message
   list the record holds, or the longest text under a key with an input word nearest the reply (``prompt``,
   ``agent_input_prompt``, ``instruction``, ...), else the other speaker's column beside the reply (``student_msg``
-  beside ``tutor_msg``) or the record's longest other text (said in a comment: a guess to check); the record's other long texts are named in a ``# NOT READ`` comment; the items of a list the record
-  keeps at its top level may be those records (``records: lists``).
+  beside ``tutor_msg``) or the record's longest other text (said in a comment: a guess to check); the record's
+  other long texts are named in a ``# NOT READ`` comment; the items of a list the record keeps at its top level may
+  be those records (``records: lists``).
 
 Each candidate is tried by reading the file with it; the first that reads without an error, returns the example
 as one of the assistant's messages, and leaves unread nothing the general path refuses is written
@@ -131,8 +132,8 @@ def learn_mapping(path: str | os.PathLike[str], reply: str, name: str | None = N
         return unnamed
     places = ", ".join(dict.fromkeys(path_of(h) for h in hits[:5]))
     why = first_problem or "no list of messages with a role key, and no request/response record, holds it"
-    raise TraceError("example_not_read", f"the example reply is found at {places} (record {hits[0].record + 1}, counted from 1), but no "
-                     f"mapping reading it as the model's reply reads the file: {why}", str(path))
+    raise TraceError("example_not_read", f"the example reply is found at {places} (record {hits[0].record + 1}, "
+                     f"counted from 1), but no mapping reading it as the model's reply reads the file: {why}", str(path))
 
 
 def _learn_text(path: str | os.PathLike[str], want: str, label: str) -> Learned:

@@ -18,6 +18,7 @@ from drafters.traces.formats._chains import rebuilt_prompts, turn_counter
 from drafters.traces.formats._shapes import message_keys
 from drafters.traces.formats._spellings import CALL_KEYS, get, is_message, role_key, role_of
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
+from drafters.traces.infer_text_example import REFERENCE_WORDS
 from drafters.traces.json_paths import child_path, jsonpath, path_steps
 from drafters.traces.mapping_records import expanded
 from drafters.traces.model import Source
@@ -26,8 +27,9 @@ from drafters.traces.model import Source
 #: ``prompt_id``), not the text.
 INPUT_WORDS = {"prompt", "input", "instruction", "question", "query", "request"}
 TASK_WORDS = {"task"}  # an input only over a prompt's length (``names_input``)
+HTTP_METADATA = {"method", "headers", "header", "cookies", "trailers"}  # an HTTP message's own, beside its body
 NOT_TEXT_WORDS = {"id", "hash", "name", "type", "template", "version", "tokens", "count", "len", "length", "url",
-                  "uri", "path", "file", "method", "headers", "header"}  # an HTTP request's own metadata too
+                  "uri", "path", "file", *HTTP_METADATA}
 #: Keys whose text is no prompt (an environment's observation, an output, a reference answer), and the shortest
 #: text taken as the prompt where no input key names it (characters).
 NOT_PROMPT = re.compile(r"observ|output|result|respon|answer|reason|target|reference|label|judg|summar",
@@ -182,10 +184,10 @@ def _counterpart(level: list[tuple[str, str]], reply_key: str | int) -> str | No
     """The path of the one text beside the reply under a key spelled as the reply's with another speaker's word in
     one place (``student_msg`` beside ``tutor_msg``, ``user_utterance`` beside ``agent_utterance``): the other side
     of a dialogue row; None where none or several are, or the word names an output or a reference."""
-    mine = re.findall(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])", str(reply_key))
+    mine = _WORD.findall(str(reply_key))
     found = []
     for path, _ in level:
-        theirs = re.findall(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])", _leaf(path))
+        theirs = _WORD.findall(_leaf(path))
         differ = [(a.lower(), b.lower()) for a, b in zip(mine, theirs) if a.lower() != b.lower()]
         if len(mine) >= 2 and len(theirs) == len(mine) and len(differ) == 1 and \
                 not (OUTPUT_WORDS | REFERENCE_WORDS | NOT_TEXT_WORDS) & key_words(differ[0][1]):
@@ -203,10 +205,13 @@ def names_input(key: str, text: str) -> bool:
     return bool(TASK_WORDS & words) and len(text) >= MIN_GUESSED_PROMPT and not NOT_PROMPT.search(key)
 
 
+_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])")  # a key's words: snake_case, camelCase, ACRONYMs
+
+
 def key_words(key: str) -> set[str]:
     """A key's (or a path's) words, lower case, plurals also singular (``agent_input_prompt``,
     ``agentInputPrompt`` -> agent, input, prompt; ``prompts`` -> prompts, prompt)."""
-    words = {w.lower() for w in re.findall(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])", key)}
+    words = {w.lower() for w in _WORD.findall(key)}
     return words | {w[:-1] for w in words if w.endswith("s") and len(w) > 3}
 
 
@@ -364,10 +369,6 @@ def _several_calls(record: dict, hit: Hit, sampled: int | None = None) -> bool:
             if isinstance(items, list) and sum(1 for i in items if _reaches(i, tail, any_value=True)) >= 2:
                 return True
     return False
-
-
-#: Words of a key holding a dataset's reference answers, not a call's (MT-RAG's ``targets`` beside ``predictions``).
-REFERENCE_WORDS = frozenset({"target", "reference", "gold", "golden", "expected", "ground", "truth", "label", "ideal"})
 
 
 def _under_reference(steps: tuple[str | int, ...]) -> bool:

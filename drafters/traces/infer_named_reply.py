@@ -24,7 +24,13 @@ from drafters.traces import io as tio
 from drafters.traces.infer import SHAPE_CODES, general_path_errors, mapping_name
 from drafters.traces.infer_example import MIN_EXAMPLE, learn_mapping
 from drafters.traces.infer_example_places import Hit, Learned, holding, normal, path_of, value_at
-from drafters.traces.infer_example_records import INPUT_WORDS, NOT_TEXT_WORDS, in_prompt, key_words
+from drafters.traces.infer_example_records import (
+    HTTP_METADATA,
+    INPUT_WORDS,
+    NOT_TEXT_WORDS,
+    in_prompt,
+    key_words,
+)
 from drafters.traces.infer_text_example import NOT_REPLY_WORDS, learn_text_from_named_reply
 from drafters.traces.mapping_records import file_records
 from drafters.traces.report import TraceError, ValidationReport
@@ -32,7 +38,6 @@ from drafters.traces.report import TraceError, ValidationReport
 #: Words of a key naming a model's output, and of one naming an answer as the model's (``model_answer``).
 REPLY_WORDS = {"response", "completion", "output", "reply", "generation", "generated", "prediction", "predicted"}
 ANSWER_WORDS = {"answer"}
-HTTP_METADATA = {"headers", "header", "cookies", "trailers"}  # an HTTP message's metadata beside its body
 MODEL_WORDS = {"model", "llm", "agent", "assistant", "bot", "ai", "gpt"}
 #: Records searched for candidate replies, and candidates tried (each reads the file's first conversations).
 RECORDS = 3

@@ -291,10 +291,12 @@ def _plausible(reply: _Marker, user: _Marker, markers: list[_Marker]) -> bool:
     return turns.count(reply.key) >= 2 and turns[0] == user.key and all(a != b for a, b in pairwise(turns))
 
 
+#: Words of a key holding a dataset's answer, not a call's (``targets``, ``gold_answer``, ``expected_output``).
+REFERENCE_WORDS = frozenset({"expected", "reference", "gold", "golden", "correct", "target", "truth", "ground",
+                             "ideal", "label", "canonical"})
 #: Words of a key or a label naming a reference or something about an output, not the model's text
 #: (``expected_output``, ``## Response Format``).
-NOT_REPLY_WORDS = {"expected", "reference", "gold", "golden", "correct", "target", "truth", "ground", "ideal", "label",
-                   "canonical", "error", "format", "schema", "parser", "tool", "function", "observation"}
+NOT_REPLY_WORDS = REFERENCE_WORDS | {"error", "format", "schema", "parser", "tool", "function", "observation"}
 
 
 def _names_sides(reply: _Marker, user: _Marker) -> bool:

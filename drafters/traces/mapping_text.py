@@ -280,7 +280,7 @@ def _tool_section(s: _Section, text: str, out: list[Message], pending: list[Tool
             raise _NotPaired(f"line {s.line + 1} opens a tool call without the tool's name", s.line)
         call = ToolCallPart.from_raw(f"text:{s.line + 1}", name, rest.strip())
         if out and out[-1].role == "assistant":
-            out[-1].parts.append(call)
+            out[-1].parts.extend([*thinking, call])
         else:
             out.append(Message("assistant", [*thinking, call]))
         pending.append(call)

@@ -202,8 +202,8 @@ def print_speed(s: dict) -> None:
         console.print(f"[bold]deploy on {d.get('engine')}: {name}[/]: {where}"
                       + (f"; cascade threshold {sel.get('cascade_threshold')}" if name == "cascade" else ""))
         if d.get("reason"):  # why this one and not a faster-looking row: the tie rule (drafters/evaluate/speed.py)
-            level = ", ".join(d.get("tied") or [])
-            tied = f" (within timing noise of the fastest: {level})" if len(d.get("tied") or []) > 1 else ""
+            level = d.get("tied") or []
+            tied = f" (within timing noise of the fastest: {', '.join(level)})" if len(level) > 1 else ""
             console.print(f"[dim]why: {d['reason']}{tied}[/dim]")
 
 

@@ -270,3 +270,17 @@ def test_a_printed_tool_call_no_marker_declares_is_refused(tmp_path):
     described = ("## System\nCall tools as\nTool: NAME\nArguments: {JSON}\n## User\nHi\n## Assistant\nHello.\n")
     mapping = {"name": "y", "text": {"markers": {"## System": "system", "## User": "user", "## Assistant": "assistant"}}}
     assert _read(tmp_path, described, mapping).report.ok
+
+
+def test_reasoning_before_a_call_of_the_same_reply_is_kept(tmp_path):
+    """A reply's text, then a reasoning section, then its tool call: the reasoning stays with the reply (it was
+    dropped where the call joined the reply rather than opening one)."""
+    text = "Q: go\nA: Let me look.\nTHINK: the weather tool answers this\nTool: weather\nResult: 12 C\nA: It is 12 C.\n"
+    mapping = {"name": "x", "text": {"markers": {"Q:": "user", "A:": "assistant", "THINK:": "reasoning",
+                                                 "Tool:": "tool_call", "Result:": "tool"}}}
+    result = _read(tmp_path, text, mapping)
+    assert result.report.ok, result.report.errors
+    (conv,) = result.conversations
+    reply = conv.messages[1]
+    assert (reply.text, reply.reasoning, [c.name for c in reply.tool_calls]) == (
+        "Let me look.", "the weather tool answers this", ["weather"])

@@ -47,6 +47,11 @@ _MOCK_HEAD = re.compile(r"^when:[ \t]*\n(?:[ \t]+.*\n){0,3}?[ \t]+(?:path|method
 HTTPRR_HEADER = "httprr trace v1\n"
 
 
+def _is_mock(text: str) -> bool:
+    """Whether ``text`` (a file or its head) opens with a mock server's recorded exchange (``_MOCK_HEAD``)."""
+    return _MOCK_HEAD.match(text.lstrip().removeprefix("---").lstrip()) is not None
+
+
 def provider_of(uri: str) -> str | None:
     """The provider format a request URI belongs to, or None for non-LLM traffic."""
     u = uri.lower()
@@ -62,7 +67,8 @@ def provider_of(uri: str) -> str | None:
         return "anthropic_messages"
     if u.split("?")[0].rstrip("/").endswith("/api/chat"):  # Ollama: OpenAI-shaped messages and tools
         return "openai_chat"
-    if u.split("?")[0].rstrip("/").endswith("/v2/chat") or "cohere" in u and u.split("?")[0].endswith("/v1/chat"):
+    path = u.split("?")[0].rstrip("/")
+    if path.endswith("/v2/chat") or "cohere" in u and path.endswith("/v1/chat"):
         return "cohere_chat"  # Cohere's chat, v2 (OpenAI-shaped) and v1 (chat_history) on Cohere's host
     return None
 
@@ -88,14 +94,14 @@ def is_cassette(head: str) -> bool:
     if text.startswith("---"):
         text = text[3:].lstrip()
     text = re.sub(r"^version:\s*\d+\s*\n", "", text)
-    return text.startswith(("interactions:", "http_interactions:")) or _MOCK_HEAD.match(text) is not None
+    return text.startswith(("interactions:", "http_interactions:")) or _is_mock(text)
 
 
 def sniff_provider(head: str) -> str | None:
     """The provider of the last LLM request URI in ``head`` (the conversation a mixed cassette ends in)."""
     found = None
-    mock = _MOCK_HEAD.match(head.lstrip().removeprefix("---").lstrip()) is not None
-    for uri in (_REQUEST_LINE_RE if head.startswith(HTTPRR_HEADER) else _MOCK_PATH_RE if mock else _URI_RE).findall(head):
+    lines = _REQUEST_LINE_RE if head.startswith(HTTPRR_HEADER) else _MOCK_PATH_RE if _is_mock(head) else _URI_RE
+    for uri in lines.findall(head):
         found = provider_of(uri) or found
     return found
 
@@ -380,7 +386,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
     text = stream.read()
     if text.startswith(HTTPRR_HEADER):
         data = _httprr(text, filename, problems, fmt)
-    elif _MOCK_HEAD.match(text.lstrip().removeprefix("---").lstrip()):
+    elif _is_mock(text):
         data = _mocks(text, filename, problems, fmt)
     else:
         data = _load(io.StringIO(text), filename, problems, fmt)

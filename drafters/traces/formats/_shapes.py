@@ -261,22 +261,6 @@ def _one_of_keyed(values: list, got: Inferred | Ambiguous) -> bool:
 ID_LIKE_KEY = re.compile(r"^(?=.*\d)\S+$")  # an id, not a field name: holds a digit (a hash, a uuid, a number)
 
 
-COPIED_KEYS = ("is_copied_context", "copied_context", "is_copied")
-
-
-def copied_context(records: list[tuple[Any, Any]], shape: Inferred) -> int:
-    """Messages at the shape's messages path flagged as copied from another context (ATIF steps a handoff
-    repeats, ``is_copied_context: true``): context, not calls of this file; the general path refuses them."""
-    if shape.mapping.records == "messages":
-        return 0
-    n = 0
-    for _, value in records[:SAMPLE]:
-        for _, msgs in jsonpath(value, shape.mapping.messages) if isinstance(value, (dict, list)) else []:
-            n += sum(1 for m in (msgs if isinstance(msgs, list) else []) if isinstance(m, dict) and
-                     any(m.get(k) is True for k in COPIED_KEYS))
-    return n
-
-
 def _record_map(doc: Any, name: str = "inferred") -> Inferred | None:
     """The shape of an object of records keyed by id or name (FireAct's ``{"6238": {"traj": [...], "reward":
     ...}}``), the document or the one value of it beside metadata (a test report's ``results`` beside its

@@ -75,6 +75,7 @@ from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
 from drafters.traces.formats._typed_messages import typed_calls
 from drafters.traces.formats._wrapped_messages import serialized_messages, untagged_variants
 from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.json_paths import jsonpath
 from drafters.traces.mapping_records import value_records
 from drafters.traces.model import (
     Conversation,
@@ -412,7 +413,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
                        "which one holds the conversation is not guessed; declare it in a mapping file (--mapping; "
                        "`tracedraft datasets infer-mapping` writes a first one)", Source(NAME, filename))
         return
-    copied = _shapes.copied_context(sample, shape) if isinstance(shape, _shapes.Inferred) else 0
+    copied = _copied_context(sample, shape) if isinstance(shape, _shapes.Inferred) else 0
     if copied:
         problems.error("copied_context", f"{copied} message(s) are flagged as copied from another context "
                        "(is_copied_context: an agent's handoff): which turns are this file's own LLM calls is not "
@@ -448,6 +449,22 @@ def _rewritten(value: Any, changed: list[bool]) -> Any:
     if len(changed) < _shapes.SAMPLE:
         changed.append(new != value)
     return new
+
+
+COPIED_KEYS = ("is_copied_context", "copied_context", "is_copied")
+
+
+def _copied_context(records: list[tuple[Any, Any]], shape: _shapes.Inferred) -> int:
+    """Messages at the shape's messages path flagged as copied from another context (ATIF steps a handoff
+    repeats, ``is_copied_context: true``): context, not calls of this file; the general path refuses them."""
+    if shape.mapping.records == "messages":
+        return 0
+    n = 0
+    for _, value in records[:_shapes.SAMPLE]:
+        for _, msgs in jsonpath(value, shape.mapping.messages) if isinstance(value, (dict, list)) else []:
+            n += sum(1 for m in (msgs if isinstance(msgs, list) else []) if isinstance(m, dict) and
+                     any(m.get(k) is True for k in COPIED_KEYS))
+    return n
 
 
 def _exchanges_kept(records: Iterator[tuple[Source, Any]], problems: ProblemSink) -> Iterator[tuple[Source, Any]]:
