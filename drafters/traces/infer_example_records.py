@@ -30,6 +30,8 @@ TASK_WORDS = {"task"}  # an input only over a prompt's length (``names_input``)
 HTTP_METADATA = {"method", "headers", "header", "cookies", "trailers"}  # an HTTP message's own, beside its body
 NOT_TEXT_WORDS = {"id", "hash", "name", "type", "template", "version", "tokens", "count", "len", "length", "url",
                   "uri", "path", "file", *HTTP_METADATA}
+#: A request's settings beside its prompt (``request.model``: a model's name, no text the model was sent).
+SETTING_WORDS = {"model", "engine", "provider"}
 #: Keys whose text is no prompt (an environment's observation, an output, a reference answer), and the shortest
 #: text taken as the prompt where no input key names it (characters).
 NOT_PROMPT = re.compile(r"observ|output|result|respon|answer|reason|target|reference|label|judg|summar",
@@ -166,8 +168,8 @@ def _prompt_text(record: dict, hit: Hit) -> tuple[str, bool] | None:
         # any text under a key naming an input ("12?", a tutoring row's short question); a guess needs more
         level = [(p, v) for p, v in _texts(holder, hit.steps[k], at, shortest=1) if p not in dict(texts)]
         named = [(p, v) for p, v in level if names_input(_leaf(p), v) and not NOT_TEXT_WORDS & key_words(_leaf(p))]
-        named = named or [(p, v) for p, v in level if names_input(p[len(at):], v) and not NOT_TEXT_WORDS &
-                          key_words(_leaf(p)) and not NOT_PROMPT.search(p[len(at):])]  # under an input: Input[0].Value
+        named = named or [(p, v) for p, v in level if names_input(p[len(at):], v) and not (NOT_TEXT_WORDS | SETTING_WORDS)
+                          & key_words(_leaf(p)) and not NOT_PROMPT.search(p[len(at):])]  # under an input: Input[0].Value
         named = [(p, v) for p, v in named if INPUT_WORDS & key_words(_leaf(p))] or named  # a task: the last resort
         if named:
             return max(named, key=lambda pv: len(pv[1]))[0], False

@@ -10,7 +10,7 @@ from __future__ import annotations
 from drafters.traces.formats import _cassette
 from drafters.traces.ingest import ingest
 
-from .conftest import totals
+from .conftest import ingest_json, totals
 
 STREAMS = __import__("pathlib").Path(__file__).resolve().parent / "fixtures" / "streams"
 
@@ -151,3 +151,39 @@ def test_recorded_mocks_one_exchange_a_document(tmp_path):
     assert result.report.formats == {"anthropic_messages": 1}
     assert totals(result.conversations) == (1, 2, 1)
     assert [w.code for w in result.report.warnings].count("error_response") == 1
+
+
+def _client_interaction(messages: list, reply: str, tools: list | None = None) -> dict:
+    # a client library's own cassette (NodeLLM's @node-llm/testing): the call as the client made it, the reply
+    # as the client's result object, {content, usage, reasoning}, no stop reason
+    request = {"model": "gpt-4o-mini", "messages": messages, "max_tokens": 4096, "headers": {}}
+    if tools:
+        request["tools"] = tools
+    return {"method": "chat", "request": request,
+            "response": {"content": reply, "usage": {"input_tokens": 15, "output_tokens": 9}, "reasoning": None}}
+
+
+def test_client_cassette_result_objects_with_usage(tmp_path):
+    ask = [{"role": "user", "content": "What is the vacation policy?"}]
+    first = "Twenty days a year."
+    again = [*ask, {"role": "assistant", "content": first, "usage": {"input_tokens": 15}},
+             {"role": "user", "content": "And sick days?"}]
+    doc = {"name": "multi-turn", "interactions": [_client_interaction(ask, first),
+                                                  _client_interaction(again, "Ten.")]}
+    result = ingest_json(tmp_path, doc)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert totals(result.conversations) == (1, 2, 0)
+    assert [c.completion.text for c in result.conversations[0].calls()] == [first, "Ten."]
+
+
+def test_tool_definitions_beside_the_messages_are_no_messages(tmp_path):
+    # {"type": "function", "function": {...}} spells a role ("function") under a role key ("type"): a list of
+    # definitions under ``tools`` is still no message list (it had made the request hold two, and go unread)
+    tools = [{"type": "function", "function": {"name": "search_documents", "description": "Search the policies.",
+                                               "parameters": {"type": "object", "properties": {}}}}]
+    doc = {"interactions": [_client_interaction([{"role": "user", "content": "Who is the HR head?"}],
+                                                "I can only search the HR documents.", tools)]}
+    result = ingest_json(tmp_path, doc)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert totals(result.conversations) == (1, 1, 0)
+    assert [t.name for t in result.conversations[0].tools] == ["search_documents"]

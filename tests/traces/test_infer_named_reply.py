@@ -243,3 +243,13 @@ def test_a_recorded_responses_headers_are_no_reply_and_a_uri_no_prompt(tmp_path)
     path = tmp_path / "cassette.json"
     path.write_text(json.dumps({"interactions": [exchange, exchange]}))
     assert learn_from_named_reply(path) is None
+
+
+def test_a_requests_model_name_is_no_prompt(tmp_path):
+    """A client's cassette whose messages no reading takes: under ``request`` the one text is the model's name
+    (``request.model``), a setting, not what the model was sent; no mapping reads it as the prompt."""
+    interaction = {"method": "chat", "request": {"model": "google/gemini-2.0-flash-001", "parts": [{"x": 1}]},
+                   "response": {"content": "I can only search the HR documents, not the staff list.", "usage": {}}}
+    path = tmp_path / "cassette.json"
+    path.write_text(json.dumps({"name": "flow", "interactions": [interaction]}))
+    assert learn_from_named_reply(path) is None

@@ -42,8 +42,8 @@ def message_lists(value: Any, path: str = "$", depth: int = 0, need_assistant: b
             return [(path, value)]
         return [f for i, item in enumerate(value[:1000]) for f in message_lists(item, f"{path}[{i}]", depth + 1,
                                                                                  need_assistant)]
-    if isinstance(value, dict):
-        return [f for k, v in value.items() if isinstance(v, (list, dict))
+    if isinstance(value, dict):  # tool definitions (``{"type": "function", ...}``) are no messages of role function
+        return [f for k, v in value.items() if isinstance(v, (list, dict)) and not _tool_definitions(k, v)
                 for f in message_lists(v, child_path(path, k), depth + 1, need_assistant)]
     return []
 
@@ -263,16 +263,18 @@ def _text_outputs(record: dict, path: str = "$", depth: int = 0) -> list[str]:
     return out
 
 
-# A model's result object without a role (AutoGen's CreateResult: {finish_reason, content, usage, ...}): the keys
-# that may hold data beside its content; any other key holding data (a thought, tool calls) is not guessed.
+# A model's result object without a role (AutoGen's CreateResult: {finish_reason, content, usage, ...}; NodeLLM's
+# cassettes: {content, usage, reasoning}): the keys that may hold data beside its content, the first five saying
+# it is a model's result; any other key holding data (a thought, tool calls) is not guessed.
 _RESULT_META = ("finish_reason", "finishReason", "stop_reason", "stopReason", "usage", "cached", "logprobs",
                 "model", "id", "created")
 
 
 def _result_object(value: dict) -> bool:
-    """An output object with no role that is the model's reply: a stop reason, ``content`` text, and nothing
-    else holding data but metadata (the general path reads it as the assistant message, its content the text)."""
-    return not is_message(value) and any(value.get(k) for k in _RESULT_META[:4]) and \
+    """An output object with no role that is the model's reply: a stop reason or token usage, ``content`` text,
+    and nothing else holding data but metadata (the general path reads it as the assistant message, its content
+    the text)."""
+    return not is_message(value) and any(value.get(k) for k in _RESULT_META[:5]) and \
         isinstance(value.get("content"), str) and all(
             k == "content" or k in _RESULT_META or v in (None, "", [], {}) for k, v in value.items())
 
@@ -452,6 +454,14 @@ def _named(path: str, keys: tuple[str, ...]) -> bool:
     return says(names[-1]) or (names[-1] in ("items", "messages", "list", "data") and any(map(says, names)))
 
 
+def _tool_definitions(key: str, value: Any) -> bool:
+    """Whether ``value`` under ``key`` is a list of tool definitions (under ``tools`` / ``functions``: objects
+    with a ``function``, or a ``name`` and a schema or a description)."""
+    return key in ("tools", "functions") and isinstance(value, list) and bool(value) and all(
+        isinstance(t, dict) and (isinstance(t.get("function"), dict) or "name" in t and any(
+            s in t for s in ("parameters", "input_schema", "inputSchema", "description"))) for t in value)
+
+
 def tool_lists(value: Any, path: str = "$", depth: int = 0) -> list[str]:
     """Paths of the lists of tool definitions (objects with a ``function``, or a ``name`` and a schema or a
     description) under a ``tools`` / ``functions`` key in a record's settings objects, down to four keys deep."""
@@ -460,9 +470,7 @@ def tool_lists(value: Any, path: str = "$", depth: int = 0) -> list[str]:
     out = []
     for k, v in value.items():
         p = child_path(path, k)
-        if k in ("tools", "functions") and isinstance(v, list) and v and all(
-                isinstance(t, dict) and (isinstance(t.get("function"), dict) or "name" in t and any(
-                    s in t for s in ("parameters", "input_schema", "inputSchema", "description"))) for t in v):
+        if _tool_definitions(k, v):
             out.append(p)
         elif isinstance(v, dict):
             out += tool_lists(v, p, depth + 1)
