@@ -194,3 +194,33 @@ def test_a_request_record_whose_response_is_in_an_unknown_spelling_is_not_ok(tmp
                                 "response": {"body": {"reply": {"text": "It is 5."}}}}) + "\n")
     result = ingest([path], scrub=False, dedup=False)
     assert not result.report.ok and result.conversations == []
+
+
+def _har_entry(request: dict, response: dict) -> dict:
+    # a HAR 1.2 entry as Polly.js's fs persister writes it: bodies as text under postData / content
+    return {"request": {"method": "POST", "url": "https://api.anthropic.com/v1/messages", "headers": [],
+                        "postData": {"mimeType": "application/json", "text": json.dumps(request)}},
+            "response": {"status": 200, "headers": [{"name": "content-type", "value": "application/json"}],
+                         "content": {"mimeType": "application/json", "size": 1, "text": json.dumps(response)}}}
+
+
+def test_a_har_recording_of_anthropic_messages(tmp_path):
+    """A HAR log whose response bodies are Anthropic messages (``content.text``, no ``choices``): each entry a call,
+    the tool_use reply answered by the next request's tool_result."""
+    ask = {"role": "user", "content": "What is the weather in Paris?"}
+    use = {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"location": "Paris"}}
+    first = {"id": "msg_1", "type": "message", "role": "assistant", "content": [use], "stop_reason": "tool_use"}
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "22 C"}]}
+    second = {"id": "msg_2", "type": "message", "role": "assistant", "stop_reason": "end_turn",
+              "content": [{"type": "text", "text": "It is 22 °C in Paris."}]}
+    doc = {"log": {"version": "1.2", "creator": {"name": "Polly.JS"}, "entries": [
+        _har_entry({"model": "claude-3-haiku", "max_tokens": 64, "messages": [ask]}, first),
+        _har_entry({"model": "claude-3-haiku", "max_tokens": 64,
+                    "messages": [ask, {"role": "assistant", "content": [use]}, result]}, second)]}}
+    got = ingest_json(tmp_path, doc, "recording.har")
+    assert got.report.ok, [e.code for e in got.report.errors]
+    assert totals(got.conversations) == (1, 2, 1)
+    calls = list(got.conversations[0].calls())
+    assert calls[0].completion.tool_calls[0].arguments == {"location": "Paris"}
+    assert [m.role for m in calls[1].context] == ["user", "assistant", "tool"]
+    assert calls[1].completion.text == "It is 22 °C in Paris."

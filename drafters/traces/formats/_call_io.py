@@ -420,6 +420,9 @@ def _assistant_at(value: Any, path: str) -> list[str]:
                 hits += _assistant_at(value[k], child_path(path, k))
                 if hits:
                     break
+        har = value.get("content")
+        if not hits and isinstance(har, dict) and "mimeType" in har:  # a HAR response's body: content.text
+            hits += _assistant_at(har.get("text"), f"{path}.content.text")
     return hits
 
 
