@@ -372,3 +372,21 @@ def test_a_message_list_typed_by_its_class_name_in_lower_case(tmp_path):
     assert inferred_mapping_totals(tmp_path / "conversation.json", "file_list", tmp_path) == (1, 2, 0)
     odd = [{**m, "_type": "datamessage" if m["_type"] == "usermessage" else m["_type"]} for m in doc]
     assert not ingest_json(tmp_path, odd, "odd.json").report.ok
+
+
+def test_tool_calls_in_a_messages_options_object_are_not_lost(tmp_path):
+    """LlamaIndexTS's messages keep their tool calls one level down, ``options: {toolCall: [...]}``, and the tool's
+    result as a user message with ``options.toolResult``: read without ``options`` the file had 0 tool calls and the
+    result as the user's words, ``ok``; it is refused with a code naming the key."""
+    ask = [{"role": "user", "content": "What is the weather in San Francisco?"}]
+    call = {"role": "assistant", "content": "", "options": {"toolCall": [
+        {"id": "call_1", "name": "getWeather", "input": '{"city": "San Francisco"}'}]}}
+    result = {"role": "user", "content": "72 degrees", "options": {"toolResult": {
+        "result": "72 degrees", "isError": False, "id": "call_1"}}}
+    doc = {"events": [{"id": "a", "messages": ask, "response": {"raw": None, "message": call}},
+                      {"id": "b", "messages": [*ask, call, result],
+                       "response": {"raw": None, "message": {"role": "assistant", "content": "It is 72.",
+                                                             "options": {}}}}]}
+    got = ingest_json(tmp_path, doc)
+    assert not got.conversations and codes(got) == ["content_not_mapped"]
+    assert "options" in got.report.errors[0].message

@@ -172,10 +172,13 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
 
 
 def calls_not_read(msgs: list[dict], keys_not_read: list[str]) -> list[str]:
-    """The unread message keys that hold tool calls (as calls, as calls recorded with their results, or as parts
-    holding a call and its result: the AI SDK's ``parts``): reading without them would lose the calls."""
-    def holds_calls(value: Any) -> bool:
+    """The unread message keys that hold tool calls (as calls, as calls recorded with their results, as parts
+    holding a call and its result: the AI SDK's ``parts``, or in an object of options: LlamaIndexTS's ``options:
+    {toolCall: [...]}``): reading without them would lose the calls."""
+    def holds_calls(value: Any, depth: int = 0) -> bool:
         value = decoded_tree(value) if isinstance(value, str) and value.lstrip()[:1] in ("[", "{") else value
+        if depth == 0 and isinstance(value, dict) and any(holds_calls(v, 1) for v in value.values()):
+            return True
         items = value if isinstance(value, list) else [value]
         nested = [v for i in items if isinstance(i, dict) for k, v in i.items() if k in EXECUTED_CALL_KEYS]
         return call_shaped(value) or executed_calls(value) is not None or bool(nested) and call_shaped(nested) or \
