@@ -207,3 +207,27 @@ def test_infer_mapping_does_not_read_the_history_of_one_result_of_many(tmp_path)
     with pytest.raises(TraceError) as refused:
         infer_mapping(path)
     assert refused.value.code == "no_messages_found"
+
+
+def test_a_yaml_recording_s_streamed_body_is_joined_as_in_json(tmp_path):
+    """A mock server's recorded mapping (WireMock YAML, an instrumentation's tests): the request under
+    ``bodyPatterns[0].equalToJson``, the reply a streamed SSE body of two parallel tool calls, joined before the
+    shape is inferred, as a JSON file's is (it had been refused, no_messages_found)."""
+    def chunk(delta: dict, finish: str | None = None) -> str:
+        return "data: " + json.dumps({"object": "chat.completion.chunk", "choices": [
+            {"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+    calls = [(0, "call_a", "New York"), (1, "call_b", "London")]
+    body = chunk({"role": "assistant", "content": None}) + "".join(
+        chunk({"tool_calls": [{"index": i, "id": c, "type": "function", "function": {
+            "name": "get_weather", "arguments": json.dumps({"location": where})}}]}) for i, c, where in calls) + \
+        chunk({}, "tool_calls") + "data: [DONE]\n\n"
+    request = {"model": "gpt-4o-mini", "stream": True, "messages": [
+        {"role": "user", "content": "What is the weather in New York and London?"}]}
+    text = "---\nname: v1_chat_completions\nrequest:\n  url: /chat/completions\n  method: POST\n  bodyPatterns:\n" \
+           "  - equalToJson: " + json.dumps(json.dumps(request)) + "\nresponse:\n  status: 200\n  body: |+\n" + \
+           "".join(f"    {line}\n" for line in body.splitlines()) + "persistent: true\n"
+    result = _read(tmp_path, text, "chattest.yaml")
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (1, 1, 2)
+    (call,) = result.conversations[0].calls()
+    assert [c.arguments for c in call.completion.tool_calls] == [{"location": "New York"}, {"location": "London"}]

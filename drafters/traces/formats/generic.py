@@ -384,8 +384,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             yield from read_records(((Source(NAME, filename, line=n), v) for n, v in records), filename, problems)
             return
         stream = _reading.Prefixed(text, stream)
-    records = _streams.joined_records(_reading.load_json_or_lines(stream, filename, problems, NAME), problems, NAME)
-    yield from read_records(records, filename, problems)
+    yield from read_records(_reading.load_json_or_lines(stream, filename, problems, NAME), filename, problems)
 
 
 def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems: ProblemSink
@@ -395,8 +394,10 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     as those messages (``_pair_turns.pair_turns``), a Gemini ``contents`` shorthand as its user turn
     (``_spellings.contents_shorthand``), messages typed as calls or results as those (``_typed_messages``), named
     speakers beside a user as the model's agents (``_named_speakers``); recorded HTTP exchanges whose status is an
-    error are skipped (``_exchanges``)."""
+    error are skipped (``_exchanges``); recorded streams are joined first, whatever the file's syntax (a YAML
+    recording's SSE body as a JSON file's: ``_streams``)."""
     changed: list[bool] = []  # of the first records: whether these rewrites changed it
+    records = _streams.joined_records(records, problems, NAME)
     records = ((source, _rewritten(value, changed))
                for source, value in _named_records(expanded_records(_exchanges_kept(records, problems)),
                                                    filename, problems))
