@@ -142,6 +142,31 @@ def test_a_stream_recorded_as_network_chunks_is_joined(tmp_path):
     assert not ingest([path], scrub=False).report.ok
 
 
+def test_network_chunks_recorded_as_objects_are_joined(tmp_path):
+    # ReqLLM's fixtures: each network chunk an object, its piece of the SSE body as text beside the same bytes in
+    # base64; the pieces of one key are one body (read alone, each piece had been a stream that did not end)
+    import base64
+    sse = "".join(f"data: {json.dumps(c)}\n\n" for c in (
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "Greetings, traveller."}}]},
+        {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})) + \
+        "data: [DONE]\n\n"
+    pieces = [sse[i:i + 120] for i in range(0, len(sse), 120)]
+    record = _recording({"model": "gpt-4o-mini", "stream": True, "messages": [
+        {"role": "user", "content": "Greet me in one sentence."}]}, {"status": 200, "headers": {}, "body": None})
+    record["chunks"] = [{"b64": base64.b64encode(p.encode()).decode(), "decoded": p} for p in pieces]
+    path = tmp_path / "streaming.json"
+    path.write_text(json.dumps(record))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    (call,) = result.conversations[0].calls()
+    assert call.completion.text == "Greetings, traveller."
+    record["chunks"] = record["chunks"][:-1]  # cut before the stream's end: refused, never read in part
+    path.write_text(json.dumps(record))
+    cut = ingest([path], scrub=False)
+    assert not cut.report.ok and not cut.conversations
+
+
 def test_a_legacy_completion_under_the_bodies(tmp_path):
     # an Elixir client's ExVCR cassette of /v1/completions: request.body.prompt, response.body.choices[0].text
     request = {"model": "text-davinci-003", "prompt": "The apple is", "max_tokens": 100}

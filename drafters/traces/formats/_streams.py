@@ -445,6 +445,16 @@ def _sse_pieces(value: list) -> bool:
         value[0].lstrip().startswith(("event:", "data:")) and "data:" in "".join(value[:4])
 
 
+def _piece_texts(value: list) -> list[str] | None:
+    """The texts of a list of network chunks recorded as objects, each holding its piece of one SSE body under the
+    same key beside other spellings of it (ReqLLM's fixtures: ``{b64, decoded}``), or None."""
+    if len(value) < 2 or not all(isinstance(v, dict) for v in value):
+        return None
+    keys = [k for k in value[0] if all(isinstance(v.get(k), str) for v in value)]
+    found = [[v[k] for v in value] for k in keys if _sse_pieces([v[k] for v in value])]
+    return found[0] if len(found) == 1 else None
+
+
 def joined_tree(value: Any, depth: int = 0) -> tuple[Any, list[StreamError]]:
     """``value`` with every recorded stream in it (a chunk list, or SSE / JSON-lines text below the top) replaced
     by the body it streams; the streams that could not be joined are returned as errors (and left in place).
@@ -458,8 +468,9 @@ def joined_tree(value: Any, depth: int = 0) -> tuple[Any, list[StreamError]]:
                 return join(value), errors
             except StreamError as exc:
                 return value, [exc]
-        if _sse_pieces(value):  # an HTTP recorder's network chunks of one SSE body, cut anywhere
-            return joined_tree("".join(value), depth + 1)
+        pieces = value if _sse_pieces(value) else _piece_texts(value)
+        if pieces is not None:  # an HTTP recorder's network chunks of one SSE body, cut anywhere
+            return joined_tree("".join(pieces), depth + 1)
         changed = False
         out = list(value)
         for n, v in enumerate(value[:1000]):
