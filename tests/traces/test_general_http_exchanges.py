@@ -249,3 +249,26 @@ def test_a_har_recording_of_anthropic_messages(tmp_path):
     assert calls[0].completion.tool_calls[0].arguments == {"location": "Paris"}
     assert [m.role for m in calls[1].context] == ["user", "assistant", "tool"]
     assert calls[1].completion.text == "It is 22 °C in Paris."
+
+
+def test_a_replay_of_body_segments_with_gemini_tool_calls(tmp_path):
+    """google-genai's replay files: each body a list of segments (one here), the SDK's own parse of the response
+    beside the raw one (``sdk_response_segments``); the raw body is the answer, the request's ``tools`` hold Gemini
+    ``functionDeclarations`` (it had found no answer: no_llm_call)."""
+    declarations = [{"name": n, "description": d, "parameters": {"type": "OBJECT", "properties": {}}}
+                    for n, d in (("get_weather", "Weather for a city"), ("calculate", "Evaluate an expression"))]
+    calls = [{"functionCall": {"name": "get_weather", "args": {"location": "Paris"}}},
+             {"functionCall": {"name": "calculate", "args": {"expression": "42 * 17"}}}]
+    answer = {"candidates": [{"content": {"role": "model", "parts": calls}, "finishReason": "STOP", "index": 0}],
+              "usageMetadata": {"totalTokenCount": 90}}
+    replay = {"replay_id": "test_streaming_with_tool_calls", "interactions": [{
+        "request": {"method": "post", "url": "{MLDEV_URL_PREFIX}/models/gemini-2.5-flash:streamGenerateContent",
+                    "headers": {"x-goog-api-key": "{REDACTED}"}, "body_segments": [{
+                        "contents": [{"role": "user", "parts": [{"text": "Weather in Paris? And 42 * 17?"}]}],
+                        "tools": [{"functionDeclarations": declarations}]}]},
+        "response": {"status_code": 200, "headers": {}, "body_segments": [answer],
+                     "sdk_response_segments": [{**answer, "sdk_http_response": {"headers": {}}}]}}]}
+    result = ingest_json(tmp_path, replay)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert totals(result.conversations) == (1, 1, 2)
+    assert [t.name for t in result.conversations[0].tools] == ["get_weather", "calculate"]

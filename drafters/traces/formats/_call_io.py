@@ -406,6 +406,8 @@ def _assistant_at(value: Any, path: str) -> list[str]:
         return [path]
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], list):
         return _assistant_at(value[0], f"{path}[0]")  # a batch of one prompt's generations (LangChain's LLMResult)
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], dict) and "candidates" in value[0]:
+        return _assistant_at(value[0], f"{path}[0]")  # a body in one segment (google-genai's replays)
     hits = []
     if isinstance(value, list) and value and all(isinstance(m, dict) for m in value) and role_key(value) and \
             any(role_value(m, role_key(value) or "") == "assistant" for m in value):
@@ -415,7 +417,8 @@ def _assistant_at(value: Any, path: str) -> list[str]:
     if wrapped is not None:
         hits += _assistant_at(value[0][wrapped], f"{path}[0].{wrapped}")
     if isinstance(value, dict):
-        for k in ("message", "choices", "candidates", "messages", "body", *OUTPUT_KEYS):  # body: an HTTP response's
+        # body: an HTTP response's; body_segments: google-genai's replays
+        for k in ("message", "choices", "candidates", "messages", "body", "body_segments", *OUTPUT_KEYS):
             if k in value:
                 hits += _assistant_at(value[k], child_path(path, k))
                 if hits:

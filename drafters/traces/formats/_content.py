@@ -176,6 +176,13 @@ def semconv_parts(parts: Any, *, call_id: Callable[[Any], Any] = lambda raw: raw
     return out
 
 
+def function_declarations(item: Any) -> list | None:
+    """The function declarations of a Gemini tool object (``functionDeclarations`` / ``function_declarations``),
+    or None for any other value."""
+    return next((item[k] for k in ("functionDeclarations", "function_declarations")
+                 if isinstance(item, dict) and isinstance(item.get(k), list)), None)
+
+
 def tool_defs(raw: Any) -> list[ToolDef]:
     """ToolDefs from a list in OpenAI (``{"type":"function","function":{...}}``), Bedrock Converse
     (``{"toolSpec": {name, description, inputSchema: {json}}}``) or flat
@@ -188,6 +195,8 @@ def tool_defs(raw: Any) -> list[ToolDef]:
             return []
     if isinstance(raw, dict):
         raw = [raw]
+    if isinstance(raw, list):  # Gemini's tools: [{functionDeclarations: [...]}], the declarations are the tools
+        raw = [d for item in raw for d in function_declarations(item) or [item]]
     out: list[ToolDef] = []
     for item in raw if isinstance(raw, list) else []:
         if not isinstance(item, dict):

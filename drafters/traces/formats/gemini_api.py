@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from drafters.traces.formats import _cassette
+from drafters.traces.formats._content import function_declarations
 from drafters.traces.formats._spellings import failed_turn
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.model import (
@@ -99,7 +100,7 @@ def tools_from_gemini(tools: Any) -> list[ToolDef]:
     if isinstance(tools, dict):  # some clients send one tool object instead of a list
         tools = [tools]
     for t in tools or []:
-        for fd in (t or {}).get("functionDeclarations") or (t or {}).get("function_declarations") or []:
+        for fd in function_declarations(t) or []:
             params = fd.get("parameters") or fd.get("parameters_json_schema") or fd.get("parametersJsonSchema")
             out.append(ToolDef(fd.get("name", ""), fd.get("description") or "",
                                params if isinstance(params, dict) else {"type": "object", "properties": {}}))

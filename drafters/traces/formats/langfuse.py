@@ -236,9 +236,7 @@ def _context(raw: Any, b: _Builder) -> None:
         system = config.get("system_instruction")
         if system:
             b.add("system", content_parts(system) if not isinstance(system, dict) else _gemini_parts(system.get("parts")))
-        for t in config.get("tools") or []:
-            if isinstance(t, dict):
-                b.tools.extend(tool_defs(t.get("function_declarations") or t.get("functionDeclarations") or []))
+        b.tools.extend(tool_defs(config.get("tools") or []))  # their functionDeclarations
         for c in raw["contents"]:
             if isinstance(c, dict):
                 _add_message(b, {"role": c.get("role"), "parts": c.get("parts") or []})
