@@ -13,7 +13,7 @@ from dataclasses import replace
 from itertools import islice
 
 from drafters.traces import io as tio
-from drafters.traces.formats import _shapes, _streams
+from drafters.traces.formats import _exchanges, _shapes, _streams
 from drafters.traces.formats._documents import is_toml, is_yaml
 from drafters.traces.formats._model_messages import expanded_records
 from drafters.traces.formats._spellings import role_of
@@ -42,8 +42,9 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
     problems = ValidationReport()
     label = mapping_name(path, name, "inferred")
     with tio.open_text(path) as stream:
-        sample = list(islice(expanded_records(_streams.joined_records(file_records(
-            stream, str(path), problems, "generic", "each"), problems, "generic")), _shapes.SAMPLE))
+        records = ((s, _exchanges.decoded_bodies(v)) for s, v in file_records(stream, str(path), problems, "generic",
+                                                                              "each"))
+        sample = list(islice(expanded_records(_streams.joined_records(records, problems, "generic")), _shapes.SAMPLE))
     sample = [(source, serialized_messages(value)) for source, value in sample]  # as a mapping reads them
     got = _shapes.infer(sample, label)
     if isinstance(got, _shapes.Ambiguous) and got.readings:

@@ -90,8 +90,9 @@ def _listify(node: Any) -> Any:
 
 def decoded(value: Any) -> Any:
     """A string holding a JSON object or array (an envelope's ``payload``, a message list stored as text),
-    decoded; any other value as it is."""
-    if isinstance(value, str) and value[:1] in ("{", "[") and value.rstrip()[-1:] in ("}", "]"):
+    decoded (blank lines before it too: a proxy's keep-alive padding, as ``decoded_tree`` reads it); any other
+    value as it is."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "[") and value.rstrip()[-1:] in ("}", "]"):
         try:
             return _reading.loads(value)
         except ValueError:

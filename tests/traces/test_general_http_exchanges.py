@@ -272,3 +272,49 @@ def test_a_replay_of_body_segments_with_gemini_tool_calls(tmp_path):
     assert result.report.ok, [e.code for e in result.report.errors]
     assert totals(result.conversations) == (1, 1, 2)
     assert [t.name for t in result.conversations[0].tools] == ["get_weather", "calculate"]
+
+
+def _b64(text: str, gzipped: bool = False) -> str:
+    import base64
+    import gzip
+    raw = text.encode()
+    return base64.b64encode(gzip.compress(raw) if gzipped else raw).decode()
+
+
+def test_bodies_a_proxy_kept_as_base64(tmp_path):
+    """A record-and-replay proxy's exchanges (Echoproxia): the request body base64, the streamed reply as base64
+    network chunks, keep-alive comments first (``: PROCESSING``); later versions keep the reply gzip-compressed in
+    base64 behind blank keep-alive lines, with a plain-text copy beside it. Each body is the text it encodes."""
+    ask = {"model": "openai/gpt-4o-mini", "stream": True,
+           "messages": [{"role": "system", "content": "Act as an expert software developer."},
+                        {"role": "user", "content": "Change hello to goodbye in test.txt"}]}
+    chunks = [": PROCESSING\n\n", ": PROCESSING\n\n"] + [
+        "data: " + json.dumps({"object": "chat.completion.chunk", "choices": [
+            {"index": 0, "delta": {"content": piece}, "finish_reason": finish}]}) + "\n\n"
+        for piece, finish in (("Here is the ", None), ("edit.", "stop"))] + ["data: [DONE]\n\n"]
+    streamed = [{"request": {"method": "POST", "path": "/chat/completions", "headers": {}, "body": _b64(json.dumps(ask))},
+                 "response": {"status": 200, "headers": {"content-type": "text/event-stream"}, "body": None,
+                              "chunks": [_b64(c) for c in chunks]}}]
+    reply = {"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop", "message": {
+        "role": "assistant", "content": "Here is the edit."}}]}
+    padded = "\n         \n\n         \n" + json.dumps(reply)
+    compressed = [{"request": {"method": "POST", "path": "/chat/completions", "headers": {},
+                               "body": _b64(json.dumps({**ask, "stream": False})),
+                               "bodyPlainText": json.dumps({**ask, "stream": False})},
+                   "response": {"status": 200, "headers": {"content-encoding": "gzip"},
+                                "bodyPlainText": padded, "body": _b64(padded, gzipped=True)}}]
+    for name, doc in (("streamed.json", streamed), ("compressed.json", compressed)):
+        result = ingest_json(tmp_path, doc, name)
+        assert result.report.ok, (name, [e.code for e in result.report.errors])
+        assert totals(result.conversations) == (1, 1, 0), name
+        (call,) = result.conversations[0].calls()
+        assert call.completion.text == "Here is the edit." and call.context[-1].text.startswith("Change hello")
+
+
+def test_base64_that_is_no_body_is_left_as_it_is():
+    from drafters.traces.formats._exchanges import decoded_bodies
+    signature = _b64("\x00\x01binary signature bytes\x02")
+    image = _b64("\x89PNG\r\n\x1a\n" + "x" * 64)
+    record = {"thoughtSignature": signature, "source": {"type": "base64", "data": image}, "id": "abcdEFGH12345678"}
+    assert decoded_bodies(record) is record
+    assert decoded_bodies({"body": _b64('{"answer": "yes"}')}) == {"body": '{"answer": "yes"}'}

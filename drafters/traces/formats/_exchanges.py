@@ -6,13 +6,20 @@ body}}``), nock (``scope`` / ``path`` / ``status``), php-vcr JSON, Azure's test 
 - an exchange whose status is an HTTP error (400 and up) holds no model turn (the body is the server's error):
   skipped, warned ``error_response``, as a cassette's are;
 - each exchange is a request the client sent, so two with the same input and output are two calls (a test suite
-  sending one prompt streamed and not), never a trace restating its generation (``_chains.drop_repeats``).
+  sending one prompt streamed and not), never a trace restating its generation (``_chains.drop_repeats``);
+- a body (or a stream's network chunk) a recorder kept as base64, gzip-compressed or not (Echoproxia's ``body``
+  and ``chunks``), is the text it encodes, where that text is JSON or Server-Sent Events (``decoded_bodies``).
 
 Not a format (no ``FORMAT``). Torch-free.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import gzip
+import re
+import zlib
 from typing import Any
 
 from drafters.traces.formats.base import ProblemSink
@@ -115,3 +122,64 @@ def warn_skipped(problems: ProblemSink, dropped: int, source: Source) -> None:
     if dropped:
         problems.warning("error_response", f"{dropped} recorded HTTP exchange(s) with an error status skipped (the "
                          "body is the server's error, no model turn)", source)
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
+_BASE64_ANY = re.compile(r"[A-Za-z0-9+/]+={0,2}")  # a network chunk's: short ones too
+#: How a body's text starts where it is a body a model's API sends: JSON, or Server-Sent Events (a comment line too).
+_BODY_STARTS = ("{", "[", "data:", "event:", ":")
+
+
+def decoded_bodies(value: Any, depth: int = 0) -> Any:
+    """``value`` with every string that is base64 of a JSON or SSE body (gzip-compressed or not) replaced by that
+    text, a list of network chunks so kept becoming a list of their texts; any other string (an id, a signature,
+    binary) is left as it is. Containers holding none are returned as they are (not copied)."""
+    if isinstance(value, str):
+        text = _base64_body(value)
+        return value if text is None else text
+    if depth > 8 or not isinstance(value, (dict, list)):
+        return value
+    if isinstance(value, list):
+        joined = _base64_pieces(value)  # a body's network chunks, each base64 of its piece (cut anywhere)
+        if joined is not None:
+            return joined
+        items = [decoded_bodies(v, depth + 1) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
+    found = {k: decoded_bodies(v, depth + 1) for k, v in value.items()}
+    return value if all(found[k] is v for k, v in value.items()) else found
+
+
+def _base64_pieces(value: list) -> str | None:
+    """The one JSON or SSE text a list of two or more base64 strings encodes together, else None."""
+    if len(value) < 2 or not all(isinstance(v, str) and v and not len(v) % 4 and _BASE64_ANY.fullmatch(v)
+                                 for v in value):
+        return None
+    try:
+        raw = b"".join(base64.b64decode(v, validate=True) for v in value)
+    except binascii.Error:
+        return None
+    return _body_text(raw)
+
+
+def _base64_body(text: str) -> str | None:
+    """The JSON or SSE text a base64 string encodes (gunzipped first when it is gzip), else None."""
+    if len(text) % 4 or not _BASE64.fullmatch(text):
+        return None
+    head = base64.b64decode(text[:16]).lstrip()  # cheap: an image's base64 is not decoded whole
+    if not (head[:2] == b"\x1f\x8b" or head.startswith(tuple(s.encode() for s in _BODY_STARTS))) and len(head) > 1:
+        return None
+    try:
+        return _body_text(base64.b64decode(text, validate=True))
+    except binascii.Error:
+        return None
+
+
+def _body_text(raw: bytes) -> str | None:
+    """``raw`` as text (gunzipped first when it is gzip) where that text is JSON or SSE, else None."""
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        decoded = raw.decode("utf-8")
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError):
+        return None
+    return decoded if decoded.lstrip().startswith(_BODY_STARTS) else None

@@ -442,7 +442,7 @@ def _openai_responses(items: list[dict], done_marker: bool) -> dict[str, Any]:
 def _sse_pieces(value: list) -> bool:
     """Whether a list of strings is one Server-Sent Events body in pieces (network chunks, cut mid-line)."""
     return len(value) >= 2 and all(isinstance(v, str) for v in value) and \
-        value[0].lstrip().startswith(("event:", "data:")) and "data:" in "".join(value[:4])
+        value[0].lstrip().startswith(("event:", "data:", ":")) and "data:" in "".join(value[:8])  # ":" a comment
 
 
 def _piece_texts(value: list) -> list[str] | None:
@@ -452,7 +452,8 @@ def _piece_texts(value: list) -> list[str] | None:
         return None
     keys = [k for k in value[0] if all(isinstance(v.get(k), str) for v in value)]
     found = [[v[k] for v in value] for k in keys if _sse_pieces([v[k] for v in value])]
-    return found[0] if len(found) == 1 else None
+    found = [f for f in found if chunks_of_text("".join(f)) is not None]  # not a spelling that reads as no stream
+    return found[0] if found and all(f == found[0] for f in found) else None  # one text, maybe spelt twice
 
 
 def joined_tree(value: Any, depth: int = 0) -> tuple[Any, list[StreamError]]:

@@ -354,7 +354,7 @@ def sniff(head: str, filename: str) -> bool:
 def _as_read(value: Any) -> Any:
     """A record of the head as ``read_records`` reads it (None for a failed HTTP exchange): a recorded stream as
     the reply it streams, named speakers, calls typed as messages and the other spellings in common form."""
-    value = _exchanges.without_failed(value)[0]
+    value = _exchanges.without_failed(_exchanges.decoded_bodies(value))[0]
     if value is None:
         return None
     value = untagged_variants(serialized_messages(_streams.joined_tree(named_speakers(value)[0])[0]))
@@ -397,7 +397,8 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     error are skipped (``_exchanges``); recorded streams are joined first, whatever the file's syntax (a YAML
     recording's SSE body as a JSON file's: ``_streams``)."""
     changed: list[bool] = []  # of the first records: whether these rewrites changed it
-    records = _streams.joined_records(records, problems, NAME)
+    records = _streams.joined_records(((source, _exchanges.decoded_bodies(value)) for source, value in records),
+                                      problems, NAME)
     records = ((source, _rewritten(value, changed))
                for source, value in _named_records(expanded_records(_exchanges_kept(records, problems)),
                                                    filename, problems))
