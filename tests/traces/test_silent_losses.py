@@ -65,6 +65,19 @@ def test_a_text_tool_call_that_does_not_parse_is_an_error(tmp_path):
     assert [e.code for e in result.report.errors] == ["tool_call_text_not_parsed"]
 
 
+def test_a_call_object_after_a_tools_own_marker_is_an_error_not_text(tmp_path):
+    """ChainForge renders a Claude tool call as ``[[TOOLS]] {"name": ..., "input": {...}}``: read as text the file
+    had been ``ok`` with no tool call; prose quoting JSON, or a marker before other JSON, stays text."""
+    path = tmp_path / "rows.json"
+    call = '[[TOOLS]] {"name": "get_current_weather", "input": {"location": "Boston, MA"}}'
+    for reply, errors in ((call, ["tool_call_text_not_parsed"]),
+                          ('I would call it as {"name": "get_current_weather", "input": {}} if I could.', []),
+                          ('Answer: {"city": "Boston", "temperature": 12}', [])):
+        path.write_text(json.dumps([{"messages": [{"role": "user", "content": "Weather in Boston?"},
+                                                  {"role": "assistant", "content": reply}]}]))
+        assert [e.code for e in ingest([path], scrub=False).report.errors] == errors, reply
+
+
 def test_a_text_tool_call_written_with_xml_elements_is_a_call(tmp_path):
     """The ``<tool_call>`` block's XML body (``<tool_name>``, ``<param name=...>``; an agent's prompt-defined
     notation) is a call of string arguments; text beside the elements is not only a call: an error, kept as text."""

@@ -101,9 +101,22 @@ def _whole_call(text: str) -> ToolCallPart | None:
     return _call(value)
 
 
+_MARKED = re.compile(r"(?:[^\s{]{1,24}\s+)(\{.*\})", re.DOTALL)  # a tool's own marker, then the object
+
+
+def _marked_call(text: str) -> bool:
+    """Whether a reply is nothing but a marker of some tool's own (``[[TOOLS]]``, ChainForge's rendering) and one
+    call object, ``{"name", "input" | "arguments" | "parameters"}``: a call written in no convention this module
+    reads, which read as text would be miscounted."""
+    found = _MARKED.fullmatch(text.strip()) if len(text) <= MAX_WHOLE_CALL else None
+    value = _literal(found.group(1)) if found else None
+    return isinstance(value, dict) and isinstance(value.get("name"), str) and any(
+        isinstance(value.get(k), dict) for k in ("input", "arguments", "parameters"))
+
+
 def text_calls_in(message: Message) -> int:
     """Rewrite an assistant message's text parts holding ``<tool_call>`` blocks in place; returns how many
-    blocks did not parse (0 for any other message)."""
+    blocks did not parse, or calls were written after a marker of a tool's own (0 for any other message)."""
     if message.role != "assistant" or message.tool_calls:
         return 0
     out: list = []
@@ -111,6 +124,7 @@ def text_calls_in(message: Message) -> int:
     for part in message.parts:
         split = split_text_calls(part.text) if isinstance(part, TextPart) else None
         if split is None:
+            bad += isinstance(part, TextPart) and _marked_call(part.text)
             out.append(part)
             continue
         out.extend(split[0])
@@ -132,8 +146,9 @@ def with_text_tool_calls(parse: Callable[[IO[str], str, ProblemSink], Iterator[C
                     seen.add(id(m))
                     bad += text_calls_in(m)
             if bad:
-                problems.error("tool_call_text_not_parsed", f"{bad} <tool_call> block(s) in assistant text are not "
-                               "a JSON object (or Python dict) with a name: kept as text, not counted as calls",
+                problems.error("tool_call_text_not_parsed", f"{bad} tool call(s) written in assistant text (a "
+                               "<tool_call> block that is not a JSON object or Python dict with a name, or a call "
+                               "object after a marker of a tool's own) are kept as text, not counted as calls",
                                conv.source)
             yield conv
 
