@@ -109,15 +109,17 @@ def _under(field: str, paths: list[str]) -> bool:
     return any(where == p or where.startswith((p + ".", p + "[")) for p in paths)
 
 
-def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> str | None:
-    """A comment line for a mapping whose ``content`` key no sampled message holds (the general path's default
-    spelling, written where none of its spellings was found), naming the message keys that hold text instead;
-    None when some message holds it, or the messages are not found by path (items, trees)."""
+def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> tuple[_shapes.Inferred, str | None]:
+    """The inferred mapping and a comment line for its ``content`` key where no sampled message holds it (the
+    general path's default spelling, written where none of its spellings was found): where exactly one message key
+    holds text that reads as words (``said``, beside a ``sid`` of ids), the mapping takes it, saying so; else the
+    comment names the keys holding text. ``(inferred, None)`` when some message holds the key, or the messages are
+    not found by path (items, trees)."""
     from drafters.traces.json_paths import jsonpath
 
     m = inferred.mapping
     if not m.content or m.items != "messages" or m.tree:
-        return None
+        return inferred, None
     problems = ValidationReport()
     with tio.open_text(path) as stream:
         sample = [v for _, v in islice(file_records(stream, str(path), problems, "generic", "each"),
@@ -125,16 +127,24 @@ def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> st
     msgs = [x for v in sample if isinstance(v, (dict, list)) for _, found in jsonpath(v, m.messages)
             for x in (found if isinstance(found, list) else [found]) if isinstance(x, dict)]
     if not msgs or any(jsonpath(x, f"$.{m.content}") for x in msgs):
-        return None
+        return inferred, None
     role = m.role.split(".")[0]
     lengths: dict[str, int] = {}
+    words: set[str] = set()
     for x in msgs:
         for k, v in x.items():
             if isinstance(v, str) and k != role:
                 lengths[k] = lengths.get(k, 0) + len(v)
+                words |= {k} if " " in v.strip() else set()
     texts = sorted(lengths, key=lambda k: -lengths[k])  # the longest texts first
-    return (f"# CONTENT: no sampled message holds {m.content!r}; keys holding text: {', '.join(texts) or 'none'} "
-            "(set content: to the one that holds the message's text)")
+    if len(words) == 1:
+        (key,) = words
+        return (replace(inferred, mapping=replace(m, content=key),
+                        keys_not_read=[k for k in inferred.keys_not_read if k != key]),
+                f"# CONTENT: no sampled message holds {m.content!r}; {key!r}, the one key holding words, is read as the "
+                f"text (keys holding text: {', '.join(texts)}): check it")
+    return inferred, (f"# CONTENT: no sampled message holds {m.content!r}; keys holding text: "
+                      f"{', '.join(texts) or 'none'} (set content: to the one that holds the message's text)")
 
 
 def mapping_yaml(inferred: _shapes.Inferred, hint: str | None = None, not_read: list[str] | None = None) -> str:

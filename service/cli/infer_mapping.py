@@ -73,8 +73,9 @@ def datasets_infer_mapping(
             _emit(skeleton, out)
             raise CliError(exc.code, f"{exc.message}; wrote a skeleton mapping to complete "
                            f"({out or 'printed above'}): fill the roles marked \"?\"", where=str(file)) from exc
+        inferred, hint = content_hint(file, inferred)
         losses = general_path_losses(file, inferred)
-        text = mapping_yaml(inferred, content_hint(file, inferred), losses)
+        text = mapping_yaml(inferred, hint, losses)
     if as_json:
         import yaml
 

@@ -85,6 +85,9 @@ def test_roles_nobody_spells_get_a_skeleton_to_complete(tmp_path):
 
 
 def test_a_content_key_no_message_holds_is_named_with_the_keys_holding_text(tmp_path):
+    """The one message key holding words is taken as the text, said in a comment (a new user's export, ``said``,
+    had been written ``content: content`` beside a comment naming it); with two such keys, the comment names both and
+    the mapping is left for the user to complete."""
     lines = [{"sid": "s1", "author": "user", "body": "list the files please"},
              {"sid": "s1", "author": "assistant", "body": "Running ls now and reading the output."}]
     path = tmp_path / "odd.jsonl"
@@ -92,7 +95,14 @@ def test_a_content_key_no_message_holds_is_named_with_the_keys_holding_text(tmp_
     out = tmp_path / "odd.yaml"
     r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
     assert r.exit_code == 0, r.output
-    assert "# CONTENT: no sampled message holds 'content'; keys holding text: body, sid" in out.read_text()
+    text = out.read_text()
+    assert "'body', the one key holding words, is read as the text (keys holding text: body, sid)" in text
+    assert "content: body" in text and "does not read: body" not in text
+    r = CliRunner().invoke(app, ["datasets", "validate", "--json", "--no-scrub", "--mapping", str(out), str(path)])
+    assert r.exit_code == 0 and json.loads(r.stdout)["counts"]["calls"] == 1, r.output
+    path.write_text("\n".join(json.dumps({**line, "note": "a second text of words"}) for line in lines))
+    r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
+    assert "keys holding text: body, note, sid (set content: to the one" in out.read_text()
 
 
 def _chat(user: str, answer: str) -> list[dict]:
