@@ -156,7 +156,11 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         content = _content_key(inside)
         if content is None or not isinstance(items, list):
             continue
-        for reading in _role_readings(items, items[hit.steps[k]], content):  # type: ignore[index]
+        # the roles are learned from every list at the same place (one of two turns repeats no role value)
+        lists = [found for v in sample if isinstance(v, (dict, list)) for _, found in
+                 jsonpath(v, path_of(hit, k, star=True)) if isinstance(found, list)]
+        pool = [m for found in lists for m in found] or items
+        for reading in _role_readings(pool, items[hit.steps[k]], content):  # type: ignore[index]
             if newest_first(items, reading):
                 continue
             yield Learned({"name": label, "messages": path_of(hit, k, star=True), **reading, **JOINED}, path_of(hit),

@@ -711,3 +711,22 @@ def test_an_http_verb_is_no_role(tmp_path):
         {"request": {"method": "POST", "uri": "https://api.example.test/v1/chat"}, "response": {"body": reply}}]}))
     with pytest.raises(TraceError):
         learn_mapping(path, "I will search for his age first")
+
+
+def test_an_example_from_a_two_turn_session_learns_its_roles_from_every_session(tmp_path):
+    """A new user's export, sessions of ``{speaker, said}`` turns: an example from the second session, whose two
+    turns repeat no speaker, had been refused (example_not_read); the roles are learned from every session's turns."""
+    doc = {"exported_at": "2026-12-01", "sessions": [
+        {"session_id": "s1", "turns": [
+            {"speaker": "customer", "said": "Hi, where is my invoice for November?"},
+            {"speaker": "agent", "said": "The invoice was sent on November 3rd to your billing address."},
+            {"speaker": "customer", "said": "Can you resend it?"},
+            {"speaker": "agent", "said": "Done: I resent invoice INV-1102 just now."}]},
+        {"session_id": "s2", "turns": [
+            {"speaker": "customer", "said": "What is your refund policy?"},
+            {"speaker": "agent", "said": "Refunds are possible within 30 days of purchase."}]}]}
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(doc))
+    learned = learn_mapping(path, "Refunds are possible within 30 days")
+    assert learned.mapping["messages"] == "$.sessions[*].turns" and learned.mapping["content"] == "said"
+    assert learned.mapping["roles"] == {"customer": "user", "agent": "assistant"}
