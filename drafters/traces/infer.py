@@ -139,10 +139,10 @@ def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> tu
     texts = sorted(lengths, key=lambda k: -lengths[k])  # the longest texts first
     if len(words) == 1:
         (key,) = words
-        return (replace(inferred, mapping=replace(m, content=key),
-                        keys_not_read=[k for k in inferred.keys_not_read if k != key]),
-                f"# CONTENT: no sampled message holds {m.content!r}; {key!r}, the one key holding words, is read as the "
-                f"text (keys holding text: {', '.join(texts)}): check it")
+        said = (f"# CONTENT: no sampled message holds {m.content!r}; {key!r}, the one key holding words, is read as "
+                f"the text (keys holding text: {', '.join(texts)}): check it")
+        return replace(inferred, mapping=replace(m, content=key),
+                       keys_not_read=[k for k in inferred.keys_not_read if k != key]), said
     return inferred, (f"# CONTENT: no sampled message holds {m.content!r}; keys holding text: "
                       f"{', '.join(texts) or 'none'} (set content: to the one that holds the message's text)")
 
