@@ -98,6 +98,30 @@ def print_report(report: dict[str, Any], title: str = "Validation report") -> No
 # --- datasets ----------------------------------------------------------------------------------------------
 
 
+def _named_after_files(files: list[Path], conversations: list) -> bool:
+    """Whether the split depends on the files' names: every path is a file (as an upload and ``tracedraft run``
+    take them) and some conversation id holds its file's name (formats without ids of their own: ``NAME#3``)."""
+    return all(f.is_file() for f in files) and any(
+        c.source is not None and Path(c.source.file).name in c.id for c in conversations)
+
+
+def _as_uploaded(files: list[Path], **options: Any) -> Any:
+    """The files ingested under the names an upload reads them under (``stored_upload_name``: index, content
+    hash, suffixes; service/datasets.py), through links in a temporary directory: the conversation ids, and so
+    the held-out split, are then a dataset's of these files."""
+    import tempfile
+
+    from drafters.checksums import sha256_file
+    from drafters.traces.ingest import ingest
+    from drafters.traces.io import stored_upload_name
+
+    with tempfile.TemporaryDirectory(prefix="tracedraft-split-") as tmp:
+        links = [Path(tmp) / stored_upload_name(i, sha256_file(f), f.name) for i, f in enumerate(files)]
+        for link, f in zip(links, files):
+            link.symlink_to(f.resolve())
+        return ingest(links, **options)
+
+
 @datasets_app.command("validate")
 def datasets_validate(
     files: list[Path] = typer.Argument(..., help="Trace files or directories to check (any supported format)."),
@@ -118,6 +142,7 @@ def datasets_validate(
     Example: tracedraft datasets validate traces/ --json > report.json
     """
     from drafters.traces.ingest import ingest, split_conversations
+    from drafters.traces.near_duplicates import split_without_near_duplicates
 
     if on_error not in ("skip", "fail"):
         raise typer.BadParameter("must be skip or fail", param_hint="--on-error")
@@ -126,8 +151,13 @@ def datasets_validate(
         result = ingest(files, format=trace_format, on_error=on_error, scrub=scrub,  # type: ignore[arg-type]
                         mapping=mapping, dedup=dedup)
         report = result.report.to_dict()
-        # The split a dataset of these files gets (service.datasets: at least one conversation held out).
+        if _named_after_files(files, result.conversations):  # read again under the names an upload gives them
+            result = _as_uploaded(files, format=trace_format, on_error=on_error, scrub=scrub, mapping=mapping,
+                                  dedup=dedup)
+        # The split a dataset of these files gets (service.datasets: at least one conversation held out, held-out
+        # near-duplicates of training ones moved to train).
         train, held = split_conversations(result.conversations, result.heldout_fraction, min_heldout=1)
+        train, held, _ = split_without_near_duplicates(train, held)
         splits = report["split"] = {"train": len(train), "heldout": len(held)}
     if as_json:
         print_json(report)

@@ -24,6 +24,10 @@ def test_datasets_upload_list_show(stack, cli):
     assert ds["name"] == "glaive" and ds["status"] == "ready"
     assert ds["files"][0]["sha256"] == hashlib.sha256(EXAMPLE_TRACE.read_bytes()).hexdigest()
     assert ds["report"]["counts"]["conversations"] > 0
+    # the offline preview splits as the upload did: the file read under its stored name (its ids hold the name),
+    # held-out near-duplicates moved to train (a new user saw 242 / 23 previewed and 237 / 28 stored)
+    preview = cli("datasets", "validate", EXAMPLE_TRACE, "--json", api=False).json["split"]
+    assert preview == {"train": ds["counts"]["train_conversations"], "heldout": ds["counts"]["heldout_conversations"]}
 
     r = cli("datasets", "list", "--json")
     assert r.code == 0 and [d["id"] for d in r.json] == [ds["id"]]
