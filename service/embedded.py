@@ -86,6 +86,11 @@ def build_spec(
 def submit(settings: Settings, paths: list[Path], spec: dict[str, Any], mapping: Path | None = None) -> str:
     """Store the raw files (and the declared ``mapping`` file, checked first: DatasetError ``bad_mapping``),
     create the dataset and the job; returns the job id."""
+    folders = [str(p) for p in paths if Path(p).expanduser().is_dir()]
+    if folders:  # a dataset is its files, each stored and named on its own: a folder's files are given one by one
+        raise TracedraftError("not_a_file", f"{folders[0]} is a directory: give its trace files "
+                              f"({folders[0].rstrip('/')}/*); `tracedraft datasets validate` reads a directory whole",
+                              where=folders[0])
     missing = [str(p) for p in paths if not Path(p).expanduser().is_file()]
     if missing:
         raise TracedraftError("file_not_found", f"no such trace file: {', '.join(missing)}", where=missing[0])

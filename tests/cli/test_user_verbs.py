@@ -287,6 +287,9 @@ def test_a_missing_file_is_the_same_error_from_run_validate_and_upload(stack, cl
         assert r.err.startswith("error [file_not_found] no such trace file: "), (args, r.err)
         outcomes.add(r.code)
     assert outcomes == {1}
+    # a directory is no trace file: said so (the README's `run path/to/traces/` had been refused as not found)
+    r = cli("run", stack.tmp, "--target", "smollm2-135m-instruct", api=False)
+    assert r.code == 1 and r.err.startswith(f"error [not_a_file] {stack.tmp} is a directory: give its trace files")
 
 
 def test_a_refused_upload_says_why_its_dataset_is_kept_and_how_to_delete_it(stack, cli):
