@@ -36,9 +36,7 @@ import json
 import os
 import platform
 import random
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -48,7 +46,7 @@ from typing import Any
 from drafters.agent_target import ADAPTER_DIR, ADAPTER_FILE, RECORD_FILE, TEMPLATE_FILE
 from drafters.checksums import sha256_file
 from drafters.target_cache import AGENT_SPEC, SMOLLM2_SPEC
-from drafters.traces.io import stored_upload_name
+from drafters.traces.io import upload_names
 from drafters.traces.model import Conversation, LLMCall
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,13 +91,6 @@ def example_trace_files(root: Path = EXAMPLE_TRACES) -> list[Path]:
     return sorted(root.glob("*.json*")) + sorted(root.glob("*.yaml"))
 
 
-def upload_names(paths: Sequence[Path]) -> list[str]:
-    """The names a job's dataset reads ``paths`` under, in upload order (``stored_upload_name``, the rule
-    service/datasets.py uses). They end up in the conversation ids of formats that name conversations after
-    their file."""
-    return [stored_upload_name(i, sha256_file(p), p.name) for i, p in enumerate(paths)]
-
-
 @dataclass
 class ExampleSplit:
     """The example conversations split for the adapter: ``train`` never includes a conversation held out
@@ -115,19 +106,14 @@ class ExampleSplit:
 
 
 def split_examples(paths: Sequence[Path], heldout_fraction: float = 0.1) -> ExampleSplit:
-    """Ingest ``paths`` twice (their own names, and copies under ``upload_names``) and split both ways.
+    """Ingest ``paths`` twice (their own names, and as uploaded: ``ingest_as_uploaded``) and split both ways.
 
     Raises RuntimeError when the two ingests do not hold the same conversations (they read the same bytes
     in the same order, so this means ingestion depends on more than the file name)."""
-    from drafters.traces.ingest import ingest, split_conversations
+    from drafters.traces.ingest import ingest, ingest_as_uploaded, split_conversations
 
     convs = ingest(paths, heldout_fraction=heldout_fraction).conversations
-    with tempfile.TemporaryDirectory() as tmp:
-        staged = []
-        for p, name in zip(paths, upload_names(paths)):
-            staged.append(Path(tmp) / name)
-            shutil.copyfile(p, staged[-1])
-        demo = ingest(staged, heldout_fraction=heldout_fraction).conversations
+    demo = ingest_as_uploaded(paths, heldout_fraction=heldout_fraction).conversations
     hashes = [c.content_hash() for c in convs]
     if sorted(hashes) != sorted(c.content_hash() for c in demo):
         raise RuntimeError("the example traces ingest differently under the job's upload names")

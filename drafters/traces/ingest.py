@@ -14,10 +14,10 @@ import hashlib
 import json
 import os
 from collections import Counter
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from drafters.traces import io as tio
 from drafters.traces.detect import candidate_formats, json_problem
@@ -488,6 +488,19 @@ def ingest(
     if target_model:
         report.check_target(target_model)
     return IngestResult(convs, report, heldout_fraction)
+
+
+def ingest_as_uploaded(paths: Sequence[Path], **options: Any) -> IngestResult:
+    """``ingest`` of ``paths`` read under the names a dataset of them reads them under (``tio.upload_names``),
+    through links in a temporary directory: the conversation ids, and so the held-out split, are then a dataset's
+    of these files. ``options``: ``ingest``'s."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="tracedraft-upload-") as tmp:
+        links = [Path(tmp) / name for name in tio.upload_names(paths)]
+        for link, path in zip(links, paths):
+            link.symlink_to(Path(path).resolve())
+        return ingest(links, **options)
 
 
 def write_canonical(conversations: Iterable[Conversation], path: str | os.PathLike[str]) -> int:

@@ -12,7 +12,7 @@ import gzip
 import io
 import re
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import IO
@@ -31,6 +31,15 @@ def stored_upload_name(index: int, sha256: str, name: str) -> str:
     their file put this name in the conversation ids, so the held-out split depends on it."""
     suffix = "".join(s for s in Path(name).suffixes[-2:] if s[1:].isalnum() and len(s) <= 8)
     return f"{index:03d}-{sha256[:16]}{suffix}"
+
+
+def upload_names(paths: Sequence[Path]) -> list[str]:
+    """The names a dataset of ``paths`` reads them under, in upload order (``stored_upload_name``, the rule
+    service/datasets.py uses). They end up in the conversation ids of formats that name conversations after
+    their file."""
+    from drafters.checksums import sha256_file
+
+    return [stored_upload_name(i, sha256_file(p), p.name) for i, p in enumerate(paths)]
 
 
 def compression_of(path: str | Path) -> str | None:

@@ -105,23 +105,6 @@ def _named_after_files(files: list[Path], conversations: list) -> bool:
         c.source is not None and Path(c.source.file).name in c.id for c in conversations)
 
 
-def _as_uploaded(files: list[Path], **options: Any) -> Any:
-    """The files ingested under the names an upload reads them under (``stored_upload_name``: index, content
-    hash, suffixes; service/datasets.py), through links in a temporary directory: the conversation ids, and so
-    the held-out split, are then a dataset's of these files."""
-    import tempfile
-
-    from drafters.checksums import sha256_file
-    from drafters.traces.ingest import ingest
-    from drafters.traces.io import stored_upload_name
-
-    with tempfile.TemporaryDirectory(prefix="tracedraft-split-") as tmp:
-        links = [Path(tmp) / stored_upload_name(i, sha256_file(f), f.name) for i, f in enumerate(files)]
-        for link, f in zip(links, files):
-            link.symlink_to(f.resolve())
-        return ingest(links, **options)
-
-
 @datasets_app.command("validate")
 def datasets_validate(
     files: list[Path] = typer.Argument(..., help="Trace files or directories to check (any supported format)."),
@@ -141,7 +124,7 @@ def datasets_validate(
 
     Example: tracedraft datasets validate traces/ --json > report.json
     """
-    from drafters.traces.ingest import ingest, split_conversations
+    from drafters.traces.ingest import ingest, ingest_as_uploaded, split_conversations
     from drafters.traces.near_duplicates import split_without_near_duplicates
 
     if on_error not in ("skip", "fail"):
@@ -152,8 +135,8 @@ def datasets_validate(
                         mapping=mapping, dedup=dedup)
         report = result.report.to_dict()
         if _named_after_files(files, result.conversations):  # read again under the names an upload gives them
-            result = _as_uploaded(files, format=trace_format, on_error=on_error, scrub=scrub, mapping=mapping,
-                                  dedup=dedup)
+            result = ingest_as_uploaded(files, format=trace_format, on_error=on_error, scrub=scrub,
+                                        mapping=mapping, dedup=dedup)
         # The split a dataset of these files gets (service.datasets: at least one conversation held out, held-out
         # near-duplicates of training ones moved to train).
         train, held = split_conversations(result.conversations, result.heldout_fraction, min_heldout=1)
