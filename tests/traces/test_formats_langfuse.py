@@ -71,6 +71,8 @@ def test_trace_input_in_a_string_and_scores_ignored():
     (conv,), _ = parse_file("langfuse", sample(D + "langfuse__pydantic-ai-tools-2025-12-04.json"))
     assert conv.explicit_calls[3].context[0].text.startswith("You are a joke critic.")
     assert not conv.append_only  # a second agent (the critic) shares the trace
+    # the tools' schemas are Gemini's parameters_json_schema (they had been read as empty schemas)
+    assert conv.tools and all(t.parameters.get("properties", {}).get("topic") for t in conv.tools)
     doc = {"trace": {"id": "t", "projectId": "p", "input": "{\"q\": 1}", "scores": [{"name": "s", "value": 1}]},
            "observations": [{"id": "o", "type": "GENERATION", "startTime": "1", "model": "m",
                              "input": "[{\"role\": \"user\", \"content\": \"hi\"}]", "output": "hello"}]}

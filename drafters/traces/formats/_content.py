@@ -205,7 +205,8 @@ def tool_defs(raw: Any) -> list[ToolDef]:
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             continue
-        params = fn.get("parameters") or fn.get("input_schema") or fn.get("inputSchema")
+        params = next((fn[k] for k in ("parameters", "input_schema", "inputSchema", "parameters_json_schema",
+                                       "parametersJsonSchema") if fn.get(k)), None)  # the last two: Gemini's
         if isinstance(params, dict) and isinstance(params.get("json"), dict) and len(params) == 1:
             params = params["json"]  # Bedrock Converse: inputSchema {json: {...}}
         if not isinstance(params, dict):

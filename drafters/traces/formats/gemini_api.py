@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from drafters.traces.formats import _cassette
-from drafters.traces.formats._content import function_declarations
+from drafters.traces.formats._content import tool_defs
 from drafters.traces.formats._spellings import failed_turn
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.model import (
@@ -95,18 +95,6 @@ def content_to_messages(content: dict[str, Any], model: str | None = None) -> li
     return out
 
 
-def tools_from_gemini(tools: Any) -> list[ToolDef]:
-    out = []
-    if isinstance(tools, dict):  # some clients send one tool object instead of a list
-        tools = [tools]
-    for t in tools or []:
-        for fd in function_declarations(t) or []:
-            params = fd.get("parameters") or fd.get("parameters_json_schema") or fd.get("parametersJsonSchema")
-            out.append(ToolDef(fd.get("name", ""), fd.get("description") or "",
-                               params if isinstance(params, dict) else {"type": "object", "properties": {}}))
-    return out
-
-
 def request_to_messages(body: dict[str, Any]) -> tuple[list[ToolDef], list[Message]]:
     msgs: list[Message] = []
     system = body.get("systemInstruction") or body.get("system_instruction")
@@ -117,7 +105,7 @@ def request_to_messages(body: dict[str, Any]) -> tuple[list[ToolDef], list[Messa
     for c in body.get("contents") or []:
         if isinstance(c, dict):
             msgs.extend(content_to_messages(c))
-    return tools_from_gemini(body.get("tools")), msgs
+    return tool_defs(body.get("tools")), msgs  # their functionDeclarations
 
 
 def response_to_message(body: dict[str, Any]) -> Message | None:
