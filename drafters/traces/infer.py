@@ -109,7 +109,7 @@ def _under(field: str, paths: list[str]) -> bool:
     return any(where == p or where.startswith((p + ".", p + "[")) for p in paths)
 
 
-def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> tuple[_shapes.Inferred, str | None]:
+def with_content_key(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> tuple[_shapes.Inferred, str | None]:
     """The inferred mapping and a comment line for its ``content`` key where no sampled message holds it (the
     general path's default spelling, written where none of its spellings was found): where exactly one message key
     holds text that reads as words (``said``, beside a ``sid`` of ids), the mapping takes it, saying so; else the
@@ -148,7 +148,7 @@ def content_hint(path: str | os.PathLike[str], inferred: _shapes.Inferred) -> tu
 
 
 def mapping_yaml(inferred: _shapes.Inferred, hint: str | None = None, not_read: list[str] | None = None) -> str:
-    """The inferred mapping as a commented YAML mapping file (``hint``: one more comment line, ``content_hint``;
+    """The inferred mapping as a commented YAML mapping file (``hint``: one more comment line, ``with_content_key``;
     ``not_read``: what the general path refuses beyond the shape, ``general_path_losses``)."""
     import yaml
 

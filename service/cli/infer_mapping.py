@@ -39,11 +39,11 @@ def datasets_infer_mapping(
     Example: tracedraft datasets infer-mapping chat.json --reply "Sure, the invoice was sent on" -o chat.mapping.yaml
     """
     from drafters.traces.infer import (
-        content_hint,
         general_path_losses,
         infer_mapping,
         mapping_yaml,
         skeleton_yaml,
+        with_content_key,
     )
     from drafters.traces.report import TraceError
 
@@ -73,7 +73,7 @@ def datasets_infer_mapping(
             _emit(skeleton, out)
             raise CliError(exc.code, f"{exc.message}; wrote a skeleton mapping to complete "
                            f"({out or 'printed above'}): fill the roles marked \"?\"", where=str(file)) from exc
-        inferred, hint = content_hint(file, inferred)
+        inferred, hint = with_content_key(file, inferred)
         losses = general_path_losses(file, inferred)
         text = mapping_yaml(inferred, hint, losses)
     if as_json:

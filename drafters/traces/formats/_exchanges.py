@@ -128,6 +128,7 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]{16,}={0,2}")
 _BASE64_ANY = re.compile(r"[A-Za-z0-9+/]+={0,2}")  # a network chunk's: short ones too
 #: How a body's text starts where it is a body a model's API sends: JSON, or Server-Sent Events (a comment line too).
 _BODY_STARTS = ("{", "[", "data:", "event:", ":")
+_BODY_STARTS_BYTES = tuple(s.encode() for s in _BODY_STARTS)
 
 
 def decoded_bodies(value: Any, depth: int = 0) -> Any:
@@ -166,7 +167,7 @@ def _base64_body(text: str) -> str | None:
     if len(text) % 4 or not _BASE64.fullmatch(text):
         return None
     head = base64.b64decode(text[:16]).lstrip()  # cheap: an image's base64 is not decoded whole
-    if not (head[:2] == b"\x1f\x8b" or head.startswith(tuple(s.encode() for s in _BODY_STARTS))) and len(head) > 1:
+    if len(head) > 1 and not (head[:2] == b"\x1f\x8b" or head.startswith(_BODY_STARTS_BYTES)):  # blank: decode on
         return None
     try:
         return _body_text(base64.b64decode(text, validate=True))
