@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -71,10 +72,18 @@ class IngestResult:
         return [c for c in self.conversations if self.split(c.id) == "heldout"]
 
 
-def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+# A directory of traces often carries its notes (README.md, SOURCES.md, LICENSE); read as traces they would be
+# refused and turn the batch's result to "errors". Given by name, such a file is read like any other.
+_DOCUMENTATION_RE = re.compile(r"(readme|sources|licen[cs]e|notice|changelog|copying|authors)(\.(md|txt|rst|tsv))?",
+                               re.IGNORECASE)
+
+
+def expand_paths(paths: Iterable[str | os.PathLike[str]], skipped: list[Path] | None = None) -> list[Path]:
     """Files as given, directories expanded recursively (sorted, hidden files skipped). A directory of
     numbered event files (``io.event_files``: one JSON file per event of one conversation) is one entry,
-    read as the concatenation of its events; its other files are listed on their own."""
+    read as the concatenation of its events; its other files are listed on their own. A directory's
+    documentation files (README, SOURCES, LICENSE, ... as .md / .txt / .rst / .tsv or bare) are not listed;
+    they go to ``skipped`` when it is given."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
@@ -85,7 +94,10 @@ def expand_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
         for f in sorted(p.rglob("*")):
             if not f.is_file() or any(part.startswith(".") for part in f.relative_to(p).parts):
                 continue
-            if tio.EVENT_FILE_RE.match(f.name):
+            if _DOCUMENTATION_RE.fullmatch(f.name):
+                if skipped is not None:
+                    skipped.append(f)
+            elif tio.EVENT_FILE_RE.match(f.name):
                 if f.parent not in units:
                     units.append(f.parent)
             else:
@@ -138,8 +150,9 @@ def iter_conversations(
     if mapping is not None:
         forced = (mapping if isinstance(mapping, (Mapping, TextMapping)) else load_mapping(mapping)).format()
     seen: dict[bytes, str] = {}  # conversation content hash -> the file it was first read from
+    skipped: list[Path] = []
     try:
-        for path in expand_paths(paths):
+        for path in expand_paths(paths, skipped):
             report.counts["files"] += 1
             marks, chars = _file_marks(report), dict(report.chars)
             dup_of: set[str] = set()
@@ -150,6 +163,9 @@ def iter_conversations(
                             chars={k: v - chars[k] for k, v in report.chars.items()},
                             duplicate_of=sorted(dup_of - {str(path)}),  # repeats inside a file are not "of" it
                             candidates=tried)
+        for doc in skipped:
+            report.warning("documentation_skipped", f"{doc.name}: a directory's documentation file, not read as "
+                           "traces (give the file itself to read it)", Source("", str(doc)))
         report.resolve()  # what a file referred to (a sub-agent's thread) and no file of the batch held
     finally:
         report.close()

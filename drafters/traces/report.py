@@ -98,6 +98,8 @@ CODES: dict[str, str] = {
     "events) were counted and not read",
     "messages_not_read": "a declared mapping marks these role values skip (records of another kind: events, slots): "
     "counted and not read",
+    "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "
+    "traces; given by name it is read",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "
     "warning names each one tried and why it declined)",
     "candidates_declined": "every candidate reader declined the file; the first one's problems are reported, the "

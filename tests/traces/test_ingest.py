@@ -121,6 +121,20 @@ def test_unreadable_and_unknown_files_are_reported_not_raised(tmp_path):
     assert exc.value.code == "unreadable_file"
 
 
+def test_a_directorys_documentation_is_skipped_with_a_warning_and_read_when_named(tmp_path):
+    (tmp_path / "run.jsonl").write_text(json.dumps(_record(1)) + "\n")
+    for name in ("README.md", "SOURCES.tsv", "LICENSE"):
+        (tmp_path / name).write_text("Traces of our support agent, collected in May.\n")
+    (tmp_path / "readme_notes.md").write_text("not a documentation name: read, and refused\n")
+    result = ingest([tmp_path])
+    assert len(result.conversations) == 1
+    skipped = sorted(Path(p.file).name for p in result.report.warnings if p.code == "documentation_skipped")
+    assert skipped == ["LICENSE", "README.md", "SOURCES.tsv"]
+    assert [Path(p.file).name for p in result.report.errors] == ["readme_notes.md"]
+    named = ingest([tmp_path / "README.md"])  # given by name: read like any file (here refused)
+    assert [p.code for p in named.report.errors] == ["unknown_format"]
+
+
 def test_canonical_round_trip(tmp_path):
     from .conftest import sample
 
