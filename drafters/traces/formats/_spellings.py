@@ -309,8 +309,13 @@ def block_parts(content: Any) -> list:
     return out
 
 
-#: Parts that mark a step's start and hold nothing (the AI SDK's UI messages: ``{"type": "step-start"}``).
-_MARKERS = ("step_start",)
+#: Parts that mark a step and hold no content, only metadata (the AI SDK's UI messages: ``{"type": "step-start"}``;
+#: OpenCode's ``step-start`` / ``step-finish`` with ids, a snapshot hash and token counts, its ``patch`` naming the
+#: files a step changed by path and hash).
+_MARKERS = ("step_start", "step_finish", "patch")
+#: Keys that make a part more than a marker: it holds something the model read or wrote.
+_MARKER_NOT = frozenset({"text", "content", "input", "output", "state", "parts", "reasoning", "diff", "patch", "data",
+                         "value", "args", "arguments", "result"})
 #: Block kinds spelled like the AI SDK's ``tool-NAME`` parts that name no tool (TanStack AI's ``tool-result``).
 _BLOCK_KINDS = ("tool_result", "tool_call", "tool_use", "tool_output", "tool_error", "tool_input", "tool_response")
 
@@ -324,7 +329,7 @@ def tool_invocation(block: Any) -> list | None:
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
         return None
     kind = block["type"]
-    if snake(kind) in _MARKERS and len(block) == 1:
+    if snake(kind) in _MARKERS and not block.keys() & _MARKER_NOT:
         return []
     if kind == "tool" and isinstance(block.get("state"), dict):
         return _tool_with_state(block, block["state"])

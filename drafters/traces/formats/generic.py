@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from typing import IO, Any
 
-from drafters.traces.formats import _exchanges, _reading, _shapes, _step_events, _streams
+from drafters.traces.formats import _exchanges, _reading, _shapes, _step_events, _streams, _update_events
 from drafters.traces.formats._batches import history_in_text
 from drafters.traces.formats._call_io import call_free
 from drafters.traces.formats._content import as_text, tool_defs
@@ -333,10 +333,13 @@ def sniff(head: str, filename: str) -> bool:
     first = _reading.first_json_line(head)
     values = _reading.json_lines(head, limit=_shapes.SAMPLE) if isinstance(first, (dict, list)) else []
     values = [v for v in map(_as_read, values) if v is not None]
-    if _step_events.is_step_log(values):
+    if _step_events.is_step_log(values) or _update_events.is_update_stream(values):
         return True
     if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
-        return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(values[0])])\
+        items = list(values[0])
+        if _update_events.is_update_stream(items[:_shapes.SAMPLE]):
+            return True
+        return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(items)])\
             is not None
     if values:
         return _shapes.infer([(Source(NAME, filename, line=i), v) for i, v in enumerate(values, 1)]) is not None
@@ -344,9 +347,11 @@ def sniff(head: str, filename: str) -> bool:
         value = _as_read(_reading.loads(head))
     except ValueError:  # a pretty-printed document cut by the head
         text = head.replace('\\"', '"')  # messages in a JSON string (a recorded request body) too
-        return cache_head(head) or ('"role"' in text or '"from"' in text or _CLASS_ROLE.search(text) is not None) \
+        return cache_head(head) or _update_events.HEAD_MARK.search(head) is not None or ('"role"' in text or '"from"' in text or _CLASS_ROLE.search(text) is not None) \
             and ('"content"' in text or '"value"' in text)  # roles as message classes (AutoGen, LangChain) too
     items = value if isinstance(value, list) else [value]
+    if _update_events.is_update_stream(items[:_shapes.SAMPLE]):
+        return True
     return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]" if isinstance(value, list) else "$"), v)
                           for i, v in enumerate(items)]) is not None
 
@@ -397,6 +402,10 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     error are skipped (``_exchanges``); recorded streams are joined first, whatever the file's syntax (a YAML
     recording's SSE body as a JSON file's: ``_streams``)."""
     changed: list[bool] = []  # of the first records: whether these rewrites changed it
+    head = list(islice(records, _shapes.SAMPLE))
+    records = chain(head, records)
+    if _update_events.is_update_stream(v for _, v in head):  # objects re-sent as they change: their last versions
+        records, changed = _update_events.folded(records, filename, problems, NAME), [True]
     records = _streams.joined_records(((source, _exchanges.decoded_bodies(value)) for source, value in records),
                                       problems, NAME)
     records = ((source, _rewritten(value, changed))
