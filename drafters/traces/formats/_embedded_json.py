@@ -6,7 +6,9 @@ Some tools log each request body and each response body as pretty-printed JSON b
 of a line and parses whole is a record; a request (a message list that does not end with the model's answer)
 followed by the response that answers it (an assistant message, a ``choices`` list) is one record ``{"request",
 "response"}``, read by the general path as a request/response record and chained with the others. The log's own
-lines between the records are not read (counted: ``text_not_read``).
+lines between the records are not read (counted: ``text_not_read``). A tool's Markdown report of its bodies
+(Starcode's round transcript: headings, lists and tables around JSON code blocks, no prose) is such a log; a Markdown
+document with prose around JSON in a code block is a transcript quoting it, not read this way.
 
 Not a format (no ``FORMAT``). Standard library only.
 """
@@ -14,6 +16,7 @@ Not a format (no ``FORMAT``). Standard library only.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from drafters.traces.formats._call_io import INPUT_KEYS, input_output, message_lists
@@ -25,7 +28,7 @@ def embedded_records(text: str) -> tuple[list[tuple[int, Any]], int] | None:
     """``([(line, record)], lines not read)`` for a text whose lines hold JSON objects printed whole, each opening
     at a line's start (``{``), at least ``MIN_RECORDS`` of them and at least one holding a message list; requests
     and the responses right after them paired (module docstring). None for any other text (JSON itself, a
-    transcript, a Markdown document quoting JSON in a code block)."""
+    transcript, a Markdown document quoting JSON in a code block among prose: ``_markdown_report``)."""
     lines = text.splitlines(keepends=True)
     starts = [0]
     for line in lines:
@@ -33,9 +36,10 @@ def embedded_records(text: str) -> tuple[list[tuple[int, Any]], int] | None:
     decoder = json.JSONDecoder()
     found: list[tuple[int, Any]] = []
     i = unread = fences = 0
+    report = _markdown_report(lines)
     while i < len(lines):
         fences += lines[i].lstrip().startswith(("```", "~~~"))
-        if lines[i].startswith("{") and fences % 2:
+        if lines[i].startswith("{") and fences % 2 and not report:
             return None  # a Markdown document quoting JSON in a code block: its text is the transcript
         if lines[i].startswith("{"):
             try:
@@ -53,6 +57,23 @@ def embedded_records(text: str) -> tuple[list[tuple[int, Any]], int] | None:
     if len(found) < MIN_RECORDS or not any(message_lists(v, need_assistant=False) for _, v in found):
         return None
     return _paired(found), unread
+
+
+#: Markdown lines that are structure, not prose: headings, list items, table rows, rules, fences.
+_STRUCTURE = re.compile(r"\s*(#{1,6}\s|[-*+]\s|\d+[.)]\s|\||(-{3,}|\*{3,}|_{3,})\s*$|```|~~~)")
+
+
+def _markdown_report(lines: list[str]) -> bool:
+    """Whether the text is a Markdown report of records: every line outside its code blocks is blank or structure
+    (``_STRUCTURE``: a tool's own headings, ``- key: value`` lists and tables around the bodies it prints), no
+    line of prose, as a transcript quoting JSON has."""
+    inside = False
+    for line in lines:
+        fence = line.lstrip().startswith(("```", "~~~"))
+        if not inside and line.strip() and not fence and not _STRUCTURE.match(line):
+            return False
+        inside ^= fence
+    return True
 
 
 def _paired(found: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
