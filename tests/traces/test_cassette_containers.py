@@ -120,6 +120,38 @@ def test_the_same_request_sent_again_is_another_conversation(tmp_path):
     assert totals(result.conversations) == (2, 2, 2)
 
 
+def test_the_same_prompt_without_the_previous_reply_is_another_conversation(tmp_path):
+    """A plugin's test cassette (datasette-extract): the prompt sent once with a forced tool call, then again under a
+    system prompt to another API; the second request holds no answer, so it continues nothing. A later request that
+    holds the reply with its tool calls split into messages of their own (a client rewriting them) continues it."""
+    import json
+
+    import yaml
+
+    prompt = {"role": "user", "content": "Sergei is 4, Cynthia is 7"}
+    call = {"id": "call_1", "type": "function", "function": {"name": "extract", "arguments": "{}"}}
+    call2 = {**call, "id": "call_2"}
+
+    def exchange(messages: list, reply: dict) -> dict:
+        return {"request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                            "body": json.dumps({"model": "gpt-4o", "messages": messages})},
+                "response": {"status": {"code": 200}, "body": {"string": json.dumps(
+                    {"choices": [{"index": 0, "message": {"role": "assistant", **reply}}]})}}}
+
+    split = [prompt, {"role": "assistant", "tool_calls": [call]}, {"role": "assistant", "tool_calls": [call2]},
+             {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
+             {"role": "tool", "tool_call_id": "call_2", "content": "ok"}]
+    path = tmp_path / "test_extract_flow.yaml"
+    path.write_text(yaml.safe_dump({"interactions": [
+        exchange([prompt], {"tool_calls": [call, call2]}),
+        exchange(split, {"content": "Done."}),
+        exchange([{"role": "system", "content": "Be nice"}, prompt], {"content": "Sergei: 4, Cynthia: 7."})]}))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert totals(result.conversations) == (2, 3, 2)
+    assert [len(list(c.calls())) for c in result.conversations] == [2, 1]
+
+
 def _mock(path: str, request: dict, status: int, response: dict) -> str:
     """One exchange as a mock server records it (httpmock: a YAML document of ``when`` / ``then``)."""
     import json
