@@ -161,7 +161,7 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
                  jsonpath(v, path_of(hit, k, star=True)) if isinstance(found, list)]
         pool = [m for found in lists for m in found] or items
         for reading in _role_readings(pool, items[hit.steps[k]], content):  # type: ignore[index]
-            if newest_first(items, reading):
+            if newest_first(items, reading) or _sides_not_apart(pool, reading):
                 continue
             yield Learned({"name": label, "messages": path_of(hit, k, star=True), **reading, **JOINED}, path_of(hit),
                           [v for v, r in reading["roles"].items() if r == "?"], _swapped(reading))
@@ -170,11 +170,37 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
         # the record itself one message: its text under keys only (inside a list, the record is no message)
         records = [v for v in sample if isinstance(v, dict)]
         for reading in _role_readings(records, record, content):
+            if _sides_not_apart(records, reading):
+                continue
             group = _group_key(records, reading["role"])
             said = [f"# a new conversation where {group} changes"] if group else []
             yield Learned({"name": label, "records": "messages", "messages": "$", **reading, **JOINED,
                            **({"group": child_path("$", group)} if group else {})}, path_of(hit),
                           [v for v, r in reading["roles"].items() if r == "?"], said + _swapped(reading))
+
+
+#: A speaker's label opening a message's text: ``**user**``, ``[Assistant]``, ``User:``.
+_LABEL = re.compile(r"\s*(?:(?:\*\*|__|\[)\s*([A-Za-z]+)\s*(?:\*\*|__|\])|([A-Za-z]+)\s*:)")
+
+
+def _sides_not_apart(items: list, reading: dict[str, Any]) -> bool:
+    """Whether a reading's role key does not tell the sides apart: the messages of one role value open with speaker
+    labels of both sides (a notebook's markdown cells, ``**user**`` and ``**assistant**`` alike, read as the
+    model's), or those read as the user's hold no word (a log's latency entries read as prompts)."""
+    sides: dict[str, set[str | None]] = {}
+    worded: dict[str, bool] = {}
+    for item in items:
+        value = flat(item).get(reading["role"]) if isinstance(item, dict) else None
+        text = get(item, reading["content"]) if isinstance(value, str) else None
+        text = "".join(t for t in text if isinstance(t, str)) if isinstance(text, list) else text
+        if not isinstance(text, str):
+            continue
+        label = _LABEL.match(text)
+        sides.setdefault(value, set()).add(role_of(label.group(1) or label.group(2)) if label else None)
+        worded[value] = worded.get(value, False) or re.search(r"[^\W\d_]{2}", text) is not None
+    if any({"user", "assistant"} <= found for found in sides.values()):
+        return True
+    return any(r == "user" and not worded.get(v, True) for v, r in reading["roles"].items())
 
 
 def _swapped(reading: dict[str, Any]) -> list[str]:
