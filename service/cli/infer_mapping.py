@@ -50,6 +50,10 @@ def datasets_infer_mapping(
     with handled(as_json):
         if not file.exists():
             raise CliError("not_found", f"no such file: {file}", where=str(file))
+        module = _module_reading(file)
+        if module is not None:  # on stderr: --json's document stays the only thing on stdout
+            err_console.print(f"note: the {module} reader reads this file already (tracedraft datasets validate "
+                              f"{file}); a mapping is only needed to read it another way")
         if reply is not None:
             _learn_from_reply(file, reply, name, out, as_json)
             return
@@ -141,6 +145,18 @@ def _learn_from_named_reply(file: Path, name: str | None, out: Path | None, as_j
                           "name; check it "
                           f"(its comments say what), then: tracedraft datasets validate --mapping {out} {file}")
     return True
+
+
+def _module_reading(file: Path) -> str | None:
+    """The format module that reads ``file`` with every content understood, or None (none does, or only the
+    general path or the text-transcript reader, whose reading a mapping may replace)."""
+    from drafters.traces.ingest import ingest
+
+    result = ingest([file], scrub=False, dedup=False)
+    formats = set(result.report.formats)
+    if result.report.ok and result.conversations and len(formats) == 1 and not formats & {"generic", "text_transcript"}:
+        return formats.pop()
+    return None
 
 
 def _read_as_text(file: Path) -> bool:

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from service.cli import app
 
 SHAPES = Path(__file__).resolve().parents[1] / "traces" / "fixtures" / "shapes"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_infer_mapping_writes_a_mapping_that_validate_reads(tmp_path):
@@ -311,3 +312,17 @@ def test_a_text_transcript_the_general_path_reads_with_its_tool_calls_needs_no_m
     assert r.exit_code == 1 and "no mapping is needed" in r.output and "invalid_json" not in r.output
     r = runner.invoke(app, ["datasets", "infer-mapping", str(path), "--reply", "Let me read it."])
     assert r.exit_code == 1 and "no mapping is needed" in r.output
+
+
+def test_a_file_a_format_module_reads_is_said_so(tmp_path):
+    """infer-mapping on a file a reader of its own reads (a LLaMA-Factory ShareGPT file) says so before its mapping
+    or skeleton: the user may not need one (a new user's trial wrote a skeleton without a word)."""
+    runner = CliRunner()
+    path = ROOT / "examples" / "traces" / "llamafactory__glaive_toolcall_en_demo.json"
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(tmp_path / "m.yaml")])
+    assert "the sharegpt reader reads this file already" in r.output
+    shaped = tmp_path / "export.json"  # read by the general path: no note
+    shaped.write_text(json.dumps({"chat": {"turns": [{"role": "user", "content": "Hi there, who are you?"},
+                                                     {"role": "assistant", "content": "A helpful assistant."}]}}))
+    r = runner.invoke(app, ["datasets", "infer-mapping", str(shaped)])
+    assert r.exit_code == 0 and "reads this file already" not in r.output
