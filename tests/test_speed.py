@@ -75,11 +75,17 @@ def test_deploy_choice_breaks_a_tie_in_speed_by_tau_and_never_a_real_lead():
     e = {"suffix": _timed(1.12, 2.9, noisy), "suffix+schema": _timed(1.11, 3.0, other)}
     d = deploy_choice(e, "hf")
     assert d["proposer"] == "suffix+schema" and d["tied"] == ["suffix", "suffix+schema"]
-    assert "level with the fastest measured (suffix" in d["reason"]
+    assert "level with the fastest measured (suffix" in d["reason"] and "(suffix, suffix+schema) the highest tau" \
+        in d["reason"]
     # a lead that holds on every call is real: the faster proposer ships whatever the other's tau
     e["suffix+schema"] = _timed(1.05, 3.5, [s * 1.1 for s in noisy])
     d = deploy_choice(e, "hf")
-    assert d["proposer"] == "suffix" and d["tied"] == ["suffix"]
+    assert d["proposer"] == "suffix" and d["tied"] == ["suffix"] and d["reason"].startswith("fastest measured")
+    # level, but the fastest also has the higher tau: it ships, and the reason names the other and the tie rule
+    e["suffix+schema"] = _timed(1.11, 2.5, other)
+    d = deploy_choice(e, "hf")
+    assert d["proposer"] == "suffix" and "level with it within timing noise" in d["reason"] and \
+        "suffix+schema, none with a higher tau" in d["reason"]
     # a level proposer the engine cannot serve, or one no faster than plain decoding, is never chosen
     e["suffix+schema"] = _timed(1.11, 3.0, other)
     assert deploy_choice(e, "vllm")["proposer"] == "suffix"

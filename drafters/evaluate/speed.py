@@ -124,11 +124,16 @@ def deploy_choice(entries: Mapping[str, Mapping], engine: str = "hf") -> dict:
     best = max(tied, key=lambda n: (faster[n].get("tau") or 0.0, n == fastest))
     e = faster[best]
     x = e["speedup_vs_plain"]
-    reason = f"fastest measured: {x:.2f}x plain decoding at tau {e.get('tau', float('nan')):.2f}"
-    if best != fastest:
+    tau = e.get("tau", float("nan"))
+    others = ", ".join(n for n in sorted(tied) if n != best)
+    reason = f"fastest measured: {x:.2f}x plain decoding at tau {tau:.2f}"
+    if best == fastest and others:
+        reason += (f"; level with it within timing noise (the paired interval of their speeds reaches 1.0): "
+                   f"{others}, none with a higher tau")
+    elif best != fastest:
         reason = (f"level with the fastest measured ({fastest}, {faster[fastest]['speedup_vs_plain']:.2f}x: "
-                  f"the paired interval of their speeds reaches 1.0) and the highest tau of the tied: "
-                  f"{e.get('tau', float('nan')):.2f} at {x:.2f}x plain decoding")
+                  f"the paired interval of their speeds reaches 1.0), and of those level with it "
+                  f"({', '.join(sorted(tied))}) the highest tau: {tau:.2f} at {x:.2f}x plain decoding")
     return {"engine": engine, "proposer": best, "speedup_vs_plain": x,
             "tokens_per_s": (e.get("timing") or {}).get("tokens_per_s"), "flag": served.get(best),
             "tied": sorted(tied), "reason": reason}

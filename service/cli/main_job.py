@@ -188,6 +188,11 @@ def print_speed(s: dict) -> None:
     console.print(table)
     console.print("[dim]speed-up: end to end, prefill included; tau / (r + c): the decoding phase, r and c in "
                   "plain decoding steps (a verification round and a drafting round)[/dim]")
+    low = [n for n in order if not rows[n].get("what_if") and ((rows[n].get("cost") or {}).get("r") or 1.0) < 1.0]
+    if low:  # a verification round costs at least one plain step: below it, the steps were timed on a busy machine
+        console.print(f"[yellow]r below 1 for {', '.join(low)}: a verification round timed faster than a plain "
+                      "decoding step is timing noise (a busy machine); rerun on idle cores before quoting these "
+                      "figures[/yellow]")
     d = s.get("deploy") or {}
     if d:
         sel = s.get("selection") or {}
@@ -202,9 +207,7 @@ def print_speed(s: dict) -> None:
         console.print(f"[bold]deploy on {d.get('engine')}: {name}[/]: {where}"
                       + (f"; cascade threshold {sel.get('cascade_threshold')}" if name == "cascade" else ""))
         if d.get("reason"):  # why this one and not a faster-looking row: the tie rule (drafters/evaluate/speed.py)
-            level = d.get("tied") or []
-            tied = f" (within timing noise of the fastest: {', '.join(level)})" if len(level) > 1 else ""
-            console.print(f"[dim]why: {d['reason']}{tied}[/dim]")
+            console.print(f"[dim]why: {d['reason']}[/dim]")
 
 
 def print_comparisons(s: dict, segments: list[str]) -> None:

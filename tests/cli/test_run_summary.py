@@ -79,12 +79,19 @@ def test_speed_leads_with_the_cost_model_and_what_to_deploy(monkeypatch):
     assert ("deploy on hf: cascade: chosen on 4 development calls at 1.50x; 1.45x on the test calls; cascade "
             "threshold 1.5") in text
     assert "why:" not in text  # no reason recorded: no line
+    assert "r below 1" not in text
     out.truncate(0)
-    s["deploy"]["reason"] = "level with the fastest measured (suffix, 1.52x) and the highest tau of the tied"
+    s["speed"]["proposers"]["suffix"]["cost"] = {**cost, "r": 0.79}  # timed on a busy machine
+    main_job.print_summary(s)
+    assert "r below 1 for suffix: a verification round timed faster than a plain decoding step is timing noise" in \
+        out.getvalue()
+    s["speed"]["proposers"]["suffix"]["cost"] = cost
+    out.truncate(0)
+    s["deploy"]["reason"] = "level with the fastest measured (suffix, 1.52x), and of those level with it the highest tau"
     s["deploy"]["tied"] = ["cascade", "suffix"]
     main_job.print_summary(s)
-    assert ("why: level with the fastest measured (suffix, 1.52x) and the highest tau of the tied (within timing noise "
-            "of the fastest: cascade, suffix)") in out.getvalue()
+    assert "why: level with the fastest measured (suffix, 1.52x), and of those level with it the highest tau\n" in \
+        out.getvalue()
     out.truncate(0)
     s["deploy"] = {"engine": "hf", "proposer": None, "speedup_vs_plain": 1.0, "chosen_on": "test: too few"}
     main_job.print_summary(s)
