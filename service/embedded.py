@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -166,6 +167,18 @@ def _fmt_s(s: float) -> str:
     return f"{s // 60}:{s % 60:02d}"
 
 
+#: Characters of a stage's latest progress message on a plain (non-terminal) line.
+LATEST_CHARS = 120
+
+
+def plain_line(progress: float, state: str, eta: str, latest: str) -> str:
+    """One progress line for a log (no terminal): time, the job's share done, ``state`` ("running / training"),
+    the ETA and the stage's latest message, shortened at a word with " ..." (never cut mid-word)."""
+    line = f"{time.strftime('%H:%M:%S')} job {progress:4.0%}  {state}  {eta}"
+    short = textwrap.shorten(latest, LATEST_CHARS, placeholder=" ...") if latest else ""
+    return line + (f"  {short}" if short else "")
+
+
 def run_job(
     settings: Settings,
     job_id: str,
@@ -228,8 +241,7 @@ def run_job(
                                                    f"{ev.level}:[/] {escape(ev.message)}", soft_wrap=True)
                     if plain_lines and (state != last_stage or time.monotonic() - last_line > LINE_EVERY_S):
                         last_line, last_stage = time.monotonic(), state
-                        console.print(f"{time.strftime('%H:%M:%S')} job {row.progress:4.0%}  {row.status} / "
-                                      f"{row.stage}  {eta}" + (f"  {latest[:120]}" if latest else ""),
+                        console.print(plain_line(row.progress, f"{row.status} / {row.stage}", eta, latest),
                                       soft_wrap=True, highlight=False, markup=False)
                 if not alive and not events:
                     break

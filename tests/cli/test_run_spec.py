@@ -19,3 +19,15 @@ def test_a_local_run_uses_the_apis_promotion_policy():
     run = _run_spec()
     assert run["promotion"] == api["promotion"]
     assert run["promotion"]["min_support"] == 20
+
+
+def test_a_plain_progress_line_shortens_the_message_at_a_word():
+    """A log's progress line keeps the stage's latest message whole, or shortened at a word with " ..." (a new
+    user's trial saw it cut mid-word)."""
+    message = "regenerated 12 of 269 calls with the target; " + "tool-call arguments checked against the schema " * 4
+    line = embedded.plain_line(0.42, "running / regenerating", "ETA 3:05", message)
+    assert " job  42%  running / regenerating  ETA 3:05  regenerated 12 of 269 calls" in line
+    assert line.endswith(" ...") and len(line.split("ETA 3:05  ", 1)[1]) <= embedded.LATEST_CHARS
+    kept = line.split("ETA 3:05  ", 1)[1].removesuffix(" ...")
+    assert message.startswith(kept) and message[len(kept)] == " "  # whole words only
+    assert embedded.plain_line(1.0, "succeeded / registering", "", "").endswith("succeeded / registering  ")
