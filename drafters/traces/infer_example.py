@@ -36,7 +36,7 @@ from typing import Any
 
 from drafters.traces import io as tio
 from drafters.traces.formats import _shapes
-from drafters.traces.formats._call_io import call_shaped
+from drafters.traces.formats._call_io import call_shaped, message_lists
 from drafters.traces.formats._chains import TURN_KEY
 from drafters.traces.formats._shapes import call_keys, calls_not_read
 from drafters.traces.formats._spellings import CALL_KEYS, get, is_message, role_of
@@ -65,7 +65,8 @@ MAX_ROLE_LENGTH = 40
 NOT_USER = re.compile(r"tool|function|observ|env|result|output|system|event|start|end", re.IGNORECASE)
 #: (a setting, a class or an outcome of the record: ``reasoning_effort: low``, HuixiangDou's ``reason: success``)
 NOT_ROLE_KEY = re.compile(r"model|(^|_)id$|Id$|effort|level|status|categor|difficult|split|label|lang|priority|tier"
-                          r"|reason|verdict|outcome|code$|^method$|^(?:uri|url|path)$", re.IGNORECASE)  # an HTTP verb
+                          r"|reason|verdict|outcome|judge|grade|score|pred|code$|^method$|^(?:uri|url|path)$",
+                          re.IGNORECASE)  # an HTTP verb; a judge's grade of the answer (simple-evals' judge_answer)
 #: Words of a key naming a call's input text, and words naming something about a text (``prompt_hash``,
 #: Two replies in a row are one call (a thought, then the tool call), as the general path reads them (warned).
 JOINED = {"adjacent_answers": "join"}
@@ -154,7 +155,7 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
             continue
         items, inside = value_at(record, hit.steps[:k]), hit.steps[k + 1:]
         content = _content_key(inside)
-        if content is None or not isinstance(items, list):
+        if content is None or not isinstance(items, list) or _beside_other_lists(record, hit.steps[:k]):
             continue
         # the roles are learned from every list at the same place (one of two turns repeats no role value)
         lists = [found for v in sample if isinstance(v, (dict, list)) for _, found in
@@ -177,6 +178,17 @@ def _list_readings(sample: list, hit: Hit, label: str) -> Iterator[Learned]:
             yield Learned({"name": label, "records": "messages", "messages": "$", **reading, **JOINED,
                            **({"group": child_path("$", group)} if group else {})}, path_of(hit),
                           [v for v, r in reading["roles"].items() if r == "?"], said + _swapped(reading))
+
+
+def _beside_other_lists(record: Any, steps: tuple[str | int, ...]) -> bool:
+    """Whether a key on the way to the example's list has siblings holding message lists too (chats kept under
+    their ids, one of them the example's): a mapping naming that one key would leave the others unread."""
+    for j, step in enumerate(steps):
+        parent = value_at(record, steps[:j])
+        if isinstance(step, str) and isinstance(parent, dict) and any(
+                message_lists(v, need_assistant=False) for key, v in parent.items() if key != step):
+            return True
+    return False
 
 
 #: A speaker's label opening a message's text: ``**user**``, ``[Assistant]``, ``User:``.
@@ -261,7 +273,8 @@ def _role_readings(items: list, example: Any, content: str) -> Iterator[dict[str
         values = [flat(i).get(key) for i in dicts]
         distinct = list(dict.fromkeys(v for v in values if isinstance(v, str)))
         if not (2 <= len(distinct) <= MAX_ROLE_VALUES and len(distinct) < len(dicts)
-                and all(len(v) <= MAX_ROLE_LENGTH for v in distinct) and all(isinstance(v, str) for v in values)):
+                and all(len(v) <= MAX_ROLE_LENGTH for v in distinct) and all(isinstance(v, str) for v in values)
+                and all(v == v.strip() for v in distinct)):  # "C\n": a text written by someone, no side's name
             continue
         if all(v.strip().isdigit() for v in distinct):
             continue  # numbers (a table's turn column) count turns, they name no side

@@ -114,3 +114,47 @@ def test_a_checkers_raw_replies_beside_the_checked_pair_are_not_dropped(tmp_path
     path.write_text(json.dumps(log))
     result = ingest([path], scrub=False)
     assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
+
+
+def _evals_log(prompts: list[list[dict]], answers: list[list[str]]) -> str:
+    """An OpenAI evals (``oaieval``) record log: a spec line, then a ``sampling`` event (the prompt's messages, the
+    answers sampled) and a ``match`` event (the answer graded) per sample, then the final report."""
+    lines = [{"spec": {"completion_fns": ["gpt-3.5-turbo"], "eval_name": "crossword.dev.v0"}}]
+    for i, (prompt, sampled) in enumerate(zip(prompts, answers, strict=True)):
+        lines += [{"run_id": "r1", "event_id": 2 * i, "sample_id": f"s{i}", "type": "sampling",
+                   "data": {"prompt": prompt, "sampled": sampled}},
+                  {"run_id": "r1", "event_id": 2 * i + 1, "sample_id": f"s{i}", "type": "match",
+                   "data": {"correct": True, "expected": "TACK", "sampled": sampled[0]}}]
+    lines.append({"final_report": {"accuracy": 1.0}})
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_an_evals_record_log_is_one_call_per_sampling_event(tmp_path):
+    few_shot = [{"role": "system", "content": "Answer with one word."},
+                {"role": "system", "content": "Fasten (4)", "name": "example_user"},
+                {"role": "system", "content": "TACK", "name": "example_assistant"}]
+    prompts = [[*few_shot, {"role": "user", "content": f"Clue {i} (4)"}] for i in range(3)]
+    path = tmp_path / "crossword.jsonl"
+    path.write_text(_evals_log(prompts, [["TACK"], ["NAIL"], ["PEGS"]]))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (3, 3, 0)
+    assert [c.completion.text for conv in result.conversations for c in conv.calls()] == ["TACK", "NAIL", "PEGS"]
+    several = tmp_path / "sampled_twice.jsonl"  # two answers sampled for one prompt: which is the call's, not guessed
+    several.write_text(_evals_log(prompts[:1], [["TACK", "NAIL"]]))
+    assert not ingest([several], scrub=False).report.ok
+
+
+def test_an_answer_beside_the_models_token_usage_is_the_models(tmp_path):
+    """simple-evals' results: ``instruction`` and ``answer`` with the call's ``usage`` (and a judge's grade); without
+    a usage an ``answer`` stays a reference answer, no output."""
+    rows = [{"id": i, "instruction": f"What is {i} + {i}?", "answer": f"{i} + {i} = {2 * i}.",
+             "usage": {"prompt_tokens": 9, "completion_tokens": 7}, "judge_answer": "A\n", "is_correct": True}
+            for i in range(4)]
+    path = _write(tmp_path, rows, "results.jsonl")
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok, codes(result)
+    assert totals(result.conversations) == (4, 4, 0)
+    path.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "usage"}) + "\n" for r in rows))
+    assert not ingest([path], scrub=False).conversations

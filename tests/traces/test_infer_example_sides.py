@@ -49,3 +49,28 @@ def test_labels_of_one_side_per_role_are_read(tmp_path):
     path.write_text(json.dumps({"turns": turns}))
     learned = learn_mapping(path, "adds the two numbers before each")
     assert learned.mapping["role"] == "speaker" and learned.mapping["roles"]["bot"] == "assistant"
+
+
+def test_a_judges_grade_is_no_role(tmp_path):
+    """simple-evals' results: the judge's grade (``judge_answer``: "C\\n", "B\\n") beside the answer was taken for the
+    role; the learned reading is the row's instruction and answer."""
+    rows = [{"id": i, "instruction": f"When was release {i} out?", "answer": f"{REPLY} Release {i}.",
+             "judge_answer": "C\n" if i % 2 else "B\n", "is_correct": False} for i in range(4)]
+    path = tmp_path / "results.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    learned = learn_mapping(path, "adds the two numbers before each")
+    assert learned.mapping.get("role") != "judge_answer" and learned.mapping["response"] == "$.answer"
+
+
+def test_one_chat_of_several_kept_under_their_ids_is_not_learned_alone(tmp_path):
+    """Chats kept under their ids, one a bare list and the others ``{title, messages}``: a mapping naming the
+    example's key would read one chat and drop the rest, ``ok``."""
+    chat = [{"role": "user", "parts": ["Explain Fibonacci."]}, {"role": "model", "parts": [REPLY]},
+            {"role": "user", "parts": ["hi"]}, {"role": "model", "parts": ["Hello there, how can I help?"]}]
+    doc = {"127.0.0.1": chat, "ed36c1de": {"title": "Chat 1", "messages": chat[:1] + [
+        {"role": "model", "parts": ["Another answer, in another chat."]}]}}
+    path = tmp_path / "chat_history.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TraceError) as err:
+        learn_mapping(path, "adds the two numbers before each")
+    assert err.value.code == "example_not_read"

@@ -21,7 +21,7 @@ from drafters.traces.json_paths import child_path, jsonpath
 
 OUTPUT_KEYS = ("outputs", "output", "response", "completion", "result", "generation", "generations",
                "output_messages", "model_output_message", "llm_output", "answer",
-               "replies")  # replies: a Haystack chat generator's output
+               "replies", "sampled")  # replies: a Haystack chat generator's output; sampled: OpenAI evals' samples
 INPUT_KEYS = ("inputs", "input", "request", "prompt", "input_messages", "model_input_messages", "messages",
               "contents", "query")  # contents: a Gemini request's turns; query: Azure AI evaluation's messages
 #: A call written as two texts: the prompt's keys, and the model's answer's (never ``answer``: an eval's reference).
@@ -109,10 +109,14 @@ def text_pair(record: dict) -> tuple[str, str] | None:
     rows, AlpacaEval's model outputs): exactly one non-empty text among TEXT_INPUT_KEYS and one among
     TEXT_OUTPUT_KEYS at its top level; None otherwise (two prompts, Alpaca's ``instruction`` with a non-empty
     ``input``, cannot be one user message without a rule the general path does not guess). A reference
-    ``answer`` (an eval's ``question``/``answer``) is never the model's output."""
+    ``answer`` (an eval's ``question``/``answer``) is never the model's output, unless the record counts the tokens
+    a model generated (``usage.completion_tokens``: simple-evals' results), whose answer that is."""
     ins, outs = _texts(record, TEXT_INPUT_KEYS), _texts(record, TEXT_OUTPUT_KEYS)
     if len(ins) == 1 and not outs:
         outs = sampled_answers(record)
+    if len(ins) == 1 and not outs and _generated(record.get("usage")) and isinstance(record.get("answer"), str) \
+            and record["answer"].strip():  # the record's own token usage: its answer is what the model generated
+        outs = ["$.answer"]
     if not ins and not outs:  # each held one level down: {request: {prompt}, result: {completions: [{text}]}}
         ins = [p for k in TEXT_INPUT_KEYS if isinstance(record.get(k), dict)
                for p in _held_text(*_body(record[k], f"$.{k}"), PROMPT_TEXT_KEYS)]
@@ -220,6 +224,12 @@ def _texts(record: dict, keys: tuple[str, ...]) -> list[str]:
             and not _looks_encoded(record[k])]
 
 
+def _generated(usage: Any) -> bool:
+    """Whether ``usage`` counts tokens a model generated (``completion_tokens`` / ``output_tokens`` above 0)."""
+    return isinstance(usage, dict) and any(isinstance(usage.get(k), int) and usage[k] > 0
+                                           for k in ("completion_tokens", "output_tokens", "candidates_token_count"))
+
+
 def _body(holder: dict, path: str) -> tuple[dict, str]:
     """An HTTP exchange's ``body`` object (``request.body``: a legacy completions call's ``prompt``), else the
     object itself, with its path."""
@@ -258,6 +268,9 @@ def _text_outputs(record: dict, path: str = "$", depth: int = 0) -> list[str]:
             hit = _text_in(v, p)
             if hit:
                 out.append(hit)
+        elif k in OUTPUT_KEYS and isinstance(v, list) and len(v) == 1 and isinstance(v[0], str) and v[0].strip() \
+                and not _looks_encoded(v[0]):  # one answer sampled (OpenAI evals' ``sampled``); several: not guessed
+            out.append(f"{p}[0]")
         elif isinstance(v, dict):
             out += _text_outputs(v, p, depth + 1)
     return out
