@@ -157,3 +157,25 @@ def test_a_responses_stream_not_stored_is_its_finished_items(tmp_path):
     result = ingest([path], scrub=False)  # a search the provider ran: counted, not a tool call of the model's
     assert result.report.ok and totals(result.conversations) == (1, 1, 0)
     assert _only_call(result).completion.text == "Seattle won." and result.report.counts["unsupported_parts"] == 1
+
+
+def test_json_lines_of_chat_chunks_in_a_record_are_joined(tmp_path):
+    """An app's streamed answer kept as JSON lines of ``chat.completion.chunk`` objects (a RAG sample's
+    ``application/x-ndjson`` reply, as a HAR entry's text): joined into the reply, as an SSE body is."""
+    pieces = ["To book", " a rental,", " search first."]
+    lines = [{"choices": [{"index": 0, "delta": {"content": p, "role": "assistant"}, "finish_reason": None}],
+              "object": "chat.completion.chunk"} for p in pieces]
+    lines.append({"choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "stop"}],
+                  "object": "chat.completion.chunk"})
+    record = {"request": {"messages": [{"role": "user", "content": "How do I book a rental?"}]},
+              "response": {"text": "".join(json.dumps(x) + "\n" for x in lines)}}
+    path = tmp_path / "exchange.json"
+    path.write_text(json.dumps(record))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, [e.code for e in result.report.errors]
+    assert totals(result.conversations) == (1, 1, 0)
+    assert next(iter(result.conversations[0].calls())).completion.text == "To book a rental, search first."
+    cut = tmp_path / "cut.json"  # no finish_reason: a cut stream, refused, never a truncated reply
+    record["response"]["text"] = "".join(json.dumps(x) + "\n" for x in lines[:-1])
+    cut.write_text(json.dumps(record))
+    assert not ingest([cut], scrub=False).conversations

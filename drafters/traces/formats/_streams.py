@@ -491,7 +491,7 @@ def joined_tree(value: Any, depth: int = 0) -> tuple[Any, list[StreamError]]:
                     new_dict = new_dict if new_dict is not None else dict(value)
                     new_dict[k] = new
         return (new_dict if new_dict is not None else value), errors
-    if isinstance(value, str) and depth and "data:" in value[:200]:
+    if isinstance(value, str) and depth and ("data:" in value[:200] or value[:1] == "{" and "}\n{" in value[:20000]):
         chunks = chunks_of_text(value)
         if chunks is not None:
             try:
