@@ -142,14 +142,18 @@ def test_the_same_prompt_without_the_previous_reply_is_another_conversation(tmp_
              {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
              {"role": "tool", "tool_call_id": "call_2", "content": "ok"}]
     path = tmp_path / "test_extract_flow.yaml"
+    # the first call's reply and results sent again to another model (pydantic-ai's "tool calls from another model"):
+    # it continues the first call, not the second, and stays in the conversation
+    branch = [prompt, {"role": "assistant", "tool_calls": [call, call2]}, *split[3:]]
     path.write_text(yaml.safe_dump({"interactions": [
         exchange([prompt], {"tool_calls": [call, call2]}),
         exchange(split, {"content": "Done."}),
+        exchange(branch, {"content": "Both are recorded."}),
         exchange([{"role": "system", "content": "Be nice"}, prompt], {"content": "Sergei: 4, Cynthia: 7."})]}))
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok, [e.code for e in result.report.errors]
-    assert totals(result.conversations) == (2, 3, 2)
-    assert [len(list(c.calls())) for c in result.conversations] == [2, 1]
+    assert totals(result.conversations) == (2, 4, 2)
+    assert [len(list(c.calls())) for c in result.conversations] == [3, 1]
 
 
 def _mock(path: str, request: dict, status: int, response: dict) -> str:

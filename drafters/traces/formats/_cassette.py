@@ -9,8 +9,8 @@ the request's messages, completion = the response's message): that is exactly wh
 wrote, even when the agent rewrote its history between calls. Calls are grouped into conversations by
 their first user message (a cassette can hold several agent runs, and one run can move between
 providers: README "Some cassettes mix providers"); a request re-sending an earlier call's very context (a test's
-second run, another sample), or the same first prompt without the previous call's reply (fewer assistant messages
-than that call's context and reply: another test sending the prompt afresh), opens another conversation; each conversation's ``messages`` is its last call's
+second run, another sample), or the same first prompt without any earlier call's reply (fewer assistant messages
+than each call's context and reply: another test sending the prompt afresh), opens another conversation; each conversation's ``messages`` is its last call's
 context plus completion.
 
 Providers are told apart by the request URI (and body shape): each provider module offers
@@ -371,9 +371,9 @@ def _same(a: Message, b: Message) -> bool:
 
 
 def _holds_reply(context: list[Message], previous: LLMCall) -> bool:
-    """Whether ``context`` continues ``previous``: it holds at least as many assistant messages as the previous
-    call's context and reply (a client may rewrite a reply's ids or split its parallel calls into messages of their
-    own, but a request holding fewer answers than that sends the first prompt afresh: another conversation)."""
+    """Whether ``context`` may continue ``previous``: it holds at least as many assistant messages as that call's
+    context and reply (a client may rewrite a reply's ids or split its parallel calls into messages of their own; a
+    request holding fewer answers than every call of a conversation sends the first prompt afresh: another one)."""
     def answers(messages: list[Message]) -> int:
         return sum(m.role == "assistant" for m in messages)
     return answers(context) >= answers([*previous.context, previous.completion])
@@ -458,7 +458,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
             completion.model = model_from_uri(uri) or req_body.get("model")
         key = _first_user_text(context)
         while any(len(c.context) == len(context) and all(map(_same, c.context, context)) for c in groups.get(key, [])) \
-                or groups.get(key) and not _holds_reply(context, groups[key][-1]):
+                or groups.get(key) and not any(_holds_reply(context, c) for c in groups[key]):
             key += "\0"  # the same request sent again, or the same prompt without the reply: another conversation
         calls = groups.setdefault(key, [])
         group_src.setdefault(key, src)
