@@ -144,6 +144,9 @@ def _check_shape_keys(data: dict, bad) -> None:
     if data.get("nested") is not None and (not isinstance(data["nested"], str) or not data["nested"]
                                            or data.get("records") in ("messages", "file")):
         raise bad("nested", "a key (a run's child runs: child_runs), with records each, lists, entries or values")
+    if data.get("id") and data.get("records") == "messages":  # it would be silently unread (a new user's trial)
+        raise bad("id", "not read with records: messages (each record is one message, not a conversation); where a "
+                  "value such as a session id changes to start a new conversation, declare group: PATH")
     if data.get("group") and data.get("records") != "messages" and not data.get("response"):
         raise bad("group", "only with records: messages (it says which message records form one conversation) or "
                   "with response (records of a prompt text and its response continuing one conversation)")

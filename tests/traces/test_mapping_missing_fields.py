@@ -188,3 +188,14 @@ def test_tool_calls_under_a_key_the_mapping_does_not_read_are_an_error(tmp_path)
     errors = [e for e in result.report.errors if e.code == "content_not_mapped"]
     assert [e.field for e in errors] == ["$.log[1].actions", "$.log[0].plugin"]
     assert not result.report.ok and len(result.conversations) == 1  # only the conversation without calls
+
+
+def test_an_id_with_records_messages_is_refused_not_ignored():
+    """With ``records: messages`` each record is one message: an ``id`` path was read nowhere, silently (a new
+    user's trial declared ``id: $.session`` to part two interleaved sessions); the error names ``group``."""
+    with pytest.raises(TraceError) as err:
+        mapping_from_dict({"name": "events", "records": "messages", "messages": "$", "role": "author",
+                           "roles": {"agent": "assistant", "human": "user"}, "content": "body", "id": "$.session"})
+    assert err.value.code == "bad_mapping" and "group: PATH" in err.value.message
+    mapping_from_dict({"name": "events", "records": "messages", "messages": "$", "role": "author",  # group: accepted
+                       "roles": {"agent": "assistant", "human": "user"}, "content": "body", "group": "$.session"})
