@@ -55,7 +55,7 @@ from typing import IO, Any
 from drafters.traces.formats import _exchanges
 from drafters.traces.formats._call_io import answer_as_written, call_free, note_call_kinds, other_kind
 from drafters.traces.formats._chains import CallChains
-from drafters.traces.formats._content import as_list, as_text, tool_defs
+from drafters.traces.formats._content import as_list, as_text
 from drafters.traces.formats._pair_turns import is_pair_history
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
 from drafters.traces.formats._spellings import (
@@ -81,7 +81,7 @@ from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off, result_list
 from drafters.traces.json_paths import decoded, holder_of, jsonpath, root_key, unflatten
 from drafters.traces.mapping_message_records import message_records
-from drafters.traces.mapping_reading import ABSENT, PathUse, Reading
+from drafters.traces.mapping_reading import ABSENT, PathUse, Reading, tools_at
 from drafters.traces.mapping_records import expanded, file_records
 from drafters.traces.mapping_tree import TreeBroken, TreeReading, tree_links, tree_nodes
 from drafters.traces.model import (
@@ -245,7 +245,7 @@ class Mapping:
             return
         for where, msgs in found:
             if self.response and isinstance(msgs, str) and msgs.strip() and not self.tree:
-                conv: Conversation | None = Conversation(id="", source=source, tools=self._tools(record),
+                conv: Conversation | None = Conversation(id="", source=source, tools=self._tools(record, reading),
                                                          messages=self._prompt(record) + [Message("user", [TextPart(msgs)])])
             elif self.tree:
                 conv = self._tree_conversation(record, where, msgs, reading)
@@ -404,7 +404,7 @@ class Mapping:
         messages = self._messages(where, msgs, reading)
         if messages is None:
             return None
-        return Conversation(id="", source=reading.source, tools=self._tools(record),
+        return Conversation(id="", source=reading.source, tools=self._tools(record, reading),
                             messages=self._prompt(record, where, messages, reading) + messages)
 
     def _messages(self, where: str, msgs: list, reading: Reading) -> list[Message] | None:
@@ -469,9 +469,8 @@ class Mapping:
         warn_joined(turns, problems, source, where)
         return turns.messages
 
-    def _tools(self, record: Any) -> list:
-        tools = jsonpath(record, self.tools) if self.tools else []
-        return tool_defs(tools[0][1]) if tools else []
+    def _tools(self, record: Any, reading: Reading) -> list:
+        return tools_at(record, self.tools, reading) if self.tools else []
 
     def _tree_conversation(self, record: Any, where: str, nodes: Any, reading: Reading) -> Conversation | None:
         """``tree``: the record's message tree as one conversation with explicit calls (drafters/traces/
@@ -500,7 +499,7 @@ class Mapping:
             if reading.missing > missing:
                 return None
             tree = TreeReading(items, links, messages)
-            tools, prompt = self._tools(record), self._prompt(record)
+            tools, prompt = self._tools(record, reading), self._prompt(record)
             calls = tree.calls(prompt, tools)
             current = None
             if "current" in self.tree:
@@ -517,9 +516,8 @@ class Mapping:
         """``items: openai_responses``: the list holds Responses API items (``message``, ``reasoning``,
         ``function_call``, ``function_call_output``, ...), read by the Responses reader (an item type it does not
         know is a counted placeholder that ingestion reports as ``unknown_content``)."""
-        tools = jsonpath(record, self.tools) if self.tools else []
         messages = items_to_messages(msgs)
-        return Conversation(id="", source=reading.source, tools=tool_defs(tools[0][1]) if tools else [],
+        return Conversation(id="", source=reading.source, tools=self._tools(record, reading),
                             messages=self._prompt(record, where, messages, reading) + messages)
 
     def _prompt(self, record: Any, where: str | None = None, messages: list[Message] | None = None,

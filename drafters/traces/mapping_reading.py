@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drafters.traces.formats._call_io import call_shaped
+from drafters.traces.formats._content import function_declarations, tool_defs
 from drafters.traces.formats._record_shapes import holds_data
 from drafters.traces.formats._spellings import get
 from drafters.traces.formats.base import ProblemSink
-from drafters.traces.model import Source
+from drafters.traces.json_paths import jsonpath
+from drafters.traces.model import Source, ToolDef, compact_json
 
 ABSENT = object()  # get()'s default: a mapped key that is not in the record
 
@@ -85,3 +87,23 @@ class Reading:
                "reader of its own")
         self.problems.error("content_not_mapped", f"the message keeps tool calls under {key!r}, which the mapping "
                             f"does not read ({at}.{key}): {fix}", self.source, f"{at}.{key}")
+
+
+def tools_at(record: Any, path: str, reading: Reading) -> list[ToolDef]:
+    """The tool definitions at a mapping's ``tools`` path in ``record``; an entry with a schema but no definition the
+    readers know (a name and parameters: OpenAI, Converse, Gemini or flat form) is ``tools_not_understood``, an
+    error: the rendered context would lack the tool list the model saw. A hosted tool (``{"type": "web_search"}``,
+    Gemini's ``{"googleSearch": {}}``) has no schema to keep and is not flagged."""
+    found = jsonpath(record, path)
+    if not found:
+        return []
+    raw = found[0][1]
+    entries = raw if isinstance(raw, list) else [raw] if isinstance(raw, dict) else []
+    unread = [e for e in entries if isinstance(e, dict) and not tool_defs([e]) and not function_declarations(e)
+              and "type" not in e and any(isinstance(v, (dict, list)) and v for v in e.values())]
+    if unread:
+        reading.problems.error("tools_not_understood", f"the mapping's tools path {path} holds {len(unread)} "
+                               f"entr{'y' if len(unread) == 1 else 'ies'} with a schema but no tool definition the "
+                               "readers know (a name and parameters: OpenAI, Converse, Gemini or flat form), first "
+                               f"{compact_json(unread[0])[:120]}: the tool list would be lost", reading.source, "tools")
+    return tool_defs(raw)

@@ -98,6 +98,8 @@ CODES: dict[str, str] = {
     "events) were counted and not read",
     "messages_not_read": "a declared mapping marks these role values skip (records of another kind: events, slots): "
     "counted and not read",
+    "tools_not_understood": "a declared mapping's tools path holds entries with a schema but no tool definition the "
+    "readers know: the tool list would be lost",
     "update_events_folded": "an object-update event stream (OpenCode's server events) was read as each message's "
     "last version; the count of events folded",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "

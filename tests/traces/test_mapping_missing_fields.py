@@ -199,3 +199,22 @@ def test_an_id_with_records_messages_is_refused_not_ignored():
     assert err.value.code == "bad_mapping" and "group: PATH" in err.value.message
     mapping_from_dict({"name": "events", "records": "messages", "messages": "$", "role": "author",  # group: accepted
                        "roles": {"agent": "assistant", "human": "user"}, "content": "body", "group": "$.session"})
+
+
+def test_tool_definitions_the_readers_do_not_know_are_an_error(tmp_path):
+    """A declared ``tools`` path holding ``{fn, params}`` entries (a new user's own layout) was read as no tools,
+    with only a ``no_tool_definitions`` warning; hosted tools without a schema stay unflagged."""
+    record = {"req": {"fns": [{"fn": "get_weather", "params": {"city": "string"}}],
+                      "msgs": [{"who": "usr", "text": "Weather in Lyon?"}, {"who": "bot", "text": "Sunny."}]}}
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(record))
+    mapping = {"name": "log", "messages": "$.req.msgs", "role": "who", "roles": {"usr": "user", "bot": "assistant"},
+               "content": "text", "tools": "$.req.fns"}
+    result = ingest([path], scrub=False, mapping=mapping_from_dict(mapping))
+    assert not result.report.ok and "tools_not_understood" in _codes(result.report)
+    record["req"]["fns"] = [{"type": "web_search_preview"}, {"googleSearch": {}},
+                            {"name": "get_weather", "parameters": {"type": "object"}}]
+    path.write_text(json.dumps(record))
+    result = ingest([path], scrub=False, mapping=mapping_from_dict(mapping))
+    assert result.report.ok, _codes(result.report)
+    assert [t.name for t in result.conversations[0].tools] == ["get_weather"]
