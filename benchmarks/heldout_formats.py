@@ -15,8 +15,8 @@ with counts the file does not hold); crash (no JSON report). Prints a Markdown t
 many inferred or learned mappings, used unchanged, read a refused file ``ok`` with counts it does not hold.
 
 Run: ``python benchmarks/heldout_formats.py [SET]`` (SET: a set under benchmarks/data/, 1 to 141 today, 70 not
-collected, 89, 92, 102, 114, 115, 118, 121, 127, 128, 131, 134, 136 and 139 holding no file; uses .venv/bin/tracedraft, a CLI run
-or two per file).
+collected, 89, 92, 102, 114, 115, 118, 121, 127, 128, 131, 134, 136 and 139 holding no file; uses
+.venv/bin/tracedraft, a CLI run or two per file).
 """
 
 from __future__ import annotations

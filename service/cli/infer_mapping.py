@@ -50,12 +50,12 @@ def datasets_infer_mapping(
     with handled(as_json):
         if not file.exists():
             raise CliError("not_found", f"no such file: {file}", where=str(file))
-        module = _module_reading(file)
-        if module is not None:  # on stderr: --json's document stays the only thing on stdout
-            err_console.print(f"note: the {module} reader reads this file already (tracedraft datasets validate "
+        reader = _whole_reader(file)
+        if reader not in (None, "generic", "text_transcript"):  # on stderr: --json's document stays alone on stdout
+            err_console.print(f"note: the {reader} reader reads this file already (tracedraft datasets validate "
                               f"{file}); a mapping is only needed to read it another way")
         if reply is not None:
-            _learn_from_reply(file, reply, name, out, as_json)
+            _learn_from_reply(file, reply, name, out, as_json, reader == "text_transcript")
             return
         try:
             inferred = infer_mapping(file, name)
@@ -63,7 +63,7 @@ def datasets_infer_mapping(
             if exc.code == "no_messages_found" and _learn_from_named_reply(file, name, out, as_json):
                 return
             skeleton = skeleton_yaml(file, name) if exc.code == "no_messages_found" else None
-            if skeleton is None and exc.code == "no_messages_found" and _read_as_text(file):
+            if skeleton is None and exc.code == "no_messages_found" and reader == "text_transcript":
                 raise CliError(exc.code, "the file is text, which the general path reads as a text transcript "
                                f"(tracedraft datasets validate {file}): no mapping is needed, and a declared text "
                                "mapping cannot say where its tool calls sit (TOOL USE sections, <tool_call> blocks)",
@@ -97,7 +97,8 @@ def datasets_infer_mapping(
                            f"would not read what the general path refuses: {losses[0]}", where=str(file)))
 
 
-def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None, as_json: bool) -> None:
+def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None, as_json: bool,
+                      read_as_text: bool) -> None:
     """``infer-mapping --reply``: write the mapping learned from the example (drafters/traces/infer_example.py);
     CliError ``roles_unnamed`` (exit 1) after writing one whose roles the user must still name."""
     from drafters.traces.infer_example import learn_mapping, learned_yaml
@@ -106,7 +107,7 @@ def _learn_from_reply(file: Path, reply: str, name: str | None, out: Path | None
     try:
         learned = learn_mapping(file, reply, name)
     except TraceError as exc:
-        if exc.code == "example_not_read" and _read_as_text(file):
+        if exc.code == "example_not_read" and read_as_text:
             raise CliError(exc.code, f"{exc.message}; the general path reads this text file as it is, its tool calls "
                            f"too (tracedraft datasets validate {file}): no mapping is needed", where=str(file)) from exc
         raise
@@ -147,24 +148,14 @@ def _learn_from_named_reply(file: Path, name: str | None, out: Path | None, as_j
     return True
 
 
-def _module_reading(file: Path) -> str | None:
-    """The format module that reads ``file`` with every content understood, or None (none does, or only the
-    general path or the text-transcript reader, whose reading a mapping may replace)."""
+def _whole_reader(file: Path) -> str | None:
+    """The one format that reads ``file`` with every content understood (``generic``: the general path;
+    ``text_transcript``: as a text transcript, its tool calls too), or None."""
     from drafters.traces.ingest import ingest
 
     result = ingest([file], scrub=False, dedup=False)
     formats = set(result.report.formats)
-    if result.report.ok and result.conversations and len(formats) == 1 and not formats & {"generic", "text_transcript"}:
-        return formats.pop()
-    return None
-
-
-def _read_as_text(file: Path) -> bool:
-    """Whether the general path reads ``file`` as a text transcript, every content understood."""
-    from drafters.traces.ingest import ingest
-
-    result = ingest([file], scrub=False, dedup=False)
-    return result.report.ok and bool(result.conversations) and set(result.report.formats) == {"text_transcript"}
+    return formats.pop() if result.report.ok and result.conversations and len(formats) == 1 else None
 
 
 def _emit(text: str, out: Path | None, printed: bool = True) -> None:

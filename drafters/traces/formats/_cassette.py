@@ -9,9 +9,9 @@ the request's messages, completion = the response's message): that is exactly wh
 wrote, even when the agent rewrote its history between calls. Calls are grouped into conversations by
 their first user message (a cassette can hold several agent runs, and one run can move between
 providers: README "Some cassettes mix providers"); a request re-sending an earlier call's very context (a test's
-second run, another sample), or the same first prompt without any earlier call's reply (fewer assistant messages
-than each call's context and reply: another test sending the prompt afresh), opens another conversation; each conversation's ``messages`` is its last call's
-context plus completion.
+second run, another sample), or the same first prompt without any earlier call's reply (no more assistant
+messages than each call's context: another test sending the prompt afresh), opens another conversation; each
+conversation's ``messages`` is its last call's context plus completion.
 
 Providers are told apart by the request URI (and body shape): each provider module offers
 ``request_to_messages(body) -> (tools, messages)`` and ``response_to_message(body) -> Message | None``.
@@ -371,12 +371,10 @@ def _same(a: Message, b: Message) -> bool:
 
 
 def _holds_reply(context: list[Message], previous: LLMCall) -> bool:
-    """Whether ``context`` may continue ``previous``: it holds at least as many assistant messages as that call's
-    context and reply (a client may rewrite a reply's ids or split its parallel calls into messages of their own; a
-    request holding fewer answers than every call of a conversation sends the first prompt afresh: another one)."""
-    def answers(messages: list[Message]) -> int:
-        return sum(m.role == "assistant" for m in messages)
-    return answers(context) >= answers([*previous.context, previous.completion])
+    """Whether ``context`` may continue ``previous``: it holds more assistant messages than that call's context (a
+    client may rewrite a reply's ids or split its parallel calls into messages of their own; a request holding fewer
+    answers than every call of a conversation sends the first prompt afresh: another one)."""
+    return sum(m.role == "assistant" for m in context) > sum(m.role == "assistant" for m in previous.context)
 
 
 def _share_prefix(previous: list[Message], context: list[Message]) -> list[Message]:

@@ -347,7 +347,9 @@ def sniff(head: str, filename: str) -> bool:
         value = _as_read(_reading.loads(head))
     except ValueError:  # a pretty-printed document cut by the head
         text = head.replace('\\"', '"')  # messages in a JSON string (a recorded request body) too
-        return cache_head(head) or _update_events.HEAD_MARK.search(head) is not None or ('"role"' in text or '"from"' in text or _CLASS_ROLE.search(text) is not None) \
+        if cache_head(head) or _update_events.HEAD_MARK.search(head) is not None:
+            return True
+        return ('"role"' in text or '"from"' in text or _CLASS_ROLE.search(text) is not None) \
             and ('"content"' in text or '"value"' in text)  # roles as message classes (AutoGen, LangChain) too
     items = value if isinstance(value, list) else [value]
     if _update_events.is_update_stream(items[:_shapes.SAMPLE]):
