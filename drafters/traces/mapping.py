@@ -71,6 +71,7 @@ from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import (
     join_turns,
     link_lone_results,
+    resent_version,
     split_at_results,
     warn_joined,
     whole_prompts,
@@ -414,7 +415,7 @@ class Mapping:
         source, problems = reading.source, reading.problems
         missing_before = reading.missing
         handoff: tuple[int, str, Any] | None = None  # (messages kept, path, step id) of a context handoff
-        skipped = 0
+        skipped = resent = 0
         for i, raw in enumerate(msgs):
             at = f"{where}[{i}]"
             if not isinstance(raw, dict):
@@ -445,7 +446,10 @@ class Mapping:
                 handoff = (len(messages) + (role == "assistant"), at, raw.get("step_id"))
             if role == "assistant" and messages and messages[-1].role == "assistant" and \
                     response_id(raw) is not None and response_id(raw) == response_id(msgs[i - 1]):
-                messages[-1].parts.extend(message.parts)  # one response written as several records (one per block)
+                if resent_version(messages[-1].parts, message.parts):  # the response re-sent as it grew
+                    messages[-1].parts[:], resent = message.parts, resent + 1
+                else:
+                    messages[-1].parts.extend(message.parts)  # one response written as several records (one per block)
                 continue
             for m in [message, *self._observation(raw, message)]:
                 if m.role == "tool" and messages and messages[-1].role == "tool":
@@ -462,6 +466,7 @@ class Mapping:
             messages = cut_at_handoff(messages, handoff, reading.problems, reading.source)
         link_lone_results(messages, raws)
         turns = join_turns(messages, raws[:len(messages)], self.role, self.adjacent_answers)
+        turns = turns._replace(resent=turns.resent + resent)
         if turns.why is not None:
             problems.error("ambiguous_turns", f"{turns.why} (docs/traces.md, consecutive assistant messages)", source,
                            where)

@@ -102,6 +102,8 @@ CODES: dict[str, str] = {
     "readers know: the tool list would be lost",
     "update_events_folded": "an object-update event stream (OpenCode's server events) was read as each message's "
     "last version; the count of events folded",
+    "resent_versions_read_last": "assistant records re-sent the answer before them as it grew (a streamed reply "
+    "saved at each update): each read as that answer's last version, not joined to it; the count",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "
     "traces; given by name it is read",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "

@@ -143,3 +143,40 @@ def test_infer_mapping_writes_the_general_paths_reading_of_adjacent_answers():
              {"sid": "s", "role": "assistant", "content": "b"}]
     shape = _shapes.infer([(Source("generic", "f.jsonl", line=i), v) for i, v in enumerate(lines, 1)])
     assert shape.mapping.adjacent_answers == "join" and shape.mapping.to_dict()["adjacent_answers"] == "join"
+
+
+def test_an_answer_re_sent_as_it_grew_is_read_as_its_last_version(tmp_path):
+    """A chat app saving each update of a streamed reply writes the message again, grown: joining the copies would
+    repeat the text (the trial's "The capitalThe capital of France is..."). Each grown copy replaces the one before,
+    with a ``resent_versions_read_last`` warning; records of one id written block by block are still joined."""
+    lines = [{"session_id": "s", "id": "m1", "role": "user", "content": "Capital of France?"},
+             {"session_id": "s", "id": "m2", "role": "assistant", "content": "The capital"},
+             {"session_id": "s", "id": "m2", "role": "assistant", "content": "The capital of France is"},
+             {"session_id": "s", "id": "m2", "role": "assistant", "content": "The capital of France is Paris."},
+             {"session_id": "s", "id": "m3", "role": "user", "content": "And of Italy?"},
+             {"session_id": "s", "id": "m4", "role": "assistant", "content": "Rome."},
+             {"session_id": "s", "id": "m4", "role": "assistant", "content": " It has been since 1871."}]
+    path = tmp_path / "resent.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = ingest([path], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)
+    first, second = result.conversations[0].calls()
+    assert first.completion.text == "The capital of France is Paris."
+    assert second.completion.text == "Rome. It has been since 1871."  # two blocks, neither holding the other
+    (warning,) = [w for w in result.report.warnings if w.code == "resent_versions_read_last"]
+    assert warning.message.startswith("2 assistant record(s)")
+
+
+def test_re_sent_copies_under_a_join_mapping_and_as_stream_chunks_are_one_answer(tmp_path):
+    from drafters.traces.mapping_file import mapping_from_dict
+
+    grown = [{"role": "assistant", "text": "Paris"}, {"role": "assistant", "text": "Paris is the capital."}]
+    doc = _turns({"role": "user", "text": "q"}, *grown)
+    mapping = mapping_from_dict({"name": "t", "messages": "$.conversation.turns", "role": "role", "content": "text",
+                                 "roles": {"user": "user", "assistant": "assistant"}, "adjacent_answers": "join"})
+    for kwargs, flag in (({"mapping": mapping}, {}), ({}, {"partial": True}), ({}, {})):
+        doc = _turns({"role": "user", "text": "q"}, {**grown[0], **flag}, grown[1])
+        result = ingest([_write(tmp_path, doc)], scrub=False, **kwargs)
+        assert result.report.ok and totals(result.conversations) == (1, 1, 0), (kwargs, flag, codes(result))
+        assert next(result.conversations[0].calls()).completion.text == "Paris is the capital."
+        assert "resent_versions_read_last" in [w.code for w in result.report.warnings]

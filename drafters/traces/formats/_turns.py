@@ -14,6 +14,9 @@ chunks of a streamed reply (``partial: true``). The rule (docs/traces.md, "Conse
   Claude.ai exports) is the environment's, not the model's: the model's call ends before it, the results
   become a tool message, and what the message holds after them is a new call whose context includes the
   result (``split_at_results``; done first);
+- an assistant message re-sent as it grew (a chat app saving each update of a streamed reply: the later record
+  holds the earlier one's parts, its last text extended) is that message's last version wherever the two would be
+  joined (a chunk, ``join``): joining them would repeat the text (``resent_versions_read_last``);
 - two unflagged assistant messages with nothing between them are two calls when each carries evidence of
   a call of its own (``CALL_EVIDENCE``: a step, response or request id of its own, or its own token usage:
   ATIF agent steps); otherwise whether they are one call written in two records or two calls (the second
@@ -123,11 +126,13 @@ ADJACENT_ANSWERS = ("separate", "join", "refuse")
 
 class Turns(NamedTuple):
     """The assistant turns of one message list: ``messages`` as read; ``why`` the turns are not known (then
-    ``messages`` is meaningless), else None; ``joined``, how many adjacent answers were joined under ``join``."""
+    ``messages`` is meaningless), else None; ``joined``, how many adjacent answers were joined under ``join``;
+    ``resent``, how many records re-sent the answer before them and replaced it (``resent_version``)."""
 
     messages: list[Message]
     why: str | None
     joined: int = 0
+    resent: int = 0  # assistant records that re-sent the message before them, grown: read as its last version
 
 
 def join_turns(messages: list[Message], raws: list[Any], role_key: str, adjacent: str = "separate") -> Turns:
@@ -136,7 +141,7 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str, adjacent
     (``ADJACENT_ANSWERS``). ``raws`` parallels ``messages``: the raw message each was read from (None for one
     that is not: an observation)."""
     messages, raws = split_at_results(messages, raws)
-    joined = 0
+    joined = resent = 0
     kinds = [turn_kind(r, role_key) for r in raws]
     last_raw: Any = None
     out: list[Message] = []
@@ -150,6 +155,12 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str, adjacent
             continue
         parts = _as_reasoning(m) if kind == "thought" else list(m.parts)
         last = out[-1] if out else None
+        joining = last is not None and last.role == "assistant" and (
+            open_ is not None or kind is None and adjacent == "join" and not _own_calls(last_raw, raws[i]))
+        if joining and resent_version(last.parts, parts):
+            last.parts[:] = parts
+            last_raw, resent, open_ = raws[i], resent + 1, kind if kind in ("thought", "chunk") else None
+            continue
         if last is not None and last.role == "assistant" and open_ is not None:
             last.parts.extend(parts)
             last.model = last.model or m.model
@@ -178,12 +189,31 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str, adjacent
         open_ = kind if kind in ("thought", "chunk") else None
     if open_ == "thought":
         return Turns(out, f"message {len(messages) - 1} is flagged as a thought, and no answer of the model follows it")
-    return Turns(out, None, joined)
+    return Turns(out, None, joined, resent)
+
+
+def resent_version(old: list[Any], new: list[Any]) -> bool:
+    """Whether the parts ``new`` are the message of parts ``old`` re-sent as it grew: ``old``'s parts in order at the
+    head of ``new``, but that the last of them, a text or a thought, may be extended (a streamed reply saved at each
+    update). Block-by-block records (a thought, then the text, then a tool call) never begin with the block before
+    them, so joining is left to them."""
+    if not old or len(new) < len(old) or new[:len(old) - 1] != old[:-1]:
+        return False
+    last, grown = old[-1], new[len(old) - 1]
+    if last == grown:
+        return True
+    return type(last) is type(grown) and isinstance(last, (TextPart, ReasoningPart)) and bool(last.text.strip()) \
+        and grown.text.startswith(last.text)
 
 
 def warn_joined(turns: Turns, problems: ProblemSink, source: Source, where: str | None) -> None:
     """The ``adjacent_answers_joined`` warning for a reading that joined adjacent answers (none when it did not):
-    the count, and the mapping line that reads them as calls of their own instead."""
+    the count, and the mapping line that reads them as calls of their own instead; ``resent_versions_read_last``
+    for the records that re-sent an answer as it grew."""
+    if turns.resent:
+        problems.warning("resent_versions_read_last", f"{turns.resent} assistant record(s) re-sent the answer before "
+                         "them as it grew (its parts, its last text extended): each read as that answer's last version, "
+                         "not joined to it (docs/traces.md, consecutive assistant messages)", source, where)
     if turns.joined:
         problems.warning("adjacent_answers_joined", f"{turns.joined} pair(s) of assistant messages with nothing "
                          "between them and no call id or usage of their own were read as one call each; if each is "
