@@ -386,7 +386,8 @@ def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | Non
         return None
     all_messages = _content_messages(conv)
     lost: Counter[str] = Counter()
-    for m in all_messages:
+    first_lost: tuple[int, str] | None = None  # (message index, role): where to look in the file
+    for i, m in enumerate(all_messages):
         for p in m.parts:
             if tally is not None:
                 tally.parts += p.count if isinstance(p, UnsupportedPart) else 1
@@ -395,10 +396,12 @@ def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | Non
                     tally.unsupported += p.count
                 if p.lost:
                     lost[p.kind] += p.count
-    if lost:
+                    first_lost = first_lost or (i, m.role)
+    if lost and first_lost is not None:
         kinds = ", ".join(f"{k} x{n}" for k, n in sorted(lost.items()))
         report.error("unknown_content", f"{sum(lost.values())} content part(s) of a type the {src.format} reader "
-                     f"does not understand ({kinds}): their text, reasoning or tool calls would be lost", src)
+                     f"does not understand ({kinds}; the first in message {first_lost[0] + 1} of the conversation, the "
+                     f"{first_lost[1]}'s): their text, reasoning or tool calls would be lost", src)
         return None
     if not any(_has_content(p) for m in all_messages for p in m.parts):
         report.error("content_lost", "no message has any text, reasoning, tool call or tool result left", src)

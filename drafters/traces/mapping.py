@@ -178,8 +178,8 @@ class Mapping:
                         (("tools", self.tools), ("id", self.id), ("response", self.response),
                          *((f"prompt.{k}", v) for k, v in self.prompt.items())) if path]
         if self.records == "messages":
-            yield from message_records(self, records, filename, fmt, problems, lambda msgs, source: self._conversation(
-                {}, "$", msgs, Reading(source, problems, *reading_uses)))
+            yield from message_records(self, records, filename, fmt, problems, lambda msgs, source, sink: self._conversation(
+                {}, "$", msgs, Reading(source, sink, *reading_uses)))
         else:
             chains = CallChains(copies_guessed=self.label != "generic") if self.response else None
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers

@@ -7,7 +7,9 @@ are checked against the messages read (``formats/_events.py``). Torch-free.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from drafters.traces.formats._content import as_text
@@ -20,8 +22,9 @@ from drafters.traces.json_paths import jsonpath
 from drafters.traces.mapping_reading import ABSENT
 from drafters.traces.model import Conversation, Source
 
-#: Reads one conversation's raw messages (the mapping's own message reading), reported against its first source.
-ReadRun = Callable[[list, Source], "Conversation | None"]
+#: Reads one conversation's raw messages (the mapping's own message reading) as the list ``$``, reporting to the
+#: sink given, against the conversation's first source.
+ReadRun = Callable[[list, Source, ProblemSink], "Conversation | None"]
 
 
 def message_records(mapping: Any, records: Iterator[tuple[Source, Any]], filename: str, fmt: str,
@@ -29,7 +32,7 @@ def message_records(mapping: Any, records: Iterator[tuple[Source, Any]], filenam
     """The conversations of records one message each (see the module docstring), ``mapping`` the declared
     ``Mapping`` (its paths and roles; not imported: mapping.py calls this); ``records_not_messages`` counts the
     records holding none."""
-    current: tuple[Any, Source, list] | None = None  # (group value, first source, raw messages)
+    current: tuple[Any, Source, list, list] | None = None  # (group value, first source, raw messages, their sources)
     skipped, stem = 0, filename.rsplit("/", 1)[-1]
     events: list[tuple[str, Any, Source]] = []
     read: list[Any] = []  # the raw messages read, to check the events against
@@ -56,14 +59,15 @@ def message_records(mapping: Any, records: Iterator[tuple[Source, Any]], filenam
                 events.append((kind, raw, source))
                 continue
             if current is not None and key != current[0]:
-                yield from _run(current, stem, fmt, read_run)
+                yield from _run(current, stem, fmt, read_run, problems)
                 current = None
             if current is None:
-                current = (key, source, [])
+                current = (key, source, [], [])
             current[2].append(raw)
+            current[3].append(source)
             read.append(raw)
     if current is not None:
-        yield from _run(current, stem, fmt, read_run)
+        yield from _run(current, stem, fmt, read_run, problems)
     skipped += restated_events(events, read, problems)
     if skipped:
         problems.warning("records_not_messages", f"{skipped} record(s) hold no message at {mapping.messages} "
@@ -83,10 +87,40 @@ def _event_kind(mapping: Any, raw: Any) -> str | None:
     return event_kind(raw, value, mapping.content, mapping.tool_calls)
 
 
-def _run(run: tuple[Any, Source, list], stem: str, fmt: str, read_run: ReadRun) -> Iterator[Conversation]:
-    key, source, msgs = run
-    conv = read_run(msgs, source)
+def _run(run: tuple[Any, Source, list, list], stem: str, fmt: str, read_run: ReadRun,
+         problems: ProblemSink) -> Iterator[Conversation]:
+    key, source, msgs, sources = run
+    conv = read_run(msgs, source, AtRecordLines(problems, sources))
     if conv is not None:
         loc = source.line if source.line is not None else source.record
         conv.id = f"{fmt}:{stem}:{key if key is not None else loc}"
         yield conv
+
+
+_ITEM = re.compile(r"\$\[(\d+)\]")
+
+
+@dataclass
+class AtRecordLines:
+    """A problem sink placing a problem about message ``$[i]`` of a run at the record it was read from
+    (``sources[i]``: its line) and the rest of the field path (``$[4].content`` -> line 5, ``$.content``): the
+    run is read as one list, but the user's file holds each message on a line of its own."""
+
+    problems: ProblemSink
+    sources: list[Source]
+
+    def _at(self, message: str, source: Source, field: str | None) -> tuple[str, Source, str | None]:
+        m = _ITEM.match(field or "")
+        if m is None or int(m[1]) >= len(self.sources):
+            return message, source, field
+        at = f"${(field or '')[m.end():]}"
+        return message.replace(field or "", at), self.sources[int(m[1])], at if at != "$" else None
+
+    def error(self, code: str, message: str, source: Source, field: str | None = None) -> None:
+        self.problems.error(code, *self._at(message, source, field))
+
+    def warning(self, code: str, message: str, source: Source, field: str | None = None) -> None:
+        self.problems.warning(code, *self._at(message, source, field))
+
+    def __getattr__(self, name: str) -> Any:  # counters and the batch's references (ValidationReport's)
+        return getattr(self.problems, name)

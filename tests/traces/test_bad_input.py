@@ -57,3 +57,6 @@ def test_truncated_and_non_object_lines_are_coded_at_their_line(tmp_path):
     assert [w[1] for w in where] == [2, 3], where
     assert where[0][0] == "invalid_json"
     assert totals(result.conversations)[:2] == (2, 2)
+    # the message says what happened to the line and what to do about it
+    (bad,) = [p for p in result.report.errors if p.code == "invalid_json"]
+    assert "it is skipped and the rest of the file read (fix or remove it" in bad.message

@@ -218,3 +218,28 @@ def test_tool_definitions_the_readers_do_not_know_are_an_error(tmp_path):
     result = ingest([path], scrub=False, mapping=mapping_from_dict(mapping))
     assert result.report.ok, _codes(result.report)
     assert [t.name for t in result.conversations[0].tools] == ["get_weather"]
+
+
+def test_a_message_per_line_is_reported_at_its_line(tmp_path):
+    """``records: messages`` reads a run of lines as one list, but the user's file holds a message a line: a missing
+    key is placed at that line (line 5, ``$.txt``), not at the run's first line as ``$[4].txt``."""
+    lines = [{"s": "a", "who": "u", "txt": "hello"}, {"s": "a", "who": "a", "txt": "hi"},
+             {"s": "a", "who": "u", "txt": "how are you?"}, {"s": "a", "who": "a", "txt": "fine"},
+             {"s": "a", "who": "u", "body": "and you?"}, {"s": "a", "who": "a", "txt": "well"}]
+    path = tmp_path / "lines.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    mapping = mapping_from_dict({"name": "lines", "records": "messages", "messages": "$", "group": "$.s",
+                                 "role": "who", "roles": {"u": "user", "a": "assistant"}, "content": "txt"})
+    result = ingest([path], scrub=False, mapping=mapping)
+    (error,) = [e for e in result.report.errors if e.code == "mapping_field_missing"]
+    assert (error.line, error.field) == (5, "$.txt") and "($.txt)" in error.message
+
+
+def test_content_not_understood_names_the_message_holding_it(tmp_path):
+    path = tmp_path / "odd.jsonl"
+    rows = [{"role": "user", "content": "q1 about the weather"}, {"role": "assistant", "content": "sunny"},
+            {"role": "user", "content": {"weird": [1, 2]}}, {"role": "assistant", "content": "ok"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ingest([path], scrub=False)
+    (error,) = [e for e in result.report.errors if e.code == "unknown_content"]
+    assert "the first in message 3 of the conversation, the user's" in error.message

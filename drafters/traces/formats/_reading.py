@@ -35,6 +35,11 @@ def loads(text: str) -> Any:
         raise TooDeep(TooDeep.msg) from None
 
 
+#: What a bad record's message says to do: the rest is read, the record is not (an upload is kept as sent).
+SKIPPED = "; it is skipped and the rest of the file read (fix or remove it and upload the file again to read it)"
+WHOLE = " (the file is read as one document: fix it at that line and upload it again)"
+
+
 def bad_json_code(exc: ValueError) -> str:
     """The problem code of a decoding failure: ``too_deep`` or ``invalid_json``."""
     return "too_deep" if isinstance(exc, TooDeep) else "invalid_json"
@@ -124,7 +129,7 @@ def iter_json_lines(
         try:
             value = loads(line)
         except ValueError as exc:
-            problems.error(bad_json_code(exc), f"line is not valid JSON: {_why(exc, False)}",
+            problems.error(bad_json_code(exc), f"line is not valid JSON: {_why(exc, False)}{SKIPPED}",
                            Source(fmt, filename, line=lineno))
             continue
         yield lineno, value
@@ -138,7 +143,7 @@ def load_json(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -
     try:
         doc = loads(text)
     except ValueError as exc:
-        problems.error(bad_json_code(exc), f"file is not valid JSON: {_why(exc, True)}",
+        problems.error(bad_json_code(exc), f"file is not valid JSON: {_why(exc, True)}{WHOLE}",
                        Source(fmt, filename, line=getattr(exc, "lineno", None)))
         return None
     count(problems, "records", len(doc) if isinstance(doc, list) else 1)
@@ -191,7 +196,7 @@ def load_json_or_lines(
                 yield Source(fmt, filename, line=line + lead), value
             return
         if first == "[" and not _later_lines_parse(text):
-            problems.error(bad_json_code(exc), f"file is not valid JSON: {_why(exc, True)}",
+            problems.error(bad_json_code(exc), f"file is not valid JSON: {_why(exc, True)}{WHOLE}",
                            Source(fmt, filename, line=(getattr(exc, "lineno", None) or 1) + lead))
             return
         yield from _split_lines(text, filename, problems, fmt, lead)  # JSONL whose first line is bad
@@ -245,7 +250,7 @@ def _split_lines(text: str, filename: str, problems: ProblemSink, fmt: str, lead
         try:
             yield Source(fmt, filename, line=lineno), loads(line)
         except ValueError as exc:
-            problems.error(bad_json_code(exc), f"line is not valid JSON: {_why(exc, False)}",
+            problems.error(bad_json_code(exc), f"line is not valid JSON: {_why(exc, False)}{SKIPPED}",
                            Source(fmt, filename, line=lineno))
 
 
@@ -312,7 +317,7 @@ def iter_values(
             if at_end and fill():
                 continue
             why = TooDeep.msg if deep else exc.msg.removesuffix(" starting at")  # position: the record's source
-            problems.error(bad_json_code(exc), f"not valid JSON: {why}",
+            problems.error(bad_json_code(exc), f"record is not valid JSON: {why}{SKIPPED}",
                            src(fmt, filename, line=line, record=f"$[{ordinal}]" if in_array else None))
             ordinal += 1
             # resynchronise at the next value indented like this record (a nested object of the
