@@ -9,6 +9,7 @@ scratch. Torch-free, standard library plus PyYAML.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 from itertools import islice
 
@@ -237,10 +238,15 @@ def _role_list(value: object, path: str, depth: int) -> tuple[str, str, str, lis
     return None
 
 
+#: A value that is no role and no text: a timestamp, a date, a number, a hex id or uuid.
+_STAMP = re.compile(r"[\d\s:.,/+\-TZ]+|[0-9a-fA-F-]{8,}")
+
+
 def _roles_and_text(items: list[dict]) -> tuple[str, str, list[str]] | None:
     if len(items) < 2:
         return None
     shared = set.intersection(*({k for k, v in i.items() if isinstance(v, str)} for i in items))
+    shared = {k for k in shared if not all(_STAMP.fullmatch(i[k].strip()) for i in items)}  # a createdAt, an id
     roles = [k for k in shared if 2 <= len({i[k] for i in items}) <= min(MAX_ROLE_VALUES, len(items) - 1)
              and all(len(i[k]) <= 40 for i in items)]  # a value repeats: a role, not an id
     if not roles:

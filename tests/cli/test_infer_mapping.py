@@ -85,6 +85,22 @@ def test_roles_nobody_spells_get_a_skeleton_to_complete(tmp_path):
     assert report["ok"] and (report["counts"]["conversations"], report["counts"]["calls"]) == (2, 3)
 
 
+def test_a_skeleton_never_takes_a_timestamp_or_an_id_for_the_text(tmp_path):
+    """A new user's log of short replies: its ``at`` timestamps were the longest strings and became the skeleton's
+    text; values that are times, dates, numbers or ids are neither role nor text."""
+    log = [{"at": "2026-11-02T10:00:01Z", "who": "K", "msg": "hi, anyone there?"},
+           {"at": "2026-11-02T10:00:01Z", "who": "B", "msg": "hello! yes"},
+           {"at": "2026-11-02T10:00:09Z", "who": "K", "msg": "the price?"},
+           {"at": "2026-11-02T10:00:09Z", "who": "B", "msg": "12 EUR each"}]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"log": log}))
+    out = tmp_path / "chat.mapping.yaml"
+    r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
+    assert r.exit_code != 0 and "skeleton" in r.output, r.output
+    text = out.read_text()
+    assert "role: who" in text and "content: msg" in text, text
+
+
 def test_a_content_key_no_message_holds_is_named_with_the_keys_holding_text(tmp_path):
     """The one message key holding words is taken as the text, said in a comment (a new user's export, ``said``,
     had been written ``content: content`` beside a comment naming it); with two such keys, the comment names both and
