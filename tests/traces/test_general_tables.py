@@ -194,3 +194,37 @@ def test_turn_objects_of_a_user_text_and_its_reply(tmp_path):
     assert pair_turns({"qa": qa}) == {"qa": qa}
     runs = [{"user": "u42", "agent": "planner", "cost": 0.1}, {"user": "u43", "agent": "coder", "cost": 0.2}]
     assert pair_turns({"runs": runs}) == {"runs": runs}  # names, not a dialogue
+
+
+def test_pair_histories_in_a_top_level_array(tmp_path):
+    """A list of saved chats, each a Gradio tuple history: the sniffer read the array's items before rewriting them
+    (the file was ``unknown_format``, yet ``--format generic`` read it), on one line or pretty-printed."""
+    chats = [{"history": [["how do I reverse a list in python?", "Use reversed(x) or x[::-1]."],
+                          ["and sort it?", "sorted(x), or x.sort() in place."]]},
+             {"history": [["what is a tuple?", "An immutable sequence."]]}]
+    for i, text in enumerate((json.dumps(chats), json.dumps(chats, indent=2))):
+        path = tmp_path / f"chats{i}.json"
+        path.write_text(text)
+        result = ingest([path], scrub=False)
+        assert result.report.ok and totals(result.conversations) == (2, 3, 0), codes(result)
+
+
+def test_a_history_of_bare_texts_and_the_answer_beside(tmp_path):
+    """ZeroEval / WildBench results: ``chat_history`` the turns as bare texts (the user's first, alternating), the
+    model's answer a list of one text; read as messages. An even count (whose turn is the answer?), a second
+    prompt beside, or several answers are not guessed."""
+    rows = [{"session_id": "a", "chat_history": ["What is 2+2? Think step by step."], "model_input": "n/a",
+             "output": ["2+2 equals 4."], "generator": "m"},
+            {"session_id": "b", "chat_history": ["Name a prime.", "7 is prime.", "And an even one?"],
+             "output": ["2 is the only even prime."], "generator": "m"}]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(rows))
+    result = ingest([path], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (2, 3, 0), codes(result)
+    last = list(result.conversations[1].calls())[-1]
+    assert [m.role for m in last.context] == ["user", "assistant", "user"]
+    assert last.completion.text == "2 is the only even prime."
+    for bad in ({"chat_history": ["Name a prime.", "7 is prime."], "output": ["2"]},
+                {"chat_history": ["Name a prime."], "output": ["7", "11"]},
+                {"chat_history": ["Name a prime."], "prompt": "Name an even prime.", "output": ["2"]}):
+        assert pair_turns(bad) == bad, bad

@@ -16,7 +16,7 @@ def pair_turns(record: Any) -> Any:
     None, and at least one reply must be text; anything else is left as it is."""
     if not isinstance(record, dict):
         return record
-    chat = _history_chat(record)
+    chat = _history_chat(record) or _string_history_chat(record)
     if chat is not None:
         return chat
     return {k: _pair_messages(v) if is_pair_history(v) else _turn_messages(v) for k, v in record.items()}
@@ -90,6 +90,42 @@ def _history_chat(record: dict) -> dict | None:
                 {"role": "assistant", "content": record[answers[0]]}]
     rest = {k: v for k, v in record.items() if k not in ("history", "system", prompts[0], answers[0])}
     return {**rest, "messages": messages}
+
+
+#: Keys of a chat history kept as bare texts, the user's first, then alternating (ZeroEval's and WildBench's
+#: ``chat_history``); never ``messages`` or ``turns`` alone, whose string lists are as often steps or log lines.
+STRING_HISTORY_KEYS = ("chat_history", "history", "conversation_history", "dialog_history", "dialogue_history")
+
+
+def _string_history_chat(record: dict) -> dict | None:
+    """A record holding a chat history as bare texts (``STRING_HISTORY_KEYS``: user, assistant, user, ...: an odd
+    count, ending on the user's turn) and the model's answer to it beside, as text or a list of one text under one
+    of ``_TURN_ANSWER_KEYS`` (ZeroEval / WildBench results: ``{"chat_history": [prompt], "output": [answer]}``), as
+    ``{"messages": [...], ...other keys}``. None for any other record: an even count (whose turn the answer is, is
+    not known), a second prompt text beside (two prompts), or several answers."""
+    keys = [k for k in STRING_HISTORY_KEYS if isinstance(record.get(k), list) and record[k]]
+    if len(keys) != 1 or "messages" in record:
+        return None
+    history = record[keys[0]]
+    if len(history) % 2 == 0 or not all(isinstance(t, str) and t.strip() for t in history):
+        return None
+    answers = [k for k in _TURN_ANSWER_KEYS if _one_text(record.get(k))]
+    if len(answers) != 1 or any(isinstance(record.get(k), str) and len(record[k].split()) > 1
+                                for k in (*_TURN_PROMPT_KEYS, "input")):
+        return None
+    answer = record[answers[0]]
+    system = record.get("system")
+    head = [{"role": "system", "content": system}] if isinstance(system, str) and system.strip() else []
+    messages = [*head, *({"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(history)),
+                {"role": "assistant", "content": answer if isinstance(answer, str) else answer[0]}]
+    rest = {k: v for k, v in record.items() if k not in (keys[0], "system", answers[0])}
+    return {**rest, "messages": messages}
+
+
+def _one_text(value: Any) -> bool:
+    """Non-empty text, or a list of exactly one (an eval's samples, one drawn)."""
+    value = value[0] if isinstance(value, list) and len(value) == 1 else value
+    return isinstance(value, str) and bool(value.strip())
 
 
 def is_pair_history(value: Any) -> bool:

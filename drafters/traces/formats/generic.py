@@ -44,7 +44,7 @@ from drafters.traces.formats._embedded_json import embedded_records
 from drafters.traces.formats._entries import cache_head
 from drafters.traces.formats._model_messages import expanded_records
 from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
-from drafters.traces.formats._pair_turns import pair_turns
+from drafters.traces.formats._pair_turns import STRING_HISTORY_KEYS, pair_turns
 from drafters.traces.formats._record_shapes import covering
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
@@ -325,6 +325,10 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
 _CLASS_ROLE = re.compile(r'"type":\s*"(User|Assistant|System|Human|AI)Message"|"(Human|AI|System|Tool)Message"\s*\]')
 
 
+#: A chat history of bare texts (``_pair_turns.STRING_HISTORY_KEYS``) opening in a head cut short.
+_STRING_HISTORY = re.compile(r'"(?:%s)"\s*:\s*\[\s*"' % "|".join(STRING_HISTORY_KEYS))
+
+
 def sniff(head: str, filename: str) -> bool:
     """Any JSON or JSONL document whose first records have a shape ``_shapes.infer`` recognises."""
     start = head.lstrip()[:1]
@@ -336,7 +340,7 @@ def sniff(head: str, filename: str) -> bool:
     if _step_events.is_step_log(values) or _update_events.is_update_stream(values):
         return True
     if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
-        items = list(values[0])
+        items = [v for v in map(_as_read, values[0]) if v is not None]  # each read as a record (a pair history)
         if _update_events.is_update_stream(items[:_shapes.SAMPLE]):
             return True
         return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(items)])\
@@ -347,11 +351,11 @@ def sniff(head: str, filename: str) -> bool:
         value = _as_read(_reading.loads(head))
     except ValueError:  # a pretty-printed document cut by the head
         text = head.replace('\\"', '"')  # messages in a JSON string (a recorded request body) too
-        if cache_head(head) or _update_events.HEAD_MARK.search(head) is not None:
+        if cache_head(head) or _update_events.HEAD_MARK.search(head) is not None or _STRING_HISTORY.search(head):
             return True
         return ('"role"' in text or '"from"' in text or _CLASS_ROLE.search(text) is not None) \
             and ('"content"' in text or '"value"' in text)  # roles as message classes (AutoGen, LangChain) too
-    items = value if isinstance(value, list) else [value]
+    items = [v for v in map(_as_read, value) if v is not None] if isinstance(value, list) else [value]
     if _update_events.is_update_stream(items[:_shapes.SAMPLE]):
         return True
     return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]" if isinstance(value, list) else "$"), v)
