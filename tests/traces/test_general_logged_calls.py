@@ -368,3 +368,23 @@ def test_message_lists_keyed_by_name_under_results_beside_metadata(tmp_path):
     assert result.report.ok, codes(result)
     assert totals(result.conversations) == (2, 2, 0)
     assert [c.id.rsplit(":", 1)[-1] for c in result.conversations] == ["$.results.refund_case", "$.results.late_case"]
+
+
+def test_an_ollama_chat_request_with_its_reply_message_beside(tmp_path):
+    """Ollama's ``/api/chat`` logged as one object: the request's ``messages`` and the reply ``message`` beside them
+    (refused as ``no_assistant_message``: ``message`` was no output key); calls extending the last are chained. A
+    user's ``message`` beside a history is no reply."""
+    first = [{"role": "user", "content": "Why is the sky blue?"}]
+    reply = {"role": "assistant", "content": "Rayleigh scattering."}
+    second = [*first, reply, {"role": "user", "content": "And at sunset?"}]
+    lines = [{"model": "llama3", "messages": first, "message": reply, "done": True},
+             {"model": "llama3", "messages": second, "message": {"role": "assistant", "content": "Longer path."},
+              "done": True}]
+    path = tmp_path / "ollama.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = ingest([path], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)
+    assert [c.completion.text for c in result.conversations[0].calls()] == ["Rayleigh scattering.", "Longer path."]
+    path.write_text(json.dumps({"messages": second[:2], "message": {"role": "user", "content": "And at sunset?"}}))
+    result = ingest([path], scrub=False)
+    assert not any(c.completion.text == "And at sunset?" for conv in result.conversations for c in conv.calls())

@@ -401,7 +401,8 @@ def _output_paths(record: dict, path: str = "$", depth: int = 0) -> list[str]:
         return out
     for k, v in record.items():
         p = child_path(path, k)
-        if k in OUTPUT_KEYS or k in STREAM_KEYS or (k in ("choices", "candidates") and isinstance(v, list)):
+        if k in OUTPUT_KEYS or k in STREAM_KEYS or (k in ("choices", "candidates") and isinstance(v, list)) or \
+                k == "message" and isinstance(record.get("messages"), list):  # Ollama's chat reply beside its request
             hits = _assistant_at(v, p)
             if hits:
                 out += hits

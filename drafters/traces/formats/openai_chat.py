@@ -332,6 +332,9 @@ def _record_messages(value: Any) -> tuple[list[Any], Any, str | None, str | None
         return (value, None, None, None) if _looks_like_messages(value) else None
     if not isinstance(value, dict):
         return None
+    reply = value.get("message")
+    if isinstance(reply, dict) and reply.get("role") == "assistant":  # Ollama's reply beside its request: by shape
+        return None
     for key in ("messages", "conversations", "conversation"):
         msgs = value.get(key)
         if isinstance(msgs, list) and _looks_like_messages(msgs):
