@@ -17,6 +17,7 @@ from drafters.traces import io as tio
 from drafters.traces.formats import _exchanges, _shapes, _streams
 from drafters.traces.formats._documents import is_toml, is_yaml
 from drafters.traces.formats._model_messages import expanded_records
+from drafters.traces.formats._rendered_chats import rendered_messages
 from drafters.traces.formats._spellings import role_of
 from drafters.traces.formats._table_rows import is_table
 from drafters.traces.formats._wrapped_messages import serialized_messages
@@ -46,7 +47,8 @@ def infer_mapping(path: str | os.PathLike[str], name: str | None = None) -> _sha
         records = ((s, _exchanges.decoded_bodies(v)) for s, v in file_records(stream, str(path), problems, "generic",
                                                                               "each"))
         sample = list(islice(expanded_records(_streams.joined_records(records, problems, "generic")), _shapes.SAMPLE))
-    sample = [(source, serialized_messages(value)) for source, value in sample]  # as a mapping reads them
+    # as a mapping reads them (a text rendered by a chat template too: mapping.py reads it as its turns)
+    sample = [(source, rendered_messages(serialized_messages(value))) for source, value in sample]
     got = _shapes.infer(sample, label)
     if isinstance(got, _shapes.Ambiguous) and got.readings:
         best, *rest = got.readings

@@ -58,6 +58,7 @@ from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text
 from drafters.traces.formats._pair_turns import is_pair_history
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
+from drafters.traces.formats._rendered_chats import rendered_chat, rendered_turns
 from drafters.traces.formats._spellings import (
     block_parts,
     failed_turn,
@@ -245,9 +246,16 @@ class Mapping:
                                    source)
             return
         for where, msgs in found:
-            if self.response and isinstance(msgs, str) and msgs.strip() and not self.tree:
+            rendered = rendered_chat(msgs) if not self.tree else None
+            if rendered is not None and (self.response or not rendered.prompt):  # text with a template's tokens
+                reading.problems.warning("chat_template_read", f"the text at {where} is rendered by the "
+                                         f"{rendered.template} chat template: read as its {len(rendered.turns)} "
+                                         "turns", source, where)
                 conv: Conversation | None = Conversation(id="", source=source, tools=self._tools(record, reading),
-                                                         messages=self._prompt(record) + [Message("user", [TextPart(msgs)])])
+                                                         messages=self._prompt(record) + rendered_turns(rendered))
+            elif self.response and isinstance(msgs, str) and msgs.strip() and not self.tree:
+                conv = Conversation(id="", source=source, tools=self._tools(record, reading),
+                                    messages=self._prompt(record) + [Message("user", [TextPart(msgs)])])
             elif self.tree:
                 conv = self._tree_conversation(record, where, msgs, reading)
             elif not isinstance(msgs, list):

@@ -104,6 +104,8 @@ CODES: dict[str, str] = {
     "last version; the count of events folded",
     "resent_versions_read_last": "assistant records re-sent the answer before them as it grew (a streamed reply "
     "saved at each update): each read as that answer's last version, not joined to it; the count",
+    "chat_template_read": "a text rendered by a chat template (ChatML, Llama 3, Gemma, Phi-3, Zephyr, Mistral "
+    "[INST]) was read as its turns, the template's tokens left out",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "
     "traces; given by name it is read",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "

@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from drafters.traces.formats._record_shapes import holds_role_message, is_items
+from drafters.traces.formats._rendered_chats import rendered_chat
 from drafters.traces.formats._spellings import is_message, role_key, role_value, snake
 from drafters.traces.json_paths import child_path, jsonpath
 
@@ -114,6 +115,8 @@ def text_pair(record: dict) -> tuple[str, str] | None:
     ins, outs = _texts(record, TEXT_INPUT_KEYS), _texts(record, TEXT_OUTPUT_KEYS)
     if len(ins) == 1 and not outs:
         outs = sampled_answers(record)
+    if len(ins) == 1 and not outs and _rendered_prompt(record, ins[0]):  # llama.cpp's /completion: its ``content``
+        outs = _texts(record, RENDERED_OUTPUT_KEYS)
     if len(ins) == 1 and not outs and _generated(record.get("usage")) and isinstance(record.get("answer"), str) \
             and record["answer"].strip():  # the record's own token usage: its answer is what the model generated
         outs = ["$.answer"]
@@ -222,6 +225,16 @@ def _texts(record: dict, keys: tuple[str, ...]) -> list[str]:
         keys = keys + tuple(k for k in record if isinstance(k, str) and k not in keys and _worded(k, _PROMPT_WORDS))
     return [child_path("$", k) for k in keys if isinstance(record.get(k), str) and record[k].strip()
             and not _looks_encoded(record[k])]
+
+
+#: Beside a prompt rendered by a chat template (an LLM call beyond doubt), the keys of the model's answer.
+RENDERED_OUTPUT_KEYS = ("content", "text", "generated_text")
+
+
+def _rendered_prompt(record: dict, path: str) -> bool:
+    found = jsonpath(record, path)
+    rendered = rendered_chat(found[0][1]) if found else None
+    return rendered is not None and rendered.prompt
 
 
 def _generated(usage: Any) -> bool:

@@ -45,6 +45,7 @@ from drafters.traces.formats._entries import cache_head
 from drafters.traces.formats._model_messages import expanded_records
 from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
 from drafters.traces.formats._pair_turns import STRING_HISTORY_KEYS, pair_turns
+from drafters.traces.formats._rendered_chats import rendered_messages
 from drafters.traces.formats._record_shapes import covering
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
@@ -369,7 +370,7 @@ def _as_read(value: Any) -> Any:
     if value is None:
         return None
     value = untagged_variants(serialized_messages(_streams.joined_tree(named_speakers(value)[0])[0]))
-    return contents_shorthand(pair_turns(typed_calls(value)))
+    return rendered_messages(contents_shorthand(pair_turns(typed_calls(value))))
 
 
 def _is_message(value: Any) -> bool:
@@ -414,11 +415,15 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
         records, changed = _update_events.folded(records, filename, problems, NAME), [True]
     records = _streams.joined_records(((source, _exchanges.decoded_bodies(value)) for source, value in records),
                                       problems, NAME)
-    records = ((source, _rewritten(value, changed))
+    templated: list[bool] = []  # of the first records: whether a text rendered by a chat template was read as turns
+    records = ((source, _rewritten(value, changed, templated))
                for source, value in _named_records(expanded_records(_exchanges_kept(records, problems)),
                                                    filename, problems))
     sample = list(islice(records, _shapes.SAMPLE))
     note = REWRITTEN if any(changed) else ""  # the inferred mapping is then of the rewritten records
+    if any(templated):
+        problems.warning("chat_template_read", "texts rendered by a chat template (its special tokens between the "
+                         "turns) are read as their turns", Source(NAME, filename))
     if _step_events.is_step_log([v for _, v in sample]):  # model output logged as loop step events
         conv = _step_events.read(chain(sample, records), filename, problems)
         if conv is not None:
@@ -459,13 +464,16 @@ REWRITTEN = (" (of the records as the general path rewrites them: pair histories
              "messages; --mapping reads the file as written, so this mapping does not read it)")
 
 
-def _rewritten(value: Any, changed: list[bool]) -> Any:
-    """``value`` with its pair histories or turn objects, Gemini ``contents`` shorthand, typed calls and serialized
-    messages as messages; whether that changed it is appended to ``changed`` for the first records."""
+def _rewritten(value: Any, changed: list[bool], templated: list[bool]) -> Any:
+    """``value`` with its pair histories or turn objects, Gemini ``contents`` shorthand, typed calls, serialized
+    messages and texts rendered by a chat template as messages; for the first records, whether that changed it is
+    appended to ``changed`` (a template's text aside: a declared mapping reads it too) and to ``templated``."""
     new = contents_shorthand(pair_turns(typed_calls(serialized_messages(value))))
+    turns = rendered_messages(new)
     if len(changed) < _shapes.SAMPLE:
         changed.append(new != value)
-    return new
+        templated.append(turns != new)
+    return turns
 
 
 COPIED_KEYS = ("is_copied_context", "copied_context", "is_copied")

@@ -1,0 +1,99 @@
+"""Texts rendered by a chat template (issue 30; docs/traces.md, "Prompts rendered by a chat template"): a server's
+rendered prompt beside its answer, a fine-tuning row's ``text``, a transcript file. They were read as one user message
+holding the template's tokens (``ok``: a drafter trained on it would see the tokens rendered twice) or refused; now
+as their turns, and refused where the turns do not cover the text. Every text below is hand-written in the
+templates' published layouts (Qwen's ChatML, Llama 3's headers, Gemma's turns, Phi-3, Zephyr, Mistral's [INST]).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drafters.traces.formats._rendered_chats import rendered_chat
+from drafters.traces.ingest import ingest
+from drafters.traces.mapping_file import mapping_from_dict
+
+from .conftest import codes, totals
+
+SYSTEM, Q1, A1, Q2, A2 = "You are terse.", "Capital of France?", "Paris.", "And of Italy?", "Rome."
+CHATML = (f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>user\n{Q1}<|im_end|>\n<|im_start|>assistant\n{A1}"
+          f"<|im_end|>\n<|im_start|>user\n{Q2}<|im_end|>\n<|im_start|>assistant\n{A2}<|im_end|>\n")
+LLAMA3_PROMPT = (f"<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n{SYSTEM}<|eot_id|>"
+                 f"<|start_header_id|>user<|end_header_id|>\n\n{Q1}<|eot_id|>"
+                 "<|start_header_id|>assistant<|end_header_id|>\n\n")
+TEMPLATE_TOKENS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|eot_id|>")
+
+
+@pytest.mark.parametrize("text, template, turns, prompt", [
+    (CHATML, "chatml", ["system", "user", "assistant", "user", "assistant"], False),
+    (LLAMA3_PROMPT, "llama3", ["system", "user"], True),
+    (f"<bos><start_of_turn>user\n{Q1}<end_of_turn>\n<start_of_turn>model\n{A1}<end_of_turn>\n", "gemma",
+     ["user", "assistant"], False),
+    (f"<|system|>\n{SYSTEM}<|end|>\n<|user|>\n{Q1}<|end|>\n<|assistant|>\n", "phi3", ["system", "user"], True),
+    (f"<|user|>\n{Q1}</s>\n<|assistant|>\n{A1}</s>\n", "zephyr", ["user", "assistant"], False),
+    (f"<s>[INST] {Q1} [/INST] {A1}</s>[INST] {Q2} [/INST]", "mistral", ["user", "assistant", "user"], True),
+])
+def test_each_template_is_read_as_its_turns(text, template, turns, prompt):
+    found = rendered_chat(text)
+    assert found is not None and found.template == template and found.prompt is prompt
+    assert [role for role, _ in found.turns] == turns
+    assert found.turns[turns.index("user")][1] == Q1  # the text as written, no token left in it
+
+
+@pytest.mark.parametrize("text", [
+    f"Notes first. <|im_start|>user\n{Q1}<|im_end|>\n<|im_start|>assistant\n{A1}<|im_end|>",  # text outside the turns
+    f"<|im_start|>user\n{Q1}<|im_end|>\n<|im_start|>assistant\n{A1} and then it was cut",  # an answer cut short
+    f"<|im_start|>narrator\n{Q1}<|im_end|>\n<|im_start|>assistant\n{A1}<|im_end|>",  # a role no template knows
+    f"<|im_start|>system\n{SYSTEM}<|im_end|>\n<|im_start|>assistant\n",  # no user turn
+    "A plain sentence that mentions [INST] tags in passing, nothing more.",
+])
+def test_text_the_turns_do_not_cover_is_not_read_as_a_template(text):
+    assert rendered_chat(text) is None
+
+
+def test_fine_tuning_rows_of_rendered_text_and_a_mapping_naming_them(tmp_path):
+    path = tmp_path / "sft.jsonl"
+    path.write_text(json.dumps({"text": CHATML}) + "\n" + json.dumps({"text": CHATML.replace("France", "Spain")}) + "\n")
+    for kwargs in ({}, {"mapping": mapping_from_dict({"name": "sft", "messages": "$.text", "role": "role",
+                                                      "roles": {"user": "user", "assistant": "assistant",
+                                                                "system": "system"}, "content": "content"})}):
+        result = ingest([path], scrub=False, dedup=False, **kwargs)
+        assert result.report.ok and totals(result.conversations) == (2, 4, 0), (kwargs, codes(result))
+        last = list(result.conversations[0].calls())[-1]
+        assert [m.role for m in last.context] == ["system", "user", "assistant", "user"]
+        assert last.completion.text == A2 and last.context[1].text == Q1
+        assert "chat_template_read" in [w.code for w in result.report.warnings]
+    from drafters.traces.infer import infer_mapping
+
+    assert infer_mapping(path).mapping.messages == "$.text"  # infer-mapping writes the mapping that reads it
+
+
+def test_a_rendered_prompt_beside_its_answer(tmp_path):
+    """The prompt a server was sent, its answer beside it: ChatML with ``completion`` (read before as one user
+    message holding the tokens), llama.cpp's ``/completion`` log with ``content`` (refused before)."""
+    chatml_prompt = CHATML.split(f"{A1}<|im_end|>")[0]
+    rows = {"chatml.jsonl": {"prompt": chatml_prompt, "completion": A1},
+            "llamacpp.jsonl": {"prompt": LLAMA3_PROMPT, "content": A1, "tokens_predicted": 2, "model": "m.gguf"}}
+    for name, row in rows.items():
+        path = tmp_path / name
+        path.write_text(json.dumps(row) + "\n")
+        result = ingest([path], scrub=False)
+        assert result.report.ok and totals(result.conversations) == (1, 1, 0), (name, codes(result))
+        (call,) = result.conversations[0].calls()
+        assert [m.role for m in call.context] == ["system", "user"] and call.completion.text == A1
+        assert not any(t in m.text for m in call.context for t in TEMPLATE_TOKENS)
+
+
+def test_a_transcript_file_rendered_by_a_template(tmp_path):
+    cases = {"chat.txt": (CHATML, None), "prompt.txt": (LLAMA3_PROMPT, "no_assistant_message"),
+             "cut.txt": (CHATML + "<|im_start|>assistant\nAnd then", "unknown_format")}
+    for name, (text, code) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        result = ingest([path], scrub=False)
+        if code is None:
+            assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)
+        else:
+            assert not result.conversations and code in codes(result), (name, codes(result))
