@@ -32,22 +32,22 @@ class _Template(NamedTuple):
 
 
 _TEMPLATES = (
-    _Template("chatml", "<|im_start|>", re.compile(r"<\|im_start\|>(\w+)\n(.*?)<\|im_end\|>", re.S),
+    _Template("chatml", "<|im_start|>", re.compile(r"<\|im_start\|>(\w+)\n(.*?)<\|im_end\|>", re.DOTALL),
               re.compile(r"<\|im_start\|>assistant\n?\Z")),
     _Template("llama3", "<|start_header_id|>",
-              re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n\n(.*?)<\|eot_id\|>", re.S),
+              re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n\n(.*?)<\|eot_id\|>", re.DOTALL),
               re.compile(r"<\|start_header_id\|>assistant<\|end_header_id\|>(\n\n)?\Z")),
-    _Template("gemma", "<start_of_turn>", re.compile(r"<start_of_turn>(\w+)\n(.*?)<end_of_turn>", re.S),
+    _Template("gemma", "<start_of_turn>", re.compile(r"<start_of_turn>(\w+)\n(.*?)<end_of_turn>", re.DOTALL),
               re.compile(r"<start_of_turn>model\n?\Z")),
-    _Template("phi3", "<|end|>", re.compile(r"<\|(system|user|assistant)\|>\n?(.*?)<\|end\|>", re.S),
+    _Template("phi3", "<|end|>", re.compile(r"<\|(system|user|assistant)\|>\n?(.*?)<\|end\|>", re.DOTALL),
               re.compile(r"<\|assistant\|>\n?\Z")),
-    _Template("zephyr", "</s>", re.compile(r"<\|(system|user|assistant)\|>\n(.*?)</s>", re.S),
+    _Template("zephyr", "</s>", re.compile(r"<\|(system|user|assistant)\|>\n(.*?)</s>", re.DOTALL),
               re.compile(r"<\|assistant\|>\n?\Z")),
 )
 #: A user's turn opening in one of the templates: a text holding it is read by ``rendered_chat`` or refused.
 TEMPLATE_HEAD = re.compile(r"<\|im_start\|>user\n|<\|start_header_id\|>user<\|end_header_id\|>|<start_of_turn>user\n")
 _BEGIN = re.compile(r"\A\s*(?:<s>|<bos>|<\|begin_of_text\|>|<\|endoftext\|>|<\|startoftext\|>)?")
-_INST = re.compile(r"\[INST\](.*?)\[/INST\]", re.S)  # Mistral / Llama 2: the user's turn; the answer ends with </s>
+_INST = re.compile(r"\[INST\](.*?)\[/INST\]", re.DOTALL)  # Mistral / Llama 2: the user's turn; the answer ends with </s>
 
 
 class Rendered(NamedTuple):

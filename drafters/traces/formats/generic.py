@@ -45,8 +45,8 @@ from drafters.traces.formats._entries import cache_head
 from drafters.traces.formats._model_messages import expanded_records
 from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
 from drafters.traces.formats._pair_turns import STRING_HISTORY_KEYS, pair_turns
-from drafters.traces.formats._rendered_chats import rendered_messages
 from drafters.traces.formats._record_shapes import covering
+from drafters.traces.formats._rendered_chats import rendered_messages
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
@@ -327,7 +327,7 @@ _CLASS_ROLE = re.compile(r'"type":\s*"(User|Assistant|System|Human|AI)Message"|"
 
 
 #: A chat history of bare texts (``_pair_turns.STRING_HISTORY_KEYS``) opening in a head cut short.
-_STRING_HISTORY = re.compile(r'"(?:%s)"\s*:\s*\[\s*"' % "|".join(STRING_HISTORY_KEYS))
+_STRING_HISTORY = re.compile(r'"(?:' + "|".join(STRING_HISTORY_KEYS) + r')"\s*:\s*\[\s*"')
 
 
 def sniff(head: str, filename: str) -> bool:
