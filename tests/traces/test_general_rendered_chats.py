@@ -97,3 +97,21 @@ def test_a_transcript_file_rendered_by_a_template(tmp_path):
             assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)
         else:
             assert not result.conversations and code in codes(result), (name, codes(result))
+
+
+def test_qwen_tool_calls_and_responses_in_a_rendered_chat(tmp_path):
+    """Qwen 2.5's template: the call as ``<tool_call>`` JSON in the assistant's turn, the result as a user turn holding
+    only ``<tool_response>`` (the environment's output, read as the tool's result, not as the user's words)."""
+    text = ("<|im_start|>system\nYou can call get_weather.<|im_end|>\n<|im_start|>user\nWeather in Paris?<|im_end|>\n"
+            "<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
+            "</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n{\"temp\": 21}\n</tool_response><|im_end|>\n"
+            "<|im_start|>assistant\nIt is 21 degrees.<|im_end|>\n")
+    assert [r for r, _ in rendered_chat(text).turns] == ["system", "user", "assistant", "tool", "assistant"]
+    path = tmp_path / "qwen.jsonl"
+    path.write_text(json.dumps({"text": text}) + "\n")
+    result = ingest([path], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
+    first, second = result.conversations[0].calls()
+    assert [p.name for p in first.completion.tool_calls] == ["get_weather"]
+    assert [m.role for m in second.context][-1] == "tool" and second.context[-1].text == ""  # a result, not text
+    assert second.context[-1].parts[0].content == '{"temp": 21}'

@@ -123,7 +123,23 @@ def _inst_chat(text: str) -> Rendered | None:
     return _checked(Rendered("mistral", turns, prompt))
 
 
+#: A turn that is only tool results in Hermes / Qwen tags (Qwen 2.5 writes them as the user's turn): the tool's.
+_TOOL_RESPONSE = re.compile(r"\s*<tool_response>\n?(.*?)\n?</tool_response>\s*", re.DOTALL)
+
+
+def _tool_turns(turns: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    out = []
+    for role, text in turns:
+        blocks = list(_TOOL_RESPONSE.finditer(text)) if role in ("user", "tool") else []
+        if blocks and "".join(m.group(0) for m in blocks) == text:
+            out += [("tool", m.group(1)) for m in blocks]  # the environment's output, not the user's words
+        else:
+            out.append((role, text))
+    return out
+
+
 def _checked(found: Rendered) -> Rendered | None:
+    found = found._replace(turns=_tool_turns(found.turns))
     roles = [role for role, _ in found.turns]
     if "user" not in roles or not (found.prompt or roles[-1] == "assistant"):
         return None
