@@ -58,7 +58,12 @@ from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text
 from drafters.traces.formats._pair_turns import is_pair_history
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
-from drafters.traces.formats._rendered_chats import rendered_chat, rendered_turns
+from drafters.traces.formats._rendered_chats import (
+    holds_template_tokens,
+    rendered_chat,
+    rendered_turns,
+    without_end_token,
+)
 from drafters.traces.formats._spellings import (
     block_parts,
     failed_turn,
@@ -253,6 +258,12 @@ class Mapping:
                                          "turns", source, where)
                 conv: Conversation | None = Conversation(id="", source=source, tools=self._tools(record, reading),
                                                          messages=self._prompt(record) + rendered_turns(rendered))
+            elif isinstance(msgs, str) and holds_template_tokens(msgs) and not self.tree:
+                reading.problems.error("chat_template_not_read", f"the text at {where} holds a chat template's special "
+                                       "tokens but is not wholly turns of a template the readers know (docs/traces.md, "
+                                       "prompts rendered by a chat template): read as one message, its tokens would "
+                                       "be rendered twice; not read", source, where)
+                continue
             elif self.response and isinstance(msgs, str) and msgs.strip() and not self.tree:
                 conv = Conversation(id="", source=source, tools=self._tools(record, reading),
                                     messages=self._prompt(record) + [Message("user", [TextPart(msgs)])])
@@ -338,7 +349,7 @@ class Mapping:
             if isinstance(raw, dict):
                 parts += self._message(raw, "assistant", f"{where}[{i}]", reading).parts
             else:
-                parts += block_parts(raw)
+                parts += block_parts(without_end_token(raw) if isinstance(raw, str) else raw)
         model = next((m for m in (get(r, "model") for r in raws if isinstance(r, dict)) if isinstance(m, str)), None)
         pieces, _ = split_at_results([Message("assistant", parts, model=model)], [None])
         if not any(m.role == "assistant" for m in pieces):

@@ -106,6 +106,8 @@ CODES: dict[str, str] = {
     "saved at each update): each read as that answer's last version, not joined to it; the count",
     "chat_template_read": "a text rendered by a chat template (ChatML, Llama 3, Gemma, Phi-3, Zephyr, Mistral "
     "[INST]) was read as its turns, the template's tokens left out",
+    "chat_template_not_read": "a text holds a chat template's special tokens but is not wholly turns of a template "
+    "the readers know: not read (read as one message, its tokens would be rendered twice)",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "
     "traces; given by name it is read",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "

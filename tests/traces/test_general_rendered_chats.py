@@ -34,12 +34,28 @@ TEMPLATE_TOKENS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|eot_i
     (f"<|system|>\n{SYSTEM}<|end|>\n<|user|>\n{Q1}<|end|>\n<|assistant|>\n", "phi3", ["system", "user"], True),
     (f"<|user|>\n{Q1}</s>\n<|assistant|>\n{A1}</s>\n", "zephyr", ["user", "assistant"], False),
     (f"<s>[INST] {Q1} [/INST] {A1}</s>[INST] {Q2} [/INST]", "mistral", ["user", "assistant", "user"], True),
+    # variants servers and models write (found by a new user's trial)
+    (f"<|im_start|>user\n{Q1}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n", "chatml", ["user"], True),
+    (f"<|im_start|>user<|im_sep|>{Q1}<|im_end|><|im_start|>assistant<|im_sep|>", "chatml", ["user"], True),  # Phi-4
+    (f"<|start_header_id|>user<|end_header_id|>\n{Q1}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n",
+     "llama3", ["user"], True),
+    (f"<|start_header_id|>user<|end_header_id|>\n\n{Q1}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+     "<|python_tag|>search.call(q=1)<|eom_id|><|start_header_id|>ipython<|end_header_id|>\n\n{}<|eot_id|>"
+     "<|start_header_id|>assistant<|end_header_id|>\n\nDone.<|eot_id|>", "llama3", ["user", "assistant", "tool",
+                                                                              "assistant"], False),
+    (CHATML + "<|endoftext|>", "chatml", ["system", "user", "assistant", "user", "assistant"], False),
+    (f"<|im_start|>user\n{Q1} (not [INST] tags)<|im_end|>\n<|im_start|>assistant\n", "chatml", ["user"], True),
+    (f"<s>[INST] <<SYS>>\n{SYSTEM}\n<</SYS>>\n\n{Q1} [/INST] {A1}</s>", "mistral", ["system", "user", "assistant"],
+     False),
+    (f"<s>[INST] {Q1} [/INST] {A1} [INST] {Q2} [/INST] {A2}</s>", "mistral", ["user", "assistant"] * 2, False),
+    (f'<s>[INST] {Q1} [/INST][TOOL_CALLS] [{{"name": "f", "arguments": {{}}}}]</s>[TOOL_RESULTS] {{"content": "x"}}'
+     f"[/TOOL_RESULTS] {A1}</s>", "mistral", ["user", "assistant", "tool", "assistant"], False),
 ])
 def test_each_template_is_read_as_its_turns(text, template, turns, prompt):
     found = rendered_chat(text)
     assert found is not None and found.template == template and found.prompt is prompt
     assert [role for role, _ in found.turns] == turns
-    assert found.turns[turns.index("user")][1] == Q1  # the text as written, no token left in it
+    assert found.turns[turns.index("user")][1].startswith(Q1)  # the text as written, no token left in it
 
 
 @pytest.mark.parametrize("text", [
@@ -115,3 +131,19 @@ def test_qwen_tool_calls_and_responses_in_a_rendered_chat(tmp_path):
     assert [p.name for p in first.completion.tool_calls] == ["get_weather"]
     assert [m.role for m in second.context][-1] == "tool" and second.context[-1].text == ""  # a result, not text
     assert second.context[-1].parts[0].content == '{"temp": 21}'
+
+
+def test_a_rendered_prompt_no_template_reads_is_refused_and_an_end_token_is_not_the_answer(tmp_path):
+    """Template tokens never reach a message: a prompt ending inside a prefilled answer, or in DeepSeek's template
+    (not read), is ``chat_template_not_read`` (was one user message holding the tokens, ``ok``); an answer closed
+    by the template's end token (a server not skipping special tokens) is read without it."""
+    prompt = CHATML.split(f"{A1}<|im_end|>")[0]
+    rows = [{"prompt": prompt + "{", "completion": '"a": 1}'},
+            {"prompt": f"<｜begin▁of▁sentence｜>{SYSTEM}<｜User｜>{Q1}<｜Assistant｜>", "completion": A1}]
+    path = tmp_path / "refused.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ingest([path], scrub=False)
+    assert not result.conversations and codes(result) == ["chat_template_not_read"] * 2, codes(result)
+    path.write_text(json.dumps({"prompt": prompt, "completion": A1 + "<|im_end|>"}) + "\n")
+    (call,) = ingest([path], scrub=False).conversations[0].calls()
+    assert call.completion.text == A1

@@ -180,3 +180,24 @@ def test_re_sent_copies_under_a_join_mapping_and_as_stream_chunks_are_one_answer
         assert result.report.ok and totals(result.conversations) == (1, 1, 0), (kwargs, flag, codes(result))
         assert next(result.conversations[0].calls()).completion.text == "Paris is the capital."
         assert "resent_versions_read_last" in [w.code for w in result.report.warnings]
+
+
+def test_re_sent_versions_with_a_trimmed_space_or_a_tool_call_growing(tmp_path):
+    """A later save trims the trailing space (``"Hi there! "`` then ``"Hi there!"``); a tool call re-sent as its
+    arguments stream in (same id and name): each is the last version, not a second text or a second call."""
+    lines = [{"id": "u", "role": "user", "content": "Say hi, then list the disk."},
+             {"id": "a", "role": "assistant", "content": "Hi"}, {"id": "a", "role": "assistant", "content": "Hi there! "},
+             {"id": "a", "role": "assistant", "content": "Hi there!"},
+             {"id": "v", "role": "user", "content": "Now the disk."},
+             {"id": "b", "role": "assistant", "content": "Running df.", "tool_calls": [
+                 {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": '{"cmd": "d'}}]},
+             {"id": "b", "role": "assistant", "content": "Running df.", "tool_calls": [
+                 {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": '{"cmd": "df -h"}'}}]},
+             {"id": "t", "role": "tool", "tool_call_id": "c1", "content": "/dev/sda1 50%"}]
+    path = tmp_path / "saves.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = ingest([path], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
+    first, second = result.conversations[0].calls()
+    assert first.completion.text == "Hi there!"
+    assert second.completion.text == "Running df." and second.completion.tool_calls[0].arguments == {"cmd": "df -h"}

@@ -12,10 +12,11 @@ templates, an answer cut before its end token) is not read this way. Not a forma
 
 from __future__ import annotations
 
+import json
 import re
 from typing import NamedTuple
 
-from drafters.traces.model import Message, TextPart, ToolResultPart
+from drafters.traces.model import Message, TextPart, ToolCallPart, ToolResultPart
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "human": "user", "assistant": "assistant",
           "model": "assistant", "gpt": "assistant", "tool": "tool", "ipython": "tool", "function": "tool"}
@@ -31,12 +32,14 @@ class _Template(NamedTuple):
     opening: re.Pattern[str]
 
 
+_NO_THINK = r"(?:<think>\s*</think>\s*)?"  # Qwen 3's generation prompt with thinking off
 _TEMPLATES = (
-    _Template("chatml", "<|im_start|>", re.compile(r"<\|im_start\|>(\w+)\n(.*?)<\|im_end\|>", re.DOTALL),
-              re.compile(r"<\|im_start\|>assistant\n?\Z")),
-    _Template("llama3", "<|start_header_id|>",
-              re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n\n(.*?)<\|eot_id\|>", re.DOTALL),
-              re.compile(r"<\|start_header_id\|>assistant<\|end_header_id\|>(\n\n)?\Z")),
+    _Template("chatml", "<|im_start|>",  # and Phi-4's ``<|im_sep|>`` after the role
+              re.compile(r"<\|im_start\|>(\w+)(?:\n|<\|im_sep\|>)(.*?)<\|im_end\|>", re.DOTALL),
+              re.compile(r"<\|im_start\|>assistant(?:\n|<\|im_sep\|>)?" + _NO_THINK + r"\Z")),
+    _Template("llama3", "<|start_header_id|>",  # a turn ending a built-in tool's call: <|eom_id|> (Llama 3.1)
+              re.compile(r"<\|start_header_id\|>(\w+)<\|end_header_id\|>\n\n?(.*?)<\|(?:eot|eom)_id\|>", re.DOTALL),
+              re.compile(r"<\|start_header_id\|>assistant<\|end_header_id\|>\n{0,2}\Z")),
     _Template("gemma", "<start_of_turn>", re.compile(r"<start_of_turn>(\w+)\n(.*?)<end_of_turn>", re.DOTALL),
               re.compile(r"<start_of_turn>model\n?\Z")),
     _Template("phi3", "<|end|>", re.compile(r"<\|(system|user|assistant)\|>\n?(.*?)<\|end\|>", re.DOTALL),
@@ -44,10 +47,18 @@ _TEMPLATES = (
     _Template("zephyr", "</s>", re.compile(r"<\|(system|user|assistant)\|>\n(.*?)</s>", re.DOTALL),
               re.compile(r"<\|assistant\|>\n?\Z")),
 )
-#: A user's turn opening in one of the templates: a text holding it is read by ``rendered_chat`` or refused.
-TEMPLATE_HEAD = re.compile(r"<\|im_start\|>user\n|<\|start_header_id\|>user<\|end_header_id\|>|<start_of_turn>user\n")
+#: Special tokens of the templates (and of DeepSeek's, not read): a text holding one is turns of a template or
+#: refused, never read as one message holding them (``holds_template_tokens``).
+_TOKENS = re.compile(r"<\|im_start\|>|<\|im_end\|>|<\|start_header_id\|>|<\|eot_id\|>|<start_of_turn>|<end_of_turn>"
+                     r"|<\|im_sep\|>|<｜(?:User|Assistant)｜>|\[/INST\]|<\|(?:user|assistant)\|>\n")
+#: A user's turn opening in one of the templates: a text file holding it is read by ``rendered_chat`` or refused.
+TEMPLATE_HEAD = re.compile(r"<\|im_start\|>user(\n|<\|im_sep\|>)|<\|start_header_id\|>user<\|end_header_id\|>"
+                           r"|<start_of_turn>user\n")
 _BEGIN = re.compile(r"\A\s*(?:<s>|<bos>|<\|begin_of_text\|>|<\|endoftext\|>|<\|startoftext\|>)?")
-_INST = re.compile(r"\[INST\](.*?)\[/INST\]", re.DOTALL)  # Mistral / Llama 2: the user's turn; the answer ends with </s>
+_EOS = re.compile(r"\s*(?:<\|endoftext\|>|</s>|<eos>|<\|end_of_text\|>)?\s*\Z")  # after the last turn
+_INST = re.compile(r"\[INST\](.*?)\[/INST\]", re.DOTALL)  # Mistral / Llama 2: the user's turn
+_RESULTS = re.compile(r"\[TOOL_RESULTS\](.*?)\[/TOOL_RESULTS\]", re.DOTALL)  # Mistral's tool results
+_SYS = re.compile(r"\s*<<SYS>>\n?(.*?)\n?<</SYS>>\s*", re.DOTALL)  # Llama 2's system prompt in the first [INST]
 
 
 class Rendered(NamedTuple):
@@ -65,7 +76,7 @@ def rendered_chat(text: object) -> Rendered | None:
     turn, and an assistant turn or the open header, must be there."""
     if not isinstance(text, str) or len(text) < 20:
         return None
-    if "[INST]" in text:
+    if text[_BEGIN.match(text).end():].lstrip().startswith("[INST]"):  # type: ignore[union-attr]
         return _inst_chat(text)
     for template in _TEMPLATES:
         if template.mark not in text:
@@ -74,6 +85,23 @@ def rendered_chat(text: object) -> Rendered | None:
         if found is not None:
             return found
     return None
+
+
+#: A template's end-of-turn token closing an answer (a server that did not skip special tokens returns it).
+_END_TOKEN = re.compile(r"(?:<\|im_end\|>|<\|eot_id\|>|<end_of_turn>|<\|end\|>|</s>|<\|endoftext\|>"
+                        r"|<｜end▁of▁sentence｜>)\s*\Z")
+
+
+def without_end_token(answer: str) -> str:
+    """``answer`` without the end-of-turn token closing it, if any: the template's, not the model's text."""
+    m = _END_TOKEN.search(answer)
+    return answer[:m.start()] if m else answer
+
+
+def holds_template_tokens(text: object) -> bool:
+    """Whether ``text`` holds a chat template's special tokens (then, unless ``rendered_chat`` reads it, it is
+    refused: read as one message, its tokens would be rendered twice)."""
+    return isinstance(text, str) and _TOKENS.search(text) is not None
 
 
 def _turns(text: str, template: _Template) -> Rendered | None:
@@ -91,36 +119,68 @@ def _turns(text: str, template: _Template) -> Rendered | None:
         at = m.end()
     rest = text[at:].lstrip()
     prompt = bool(rest) and template.opening.match(rest) is not None
-    if rest and not prompt:
+    if not prompt and _EOS.fullmatch(rest) is None:
         return None  # text outside the turns, or an answer cut before its end token
     return _checked(Rendered(template.name, turns, prompt))
 
 
 def _inst_chat(text: str) -> Rendered | None:
     """``<s>[INST] user [/INST] answer</s>[INST] ... [/INST]``: the user's turns between the tags, each answer after
-    them up to ``</s>`` (the last one absent in a prompt). A system prompt written inside the first ``[INST]`` stays
-    in that user turn: the template does not mark it."""
+    them up to ``</s>`` or the next turn (the last one absent in a prompt); Mistral's ``[TOOL_RESULTS]`` turns; Llama
+    2's ``<<SYS>>`` block opening the first user turn is the system prompt (Mistral's template marks none: a system
+    prompt it wrote into the first turn stays there)."""
     turns: list[tuple[str, str]] = []
     at = _BEGIN.match(text).end()  # type: ignore[union-attr]
     prompt = False
     while at < len(text):
-        m = _INST.match(text, at + re.match(r"\s*", text[at:]).end())  # type: ignore[union-attr]
+        at += re.match(r"\s*(?:<s>)?\s*", text[at:]).end()  # type: ignore[union-attr]
+        if at >= len(text):
+            break
+        m = _INST.match(text, at) or _RESULTS.match(text, at)
         if m is None:
             return None
-        turns.append(("user", m.group(1).strip()))
-        end = text.find("</s>", m.end())
-        answer = text[m.end():end if end >= 0 else len(text)]
-        if end < 0:
-            if answer.strip():
-                return None  # an answer without its end token: cut, or text this reading does not know
+        if m.re is _INST:
+            sys = _SYS.match(m.group(1)) if not turns else None
+            turns += [("system", sys.group(1))] if sys else []
+            turns.append(("user", m.group(1)[sys.end() if sys else 0:].strip()))
+        else:
+            turns.append(("tool", _result_text(m.group(1).strip())))
+        nxt = [i for i in (text.find("</s>", m.end()), text.find("[INST]", m.end()), text.find("[TOOL_RESULTS]", m.end()))
+               if i >= 0]
+        end = min(nxt) if nxt else len(text)
+        answer = text[m.end():end].strip()
+        if not answer and end == len(text):
             prompt = True
             break
-        turns.append(("assistant", answer.strip()))
-        at = end + len("</s>")
-        if not text[at:].strip():
-            break
-        at = at + re.match(r"\s*(<s>)?", text[at:]).end()  # type: ignore[union-attr]
+        if not answer:
+            return None  # a turn with no answer before the next one
+        if end == len(text):
+            return None  # an answer without its end token: cut, or text this reading does not know
+        turns.append(("assistant", answer))
+        at = end + (len("</s>") if text.startswith("</s>", end) else 0)
     return _checked(Rendered("mistral", turns, prompt))
+
+
+def _result_text(body: str) -> str:
+    """A Mistral tool result's content (``{"content": ..., "call_id": ...}``), else the text as written."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return body
+    return value["content"] if isinstance(value, dict) and isinstance(value.get("content"), str) else body
+
+
+def mistral_calls(text: str) -> list[dict] | None:
+    """The tool calls of an answer written as Mistral's ``[TOOL_CALLS] [{"name", "arguments"}, ...]``, else None."""
+    if not text.startswith("[TOOL_CALLS]"):
+        return None
+    try:
+        calls = json.loads(text[len("[TOOL_CALLS]"):].strip())
+    except ValueError:
+        return None
+    ok = isinstance(calls, list) and calls and all(isinstance(c, dict) and isinstance(c.get("name"), str)
+                                                   and "arguments" in c for c in calls)
+    return calls if ok else None
 
 
 #: A turn that is only tool results in Hermes / Qwen tags (Qwen 2.5 writes them as the user's turn): the tool's.
@@ -162,11 +222,26 @@ def rendered_messages(record: object) -> object:
 
 
 def as_dicts(found: Rendered) -> list[dict]:
-    """The turns as ``{"role", "content"}`` messages."""
-    return [{"role": role, "content": text} for role, text in found.turns]
+    """The turns as ``{"role", "content"}`` messages (Mistral's ``[TOOL_CALLS]`` answer as ``tool_calls``)."""
+    out = []
+    for role, text in found.turns:
+        calls = mistral_calls(text) if role == "assistant" else None
+        out.append({"role": role, "content": text} if calls is None else {"role": role, "content": "", "tool_calls": [
+            {"id": c.get("id"), "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in calls]})
+    return out
 
 
 def rendered_turns(found: Rendered) -> list[Message]:
-    """The turns as messages: a tool's turn a result of no call id (the template writes none), the others text."""
-    return [Message("tool", [ToolResultPart(None, text)]) if role == "tool" else Message(role, [TextPart(text)])
-            for role, text in found.turns]  # type: ignore[arg-type]
+    """The turns as messages: a tool's turn a result of no call id (the template writes none), Mistral's
+    ``[TOOL_CALLS]`` answer its calls, the others text."""
+    out = []
+    for role, text in found.turns:
+        calls = mistral_calls(text) if role == "assistant" else None
+        if calls is not None:
+            out.append(Message("assistant", [ToolCallPart.from_raw(c.get("id"), c["name"], c["arguments"])
+                                             for c in calls]))
+        else:
+            out.append(Message("tool", [ToolResultPart(None, text)]) if role == "tool"
+                       else Message(role, [TextPart(text)]))  # type: ignore[arg-type]
+    return out
