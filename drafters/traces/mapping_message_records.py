@@ -1,8 +1,9 @@
 """A declared mapping's ``records: messages`` (docs/traces.md, the declared mapping): each record of the file holds
-one message, at the mapping's ``messages`` path; consecutive records with the same ``group`` value form one
-conversation. Records holding no message there (session metadata, usage events) are counted, not read; records
-whose role value the mapping does not name but that are events beside the messages (a stream chunk, a call's run)
-are checked against the messages read (``formats/_events.py``). Torch-free.
+one message, at the mapping's ``messages`` path; the records with the same ``group`` value form one conversation,
+in order (sessions interleaved in one log are told apart: ``sessions_interleaved``). Records holding no message
+there (session metadata, usage events) are counted, not read; records whose role value the mapping does not name
+but that are events beside the messages (a stream chunk, a call's run) are checked against the messages read
+(``formats/_events.py``). Torch-free.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ def message_records(mapping: Any, records: Iterator[tuple[Source, Any]], filenam
     """The conversations of records one message each (see the module docstring), ``mapping`` the declared
     ``Mapping`` (its paths and roles; not imported: mapping.py calls this); ``records_not_messages`` counts the
     records holding none."""
-    current: tuple[Any, Source, list, list] | None = None  # (group value, first source, raw messages, their sources)
+    # group value -> (group value, first source, raw messages, their sources), in order of first record: sessions
+    # interleaved in one log (a server's concurrent users) each read as one conversation
+    runs: dict[Any, tuple[Any, Source, list, list]] = {}
+    last_key, resumed = object(), 0
     skipped, stem = 0, filename.rsplit("/", 1)[-1]
     events: list[tuple[str, Any, Source]] = []
     read: list[Any] = []  # the raw messages read, to check the events against
@@ -58,16 +62,18 @@ def message_records(mapping: Any, records: Iterator[tuple[Source, Any]], filenam
             if kind is not None:  # an event beside the messages: a stream chunk, a call's run, metadata
                 events.append((kind, raw, source))
                 continue
-            if current is not None and key != current[0]:
-                yield from _run(current, stem, fmt, read_run, problems)
-                current = None
-            if current is None:
-                current = (key, source, [], [])
-            current[2].append(raw)
-            current[3].append(source)
+            resumed += key != last_key and key in runs
+            run = runs.setdefault(key, (key, source, [], []))
+            run[2].append(raw)
+            run[3].append(source)
             read.append(raw)
-    if current is not None:
-        yield from _run(current, stem, fmt, read_run, problems)
+            last_key = key
+    for run in runs.values():
+        yield from _run(run, stem, fmt, read_run, problems)
+    if resumed:
+        problems.warning("sessions_interleaved", f"{resumed} time(s) a session's records resume after another "
+                         f"session's ({mapping.group}): each session's messages are read in order as its "
+                         "conversation", Source(fmt, filename))
     skipped += restated_events(events, read, problems)
     if skipped:
         problems.warning("records_not_messages", f"{skipped} record(s) hold no message at {mapping.messages} "

@@ -108,6 +108,8 @@ CODES: dict[str, str] = {
     "[INST]) was read as its turns, the template's tokens left out",
     "chat_template_not_read": "a text holds a chat template's special tokens but is not wholly turns of a template "
     "the readers know: not read (read as one message, its tokens would be rendered twice)",
+    "sessions_interleaved": "a log of one message a record interleaves sessions (a group id resumes after "
+    "another's): each session's messages were read in order as its conversation; the count",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "
     "traces; given by name it is read",
     "format_fallthrough": "the most confident reader(s) declined the file and a later candidate read it (the "

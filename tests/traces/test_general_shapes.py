@@ -390,3 +390,25 @@ def test_tool_calls_in_a_messages_options_object_are_not_lost(tmp_path):
     got = ingest_json(tmp_path, doc)
     assert not got.conversations and codes(got) == ["content_not_mapped"]
     assert "options" in got.report.errors[0].message
+
+
+def test_sessions_interleaved_in_one_message_log(tmp_path):
+    """A server's log of one message a line, two users' sessions interleaved (``session_id``): each session is one
+    conversation in order (was ``no_assistant_message`` / ``no_llm_call``: only adjacent lines were grouped), for
+    the general path and for the mapping it infers, with a ``sessions_interleaved`` warning."""
+    lines = [{"session_id": "s1", "role": "user", "content": "Capital of France?"},
+             {"session_id": "s2", "role": "user", "content": "Capital of Italy?"},
+             {"session_id": "s1", "role": "assistant", "content": "Paris."},
+             {"session_id": "s2", "role": "assistant", "content": "Rome."},
+             {"session_id": "s1", "role": "user", "content": "And of Spain?"},
+             {"session_id": "s1", "role": "assistant", "content": "Madrid."}]
+    path = tmp_path / "server.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = ingest([path], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (2, 3, 0), codes(result)
+    by_id = {c.id.rsplit(":", 1)[-1]: [m.text for m in c.messages] for c in result.conversations}
+    assert by_id == {"s1": ["Capital of France?", "Paris.", "And of Spain?", "Madrid."],
+                     "s2": ["Capital of Italy?", "Rome."]}
+    (warning,) = [w for w in result.report.warnings if w.code == "sessions_interleaved"]
+    assert warning.message.startswith("3 time(s)")  # s1, s2 and s1 again, each after the other
+    assert inferred_mapping_totals(path, "message_lines", tmp_path) == (2, 3, 0)
