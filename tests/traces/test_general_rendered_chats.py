@@ -88,10 +88,13 @@ def test_fine_tuning_rows_of_rendered_text_and_a_mapping_naming_them(tmp_path):
 
 def test_a_rendered_prompt_beside_its_answer(tmp_path):
     """The prompt a server was sent, its answer beside it: ChatML with ``completion`` (read before as one user
-    message holding the tokens), llama.cpp's ``/completion`` log with ``content`` (refused before)."""
+    message holding the tokens), llama.cpp's ``/completion`` log with ``content``, TGI's ``inputs`` /
+    ``generated_text`` and a Completions response's ``choices[0].text`` beside the prompt (refused before)."""
     chatml_prompt = CHATML.split(f"{A1}<|im_end|>")[0]
     rows = {"chatml.jsonl": {"prompt": chatml_prompt, "completion": A1},
-            "llamacpp.jsonl": {"prompt": LLAMA3_PROMPT, "content": A1, "tokens_predicted": 2, "model": "m.gguf"}}
+            "llamacpp.jsonl": {"prompt": LLAMA3_PROMPT, "content": A1, "tokens_predicted": 2, "model": "m.gguf"},
+            "tgi.jsonl": {"inputs": chatml_prompt, "parameters": {"max_new_tokens": 9}, "generated_text": A1},
+            "vllm.jsonl": {"model": "m", "prompt": LLAMA3_PROMPT, "choices": [{"index": 0, "text": A1}]}}
     for name, row in rows.items():
         path = tmp_path / name
         path.write_text(json.dumps(row) + "\n")

@@ -26,10 +26,10 @@ OUTPUT_KEYS = ("outputs", "output", "response", "completion", "result", "generat
 INPUT_KEYS = ("inputs", "input", "request", "prompt", "input_messages", "model_input_messages", "messages",
               "contents", "query")  # contents: a Gemini request's turns; query: Azure AI evaluation's messages
 #: A call written as two texts: the prompt's keys, and the model's answer's (never ``answer``: an eval's reference).
-TEXT_INPUT_KEYS = ("instruction", "prompt", "question", "query", "input", "request")
+TEXT_INPUT_KEYS = ("instruction", "prompt", "question", "query", "input", "request", "inputs")  # inputs: TGI's
 #: Keys of a recorded stream's chunks beside the request (an HTTP recorder's): once joined (``_streams``), the output.
 STREAM_KEYS = ("chunks", "stream", "events")
-TEXT_OUTPUT_KEYS = ("output", "response", "completion", "generation")
+TEXT_OUTPUT_KEYS = ("output", "response", "completion", "generation", "generated_text")  # generated_text: TGI's
 
 
 def message_lists(value: Any, path: str = "$", depth: int = 0, need_assistant: bool = True) -> list[tuple[str, list]]:
@@ -117,6 +117,8 @@ def text_pair(record: dict) -> tuple[str, str] | None:
         outs = sampled_answers(record)
     if len(ins) == 1 and not outs and _rendered_prompt(record, ins[0]):  # llama.cpp's /completion: its ``content``
         outs = _texts(record, RENDERED_OUTPUT_KEYS)
+    if len(ins) == 1 and not outs:  # a completions response beside its prompt (vLLM's ``choices: [{text}]``)
+        outs = _completion_choice(record)
     if len(ins) == 1 and not outs and _generated(record.get("usage")) and isinstance(record.get("answer"), str) \
             and record["answer"].strip():  # the record's own token usage: its answer is what the model generated
         outs = ["$.answer"]
@@ -229,6 +231,14 @@ def _texts(record: dict, keys: tuple[str, ...]) -> list[str]:
 
 #: Beside a prompt rendered by a chat template (an LLM call beyond doubt), the keys of the model's answer.
 RENDERED_OUTPUT_KEYS = ("content", "text", "generated_text")
+
+
+def _completion_choice(record: dict) -> list[str]:
+    """``["$.choices[0].text"]`` for a Completions API response of one choice holding text, else []."""
+    choices = record.get("choices")
+    one = choices[0] if isinstance(choices, list) and len(choices) == 1 and isinstance(choices[0], dict) else {}
+    text = one.get("text")
+    return ["$.choices[0].text"] if isinstance(text, str) and text.strip() and "message" not in one else []
 
 
 def _rendered_prompt(record: dict, path: str) -> bool:
