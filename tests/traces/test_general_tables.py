@@ -75,7 +75,9 @@ def test_pair_histories():
                               {"role": "user", "content": "2+2?"}]
     assert got["spans"] == [["DATE", 3]]  # not text pairs: left as it is
     assert pair_turns({"labels": [["a", ""]]}) == {"labels": [["a", ""]]}  # no reply anywhere: not a history
-    assert pair_turns([["a", "b"]]) == [["a", "b"]]  # only a record's values are histories
+    assert pair_turns([["a", "b"]]) == {"messages": [{"role": "user", "content": "a"},  # a record that is one
+                                                     {"role": "assistant", "content": "b"}]}
+    assert pair_turns([["a", 1]]) == [["a", 1]]
 
 
 def test_a_cell_written_as_a_python_literal_is_that_value(tmp_path):
@@ -207,6 +209,14 @@ def test_pair_histories_in_a_top_level_array(tmp_path):
         path.write_text(text)
         result = ingest([path], scrub=False)
         assert result.report.ok and totals(result.conversations) == (2, 3, 0), codes(result)
+    # the histories themselves as the file's items, and a file that is one history (Gradio's saved as it is)
+    bare = [c["history"] for c in chats]
+    for i, (doc, want) in enumerate(((bare, (2, 3, 0)), (bare[0], (1, 2, 0)))):
+        for text in (json.dumps(doc), json.dumps(doc, indent=2)):
+            path = tmp_path / f"bare{i}.json"
+            path.write_text(text)
+            result = ingest([path], scrub=False)
+            assert result.report.ok and totals(result.conversations) == want, (i, codes(result))
 
 
 def test_a_history_of_bare_texts_and_the_answer_beside(tmp_path):

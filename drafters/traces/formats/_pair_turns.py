@@ -5,15 +5,20 @@ results), and fine-tuning rows of one turn after such a history, read as message
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import replace
+from itertools import chain, islice
 from typing import Any
 
 
 def pair_turns(record: Any) -> Any:
     """``record`` with each top-level value that is a chat history as ``[user, assistant]`` text pairs (Gradio's
     tuple-format chatbot history, ChatGLM's ``history``: ``[["Hi", "Hello!"], ["2+2?", "4"]]``) replaced by its
-    messages (``{"role", "content"}``; a pair whose reply is None or empty is a prompt not yet answered: the user
+    messages (``{"role", "content"}``; a record that is such a history, ``{"messages": [...]}``; a pair whose reply is None or empty is a prompt not yet answered: the user
     message alone). Every item must be a pair whose first item is non-empty text and whose second is text or
     None, and at least one reply must be text; anything else is left as it is."""
+    if isinstance(record, list) and is_pair_history(record):  # a record that is a history (a JSONL of them)
+        return {"messages": _pair_messages(record)}
     if not isinstance(record, dict):
         return record
     chat = _history_chat(record) or _string_history_chat(record)
@@ -154,3 +159,21 @@ def _pair_messages(pairs: list) -> list[dict]:
         if reply:
             out.append({"role": "assistant", "content": reply})
     return out
+
+
+def pair_documents(records: Iterator[tuple[Any, Any]]) -> Iterator[tuple[Any, Any]]:
+    """``records`` as read, but a document that is one pair history (Gradio's history saved as the file: its items,
+    ``$[i]``, are the pairs) as one record of it. Other records pass as they are."""
+    head = list(islice(records, 2))
+    if not head or not all(_is_pair(v) and getattr(s, "record", "") and s.record.startswith("$[") for s, v in head):
+        yield from chain(head, records)
+        return
+    items = list(chain(head, records))
+    if is_pair_history([v for _, v in items]):
+        yield replace(items[0][0], record="$"), [v for _, v in items]
+    else:
+        yield from items
+
+
+def _is_pair(value: Any) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(v is None or isinstance(v, str) for v in value)

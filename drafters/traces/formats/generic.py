@@ -44,7 +44,7 @@ from drafters.traces.formats._embedded_json import embedded_records
 from drafters.traces.formats._entries import cache_head
 from drafters.traces.formats._model_messages import expanded_records
 from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
-from drafters.traces.formats._pair_turns import STRING_HISTORY_KEYS, pair_turns
+from drafters.traces.formats._pair_turns import STRING_HISTORY_KEYS, pair_documents, pair_turns
 from drafters.traces.formats._record_shapes import covering
 from drafters.traces.formats._rendered_chats import rendered_messages
 from drafters.traces.formats._spellings import (
@@ -409,6 +409,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
     error are skipped (``_exchanges``); recorded streams are joined first, whatever the file's syntax (a YAML
     recording's SSE body as a JSON file's: ``_streams``)."""
     changed: list[bool] = []  # of the first records: whether these rewrites changed it
+    records = pair_documents(records)  # a file that is one Gradio history: one record
     head = list(islice(records, _shapes.SAMPLE))
     records = chain(head, records)
     if _update_events.is_update_stream(v for _, v in head):  # objects re-sent as they change: their last versions
