@@ -388,3 +388,22 @@ def test_an_ollama_chat_request_with_its_reply_message_beside(tmp_path):
     path.write_text(json.dumps({"messages": second[:2], "message": {"role": "user", "content": "And at sunset?"}}))
     result = ingest([path], scrub=False)
     assert not any(c.completion.text == "And at sunset?" for conv in result.conversations for c in conv.calls())
+
+
+def test_a_call_log_of_input_messages_and_an_output_message_is_not_responses_api(tmp_path):
+    """``{"input": [chat messages], "output": {assistant message}}`` (an agent's own call log): the Responses API
+    reader claimed it (its ``input`` may be messages) and read it ``partial``, dropping a tool call; a Responses
+    output is a list of items, so such a record is the general path's."""
+    first = [{"role": "system", "content": "You are a coding agent."}, {"role": "user", "content": "Fix utils.py"}]
+    call1 = {"role": "assistant", "content": "Reading it.", "tool_calls": [
+        {"id": "t1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "utils.py"}'}}]}
+    second = [*first, call1, {"role": "tool", "tool_call_id": "t1", "content": "def add(a, b): return a - b"}]
+    call2 = {"role": "assistant", "content": "A minus sign.", "tool_calls": [
+        {"id": "t2", "type": "function", "function": {"name": "write_file", "arguments": '{"path": "utils.py"}'}}]}
+    lines = [{"event": "llm_call", "step": 1, "input": first, "output": call1},
+             {"event": "llm_call", "step": 2, "input": second, "output": call2}]
+    path = tmp_path / "agent.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = ingest([path], scrub=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 2), codes(result)
+    assert {c.source.format for c in result.conversations} == {"generic"}

@@ -148,6 +148,8 @@ def response_to_message(body: dict[str, Any]) -> Message | None:
 
 def _is_record(item: dict[str, Any]) -> bool:
     body = item.get("request") if isinstance(item.get("request"), dict) else item
+    if isinstance(item.get("output"), dict) and "role" in item["output"]:
+        return False  # a chat message beside the input (an agent's call log), no Responses output's item list
     return "input" in body and ("model" in body or "instructions" in body or isinstance(body.get("input"), list))
 
 
