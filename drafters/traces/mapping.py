@@ -58,12 +58,7 @@ from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text
 from drafters.traces.formats._pair_turns import is_pair_history
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
-from drafters.traces.formats._rendered_chats import (
-    holds_template_tokens,
-    rendered_chat,
-    rendered_turns,
-    without_end_token,
-)
+from drafters.traces.formats._rendered_chats import rendered_text, without_end_token
 from drafters.traces.formats._spellings import (
     block_parts,
     failed_turn,
@@ -251,19 +246,12 @@ class Mapping:
                                    source)
             return
         for where, msgs in found:
-            rendered = rendered_chat(msgs) if not self.tree else None
-            if rendered is not None and (self.response or not rendered.prompt):  # text with a template's tokens
-                reading.problems.warning("chat_template_read", f"the text at {where} is rendered by the "
-                                         f"{rendered.template} chat template: read as its {len(rendered.turns)} "
-                                         "turns", source, where)
-                conv: Conversation | None = Conversation(id="", source=source, tools=self._tools(record, reading),
-                                                         messages=self._prompt(record) + rendered_turns(rendered))
-            elif isinstance(msgs, str) and holds_template_tokens(msgs) and not self.tree:
-                reading.problems.error("chat_template_not_read", f"the text at {where} holds a chat template's special "
-                                       "tokens but is not wholly turns of a template the readers know (docs/traces.md, "
-                                       "prompts rendered by a chat template): read as one message, its tokens would "
-                                       "be rendered twice; not read", source, where)
+            turns = rendered_text(msgs, where, bool(self.response), reading.problems, source) if not self.tree else None
+            if turns == []:  # template tokens, not read: reported
                 continue
+            if turns is not None:
+                conv: Conversation | None = Conversation(id="", source=source, tools=self._tools(record, reading),
+                                                         messages=self._prompt(record) + turns)
             elif self.response and isinstance(msgs, str) and msgs.strip() and not self.tree:
                 conv = Conversation(id="", source=source, tools=self._tools(record, reading),
                                     messages=self._prompt(record) + [Message("user", [TextPart(msgs)])])

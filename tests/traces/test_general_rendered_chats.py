@@ -150,3 +150,13 @@ def test_a_rendered_prompt_no_template_reads_is_refused_and_an_end_token_is_not_
     path.write_text(json.dumps({"prompt": prompt, "completion": A1 + "<|im_end|>"}) + "\n")
     (call,) = ingest([path], scrub=False).conversations[0].calls()
     assert call.completion.text == A1
+
+
+def test_a_mapping_reading_a_rendered_prompt_without_its_answer_says_so(tmp_path):
+    path = tmp_path / "prompts.jsonl"
+    path.write_text(json.dumps({"text": LLAMA3_PROMPT}) + "\n")
+    mapping = mapping_from_dict({"name": "p", "messages": "$.text", "role": "role", "content": "content",
+                                 "roles": {"user": "user", "assistant": "assistant"}})
+    result = ingest([path], scrub=False, mapping=mapping)
+    (error,) = result.report.errors
+    assert error.code == "no_assistant_message" and "response: PATH" in error.message and "llama3" in error.message

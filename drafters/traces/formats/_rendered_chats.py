@@ -16,7 +16,8 @@ import json
 import re
 from typing import NamedTuple
 
-from drafters.traces.model import Message, TextPart, ToolCallPart, ToolResultPart
+from drafters.traces.formats.base import ProblemSink
+from drafters.traces.model import Message, Source, TextPart, ToolCallPart, ToolResultPart
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "human": "user", "assistant": "assistant",
           "model": "assistant", "gpt": "assistant", "tool": "tool", "ipython": "tool", "function": "tool"}
@@ -245,3 +246,26 @@ def rendered_turns(found: Rendered) -> list[Message]:
             out.append(Message("tool", [ToolResultPart(None, text)]) if role == "tool"
                        else Message(role, [TextPart(text)]))  # type: ignore[arg-type]
     return out
+
+
+def rendered_text(text: object, where: str, answered: bool, problems: ProblemSink, source: Source) -> list[Message] | None:
+    """A declared mapping's messages found as text (``where``): the turns when a template rendered it (a prompt
+    only where the mapping declares where its answer is, ``answered``), reported ``chat_template_read``; ``[]``,
+    reported, when it is a prompt without a declared answer (``no_assistant_message``) or holds a template's tokens
+    that no template reads (``chat_template_not_read``); None for any other value (not a template's text)."""
+    found = rendered_chat(text)
+    if found is not None and (answered or not found.prompt):
+        problems.warning("chat_template_read", f"the text at {where} is rendered by the {found.template} chat "
+                         f"template: read as its {len(found.turns)} turns", source, where)
+        return rendered_turns(found)
+    if found is not None:
+        problems.error("no_assistant_message", f"the text at {where} is a prompt rendered by the {found.template} "
+                       "template, ending with the assistant's header: its answer is not read (declare where it is: "
+                       "response: PATH)", source, where)
+        return []
+    if holds_template_tokens(text):
+        problems.error("chat_template_not_read", f"the text at {where} holds a chat template's special tokens but is "
+                       "not wholly turns of a template the readers know (docs/traces.md, prompts rendered by a chat "
+                       "template): read as one message, its tokens would be rendered twice; not read", source, where)
+        return []
+    return None
