@@ -50,6 +50,8 @@ TEMPLATE_TOKENS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|eot_i
     (f"<s>[INST] {Q1} [/INST] {A1} [INST] {Q2} [/INST] {A2}</s>", "mistral", ["user", "assistant"] * 2, False),
     (f'<s>[INST] {Q1} [/INST][TOOL_CALLS] [{{"name": "f", "arguments": {{}}}}]</s>[TOOL_RESULTS] {{"content": "x"}}'
      f"[/TOOL_RESULTS] {A1}</s>", "mistral", ["user", "assistant", "tool", "assistant"], False),
+    (f"<｜begin▁of▁sentence｜>{SYSTEM}<｜User｜>{Q1}<｜Assistant｜>{A1}<｜end▁of▁sentence｜><｜User｜>{Q2}<｜Assistant｜>",
+     "deepseek", ["system", "user", "assistant", "user"], True),
 ])
 def test_each_template_is_read_as_its_turns(text, template, turns, prompt):
     found = rendered_chat(text)
@@ -137,12 +139,12 @@ def test_qwen_tool_calls_and_responses_in_a_rendered_chat(tmp_path):
 
 
 def test_a_rendered_prompt_no_template_reads_is_refused_and_an_end_token_is_not_the_answer(tmp_path):
-    """Template tokens never reach a message: a prompt ending inside a prefilled answer, or in DeepSeek's template
-    (not read), is ``chat_template_not_read`` (was one user message holding the tokens, ``ok``); an answer closed
+    """Template tokens never reach a message: a prompt ending inside a prefilled answer, or with DeepSeek R1's forced
+    ``<think>`` (the answer beside it would begin inside the thinking), is ``chat_template_not_read`` (was one user message holding the tokens, ``ok``); an answer closed
     by the template's end token (a server not skipping special tokens) is read without it."""
     prompt = CHATML.split(f"{A1}<|im_end|>")[0]
     rows = [{"prompt": prompt + "{", "completion": '"a": 1}'},
-            {"prompt": f"<｜begin▁of▁sentence｜>{SYSTEM}<｜User｜>{Q1}<｜Assistant｜>", "completion": A1}]
+            {"prompt": f"<｜begin▁of▁sentence｜>{SYSTEM}<｜User｜>{Q1}<｜Assistant｜><think>\n", "completion": A1}]
     path = tmp_path / "refused.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = ingest([path], scrub=False)

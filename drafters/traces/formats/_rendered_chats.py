@@ -1,8 +1,9 @@
 """Conversations kept as text rendered by a chat template: the prompt a server was sent (llama.cpp's ``/completion``
 ``prompt``, a completion API's log) or a fine-tuning row's ``text``, with the template's special tokens between the
 turns (ChatML ``<|im_start|>user ... <|im_end|>``, Llama 3 headers, Gemma turns, Phi-3 / Zephyr tags, Mistral
-``[INST]``). Read as a plain user message, such a text would be rendered again around its own tokens when a drafter
-is trained; read here as its messages (docs/traces.md, "Prompts rendered by a chat template").
+``[INST]``, DeepSeek's ``<｜User｜>``). Read as a plain user message, such a text would be rendered again around its
+own tokens when a drafter is trained; read here as its messages (docs/traces.md, "Prompts rendered by a chat
+template").
 
 The rule: the whole text, but for begin-of-text tokens and whitespace between turns, is turns of one template, each
 a known role; a prompt ends with the assistant's header and nothing after it (the generation prompt), a
@@ -48,7 +49,7 @@ _TEMPLATES = (
     _Template("zephyr", "</s>", re.compile(r"<\|(system|user|assistant)\|>\n(.*?)</s>", re.DOTALL),
               re.compile(r"<\|assistant\|>\n?\Z")),
 )
-#: Special tokens of the templates (and of DeepSeek's, not read): a text holding one is turns of a template or
+#: Special tokens of the templates: a text holding one is turns of a template or
 #: refused, never read as one message holding them (``holds_template_tokens``).
 _TOKENS = re.compile(r"<\|im_start\|>|<\|im_end\|>|<\|start_header_id\|>|<\|eot_id\|>|<start_of_turn>|<end_of_turn>"
                      r"|<\|im_sep\|>|<｜(?:User|Assistant)｜>|\[/INST\]|<\|(?:user|assistant)\|>\n")
@@ -79,6 +80,8 @@ def rendered_chat(text: object) -> Rendered | None:
         return None
     if text[_BEGIN.match(text).end():].lstrip().startswith("[INST]"):  # type: ignore[union-attr]
         return _inst_chat(text)
+    if _DS_USER in text:
+        return _deepseek_chat(text)
     for template in _TEMPLATES:
         if template.mark not in text:
             continue
@@ -160,6 +163,33 @@ def _inst_chat(text: str) -> Rendered | None:
         turns.append(("assistant", answer))
         at = end + (len("</s>") if text.startswith("</s>", end) else 0)
     return _checked(Rendered("mistral", turns, prompt))
+
+
+_DS_BEGIN, _DS_USER, _DS_ASSISTANT, _DS_END = ("<｜begin▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>",
+                                              "<｜end▁of▁sentence｜>")
+
+
+def _deepseek_chat(text: str) -> Rendered | None:
+    """DeepSeek V3 / R1: ``<｜begin▁of▁sentence｜>SYSTEM<｜User｜>q<｜Assistant｜>a<｜end▁of▁sentence｜><｜User｜>...``,
+    a prompt ending with ``<｜Assistant｜>`` (R1's forced ``<think>`` after it is not read: the answer beside it
+    would begin inside the thinking). Its tool-call tokens are not read either (the text is then refused)."""
+    body = text.strip().removeprefix(_DS_BEGIN)
+    if "<｜tool" in body:
+        return None
+    system, _, rest = body.partition(_DS_USER)
+    turns = [("system", system)] if system.strip() else []
+    chunks = rest.split(_DS_USER)
+    for i, chunk in enumerate(chunks):
+        question, sep, answer = chunk.partition(_DS_ASSISTANT)
+        if not sep:
+            return None
+        turns.append(("user", question))
+        if i == len(chunks) - 1 and not answer.strip():
+            return _checked(Rendered("deepseek", turns, True))
+        if not answer.rstrip().endswith(_DS_END) or _DS_END in answer.rstrip()[:-len(_DS_END)]:
+            return None  # an answer cut before its end, or text after it
+        turns.append(("assistant", answer.rstrip()[:-len(_DS_END)]))
+    return _checked(Rendered("deepseek", turns, False))
 
 
 def _result_text(body: str) -> str:
