@@ -39,17 +39,17 @@ TEMPLATE_TOKENS = ("<|im_start|>", "<|im_end|>", "<|start_header_id|>", "<|eot_i
     (f"<|im_start|>user<|im_sep|>{Q1}<|im_end|><|im_start|>assistant<|im_sep|>", "chatml", ["user"], True),  # Phi-4
     (f"<|start_header_id|>user<|end_header_id|>\n{Q1}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n",
      "llama3", ["user"], True),
-    (f"<|start_header_id|>user<|end_header_id|>\n\n{Q1}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
-     "<|python_tag|>search.call(q=1)<|eom_id|><|start_header_id|>ipython<|end_header_id|>\n\n{}<|eot_id|>"
-     "<|start_header_id|>assistant<|end_header_id|>\n\nDone.<|eot_id|>", "llama3", ["user", "assistant", "tool",
-                                                                              "assistant"], False),
+    ((f"<|start_header_id|>user<|end_header_id|>\n\n{Q1}<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+      "<|python_tag|>search.call(q=1)<|eom_id|><|start_header_id|>ipython<|end_header_id|>\n\n{}<|eot_id|>"
+      "<|start_header_id|>assistant<|end_header_id|>\n\nDone.<|eot_id|>"), "llama3",
+     ["user", "assistant", "tool", "assistant"], False),
     (CHATML + "<|endoftext|>", "chatml", ["system", "user", "assistant", "user", "assistant"], False),
     (f"<|im_start|>user\n{Q1} (not [INST] tags)<|im_end|>\n<|im_start|>assistant\n", "chatml", ["user"], True),
     (f"<s>[INST] <<SYS>>\n{SYSTEM}\n<</SYS>>\n\n{Q1} [/INST] {A1}</s>", "mistral", ["system", "user", "assistant"],
      False),
     (f"<s>[INST] {Q1} [/INST] {A1} [INST] {Q2} [/INST] {A2}</s>", "mistral", ["user", "assistant"] * 2, False),
-    (f'<s>[INST] {Q1} [/INST][TOOL_CALLS] [{{"name": "f", "arguments": {{}}}}]</s>[TOOL_RESULTS] {{"content": "x"}}'
-     f"[/TOOL_RESULTS] {A1}</s>", "mistral", ["user", "assistant", "tool", "assistant"], False),
+    ((f'<s>[INST] {Q1} [/INST][TOOL_CALLS] [{{"name": "f", "arguments": {{}}}}]</s>[TOOL_RESULTS] {{"content": "x"}}'
+      f"[/TOOL_RESULTS] {A1}</s>"), "mistral", ["user", "assistant", "tool", "assistant"], False),
     (f"<｜begin▁of▁sentence｜>{SYSTEM}<｜User｜>{Q1}<｜Assistant｜>{A1}<｜end▁of▁sentence｜><｜User｜>{Q2}<｜Assistant｜>",
      "deepseek", ["system", "user", "assistant", "user"], True),
 ])
