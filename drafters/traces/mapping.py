@@ -458,7 +458,7 @@ class Mapping:
                 else:
                     messages[-1].parts.extend(message.parts)  # one response written as several records (one per block)
                 continue
-            for m in [message, *self._observation(raw, message)]:
+            for m in [message, *self._observation(raw, message, at, reading)]:
                 if m.role == "tool" and messages and messages[-1].role == "tool":
                     messages[-1].parts.extend(m.parts)
                 else:
@@ -594,15 +594,20 @@ class Mapping:
             return Message("tool", parts)  # Anthropic-style: tool results are user-role content blocks
         return Message(role, thought + parts + calls)  # type: ignore[arg-type]
 
-    def _observation(self, raw: dict, message: Message) -> list[Message]:
+    def _observation(self, raw: dict, message: Message, at: str, reading: Reading) -> list[Message]:
         """An agent step's tool result (the ``observation`` key beside its calls) as the tool message after it: a
-        list holds one result per call, in order; anything else is the result of the step's (first) call."""
+        list holds one result per call, in order; anything else is the result of the step's (first) call. Objects
+        are read with the declared ``tool_result`` keys (``content`` required, ``id`` naming the call)."""
         if not self.observation or message.role != "assistant":
             return []
         value = get(raw, self.observation, ABSENT)
         if value is ABSENT or value is None:
             return []
         calls = message.tool_calls
+        items = value if isinstance(value, list) else [value]
+        if "content" in self.tool_result and items and all(isinstance(v, dict) for v in items):
+            return [Message("tool", [self._declared_result(item, calls, i, f"{at}.{self.observation}[{i}]", reading)
+                                     for i, item in enumerate(items)])]
         listed = result_list(value)
         if listed is not None:  # ATIF: {"results": [{"source_call_id", "content"}, ...]}
             if not calls:  # no call to answer: the environment's reply (a parser's complaint) is the next input
@@ -618,6 +623,16 @@ class Mapping:
         results = [ToolResultPart(calls[i].id if i < len(calls) else None, v if isinstance(v, str) else as_text(v),
                                   name=calls[i].name if i < len(calls) else None) for i, v in enumerate(values)]
         return [Message("tool", results)]
+
+    def _declared_result(self, item: dict, calls: list[ToolCallPart], i: int, at: str, reading: Reading
+                         ) -> ToolResultPart:
+        """One observation object read with the declared ``tool_result`` keys: its call by ``id``, else the i-th."""
+        content = reading.required(item, self.tool_result["content"], "tool_result.content", at)
+        rid = as_text(get(item, self.tool_result["id"])) if "id" in self.tool_result else None
+        call = next((c for c in calls if rid is not None and c.id == rid), calls[i] if rid is None and i < len(calls)
+                    else None)
+        text = content if isinstance(content, str) else "" if content is None else as_text(content)
+        return ToolResultPart(call.id if call else rid, text, name=call.name if call else None)
 
     def _reasoning(self, raw: dict) -> list[ReasoningPart]:
         """The assistant message's reasoning (the ``reasoning`` key's text), when the mapping declares it."""

@@ -15,6 +15,8 @@ from drafters.traces.ingest import ingest
 from drafters.traces.mapping_file import mapping_from_dict
 from drafters.traces.report import TraceError
 
+from .conftest import totals
+
 RECORDS = [
     {"conv": "c1", "log": [
         {"who": "u", "txt": "Is ticket 41 closed?"},
@@ -243,3 +245,23 @@ def test_content_not_understood_names_the_message_holding_it(tmp_path):
     result = ingest([path], scrub=False)
     (error,) = [e for e in result.report.errors if e.code == "unknown_content"]
     assert "the first in message 3 of the conversation, the user's" in error.message
+
+
+def test_observation_objects_are_read_with_the_declared_tool_result_keys(tmp_path):
+    """A step's ``observation`` holding result objects: the declared ``tool_result`` keys pick each result's text
+    and call (the whole object was read as the result's text, and a misspelt key was never checked)."""
+    steps = [{"who": "u", "txt": "Look up invoice 55 and 56."},
+             {"who": "a", "txt": "", "calls": [{"cid": 7, "fn": "invoice", "params": {"n": 55}},
+                                               {"cid": 8, "fn": "invoice", "params": {"n": 56}}],
+              "obs": [{"cid": 8, "out": "total 80.0", "ms": 30}, {"cid": 7, "out": "total 120.0", "ms": 31}]},
+             {"who": "a", "txt": "They total 120.00 and 80.00."}]
+    path = tmp_path / "steps.jsonl"
+    path.write_text(json.dumps({"conv": "c9", "log": steps}) + "\n")
+    declared = {**MAPPING, "observation": "obs", "tool_result": {"id": "cid", "content": "out"}}
+    result = ingest([path], scrub=False, mapping=mapping_from_dict(declared))
+    assert result.report.ok and totals(result.conversations) == (1, 2, 2), result.report.errors
+    results = list(result.conversations[0].calls())[1].context[-1].parts
+    assert [(r.call_id, r.content) for r in results] == [("8", "total 80.0"), ("7", "total 120.0")]
+    wrong = {**declared, "tool_result": {"id": "cid", "content": "outptu"}}
+    result = ingest([path], scrub=False, mapping=mapping_from_dict(wrong))
+    assert not result.conversations and {e.code for e in result.report.errors} == {"mapping_field_missing"}
