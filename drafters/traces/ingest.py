@@ -23,6 +23,7 @@ from typing import Any, Literal
 from drafters.traces import io as tio
 from drafters.traces.detect import candidate_formats, json_problem
 from drafters.traces.formats import get_format
+from drafters.traces.formats._rendered_chats import strip_turn_tokens
 from drafters.traces.formats.base import TraceFormat
 from drafters.traces.mapping import Mapping
 from drafters.traces.mapping_file import load_mapping
@@ -385,6 +386,11 @@ def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | Non
         report.error("empty_conversation", "conversation has no messages", src)
         return None
     all_messages = _content_messages(conv)
+    stripped = strip_turn_tokens(all_messages)
+    if stripped:
+        report.warning("template_tokens_stripped", f"{stripped} answer(s) held the chat template's own header or "
+                       "end-of-turn token (<|im_end|>, <|eot_id|>, ...: a server not skipping special tokens): read "
+                       "without them", src)
     lost: Counter[str] = Counter()
     first_lost: tuple[int, str] | None = None  # (message index, role): where to look in the file
     for i, m in enumerate(all_messages):

@@ -58,7 +58,7 @@ from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text
 from drafters.traces.formats._pair_turns import is_pair_history
 from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
-from drafters.traces.formats._rendered_chats import rendered_text, without_end_token
+from drafters.traces.formats._rendered_chats import rendered_text
 from drafters.traces.formats._spellings import (
     block_parts,
     failed_turn,
@@ -337,7 +337,7 @@ class Mapping:
             if isinstance(raw, dict):
                 parts += self._message(raw, "assistant", f"{where}[{i}]", reading).parts
             else:
-                parts += block_parts(without_end_token(raw) if isinstance(raw, str) else raw)
+                parts += block_parts(raw)
         model = next((m for m in (get(r, "model") for r in raws if isinstance(r, dict)) if isinstance(m, str)), None)
         pieces, _ = split_at_results([Message("assistant", parts, model=model)], [None])
         if not any(m.role == "assistant" for m in pieces):
@@ -604,10 +604,6 @@ class Mapping:
         if value is ABSENT or value is None:
             return []
         calls = message.tool_calls
-        items = value if isinstance(value, list) else [value]
-        if "content" in self.tool_result and items and all(isinstance(v, dict) for v in items):
-            return [Message("tool", [self._declared_result(item, calls, i, f"{at}.{self.observation}[{i}]", reading)
-                                     for i, item in enumerate(items)])]
         listed = result_list(value)
         if listed is not None:  # ATIF: {"results": [{"source_call_id", "content"}, ...]}
             if not calls:  # no call to answer: the environment's reply (a parser's complaint) is the next input
@@ -619,6 +615,10 @@ class Mapping:
                 call = by_id.get(rid) if rid is not None else calls[i] if i < len(calls) else None
                 results.append(ToolResultPart(call.id if call else rid, content, name=call.name if call else None))
             return [Message("tool", results)]
+        items = value if isinstance(value, list) else [value]
+        if "content" in self.tool_result and items and all(isinstance(v, dict) for v in items):
+            return [Message("tool", [self._declared_result(item, calls, i, f"{at}.{self.observation}[{i}]", reading)
+                                     for i, item in enumerate(items)])]
         values = value if isinstance(value, list) and len(value) == len(calls) > 1 else [value]
         results = [ToolResultPart(calls[i].id if i < len(calls) else None, v if isinstance(v, str) else as_text(v),
                                   name=calls[i].name if i < len(calls) else None) for i, v in enumerate(values)]

@@ -162,3 +162,21 @@ def test_a_mapping_reading_a_rendered_prompt_without_its_answer_says_so(tmp_path
     result = ingest([path], scrub=False, mapping=mapping)
     (error,) = result.report.errors
     assert error.code == "no_assistant_message" and "response: PATH" in error.message and "llama3" in error.message
+
+
+def test_a_templates_tokens_around_an_answer_are_dropped_by_every_reader(tmp_path):
+    """A server that does not skip special tokens returns them around the answer; in any file's assistant message
+    the template's opening header and closing end-of-turn token are the template's, not the model's text (a
+    ``template_tokens_stripped`` warning). ``</s>`` stays: HTML's strike-through ends with it."""
+    rows = [{"messages": [{"role": "user", "content": "Is 101 prime?"},
+                          {"role": "assistant", "content": "101 is a prime number.<|im_end|>"}]},
+            {"messages": [{"role": "user", "content": "Capital of Peru?"}, {"role": "assistant", "content":
+                          "<|start_header_id|>assistant<|end_header_id|>\n\nLima is the capital of Peru.<|eot_id|>"}]},
+            {"messages": [{"role": "user", "content": "Strike it"}, {"role": "assistant", "content": "<s>old</s>"}]}]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ingest([path], scrub=False)
+    assert result.report.ok, codes(result)
+    texts = [next(c.calls()).completion.text for c in result.conversations]
+    assert texts == ["101 is a prime number.", "Lima is the capital of Peru.", "<s>old</s>"]
+    assert [w.code for w in result.report.warnings].count("template_tokens_stripped") == 2

@@ -91,15 +91,27 @@ def rendered_chat(text: object) -> Rendered | None:
     return None
 
 
-#: A template's end-of-turn token closing an answer (a server that did not skip special tokens returns it).
-_END_TOKEN = re.compile(r"(?:<\|im_end\|>|<\|eot_id\|>|<end_of_turn>|<\|end\|>|</s>|<\|endoftext\|>"
-                        r"|<｜end▁of▁sentence｜>)\s*\Z")
+#: A template's end-of-turn token closing an answer, and its own header opening it (a server that did not skip
+#: special tokens returns them). Not ``</s>``: HTML's strike-through closes with it.
+_END_TOKEN = re.compile(r"(?:<\|im_end\|>|<\|eot_id\|>|<end_of_turn>|<\|end\|>|<\|endoftext\|>|<\|end_of_text\|>"
+                        r"|<｜end▁of▁sentence｜>)+\s*\Z")
+_HEADER = re.compile(r"\A(?:<\|im_start\|>assistant\n|<\|start_header_id\|>assistant<\|end_header_id\|>\n\n?"
+                     r"|<start_of_turn>model\n)")
 
 
-def without_end_token(answer: str) -> str:
-    """``answer`` without the end-of-turn token closing it, if any: the template's, not the model's text."""
-    m = _END_TOKEN.search(answer)
-    return answer[:m.start()] if m else answer
+def strip_turn_tokens(messages: list[Message]) -> int:
+    """In place: each assistant text without the template's header opening it and end token closing it (the
+    template's tokens, never the model's text). Returns how many texts changed."""
+    changed = 0
+    for m in messages:
+        texts = [p for p in m.parts if isinstance(p, TextPart)] if m.role == "assistant" else []
+        for part in texts[:1] + texts[-1:] if texts else []:
+            head = _HEADER.match(part.text) if part is texts[0] else None
+            end = _END_TOKEN.search(part.text) if part is texts[-1] else None
+            if head or end:
+                part.text = part.text[head.end() if head else 0:end.start() if end else len(part.text)]
+                changed += 1
+    return changed
 
 
 def holds_template_tokens(text: object) -> bool:
