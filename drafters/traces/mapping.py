@@ -563,7 +563,8 @@ class Mapping:
         tool message that answers it)."""
         calls_key = self.tool_calls if role == "assistant" else None  # calls are read on the assistant's only
         reading.unread_calls(raw, {str(k).split(".")[0] for k in (self.role, self.content, calls_key, self.reasoning,
-                                                                 self.observation, *self.tool_result.values()) if k},
+                                                                 self.observation, *self.tool_result.values(),
+                                                                 *self.tree.values()) if k},  # a tree's children
                              role, at)
         if role == "tool":
             key = self.tool_result.get("content", "content")

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from drafters.traces.formats._call_io import call_shaped
+from drafters.traces.formats._call_io import call_shaped, message_lists
 from drafters.traces.formats._content import function_declarations, tool_defs
 from drafters.traces.formats._record_shapes import holds_data
 from drafters.traces.formats._spellings import get
@@ -76,9 +76,18 @@ class Reading:
     def unread_calls(self, raw: dict, read: set[str], role: str, at: str) -> None:
         """Report tool calls a message keeps under a key outside ``read`` (``_call_io.call_shaped``; LobeChat keeps
         the call on the tool message that answers it): read without them they would be lost, so it is
-        ``content_not_mapped`` and counts as a missing key (the caller's conversation is dropped)."""
+        ``content_not_mapped`` and counts as a missing key (the caller's conversation is dropped). So is a conversation
+        of its own kept inside the message (a sub-agent's messages on the tool message answering its call)."""
         key = next((str(k) for k, v in raw.items() if str(k) not in read and v not in (None, [], {})
                     and call_shaped(v)), None)
+        nested = next((p for k, v in raw.items() if str(k) not in read and isinstance(v, (dict, list))
+                       for p, _ in message_lists(v, f"{at}.{k}")), None) if key is None else None
+        if nested is not None:  # a sub-agent's thread kept inside the message that answers its call
+            self.missing += 1
+            self.problems.error("content_not_mapped", f"the message keeps a conversation of its own at {nested} (a "
+                                "sub-agent's, say), which the mapping does not read: its calls would be lost",
+                                self.source, nested)
+            return
         if key is None:
             return
         self.missing += 1

@@ -412,3 +412,20 @@ def test_sessions_interleaved_in_one_message_log(tmp_path):
     (warning,) = [w for w in result.report.warnings if w.code == "sessions_interleaved"]
     assert warning.message.startswith("3 time(s)")  # s1, s2 and s1 again, each after the other
     assert inferred_mapping_totals(path, "message_lines", tmp_path) == (2, 3, 0)
+
+
+def test_a_sub_agents_thread_kept_inside_a_message_is_refused_not_dropped(tmp_path):
+    """An orchestrator's tool message keeps the sub-agent's own messages (``subagent.messages``): read `ok` by the
+    OpenAI chat reader and by the general path, its calls were silently lost; now ``content_not_mapped`` naming
+    where, by every reader tried (a tree's ``children``, which its mapping reads, are no such thread:
+    ``test_general_envelopes_trees.py``)."""
+    sub = [{"role": "user", "content": "Find the release year of Python 3.0."},
+           {"role": "assistant", "content": "2008 (December 3)."}]
+    doc = {"messages": [{"role": "user", "content": "When did Python 3 come out?"},
+                        {"role": "assistant", "content": None, "tool_calls": [{"id": "p1", "type": "function",
+                         "function": {"name": "research", "arguments": "{}"}}]},
+                        {"role": "tool", "tool_call_id": "p1", "content": "2008.", "subagent": {"messages": sub}},
+                        {"role": "assistant", "content": "Python 3 came out in 2008."}]}
+    result = ingest_json(tmp_path, doc)
+    assert not result.conversations and "content_not_mapped" in codes(result), codes(result)
+    assert any("$[2].subagent.messages" in e.message for e in result.report.errors)

@@ -21,6 +21,7 @@ from itertools import chain, islice
 from typing import IO, Any
 
 from drafters.traces.formats import _cassette, _content, _reading
+from drafters.traces.formats._call_io import message_lists
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._record_shapes import covering
 from drafters.traces.formats._spellings import args_not_read, tool_call
@@ -405,6 +406,12 @@ def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Ite
                            "its messages, which they do not hold: reading only one would lose the other", src, other)
             continue
         msgs, tools, model, rid = rec
+        nested = _nested_messages(msgs)
+        if nested is not None:  # a sub-agent's conversation kept inside a message: its calls would be lost
+            problems.error("content_not_mapped", f"a message holds a conversation of its own under {nested!r} (a "
+                           "sub-agent's, say), which this reader does not read: its calls would be lost (declare a "
+                           "mapping for them: docs/traces.md)", src, nested)
+            continue
         messages = _messages(item, msgs, model, src, problems)
         loc = f"{src.line}" if src.line is not None else (src.record or "$")
         yield Conversation(id=f"{NAME}:{stem}:{rid or loc}", source=src, tools=tools_from_openai(tools),
@@ -465,6 +472,18 @@ def _items(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[tu
             yield from ((Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(value))
         else:
             yield source, value
+
+
+def _nested_messages(msgs: list) -> str | None:
+    """The path (``$[i].KEY...``) of a message list with an assistant message kept inside one of ``msgs`` under a
+    key this reader does not read (a sub-agent's thread on the tool message answering its call), else None."""
+    for i, m in enumerate(msgs):
+        for key, value in (m.items() if isinstance(m, dict) else ()):
+            if key not in ("content", "tool_calls") and isinstance(value, (dict, list)):
+                found = message_lists(value, f"$[{i}].{key}")
+                if found:
+                    return found[0][0]
+    return None
 
 
 def _other_list(item: Any, msgs: list) -> str | None:
