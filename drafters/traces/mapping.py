@@ -80,9 +80,10 @@ from drafters.traces.formats._turns import (
 from drafters.traces.formats._wrapped_messages import serialized_messages
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
-from drafters.traces.handoff import cut_at_handoff, handed_off, result_list
+from drafters.traces.handoff import cut_at_handoff, handed_off
 from drafters.traces.json_paths import decoded, holder_of, jsonpath, root_key, unflatten
 from drafters.traces.mapping_message_records import message_records
+from drafters.traces.mapping_observation import observation_messages
 from drafters.traces.mapping_reading import ABSENT, PathUse, Reading, tools_at
 from drafters.traces.mapping_records import expanded, file_records
 from drafters.traces.mapping_tree import TreeBroken, TreeReading, tree_links, tree_nodes
@@ -458,7 +459,7 @@ class Mapping:
                 else:
                     messages[-1].parts.extend(message.parts)  # one response written as several records (one per block)
                 continue
-            for m in [message, *self._observation(raw, message, at, reading)]:
+            for m in [message, *observation_messages(self, raw, message, at, reading)]:
                 if m.role == "tool" and messages and messages[-1].role == "tool":
                     messages[-1].parts.extend(m.parts)
                 else:
@@ -594,46 +595,6 @@ class Mapping:
         if role == "user" and parts and all(isinstance(p, ToolResultPart) for p in parts):
             return Message("tool", parts)  # Anthropic-style: tool results are user-role content blocks
         return Message(role, thought + parts + calls)  # type: ignore[arg-type]
-
-    def _observation(self, raw: dict, message: Message, at: str, reading: Reading) -> list[Message]:
-        """An agent step's tool result (the ``observation`` key beside its calls) as the tool message after it: a
-        list holds one result per call, in order; anything else is the result of the step's (first) call. Objects
-        are read with the declared ``tool_result`` keys (``content`` required, ``id`` naming the call)."""
-        if not self.observation or message.role != "assistant":
-            return []
-        value = get(raw, self.observation, ABSENT)
-        if value is ABSENT or value is None:
-            return []
-        calls = message.tool_calls
-        listed = result_list(value)
-        if listed is not None:  # ATIF: {"results": [{"source_call_id", "content"}, ...]}
-            if not calls:  # no call to answer: the environment's reply (a parser's complaint) is the next input
-                text = "\n".join(c for _, c in listed if c)
-                return [Message("user", [TextPart(text)])] if text else []
-            by_id = {c.id: c for c in calls if c.id}
-            results = []
-            for i, (rid, content) in enumerate(listed):
-                call = by_id.get(rid) if rid is not None else calls[i] if i < len(calls) else None
-                results.append(ToolResultPart(call.id if call else rid, content, name=call.name if call else None))
-            return [Message("tool", results)]
-        items = value if isinstance(value, list) else [value]
-        if "content" in self.tool_result and items and all(isinstance(v, dict) for v in items):
-            return [Message("tool", [self._declared_result(item, calls, i, f"{at}.{self.observation}[{i}]", reading)
-                                     for i, item in enumerate(items)])]
-        values = value if isinstance(value, list) and len(value) == len(calls) > 1 else [value]
-        results = [ToolResultPart(calls[i].id if i < len(calls) else None, v if isinstance(v, str) else as_text(v),
-                                  name=calls[i].name if i < len(calls) else None) for i, v in enumerate(values)]
-        return [Message("tool", results)]
-
-    def _declared_result(self, item: dict, calls: list[ToolCallPart], i: int, at: str, reading: Reading
-                         ) -> ToolResultPart:
-        """One observation object read with the declared ``tool_result`` keys: its call by ``id``, else the i-th."""
-        content = reading.required(item, self.tool_result["content"], "tool_result.content", at)
-        rid = as_text(get(item, self.tool_result["id"])) if "id" in self.tool_result else None
-        call = next((c for c in calls if rid is not None and c.id == rid), calls[i] if rid is None and i < len(calls)
-                    else None)
-        text = content if isinstance(content, str) else "" if content is None else as_text(content)
-        return ToolResultPart(call.id if call else rid, text, name=call.name if call else None)
 
     def _reasoning(self, raw: dict) -> list[ReasoningPart]:
         """The assistant message's reasoning (the ``reasoning`` key's text), when the mapping declares it."""
