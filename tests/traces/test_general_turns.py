@@ -26,6 +26,12 @@ def _write(tmp_path, doc, name="doc.json"):
     return path
 
 
+def _ingest_lines(tmp_path, lines):
+    path = tmp_path / "lines.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return ingest([path], scrub=False)
+
+
 def _turns(*msgs):
     return {"conversation": {"turns": [dict(m) for m in msgs]}}
 
@@ -156,9 +162,7 @@ def test_an_answer_re_sent_as_it_grew_is_read_as_its_last_version(tmp_path):
              {"session_id": "s", "id": "m3", "role": "user", "content": "And of Italy?"},
              {"session_id": "s", "id": "m4", "role": "assistant", "content": "Rome."},
              {"session_id": "s", "id": "m4", "role": "assistant", "content": " It has been since 1871."}]
-    path = tmp_path / "resent.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    result = ingest([path], scrub=False)
+    result = _ingest_lines(tmp_path, lines)
     assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)
     first, second = result.conversations[0].calls()
     assert first.completion.text == "The capital of France is Paris."
@@ -194,9 +198,7 @@ def test_re_sent_versions_with_a_trimmed_space_or_a_tool_call_growing(tmp_path):
              {"id": "b", "role": "assistant", "content": "Running df.", "tool_calls": [
                  {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": '{"cmd": "df -h"}'}}]},
              {"id": "t", "role": "tool", "tool_call_id": "c1", "content": "/dev/sda1 50%"}]
-    path = tmp_path / "saves.jsonl"
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    result = ingest([path], scrub=False)
+    result = _ingest_lines(tmp_path, lines)
     assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
     first, second = result.conversations[0].calls()
     assert first.completion.text == "Hi there!"
