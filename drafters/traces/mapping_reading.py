@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from drafters.traces.formats._call_io import call_shaped, message_lists
+from drafters.traces.formats._call_io import call_shaped, nested_thread
 from drafters.traces.formats._content import function_declarations, tool_defs
 from drafters.traces.formats._record_shapes import holds_data
 from drafters.traces.formats._spellings import get
@@ -80,8 +80,7 @@ class Reading:
         of its own kept inside the message (a sub-agent's messages on the tool message answering its call)."""
         key = next((str(k) for k, v in raw.items() if str(k) not in read and v not in (None, [], {})
                     and call_shaped(v)), None)
-        nested = next((p for k, v in raw.items() if str(k) not in read and isinstance(v, (dict, list))
-                       for p, _ in message_lists(v, f"{at}.{k}")), None) if key is None else None
+        nested = nested_thread(raw, read, at) if key is None else None
         if nested is not None:  # a sub-agent's thread kept inside the message that answers its call
             self.missing += 1
             self.problems.error("content_not_mapped", f"the message keeps a conversation of its own at {nested} (a "

@@ -429,3 +429,8 @@ def test_a_sub_agents_thread_kept_inside_a_message_is_refused_not_dropped(tmp_pa
     result = ingest_json(tmp_path, doc)
     assert not result.conversations and "content_not_mapped" in codes(result), codes(result)
     assert any("$[2].subagent.messages" in e.message for e in result.report.errors)
+    # a copy of the context the answer was given in (PDL's model blocks: ``context``) is no thread of its own
+    msgs = [{"role": "user", "content": "Say hi."}, {"role": "assistant", "content": "Hi!", "context": [
+        {"role": "user", "content": "Say hi."}, {"role": "assistant", "content": "(an earlier try)"}]}]
+    result = ingest_json(tmp_path, {"messages": msgs}, name="copy.json")
+    assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)

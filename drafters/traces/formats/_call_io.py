@@ -32,6 +32,18 @@ STREAM_KEYS = ("chunks", "stream", "events")
 TEXT_OUTPUT_KEYS = ("output", "response", "completion", "generation", "generated_text")  # generated_text: TGI's
 
 
+#: Keys under which a message keeps a copy of the context it was answered in (PDL's model blocks: ``context``), not
+#: a conversation of its own (a sub-agent's thread: ``nested_thread``).
+CONTEXT_COPY_KEYS = frozenset({"context", "history", "chat_history", "input", "inputs", "prompt", "messages_before"})
+
+
+def nested_thread(message: dict, read: Any, at: str) -> str | None:
+    """The path of a conversation of its own kept inside ``message`` under a key outside ``read`` (a sub-agent's
+    messages on the tool message answering its call), else None; never a context copy (``CONTEXT_COPY_KEYS``)."""
+    return next((p for k, v in message.items() if k not in read and k not in CONTEXT_COPY_KEYS
+                 and isinstance(v, (dict, list)) for p, _ in message_lists(v, f"{at}.{k}")), None)
+
+
 def message_lists(value: Any, path: str = "$", depth: int = 0, need_assistant: bool = True) -> list[tuple[str, list]]:
     """Every list of messages in ``value`` (``(path, list)``; not looking inside a found list)."""
     if depth > 6:

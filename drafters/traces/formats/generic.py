@@ -38,7 +38,7 @@ from typing import IO, Any
 
 from drafters.traces.formats import _exchanges, _reading, _shapes, _step_events, _streams, _update_events
 from drafters.traces.formats._batches import history_in_text
-from drafters.traces.formats._call_io import call_free, message_lists
+from drafters.traces.formats._call_io import call_free, nested_thread
 from drafters.traces.formats._content import as_text, tool_defs
 from drafters.traces.formats._embedded_json import embedded_records
 from drafters.traces.formats._entries import cache_head
@@ -296,8 +296,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                            f"{', '.join(unread_args)}, which the general path does not read: declare them in a "
                            "mapping file (--mapping; tool_call: {arguments: KEY})", source, f"{found.path}[{i}]")
             return None
-        nested = next((p for key in unread if isinstance(raw.get(key), (dict, list))
-                       for p, _ in message_lists(raw[key], f"{found.path}[{i}].{key}")), None)
+        nested = nested_thread({k: raw[k] for k in unread if k in raw}, (), f"{found.path}[{i}]")
         if nested is not None:  # a sub-agent's thread kept inside the message answering its call
             problems.error("content_not_mapped", f"message {i} keeps a conversation of its own at {nested} (a "
                            "sub-agent's, say), which the general path does not read: its calls would be lost", source,

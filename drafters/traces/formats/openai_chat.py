@@ -21,7 +21,7 @@ from itertools import chain, islice
 from typing import IO, Any
 
 from drafters.traces.formats import _cassette, _content, _reading
-from drafters.traces.formats._call_io import message_lists
+from drafters.traces.formats._call_io import nested_thread
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._record_shapes import covering
 from drafters.traces.formats._spellings import args_not_read, tool_call
@@ -477,13 +477,8 @@ def _items(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[tu
 def _nested_messages(msgs: list) -> str | None:
     """The path (``$[i].KEY...``) of a message list with an assistant message kept inside one of ``msgs`` under a
     key this reader does not read (a sub-agent's thread on the tool message answering its call), else None."""
-    for i, m in enumerate(msgs):
-        for key, value in (m.items() if isinstance(m, dict) else ()):
-            if key not in ("content", "tool_calls") and isinstance(value, (dict, list)):
-                found = message_lists(value, f"$[{i}].{key}")
-                if found:
-                    return found[0][0]
-    return None
+    return next((p for i, m in enumerate(msgs) if isinstance(m, dict)
+                 for p in [nested_thread(m, ("content", "tool_calls"), f"$[{i}]")] if p), None)
 
 
 def _other_list(item: Any, msgs: list) -> str | None:
