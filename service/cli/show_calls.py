@@ -71,7 +71,8 @@ def _message(m: Any) -> dict[str, Any]:
     if m.tool_calls:
         out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.raw_arguments} for c in m.tool_calls]
     if m.tool_results:
-        out["tool_results"] = [{"id": r.call_id, "content": r.content} for r in m.tool_results]
+        out["tool_results"] = [{"id": r.call_id, "content": r.content, **({"is_error": True} if r.is_error else {})}
+                               for r in m.tool_results]
     return out
 
 
@@ -88,11 +89,11 @@ def _print(call: dict[str, Any], width: int) -> None:
 def _print_message(m: dict[str, Any], label: str, width: int) -> None:
     parts = [("reasoning", m.get("reasoning")), ("", m["text"])]
     parts += [("tool call", f"{c['name']} {c['arguments']}") for c in m.get("tool_calls", [])]
-    parts += [("tool result", r["content"]) for r in m.get("tool_results", [])]
+    parts += [("tool error" if r.get("is_error") else "tool result", r["content"]) for r in m.get("tool_results", [])]
     for kind, text in parts:
         if text:
-            # a tool message's result is "[tool result]", not "[tool tool result]"
-            head = f"[{kind}]" if label == "tool" and kind == "tool result" else f"[{label}{' ' + kind if kind else ''}]"
+            # a tool message's result is "[tool result]" (or "[tool error]"), not "[tool tool result]"
+            head = f"[{kind}]" if label == "tool" and kind.startswith("tool ") else f"[{label}{' ' + kind if kind else ''}]"
             console.print(f"  [cyan]{escape(head)}[/cyan] {escape(_cut(text, width))}", soft_wrap=True)
 
 

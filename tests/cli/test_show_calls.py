@@ -63,3 +63,20 @@ def test_show_calls_on_a_refused_file_exits_1_with_the_errors(tmp_path):
         {"role": "assistant", "content": "It is -3 C."}]}))
     r = CliRunner().invoke(app, ["datasets", "show-calls", str(chat), "--call", "1"])
     assert r.exit_code == 0 and "[tool result] -3 C" in r.stdout and "tool tool" not in r.stdout
+
+
+def test_show_calls_marks_a_failed_tool_result(tmp_path):
+    """A result flagged as an error (Anthropic's ``is_error``) is kept by the reading; show-calls said nothing of it,
+    so a new user took the flag for dropped."""
+    msgs = [{"role": "user", "content": "Read a.py"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {"p": "a.py"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "FileNotFoundError",
+                                          "is_error": True}]},
+            {"role": "assistant", "content": "a.py does not exist."}]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"messages": msgs}))
+    r = CliRunner().invoke(app, ["datasets", "show-calls", str(path)], env={"COLUMNS": "200"})
+    assert "  [tool error] FileNotFoundError" in r.output.splitlines(), r.output
+    out = json.loads(CliRunner().invoke(app, ["datasets", "show-calls", str(path), "--json"]).stdout)
+    assert out["calls"][1]["context"][-1]["tool_results"] == [{"id": "t1", "content": "FileNotFoundError",
+                                                               "is_error": True}]
