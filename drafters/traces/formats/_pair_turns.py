@@ -1,5 +1,5 @@
 """Chat histories kept as ``[user, assistant]`` text pairs (Gradio's tuple-format chatbot history, ChatGLM's
-``history``) or as turn objects (``[{"turn_idx": 1, "user": ..., "agent": ...}]``: a dialogue system's run
+``history``), as bare texts beside the answer (ZeroEval's ``chat_history``) or as turn objects (``[{"turn_idx": 1, "user": ..., "agent": ...}]``: a dialogue system's run
 results), and fine-tuning rows of one turn after such a history, read as messages by the general path
 (docs/traces.md, "Tables"). Not a format (no ``FORMAT``). Standard library only."""
 
@@ -14,9 +14,10 @@ from typing import Any
 def pair_turns(record: Any) -> Any:
     """``record`` with each top-level value that is a chat history as ``[user, assistant]`` text pairs (Gradio's
     tuple-format chatbot history, ChatGLM's ``history``: ``[["Hi", "Hello!"], ["2+2?", "4"]]``) replaced by its
-    messages (``{"role", "content"}``; a record that is such a history, ``{"messages": [...]}``; a pair whose reply is None or empty is a prompt not yet answered: the user
-    message alone). Every item must be a pair whose first item is non-empty text and whose second is text or
-    None, and at least one reply must be text; anything else is left as it is."""
+    messages (``{"role", "content"}``; a pair whose reply is None or empty is a prompt not yet answered: the user
+    message alone), and a record that is such a history as ``{"messages": [...]}``. Every item must be a pair whose
+    first item is non-empty text and whose second is text or None, and at least one reply must be text; anything
+    else is left as it is. A history of bare texts with its answer beside is read too (``_string_history_chat``)."""
     if isinstance(record, list) and is_pair_history(record):  # a record that is a history (a JSONL of them)
         return {"messages": _pair_messages(record)}
     if not isinstance(record, dict):
