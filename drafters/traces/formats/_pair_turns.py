@@ -1,7 +1,8 @@
 """Chat histories kept as ``[user, assistant]`` text pairs (Gradio's tuple-format chatbot history, ChatGLM's
-``history``), as bare texts beside the answer (ZeroEval's ``chat_history``) or as turn objects (``[{"turn_idx": 1, "user": ..., "agent": ...}]``: a dialogue system's run
-results), and fine-tuning rows of one turn after such a history, read as messages by the general path
-(docs/traces.md, "Tables"). Not a format (no ``FORMAT``). Standard library only."""
+``history``), as bare texts beside the answer (ZeroEval's ``chat_history``) or as turn objects (``[{"turn_idx": 1,
+"user": ..., "agent": ...}]``: a dialogue system's run results), and fine-tuning rows of one turn after such a
+history, read as messages by the general path (docs/traces.md, "Tables"). Not a format (no ``FORMAT``). Standard
+library only."""
 
 from __future__ import annotations
 
