@@ -63,6 +63,7 @@ from drafters.traces.formats._spellings import (
     block_parts,
     failed_turn,
     get,
+    media_beside,
     response_id,
     role_of,
     summary_texts,
@@ -594,7 +595,7 @@ class Mapping:
             parts = block_parts(value)
         if role == "user" and parts and all(isinstance(p, ToolResultPart) for p in parts):
             return Message("tool", parts)  # Anthropic-style: tool results are user-role content blocks
-        return Message(role, thought + parts + calls)  # type: ignore[arg-type]
+        return Message(role, thought + parts + calls + media_beside(raw))  # type: ignore[arg-type]
 
     def _reasoning(self, raw: dict) -> list[ReasoningPart]:
         """The assistant message's reasoning (the ``reasoning`` key's text), when the mapping declares it."""

@@ -407,3 +407,18 @@ def test_a_call_log_of_input_messages_and_an_output_message_is_not_responses_api
     result = ingest([path], scrub=False)
     assert result.report.ok and totals(result.conversations) == (1, 2, 2), codes(result)
     assert {c.source.format for c in result.conversations} == {"generic"}
+
+
+def test_images_beside_a_messages_text_are_counted_not_quietly_unread(tmp_path):
+    """Ollama keeps a message's images as ``images: [base64]`` beside its text: the model saw them, the drafter's
+    text cannot hold them, so they are counted as unsupported parts (they were a key "not read", ``ok``)."""
+    ask = {"role": "user", "content": "What is in this picture?", "images": ["iVBORw0KGgo=", "iVBORw0KGgp="]}
+    lines = [{"model": "llava", "messages": [ask], "message": {"role": "assistant", "content": "A cat."}}]
+    path = tmp_path / "ollama.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps({"messages": [ask, {"role": "assistant", "content": "A cat."}]}))
+    for file in (path, chat):
+        result = ingest([file], scrub=False)
+        assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
+        assert result.report.counts["unsupported_parts"] == 2, file.name

@@ -66,6 +66,7 @@ from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
     EXECUTED_CALL_KEYS,
+    MEDIA_LIST_KEYS,
     MESSAGE_WRAPPERS,
     RESULT_ID_KEYS,
     TOOL_MESSAGE_RESULT_KEYS,
@@ -167,7 +168,8 @@ def message_keys(msgs: list[dict], steps: bool = False) -> tuple[dict[str, Any],
     read = {str(v).split(".")[0] for k, v in out.items() if isinstance(v, str) and k != "roles"}
     read |= {str(v).split(".")[0] for v in (out.get("tool_result") or {}).values()}
     unread = Counter(k for m in msgs for k, v in m.items() if k not in read and v not in (None, "", [], {})
-                     and k not in ("id", "name", "type", "timestamp", "created_at", "model", "metadata", *TURN_KEYS))
+                     and k not in ("id", "name", "type", "timestamp", "created_at", "model", "metadata", *TURN_KEYS,
+                                   *MEDIA_LIST_KEYS))
     return out, [k for k, _ in unread.most_common(16)]
 
 

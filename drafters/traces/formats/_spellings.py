@@ -86,6 +86,19 @@ _MEDIA = {"image": "image", "image_url": "image", "input_image": "image", "audio
           "input_audio": "audio", "file": "file", "input_file": "file", "document": "document", "video": "video"}
 
 
+#: A message's media kept beside its text as a list (Ollama's ``images``: base64 strings): what the model saw, not
+#: read (no text), counted as unsupported parts, never a key quietly not read.
+MEDIA_LIST_KEYS = {"images": "image"}
+
+
+def media_beside(raw: Any) -> list[UnsupportedPart]:
+    """The unsupported parts standing for media a message keeps beside its text (``MEDIA_LIST_KEYS``)."""
+    if not isinstance(raw, dict):
+        return []
+    return [UnsupportedPart(kind, count=len(raw[key])) for key, kind in MEDIA_LIST_KEYS.items()
+            if isinstance(raw.get(key), list) and raw[key]]
+
+
 def get(obj: Any, dotted: str, default: Any = None) -> Any:
     """``obj[a][b]`` for ``dotted`` = ``"a.b"``; ``default`` when a step is missing or not an object (a
     sentinel tells an absent key from a present null)."""

@@ -50,6 +50,7 @@ from drafters.traces.formats._rendered_chats import rendered_messages
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
     CONTENT_KEYS,
+    MEDIA_LIST_KEYS,
     RESULT_ID_KEYS,
     RESULT_NOT_READ,
     RESULT_TEXT_KEYS,
@@ -64,6 +65,7 @@ from drafters.traces.formats._spellings import (
     first,
     get,
     keyed_by_id,
+    media_beside,
     newest_first,
     result_parts,
     role_of,
@@ -91,7 +93,7 @@ from drafters.traces.model import (
 
 NAME = "generic"
 MAX_DEPTH = 6
-_READ_KEYS = {"name", "id", "tool_results", "tool_call_ids", "channels", *TURN_KEYS} | {
+_READ_KEYS = {"name", "id", "tool_results", "tool_call_ids", "channels", *TURN_KEYS, *MEDIA_LIST_KEYS} | {
     k.split(".")[0] for k in CALL_KEYS + RESULT_ID_KEYS}
 
 
@@ -201,7 +203,7 @@ def message_of(raw: dict, role: str, content_key: str | None, richer: list | Non
         return Message("assistant", parts, model=model)
     if parts and all(isinstance(p, ToolResultPart) for p in parts):
         return Message("tool", parts)
-    return Message(role, parts)  # type: ignore[arg-type]
+    return Message(role, parts + media_beside(raw))  # type: ignore[arg-type]
 
 
 def _richer_parts(raw: dict, content_key: str | None) -> list | None:

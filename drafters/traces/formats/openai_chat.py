@@ -24,7 +24,7 @@ from drafters.traces.formats import _cassette, _content, _reading
 from drafters.traces.formats._call_io import nested_thread
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._record_shapes import covering
-from drafters.traces.formats._spellings import args_not_read, tool_call
+from drafters.traces.formats._spellings import args_not_read, media_beside, tool_call
 from drafters.traces.formats._system_prompts import sibling_system, system_not_read
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -51,7 +51,7 @@ _REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 _ASSISTANT_KEYS = frozenset({
     "role", "content", "tool_calls", "function_call", *_REASONING_KEYS, "refusal", "model", "name",
     "audio", "annotations", "weight", "loss_weight", "train", "training", "id", "prefix", "created", "finish_reason",
-    "index", "logprobs", "metadata", "timestamp", "usage",
+    "index", "logprobs", "metadata", "timestamp", "usage", "images",  # images: counted (media_beside)
 })
 _UNSUPPORTED_PART_KINDS = {"image_url": "image", "input_image": "image", "input_audio": "audio",
                            "audio": "audio", "file": "file", "input_file": "file"}
@@ -162,6 +162,7 @@ def message_from_openai(msg: dict[str, Any], model: str | None = None) -> Messag
         for key in _unread_keys(msg, bool(parts)):
             parts.append(UnsupportedPart(f"key:{key}"))  # an unknown kind: ingestion says unknown_content
     msg_model = msg.get("model") if isinstance(msg.get("model"), str) else None
+    parts += media_beside(msg)  # Ollama's images beside the text: counted, not quietly unread
     if role != "assistant":
         return Message(role, parts)  # type: ignore[arg-type]
     return Message(role, parts, model=msg_model or model, supervised=_content.trained(msg))
