@@ -109,7 +109,7 @@ def test_a_rendered_prompt_beside_its_answer(tmp_path):
 
 def test_a_transcript_file_rendered_by_a_template(tmp_path):
     cases = {"chat.txt": (CHATML, None), "prompt.txt": (LLAMA3_PROMPT, "no_assistant_message"),
-             "cut.txt": (CHATML + "<|im_start|>assistant\nAnd then", "unknown_format")}
+             "cut.txt": (CHATML + "<|im_start|>assistant\nAnd then", "chat_template_not_read")}
     for name, (text, code) in cases.items():
         path = tmp_path / name
         path.write_text(text)

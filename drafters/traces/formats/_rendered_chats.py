@@ -61,6 +61,8 @@ _EOS = re.compile(r"\s*(?:<\|endoftext\|>|</s>|<eos>|<\|end_of_text\|>)?\s*\Z") 
 _INST = re.compile(r"\[INST\](.*?)\[/INST\]", re.DOTALL)  # Mistral / Llama 2: the user's turn
 _RESULTS = re.compile(r"\[TOOL_RESULTS\](.*?)\[/TOOL_RESULTS\]", re.DOTALL)  # Mistral's tool results
 _SYS = re.compile(r"\s*<<SYS>>\n?(.*?)\n?<</SYS>>\s*", re.DOTALL)  # Llama 2's system prompt in the first [INST]
+_DS_BEGIN, _DS_USER, _DS_ASSISTANT, _DS_END = ("<｜begin▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>",
+                                              "<｜end▁of▁sentence｜>")
 
 
 class Rendered(NamedTuple):
@@ -105,12 +107,15 @@ def strip_turn_tokens(messages: list[Message]) -> int:
     changed = 0
     for m in messages:
         texts = [p for p in m.parts if isinstance(p, TextPart)] if m.role == "assistant" else []
-        for part in texts[:1] + texts[-1:] if texts else []:
-            head = _HEADER.match(part.text) if part is texts[0] else None
-            end = _END_TOKEN.search(part.text) if part is texts[-1] else None
-            if head or end:
-                part.text = part.text[head.end() if head else 0:end.start() if end else len(part.text)]
-                changed += 1
+        if not texts:
+            continue
+        head = _HEADER.match(texts[0].text)
+        if head:
+            texts[0].text = texts[0].text[head.end():]
+        end = _END_TOKEN.search(texts[-1].text)  # after the head is cut: one text may hold both
+        if end:
+            texts[-1].text = texts[-1].text[:end.start()]
+        changed += bool(head or end)
     return changed
 
 
@@ -175,10 +180,6 @@ def _inst_chat(text: str) -> Rendered | None:
         turns.append(("assistant", answer))
         at = end + (len("</s>") if text.startswith("</s>", end) else 0)
     return _checked(Rendered("mistral", turns, prompt))
-
-
-_DS_BEGIN, _DS_USER, _DS_ASSISTANT, _DS_END = ("<｜begin▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>",
-                                              "<｜end▁of▁sentence｜>")
 
 
 def _deepseek_chat(text: str) -> Rendered | None:

@@ -195,8 +195,9 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str, adjacent
 def resent_version(old: list[Any], new: list[Any]) -> bool:
     """Whether the parts ``new`` are the message of parts ``old`` re-sent as it grew: ``old``'s parts in order at the
     head of ``new``, but that the last of them, a text or a thought, may be extended (a streamed reply saved at each
-    update; a trailing space trimmed), or a tool call of the same id and name hold its arguments in full. Block-by-block records (a thought, then the text, then a tool call) never begin with the block before
-    them, so joining is left to them."""
+    update; a trailing space trimmed), or a tool call of the same id and name hold its arguments in full.
+    Block-by-block records (a thought, then the text, then a tool call) never begin with the block before them, so
+    joining is left to them."""
     if not old or len(new) < len(old) or new[:len(old) - 1] != old[:-1]:
         return False
     last, grown = old[-1], new[len(old) - 1]

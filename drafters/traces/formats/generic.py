@@ -29,7 +29,6 @@ inferred mapping, and which keys were not read.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -41,10 +40,10 @@ from drafters.traces.formats._batches import history_in_text
 from drafters.traces.formats._call_io import call_free, nested_thread
 from drafters.traces.formats._content import as_text, tool_defs
 from drafters.traces.formats._embedded_json import embedded_records
-from drafters.traces.formats._entries import cache_head
+from drafters.traces.formats._generic_sniff import NAME, sniff, spellings_as_messages
 from drafters.traces.formats._model_messages import expanded_records
 from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
-from drafters.traces.formats._pair_turns import STRING_HISTORY_KEYS, pair_documents, pair_turns
+from drafters.traces.formats._pair_turns import pair_documents
 from drafters.traces.formats._record_shapes import covering
 from drafters.traces.formats._rendered_chats import rendered_messages
 from drafters.traces.formats._spellings import (
@@ -59,7 +58,6 @@ from drafters.traces.formats._spellings import (
     args_not_read,
     block_parts,
     calls_of,
-    contents_shorthand,
     executed_key,
     failed_turn,
     first,
@@ -75,7 +73,6 @@ from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system,
 from drafters.traces.formats._text_beside import answer_beside, holders, turn_text_beside
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
-from drafters.traces.formats._typed_messages import typed_calls
 from drafters.traces.formats._wrapped_messages import serialized_messages, untagged_variants
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.json_paths import jsonpath
@@ -91,7 +88,6 @@ from drafters.traces.model import (
     compact_json,
 )
 
-NAME = "generic"
 MAX_DEPTH = 6
 _READ_KEYS = {"name", "id", "tool_results", "tool_call_ids", "channels", *TURN_KEYS, *MEDIA_LIST_KEYS} | {
     k.split(".")[0] for k in CALL_KEYS + RESULT_ID_KEYS}
@@ -329,58 +325,6 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
     return Conversation(id=conv_id, source=source, tools=tool_defs(tools), messages=messages)
 
 
-#: Roles written as message classes: AutoGen's ``"type": "UserMessage"``, LangChain's serialized ``"id": [...,
-#: "HumanMessage"]``.
-_CLASS_ROLE = re.compile(r'"type":\s*"(User|Assistant|System|Human|AI)Message"|"(Human|AI|System|Tool)Message"\s*\]')
-
-
-#: A chat history of bare texts (``_pair_turns.STRING_HISTORY_KEYS``) opening in a head cut short.
-_STRING_HISTORY = re.compile(r'"(?:' + "|".join(STRING_HISTORY_KEYS) + r')"\s*:\s*\[\s*"')
-
-
-def sniff(head: str, filename: str) -> bool:
-    """Any JSON or JSONL document whose first records have a shape ``_shapes.infer`` recognises."""
-    start = head.lstrip()[:1]
-    if start not in ("{", "["):
-        return bool(start) and embedded_records(head) is not None
-    first = _reading.first_json_line(head)
-    values = _reading.json_lines(head, limit=_shapes.SAMPLE) if isinstance(first, (dict, list)) else []
-    values = [v for v in map(_as_read, values) if v is not None]
-    if _step_events.is_step_log(values) or _update_events.is_update_stream(values):
-        return True
-    if len(values) == 1 and isinstance(values[0], list):  # a one-line array document: its items are the records
-        items = [v for v in map(_as_read, values[0]) if v is not None]  # each read as a record (a pair history)
-        if _update_events.is_update_stream(items[:_shapes.SAMPLE]):
-            return True
-        return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(items)])\
-            is not None
-    if values:
-        return _shapes.infer([(Source(NAME, filename, line=i), v) for i, v in enumerate(values, 1)]) is not None
-    try:
-        value = _as_read(_reading.loads(head))
-    except ValueError:  # a pretty-printed document cut by the head
-        text = head.replace('\\"', '"')  # messages in a JSON string (a recorded request body) too
-        if cache_head(head) or _update_events.HEAD_MARK.search(head) is not None or _STRING_HISTORY.search(head):
-            return True
-        return ('"role"' in text or '"from"' in text or _CLASS_ROLE.search(text) is not None) \
-            and ('"content"' in text or '"value"' in text)  # roles as message classes (AutoGen, LangChain) too
-    items = [v for v in map(_as_read, value) if v is not None] if isinstance(value, list) else [value]
-    if _update_events.is_update_stream(items[:_shapes.SAMPLE]):
-        return True
-    return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]" if isinstance(value, list) else "$"), v)
-                          for i, v in enumerate(items)]) is not None
-
-
-def _as_read(value: Any) -> Any:
-    """A record of the head as ``read_records`` reads it (None for a failed HTTP exchange): a recorded stream as
-    the reply it streams, named speakers, calls typed as messages and the other spellings in common form."""
-    value = _exchanges.without_failed(_exchanges.decoded_bodies(value))[0]
-    if value is None:
-        return None
-    value = untagged_variants(serialized_messages(_streams.joined_tree(named_speakers(value)[0])[0]))
-    return rendered_messages(contents_shorthand(pair_turns(typed_calls(value))))
-
-
 def _is_message(value: Any) -> bool:
     return isinstance(value, dict) and any(role_of(get(value, k)) for k in ROLE_KEYS) and not find_message_lists(value)
 
@@ -477,7 +421,7 @@ def _rewritten(value: Any, changed: list[bool], templated: list[bool]) -> Any:
     """``value`` with its pair histories or turn objects, Gemini ``contents`` shorthand, typed calls, serialized
     messages and texts rendered by a chat template as messages; for the first records, whether that changed it is
     appended to ``changed`` (a template's text aside: a declared mapping reads it too) and to ``templated``."""
-    new = contents_shorthand(pair_turns(typed_calls(serialized_messages(value))))
+    new = spellings_as_messages(serialized_messages(value))
     turns = rendered_messages(new)
     if len(changed) < _shapes.SAMPLE:
         changed.append(new != value)

@@ -44,7 +44,7 @@ from drafters.traces.formats._chains import REBUILT_PREFIX
 from drafters.traces.formats._documents import is_document
 from drafters.traces.formats._reading import count, src
 from drafters.traces.formats._records import guard_file
-from drafters.traces.formats._rendered_chats import TEMPLATE_HEAD, Rendered, rendered_chat, rendered_turns
+from drafters.traces.formats._rendered_chats import TEMPLATE_HEAD, rendered_chat, rendered_text
 from drafters.traces.formats._table_rows import is_table
 from drafters.traces.formats._text_tool_sections import (
     FENCE,
@@ -329,32 +329,16 @@ def sniff(head: str, filename: str) -> bool:
     return bool(found.lines or found.rivals)  # rivals: claimed, to be refused by name (ambiguous_shape)
 
 
-def _rendered_file(rendered: Rendered | None, filename: str, problems: ProblemSink) -> Iterator[Conversation]:
-    """A text file that is one conversation rendered by a chat template (``_rendered_chats``); a prompt without
-    its answer or text the template's turns do not cover is refused, never read as markers."""
-    where = src(NAME, filename, line=1)
-    if rendered is None:
-        problems.error("unknown_format", "the text holds a chat template's tokens but is not wholly turns of one "
-                       "known template (text outside the turns, an unknown role, an answer cut before its end token)",
-                       where)
-    elif rendered.prompt:
-        problems.error("no_assistant_message", f"a prompt rendered by the {rendered.template} template, ending with "
-                       "the assistant's header: its answer is not in the file", where)
-    else:
-        problems.warning("chat_template_read", f"text rendered by the {rendered.template} chat template, read as "
-                         f"its {len(rendered.turns)} turns", where)
-        yield Conversation(id=f"{filename.rsplit('/', 1)[-1]}:transcript", source=where,
-                           messages=rendered_turns(rendered))
-
-
 @guard_file(NAME)
 def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Conversation]:
     """The file's one conversation (see the module docstring)."""
     text = stream.read()
     count(problems, "records")
-    rendered = rendered_chat(text.lstrip("\ufeff"))
-    if rendered is not None or TEMPLATE_HEAD.search(text[:2000]):
-        yield from _rendered_file(rendered, filename, problems)
+    if rendered_chat(text.lstrip("\ufeff")) is not None or TEMPLATE_HEAD.search(text[:2000]):  # a template's tokens
+        where = src(NAME, filename, line=1)
+        turns = rendered_text(text.lstrip("\ufeff"), "$", False, problems, where)
+        if turns:
+            yield Conversation(id=f"{filename.rsplit('/', 1)[-1]}:transcript", source=where, messages=turns)
         return
     lines = text.splitlines()
     start = _front_matter_end(lines)
