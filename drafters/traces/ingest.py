@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from drafters.traces import io as tio
+from drafters.traces.cut_replies import drop_cut_completions
 from drafters.traces.detect import candidate_formats, json_problem
 from drafters.traces.formats import get_format
 from drafters.traces.formats._rendered_chats import strip_turn_tokens
@@ -415,6 +416,15 @@ def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | Non
     if not any(m.role == "assistant" for m in messages) and not conv.explicit_calls:
         report.error("no_assistant_message", "conversation has no assistant message (no LLM call)", src)
         return None
+    cut = drop_cut_completions(conv)
+    if cut and next(iter(conv.calls()), None) is None:
+        report.error("tool_call_cut", f"every reply ({cut}) ends in a tool call whose arguments stop mid-JSON (cut by "
+                     "the output length limit: finish_reason \"length\"): no complete reply to train on", src)
+        return None
+    if cut:
+        report.warning("tool_call_cut", f"{cut} reply(ies) end in a tool call whose arguments stop mid-JSON (cut by "
+                       "the output length limit: finish_reason \"length\"): not trained on, since the template "
+                       "would close them with tokens the model never wrote; kept as later calls' context", src)
     if next(iter(conv.calls()), None) is None:
         report.error("no_llm_call", "no assistant message has a context before it (the log starts with the "
                      "model's answer): no LLM call to train on", src)

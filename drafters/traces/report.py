@@ -110,6 +110,8 @@ CODES: dict[str, str] = {
     "the readers know: not read (read as one message, its tokens would be rendered twice)",
     "sessions_interleaved": "a log of one message a record interleaves sessions (a group id resumes after "
     "another's): each session's messages were read in order as its conversation; the count",
+    "tool_call_cut": "a reply ends in a tool call whose arguments stop mid-JSON (cut by the output length limit): not "
+    "trained on as a completion, kept as later calls' context; an error when no complete reply is left",
     "template_tokens_stripped": "answers held the chat template's own header or end-of-turn token (a server not "
     "skipping special tokens): read without them; the count",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "
