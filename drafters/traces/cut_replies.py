@@ -33,9 +33,8 @@ def ends_mid_json(raw: str) -> bool:
             in_string = True
         elif ch in _CLOSERS:
             open_brackets.append(_CLOSERS[ch])
-        elif ch in "}]":
-            if not open_brackets or open_brackets.pop() != ch:
-                return False
+        elif ch in "}]" and (not open_brackets or open_brackets.pop() != ch):
+            return False
     if not open_brackets:
         return False
     closing = "".join(reversed(open_brackets))

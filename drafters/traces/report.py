@@ -112,6 +112,14 @@ CODES: dict[str, str] = {
     "another's): each session's messages were read in order as its conversation; the count",
     "tool_call_cut": "a reply ends in a tool call whose arguments stop mid-JSON (cut by the output length limit): not "
     "trained on as a completion, kept as later calls' context; an error when no complete reply is left",
+    "requests_joined_by_id": "requests and their responses logged as records of their own were paired by the id they "
+    "share, each pair read as one request/response record",
+    "request_without_response": "requests no response answers (by the pairing id): no reply to train on",
+    "response_without_request": "a response whose request is not in the file: its context is lost, not read",
+    "responses_not_in_file": "every record is a call's request with an id and none its response: put both halves in "
+    "one file",
+    "requests_not_in_file": "every record is a call's response with an id and none its request: put both halves in "
+    "one file",
     "template_tokens_stripped": "answers held the chat template's own header or end-of-turn token (a server not "
     "skipping special tokens): read without them; the count",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "

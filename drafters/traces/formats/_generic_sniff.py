@@ -7,7 +7,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from drafters.traces.formats import _exchanges, _reading, _shapes, _step_events, _streams, _update_events
+from drafters.traces.formats import (
+    _exchanges,
+    _joined_by_id,
+    _reading,
+    _shapes,
+    _step_events,
+    _streams,
+    _update_events,
+)
 from drafters.traces.formats._embedded_json import embedded_records
 from drafters.traces.formats._entries import cache_head
 from drafters.traces.formats._named_speakers import named_speakers
@@ -45,6 +53,9 @@ def sniff(head: str, filename: str) -> bool:
             return True
         return _shapes.infer([(Source(NAME, filename, record=f"$[{i}]"), v) for i, v in enumerate(items)])\
             is not None
+    if values and (_joined_by_id.join_key(values) is not None  # requests and responses logged apart
+                   or (len(values) > 1 and _joined_by_id.lone_side(values) is not None)):  # or one half of them
+        return True
     if values:
         return _shapes.infer([(Source(NAME, filename, line=i), v) for i, v in enumerate(values, 1)]) is not None
     try:

@@ -35,7 +35,15 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from typing import IO, Any
 
-from drafters.traces.formats import _exchanges, _reading, _shapes, _step_events, _streams, _update_events
+from drafters.traces.formats import (
+    _exchanges,
+    _joined_by_id,
+    _reading,
+    _shapes,
+    _step_events,
+    _streams,
+    _update_events,
+)
 from drafters.traces.formats._batches import history_in_text
 from drafters.traces.formats._call_io import call_free, nested_thread
 from drafters.traces.formats._content import as_text, tool_defs
@@ -368,6 +376,8 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
         records, changed = _update_events.folded(records, filename, problems, NAME), [True]
     records = _streams.joined_records(((source, _exchanges.decoded_bodies(value)) for source, value in records),
                                       problems, NAME)
+    records, joined = _joined_by_id.joined_records(records, problems, Source(NAME, filename))  # requests and responses logged apart
+    changed += [joined]
     templated: list[bool] = []  # of the first records: whether a text rendered by a chat template was read as turns
     records = ((source, _rewritten(value, changed, templated))
                for source, value in _named_records(expanded_records(_exchanges_kept(records, problems)),

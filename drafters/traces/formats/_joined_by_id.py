@@ -1,0 +1,186 @@
+"""Requests and responses logged as records of their own, joined by the id they share (docs/traces.md, "Requests
+and responses logged apart"): an application's ``llm.request`` / ``llm.response`` log lines by ``request_id``, an
+OpenAI, Anthropic or vLLM batch's input and output lines (one file after the other) by ``custom_id``. Each pair is
+read as one request/response record, ``{"request": ..., "response": ...}``, the general path's ``request_response``
+shape.
+
+The id is found, not named: a scalar at the same path of request and response records (two levels deep at most)
+whose last key is an id (``request_id``, ``custom_id``, ``callId``, ``id``), each value once among the requests and
+once among the responses, pairing them. A request no response answers is no call (``request_without_response``,
+a warning); a response no request precedes or follows has lost its context (``response_without_request``, an
+error). Not a format (no ``FORMAT``); standard library only.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Iterator
+from itertools import chain, islice
+from typing import Any, Literal
+
+from drafters.traces.formats._batches import decoded_tree
+from drafters.traces.formats._call_io import input_output, items_call, message_lists
+from drafters.traces.formats._spellings import is_message, role_key, role_value
+from drafters.traces.formats.base import ProblemSink
+from drafters.traces.model import Source
+
+SAMPLE = 40
+_ID_KEY = re.compile(r"(?:^|[_-])id$|[a-z]Id$|ID$")
+
+Side = Literal["request", "response"]
+
+
+def side_of(value: Any) -> Side | None:
+    """"request" for a record holding one call's input messages (one list, ending with a message other than the
+    assistant's), no answer outside it and no key naming an output (``response``, ``output``, ``completion``, ...);
+    "response" for one whose messages are all the assistant's (``choices[0].message``, a Messages API reply, an
+    ``output`` item); None for a whole call or anything else. ``value`` is decoded (``decoded_tree``)."""
+    if not isinstance(value, dict) or input_output(value) is not None or items_call(value) is not None:
+        return None
+    lists = [msgs for _, msgs in message_lists(value, need_assistant=False)]
+    if len(lists) == 1 and lists[0] and role_value(lists[0][-1], role_key(lists[0]) or "") not in (None, "assistant"):
+        outside = _roles(value, skip=lists[0])  # a chat row ends with its answer; a span keeps its answer as text
+        return "request" if not outside and not _names_output(value, skip=lists[0]) else None
+    return "response" if _roles(value) == {"assistant"} else None
+
+
+_TOOL_LISTS = ("tools", "functions", "tool_definitions")  # ``{"type": "function", ...}``: no message of role tool
+
+
+def _roles(value: Any, depth: int = 0, skip: list | None = None) -> set[str | None]:
+    """The roles of the messages anywhere in ``value`` but in the list ``skip`` (a request's own input)."""
+    if depth > 6 or value is skip:
+        return set()
+    if isinstance(value, dict):
+        if is_message(value):
+            return {role_value(value, role_key([value]) or "")}
+        return {r for k, v in value.items() if k not in _TOOL_LISTS for r in _roles(v, depth + 1, skip)}
+    if isinstance(value, list):
+        return {r for v in value[:50] for r in _roles(v, depth + 1, skip)}
+    return set()
+
+
+_OUTPUT_NAME = re.compile(r"respon|output|completion|result|answer|generat|repl", re.IGNORECASE)
+
+
+def _names_output(value: Any, depth: int = 0, skip: list | None = None) -> bool:
+    """Whether a key of ``value`` (outside the list ``skip``) names an output: then the record may hold its answer
+    in a form the request / response test does not see (a span's ``ai.response.text``)."""
+    if depth > 6 or value is skip:
+        return False
+    if isinstance(value, dict):
+        return any(_OUTPUT_NAME.search(k) or _names_output(v, depth + 1, skip) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_names_output(v, depth + 1, skip) for v in value[:50])
+    return False
+
+
+def _id_values(value: dict) -> dict[str, Any]:
+    """{path: scalar} of the record's id-named keys, at most two levels deep (``custom_id``, ``meta.request_id``)."""
+    found: dict[str, Any] = {}
+    for key, v in value.items():
+        if isinstance(v, dict):
+            found.update({f"{key}.{k}": w for k, w in v.items()
+                          if _ID_KEY.search(k) and isinstance(w, (str, int)) and not isinstance(w, bool)})
+        elif _ID_KEY.search(key) and isinstance(v, (str, int)) and not isinstance(v, bool):
+            found[key] = v
+    return found
+
+
+def join_key(values: list[Any]) -> str | None:
+    """The path of the id that pairs the requests and responses among ``values`` (records), or None: every value of
+    it once per side, at least one pair, and every request but the last answered within the sample."""
+    values = [decoded_tree(v) for v in values]
+    sides = [(side_of(v), v) for v in values]
+    requests = [_id_values(v) for s, v in sides if s == "request"]
+    responses = [_id_values(v) for s, v in sides if s == "response"]
+    if not requests or not responses or any(s is None and is_message(v) for s, v in sides):
+        return None
+    best: tuple[int, str] | None = None
+    for path in set(requests[0]) & set(responses[0]):
+        asked = [r.get(path) for r in requests]
+        answered = [r.get(path) for r in responses]
+        if None in asked or None in answered or len(set(asked)) < len(asked) or len(set(answered)) < len(answered):
+            continue
+        pairs = len(set(asked) & set(answered))
+        if pairs and pairs >= min(len(asked), len(answered)) - 1 and (best is None or pairs > best[0]):
+            best = (pairs, path)
+    return best[1] if best else None
+
+
+def lone_side(values: list[Any]) -> tuple[Side, str] | None:
+    """(side, id path) when every one of ``values`` is a request, or every one a response, all carrying one id key
+    (each value once): one half of calls logged apart (a batch's input or output file alone), else None."""
+    values = [decoded_tree(v) for v in values]
+    sides = {side_of(v) for v in values}
+    if len(sides) != 1 or None in sides:
+        return None
+    ids = [_id_values(v) for v in values]
+    # a key naming the call (custom_id, request_id) before the record's own id
+    for path in sorted(set.intersection(*(set(i) for i in ids)), key=lambda p: (p.split(".")[-1] == "id", len(p))):
+        if len({i[path] for i in ids}) == len(ids):
+            return sides.pop(), path  # type: ignore[return-value]
+    return None
+
+
+def joined_records(records: Iterator[tuple[Source, Any]], problems: ProblemSink, source: Source
+                   ) -> tuple[Iterator[tuple[Source, Any]], bool]:
+    """``records`` with each request and its response (``join_key``) read as one record ``{"request",
+    "response"}`` (at the first of the two's source), other records as they are; and whether any was joined. A file
+    of only one half (``lone_side``) is refused, ``responses_not_in_file`` / ``requests_not_in_file`` (``source``:
+    the file), saying how to give both halves."""
+    head = list(islice(records, SAMPLE))
+    key = join_key([v for _, v in head])
+    if key is not None:
+        return _joined(chain(head, records), key, problems), True
+    lone = lone_side([v for _, v in head]) if len(head) > 1 else None
+    if lone is None:
+        return chain(head, records), False
+    side, path = lone
+    missing = "response" if side == "request" else "request"
+    problems.error(f"{missing}s_not_in_file", f"every record is a call's {side} with its own {path} and none holds "
+                   f"its {missing}: calls logged in two halves (a batch's input and output files?); put both halves in "
+                   f"one file (`cat requests.jsonl responses.jsonl > calls.jsonl`), where they are paired by {path}",
+                   source)
+    return iter(()), False
+
+
+def _joined(records: Iterator[tuple[Source, Any]], key: str, problems: ProblemSink
+            ) -> Iterator[tuple[Source, Any]]:
+    # pairs go out in the order of their first record (a batch's results come in any order): each once no earlier
+    # record still waits for its other half
+    waiting: dict[tuple[Side, Any], tuple[int, Source, Any]] = {}
+    ready: list[tuple[int, Source, dict]] = []
+    other: dict[Side, Side] = {"request": "response", "response": "request"}
+    pairs, at = 0, None
+    for n, (source, value) in enumerate(records):
+        decoded = decoded_tree(value)
+        side = side_of(decoded)
+        ident = _id_values(decoded).get(key) if side else None
+        if side is None or ident is None:
+            yield source, value
+            continue
+        match = waiting.pop((other[side], ident), None)
+        if match is None:
+            waiting[(side, ident)] = (n, source, decoded)
+            continue
+        pair = {other[side]: match[2], side: decoded}
+        heapq.heappush(ready, (match[0], match[1], {"request": pair["request"], "response": pair["response"]}))
+        pairs, at = pairs + 1, at or match[1]
+        oldest = min((w[0] for w in waiting.values()), default=n + 1)
+        while ready and ready[0][0] < oldest:
+            yield heapq.heappop(ready)[1:]
+    while ready:
+        yield heapq.heappop(ready)[1:]
+    if at is not None:
+        problems.warning("requests_joined_by_id", f"{pairs} request(s) and their responses, logged as records of their "
+                         f"own, read as one record each, paired by {key}", at)
+    unanswered = [s for (side, _), (_, s, _) in waiting.items() if side == "request"]
+    if unanswered:
+        problems.warning("request_without_response", f"{len(unanswered)} request(s) no response answers (by {key}): "
+                         "no reply to train on (the first at its line)", unanswered[0])
+    for (side, ident), (_, source, _) in waiting.items():
+        if side == "response":
+            problems.error("response_without_request", f"a response ({key} {ident!r}) whose request is not in the "
+                           "file: its context is lost, so it is not read", source)
