@@ -118,3 +118,40 @@ def test_chat_rows_with_ids_are_still_read_as_rows(tmp_path):
     rows = [{"id": f"row-{i}", "messages": [*ASK, DONE]} for i in range(3)]
     result = ingest([_write(tmp_path, "rows.jsonl", rows)], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (3, 3, 0), codes(result)
+
+
+def _chunk(delta: dict, finish: str | None = None) -> dict:
+    return {"id": "chatcmpl-9", "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def test_a_stream_logged_one_chunk_per_record_beside_its_request(tmp_path):
+    """A proxy's log: the request line, then each chunk of the streamed reply as a line of its own (OpenAI's with
+    the usage chunk after the finish; Anthropic's events with a tool use streamed as JSON pieces)."""
+    rows = [{"request_id": "r1", "body": {"model": "m", "messages": ASK, "stream": True}}]
+    rows += [{"request_id": "r1", "chunk": c} for c in [_chunk({"role": "assistant", "content": ""}),
+                                                       _chunk({"content": "It is "}), _chunk({"content": "12C."}),
+                                                       _chunk({}, "stop")]]
+    rows.append({"request_id": "r1", "chunk": {"id": "chatcmpl-9", "object": "chat.completion.chunk", "choices": [],
+                                              "usage": {"prompt_tokens": 9, "completion_tokens": 3}}})
+    result = ingest([_write(tmp_path, "proxy.jsonl", rows)], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
+    assert next(iter(result.conversations[0].calls())).completion.text == "It is 12C."
+    events = [{"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                    "content": []}},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "tu1",
+                                                                            "name": "get_weather", "input": {}}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta",
+                                                                    "partial_json": '{"city": "Pa'}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta",
+                                                                    "partial_json": 'ris"}'}},
+              {"type": "content_block_stop", "index": 0}, {"type": "message_delta", "delta": {"stop_reason": "tool_use"}},
+              {"type": "message_stop"}]
+    rows = [{"id": "a1", "type": "request", "request": {"messages": [{"role": "user", "content": "Weather?"}]}}]
+    rows += [{"id": "a1", "type": "event", "event": e} for e in events]
+    result = ingest([_write(tmp_path, "anthropic.jsonl", rows)], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 1, 1), codes(result)
+    (call,) = result.conversations[0].calls()
+    assert call.completion.tool_calls[0].arguments == {"city": "Paris"}
+    result = ingest([_write(tmp_path, "cut.jsonl", rows[:-1])], scrub=False, dedup=False)  # no message_stop
+    assert not result.report.ok and codes(result)[0] == "stream_incomplete" and not result.conversations

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from itertools import chain, islice
 from typing import Any, Literal
 
+from drafters.traces.formats import _streams
 from drafters.traces.formats._batches import decoded_tree
 from drafters.traces.formats._call_io import input_output, items_call, message_lists
 from drafters.traces.formats._spellings import is_message, role_key, role_value
@@ -76,6 +77,18 @@ def _names_output(value: Any, depth: int = 0, skip: list | None = None) -> bool:
     return False
 
 
+def _answer(value: Any) -> Any:
+    """The object of a response record that holds its answer: down its envelopes (``payload``, ``response.body``,
+    ``result``, a stream's ``event``) while one key alone holds the assistant's messages, to a message or a body of
+    ``choices``; the envelope's other keys (ids, status, usage) are no part of the call."""
+    while isinstance(value, dict) and not is_message(value) and "choices" not in value:
+        holding = [v for v in value.values() if isinstance(v, dict) and _roles(v) == {"assistant"}]
+        if len(holding) != 1:
+            break
+        value = holding[0]
+    return value
+
+
 def _id_values(value: dict) -> dict[str, Any]:
     """{path: scalar} of the record's id-named keys, at most two levels deep (``custom_id``, ``meta.request_id``)."""
     found: dict[str, Any] = {}
@@ -130,6 +143,7 @@ def joined_records(records: Iterator[tuple[Source, Any]], problems: ProblemSink,
     "response"}`` (at the first of the two's source), other records as they are; and whether any was joined. A file
     of only one half (``lone_side``) is refused, ``responses_not_in_file`` / ``requests_not_in_file`` (``source``:
     the file), saying how to give both halves."""
+    records = _folded(records, problems)
     head = list(islice(records, SAMPLE))
     key = join_key([v for _, v in head])
     if key is not None:
@@ -166,7 +180,8 @@ def _joined(records: Iterator[tuple[Source, Any]], key: str, problems: ProblemSi
             waiting[(side, ident)] = (n, source, decoded)
             continue
         pair = {other[side]: match[2], side: decoded}
-        heapq.heappush(ready, (match[0], match[1], {"request": pair["request"], "response": pair["response"]}))
+        joined = {"request": pair["request"], "response": _answer(pair["response"])}
+        heapq.heappush(ready, (match[0], match[1], joined))
         pairs, at = pairs + 1, at or match[1]
         oldest = min((w[0] for w in waiting.values()), default=n + 1)
         while ready and ready[0][0] < oldest:
@@ -184,3 +199,84 @@ def _joined(records: Iterator[tuple[Source, Any]], key: str, problems: ProblemSi
         if side == "response":
             problems.error("response_without_request", f"a response ({key} {ident!r}) whose request is not in the "
                            "file: its context is lost, so it is not read", source)
+
+
+#: Chunks that are pieces only (deltas, events); Gemini's and Ollama's chunks are also whole unstreamed responses.
+_DELTA_KINDS = ("openai_chat", "anthropic", "openai_responses", "cohere")
+
+
+def _is_delta(value: Any) -> bool:
+    return isinstance(value, dict) and _streams.kind(value) in _DELTA_KINDS
+
+
+def _chunk_path(value: Any) -> str | None:
+    """Where a record keeps one chunk of a streamed response (``_streams.kind``, a delta kind): "" for the record
+    itself, a key (``data``, ``chunk``) or two, else None."""
+    if not isinstance(value, dict):
+        return None
+    if _is_delta(value):
+        return ""
+    for key, v in value.items():
+        if _is_delta(v):
+            return key
+        if isinstance(v, dict):
+            inner = next((k for k, w in v.items() if _is_delta(w)), None)
+            if inner is not None:
+                return f"{key}.{inner}"
+    return None
+
+
+def _ends_stream(chunk: dict) -> bool:
+    """Whether a chunk is one a stream ends with (then ``_streams.join`` is tried)."""
+    chunk = chunk.get("__data__", chunk)
+    choices = chunk.get("choices") if isinstance(chunk.get("choices"), list) else []
+    candidates = chunk.get("candidates") if isinstance(chunk.get("candidates"), list) else []
+    return (any(isinstance(c, dict) and c.get("finish_reason") for c in choices) or chunk.get("done") is True
+            or chunk.get("type") in ("message_stop", "response.completed", "response.incomplete", "response.failed")
+            or any(isinstance(c, dict) and c.get("finishReason") for c in candidates)
+            or chunk.get("event_type") == "stream-end")
+
+
+def _folded(records: Iterator[tuple[Source, Any]], problems: ProblemSink) -> Iterator[tuple[Source, Any]]:
+    """``records`` with each streamed response logged one chunk per record (beside its request) folded into one
+    record holding the joined body where its first chunk was (``_streams.join``), once a chunk ends the stream.
+    A stream's chunks share the record's id values outside the chunk (``request_id``). A stream that never ends is
+    ``stream_incomplete``, one that cannot be joined ``stream_not_joined``: not read (a truncated reply)."""
+    open_streams: dict[tuple, tuple[Source, dict, str, list]] = {}
+    for source, raw in records:
+        value = decoded_tree(raw)
+        path = _chunk_path(value)
+        if path is None:
+            yield source, raw  # as read: only a stream's chunks are decoded here
+            continue
+        chunk = _get(value, path)
+        group = tuple(sorted((k, str(v)) for k, v in _id_values(value).items() if not path or not k.startswith(path)))
+        first = open_streams.setdefault(group, (source, value, path, []))
+        first[3].append(chunk)
+        if not _ends_stream(chunk):
+            continue
+        del open_streams[group]
+        try:
+            body = _streams.join(first[3])
+        except _streams.StreamError as exc:
+            problems.error(exc.code, f"a response streamed one chunk per record: {exc}; not read", first[0])
+            continue
+        yield first[0], _with(first[1], path, body)
+    for source, _, _, chunks in open_streams.values():
+        if any(not (isinstance(c, dict) and c.get("choices") == []) for c in chunks):  # not a usage chunk after the end
+            problems.error("stream_incomplete", f"a response streamed one chunk per record ({len(chunks)} chunks) never "
+                           "ends (no finish reason): the reply was cut; not read", source)
+
+
+def _get(value: dict, path: str) -> Any:
+    for key in path.split(".") if path else []:
+        value = value[key]
+    return value
+
+
+def _with(value: dict, path: str, body: Any) -> Any:
+    """``value`` with the object at ``path`` ("" the record itself, "a" or "a.b") replaced by ``body``."""
+    if not path:
+        return body
+    head, _, rest = path.partition(".")
+    return {**value, head: _with(value[head], rest, body)}
