@@ -155,3 +155,32 @@ def test_a_stream_logged_one_chunk_per_record_beside_its_request(tmp_path):
     assert call.completion.tool_calls[0].arguments == {"city": "Paris"}
     result = ingest([_write(tmp_path, "cut.jsonl", rows[:-1])], scrub=False, dedup=False)  # no message_stop
     assert not result.report.ok and codes(result)[0] == "stream_incomplete" and not result.conversations
+
+
+def test_a_failed_result_drops_its_request_and_the_answers_are_kept_as_written(tmp_path):
+    """A batch whose one request failed (an Anthropic ``errored`` result, an OpenAI status 400 body): the others
+    are read, the failed one warned (was ``no_llm_call`` for the file); a tool call's arguments text is the
+    response's own (was re-spaced: the pairing decoded it)."""
+    asked, answered = _openai_batch()
+    asked.append({"custom_id": "request-9", "body": {"model": "qwen", "messages": [{"role": "user", "content": "x"}]}})
+    answered.append({"id": "batch_req_9", "custom_id": "request-9", "response": {"status_code": 400, "body": {
+        "error": {"message": "bad request", "type": "invalid_request_error"}}}, "error": None})
+    result = ingest([_write(tmp_path, "batch.jsonl", asked + answered)], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
+    assert "request_without_response" in codes(result, "warnings")
+    (call, _) = result.conversations[0].calls()
+    assert call.completion.tool_calls[0].raw_arguments == '{"city": "Paris"}'
+
+
+def test_an_interleaved_log_a_chat_reader_would_pair_by_order_is_paired_by_id(tmp_path):
+    """Two sessions' requests and responses interleaved, with ``messages`` / ``choices`` at the top (the OpenAI
+    chat reader's layout, which pairs a request with the record after it: refused before, ``not_an_object``)."""
+    rows = [{"event": "llm.request", "request_id": "r1", "messages": ASK},
+            {"event": "llm.request", "request_id": "r2", "messages": [{"role": "user", "content": "3*7?"}]},
+            {"event": "llm.response", "request_id": "r2", "choices": [{"message": {"role": "assistant",
+                                                                                  "content": "21"}}]},
+            {"event": "llm.response", "request_id": "r1", "choices": [{"message": CALL}]},
+            {"event": "llm.request", "request_id": "r3", "messages": THEN},
+            {"event": "llm.response", "request_id": "r3", "choices": [{"message": DONE}]}]
+    result = ingest([_write(tmp_path, "app.jsonl", rows)], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (2, 3, 1), codes(result)

@@ -77,16 +77,20 @@ def _names_output(value: Any, depth: int = 0, skip: list | None = None) -> bool:
     return False
 
 
-def _answer(value: Any) -> Any:
+def _answer(raw: Any, decoded: Any) -> Any:
     """The object of a response record that holds its answer: down its envelopes (``payload``, ``response.body``,
     ``result``, a stream's ``event``) while one key alone holds the assistant's messages, to a message or a body of
-    ``choices``; the envelope's other keys (ids, status, usage) are no part of the call."""
-    while isinstance(value, dict) and not is_message(value) and "choices" not in value:
-        holding = [v for v in value.values() if isinstance(v, dict) and _roles(v) == {"assistant"}]
+    ``choices``; the envelope's other keys (ids, status, usage) are no part of the call. ``raw`` is the record as
+    read, ``decoded`` the same with its JSON text decoded (``decoded_tree``): the answer is taken from ``raw``
+    wherever ``raw`` holds it as an object."""
+    while isinstance(decoded, dict) and not is_message(decoded) and "choices" not in decoded:
+        holding = [k for k, v in decoded.items() if isinstance(v, dict) and _roles(v) == {"assistant"}]
         if len(holding) != 1:
             break
-        value = holding[0]
-    return value
+        decoded = decoded[holding[0]]
+        raw = raw.get(holding[0]) if isinstance(raw, dict) else None
+        raw = raw if isinstance(raw, dict) else None
+    return raw if raw is not None else decoded
 
 
 def _id_values(value: dict) -> dict[str, Any]:
@@ -163,24 +167,31 @@ def joined_records(records: Iterator[tuple[Source, Any]], problems: ProblemSink,
 def _joined(records: Iterator[tuple[Source, Any]], key: str, problems: ProblemSink
             ) -> Iterator[tuple[Source, Any]]:
     # pairs go out in the order of their first record (a batch's results come in any order): each once no earlier
-    # record still waits for its other half
-    waiting: dict[tuple[Side, Any], tuple[int, Source, Any]] = {}
+    # record still waits for its other half. Records are kept as read (a tool call's arguments text unchanged);
+    # decoded only to tell the halves apart.
+    waiting: dict[tuple[Side, Any], tuple[int, Source, Any, Any]] = {}
     ready: list[tuple[int, Source, dict]] = []
     other: dict[Side, Side] = {"request": "response", "response": "request"}
+    failed: dict[Any, Source] = {}  # ids answered by an error (a batch's errored result, a status 400 body)
     pairs, at = 0, None
     for n, (source, value) in enumerate(records):
         decoded = decoded_tree(value)
         side = side_of(decoded)
-        ident = _id_values(decoded).get(key) if side else None
-        if side is None or ident is None:
-            yield source, value
+        ident = _id_values(decoded).get(key) if isinstance(decoded, dict) else None
+        if side is None and ident is not None and not _roles(decoded):  # no message at all: the call failed
+            failed[ident] = source
+            waiting.pop(("request", ident), None)
+            continue
+        if side is None or ident is None or (side == "request" and ident in failed):
+            if side is None:
+                yield source, value
             continue
         match = waiting.pop((other[side], ident), None)
         if match is None:
-            waiting[(side, ident)] = (n, source, decoded)
+            waiting[(side, ident)] = (n, source, value, decoded)
             continue
-        pair = {other[side]: match[2], side: decoded}
-        joined = {"request": pair["request"], "response": _answer(pair["response"])}
+        halves = {other[side]: match[2:], side: (value, decoded)}
+        joined = {"request": halves["request"][0], "response": _answer(*halves["response"])}
         heapq.heappush(ready, (match[0], match[1], joined))
         pairs, at = pairs + 1, at or match[1]
         oldest = min((w[0] for w in waiting.values()), default=n + 1)
@@ -191,14 +202,22 @@ def _joined(records: Iterator[tuple[Source, Any]], key: str, problems: ProblemSi
     if at is not None:
         problems.warning("requests_joined_by_id", f"{pairs} request(s) and their responses, logged as records of their "
                          f"own, read as one record each, paired by {key}", at)
-    unanswered = [s for (side, _), (_, s, _) in waiting.items() if side == "request"]
+    _unpaired(waiting, failed, key, problems)
+
+
+def _unpaired(waiting: dict, failed: dict[Any, Source], key: str, problems: ProblemSink) -> None:
+    """Requests left unanswered or answered by an error (a warning: no call), responses left without their request
+    (an error each: a reply whose context is lost)."""
+    unanswered = [w[1] for (side, _), w in waiting.items() if side == "request"] + list(failed.values())
     if unanswered:
-        problems.warning("request_without_response", f"{len(unanswered)} request(s) no response answers (by {key}): "
-                         "no reply to train on (the first at its line)", unanswered[0])
-    for (side, ident), (_, source, _) in waiting.items():
+        problems.warning("request_without_response", f"{len(unanswered)} request(s) answered by an error "
+                         f"({len(failed)}) or by no response ({len(unanswered) - len(failed)}), paired by {key}: no "
+                         "reply to train on", unanswered[0])
+    for (side, ident), w in waiting.items():
         if side == "response":
             problems.error("response_without_request", f"a response ({key} {ident!r}) whose request is not in the "
-                           "file: its context is lost, so it is not read", source)
+                           "file: its context is lost, so it is not read", w[1])
+
 
 
 #: Chunks that are pieces only (deltas, events); Gemini's and Ollama's chunks are also whole unstreamed responses.

@@ -23,6 +23,7 @@ from typing import IO, Any
 from drafters.traces.formats import _cassette, _content, _reading
 from drafters.traces.formats._call_io import nested_thread
 from drafters.traces.formats._chains import CallChains
+from drafters.traces.formats._joined_by_id import join_key
 from drafters.traces.formats._record_shapes import covering
 from drafters.traces.formats._spellings import args_not_read, media_beside, tool_call
 from drafters.traces.formats._system_prompts import sibling_system, system_not_read
@@ -387,6 +388,11 @@ def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Ite
     stem = filename.rsplit("/", 1)[-1]
     items = _items(stream, filename, problems)
     head = list(islice(items, _SAMPLE))  # a log of requests and their responses shows in its first records
+    key = join_key([v for _, v in head])
+    if key is not None:  # paired by an id, not by order: the general path pairs them (_joined_by_id)
+        problems.error("not_an_object", f"requests and responses logged apart, paired by {key} (not each request "
+                       "followed by its response): read by the general path", Source(NAME, filename))
+        return
     if any(_response_message(v) is not None for _, v in head):
         yield from _request_response_pairs(chain(head, items), stem, problems)
         return
