@@ -275,6 +275,9 @@ def _try_format(fmt: TraceFormat, path: Path, trial: TrialSink, tally: _FileTall
                                        f"reader(s) declined it: {_declined(declined)}", Source(fmt.name, name))
                 if held is not None and _extends(conv, held):
                     merged += 1
+                elif held is not None and _extends(held, conv):  # newest first (LangGraph's state history)
+                    merged += 1
+                    continue
                 elif held is not None:
                     yield from _keep(held, report, scrubber, seen, dup_of, name)
                 held = conv
@@ -282,9 +285,10 @@ def _try_format(fmt: TraceFormat, path: Path, trial: TrialSink, tally: _FileTall
             yield from _keep(held, report, scrubber, seen, dup_of, name)
         if merged:
             report.count("history_rows_merged", merged)
-            report.warning("history_rows_merged", f"{merged} record(s) were the history of the record after them "
-                           "(per-call rows repeating the conversation so far): each is read once, as part of the "
-                           "longer record, so no call is counted twice", Source(fmt.name, name))
+            report.warning("history_rows_merged", f"{merged} record(s) were the history of the record after (or, "
+                           "newest first, before) them (per-call rows or state snapshots repeating the conversation so "
+                           "far): each is read once, as part of the longer record, so no call is counted twice",
+                           Source(fmt.name, name))
     except TraceError:
         raise
     except (OSError, EOFError, UnicodeError):
