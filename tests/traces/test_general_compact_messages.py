@@ -45,6 +45,26 @@ def test_role_keyed_json_strings_with_a_role_keyed_reply(tmp_path):
     assert call.completion.text == '{"label": "positive"}'
 
 
+def test_a_tool_result_keyed_by_a_role_word_is_data_not_a_reply(tmp_path):
+    """A tool returning ``{"assistant": "Bob"}`` (Pydantic AI's ``tool-return`` content, an Agents SDK handoff's
+    ``function_call_output``): kept whole as the result (was read as a reply, the result text ``Bob``)."""
+    history = [{"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "Who handles billing?"}]},
+               {"kind": "response", "model_name": "m", "parts": [
+                   {"part_kind": "tool-call", "tool_name": "owner", "args": {"team": "billing"}, "tool_call_id": "c1"}]},
+               {"kind": "request", "parts": [{"part_kind": "tool-return", "tool_name": "owner",
+                                              "content": {"assistant": "Bob"}, "tool_call_id": "c1"}]},
+               {"kind": "response", "model_name": "m", "parts": [{"part_kind": "text", "content": "Bob."}]}]
+    items = [{"role": "user", "content": "Book it"},
+             {"type": "function_call", "call_id": "c1", "name": "transfer", "arguments": "{}"},
+             {"type": "function_call_output", "call_id": "c1", "output": json.dumps({"assistant": "Concierge"})},
+             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done."}]}]
+    for doc, want in [(history, {"assistant": "Bob"}), (items, {"assistant": "Concierge"})]:
+        result = ingest_json(tmp_path, doc)
+        assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
+        last = list(result.conversations[0].calls())[-1]
+        assert json.loads(last.context[-1].parts[0].content) == want
+
+
 def test_what_is_not_compact_is_left_alone():
     assert compact_messages([["Hi", "Hello!"], ["2+2?", "4"]]) is None  # Gradio pairs: texts, not role words
     assert compact_messages([{"assistant": "4"}]) is None  # no user's or system's message: not a chat

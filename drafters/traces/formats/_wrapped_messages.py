@@ -95,7 +95,10 @@ def serialized_messages(value: Any, depth: int = 0) -> Any:
         held = serialized_message(value)
         if held is not None:
             value = held
-        new = {k: role_keyed_reply(v) or serialized_messages(v, depth + 1) for k, v in value.items()}
+        # a reply keyed by its role (Monocle's ``response``), but never a message's or a tool result's own content
+        # (a tool returning ``{"assistant": "Bob"}``: data, not a reply)
+        keyed = not is_message(value) and not any(k in value for k in _RESULT_ID_KEYS)
+        new = {k: (keyed and role_keyed_reply(v)) or serialized_messages(v, depth + 1) for k, v in value.items()}
         return value if held is None and all(new[k] is v for k, v in value.items()) else new
     compact = compact_messages(value)
     if compact is not None:
@@ -103,6 +106,9 @@ def serialized_messages(value: Any, depth: int = 0) -> Any:
     items = [serialized_messages(v, depth + 1) for v in value]
     return value if all(a is b for a, b in zip(items, value)) else items
 
+
+#: Keys linking a tool result to its call (an Agents SDK ``function_call_output``'s ``call_id``).
+_RESULT_ID_KEYS = ("call_id", "tool_call_id", "tool_use_id", "toolCallId")
 
 #: The roles a compact message may be keyed or paired by: the chat roles only (not ``answer`` / ``prompt`` /
 #: ``observation``, which name other things as keys), canonical role after ``role_of``.
