@@ -1,15 +1,61 @@
-"""Replies cut by the output length limit: a tool call whose arguments end mid-JSON (``finish_reason: "length"``
-in OpenAI's spelling, ``max_tokens`` in Anthropic's). Rendered by the chat template, such a call would be closed
-(``"}</tool_call><|im_end|>``), tokens the model never wrote, so it is never a call's completion; it stays in
-later calls' context, as the server sent it on (docs/traces.md, "Replies cut by the length limit")."""
+"""Replies cut by the output length limit (docs/traces.md, "Replies cut by the length limit"): an answer the source
+records as stopped by the limit (``finish_reason: "length"``, ``stop_reason: "max_tokens"``, a Responses API
+``status: "incomplete"``, llama.cpp's ``stopped_limit``; readers set ``Message.cut``), and a tool call whose
+arguments end mid-JSON, whatever the source records. The call happened and its context is exact, so it stays a
+call (regeneration has the target write its answer whole); the report says how many answers were cut, since
+rendered as recorded, the template would close them with tokens the model never wrote (``<|im_end|>``,
+``"}</tool_call>``)."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from drafters.traces.json_paths import jsonpath, path_steps
 from drafters.traces.model import Conversation, Message, ToolCallPart
 
 _CLOSERS = {"{": "}", "[": "]"}
+_STOP_KEYS = ("finish_reason", "finishReason", "stop_reason", "stopReason", "done_reason", "doneReason")
+_LENGTH_STOPS = ("length", "max_tokens", "max_output_tokens", "max_completion_tokens", "model_length")
+
+
+def stopped_by_length(value: Any) -> bool:
+    """Whether an object records, in its own keys, that its answer stopped at the output length limit: a stop
+    reason (``finish_reason`` / ``stop_reason`` / ``done_reason``, any case) of ``length`` / ``max_tokens``, a
+    Responses API ``status: "incomplete"`` for ``max_output_tokens``, llama.cpp's ``stopped_limit: true``."""
+    if not isinstance(value, dict):
+        return False
+    stops = [value.get(k) for k in _STOP_KEYS]
+    if any(isinstance(v, str) and v.strip().lower() in _LENGTH_STOPS for v in stops):
+        return True
+    details = value.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    return value.get("stopped_limit") is True or (value.get("status") == "incomplete" and reason in _LENGTH_STOPS)
+
+
+def body_stopped_by_length(body: Any) -> bool:
+    """Whether a provider's response body records its (first) answer stopped by the length limit: the body's own
+    keys (Anthropic's ``stop_reason``, Bedrock's ``stopReason``, a Responses ``status``) or its first choice's or
+    candidate's (OpenAI's ``finish_reason``, Gemini's ``finishReason``)."""
+    if not isinstance(body, dict):
+        return False
+    firsts = [v[0] for v in (body.get("choices"), body.get("candidates")) if isinstance(v, list) and v]
+    return stopped_by_length(body) or any(stopped_by_length(f) for f in firsts)
+
+
+def answer_stopped_by_length(record: Any, where: str) -> bool:
+    """Whether the answer found at the concrete JSONPath ``where`` of ``record`` stopped at the length limit
+    (``stopped_by_length``), as recorded by the answer itself or an object holding it (a choice's
+    ``finish_reason``, a response's ``stop_reason``, the record's ``stopped_limit``); never another choice's."""
+    try:
+        steps = path_steps(where)
+    except ValueError:
+        return False
+    for n in range(len(steps), -1, -1):
+        found = jsonpath(record, "$" + "".join(steps[:n]))
+        if found and stopped_by_length(found[0][1]):
+            return True
+    return False
 
 
 def ends_mid_json(raw: str) -> bool:
@@ -50,23 +96,12 @@ def ends_mid_json(raw: str) -> bool:
 
 
 def holds_cut_call(message: Message) -> bool:
-    """Whether an assistant ``message`` holds a tool call whose arguments end mid-JSON (``ends_mid_json``)."""
-    return message.role == "assistant" and any(
-        isinstance(p, ToolCallPart) and p.arguments is None and ends_mid_json(p.raw_arguments) for p in message.parts)
+    """Whether an assistant ``message`` was cut: its reader found it stopped by the length limit (``cut``), or it
+    holds a tool call whose arguments end mid-JSON (``ends_mid_json``)."""
+    return message.role == "assistant" and (message.cut or any(
+        isinstance(p, ToolCallPart) and p.arguments is None and ends_mid_json(p.raw_arguments) for p in message.parts))
 
 
-def drop_cut_completions(conv: Conversation) -> int:
-    """In place: every reply holding a cut tool call (``holds_cut_call``) stops being a call's completion (an
-    implicit call's message is marked ``supervised=False``; an explicit call whose completion it is, removed).
-    Returns how many calls were dropped."""
-    if conv.explicit_calls is not None:
-        kept = [c for c in conv.explicit_calls if not holds_cut_call(c.completion)]
-        dropped = len(conv.explicit_calls) - len(kept)
-        conv.explicit_calls = kept
-        return dropped
-    dropped = 0
-    for i, m in enumerate(conv.messages):
-        if i > 0 and m.supervised and holds_cut_call(m):
-            m.supervised = False
-            dropped += 1
-    return dropped
+def cut_completions(conv: Conversation) -> int:
+    """How many of ``conv``'s calls have a cut completion (``holds_cut_call``)."""
+    return sum(holds_cut_call(call.completion) for call in conv.calls())

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from drafters.traces import io as tio
-from drafters.traces.cut_replies import drop_cut_completions
+from drafters.traces.cut_replies import cut_completions
 from drafters.traces.detect import candidate_formats, json_problem
 from drafters.traces.formats import get_format
 from drafters.traces.formats._rendered_chats import strip_turn_tokens
@@ -275,9 +275,6 @@ def _try_format(fmt: TraceFormat, path: Path, trial: TrialSink, tally: _FileTall
                                        f"reader(s) declined it: {_declined(declined)}", Source(fmt.name, name))
                 if held is not None and _extends(conv, held):
                     merged += 1
-                elif held is not None and _extends(held, conv):  # newest first (LangGraph's state history)
-                    merged += 1
-                    continue
                 elif held is not None:
                     yield from _keep(held, report, scrubber, seen, dup_of, name)
                 held = conv
@@ -285,10 +282,9 @@ def _try_format(fmt: TraceFormat, path: Path, trial: TrialSink, tally: _FileTall
             yield from _keep(held, report, scrubber, seen, dup_of, name)
         if merged:
             report.count("history_rows_merged", merged)
-            report.warning("history_rows_merged", f"{merged} record(s) were the history of the record after (or, "
-                           "newest first, before) them (per-call rows or state snapshots repeating the conversation so "
-                           "far): each is read once, as part of the longer record, so no call is counted twice",
-                           Source(fmt.name, name))
+            report.warning("history_rows_merged", f"{merged} record(s) were the history of the record after them "
+                           "(per-call rows repeating the conversation so far): each is read once, as part of the "
+                           "longer record, so no call is counted twice", Source(fmt.name, name))
     except TraceError:
         raise
     except (OSError, EOFError, UnicodeError):
@@ -420,21 +416,18 @@ def _check(conv: Conversation, report: ValidationReport, tally: _FileTally | Non
     if not any(m.role == "assistant" for m in messages) and not conv.explicit_calls:
         report.error("no_assistant_message", "conversation has no assistant message (no LLM call)", src)
         return None
-    cut = drop_cut_completions(conv)
-    if cut and next(iter(conv.calls()), None) is None:
-        report.error("tool_call_cut", f"every reply ({cut}) ends in a tool call whose arguments stop mid-JSON (cut by "
-                     "the output length limit: finish_reason \"length\"): no complete reply to train on", src)
-        return None
-    if cut:
-        report.warning("tool_call_cut", f"{cut} reply(ies) end in a tool call whose arguments stop mid-JSON (cut by "
-                       "the output length limit: finish_reason \"length\"): not trained on, since the template "
-                       "would close them with tokens the model never wrote; kept as later calls' context", src)
     if next(iter(conv.calls()), None) is None:
         report.error("no_llm_call", "no assistant message has a context before it (the log starts with the "
                      "model's answer): no LLM call to train on", src)
         return None
     if not _check_tool_pairing(conv, report):
         return None  # a call whose result the reading did not reach: later contexts lack it (or hold it raw)
+    cut = cut_completions(conv)
+    if cut:
+        report.warning("reply_cut", f"{cut} answer(s) cut by the output length limit (a stop reason of length / "
+                       "max_tokens, or a tool call's arguments stopping mid-JSON): their calls are read, their context "
+                       "exact; regeneration has the target write them whole (rendered as recorded, the template would "
+                       "close them with tokens the model never wrote)", src)
     # each call once, not again in every later context that copies it
     n_calls = len({p.id or (p.name, compact_json(p.arguments)) for m in all_messages for p in m.parts
                    if isinstance(p, ToolCallPart)})

@@ -52,6 +52,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
+from drafters.traces.cut_replies import answer_stopped_by_length, stopped_by_length
 from drafters.traces.formats import _exchanges
 from drafters.traces.formats._call_io import answer_as_written, call_free, note_call_kinds, other_kind
 from drafters.traces.formats._chains import CallChains
@@ -341,9 +342,10 @@ class Mapping:
             else:
                 parts += block_parts(raw)
         model = next((m for m in (get(r, "model") for r in raws if isinstance(r, dict)) if isinstance(m, str)), None)
-        pieces, _ = split_at_results([Message("assistant", parts, model=model)], [None])
+        cut = answer_stopped_by_length(record, where)  # the answer's stop reason, or its holders'
+        pieces, _ = split_at_results([Message("assistant", parts, model=model, cut=cut)], [None])
         if not any(m.role == "assistant" for m in pieces):
-            pieces = [Message("assistant", parts, model=model)]
+            pieces = [Message("assistant", parts, model=model, cut=cut)]
         self._chain(chains, record, conv, pieces)  # tool results inside the output end a call
 
     def _continuation(self, out: Any) -> bool:
@@ -365,6 +367,9 @@ class Mapping:
         if isinstance(given, list) and given and raws[:len(given)] == given and len(raws) > len(given):
             raws = raws[len(given):]  # the input restated, then the reply (a cache's stored value): read once
         messages = self._messages(where, raws, reading)
+        replies = [m for m in messages or [] if m.role == "assistant"]
+        if replies and answer_stopped_by_length(record, where):  # the last reply was cut (its holder says so)
+            replies[-1].cut = True
         if messages is not None:
             self._chain(chains, record, conv, messages)
 
@@ -450,6 +455,7 @@ class Mapping:
                                      source, at)
                     continue
                 message.failed = True  # its calls that no tool message answers were never run
+            message.cut = role == "assistant" and stopped_by_length(raw)  # cut_replies: never a completion
             if handoff is None and handed_off(raw, self.observation, role):
                 # the context after this step is recorded elsewhere: cut before a handoff step, after a call's step
                 handoff = (len(messages) + (role == "assistant"), at, raw.get("step_id"))

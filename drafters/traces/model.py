@@ -162,6 +162,10 @@ class Message:
     # True for an assistant message the source records as failed (a stop reason error / aborted, an error
     # message beside it: _spellings.failed_turn): tool calls in it that no tool message answers were never run.
     failed: bool = False
+    # True for an assistant message the source records as stopped by the output length limit (``finish_reason:
+    # "length"``, ``stop_reason: "max_tokens"``): set by readers, turned by ingestion into ``supervised=False``
+    # (drafters/traces/cut_replies.py), so not part of the stored form.
+    cut: bool = False
 
     @property
     def text(self) -> str:

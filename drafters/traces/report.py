@@ -110,8 +110,8 @@ CODES: dict[str, str] = {
     "the readers know: not read (read as one message, its tokens would be rendered twice)",
     "sessions_interleaved": "a log of one message a record interleaves sessions (a group id resumes after "
     "another's): each session's messages were read in order as its conversation; the count",
-    "tool_call_cut": "a reply ends in a tool call whose arguments stop mid-JSON (cut by the output length limit): not "
-    "trained on as a completion, kept as later calls' context; an error when no complete reply is left",
+    "reply_cut": "answers were cut by the output length limit (a stop reason, or a tool call's arguments stopping "
+    "mid-JSON): their calls are read; regeneration writes them whole",
     "requests_joined_by_id": "requests and their responses logged as records of their own were paired by the id they "
     "share, each pair read as one request/response record",
     "request_without_response": "requests no response answers (by the pairing id): no reply to train on",

@@ -57,24 +57,6 @@ def test_per_call_rows_repeating_history_count_each_call_once():
     assert result.report.counts["history_rows_merged"] == 1
 
 
-def test_state_snapshots_newest_first_count_each_call_once(tmp_path):
-    """LangGraph's ``get_state_history()``: snapshots of one thread, newest first, each holding the messages so far
-    (read before as one conversation per snapshot, 5 of them, each call counted up to 3 times, ``ok``)."""
-    turns = [{"type": "human", "content": "Hi"}, {"type": "ai", "content": "Hello!"},
-             {"type": "human", "content": "Search langgraph"},
-             {"type": "ai", "content": "", "tool_calls": [{"name": "search", "args": {"q": "langgraph"},
-                                                           "id": "c1", "type": "tool_call"}]},
-             {"type": "tool", "content": "A library.", "tool_call_id": "c1", "name": "search"},
-             {"type": "ai", "content": "LangGraph is a library."}]
-    snapshots = [{"values": {"messages": turns[:n]}, "next": [], "config": {"configurable": {"thread_id": "t1"}},
-                  "created_at": f"2026-01-01T00:00:0{n}Z"} for n in range(6, 1, -1)]
-    path = tmp_path / "state_history.json"
-    path.write_text(json.dumps(snapshots))
-    result = ingest([path], scrub=False, dedup=False)
-    assert result.report.ok and totals(result.conversations) == (1, 3, 1), codes(result)
-    assert result.report.counts["history_rows_merged"] == 4
-
-
 def test_a_text_tool_call_that_does_not_parse_is_an_error(tmp_path):
     path = tmp_path / "bad_call.json"
     path.write_text(json.dumps([{"conversations": [

@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from drafters.traces.cut_replies import body_stopped_by_length
 from drafters.traces.formats import _reading, _records, _streams
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import Conversation, LLMCall, Message, Source, TextPart
@@ -161,7 +162,7 @@ def _load(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> An
     loader = type("CassetteLoader", (base,), {})
     loader.add_constructor("!binary", lambda ld, node: base64.b64decode(ld.construct_scalar(node)))
     try:
-        return yaml.load(stream, Loader=loader)  # noqa: S506 - a SafeLoader with one more scalar tag
+        return yaml.load(stream, Loader=loader)
     except (yaml.YAMLError, ValueError) as exc:
         mark = getattr(exc, "problem_mark", None)
         problems.error("invalid_json", f"file is not valid YAML: {getattr(exc, 'problem', exc)}",
@@ -448,6 +449,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
         if completion is None:
             problems.error("missing_field", "response holds no assistant message", src, field="response")
             continue
+        completion.cut = body_stopped_by_length(resp_body)  # cut_replies: never a completion
         if completion.failed and not completion.parts:
             problems.warning("failed_turn_skipped", "the response records a failed request (its stop reason) and "
                              "no content: no model turn, not read", src)

@@ -6,6 +6,7 @@ Not a format (no ``FORMAT``).
 
 from __future__ import annotations
 
+from drafters.traces.cut_replies import body_stopped_by_length
 from drafters.traces.formats._reading import load_json_or_lines
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import Conversation, Source
@@ -57,6 +58,7 @@ def parse_request_records(stream, filename: str, problems: ProblemSink, fmt: str
                                          "reason) and no content: no model turn, the record is not read", s)
                         continue
                     if m is not None:
+                        m.cut = body_stopped_by_length(resp)  # cut_replies: never a completion
                         msgs.append(m)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 problems.error("not_an_object", f"record not understood: {exc}", s)

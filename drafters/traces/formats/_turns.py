@@ -107,10 +107,12 @@ def split_at_results(messages: list[Message], raws: list[Any]) -> tuple[list[Mes
                     continue
                 if current:
                     pieces.append(Message("assistant", current, model=m.model, meta=m.meta, supervised=m.supervised,
-                                          failed=m.failed))
+                                          failed=m.failed, cut=m.cut))
                     current = []
                 if p is not None:
                     pieces.append(Message("tool", [p]))
+            for piece in pieces[:-1]:  # the length limit cut only the answer's last piece
+                piece.cut = False
         for piece in pieces:
             if piece.role == "tool" and out and out[-1].role == "tool" and piece is not m:
                 out[-1].parts.extend(piece.parts)
@@ -164,7 +166,7 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str, adjacent
         if last is not None and last.role == "assistant" and open_ is not None:
             last.parts.extend(parts)
             last.model = last.model or m.model
-            last.failed = last.failed or m.failed
+            last.failed, last.cut = last.failed or m.failed, last.cut or m.cut
             open_ = kind if kind in ("thought", "chunk") else None
             last_raw = raws[i]
             if open_ == "thought" and any(not isinstance(p, ReasoningPart) for p in last.parts):
@@ -176,7 +178,7 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str, adjacent
                 not _own_calls(last_raw, raws[i]):
             if adjacent == "join":  # declared: one answer written as two records
                 last.parts.extend(parts)
-                last.model, last.failed = last.model or m.model, last.failed or m.failed
+                last.model, last.failed, last.cut = last.model or m.model, last.failed or m.failed, last.cut or m.cut
                 last_raw, joined = raws[i], joined + 1
                 continue
             return Turns(out, f"messages {i - 1} and {i} are both the assistant's with nothing between them, neither "
@@ -184,7 +186,7 @@ def join_turns(messages: list[Message], raws: list[Any], role_key: str, adjacent
                          "usage of its own: whether they are one call or two is not known (a mapping says which: "
                          "adjacent_answers: join or separate)")
         out.append(Message("assistant", parts, model=m.model, meta=m.meta, supervised=m.supervised,
-                           failed=m.failed))
+                           failed=m.failed, cut=m.cut))
         last_raw = raws[i]
         open_ = kind if kind in ("thought", "chunk") else None
     if open_ == "thought":

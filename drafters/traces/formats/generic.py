@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from typing import IO, Any
 
+from drafters.traces.cut_replies import stopped_by_length
 from drafters.traces.formats import (
     _exchanges,
     _joined_by_id,
@@ -276,6 +277,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                                  source, f"{found.path}[{i}]")
                 continue
             message.failed = True  # its calls that no tool message answers were never run
+        message.cut = role == "assistant" and stopped_by_length(raw)  # cut_replies: never a completion
         unread = [k for k in _unread(raw, found, richer is not None, content_key) if not executed or k != executed[0]]
         if tally is not None:
             tally.roles[role] += 1
