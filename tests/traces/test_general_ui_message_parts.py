@@ -77,3 +77,62 @@ def test_a_tool_result_part_is_a_result_not_a_tool_named_result(tmp_path):
     assert [t.name for t in first.completion.tool_calls] == ["getSchemaInfo"]
     assert second.context[-1].tool_results[0].content == "{\"tables\":[\"customers\"]}"
     assert tool_invocation({"type": "tool-result", "toolCallId": "t1", "content": "x"}) is None
+
+
+def _ui_chat(tmp_path, assistant_parts, **assistant):
+    doc = [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather in SF and LA?"}]},
+           {"id": "a1", "role": "assistant", "parts": assistant_parts, **assistant}]
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(doc))
+    return ingest([path], scrub=False, dedup=False)
+
+
+def _tool(call_id, city, **done):
+    return {"type": "tool-getWeather", "toolCallId": call_id, "input": {"city": city}, **done}
+
+
+def test_a_steps_parallel_tool_parts_are_one_reply(tmp_path):
+    """Two tool parts in one step, each with its output: one reply of two calls, then both results (read before as
+    call, result, call, result: an invented reply calling LA after SF's result, 4 calls instead of 3)."""
+    ok = {"state": "output-available"}
+    result = _ui_chat(tmp_path, [{"type": "step-start"}, _tool("c1", "SF", **ok, output={"tempF": 60}),
+                                 _tool("c2", "LA", **ok, output={"tempF": 78}), {"type": "step-start"},
+                                 {"type": "text", "text": "SF 60F, LA 78F."}])
+    assert result.report.ok and totals(result.conversations) == (1, 2, 2), codes(result)
+    first, second = result.conversations[0].calls()
+    assert [p.arguments for p in first.completion.tool_calls] == [{"city": "SF"}, {"city": "LA"}]
+    assert [m.role for m in second.context] == ["user", "assistant", "tool"]
+
+
+def test_a_tool_part_that_failed_keeps_its_error_and_steps_stay_apart(tmp_path):
+    """v5 ``output-error`` keeps the tool's error in ``errorText`` (was lost: the call had no result and was glued to
+    the next step's text); v4 invocations numbered by ``step`` are calls of their own steps, not parallel."""
+    result = _ui_chat(tmp_path, [{"type": "step-start"}, _tool("c1", "SF", state="output-available", output="60F"),
+                                 {"type": "step-start"}, _tool("c2", "Atlantis", state="output-error",
+                                                               errorText="unknown city"),
+                                 {"type": "step-start"}, {"type": "text", "text": "SF is 60F; Atlantis is unknown."}])
+    assert result.report.ok and totals(result.conversations) == (1, 3, 2), codes(result)
+    last = list(result.conversations[0].calls())[-1]
+    (error,) = [p for p in last.context[-1].parts if isinstance(p, ToolResultPart)]
+    assert error.is_error and error.content == "unknown city"
+    v4 = [{"type": "tool-invocation", "toolInvocation": {"state": "result", "step": n, "toolCallId": f"c{n}",
+                                                          "toolName": "getWeather", "args": {"city": city},
+                                                          "result": "ok"}} for n, city in enumerate(["SF", "LA"])]
+    result = _ui_chat(tmp_path, [*v4, {"type": "text", "text": "Both fine."}])
+    assert result.report.ok and totals(result.conversations) == (1, 3, 2), codes(result)
+
+
+def test_flat_content_beside_tool_parts_is_not_read_alone(tmp_path):
+    """AI SDK v4 ``useChat`` messages: ``content`` holds the last step's text, ``parts`` / ``toolInvocations`` the
+    calls. The OpenAI chat reader took the content alone (``ok``, 1 call, no tool call); it now declines."""
+    invocation = {"state": "result", "step": 0, "toolCallId": "c1", "toolName": "getWeather",
+                  "args": {"city": "SF"}, "result": "60F"}
+    doc = {"id": "chat-1", "messages": [
+        {"id": "u1", "role": "user", "content": "Weather in SF?"},
+        {"id": "a1", "role": "assistant", "content": "SF is 60F.", "toolInvocations": [invocation],
+         "parts": [{"type": "tool-invocation", "toolInvocation": invocation}, {"type": "text", "text": "SF is 60F."}]}]}
+    path = tmp_path / "usechat.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False, dedup=False)
+    assert not (result.report.ok and totals(result.conversations) == (1, 1, 0)), codes(result)
+    assert result.report.ok or "unknown_content" in codes(result)

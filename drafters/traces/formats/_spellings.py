@@ -316,10 +316,30 @@ def block_parts(content: Any) -> list:
         content = content["content"]  # a whole message given as content ({role, content}): its content
     blocks = content if isinstance(content, list) else [content] if content is not None else []
     out: list = []
+    run: list[list] = []  # consecutive tool blocks each holding a call and its result: one step's parallel calls
+    step = None
     for b in blocks:
         invoked = tool_invocation(b)
+        if invoked is not None and len(invoked) == 2:
+            inv = b.get("toolInvocation") if isinstance(b.get("toolInvocation"), dict) else b
+            if run and inv.get("step") != step:  # AI SDK v4 numbers each invocation's step
+                out += _parallel(run)
+                run = []
+            run.append(invoked)
+            step = inv.get("step")
+            continue
+        out += _parallel(run)
+        run = []
         out += invoked if invoked is not None else [p for p in [block_part(b)] if p is not None]
-    return out
+    return out + _parallel(run)
+
+
+def _parallel(run: list[list]) -> list:
+    """Tool blocks of one step, each a call and its result (the AI SDK's UI parts), as the step's calls and then
+    their results: the model asked for all of them in one reply (read call, result, call, result, each result would
+    end a call, and the calls after it become replies the model never wrote). A step marker or any other part
+    between them ends the run."""
+    return [pair[0] for pair in run] + [pair[1] for pair in run]
 
 
 #: Parts that mark a step and hold no content, only metadata (the AI SDK's UI messages: ``{"type": "step-start"}``;
@@ -354,6 +374,8 @@ def tool_invocation(block: Any) -> list | None:
     name = inv.get("toolName") or (kind[len("tool-"):] if kind.startswith("tool-") else None)
     call = ToolCallPart.from_raw(inv["toolCallId"], str(name or ""), first(inv, ("args", "input")))
     out = first(inv, ("result", "output"))
+    if out is None and inv.get("state") == "output-error":  # v5: the error the tool raised, as its result
+        out = inv.get("errorText")
     if out is None:
         return [call]
     text = result_text(out)

@@ -209,7 +209,16 @@ def _unread_keys(msg: dict[str, Any], has_parts: bool) -> list[str]:
     if not has_parts:
         return [k for k, v in unknown if v not in (None, "", [], {}, False)]
     return [k for k, v in unknown if (isinstance(v, list) and v and all(_call_shaped(c) for c in v))
-            or (isinstance(v, str) and v.strip() and _REASONING_NAME.search(k))]
+            or (isinstance(v, str) and v.strip() and _REASONING_NAME.search(k)) or _ui_parts(k, v)]
+
+
+def _ui_parts(key: str, value: Any) -> bool:
+    """A Vercel AI SDK UI message's ``parts`` holding more than its text (tool invocations, steps, reasoning) or its
+    ``toolInvocations``, beside the flat ``content`` (AI SDK v4 ``useChat``): the content alone would lose them."""
+    if key == "toolInvocations":
+        return isinstance(value, list) and bool(value)
+    return key == "parts" and isinstance(value, list) and any(
+        isinstance(p, dict) and p.get("type") not in ("text", "step-start") for p in value)
 
 
 def _call_shaped(value: Any) -> bool:
