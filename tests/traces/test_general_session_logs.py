@@ -166,3 +166,21 @@ def test_a_thread_listed_newest_first_is_read_oldest_first(tmp_path):
     data.reverse()
     result = ingest([_write(tmp_path, {"data": data}, "oldest.json")], scrub=False)
     assert totals(result.conversations) == (1, 2, 0) and "messages_newest_first" not in codes(result, "warnings")
+
+
+def test_a_json_array_of_messages_naming_their_threads(tmp_path):
+    """Message rows of two threads saved as one JSON array (Mastra's memory export, a table dumped as JSON): a
+    conversation per thread, as the same rows one per line are read (was one conversation, the second thread's
+    call holding the first's messages as context, ``ok``)."""
+    rows = [{"id": "m1", "threadId": "t1", "role": "user", "content": "Ping"},
+            {"id": "m2", "threadId": "t1", "role": "assistant", "content": "Pong"},
+            {"id": "m3", "threadId": "t2", "role": "user", "content": "Hello"},
+            {"id": "m4", "threadId": "t2", "role": "assistant", "content": "Hi there"}]
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps(rows))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (2, 2, 0), codes(result)
+    assert [[m.text for m in c.messages] for c in result.conversations] == [["Ping", "Pong"], ["Hello", "Hi there"]]
+    same = [{k: v for k, v in r.items() if k != "threadId"} for r in rows]  # no thread named: the file is one list
+    path.write_text(json.dumps(same))
+    assert totals(ingest([path], scrub=False, dedup=False).conversations) == (1, 2, 0)

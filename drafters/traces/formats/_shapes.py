@@ -475,8 +475,9 @@ def _envelope(value: Any) -> str | None:
 
 
 def _message_lines(values: list, array_doc: bool, name: str) -> Inferred | None:
-    if array_doc and all(is_message(v) for v in values):
-        return None  # the file is the message list (_file_list)
+    if array_doc and all(is_message(v) for v in values) and not any(
+            len({str(v.get(k)) for v in values}) > 1 for k in GROUP_KEYS if all(v.get(k) is not None for v in values)):
+        return None  # the file is the message list (_file_list), unless its messages name sessions (Mastra's threadId)
     where = [_envelope(v) for v in values]
     paths = Counter(w for w in where if w)
     if not paths or sum(paths.values()) < 2:
