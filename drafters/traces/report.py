@@ -120,6 +120,9 @@ CODES: dict[str, str] = {
     "one file",
     "requests_not_in_file": "every record is a call's response with an id and none its request: put both halves in "
     "one file",
+    "previous_responses_prepended": "Responses API records continuing an earlier one were read with their context "
+    "rebuilt as the server builds it",
+    "previous_response_not_in_file": "a response continues one that is not earlier in the file: its context is lost",
     "template_tokens_stripped": "answers held the chat template's own header or end-of-turn token (a server not "
     "skipping special tokens): read without them; the count",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "

@@ -39,6 +39,7 @@ from drafters.traces.cut_replies import stopped_by_length
 from drafters.traces.formats import (
     _exchanges,
     _joined_by_id,
+    _previous_responses,
     _reading,
     _shapes,
     _step_events,
@@ -378,6 +379,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
         records, changed = _update_events.folded(records, filename, problems, NAME), [True]
     records = _streams.joined_records(((source, _exchanges.decoded_bodies(value)) for source, value in records),
                                       problems, NAME)
+    records = _previous_responses.chained_responses(records, problems)  # server-side state: contexts rebuilt
     records, joined = _joined_by_id.joined_records(records, problems, Source(NAME, filename))  # requests and responses logged apart
     changed += [joined]
     templated: list[bool] = []  # of the first records: whether a text rendered by a chat template was read as turns

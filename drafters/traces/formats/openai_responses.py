@@ -13,6 +13,7 @@ the readable summary as its text. Files: cassettes and JSON(L) request bodies (`
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from drafters.traces.formats import _cassette, _content
@@ -154,7 +155,15 @@ def _is_record(item: dict[str, Any]) -> bool:
 
 
 # Cassettes and JSON(L) request-body records, told apart and parsed as for every provider format.
-sniff, parse = _cassette.provider_sniff_parse(NAME, request_to_messages, response_to_message, _is_record)
+_sniff, parse = _cassette.provider_sniff_parse(NAME, request_to_messages, response_to_message, _is_record)
+#: A response continuing an earlier one by id: its input holds only what is new, so the general path reads such
+#: files, rebuilding each context (``_previous_responses``).
+_CONTINUES = re.compile(r'"previous_response_id"\s*:\s*"[^"]')
+
+
+def sniff(head: str, filename: str) -> bool:
+    """A provider file of Responses API bodies (``_cassette.provider_sniff_parse``), none continuing another."""
+    return _sniff(head, filename) and _CONTINUES.search(head) is None
 
 
 FORMAT = TraceFormat(NAME, "OpenAI Responses API items (function_call, reasoning), records and cassettes",
