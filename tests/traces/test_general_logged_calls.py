@@ -422,3 +422,25 @@ def test_images_beside_a_messages_text_are_counted_not_quietly_unread(tmp_path):
         result = ingest([file], scrub=False)
         assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
         assert result.report.counts["unsupported_parts"] == 2, file.name
+
+
+def test_an_answer_sent_back_without_its_reasoning_or_call_id_continues_the_conversation(tmp_path):
+    """Request/response logs whose client sends the answer back as APIs ask: without its reasoning (DeepSeek's
+    ``reasoning_content``, Ollama's ``thinking``), its tool call without the id the reader gave it and with the
+    arguments spaced otherwise. One conversation (was two, ``ok``: a new-user trial)."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    first_ask = [{"role": "user", "content": "Weather in Toronto?"}]
+    answer = {"role": "assistant", "content": "", "thinking": "Call the tool.",
+              "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Toronto"}}}]}
+    sent_back = {"role": "assistant", "content": "",
+                 "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": "Toronto"}}}]}
+    rows = [{"request": {"model": "llama3.1", "messages": first_ask, "tools": tools},
+             "response": {"model": "llama3.1", "message": answer, "done": True, "done_reason": "stop"}},
+            {"request": {"model": "llama3.1", "messages": [*first_ask, sent_back, {"role": "tool", "content": "-3C"}],
+                         "tools": tools},
+             "response": {"model": "llama3.1", "message": {"role": "assistant", "content": "-3C in Toronto."},
+                          "done": True, "done_reason": "stop"}}]
+    path = tmp_path / "ollama.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)

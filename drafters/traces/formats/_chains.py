@@ -24,7 +24,16 @@ from typing import Any
 from drafters.traces.formats._content import link_models
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.json_paths import jsonpath
-from drafters.traces.model import Conversation, LLMCall, Message, Source, ToolDef, compact_json
+from drafters.traces.model import (
+    Conversation,
+    LLMCall,
+    Message,
+    ReasoningPart,
+    Source,
+    ToolCallPart,
+    ToolDef,
+    compact_json,
+)
 
 
 def same_messages(a: list[Message], b: list[Message]) -> bool:
@@ -46,10 +55,28 @@ def _fingerprint(context: list[Message]) -> tuple[int, str]:
 
 
 def _extends(context: list[Message], prev: list[Message], shared_history: bool) -> bool:
-    """Whether ``context`` starts with ``prev`` (both without their system messages with ``shared_history``)."""
+    """Whether ``context`` starts with ``prev`` (both without their system messages with ``shared_history``), the
+    last of ``prev`` (the previous call's answer) as the client sent it back (``same_reply``)."""
     if shared_history:
         context, prev = [m for m in context if m.role != "system"], [m for m in prev if m.role != "system"]
-    return len(context) >= len(prev) and same_messages(context[: len(prev)], prev)
+    n = len(prev)
+    return len(context) >= n and same_messages(context[: n - 1], prev[:-1]) and (
+        n == 0 or same_reply(context[n - 1], prev[-1]))
+
+
+def same_reply(sent_back: Message, answer: Message) -> bool:
+    """Whether ``sent_back`` is the model's ``answer`` as a client sends it back in the next request: the same
+    role, text and tool calls (by name and arguments: a call id the log of the answer lacks, or one the reader gave
+    it, and the arguments' spacing aside), its reasoning dropped or not (DeepSeek's API asks clients to drop it)."""
+    if same_messages([sent_back], [answer]):
+        return True
+    if sent_back.role != answer.role:
+        return False
+
+    def kept(m: Message) -> list:
+        return [(p.name, p.arguments if p.arguments is not None else p.raw_arguments) if isinstance(p, ToolCallPart)
+                else p for p in m.parts if not isinstance(p, ReasoningPart)]
+    return kept(sent_back) == kept(answer)
 
 
 #: Keys naming a request of a results list (an eval's task, a run's id), compared by ``CallChains._two_requests``.
