@@ -471,7 +471,7 @@ def _check_tool_pairing(conv: Conversation, report: ValidationReport) -> bool:
     by_shape = src.format == "generic" or src.format.startswith("mapping:")
     linked = True
     unlinked, called = None, False
-    for i, m in enumerate(messages if by_shape else []):  # a result with no id and no call anywhere before it
+    for i, m in enumerate(messages):  # a result with no id and no call anywhere before it, in any format
         if unlinked is None and not called and any(isinstance(p, ToolResultPart) and p.call_id is None for p in m.parts):
             unlinked = i
         called = called or any(isinstance(p, ToolCallPart) for p in m.parts)

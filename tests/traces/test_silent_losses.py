@@ -251,3 +251,18 @@ def test_openinference_llm_system_names_the_provider_not_a_system_prompt():
     first = next(result.conversations[0].calls())
     assert first.context[0].role == "user" and first.context[0].text == "Weather in Paris?"
     assert not any(m.role == "system" for c in result.conversations for m in c.messages)
+
+
+def test_a_result_after_calls_written_in_a_form_no_reader_reads_is_refused(tmp_path):
+    """ToolACE rows write the calls as ``[Func(a=1), Func(a=2)]`` text, then a ``tool`` turn: read by the ShareGPT
+    reader the calls stayed text and the results answered nothing, ``ok`` with a warning (a new-user trial). A result
+    with no call id and no call read anywhere before it refuses the conversation in every format."""
+    row = {"system": "You can call functions.", "conversations": [
+        {"from": "user", "value": "Find Inception and Up."},
+        {"from": "assistant", "value": '[Get Movie(title="Inception"), Get Movie(title="Up")]'},
+        {"from": "tool", "value": '[{"name": "Get Movie", "results": {"year": 2010}}]'},
+        {"from": "assistant", "value": "Inception is from 2010."}]}
+    path = tmp_path / "toolace.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    result = ingest([path], scrub=False, dedup=False)
+    assert not result.report.ok and "tool_result_without_call" in codes(result) and not result.conversations
