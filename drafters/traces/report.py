@@ -123,6 +123,8 @@ CODES: dict[str, str] = {
     "previous_responses_prepended": "Responses API records continuing an earlier one were read with their context "
     "rebuilt as the server builds it",
     "previous_response_not_in_file": "a response continues one that is not earlier in the file: its context is lost",
+    "snapshots_read_once": "a thread's state snapshots listed newest first: each older one, the beginning of the newer, "
+    "read once as its history",
     "template_tokens_stripped": "answers held the chat template's own header or end-of-turn token (a server not "
     "skipping special tokens): read without them; the count",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "

@@ -266,3 +266,29 @@ def test_a_result_after_calls_written_in_a_form_no_reader_reads_is_refused(tmp_p
     path.write_text(json.dumps(row) + "\n")
     result = ingest([path], scrub=False, dedup=False)
     assert not result.report.ok and "tool_result_without_call" in codes(result) and not result.conversations
+
+
+def test_state_snapshots_newest_first_count_each_call_once(tmp_path):
+    """LangGraph's ``get_state_history()``: checkpoints of one thread, newest first, each holding the messages so far
+    (read before as one conversation per snapshot: 5 conversations, each call counted up to 3 times, ``ok``). Two
+    dialogues that merely share a start, without a common thread id, stay two."""
+    turns = [{"type": "human", "content": "Hi", "id": "h1"}, {"type": "ai", "content": "Hello!", "id": "a1"},
+             {"type": "human", "content": "Search langgraph", "id": "h2"},
+             {"type": "ai", "content": "", "id": "a2", "tool_calls": [
+                 {"name": "search", "args": {"q": "langgraph"}, "id": "c1", "type": "tool_call"}]},
+             {"type": "tool", "content": "A library.", "tool_call_id": "c1", "name": "search", "id": "t1"},
+             {"type": "ai", "content": "LangGraph is a library.", "id": "a3"}]
+    snapshots = [{"values": {"messages": turns[:n]}, "next": [], "created_at": f"2026-01-01T00:00:0{n}Z",
+                  "config": {"configurable": {"thread_id": "t1", "checkpoint_id": f"cp{n}"}}} for n in range(6, 0, -1)]
+    path = tmp_path / "state_history.json"
+    path.write_text(json.dumps(snapshots))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 3, 1), codes(result)
+    assert "snapshots_read_once" in codes(result, "warnings")
+    dialogues = [{"dialog_id": "d1", "messages": [{"role": "user", "content": "Hi"},
+                                                  {"role": "assistant", "content": "Hello"},
+                                                  {"role": "user", "content": "Bye"},
+                                                  {"role": "assistant", "content": "Bye!"}]}]
+    dialogues.append({"dialog_id": "d2", "messages": dialogues[0]["messages"][:2]})
+    path.write_text(json.dumps(dialogues))
+    assert totals(ingest([path], scrub=False, dedup=False).conversations) == (2, 3, 0)
