@@ -158,3 +158,40 @@ def test_any_agent_trace_without_input_messages_is_refused_with_codes():
     assert not report.ok and report.counts["conversations"] == 0
     # the first call's input is unknown, so no later context can be rebuilt from it
     assert [p.code for p in report.errors] == ["content_not_captured"] * 3
+
+
+def test_otlp_spans_whose_messages_are_genai_events():
+    """opentelemetry-instrumentation-openai-v2 writes a chat span's messages as events (``gen_ai.user.message`` ...,
+    ``gen_ai.choice`` holding the answer): read as the call (was ``content_not_captured`` with the content there).
+    Events without content (capture off) are still ``content_not_captured``."""
+    def s(v):
+        return {"stringValue": v}
+
+    def event(name, **attrs):
+        return {"name": name, "attributes": [{"key": k, "value": v} for k, v in attrs.items()]}
+    call = {"kvlistValue": {"values": [{"key": "id", "value": s("call_1")}, {"key": "type", "value": s("function")},
+                                       {"key": "function", "value": {"kvlistValue": {"values": [
+                                           {"key": "name", "value": s("search")},
+                                           {"key": "arguments", "value": s('{"q": "tokyo"}')}]}}}]}}
+    first = [event("gen_ai.system.message", content=s("You plan trips.")),
+             event("gen_ai.user.message", content=s("Flights to Tokyo?")),
+             event("gen_ai.choice", index={"intValue": "0"}, finish_reason=s("tool_calls"), message={"kvlistValue": {
+                 "values": [{"key": "role", "value": s("assistant")},
+                            {"key": "tool_calls", "value": {"arrayValue": {"values": [call]}}}]}})]
+    second = [*first[:2], event("gen_ai.assistant.message", tool_calls={"arrayValue": {"values": [call]}}),
+              event("gen_ai.tool.message", id=s("call_1"), content=s("JL 5, 10:00")),
+              event("gen_ai.choice", index={"intValue": "0"}, finish_reason=s("stop"), message={"kvlistValue": {
+                  "values": [{"key": "role", "value": s("assistant")}, {"key": "content", "value": s("JL 5.")}]}})]
+    spans = [{"traceId": "t1", "spanId": f"s{n}", "name": "chat gpt-4o", "startTimeUnixNano": str(n * 1000),
+              "endTimeUnixNano": str(n * 1000 + 500), "events": events,
+              "attributes": [{"key": "gen_ai.operation.name", "value": s("chat")}]}
+             for n, events in enumerate([first, second], 1)]
+    doc = {"resourceSpans": [{"resource": {"attributes": []}, "scopeSpans": [{"scope": {}, "spans": spans}]}]}
+    convs, report = parse_text("otel_genai", json.dumps(doc), "otlp.json")
+    assert totals(convs) == (1, 2, 1) and not report.errors, codes(report)
+    last = list(convs[0].calls())[-1]
+    assert [m.role for m in last.context] == ["system", "user", "assistant", "tool"] and last.completion.text == "JL 5."
+    bare = [{**sp, "events": [{"name": e["name"], "attributes": []} for e in sp["events"]]} for sp in spans]
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"] = bare
+    convs, report = parse_text("otel_genai", json.dumps(doc), "otlp.json")
+    assert not convs and "content_not_captured" in codes(report)

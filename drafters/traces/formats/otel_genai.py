@@ -49,7 +49,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, Any
 
-from drafters.traces.formats import _monocle
+from drafters.traces.formats import _genai_events, _monocle
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text, semconv_parts, tool_defs
 from drafters.traces.formats._reading import iter_values, src
@@ -157,10 +157,13 @@ def _spans_of(value: Any, line: int) -> Iterator[dict]:
                     events = {e.get("name"): {a["key"]: _otlp_value(a.get("value")) for a in as_list(e.get("attributes"))
                                               if isinstance(a, dict) and isinstance(a.get("key"), str)}
                               for e in as_list(s.get("events")) if isinstance(e, dict)}
+                    ordered = [(e.get("name"), {a["key"]: _otlp_value(a.get("value")) for a in as_list(e.get("attributes"))
+                                                if isinstance(a, dict) and isinstance(a.get("key"), str)})
+                               for e in as_list(s.get("events")) if isinstance(e, dict)]
                     yield {"trace": s.get("traceId"), "span": s.get("spanId"), "parent": s.get("parentSpanId"),
                            "name": s.get("name"), "start": int(st) / 1e9 if st not in (None, "") else None,
                            "end": int(en) / 1e9 if en not in (None, "", "0", 0) else None,
-                           "attrs": attrs, "events": events, "line": line}
+                           "attrs": attrs, "events": events, "event_list": ordered, "line": line}
         return
     ctx = value.get("context")
     if not isinstance(ctx, dict) and "span_id" in value and isinstance(value.get("attributes"), dict):
@@ -169,9 +172,12 @@ def _spans_of(value: Any, line: int) -> Iterator[dict]:
         attrs = value.get("attributes") if isinstance(value.get("attributes"), dict) else {}
         events = {e.get("name"): e.get("attributes") if isinstance(e.get("attributes"), dict) else {}
                   for e in as_list(value.get("events")) if isinstance(e, dict)}
+        ordered = [(e.get("name"), e.get("attributes") if isinstance(e.get("attributes"), dict) else {})
+                   for e in as_list(value.get("events")) if isinstance(e, dict)]
         yield {"trace": ctx.get("trace_id"), "span": ctx.get("span_id"), "parent": value.get("parent_id"),
                "name": value.get("name", value.get("span_name")), "start": _seconds(value.get("start_time")),
-               "end": _seconds(value.get("end_time")), "attrs": attrs, "events": events, "line": line}
+               "end": _seconds(value.get("end_time")), "attrs": attrs, "events": events, "event_list": ordered,
+               "line": line}
 
 
 # -------------------------------------------------------------------------------- message readers
@@ -284,6 +290,13 @@ def _call_of(span: dict, filename: str, problems: ProblemSink) -> tuple[list, li
                            source)
             return None
         outputs = [reply] if reply.parts else []
+    elif _genai_events.records_messages(span.get("event_list", [])):
+        try:
+            context, reply = _genai_events.call(span["event_list"])
+        except ValueError as e:
+            problems.error("content_not_captured", f"GenAI message events not read: {e}; the call is lost", source)
+            return None
+        outputs = [reply]
     else:
         problems.error("content_not_captured", "LLM call span without message content (content capture off): "
                        "the call is lost", source)
@@ -291,7 +304,8 @@ def _call_of(span: dict, filename: str, problems: ProblemSink) -> tuple[list, li
     if not outputs:
         problems.warning("no_assistant_message", "LLM call span without output messages", source)
         return None
-    completion = Message("assistant", [p for m in outputs for p in m.parts], model=model)
+    completion = Message("assistant", [p for m in outputs for p in m.parts], model=model,
+                         cut=any(m.cut for m in outputs))
     tools = tool_defs(_json_attr(attrs, "gen_ai.tool.definitions") or [])
     if not tools:
         k, flat = 0, []
