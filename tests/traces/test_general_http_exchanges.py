@@ -12,7 +12,7 @@ from drafters.traces.formats import _exchanges
 from drafters.traces.ingest import ingest
 from drafters.traces.mapping_file import mapping_from_dict
 
-from .conftest import ingest_json, totals
+from .conftest import codes, ingest_json, totals
 
 URL = "https://api.example-llm.test/v1/chat/completions"
 
@@ -318,3 +318,24 @@ def test_base64_that_is_no_body_is_left_as_it_is():
     record = {"thoughtSignature": signature, "source": {"type": "base64", "data": image}, "id": "abcdEFGH12345678"}
     assert decoded_bodies(record) is record
     assert decoded_bodies({"body": _b64('{"answer": "yes"}')}) == {"body": '{"answer": "yes"}'}
+
+
+def test_a_gateway_export_with_a_failed_request(tmp_path):
+    """Helicone's request export: ``request_path``, ``request_body`` / ``response_body`` and ``response_status``; a
+    rate-limited request's body is the gateway's error, no model turn: skipped (was ``ambiguous_shape`` for the file)."""
+    def row(n, messages, body, status=200):
+        return {"request_id": f"h-{n}", "request_path": "https://oai.helicone.ai/v1/chat/completions",
+                "model": "gpt-4o-mini", "request_body": {"model": "gpt-4o-mini", "messages": messages},
+                "response_body": body, "response_status": status}
+    ask = [{"role": "user", "content": "Summarize: the cat sat."}]
+    said = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "A cat sat."}, "finish_reason": "stop"}]}
+    more = [*ask, {"role": "assistant", "content": "A cat sat."}, {"role": "user", "content": "Shorter."}]
+    rows = [row(1, ask, said), row(2, more, {"choices": [{"index": 0, "message": {"role": "assistant",
+                                                                                  "content": "Cat."}}]}),
+            row(3, [*more, {"role": "assistant", "content": "Cat."}, {"role": "user", "content": "One word."}],
+                {"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}, 429)]
+    path = tmp_path / "helicone.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)
+    assert "error_response" in codes(result, "warnings")

@@ -26,8 +26,8 @@ from drafters.traces.formats.base import ProblemSink
 from drafters.traces.json_paths import child_path, path_steps
 from drafters.traces.model import Source
 
-URL_KEYS = ("url", "uri", "RequestUri", "requestUri", "request_url")
-STATUS_KEYS = ("status", "status_code", "statusCode", "StatusCode")
+URL_KEYS = ("url", "uri", "RequestUri", "requestUri", "request_url", "request_path")  # request_path: Helicone's
+STATUS_KEYS = ("status", "status_code", "statusCode", "StatusCode", "response_status", "responseStatus")
 _SIDES = ("request", "response", "init", "req", "res")
 
 
