@@ -444,3 +444,19 @@ def test_an_answer_sent_back_without_its_reasoning_or_call_id_continues_the_conv
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
+
+
+def test_an_output_list_beside_a_responses_repr_is_the_answer(tmp_path):
+    """DSPy's ``lm.history`` saved as JSON: ``messages``, the answer in ``outputs`` and ``response`` as the repr of
+    the client's response object (``ModelResponse(id=...)``), not text the model wrote (refused before: two outputs)."""
+    entry = {"prompt": None, "messages": [{"role": "system", "content": "Answer the question."},
+                                          {"role": "user", "content": "Capital of Peru?"}],
+             "kwargs": {"temperature": 0.0}, "outputs": ["Lima"], "model": "openai/gpt-4o-mini",
+             "response": "ModelResponse(id='chatcmpl-1', choices=[Choices(finish_reason='stop', index=0, "
+                         "message=Message(content='Lima', role='assistant'))])", "uuid": "u1"}
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps([entry, {**entry, "uuid": "u2", "outputs": ["Santiago"], "messages": [
+        entry["messages"][0], {"role": "user", "content": "Capital of Chile?"}]}]))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (2, 2, 0), codes(result)
+    assert sorted(c.completion.text for conv in result.conversations for c in conv.calls()) == ["Lima", "Santiago"]

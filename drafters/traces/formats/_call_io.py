@@ -328,8 +328,13 @@ def _result_object(value: dict) -> bool:
 
 
 def _looks_encoded(text: str) -> bool:
-    """Hex or base64 without a space (a recorded binary event stream), not an answer's text."""
-    return len(text) >= 64 and re.fullmatch(r"[0-9A-Fa-f]+|[A-Za-z0-9+/=_-]+", text) is not None
+    """Hex or base64 without a space (a recorded binary event stream), or a Python object's repr (DSPy's history
+    keeps ``response: "ModelResponse(id=..., choices=[...])"`` beside its ``outputs``): not an answer's text."""
+    return len(text) >= 64 and re.fullmatch(r"[0-9A-Fa-f]+|[A-Za-z0-9+/=_-]+", text) is not None or \
+        _REPR.match(text) is not None
+
+
+_REPR = re.compile(r"[A-Z]\w*\(\w+=")  # ModelResponse(id=..., a dataclass's or pydantic model's repr
 
 
 def _text_in(value: dict, path: str, depth: int = 0) -> str | None:
