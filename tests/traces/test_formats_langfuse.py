@@ -147,3 +147,26 @@ def test_chars_count_every_agent_of_a_trace_once():
     assert ingest([path], scrub=False).report.chars["tool_results"] == sum(map(len, results)) == 277
     koog = ingest([folder / "langfuse__koog-2025-08-26.json"], scrub=False).report.chars
     assert koog["tool_args"] == len("HelloTool") + len("ByeTool") + 2 * len('{"name":"Bob"}')
+
+
+def test_a_trace_as_the_public_api_returns_it(tmp_path):
+    """``GET /api/public/traces/{id}``: the trace's own fields with its observations inside (a SPAN whose input is
+    an object, the generations, a tool span). Read by this reader (was the general path, refused ``not_an_object``)."""
+    ask = [{"role": "system", "content": "You are a support agent."}, {"role": "user", "content": "Reset my password"}]
+    call = {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "type": "function", "function": {
+        "name": "send_reset_link", "arguments": '{"user_id": "u-1"}'}}]}
+    def obs(n, kind, start, **kw):
+        return {"id": f"obs-{n}", "traceId": "tr-1", "type": kind, "startTime": f"2025-02-01T09:00:0{start}.000Z",
+                "parentObservationId": None if n == 0 else "obs-0", **kw}
+    trace = {"id": "tr-1", "name": "support-agent", "input": {"question": "Reset my password"}, "sessionId": "s-9",
+             "observations": [obs(0, "SPAN", 0, input={"question": "Reset my password"}, output=None),
+                              obs(1, "GENERATION", 1, model="gpt-4o-mini", input=ask, output=call),
+                              obs(2, "SPAN", 2, name="send_reset_link", input={"user_id": "u-1"}, output="sent"),
+                              obs(3, "GENERATION", 3, model="gpt-4o-mini", output={"role": "assistant",
+                                                                                    "content": "Sent a link."},
+                                  input=[*ask, call, {"role": "tool", "tool_call_id": "call_1", "content": "sent"}])]}
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(trace))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and result.report.formats == {"langfuse": 1}, [e.code for e in result.report.errors]
+    assert totals(result.conversations) == (1, 2, 1) and result.conversations[0].id == "tr-1"

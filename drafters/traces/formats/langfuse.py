@@ -63,8 +63,11 @@ NAME = "langfuse"
 
 
 def sniff(head: str, filename: str) -> bool:
-    """A Langfuse export: ``"trace"`` and ``"observations"`` with Langfuse's ``"projectId"``/``"traceId"``."""
-    return '"observations"' in head and '"trace"' in head and ('"projectId"' in head or '"traceId"' in head)
+    """A Langfuse export: ``"trace"`` and ``"observations"`` with Langfuse's ``"projectId"``/``"traceId"``; or a trace
+    as the public API returns it (``GET /api/public/traces/{id}``: the trace's fields with its ``observations``
+    inside, each naming its ``traceId``, generations typed ``GENERATION``)."""
+    return '"observations"' in head and (('"trace"' in head and ('"projectId"' in head or '"traceId"' in head))
+                                         or ('"traceId"' in head and '"GENERATION"' in head))
 
 
 def _decode(value: Any) -> Any:
@@ -296,9 +299,10 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
     for line, ordinal, value in iter_values(stream, filename, NAME, problems):
         source = src(NAME, filename, line=line, record=f"$[{ordinal}]" if ordinal else "$")
         if not isinstance(value, dict) or not isinstance(value.get("observations"), list):
-            problems.error("bad_record", "expected {trace, observations[]}", source, "observations")
+            problems.error("bad_record", "expected {trace, observations[]} (or a trace holding its observations)",
+                           source, "observations")
             continue
-        trace = value.get("trace") if isinstance(value.get("trace"), dict) else {}
+        trace = value.get("trace") if isinstance(value.get("trace"), dict) else value  # the API's trace: itself
         trace_id = str(trace.get("id") or f"{filename}#{ordinal}")
         gens = [o for o in value["observations"] if isinstance(o, dict) and o.get("type") == "GENERATION"]
         gens.sort(key=lambda o: str(o.get("startTime") or ""))
