@@ -125,6 +125,7 @@ CODES: dict[str, str] = {
     "previous_response_not_in_file": "a response continues one that is not earlier in the file: its context is lost",
     "snapshots_read_once": "a thread's state snapshots listed newest first: each older one, the beginning of the newer, "
     "read once as its history",
+    "repeated_records_skipped": "requests or responses logged apart were repeated exactly: read once",
     "template_tokens_stripped": "answers held the chat template's own header or end-of-turn token (a server not "
     "skipping special tokens): read without them; the count",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "

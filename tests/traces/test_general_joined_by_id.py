@@ -184,3 +184,31 @@ def test_an_interleaved_log_a_chat_reader_would_pair_by_order_is_paired_by_id(tm
             {"event": "llm.response", "request_id": "r3", "choices": [{"message": DONE}]}]
     result = ingest([_write(tmp_path, "app.jsonl", rows)], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (2, 3, 1), codes(result)
+
+
+def test_the_key_naming_the_call_pairs_not_a_tables_row_id(tmp_path):
+    """Two tables exported one after the other: each numbers its rows ``id`` 1, 2, and ``request_id`` links them (was
+    paired by ``id``: each answer under the other's question, ``ok``). A retried request (429, then the answer) and a
+    line logged twice are read once."""
+    rows = [{"id": 1, "request_id": "req-x", "data": {"messages": [{"role": "user", "content": "A joke?"}]}},
+            {"id": 2, "request_id": "req-y", "data": {"messages": [{"role": "user", "content": "2+2?"}]}},
+            {"id": 1, "request_id": "req-y", "data": {"choices": [{"message": {"role": "assistant", "content": "4"}}]}},
+            {"id": 2, "request_id": "req-x", "data": {"choices": [{"message": {"role": "assistant",
+                                                                               "content": "A cat walks in."}}]}}]
+    rows.insert(2, {"id": 0, "request_id": "req-y", "status": 429, "data": {"error": {"message": "Rate limit"}}})
+    rows.append(rows[-1])
+    result = ingest([_write(tmp_path, "tables.jsonl", rows)], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (2, 2, 0), codes(result)
+    answers = {c.context[-1].text: c.completion.text for conv in result.conversations for c in conv.calls()}
+    assert answers == {"A joke?": "A cat walks in.", "2+2?": "4"}
+    assert "repeated_records_skipped" in codes(result, "warnings")
+
+
+def test_a_store_of_new_messages_per_turn_is_no_request_response_log(tmp_path):
+    """A chat store writing each turn's new message on a line with the turn's ``request_id`` and the conversation's
+    id: one conversation (was paired by ``request_id``, the second call without the first turn, ``ok``)."""
+    rows = [{"conversation_id": "c-1", "request_id": f"turn-{n}", "messages": [{"role": role, "content": text}]}
+            for n, role, text in [(1, "user", "I am Ana."), (1, "assistant", "Hello Ana!"),
+                                  (2, "user", "My name?"), (2, "assistant", "Ana.")]]
+    result = ingest([_write(tmp_path, "store.jsonl", rows)], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)

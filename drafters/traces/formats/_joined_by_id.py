@@ -14,6 +14,7 @@ error). Not a format (no ``FORMAT``); standard library only.
 from __future__ import annotations
 
 import heapq
+import json
 import re
 from collections.abc import Iterator
 from itertools import chain, islice
@@ -21,7 +22,7 @@ from typing import Any, Literal
 
 from drafters.traces.formats import _streams
 from drafters.traces.formats._batches import decoded_tree
-from drafters.traces.formats._call_io import input_output, items_call, message_lists
+from drafters.traces.formats._call_io import INPUT_KEYS, input_output, items_call, message_lists
 from drafters.traces.formats._spellings import is_message, role_key, role_value
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.model import Source
@@ -43,6 +44,8 @@ def side_of(value: Any) -> Side | None:
     if len(lists) == 1 and lists[0] and role_value(lists[0][-1], role_key(lists[0]) or "") not in (None, "assistant"):
         outside = _roles(value, skip=lists[0])  # a chat row ends with its answer; a span keeps its answer as text
         return "request" if not outside and not _names_output(value, skip=lists[0]) else None
+    if any(re.search(r"\.(" + "|".join(INPUT_KEYS) + r")$", path) for path, _ in message_lists(value)):
+        return None  # the assistant's message in a message list (a chat store's new messages, one line each)
     return "response" if _roles(value) == {"assistant"} else None
 
 
@@ -108,22 +111,23 @@ def _id_values(value: dict) -> dict[str, Any]:
 def join_key(values: list[Any]) -> str | None:
     """The path of the id that pairs the requests and responses among ``values`` (records), or None: every value of
     it once per side, at least one pair, and every request but the last answered within the sample."""
-    values = [decoded_tree(v) for v in values]
-    sides = [(side_of(v), v) for v in values]
+    values = list({json.dumps(v, sort_keys=True, default=str): v for v in map(decoded_tree, values)}.values())
+    sides = [(side_of(v), v) for v in values]  # a record logged twice, exactly, is one (above)
     requests = [_id_values(v) for s, v in sides if s == "request"]
     responses = [_id_values(v) for s, v in sides if s == "response"]
     if not requests or not responses or any(s is None and is_message(v) for s, v in sides):
         return None
-    best: tuple[int, str] | None = None
+    fits: list[tuple[bool, int, str]] = []
     for path in set(requests[0]) & set(responses[0]):
         asked = [r.get(path) for r in requests]
         answered = [r.get(path) for r in responses]
         if None in asked or None in answered or len(set(asked)) < len(asked) or len(set(answered)) < len(answered):
             continue
         pairs = len(set(asked) & set(answered))
-        if pairs and pairs >= min(len(asked), len(answered)) - 1 and (best is None or pairs > best[0]):
-            best = (pairs, path)
-    return best[1] if best else None
+        if pairs and pairs >= min(len(asked), len(answered)) - 1:
+            fits.append((path.split(".")[-1] == "id", -pairs, path))
+    # a key naming the call (request_id, custom_id) before a record's own id (two tables' row ids both 1, 2, ...)
+    return sorted(fits)[0][2] if fits else None
 
 
 def lone_side(values: list[Any]) -> tuple[Side, str] | None:
@@ -173,16 +177,21 @@ def _joined(records: Iterator[tuple[Source, Any]], key: str, problems: ProblemSi
     ready: list[tuple[int, Source, dict]] = []
     other: dict[Side, Side] = {"request": "response", "response": "request"}
     failed: dict[Any, Source] = {}  # ids answered by an error (a batch's errored result, a status 400 body)
-    pairs, at = 0, None
+    pairs, at, repeats = 0, None, 0
+    logged: set[str] = set()  # the halves read so far, exactly (a line logged twice is one)
     for n, (source, value) in enumerate(records):
         decoded = decoded_tree(value)
         side = side_of(decoded)
         ident = _id_values(decoded).get(key) if isinstance(decoded, dict) else None
-        if side is None and ident is not None and not _roles(decoded):  # no message at all: the call failed
-            failed[ident] = source
-            waiting.pop(("request", ident), None)
+        exact = json.dumps(decoded, sort_keys=True, default=str) if ident is not None else ""
+        if exact and exact in logged:
+            repeats += 1
             continue
-        if side is None or ident is None or (side == "request" and ident in failed):
+        logged.add(exact)
+        if side is None and ident is not None and not _roles(decoded):  # no message at all: an attempt failed
+            failed.setdefault(ident, source)  # (a proxy's retry may answer the request after)
+            continue
+        if side is None or ident is None:
             if side is None:
                 yield source, value
             continue
@@ -202,17 +211,21 @@ def _joined(records: Iterator[tuple[Source, Any]], key: str, problems: ProblemSi
     if at is not None:
         problems.warning("requests_joined_by_id", f"{pairs} request(s) and their responses, logged as records of their "
                          f"own, read as one record each, paired by {key}", at)
+    if repeats:
+        problems.warning("repeated_records_skipped", f"{repeats} record(s) repeat an earlier one exactly (a request or "
+                         "response logged twice): read once", at or Source("generic", ""))
     _unpaired(waiting, failed, key, problems)
 
 
 def _unpaired(waiting: dict, failed: dict[Any, Source], key: str, problems: ProblemSink) -> None:
     """Requests left unanswered or answered by an error (a warning: no call), responses left without their request
     (an error each: a reply whose context is lost)."""
-    unanswered = [w[1] for (side, _), w in waiting.items() if side == "request"] + list(failed.values())
+    unanswered = [(ident, w[1]) for (side, ident), w in waiting.items() if side == "request"]
     if unanswered:
-        problems.warning("request_without_response", f"{len(unanswered)} request(s) answered by an error "
-                         f"({len(failed)}) or by no response ({len(unanswered) - len(failed)}), paired by {key}: no "
-                         "reply to train on", unanswered[0])
+        errors = sum(ident in failed for ident, _ in unanswered)
+        problems.warning("request_without_response", f"{len(unanswered)} request(s) answered by an error ({errors}) or "
+                         f"by no response ({len(unanswered) - errors}), paired by {key}: no reply to train on",
+                         unanswered[0][1])
     for (side, ident), w in waiting.items():
         if side == "response":
             problems.error("response_without_request", f"a response ({key} {ident!r}) whose request is not in the "
