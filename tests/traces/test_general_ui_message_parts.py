@@ -136,3 +136,17 @@ def test_flat_content_beside_tool_parts_is_not_read_alone(tmp_path):
     result = ingest([path], scrub=False, dedup=False)
     assert not (result.report.ok and totals(result.conversations) == (1, 1, 0)), codes(result)
     assert result.report.ok or "unknown_content" in codes(result)
+
+
+def test_text_between_a_steps_tool_parts_is_the_same_reply(tmp_path):
+    """One step (between ``step-start`` markers) holding text, a tool, text, a tool: one reply of both calls, then
+    their results (the text between them had split the step into two replies, the second after a result the model
+    had not seen, ``ok``: a new-user trial)."""
+    ok = {"state": "output-available"}
+    result = _ui_chat(tmp_path, [{"type": "step-start"}, {"type": "text", "text": "SF first."},
+                                 _tool("c1", "SF", **ok, output="60F"), {"type": "text", "text": "Now LA."},
+                                 _tool("c2", "LA", **ok, output="78F"), {"type": "step-start"},
+                                 {"type": "text", "text": "SF 60F, LA 78F."}])
+    assert result.report.ok and totals(result.conversations) == (1, 2, 2), codes(result)
+    first = next(iter(result.conversations[0].calls()))
+    assert first.completion.text == "SF first.Now LA." and len(first.completion.tool_calls) == 2

@@ -315,6 +315,8 @@ def block_parts(content: Any) -> list:
             isinstance(content.get("content"), (list, str)):
         content = content["content"]  # a whole message given as content ({role, content}): its content
     blocks = content if isinstance(content, list) else [content] if content is not None else []
+    if any(tool_invocation(b) == [] for b in blocks):  # step markers (the AI SDK's step-start): steps say it
+        return _by_steps(blocks)
     out: list = []
     run: list[list] = []  # consecutive tool blocks each holding a call and its result: one step's parallel calls
     step = None
@@ -332,6 +334,23 @@ def block_parts(content: Any) -> list:
         run = []
         out += invoked if invoked is not None else [p for p in [block_part(b)] if p is not None]
     return out + _parallel(run)
+
+
+def _by_steps(blocks: list) -> list:
+    """Blocks split by step markers (``step-start``), each step read as the model's reply (its text and calls, in
+    order) and then its calls' results: a step is one LLM call, its tool parts the calls it made, whatever text
+    sits between them."""
+    out: list = []
+    step: list = []
+    for b in [*blocks, None]:
+        invoked = tool_invocation(b) if b is not None else []
+        if invoked == []:  # a marker, or the end
+            out += [p for p in step if not isinstance(p, ToolResultPart)]
+            out += [p for p in step if isinstance(p, ToolResultPart)]
+            step = []
+            continue
+        step += invoked if invoked is not None else [p for p in [block_part(b)] if p is not None]
+    return out
 
 
 def _parallel(run: list[list]) -> list:
