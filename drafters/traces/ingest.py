@@ -301,8 +301,9 @@ def _extends(conv: Conversation, prefix: Conversation) -> bool:
     ``conv`` with the same context, so reading both would count its answers twice."""
     if conv.explicit_calls is not None or prefix.explicit_calls is not None or conv.tools != prefix.tools:
         return False
-    n = len(prefix.messages)
-    return len(conv.messages) > n and conv.messages[:n] == prefix.messages
+    n = len(prefix.messages)  # role and parts: a logged answer carries a model name its copy in the next row lacks
+    return len(conv.messages) > n and all(a.role == b.role and a.parts == b.parts
+                                          for a, b in zip(conv.messages, prefix.messages))
 
 
 def _keep(conv: Conversation, report: ValidationReport, scrubber: Scrubber | None, seen: dict[bytes, str] | None,

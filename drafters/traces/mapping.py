@@ -455,7 +455,7 @@ class Mapping:
                                      source, at)
                     continue
                 message.failed = True  # its calls that no tool message answers were never run
-            message.cut = role == "assistant" and stopped_by_length(raw)  # cut_replies: never a completion
+            message.cut = role == "assistant" and stopped_by_length(raw)  # cut_replies: reported
             if handoff is None and handed_off(raw, self.observation, role):
                 # the context after this step is recorded elsewhere: cut before a handoff step, after a call's step
                 handoff = (len(messages) + (role == "assistant"), at, raw.get("step_id"))

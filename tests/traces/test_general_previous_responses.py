@@ -50,3 +50,25 @@ def test_a_response_continuing_one_not_in_the_file_is_refused(tmp_path):
     result = ingest([path], scrub=False, dedup=False)
     # resp_3 continues resp_2, whose own context is lost with resp_1: both refused, never read in part
     assert codes(result) == ["previous_response_not_in_file"] * 2 and not result.conversations
+
+
+def test_a_response_object_holding_a_multi_turn_input_keeps_its_own_output(tmp_path):
+    """A Responses object whose ``input`` holds earlier turns: its ``output`` is the call's answer (the Responses
+    reader read the input's turns and dropped the output, ``ok`` with the last call missing). Logged with the whole
+    history each time (``store: false``), the responses are one conversation, each call once (the answer's model
+    name, which its copy in the next input lacks, does not split it)."""
+    turns = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+             {"role": "user", "content": "Bye"}]
+
+    def said(text):
+        return [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}]
+    first = {"id": "resp_1", "object": "response", "model": "gpt-4.1-mini", "input": turns[:1], "output": said("Hello!")}
+    second = {"id": "resp_2", "object": "response", "model": "gpt-4.1-mini", "input": turns, "output": said("Goodbye!")}
+    path = tmp_path / "responses.jsonl"
+    path.write_text(json.dumps(second) + "\n")
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)
+    assert list(result.conversations[0].calls())[-1].completion.text == "Goodbye!"
+    path.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n")
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)

@@ -449,7 +449,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink, fmt: str) -> It
         if completion is None:
             problems.error("missing_field", "response holds no assistant message", src, field="response")
             continue
-        completion.cut = body_stopped_by_length(resp_body)  # cut_replies: never a completion
+        completion.cut = body_stopped_by_length(resp_body)  # cut_replies: reported
         if completion.failed and not completion.parts:
             problems.warning("failed_turn_skipped", "the response records a failed request (its stop reason) and "
                              "no content: no model turn, not read", src)

@@ -51,6 +51,8 @@ def parse_request_records(stream, filename: str, problems: ProblemSink, fmt: str
             try:
                 tools, msgs = request_to_messages(body)
                 resp = item.get("response")
+                if resp is None and isinstance(item.get("output"), list):  # a Responses object: input and output
+                    resp = item
                 if response_to_message is not None and isinstance(resp, dict):
                     m = response_to_message(resp)
                     if m is not None and m.failed and not m.parts:
@@ -58,7 +60,7 @@ def parse_request_records(stream, filename: str, problems: ProblemSink, fmt: str
                                          "reason) and no content: no model turn, the record is not read", s)
                         continue
                     if m is not None:
-                        m.cut = body_stopped_by_length(resp)  # cut_replies: never a completion
+                        m.cut = body_stopped_by_length(resp)  # cut_replies: reported
                         msgs.append(m)
             except (ValueError, TypeError, KeyError, AttributeError) as exc:
                 problems.error("not_an_object", f"record not understood: {exc}", s)

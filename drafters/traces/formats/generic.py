@@ -279,7 +279,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                                  source, f"{found.path}[{i}]")
                 continue
             message.failed = True  # its calls that no tool message answers were never run
-        message.cut = role == "assistant" and stopped_by_length(raw)  # cut_replies: never a completion
+        message.cut = role == "assistant" and stopped_by_length(raw)  # cut_replies: reported
         unread = [k for k in _unread(raw, found, richer is not None, content_key) if not executed or k != executed[0]]
         if tally is not None:
             tally.roles[role] += 1

@@ -457,7 +457,7 @@ def _request_response_pairs(items: Iterator[tuple[Source, Any]], stem: str, prob
             req_src, request, (msgs, tools, model, rid) = pending
             context = _messages(request, msgs, model or item.get("model"), req_src, problems)
             (completion,) = messages_from_openai([answer], problems, src, item.get("model"))
-            completion.cut = body_stopped_by_length(item)  # cut_replies: never a completion
+            completion.cut = body_stopped_by_length(item)  # cut_replies: reported
             loc = f"{req_src.line}" if req_src.line is not None else (req_src.record or "$")
             chains.add(f"{NAME}:{stem}:{rid or loc}", req_src, tools_from_openai(tools), context, completion)
             pending = None
