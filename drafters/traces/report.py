@@ -123,9 +123,9 @@ CODES: dict[str, str] = {
     "previous_responses_prepended": "Responses API records continuing an earlier one were read with their context "
     "rebuilt as the server builds it",
     "previous_response_not_in_file": "a response continues one that is not earlier in the file: its context is lost",
-    "snapshots_read_once": "a thread's state snapshots listed newest first: each older one, the beginning of the newer, "
-    "read once as its history",
-    "repeated_records_skipped": "requests or responses logged apart were repeated exactly: read once",
+    "snapshots_read_once": "a thread's state snapshots each begin the next (or the one before): each thread read once, "
+    "as its longest snapshot",
+    "snapshots_not_linear": "a thread's state snapshots do not each begin the next (a fork, an edit): not read",
     "template_tokens_stripped": "answers held the chat template's own header or end-of-turn token (a server not "
     "skipping special tokens): read without them; the count",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "

@@ -292,3 +292,17 @@ def test_state_snapshots_newest_first_count_each_call_once(tmp_path):
     dialogues.append({"dialog_id": "d2", "messages": dialogues[0]["messages"][:2]})
     path.write_text(json.dumps(dialogues))
     assert totals(ingest([path], scrub=False, dedup=False).conversations) == (2, 3, 0)
+    # the input checkpoint (no message yet) first, two threads interleaved: each thread once
+    other = [{**snap, "config": {"configurable": {"thread_id": "t2", "checkpoint_id": f"x{n}"}}}
+             for n, snap in enumerate(snapshots[2:])]
+    mixed = [{"values": {}, "next": ["__start__"], "config": {"configurable": {"thread_id": "t1", "checkpoint_id": "0"}}}]
+    mixed += [s for pair in zip(snapshots, other) for s in pair]
+    path.write_text(json.dumps(mixed))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (2, 5, 2), codes(result)
+    # a person's edit of the model's tool call (update_state, the same message id): not one chain, refused
+    edited = json.loads(json.dumps(snapshots[:3]))
+    edited[0]["values"]["messages"][3]["tool_calls"][0]["args"] = {"q": "langchain"}
+    path.write_text(json.dumps(edited))
+    result = ingest([path], scrub=False, dedup=False)
+    assert codes(result) == ["snapshots_not_linear"] and not result.conversations

@@ -1,19 +1,22 @@
-"""State snapshots listed newest first (docs/traces.md, "State snapshots"): LangGraph's ``get_state_history()``
-saved as a file, each record one checkpoint of a thread holding every message so far (``values.messages``), the
-latest first. Each snapshot's messages begin the one before it, so read as records each would be a conversation
-repeating the calls of the next (every call counted once per later snapshot). The general path reads each thread's
-newest snapshot only, the older ones of that thread, each the beginning of the newer, being its history
-(``snapshots_read_once``, a warning with the count).
+"""A thread's state snapshots saved as a file (docs/traces.md, "State snapshots"): LangGraph's ``get_state_history()``
+(newest first) or checkpoints listed oldest first, each record one checkpoint of a thread holding every message so
+far (``values.messages``). Read as records, each snapshot would be a conversation repeating the calls of the others.
+The general path reads each thread once, as its longest snapshot, when the thread's snapshots, in file order, each
+begin the next (oldest first) or each begin the one before (newest first) (``snapshots_read_once``, a warning with
+the count). A thread whose snapshots do not form such a chain (a fork by time travel, messages trimmed or removed, a
+person's edit of the model's tool call through ``update_state``) is refused (``snapshots_not_linear``): which calls
+the model made is not guessed. A checkpoint holding no message yet (the input checkpoint, ``values: {}``) is no
+call.
 
-Recognized on the first records: two or more whose one message list each begins the list of the record before it,
-all naming one thread by a session id (``thread_id``, ``session_id``, ... at any depth up to four: LangGraph's
-``config.configurable.thread_id``). Not a format (no ``FORMAT``); standard library only.
+Recognized on the first records: every one a checkpoint (a session id such as ``thread_id`` and a ``checkpoint_id``
+or ``parent_config``, at any depth up to four: LangGraph's ``config.configurable``) holding one message list or
+none, two or more of them holding messages. Not a format (no ``FORMAT``); standard library only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import chain, islice
+from itertools import chain, islice, pairwise
 from typing import Any
 
 from drafters.traces.formats._call_io import message_lists
@@ -39,32 +42,50 @@ def _messages(value: Any) -> list | None:
     return found[0][1] if len(found) == 1 else None
 
 
-def _newest_first(values: list[Any]) -> bool:
-    lists = [_messages(v) for v in values]
-    threads = {_thread(v) for v in values}
-    return len(values) >= 2 and None not in threads and len(threads) == 1 and all(ms is not None for ms in lists) \
-        and all(len(b) < len(a) and a[:len(b)] == b for a, b in zip(lists, lists[1:]))  # type: ignore[index,arg-type]
+def _checkpoint(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` names a checkpoint (``checkpoint_id``, ``parent_config``) at any depth up to four."""
+    if depth > 4 or not isinstance(value, dict):
+        return False
+    return "checkpoint_id" in value or "parent_config" in value or any(_checkpoint(v, depth + 1) for v in value.values())
+
+
+def _is_snapshot_file(values: list[Any]) -> bool:
+    held = [_messages(v) for v in values]
+    return len([m for m in held if m]) >= 2 and all(
+        isinstance(v, dict) and _thread(v) is not None and _checkpoint(v)
+        and (m is not None or not message_lists(v, need_assistant=False)) for v, m in zip(values, held))
+
+
+def _begins(short: list, long: list) -> bool:
+    return len(short) <= len(long) and long[:len(short)] == short
 
 
 def newest_snapshots(records: Iterator[tuple[Source, Any]], problems: ProblemSink) -> Iterator[tuple[Source, Any]]:
-    """``records`` without the snapshots that begin the newer snapshot of their thread read before them; files
+    """Each thread's longest snapshot, once (see the module doc), at the place of the thread's first record; files
     whose first records are not such snapshots pass through untouched."""
     head = list(islice(records, SAMPLE))
-    if not _newest_first([v for _, v in head[:SAMPLE]]):
+    if not _is_snapshot_file([v for _, v in head]):
         yield from chain(head, records)
         return
-    newest: dict[str, list] = {}  # thread -> the messages of its newest snapshot
-    dropped, first = 0, None
+    threads: dict[str, list[tuple[Source, Any, list]]] = {}
     for source, value in chain(head, records):
-        thread, messages = _thread(value), _messages(value)
-        kept = newest.get(thread) if thread is not None else None
-        if kept is not None and messages is not None and len(messages) <= len(kept) and kept[:len(messages)] == messages:
-            dropped, first = dropped + 1, first or source
+        messages = _messages(value)
+        if messages:
+            threads.setdefault(_thread(value) or "", []).append((source, value, messages))
+    dropped = 0
+    for thread, snaps in threads.items():
+        pairs = list(pairwise(snaps))
+        if all(_begins(b[2], a[2]) for a, b in pairs):  # newest first
+            kept = snaps[0]
+        elif all(_begins(a[2], b[2]) for a, b in pairs):  # oldest first
+            kept = snaps[-1]
+        else:
+            problems.error("snapshots_not_linear", f"thread {thread!r}: its {len(snaps)} state snapshots do not each "
+                           "begin the next (a fork, trimmed or removed messages, an edited message): which calls the "
+                           "model made is not guessed; not read", snaps[0][0])
             continue
-        if thread is not None and messages is not None:
-            newest[thread] = messages
-        yield source, value
+        dropped += len(snaps) - 1
+        yield kept[0], kept[1]
     if dropped:
-        problems.warning("snapshots_read_once", f"{dropped} state snapshot(s) listed newest first each begin the newer "
-                         "snapshot of their thread read before them: read once, as that newer snapshot's history",
-                         first)  # type: ignore[arg-type]
+        problems.warning("snapshots_read_once", f"{dropped} state snapshot(s) each begin the longest snapshot of their "
+                         "thread: each thread read once, as its longest snapshot", head[0][0])
