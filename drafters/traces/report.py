@@ -126,6 +126,7 @@ CODES: dict[str, str] = {
     "snapshots_read_once": "a thread's state snapshots each begin the next (or the one before): each thread read once, "
     "as its longest snapshot",
     "snapshots_not_linear": "a thread's state snapshots do not each begin the next (a fork, an edit): not read",
+    "repeated_records_skipped": "requests or responses logged apart were repeated exactly: read once",
     "template_tokens_stripped": "answers held the chat template's own header or end-of-turn token (a server not "
     "skipping special tokens): read without them; the count",
     "documentation_skipped": "a directory's documentation file (README, SOURCES, LICENSE, ...) was not read as "
