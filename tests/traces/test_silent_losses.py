@@ -306,3 +306,14 @@ def test_state_snapshots_newest_first_count_each_call_once(tmp_path):
     path.write_text(json.dumps(edited))
     result = ingest([path], scrub=False, dedup=False)
     assert codes(result) == ["snapshots_not_linear"] and not result.conversations
+
+
+def test_an_answer_sent_back_without_its_call_is_read_as_the_client_sent_it():
+    """llm.rb's Ollama requests send the model's tool-call answer back as an empty assistant message, then the
+    result without an id (held-out set 116's real cassette, 0BSD): the call was read as the first answer of the
+    cassette's conversation, so the second call's context is what the client sent. Refused for a while by the rule
+    above, when it looked only before the result: found by the held-out regression run."""
+    path = (Path(__file__).resolve().parents[2] / "benchmarks/data/heldout_formats_116/files"
+            / "llmrb-llm__ollama__llm_function_block.yml")
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
