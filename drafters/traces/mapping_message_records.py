@@ -16,7 +16,7 @@ from typing import Any
 from drafters.traces.formats._content import as_text
 from drafters.traces.formats._events import event_kind, restated_events
 from drafters.traces.formats._record_shapes import holds_role_message
-from drafters.traces.formats._spellings import get
+from drafters.traces.formats._spellings import get, newest_first
 from drafters.traces.formats.base import ProblemSink
 from drafters.traces.formats.openai_responses import ITEM_TYPES
 from drafters.traces.json_paths import jsonpath
@@ -96,6 +96,10 @@ def _event_kind(mapping: Any, raw: Any) -> str | None:
 def _run(run: tuple[Any, Source, list, list], stem: str, fmt: str, read_run: ReadRun,
          problems: ProblemSink) -> Iterator[Conversation]:
     key, source, msgs, sources = run
+    if newest_first(msgs):  # rows exported newest first (ORDER BY created_at DESC): read oldest first
+        msgs, sources = msgs[::-1], sources[::-1]
+        problems.warning("messages_newest_first", f"the messages of {key!r} are written newest first (their times "
+                         "fall): read oldest first", source)
     conv = read_run(msgs, source, AtRecordLines(problems, sources))
     if conv is not None:
         loc = source.line if source.line is not None else source.record

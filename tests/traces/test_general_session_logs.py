@@ -184,3 +184,17 @@ def test_a_json_array_of_messages_naming_their_threads(tmp_path):
     same = [{k: v for k, v in r.items() if k != "threadId"} for r in rows]  # no thread named: the file is one list
     path.write_text(json.dumps(same))
     assert totals(ingest([path], scrub=False, dedup=False).conversations) == (1, 2, 0)
+
+
+def test_message_rows_exported_newest_first_are_read_oldest_first(tmp_path):
+    """A table of message rows exported ``ORDER BY created_at DESC`` (times of day falling), two threads: each read
+    oldest first (was read as written: each answer before its question, ``ok``)."""
+    rows = [{"thread_id": t, "created_at": f"10:00:0{n}", "role": role, "content": text}
+            for n, t, role, text in [(0, "t1", "user", "Hi"), (1, "t2", "user", "A joke?"), (2, "t1", "assistant", "Hello"),
+                                     (3, "t2", "assistant", "Knock knock.")]][::-1]
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps(rows))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (2, 2, 0), codes(result)
+    assert {c.context[0].text: c.completion.text for conv in result.conversations for c in conv.calls()} == {
+        "Hi": "Hello", "A joke?": "Knock knock."}

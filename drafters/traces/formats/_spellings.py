@@ -473,7 +473,8 @@ def newest_first(msgs: list) -> bool:
         return False
     times = [m[key] for m in msgs]
     if not (all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times)
-            or all(isinstance(t, str) and re.match(r"^\d{4}-\d\d-\d\d", t) for t in times)):
+            or all(isinstance(t, str) and re.match(r"^\d{4}-\d\d-\d\d", t) for t in times)
+            or all(isinstance(t, str) and re.match(r"^\d\d:\d\d:\d\d", t) for t in times)):  # a day's times
         return False
     return all(a >= b for a, b in pairwise(times)) and times[0] > times[-1]
 
