@@ -10,7 +10,7 @@ import csv
 import io
 import json
 
-from drafters.traces.formats._pair_turns import pair_turns
+from drafters.traces.formats._pair_turns import is_pair_history, pair_turns
 from drafters.traces.ingest import ingest
 
 from .conftest import codes, totals
@@ -238,3 +238,17 @@ def test_a_history_of_bare_texts_and_the_answer_beside(tmp_path):
                 {"chat_history": ["Name a prime."], "output": ["7", "11"]},
                 {"chat_history": ["Name a prime."], "prompt": "Name an even prime.", "output": ["2"]}):
         assert pair_turns(bad) == bad, bad
+
+
+def test_score_pairs_are_no_chat_history(tmp_path):
+    """lm-eval-harness's multiple-choice samples keep ``[["-1.5", "True"], ...]``: each choice's log-likelihood and
+    whether it is the greedy answer, no prompt and reply (were read as a chat history, user ``-1.5`` answered
+    ``True``, ``ok``: a new-user trial)."""
+    assert not is_pair_history([["-1.5", "True"], ["-2.5", "False"]])
+    assert is_pair_history([["Hi", "Hello!"], ["2+2?", "4"]])
+    row = {"doc_id": 0, "doc": {"question": "The sky is", "choices": ["blue", "green"]}, "target": 0,
+           "resps": [[["-1.5", "True"]], [["-2.5", "False"]]], "filtered_resps": [["-1.5", "True"], ["-2.5", "False"]]}
+    path = tmp_path / "samples.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    result = ingest([path], scrub=False, dedup=False)
+    assert not result.conversations and not result.report.ok

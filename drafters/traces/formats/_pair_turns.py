@@ -6,6 +6,8 @@ library only."""
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterator
 from dataclasses import replace
 from itertools import chain, islice
@@ -141,7 +143,13 @@ def is_pair_history(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(
         isinstance(p, list) and len(p) == 2 and isinstance(p[0], str) and p[0].strip() and
         (p[1] is None or isinstance(p[1], str)) for p in value) and any(p[1] for p in value) and \
-        not _speaker_turns(value)
+        not _speaker_turns(value) and not _scores(value)
+
+
+def _scores(pairs: list) -> bool:
+    """Whether every pair is a number and a flag written as text (lm-eval-harness's ``[["-1.5", "True"], ...]``:
+    a choice's log-likelihood and whether it is the greedy answer), no prompt and reply."""
+    return all(re.fullmatch(r"\s*-?\d+(\.\d+)?([eE]-?\d+)?\s*", p[0]) for p in pairs)
 
 
 def _speaker_turns(pairs: list) -> bool:
