@@ -16,6 +16,7 @@ from drafters.traces.model import Conversation, Message, ToolCallPart
 
 _CLOSERS = {"{": "}", "[": "]"}
 _STOP_KEYS = ("finish_reason", "finishReason", "stop_reason", "stopReason", "done_reason", "doneReason")
+_STOP_HOLDERS = ("response_metadata", "generation_info", "metadata")
 _LENGTH_STOPS = ("length", "max_tokens", "max_output_tokens", "max_completion_tokens", "model_length")
 
 
@@ -25,7 +26,8 @@ def stopped_by_length(value: Any) -> bool:
     Responses API ``status: "incomplete"`` for ``max_output_tokens``, llama.cpp's ``stopped_limit: true``."""
     if not isinstance(value, dict):
         return False
-    stops = [value.get(k) for k in _STOP_KEYS]
+    meta = [value.get(k) for k in _STOP_HOLDERS if isinstance(value.get(k), dict)]  # LangChain's, one level down
+    stops = [v.get(k) for v in (value, *meta) for k in _STOP_KEYS]
     if any(isinstance(v, str) and v.strip().lower() in _LENGTH_STOPS for v in stops):
         return True
     details = value.get("incomplete_details")

@@ -131,3 +131,24 @@ def test_a_cut_answer_inside_a_transcript_is_reported(tmp_path):
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)
     assert "reply_cut" in codes(result, "warnings")
+
+
+def test_a_stop_reason_in_a_modules_format_or_in_langchains_metadata_is_reported(tmp_path):
+    """Claude Code's assistant line with ``stop_reason: "max_tokens"``; a LangChain AI message keeping its
+    ``finish_reason`` under ``response_metadata`` (neither was reported: new-user trials)."""
+    lines = [{"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1", "timestamp": "2025-01-01T00:00:00Z",
+              "message": {"role": "user", "content": "Explain TCP."}},
+             {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s1",
+              "timestamp": "2025-01-01T00:00:01Z", "message": {"id": "msg_1", "role": "assistant", "model": "claude",
+                                                               "stop_reason": "max_tokens",
+                                                               "content": [{"type": "text", "text": "TCP is a"}]}}]
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.formats == {"claude_code": 1} and "reply_cut" in codes(result, "warnings"), codes(result)
+    history = [{"type": "human", "content": "Explain TCP."},
+               {"type": "ai", "content": "TCP is a", "response_metadata": {"finish_reason": "length"}},
+               {"type": "human", "content": "Go on."}, {"type": "ai", "content": "protocol."}]
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps({"thread": "t1", "messages": history}))
+    assert "reply_cut" in codes(ingest([path], scrub=False, dedup=False), "warnings")

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from drafters.traces.cut_replies import stopped_by_length
 from drafters.traces.formats import _reading
 from drafters.traces.formats.anthropic_messages import blocks_to_messages
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -381,12 +382,16 @@ def _add_turn(conv: _Conv, kind: str, line: dict[str, Any], msg: dict, src: Sour
         return  # written by Claude Code itself (API errors, "No response requested.")
     new = blocks_to_messages("assistant", content, model=model)
     _mark_unknown(new, src, problems)
+    cut = stopped_by_length(msg)  # stop_reason max_tokens: reported (cut_replies)
     mid = msg.get("id") if isinstance(msg.get("id"), str) else None
     if mid is not None and mid in conv.by_msg_id:
         target = conv.messages[conv.by_msg_id[mid]]
         for m in new:
             target.parts.extend(m.parts)
+        target.cut = target.cut or cut
         return
+    for m in new:
+        m.cut = cut
     if mid is not None:
         conv.by_msg_id[mid] = len(conv.messages)
     conv.messages.extend(new)
