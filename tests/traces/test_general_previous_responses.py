@@ -72,3 +72,21 @@ def test_a_response_object_holding_a_multi_turn_input_keeps_its_own_output(tmp_p
     path.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n")
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)
+
+
+def test_a_chain_logged_as_request_and_response_records(tmp_path):
+    """A client logging ``responses.create``'s arguments and result as ``{"request", "response"}``: the request
+    names ``previous_response_id``, the response its ``id`` (was read record by record, ``ok``)."""
+    rows = []
+    for n, (previous, ask, answer) in enumerate([(None, "Capital of France?", "Paris."),
+                                                 ("resp_0", "And Italy?", "Rome.")]):
+        rows.append({"request": {"model": "gpt-4.1", "previous_response_id": previous,
+                                 "input": [{"role": "user", "content": ask}]},
+                     "response": {"id": f"resp_{n}", "object": "response", "output": [
+                         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": answer}]}]}})
+    path = tmp_path / "calls.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 0), codes(result)
+    last = list(result.conversations[0].calls())[-1]
+    assert [m.text for m in last.context] == ["Capital of France?", "Paris.", "And Italy?"]

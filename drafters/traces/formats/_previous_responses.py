@@ -11,6 +11,7 @@ A response continuing one that is not in the file (nor earlier in it) has lost i
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import chain, islice
 from typing import Any
 
@@ -20,9 +21,36 @@ from drafters.traces.model import Source
 SAMPLE = 40
 
 
-def _continues(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("previous_response_id"), str) and \
-        bool(value["previous_response_id"]) and isinstance(value.get("output"), list)
+@dataclass
+class _Response:
+    """One logged response: its id, the response it continues, its own input and output, and how to write the
+    record back with another input (a Response object itself, or ``{"request", "response"}`` as a client logs
+    ``responses.create``'s arguments and result)."""
+
+    id: str
+    previous: str | None
+    input: list
+    output: list
+    wrapped: bool
+
+
+def _response(value: Any) -> _Response | None:
+    if not isinstance(value, dict):
+        return None
+    request, response = value.get("request"), value.get("response")
+    wrapped = isinstance(request, dict) and isinstance(response, dict)
+    asked, answered = (request, response) if wrapped else (value, value)
+    if not isinstance(answered.get("id"), str) or not isinstance(answered.get("output"), list):  # type: ignore[union-attr]
+        return None
+    previous = asked.get("previous_response_id") or answered.get("previous_response_id")  # type: ignore[union-attr]
+    return _Response(answered["id"], previous if isinstance(previous, str) else None,  # type: ignore[index]
+                     _items(asked.get("input")), _items(answered.get("output")), wrapped)  # type: ignore[union-attr]
+
+
+def _with_input(value: dict, response: _Response, items: list) -> dict:
+    if response.wrapped:
+        return {**value, "request": {**value["request"], "input": items}}
+    return {**value, "input": items}
 
 
 def _items(value: Any) -> list:
@@ -37,29 +65,28 @@ def chained_responses(records: Iterator[tuple[Source, Any]], problems: ProblemSi
     context as its ``input``: the earlier responses' inputs and outputs, oldest first, then its own input. Files
     whose first records continue none are passed through untouched."""
     head = list(islice(records, SAMPLE))
-    if not any(_continues(v) for _, v in head):
+    if not any((r := _response(v)) is not None and r.previous for _, v in head):
         yield from chain(head, records)
         return
     own: dict[str, tuple[str | None, list]] = {}  # response id -> (the response it continues, its input + output)
     rebuilt, first = 0, None
     for source, value in chain(head, records):
-        if not isinstance(value, dict) or not isinstance(value.get("id"), str) or "output" not in value:
+        response = _response(value)
+        if response is None:
             yield source, value
             continue
-        previous = value["previous_response_id"] if _continues(value) else None
-        items = _items(value.get("input"))
-        own[value["id"]] = (previous, items + _items(value.get("output")))
-        if previous is None:
+        own[response.id] = (response.previous, response.input + response.output)
+        if response.previous is None:
             yield source, value
             continue
-        context = _context(previous, own)
+        context = _context(response.previous, own)
         if context is None:
-            problems.error("previous_response_not_in_file", f"response {value['id']!r} continues {previous!r}, which "
-                           "is not earlier in the file: its context (that response's input and output) is lost; not "
-                           "read", source)
+            problems.error("previous_response_not_in_file", f"response {response.id!r} continues "
+                           f"{response.previous!r}, which is not earlier in the file: its context (that response's "
+                           "input and output) is lost; not read", source)
             continue
         rebuilt, first = rebuilt + 1, first or source
-        yield source, {**value, "input": context + items}
+        yield source, _with_input(value, response, context + response.input)
     if rebuilt:
         problems.warning("previous_responses_prepended", f"{rebuilt} response(s) continue an earlier one "
                          "(previous_response_id): each one's context rebuilt as the server builds it, the earlier "
