@@ -195,7 +195,7 @@ def test_thinking_signature_kept_and_models_seen():
 
 
 def test_rewound_branch_is_reported():
-    """A prompt edited after a response forks the parentUuid tree; reported, not silently merged."""
+    """A prompt edited after a response forks the parentUuid tree; refused from the fork on, not merged."""
     import io
 
     def line(kind, uuid, parent, content, mid=None):
@@ -208,8 +208,11 @@ def test_rewound_branch_is_reported():
                       line("assistant", "a1", "u1", [{"type": "text", "text": "first"}], "m1"),
                       line("assistant", "a2", "u1", [{"type": "text", "text": "retry"}], "m2")])
     report = ValidationReport()
-    list(parse(io.StringIO(text), "b.jsonl", report))
-    assert [(p.code, p.line) for p in report.warnings] == [("branched_transcript", 3)]
+    convs = list(parse(io.StringIO(text), "b.jsonl", report))
+    # an error, the calls from the fork on not read (their context would hold the abandoned branch: was a warning,
+    # ok, the retried answer's context holding the first one)
+    assert [(p.code, p.line) for p in report.errors] == [("branched_transcript", 3)]
+    assert [m.text for m in convs[0].messages] == ["q", "first"]
     # Parallel tool results under one parent are not a fork (VibeCodingTracker has such a pair).
     _, report = parse_file("claude_code", sample("claude_code_jsonl/VibeCodingTracker__test_conversation.jsonl"))
     assert not report.warnings

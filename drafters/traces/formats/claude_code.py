@@ -172,6 +172,9 @@ class _Session:
     # calls sharing a parent are not one).
     turn_children: dict[str, set[str]] = field(default_factory=dict)
     forks: list[Source] = field(default_factory=list)
+    # conversation key -> the number of its messages when it first forked: the messages read from there on follow
+    # another branch, after the abandoned one (not read)
+    fork_at: dict[str, int] = field(default_factory=dict)
     # sidechain line uuid -> the uuid of its thread's first line: sidechain lines without an ``agentId``
     # (versions that wrote Task sub-agents into the session file) belong to the agent whose thread they
     # continue, so two sub-agents never share one context.
@@ -286,6 +289,8 @@ class _Session:
                 seen = self.turn_children.setdefault(parent, set())
                 if seen and turn not in seen:
                     self.forks.append(src)
+                    conv = self.convs.get(self.key_of(line))
+                    self.fork_at.setdefault(self.key_of(line), len(conv.messages) if conv is not None else 0)
                 seen.add(turn)
 
     def key_of(self, line: dict[str, Any]) -> str:
@@ -359,10 +364,14 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         )
         return
     for src in state.forks[:20]:
-        problems.warning("branched_transcript", "the session forks here (a rewind or an edited prompt): the "
-                         "branches are read in file order as one history, which the model never saw", src)
+        problems.error("branched_transcript", "the session forks here (a rewind or an edited prompt): read in file "
+                       "order, the calls from here on would hold the abandoned branch, which the model never saw; "
+                       "they are not read (the calls before the fork are)", src)
     for conv in state.convs.values():
-        yield _finish(conv)
+        if conv.key in state.fork_at:
+            conv.messages = conv.messages[:state.fork_at[conv.key]]
+        if conv.messages:
+            yield _finish(conv)
     state.report_subagents(filename, problems)
 
 
