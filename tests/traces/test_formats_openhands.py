@@ -64,3 +64,27 @@ def test_truncated_copy():
     text = read(sample(BASIC))
     convs, report = parse_text("openhands", text[:5000], "cut.json")
     assert convs == [] and codes(report) == ["invalid_json"]
+
+
+def test_the_system_event_is_every_calls_system_prompt_and_tool_list(tmp_path):
+    """OpenHands V0 event streams open with ``action: "system"`` holding the system prompt and the tools the agent
+    sends with every call: read as the system message and the tool definitions (were dropped, ``ok`` with
+    ``no_tool_definitions``: a new-user trial)."""
+    from drafters.traces.ingest import ingest
+
+    tools = [{"type": "function", "function": {"name": "execute_bash", "parameters": {"type": "object"}}}]
+    events = [{"id": 0, "timestamp": "t0", "source": "agent", "action": "system", "message": "You are OpenHands.",
+               "args": {"content": "You are OpenHands.", "tools": tools}},
+              {"id": 1, "timestamp": "t1", "source": "user", "action": "message", "args": {"content": "List files"}},
+              {"id": 2, "timestamp": "t2", "source": "agent", "action": "run", "args": {"command": "ls"},
+               "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "c1"}},
+              {"id": 3, "timestamp": "t3", "source": "agent", "observation": "run", "content": "a.txt", "cause": 2,
+               "tool_call_metadata": {"function_name": "execute_bash", "tool_call_id": "c1"}},
+              {"id": 4, "timestamp": "t4", "source": "agent", "action": "message", "args": {"content": "a.txt"}}]
+    path = tmp_path / "events.json"
+    path.write_text(json.dumps(events))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and result.report.formats == {"openhands": 1}, [e.code for e in result.report.errors]
+    (conv,) = result.conversations
+    assert conv.messages[0].role == "system" and [t.name for t in conv.tools] == ["execute_bash"]
+    assert "no_tool_definitions" not in [w.code for w in result.report.warnings]

@@ -26,10 +26,11 @@ from drafters.traces.formats._content import as_str, as_text, content_parts, fir
 from drafters.traces.formats._reading import load_json, src
 from drafters.traces.formats._records import guard_file
 from drafters.traces.formats.base import ProblemSink, TraceFormat
+from drafters.traces.formats.openai_chat import tools_from_openai
 from drafters.traces.model import Conversation, Message, ToolCallPart, ToolResultPart
 
 NAME = "openhands"
-_SKIP_ACTIONS = {"change_agent_state", "system", "recall"}
+_SKIP_ACTIONS = {"change_agent_state", "recall"}
 _THOUGHT_ONLY = {"think"}
 
 
@@ -53,6 +54,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
         return
     source = src(NAME, filename, record="$")
     messages: list[Message] = []
+    tools: list = []
     by_response: dict[str, Message] = {}
     for i, ev in enumerate(doc):
         field = f"[{i}]"
@@ -65,6 +67,10 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
             if action in _SKIP_ACTIONS:
                 continue
             args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            if action == "system":  # the system prompt and the tool list the agent sent with every call
+                messages.append(Message("system", content_parts(args.get("content", ev.get("message")))))
+                tools = tools_from_openai(args.get("tools")) or tools
+                continue
             if ev.get("source") == "user":
                 if action == "message":
                     messages.append(Message("user", content_parts(args.get("content", ev.get("message")))))
@@ -97,7 +103,7 @@ def parse(stream: IO[str], filename: str, problems: ProblemSink) -> Iterator[Con
                 messages[-1].parts.append(part)
             else:
                 messages.append(Message("tool", [part]))
-    yield Conversation(id=Path(filename).name, source=source, messages=messages)
+    yield Conversation(id=Path(filename).name, source=source, tools=tools, messages=messages)
 
 
 def _from_response(response: Any, field: str, source, problems: ProblemSink) -> Message | None:
