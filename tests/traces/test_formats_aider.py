@@ -87,3 +87,26 @@ def test_truncated_llm_log_keeps_complete_calls():
     (conv,), report = parse_text("aider", cut, "x.aider.llm.history")
     assert len(conv.explicit_calls) == 2
     assert [w.code for w in report.warnings] == ["no_assistant_message"] and report.warnings[0].line == 360
+
+
+def test_an_edit_retry_and_an_ask_command_in_the_chat_log():
+    """``/ask X`` is logged, then ``X`` as the message sent: one user message (was two). An edit error Aider sent
+    back (a reflection) and the model's second answer: the first answer is its own call and the retry, whose
+    context holds a message the chat log does not, is not read (was joined to the first answer into one
+    completion, ``ok``: a new-user trial)."""
+    import io
+
+    from drafters.traces.formats.aider import parse
+    from drafters.traces.report import ValidationReport
+    text = "\n".join([
+        "# aider chat started at 2025-05-01 10:00:00", "", "> Main model: sonnet  ", "",
+        "#### /ask what does bar do?  ", "", "#### what does bar do?  ", "", "`bar` sums.", "",
+        "#### rename baz to qux  ", "", "core.py", "```python", "<<<<<<< SEARCH", "def bazz():", "=======",
+        "def qux():", ">>>>>>> REPLACE", "```", "", "> The LLM did not conform to the edit format.  ",
+        "> # 1 SEARCH/REPLACE block failed to match!", "", "core.py", "```python", "<<<<<<< SEARCH", "def baz():",
+        "=======", "def qux():", ">>>>>>> REPLACE", "```", "", "> Applied edit to core.py  "])
+    report = ValidationReport()
+    (conv,) = parse(io.StringIO(text), ".aider.chat.history.md", report)
+    assert [m.role for m in conv.messages] == ["user", "assistant", "user", "assistant"]
+    assert "bazz" in conv.messages[-1].text and "def baz():" not in conv.messages[-1].text
+    assert [e.code for e in report.errors] == ["reflection_not_recorded"]

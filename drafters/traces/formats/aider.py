@@ -35,6 +35,9 @@ NAME = "aider"
 _ROLE_LINE = re.compile(r"^(SYSTEM|USER|ASSISTANT)(?: (.*)|)$")
 _ROLES = {"SYSTEM": "system", "USER": "user", "ASSISTANT": "assistant"}
 _SEND_COMMANDS = ("/ask", "/code", "/architect")
+#: Aider's lines saying it sent the model an edit error to answer again (its reflection).
+_REFLECTION = re.compile(r"did not conform to the edit format|SEARCH/REPLACE blocks? failed to match|"
+                         r"SearchReplaceNoExactMatch|Only \d+ reflections allowed")
 
 
 def sniff(head: str, filename: str) -> bool:
@@ -155,6 +158,9 @@ def _chat_md(lines, filename: str, problems: ProblemSink) -> Iterator[Conversati
     asst_buf: list[str] = []
     sessions = 0
 
+    reflected: int | None = None  # the session's message count at its first edit error sent back to the model
+    reflected_line = 0
+
     def flush_user() -> None:
         nonlocal user_buf
         if user_buf:
@@ -162,7 +168,8 @@ def _chat_md(lines, filename: str, problems: ProblemSink) -> Iterator[Conversati
             if text.startswith("/"):
                 cmd, _, rest = text.partition(" ")
                 text = rest.strip() if cmd in _SEND_COMMANDS else ""
-            if text:
+            repeated = bool(messages) and messages[-1].role == "user" and messages[-1].text == text
+            if text and not repeated:  # ``/ask X`` is logged, then ``X`` as the message sent: once
                 messages.append(Message("user", [TextPart(text)]))
         user_buf = []
 
@@ -174,9 +181,18 @@ def _chat_md(lines, filename: str, problems: ProblemSink) -> Iterator[Conversati
         asst_buf = []
 
     def close_session() -> Iterator[Conversation]:
-        nonlocal messages, sessions
+        nonlocal messages, sessions, reflected
         flush_user()
         flush_assistant()
+        if reflected is not None and any(m.role == "assistant" for m in messages[reflected:]):
+            # the retry's context holds a message the log does not: not read
+            problems.error("reflection_not_recorded", "Aider sent the model its edit error (a reflection: the "
+                           "reply did not conform to the edit format or its SEARCH block did not match) and the "
+                           "model answered again; the chat log does not hold the message Aider sent, so the calls "
+                           "from here on in this session are not read (the .aider.llm.history log holds them)",
+                           src(NAME, filename, line=reflected_line))
+            messages = messages[:reflected]
+        reflected = None
         if any(m.role == "assistant" for m in messages):
             yield Conversation(id=f"{base}#{sessions}", source=src(NAME, filename, line=session_line),
                                messages=messages)
@@ -199,6 +215,9 @@ def _chat_md(lines, filename: str, problems: ProblemSink) -> Iterator[Conversati
             continue
         if line == ">" or line.startswith("> "):
             flush_user()
+            if reflected is None and _REFLECTION.search(line):
+                flush_assistant()
+                reflected, reflected_line = len(messages), lineno
             mm = re.match(r"> Main model: (\S+)", line)
             if mm:
                 model = mm.group(1)
