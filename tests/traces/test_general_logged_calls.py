@@ -460,3 +460,18 @@ def test_an_output_list_beside_a_responses_repr_is_the_answer(tmp_path):
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (2, 2, 0), codes(result)
     assert sorted(c.completion.text for conv in result.conversations for c in conv.calls()) == ["Lima", "Santiago"]
+
+
+def test_tool_calls_recorded_flat_with_their_output(tmp_path):
+    """DeepEval's conversational test cases keep a turn's ``tools_called`` as ``{name, input_parameters, output}``:
+    the calls with their results, read as run before the turn's text (were dropped, a "keys not read" warning
+    only, ``ok``: a new-user trial)."""
+    turns = [{"role": "user", "content": "My order hasn't arrived"},
+             {"role": "assistant", "content": "It shipped yesterday.",
+              "tools_called": [{"name": "get_order", "input_parameters": {"order_id": "A1"},
+                                "output": {"status": "shipped"}}]}]
+    path = tmp_path / "cases.json"
+    path.write_text(json.dumps({"test_cases": [{"scenario": "support", "turns": turns}]}))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
+    assert "executed_calls_before_text" in codes(result, "warnings")

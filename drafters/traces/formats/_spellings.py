@@ -79,7 +79,8 @@ RESULT_TEXT_KEYS = ("content", "output", "result", "response", "text", "value", 
 TOOL_MESSAGE_RESULT_KEYS = ("tool_result", "result", "output", "tool_output")
 RESULT_NOT_READ = "tool_result_text_not_found"
 _CALL_NAME = ("name", "toolName", "tool_name", "function_name")
-_CALL_ARGS = ("input", "arguments", "args", "parameters", "tool_args", "tool_input")
+_CALL_ARGS = ("input", "arguments", "args", "parameters", "tool_args", "tool_input",
+              "input_parameters")  # input_parameters: DeepEval's ToolCall
 #: Keys of a tool call object that hold no argument (its id, name, kind, position, flags).
 _CALL_META = {*_CALL_ID, *_CALL_NAME, "function", "type", "index", "method", "params", "status", "external"}
 _MEDIA = {"image": "image", "image_url": "image", "input_image": "image", "audio": "audio",
@@ -436,6 +437,8 @@ def executed_calls(value: Any) -> list | None:
     parts: list = []
     for item in value:
         call = next((item[k] for k in EXECUTED_CALL_KEYS if isinstance(item.get(k), dict)), None)
+        if call is None and isinstance(first(item, _CALL_NAME), str):  # the call's keys beside its result (DeepEval)
+            call = item
         name = first(call, (*_CALL_NAME, "api_name", "tool")) if call is not None else None
         if not isinstance(name, str) or not any(k in call for k in _CALL_ARGS) or \
                 not any(k in item for k in _EXECUTED_RESULT + _EXECUTED_ERROR):
