@@ -117,6 +117,7 @@ class ToolResultPart:
 # its text, reasoning or tool call is lost, which ingestion reports as an error (code ``unknown_content``).
 DELIBERATE_UNSUPPORTED_KINDS = frozenset({
     "image", "audio", "video", "file", "document", "server_tool_use", "server_tool_result",
+    "source",  # a provider's citation attached to a reply (the AI SDK's source-url parts)
 })
 
 

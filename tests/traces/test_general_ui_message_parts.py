@@ -150,3 +150,12 @@ def test_text_between_a_steps_tool_parts_is_the_same_reply(tmp_path):
     assert result.report.ok and totals(result.conversations) == (1, 2, 2), codes(result)
     first = next(iter(result.conversations[0].calls()))
     assert first.completion.text == "SF first.Now LA." and len(first.completion.tool_calls) == 2
+
+
+def test_a_source_part_is_a_counted_citation_not_lost_content(tmp_path):
+    """The AI SDK's ``source-url`` parts (a provider's citations attached to the reply): counted placeholders, left
+    out (were ``unknown_content``, the file refused)."""
+    result = _ui_chat(tmp_path, [{"type": "step-start"}, {"type": "text", "text": "SF is 60F."},
+                                 {"type": "source-url", "sourceId": "s1", "url": "https://weather.example/sf"}])
+    assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
+    assert "unsupported_content" in codes(result, "warnings")

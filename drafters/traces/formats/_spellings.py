@@ -84,7 +84,9 @@ _CALL_ARGS = ("input", "arguments", "args", "parameters", "tool_args", "tool_inp
 #: Keys of a tool call object that hold no argument (its id, name, kind, position, flags).
 _CALL_META = {*_CALL_ID, *_CALL_NAME, "function", "type", "index", "method", "params", "status", "external"}
 _MEDIA = {"image": "image", "image_url": "image", "input_image": "image", "audio": "audio",
-          "input_audio": "audio", "file": "file", "input_file": "file", "document": "document", "video": "video"}
+          "input_audio": "audio", "file": "file", "input_file": "file", "document": "document", "video": "video",
+          # the AI SDK's source parts: a provider's citations attached to the reply (search grounding), no token
+          "source_url": "source", "source_document": "source"}
 
 
 #: A message's media kept beside its text as a list (Ollama's ``images``: base64 strings): what the model saw, not
