@@ -159,3 +159,26 @@ def test_a_source_part_is_a_counted_citation_not_lost_content(tmp_path):
                                  {"type": "source-url", "sourceId": "s1", "url": "https://weather.example/sf"}])
     assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
     assert "unsupported_content" in codes(result, "warnings")
+
+
+def test_v4_tool_invocations_with_or_without_parts(tmp_path):
+    """AI SDK v4 ``useChat`` messages: before 4.2 the calls only in ``toolInvocations`` (numbered by ``step``), from
+    4.2 also as ``parts``. Read by their steps, the list beside the parts being the same calls (both were refused,
+    ``content_not_mapped``)."""
+    invs = [{"state": "result", "step": 0, "toolCallId": "c1", "toolName": "weather", "args": {"city": "SF"},
+             "result": "60F"},
+            {"state": "result", "step": 0, "toolCallId": "c2", "toolName": "weather", "args": {"city": "LA"},
+             "result": "78F"},
+            {"state": "result", "step": 1, "toolCallId": "c3", "toolName": "alerts", "args": {"city": "LA"},
+             "result": "none"}]
+    message = {"id": "a1", "role": "assistant", "content": "SF 60F, LA 78F, no alerts.", "toolInvocations": invs}
+    doc = [{"id": "u1", "role": "user", "content": "Weather in SF and LA?"}, message]
+    for name, msg in [("old.json", message), ("new.json", {**message, "parts": [
+            {"type": "step-start"}, *({"type": "tool-invocation", "toolInvocation": i} for i in invs[:2]),
+            {"type": "step-start"}, {"type": "tool-invocation", "toolInvocation": invs[2]}, {"type": "step-start"},
+            {"type": "text", "text": message["content"]}]})]:
+        path = tmp_path / name
+        path.write_text(json.dumps([doc[0], msg]))
+        result = ingest([path], scrub=False, dedup=False)
+        assert result.report.ok and totals(result.conversations) == (1, 3, 3), (name, codes(result))
+        assert [len(c.completion.tool_calls) for c in result.conversations[0].calls()] == [2, 1, 0]

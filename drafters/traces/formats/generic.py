@@ -216,9 +216,17 @@ def message_of(raw: dict, role: str, content_key: str | None, richer: list | Non
 def _richer_parts(raw: dict, content_key: str | None) -> list | None:
     """The parts of a message's ``parts`` list when it holds more than text beside the content it would be read
     from (``message_of``), else None."""
-    if content_key == "parts" or not isinstance(raw.get("parts"), list):
+    if content_key == "parts":
         return None
-    parts = block_parts(raw["parts"])
+    blocks = raw.get("parts")
+    if not isinstance(blocks, list) and isinstance(raw.get("toolInvocations"), list) and raw["toolInvocations"]:
+        # AI SDK v4 before 4.2: the calls only in toolInvocations, run before the content's text
+        text = raw.get(content_key) if content_key else None
+        blocks = [{"type": "tool-invocation", "toolInvocation": inv} for inv in raw["toolInvocations"]]
+        blocks += [{"type": "text", "text": text}] if isinstance(text, str) and text else []
+    if not isinstance(blocks, list):
+        return None
+    parts = block_parts(blocks)
     return parts if any(not isinstance(p, TextPart) for p in parts) else None
 
 
@@ -240,7 +248,7 @@ def _used_keys(raw: dict, found: _Found, parts_read: bool, content_key: str | No
     """The keys of a message that ``message_of`` reads."""
     used = {found.role_key.split(".")[0], (content_key or "").split(".")[0]} | _READ_KEYS
     if parts_read:
-        used |= {"parts"}
+        used |= {"parts", "toolInvocations"}  # v4's toolInvocations: the parts' tool invocations again, or read
     if summary_texts(raw) is not None:
         used |= {"summary"}
     return used
