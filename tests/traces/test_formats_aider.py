@@ -98,13 +98,14 @@ def test_an_edit_retry_and_an_ask_command_in_the_chat_log():
 
     from drafters.traces.formats.aider import parse
     from drafters.traces.report import ValidationReport
-    text = "\n".join([
+    lines = [
         "# aider chat started at 2025-05-01 10:00:00", "", "> Main model: sonnet  ", "",
         "#### /ask what does bar do?  ", "", "#### what does bar do?  ", "", "`bar` sums.", "",
         "#### rename baz to qux  ", "", "core.py", "```python", "<<<<<<< SEARCH", "def bazz():", "=======",
         "def qux():", ">>>>>>> REPLACE", "```", "", "> The LLM did not conform to the edit format.  ",
         "> # 1 SEARCH/REPLACE block failed to match!", "", "core.py", "```python", "<<<<<<< SEARCH", "def baz():",
-        "=======", "def qux():", ">>>>>>> REPLACE", "```", "", "> Applied edit to core.py  "])
+        "=======", "def qux():", ">>>>>>> REPLACE", "```", "", "> Applied edit to core.py  "]
+    text = "\n".join(lines)
     report = ValidationReport()
     (conv,) = parse(io.StringIO(text), ".aider.chat.history.md", report)
     assert [m.role for m in conv.messages] == ["user", "assistant", "user", "assistant"]

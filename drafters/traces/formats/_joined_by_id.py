@@ -127,7 +127,7 @@ def join_key(values: list[Any]) -> str | None:
         if pairs and pairs >= min(len(asked), len(answered)) - 1:
             fits.append((path.split(".")[-1] == "id", -pairs, path))
     # a key naming the call (request_id, custom_id) before a record's own id (two tables' row ids both 1, 2, ...)
-    return sorted(fits)[0][2] if fits else None
+    return min(fits)[2] if fits else None
 
 
 def lone_side(values: list[Any]) -> tuple[Side, str] | None:

@@ -7,7 +7,6 @@ library only."""
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterator
 from dataclasses import replace
 from itertools import chain, islice
