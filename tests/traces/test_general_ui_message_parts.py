@@ -182,3 +182,17 @@ def test_v4_tool_invocations_with_or_without_parts(tmp_path):
         result = ingest([path], scrub=False, dedup=False)
         assert result.report.ok and totals(result.conversations) == (1, 3, 3), (name, codes(result))
         assert [len(c.completion.tool_calls) for c in result.conversations[0].calls()] == [2, 1, 0]
+
+
+def test_a_tool_returning_a_list_keeps_its_json(tmp_path):
+    """A tool's output that is a JSON list of strings (``["a.txt", "b.txt"]``) is that JSON, not the strings joined
+    (``a.txtb.txt``, ``ok``: a new-user trial); a list of content blocks is still read as its text."""
+    result = _ui_chat(tmp_path, [{"type": "step-start"}, _tool("c1", "SF", state="output-available",
+                                                               output=["a.txt", "b.txt"]),
+                                 {"type": "step-start"}, {"type": "text", "text": "Two files."}])
+    assert result.report.ok, codes(result)
+    last = list(result.conversations[0].calls())[-1]
+    (res,) = [p for p in last.context[-1].parts if isinstance(p, ToolResultPart)]
+    assert json.loads(res.content) == ["a.txt", "b.txt"]
+    assert tool_invocation(_tool("c2", "LA", state="output-available",
+                                 output=[{"type": "text", "text": "78F"}]))[1].content == "78F"

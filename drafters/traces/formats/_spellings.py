@@ -400,7 +400,9 @@ def tool_invocation(block: Any) -> list | None:
         out = inv.get("errorText")
     if out is None:
         return [call]
-    text = result_text(out)
+    # the tool's return value: content blocks are read as text, any other list (["a.txt", "b.txt"]) is JSON
+    blocks = not isinstance(out, list) or all(isinstance(o, dict) and "type" in o for o in out)
+    text = result_text(out) if blocks else None
     return [call, ToolResultPart(inv["toolCallId"], text if text is not None else as_text(out),
                                  is_error=inv.get("state") == "output-error")]
 
