@@ -475,11 +475,12 @@ def _check_tool_pairing(conv: Conversation, report: ValidationReport) -> bool:
     # A result with no id and no call before it: read by shape, its call is where the reading did not look; in a
     # module's format, when no call was read anywhere in the conversation (ToolACE's calls written as text; a client
     # that sent an answer back without its call, llm.rb's, still had the call read as the answer before)
-    any_call = by_shape or any(isinstance(p, ToolCallPart) for m in _content_messages(conv) for p in m.parts)
-    for i, m in enumerate(messages):
+    linked_somewhere = not by_shape and any(isinstance(p, ToolCallPart) for m in _content_messages(conv)
+                                            for p in m.parts)
+    for i, m in enumerate([] if linked_somewhere else messages):
         if unlinked is None and not called and any(isinstance(p, ToolResultPart) and p.call_id is None for p in m.parts):
             unlinked = i
-        called = called or any(isinstance(p, ToolCallPart) for p in m.parts) or (not by_shape and any_call)
+        called = called or any(isinstance(p, ToolCallPart) for p in m.parts)
     if unlinked is not None:  # docs/traces.md: a tool result that is not linked to its call is never kept
         report.error("tool_result_without_call", "a tool result answers no tool call the reading found (the call "
                      "written as text, or under a key the mapping does not read): its call would be lost; "

@@ -59,9 +59,10 @@ def _extends(context: list[Message], prev: list[Message], shared_history: bool) 
     last of ``prev`` (the previous call's answer) as the client sent it back (``same_reply``)."""
     if shared_history:
         context, prev = [m for m in context if m.role != "system"], [m for m in prev if m.role != "system"]
+    if not prev:
+        return True
     n = len(prev)
-    return len(context) >= n and same_messages(context[: n - 1], prev[:-1]) and (
-        n == 0 or same_reply(context[n - 1], prev[-1]))
+    return len(context) >= n and same_messages(context[: n - 1], prev[:-1]) and same_reply(context[n - 1], prev[-1])
 
 
 def same_reply(sent_back: Message, answer: Message) -> bool:

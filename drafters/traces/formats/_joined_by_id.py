@@ -13,6 +13,7 @@ error). Not a format (no ``FORMAT``); standard library only.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import json
 import re
@@ -151,7 +152,10 @@ def joined_records(records: Iterator[tuple[Source, Any]], problems: ProblemSink,
     "response"}`` (at the first of the two's source), other records as they are; and whether any was joined. A file
     of only one half (``lone_side``) is refused, ``responses_not_in_file`` / ``requests_not_in_file`` (``source``:
     the file), saying how to give both halves."""
-    records = _folded(records, problems)
+    raw_head = list(islice(records, SAMPLE))
+    records = chain(raw_head, records)
+    if any(_chunk_path(decoded_tree(v)) is not None for _, v in raw_head):  # else no record is decoded here
+        records = _folded(records, problems)
     head = list(islice(records, SAMPLE))
     key = join_key([v for _, v in head])
     if key is not None:
@@ -178,22 +182,22 @@ def _joined(records: Iterator[tuple[Source, Any]], key: str, problems: ProblemSi
     other: dict[Side, Side] = {"request": "response", "response": "request"}
     failed: dict[Any, Source] = {}  # ids answered by an error (a batch's errored result, a status 400 body)
     pairs, at, repeats = 0, None, 0
-    logged: set[str] = set()  # the halves read so far, exactly (a line logged twice is one)
+    logged: set[bytes] = set()  # digests of the halves read so far (a line logged twice is one)
     for n, (source, value) in enumerate(records):
         decoded = decoded_tree(value)
         side = side_of(decoded)
         ident = _id_values(decoded).get(key) if isinstance(decoded, dict) else None
-        exact = json.dumps(decoded, sort_keys=True, default=str) if ident is not None else ""
-        if exact and exact in logged:
-            repeats += 1
-            continue
-        logged.add(exact)
+        if ident is not None:
+            exact = hashlib.sha256(json.dumps(decoded, sort_keys=True, default=str).encode()).digest()
+            if exact in logged:
+                repeats += 1
+                continue
+            logged.add(exact)
         if side is None and ident is not None and not _roles(decoded):  # no message at all: an attempt failed
             failed.setdefault(ident, source)  # (a proxy's retry may answer the request after)
             continue
-        if side is None or ident is None:
-            if side is None:
-                yield source, value
+        if side is None or ident is None:  # another record, or a half without the key: read as it is
+            yield source, value
             continue
         match = waiting.pop((other[side], ident), None)
         if match is None:
