@@ -60,7 +60,7 @@ def _begins(short: list, long: list) -> bool:
     return len(short) <= len(long) and long[:len(short)] == short
 
 
-def newest_snapshots(records: Iterator[tuple[Source, Any]], problems: ProblemSink) -> Iterator[tuple[Source, Any]]:
+def longest_snapshots(records: Iterator[tuple[Source, Any]], problems: ProblemSink) -> Iterator[tuple[Source, Any]]:
     """Each thread's longest snapshot, once (see the module doc), at the place of the thread's first record; files
     whose first records are not such snapshots pass through untouched."""
     head = list(islice(records, SAMPLE))

@@ -388,7 +388,7 @@ def read_records(records: Iterator[tuple[Source, Any]], filename: str, problems:
         records, changed = _update_events.folded(records, filename, problems, NAME), [True]
     records = _streams.joined_records(((source, _exchanges.decoded_bodies(value)) for source, value in records),
                                       problems, NAME)
-    records = _snapshots.newest_snapshots(records, problems)  # a thread's state history, newest first: once
+    records = _snapshots.longest_snapshots(records, problems)  # a thread's state history: each thread once
     records = _previous_responses.chained_responses(records, problems)  # server-side state: contexts rebuilt
     records, joined = _joined_by_id.joined_records(records, problems, Source(NAME, filename))  # requests and responses logged apart
     changed += [joined]
