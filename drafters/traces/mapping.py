@@ -70,6 +70,7 @@ from drafters.traces.formats._spellings import (
     summary_texts,
 )
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system, system_not_read, system_text
+from drafters.traces.formats._text_beside import message_texts, text_beside, text_beside_list
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import (
     join_turns,
@@ -272,6 +273,13 @@ class Mapping:
                                        "the mapping does not read: that history would be lost (declare where the "
                                        "conversation is: messages: PATH)", source, history)
                 continue
+            text = self._text_beside(record, where, conv)
+            if text is not None:
+                reading.problems.error("content_not_mapped", f"the record holds text under {text!r} beside the "
+                                       f"messages the mapping reads ({where}), and no message holds it: a turn or "
+                                       "a context the model read would be lost (declare it: prompt: {system|user: "
+                                       "PATH}, or messages: PATH)", source, text)
+                continue
             beside = None if self.tree else self._answer_beside(record, where, conv)
             if beside is not None:
                 reading.problems.error("mapping_field_never_matched", f"the record holds an assistant answer at "
@@ -297,6 +305,15 @@ class Mapping:
         return next((k for k, v in record.items() if k not in read and isinstance(v, list) and v and
                      (is_pair_history(v) or all(isinstance(m, dict) and role_of(m.get("role")) and
                                                 m.get("content") not in (None, "", []) for m in v))), None)
+
+    def _text_beside(self, record: Any, where: str, conv: Conversation | None) -> str | None:
+        """``_text_beside.text_beside_list`` for the conversation read at ``where`` (None when none was)."""
+        if conv is None:
+            return None
+        texts = message_texts(conv.messages) + ([as_text(v) for _, v in jsonpath(record, self.response)]
+                                                if self.response else [])
+        return text_beside_list(record, where, texts, [self.messages, self.response, self.tools, self.id, self.group,
+                                                       self.turns, *self.prompt.values(), *self.tree.values()])
 
     def _answer_beside(self, record: Any, where: str, conv: Conversation | None) -> str | None:
         """Without a declared ``response``, the path of an assistant message stored beside a message list that
@@ -448,6 +465,13 @@ class Mapping:
                 skipped += 1
                 continue
             message = self._message(raw, role, at, reading)
+            read = self._message_keys() | {str(k).split(".")[0] for k in (self.observation, *self.tool_result.values(),
+                                                                           *self.tree.values()) if k}
+            context = text_beside(raw, message_texts([message]), read, turns=False)
+            if context is not None:  # a file the model was shown with the message (Continue's contextItems)
+                problems.error("content_not_mapped", f"the message keeps text under {context!r} that the model read "
+                               "with it and that no message holds: it would be lost", source, f"{at}.{context}")
+                return None
             if role == "assistant" and failed_turn(raw):
                 if not message.parts:  # a request that failed before any output: no model turn, no context
                     problems.warning("failed_turn_skipped", "an assistant message with no content records a "
@@ -519,7 +543,7 @@ class Mapping:
             if reading.missing > missing:
                 return None
             tree = TreeReading(items, links, messages)
-            tools, prompt = self._tools(record, reading), self._prompt(record)
+            tools, prompt = self._tools(record, reading), self._prompt(record, where, None, reading)
             calls = tree.calls(prompt, tools)
             current = None
             if "current" in self.tree:

@@ -257,12 +257,31 @@ def test_infer_mapping_learns_a_text_files_markers_from_an_example_reply(tmp_pat
 
 def test_content_the_general_path_refuses_is_named_in_the_written_mapping(tmp_path):
     """A record keeping a turn beside its message list (``message_prompt``): the general path refuses it
-    (``content_not_mapped``); the mapping read unchanged would not, so it is written with a ``# NOT READ`` line and
-    the command exits 1 with that code, never a mapping that reads the file ok without the turn."""
+    (``content_not_mapped``), and so does the written mapping read unchanged (it reads the text beside the list
+    the same way), naming the key: never a mapping that reads the file ok without the turn. Where the mapping read
+    unchanged would not refuse (a turn it does not look at), it is written with a ``# NOT READ`` line and the
+    command exits 1 with that code (the test below)."""
     path, out = tmp_path / "sample.json", tmp_path / "sample.mapping.yaml"
     path.write_text(json.dumps({"message_history": [{"role": "user", "content": "Rename parse to parse_config."},
                                                     {"role": "assistant", "content": "Renamed it everywhere."}],
                                 "message_prompt": "Now add a test for parse_config."}))
+    runner = CliRunner()
+    assert runner.invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)]).exit_code == 0
+    r = runner.invoke(app, ["datasets", "validate", "--json", "--no-scrub", "--mapping", str(out), str(path)])
+    report = json.loads(r.stdout)
+    assert not report["ok"] and [(e["code"], e["field"]) for e in report["errors"]] == [
+        ("content_not_mapped", "message_prompt")]
+
+
+def test_a_mapping_that_would_lose_a_refused_turn_says_not_read(tmp_path):
+    """A list ending before the model's answer, the answer kept as text beside it (``output_text``): the general
+    path refuses it; the mapping read unchanged would read the earlier call ok without it, so it is written with a
+    ``# NOT READ`` line and the command exits 1 with that code."""
+    path, out = tmp_path / "sample.json", tmp_path / "sample.mapping.yaml"
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": "Rename parse to parse_config."},
+                                             {"role": "assistant", "content": "Renamed it everywhere."},
+                                             {"role": "user", "content": "Now add a test for it."}],
+                                "output_text": "Added test_parse_config to the tests."}))
     r = CliRunner().invoke(app, ["datasets", "infer-mapping", str(path), "-o", str(out)])
     assert r.exit_code == 1 and "content_not_mapped" in r.output
     assert "# NOT READ: the general path refuses this file's content (content_not_mapped" in out.read_text()

@@ -456,7 +456,8 @@ def test_an_output_list_beside_a_responses_repr_is_the_answer(tmp_path):
                          "message=Message(content='Lima', role='assistant'))])", "uuid": "u1"}
     path = tmp_path / "history.json"
     path.write_text(json.dumps([entry, {**entry, "uuid": "u2", "outputs": ["Santiago"], "messages": [
-        entry["messages"][0], {"role": "user", "content": "Capital of Chile?"}]}]))
+        entry["messages"][0], {"role": "user", "content": "Capital of Chile?"}],
+        "response": entry["response"].replace("Lima", "Santiago")}]))  # the repr of each call's own response
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (2, 2, 0), codes(result)
     assert sorted(c.completion.text for conv in result.conversations for c in conv.calls()) == ["Lima", "Santiago"]

@@ -15,7 +15,12 @@ from drafters.traces.model import Message, TextPart
 # OpenAI Responses ``instructions``, Gemini ``systemInstruction``, Cohere ``preamble``, agent session files'
 # ``system_prompt`` / ``systemPrompt``): the first of these holding text is the conversation's first system message.
 SYSTEM_KEYS = ("system", "system_prompt", "systemPrompt", "system_message", "systemMessage", "systemInstruction",
-               "system_instruction", "instructions", "preamble", "sys_prompt", "_sys_prompt")  # _sys_prompt: AgentScope
+               "system_instruction", "instructions", "preamble", "sys_prompt", "_sys_prompt",  # _sys_prompt: AgentScope
+               "promptPrefix", "systemRole")  # LibreChat's custom instructions, LobeChat's agent prompt
+# Objects beside the list holding a chat's settings, a system prompt among them (LibreChat's ``options.promptPrefix``,
+# LobeChat's ``config.systemRole``): looked in after the record's own keys.
+SETTINGS_KEYS = ("options", "config", "settings", "chatSettings", "modelConfig", "model_config", "agentConfig",
+                 "agent_config", "preset")
 
 
 PROVIDER_NAME = re.compile(r"^[a-z][a-z0-9_.-]{1,30}$")  # "openai", "aws.bedrock": a one-word name, no prompt
@@ -50,6 +55,8 @@ def sibling_system(record: Any, messages: list | None = None) -> tuple[list, lis
     if not isinstance(record, dict):
         return [], []
     found = [(k, t) for k in SYSTEM_KEYS if (t := system_prompt(k, record.get(k))) is not None]
+    found += [(f"{s}.{k}", t) for s in SETTINGS_KEYS if isinstance(record.get(s), dict)
+              for k in SYSTEM_KEYS if (t := system_prompt(k, record[s].get(k))) is not None]
     if not found:
         return [], []
     head = messages[0] if messages else None

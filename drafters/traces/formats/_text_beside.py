@@ -11,6 +11,8 @@ from typing import Any
 from drafters.traces.formats._content import as_text
 from drafters.traces.formats._spellings import get, role_of
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS
+from drafters.traces.json_paths import holder_of
+from drafters.traces.model import Message
 
 #: A key beside a message list naming a turn of a conversation by its last word (``message_prompt``,
 #: ``final_response``, ``userQuery``; not ``response_format``), or a ``message_`` key; not ``answer`` (an eval's
@@ -19,18 +21,59 @@ _TURN_KEY = re.compile(r"(^|_|[a-z])(prompt|query|question|instruction|input|com
                        r"|^message_", re.IGNORECASE)
 
 
+#: A key beside the messages naming what the model was given to read with them (Ragas' ``retrieved_contexts``,
+#: DeepEval's ``retrieval_context``, Continue's ``contextItems``): text the prompt held, in a template the file does
+#: not keep. Not a bare ``context(s)``: evidence gathered to check an answer (FactReasoner), or DeepEval's ideal
+#: ``context``, is no text the model read.
+_CONTEXT_KEY = re.compile(r"retriev|context_?items", re.IGNORECASE)
+
+
 def turn_text_beside(objects: list[dict], messages: list, content_key: str | None) -> str | None:
-    """The first key of the object holding the list whose name says a turn (``_TURN_KEY``) and whose text no
-    message of the list holds, else None (a copy of a message is no loss)."""
-    texts = {as_text(get(m, content_key)).strip() for m in messages if isinstance(m, dict)} if content_key else set()
-    for holder in objects:
-        for key, value in holder.items():
-            if key in SYSTEM_KEYS or not isinstance(value, str) or len(value.split()) < 3 or \
-                    not _TURN_KEY.search(key):
-                continue  # a word or two (a format name, a label) is no turn
-            if value.strip() not in texts and not any(value.strip() in t for t in texts):
-                return key
+    """``text_beside`` for raw messages: their texts under ``content_key``."""
+    texts = [as_text(get(m, content_key)).strip() for m in messages if isinstance(m, dict)] if content_key else []
+    return next((k for holder in objects if (k := text_beside(holder, texts)) is not None), None)
+
+
+def text_beside(holder: dict, texts: list[str], read: set[str] = frozenset(),  # type: ignore[assignment]
+                turns: bool = True) -> str | None:
+    """The first key of ``holder`` (not in ``read``, not a system prompt's) whose name says a turn (``_TURN_KEY``)
+    or a context the model read (``_CONTEXT_KEY``) and holding text (a string of three words or more, or a list of
+    them, or of objects holding one) that none of ``texts`` (the conversation's) holds, else None: a copy of a
+    message is no loss, anything else would be lost by reading the messages alone. ``turns=False``: contexts only
+    (a message's own keys: ``response`` there is no turn of its own)."""
+    for key, value in holder.items():
+        if key in read or key in SYSTEM_KEYS or not (turns and _TURN_KEY.search(key) or _CONTEXT_KEY.search(key)):
+            continue
+        pieces = [value] if turns and _TURN_KEY.search(key) else _texts(value)  # a turn is one string, a context any text
+        for piece in pieces:
+            if isinstance(piece, str) and len(piece.split()) >= 3 and not any(_copies(piece.strip(), t) for t in texts):
+                return key  # a word or two (a format name, a label) is no turn
     return None
+
+
+def text_beside_list(record: Any, where: str, texts: list[str], paths: list[str | None]) -> str | None:
+    """``text_beside`` on the object holding the message list at the concrete JSONPath ``where`` in ``record``
+    (None for none), the keys named in a mapping's ``paths`` read (not checked)."""
+    holder = holder_of(record, where)
+    read = {name for p in paths if p for name in re.findall(r"[A-Za-z_][\w-]*", p)}
+    return None if holder is None else text_beside(holder, texts, read)
+
+
+def message_texts(messages: list[Message]) -> list[str]:
+    """Every text of ``messages`` a copy beside them may repeat: text, reasoning, tool results."""
+    return [t for m in messages for t in (m.text, m.reasoning, *(r.content for r in m.tool_results))]
+
+
+def _copies(piece: str, text: str) -> bool:
+    """``piece`` is part of a message's ``text``, or holds it (a rendered prompt, a repr of the reply object)."""
+    return piece in text or len(text.strip()) >= 4 and text.strip() in piece
+
+
+def _texts(value: Any) -> list[str]:
+    """The strings of a context value: itself, a list's strings, or each object's longest string value."""
+    items = value if isinstance(value, list) else [value]
+    return [i if isinstance(i, str) else max((v for v in i.values() if isinstance(v, str)), key=len, default="")
+            for i in items if isinstance(i, (str, dict))]
 
 
 #: A key that says it holds a call's output (``output_text``, ``action``, ``original_response``, ``prediction``).
@@ -55,10 +98,14 @@ def answer_beside(objects: list[dict], messages: list, role_key: str) -> str | N
 
 def holders(value: Any, path: str) -> list[dict]:
     """The objects holding the list at ``path`` (``$.agent.memory.content``: the memory, the agent, the record),
-    nearest first; none when a list is on the way (whose prompt an item's list would take is not guessed)."""
+    nearest first, up to the nearest list on the way (``$.history[0].messages``: ``history[0]`` only: an object
+    above a list holds every item's list, and whose prompt it would be is not guessed)."""
     out, node = [], value
     for key, index in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path)[:-1]:
-        if index or not isinstance(node, dict):
+        if index:
+            out, node = [], node[int(index)] if isinstance(node, list) and int(index) < len(node) else None
+            continue
+        if not isinstance(node, dict):
             return []
         out.append(node)
         node = node.get(key)

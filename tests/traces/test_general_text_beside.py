@@ -1,0 +1,121 @@
+"""Text a conversation's record keeps beside its messages, which the model read (issue 30; docs/traces.md,
+"Text beside the messages"): a system prompt in the chat's settings is read as the first message; a prompt or a
+retrieved context under a key no reader reads refuses the record (``content_not_mapped``, naming the key), where it
+was read ``ok`` with the text dropped (new-user trials: Chatbot UI, LibreChat, LobeChat, Ragas, Continue). A copy of
+a message (a rendered prompt, a repr of the reply) is no loss.
+
+Every record below is hand-made in the layout each tool writes, not a copy of a real file.
+"""
+
+from __future__ import annotations
+
+import json
+
+from drafters.traces.ingest import ingest
+from drafters.traces.mapping_file import parse_mapping
+
+from .conftest import codes, totals
+
+
+def _chatbot_ui(n: int) -> dict:
+    """Chatbot UI's export (v4): conversations with their own system prompt under ``prompt``."""
+    history = [{"id": f"c{i}", "name": f"Chat {i}", "folderId": None, "temperature": 1,
+                "model": {"id": "gpt-3.5-turbo", "name": "GPT-3.5", "maxLength": 12000, "tokenLimit": 4000},
+                "prompt": f"You are a travel guide for city {i}. Answer in one line.",
+                "messages": [{"role": "user", "content": f"What should I see in city {i}?"},
+                             {"role": "assistant", "content": f"The old town of city {i}."}]} for i in range(n)]
+    return {"version": 4, "history": history, "folders": [], "prompts": []}
+
+
+def test_a_chats_own_prompt_beside_its_messages_refuses_it(tmp_path):
+    """One conversation (read by the message list's path) or several (read by the inferred mapping): the
+    ``prompt`` each conversation was sent with is not in its messages, so the file is refused, naming the key;
+    a declared mapping reads it as the system prompt."""
+    for n in (1, 2):
+        path = tmp_path / f"chatbot-ui-{n}.json"
+        path.write_text(json.dumps(_chatbot_ui(n)))
+        result = ingest([path], scrub=False, dedup=False)
+        assert not result.conversations and set(codes(result)) == {"content_not_mapped"}, codes(result)
+        assert all(e.field == "prompt" for e in result.report.errors)
+    mapping = parse_mapping("name: chatbot-ui\nrecords: lists\nmessages: $.messages\nrole: role\n"
+                            "roles: {user: user, assistant: assistant}\ncontent: content\n"
+                            "prompt: {system: $.prompt}\n", "chatbot-ui.yaml")
+    result = ingest([path], mapping=mapping, scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (2, 2, 0), codes(result)
+    assert [c.messages[0].text for c in result.conversations] == [
+        "You are a travel guide for city 0. Answer in one line.", "You are a travel guide for city 1. Answer in one line."]
+
+
+def test_a_prompt_beside_the_messages_that_copies_one_is_no_loss(tmp_path):
+    doc = _chatbot_ui(2)
+    for conv in doc["history"]:
+        conv["prompt"] = conv["messages"][0]["content"]
+    path = tmp_path / "copies.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (2, 2, 0), codes(result)
+
+
+def test_a_system_prompt_in_the_chats_settings_is_its_first_message(tmp_path):
+    """LibreChat's export keeps the custom instructions in ``options.promptPrefix``, as a tree or a flat list
+    linked by parent ids; a session keeping ``config.systemRole`` (LobeChat's agent prompt) the same. They were
+    read ``ok`` without them."""
+    user = {"messageId": "m1", "parentMessageId": "00000000-0000-0000-0000-000000000000", "sender": "User",
+            "text": "What's the weather in Paris?", "isCreatedByUser": True}
+    reply = {"messageId": "m2", "parentMessageId": "m1", "sender": "GPT-4o", "text": "Cold, about 5 C.",
+             "isCreatedByUser": False}
+    head = {"conversationId": "a1b2", "endpoint": "openAI", "title": "Paris weather",
+            "options": {"model": "gpt-4o", "promptPrefix": "You are terse. Answer in one sentence.", "temperature": 0.7}}
+    docs = {"tree.json": {**head, "messagesTree": [{**user, "children": [{**reply, "children": []}]}]},
+            "flat.json": {**head, "messages": [user, reply]},
+            "session.json": {"id": "s1", "config": {"model": "gpt-4o", "systemRole": "You are terse. Answer in one "
+                                                                                    "sentence."},
+                             "messages": [{"role": "user", "content": user["text"]},
+                                          {"role": "assistant", "content": reply["text"]}]}}
+    for name, doc in docs.items():
+        (tmp_path / name).write_text(json.dumps(doc))
+        result = ingest([tmp_path / name], scrub=False, dedup=False)
+        assert result.report.ok and totals(result.conversations) == (1, 1, 0), (name, codes(result))
+        call = next(result.conversations[0].calls())
+        assert [(m.role, m.text) for m in call.context] == [
+            ("system", "You are terse. Answer in one sentence."), ("user", "What's the weather in Paris?")], name
+
+
+def test_retrieved_contexts_the_prompt_held_refuse_the_record(tmp_path):
+    """Ragas' evaluation rows: the question, the contexts retrieved into the prompt, the answer. Read ``ok`` as
+    question -> answer, the prompt's contexts were dropped; where the logged question is the whole prompt (the
+    contexts in it) nothing is lost."""
+    rows = [{"user_input": "When was the Eiffel Tower built?",
+             "retrieved_contexts": ["The Eiffel Tower was built between 1887 and 1889 for the World's Fair."],
+             "response": "It was built between 1887 and 1889.", "reference": "1887-1889"},
+            {"user_input": "How tall is the Eiffel Tower?", "retrieved_contexts": ["It is 330 metres tall."],
+             "response": "About 330 metres.", "reference": "330 m"}]
+    path = tmp_path / "ragas.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    result = ingest([path], scrub=False, dedup=False)
+    assert not result.conversations and codes(result) == ["content_not_mapped"] * 2, codes(result)
+    assert {e.field for e in result.report.errors} == {"retrieved_contexts"}
+    for r in rows:
+        r["user_input"] = f"Context: {' '.join(r['retrieved_contexts'])}\nQuestion: {r['user_input']}"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (2, 2, 0), codes(result)
+
+
+def test_a_file_shown_with_a_message_refuses_it(tmp_path):
+    """Continue's session file: a user message with the files it was sent with (``contextItems``). Read ``ok``
+    without the file's text; refused, naming the key. With no context item the session reads."""
+    history = [{"message": {"role": "user", "content": "Why does add fail?"},
+                "contextItems": [{"name": "utils.py", "description": "utils.py", "id": {"providerTitle": "file"},
+                                  "content": "def add(a, b):\n    return a - b  # subtracts instead of adding\n"}]},
+               {"message": {"role": "assistant", "content": "add subtracts: change `a - b` to `a + b`."},
+                "contextItems": []}]
+    path = tmp_path / "session.json"
+    path.write_text(json.dumps({"sessionId": "abc", "title": "Fix add", "history": history}))
+    result = ingest([path], scrub=False, dedup=False)
+    assert not result.conversations and codes(result) == ["content_not_mapped"], codes(result)
+    assert result.report.errors[0].field.endswith("contextItems")
+    history[0]["contextItems"] = []
+    path.write_text(json.dumps({"sessionId": "abc", "title": "Fix add", "history": history}))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
