@@ -196,3 +196,26 @@ def test_a_tool_returning_a_list_keeps_its_json(tmp_path):
     assert json.loads(res.content) == ["a.txt", "b.txt"]
     assert tool_invocation(_tool("c2", "LA", state="output-available",
                                  output=[{"type": "text", "text": "78F"}]))[1].content == "78F"
+
+
+def test_parts_inside_a_content_object_are_read(tmp_path):
+    """Mastra's stored messages (format 2): ``content`` is an object holding the UI parts, the flat text and the
+    v4 ``toolInvocations``. The OpenAI chat reader took the ``{"messages": [...]}`` file and wrote each content
+    object as JSON text; the general path read the bare list's text alone, the call and its result dropped (both
+    ``ok``, a new-user trial)."""
+    inv = {"state": "result", "step": 0, "toolCallId": "call_1", "toolName": "weatherTool",
+           "args": {"location": "Oslo"}, "result": {"temperature": 7, "conditions": "Overcast"}}
+    msgs = [{"id": "u1", "role": "user", "type": "v2", "threadId": "t1",
+             "content": {"format": 2, "parts": [{"type": "text", "text": "Weather in Oslo?"}],
+                         "content": "Weather in Oslo?"}},
+            {"id": "a1", "role": "assistant", "type": "v2", "threadId": "t1",
+             "content": {"format": 2, "parts": [{"type": "step-start"}, {"type": "tool-invocation", "toolInvocation": inv},
+                                                {"type": "step-start"}, {"type": "text", "text": "Oslo is 7C."}],
+                         "toolInvocations": [inv], "content": "Oslo is 7C."}}]
+    for name, doc in {"list.json": msgs, "thread.json": {"messages": msgs}}.items():
+        (tmp_path / name).write_text(json.dumps(doc))
+        result = ingest([tmp_path / name], scrub=False, dedup=False)
+        assert result.report.ok and totals(result.conversations) == (1, 2, 1), (name, codes(result))
+        first, second = result.conversations[0].calls()
+        assert first.completion.tool_calls[0].arguments == {"location": "Oslo"} and second.completion.text == "Oslo is 7C."
+        assert [p.call_id for m in second.context for p in m.parts if isinstance(p, ToolResultPart)] == ["call_1"]

@@ -317,3 +317,21 @@ def test_an_answer_sent_back_without_its_call_is_read_as_the_client_sent_it():
             / "llmrb-llm__ollama__llm_function_block.yml")
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
+
+
+def test_a_call_in_both_content_blocks_and_tool_calls_is_one_call(tmp_path):
+    """LangChain's ``messages_to_dict`` of a ChatAnthropic reply: the call is a ``tool_use`` block of ``content``
+    and again in ``tool_calls``, with the same id. Read twice before (2 tool calls, ``ok``; a new-user trial)."""
+    def msg(kind: str, **data) -> dict:
+        return {"type": kind, "data": {"type": kind, "additional_kwargs": {}, "response_metadata": {}, **data}}
+    call = {"name": "convert", "args": {"value": 5, "from": "mi", "to": "km"}, "id": "toolu_01A", "type": "tool_call"}
+    doc = [msg("system", content="You are a unit converter."), msg("human", content="Convert 5 miles to km"),
+           msg("ai", content=[{"type": "text", "text": "Converting."},
+                              {"type": "tool_use", "id": "toolu_01A", "name": "convert", "input": call["args"]}],
+               tool_calls=[call], invalid_tool_calls=[]),
+           msg("tool", content="8.047", tool_call_id="toolu_01A", name="convert"),
+           msg("ai", content="About 8.05 km.", tool_calls=[])]
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)

@@ -94,6 +94,7 @@ from drafters.traces.model import (
     ReasoningPart,
     Source,
     TextPart,
+    ToolCallPart,
     ToolResultPart,
     UnsupportedPart,
     compact_json,
@@ -205,7 +206,8 @@ def message_of(raw: dict, role: str, content_key: str | None, richer: list | Non
                 break
         if not parts and summary_texts(raw) is not None:  # a reasoning record: its summary (Responses API items)
             parts = [ReasoningPart(t) for t in summary_texts(raw) or []]
-        parts += calls_of(first(raw, CALL_KEYS))
+        ids = {p.id for p in parts if isinstance(p, ToolCallPart) and p.id}  # a call in both (LangChain's
+        parts += [c for c in calls_of(first(raw, CALL_KEYS)) if not (c.id and c.id in ids)]  # tool_use + tool_calls)
         model = raw.get("model") if isinstance(raw.get("model"), str) else None
         return Message("assistant", parts, model=model)
     if parts and all(isinstance(p, ToolResultPart) for p in parts):
@@ -218,6 +220,8 @@ def _richer_parts(raw: dict, content_key: str | None) -> list | None:
     from (``message_of``), else None."""
     if content_key == "parts":
         return None
+    held = raw.get(content_key) if content_key else None
+    raw = held if isinstance(held, dict) and isinstance(held.get("parts"), list) else raw  # Mastra's v2 content
     blocks = raw.get("parts")
     if not isinstance(blocks, list) and isinstance(raw.get("toolInvocations"), list) and raw["toolInvocations"]:
         # AI SDK v4 before 4.2: the calls only in toolInvocations, run before the content's text

@@ -105,6 +105,10 @@ def _content_parts(content: Any) -> list:
                 else:
                     _content.add_unsupported(parts, _UNSUPPORTED_PART_KINDS.get(kind, str(kind)))
         return parts
+    if isinstance(content, dict) and isinstance(content.get("parts"), list):
+        # a message object of another kind as the content (Mastra's v2 {format: 2, parts, toolInvocations}): its
+        # parts are calls and steps this reader does not know; left to the general path
+        raise ValueError("content is an object holding parts (not an OpenAI chat content)")
     return [TextPart(json.dumps(content, ensure_ascii=False))]
 
 
