@@ -231,8 +231,10 @@ def _candidates(path: Path, candidates: list[TraceFormat], report: ValidationRep
             return fmt.name
         declined.append((fmt, trial, tally))
     # Nobody read it: the most confident reader says why, unless a later one got as far as a recorded stream
-    # it refused to join (stream_incomplete / stream_not_joined: the file's real problem, docs/traces.md).
-    fmt, trial, tally = next((d for d in declined if d[1].codes.keys() & _STREAM_CODES), declined[0])
+    # it refused to join (stream_incomplete / stream_not_joined: the file's real problem, docs/traces.md), or
+    # the ones before it only found the file is not of their shape and it found content it refused.
+    fmt, trial, tally = next((d for d in declined if d[1].codes.keys() & _STREAM_CODES), None) or \
+        next((d for d in declined if d[1].codes.keys() - _NOT_ITS_SHAPE), declined[0])
     report.formats[fmt.name] += 1
     tally.errors_before, tally.warnings_before = _error_count(report), _error_count(report, "warning")
     trial.commit()
@@ -244,6 +246,7 @@ def _candidates(path: Path, candidates: list[TraceFormat], report: ValidationRep
 
 
 _STREAM_CODES = frozenset({"stream_incomplete", "stream_not_joined"})
+_NOT_ITS_SHAPE = frozenset({"not_an_object", "no_messages_found", "unknown_format"})  # a reader's "not mine"
 
 
 def _declined(declined: list[tuple[TraceFormat, TrialSink, _FileTally]]) -> str:

@@ -275,10 +275,10 @@ class Mapping:
                 continue
             text = self._text_beside(record, where, conv)
             if text is not None:
-                reading.problems.error("content_not_mapped", f"the record holds text under {text!r} beside the "
-                                       f"messages the mapping reads ({where}), and no message holds it: a turn or "
-                                       "a context the model read would be lost (declare it: prompt: {system|user: "
-                                       "PATH}, or messages: PATH)", source, text)
+                reading.problems.error("content_not_mapped", f"the record holds text or tool calls under {text!r} "
+                                       f"beside the messages the mapping reads ({where}), and no message holds them: "
+                                       "a turn, a context the model read or its calls would be lost (declare it: "
+                                       "prompt: {system|user: PATH}, or messages: PATH)", source, text)
                 continue
             beside = None if self.tree else self._answer_beside(record, where, conv)
             if beside is not None:

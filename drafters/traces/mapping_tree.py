@@ -9,6 +9,7 @@ two parents, or a cycle: ``TreeBroken``, which the caller reports as ``tree_brok
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,8 @@ from typing import Any
 from drafters.traces.formats._content import as_list, as_text
 from drafters.traces.formats._spellings import get
 from drafters.traces.model import LLMCall, Message, ToolDef
+
+_NIL_V4 = re.compile(r"0{8}-0{4}-[1-8]000-[89ab]000-0{12}")  # all zero but the version and variant digits
 
 
 class TreeBroken(Exception):
@@ -85,8 +88,9 @@ def tree_links(items: list[Node], tree: Mapping[str, str], nested: dict[str, str
             parent[node.id] = nested[node.id]
             continue
         value = get(node.raw, tree["parent"]) if "parent" in tree else None
-        # a nil id ("", "00000000-0000-...") names no parent: the node is a root
-        parent[node.id] = as_text(value) if value is not None and as_text(value).strip("0-") else None
+        # a nil id ("", "00000000-0000-...", Claude.ai's "00000000-0000-4000-8000-...") names no parent: a root
+        text = as_text(value) if value is not None else ""
+        parent[node.id] = None if not text.strip("0-") or _NIL_V4.fullmatch(text) else text
     for node in items:
         for child in as_list(get(node.raw, tree["children"])) if "children" in tree and nested is None else []:
             child = as_text(child)

@@ -119,3 +119,82 @@ def test_a_file_shown_with_a_message_refuses_it(tmp_path):
     path.write_text(json.dumps({"sessionId": "abc", "title": "Fix add", "history": history}))
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
+
+
+def _claude_ai_message(uuid: str, sender: str, text: str, parent: str, **more) -> dict:
+    return {"uuid": uuid, "text": text, "content": [{"type": "text", "text": text, "citations": []}], "sender": sender,
+            "created_at": "2025-03-04T10:00:00.000000Z", "attachments": [], "files": [],
+            "parent_message_uuid": parent, **more}
+
+
+ROOT = "00000000-0000-4000-8000-000000000000"  # Claude.ai's parent of a conversation's first message
+
+
+def test_an_attached_files_text_refuses_the_conversation_and_a_retry_is_a_branch(tmp_path):
+    """Claude.ai's export: an attachment's ``extracted_content`` is text the model read with the message (was
+    dropped, ``ok``); a retried answer shares its parent with the first (``parent_message_uuid``, the root's parent
+    the nil-like ``ROOT``): a call of its own, and only the kept answer is in later contexts (were joined into one
+    answer, the abandoned one in every later context)."""
+    notes = {"file_name": "q3_sync.txt", "file_size": 120, "file_type": "txt",
+             "extracted_content": "Launch moved to Oct 14. Budget capped at 40k EUR. Owner: Priya."}
+    attached = {"uuid": "c1", "name": "Notes", "chat_messages": [
+        _claude_ai_message("a1", "human", "Summarize the attached notes.", ROOT, attachments=[notes]),
+        _claude_ai_message("a2", "assistant", "Launch Oct 14, budget 40k EUR.", "a1")]}
+    retried = {"uuid": "c2", "name": "Team name", "chat_messages": [
+        _claude_ai_message("p1", "human", "Suggest a name for a data team.", ROOT),
+        _claude_ai_message("p2", "assistant", "Data Forge.", "p1"),
+        _claude_ai_message("p2b", "assistant", "Signal & Noise.", "p1"),
+        _claude_ai_message("p3", "human", "Why that?", "p2b"),
+        _claude_ai_message("p4", "assistant", "It separates signal from noise.", "p3")]}
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps([attached, retried]))
+    result = ingest([path], scrub=False, dedup=False)
+    assert codes(result) == ["content_not_mapped"] and result.report.errors[0].field.endswith("attachments")
+    assert totals(result.conversations) == (1, 3, 0)
+    calls = list(result.conversations[0].calls())
+    assert [c.completion.text for c in calls] == ["Data Forge.", "Signal & Noise.", "It separates signal from noise."]
+    assert [m.text for m in calls[2].context] == ["Suggest a name for a data team.", "Signal & Noise.", "Why that?"]
+
+
+def test_retrieved_sources_on_a_reply_refuse_it_with_the_general_paths_reason(tmp_path):
+    """Open WebUI's export: the documents its RAG template put in the prompt are kept on the reply
+    (``sources[].document``), in no message. Read ``ok`` without them before; refused, and the report gives the
+    general path's reason (the OpenAI chat reader, tried first, only found the file is not its shape)."""
+    messages = {"u1": {"id": "u1", "parentId": None, "childrenIds": ["a1"], "role": "user",
+                       "content": "How many leave days do I get?", "timestamp": 1717000000},
+                "a1": {"id": "a1", "parentId": "u1", "childrenIds": [], "role": "assistant", "model": "llama3.1:8b",
+                       "content": "Full-time employees accrue 25 days a year [1].", "done": True,
+                       "sources": [{"source": {"name": "handbook.pdf", "type": "file"},
+                                    "document": ["Section 4.2 Leave: full-time employees accrue 25 days of paid "
+                                                 "leave per calendar year."],
+                                    "metadata": [{"source": "handbook.pdf", "page": 12}]}]}}
+    doc = [{"id": "chat-1", "title": "Leave", "chat": {"title": "Leave", "models": ["llama3.1:8b"],
+                                                        "history": {"currentId": "a1", "messages": messages},
+                                                        "messages": list(messages.values())}}]
+    path = tmp_path / "chat-export.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False, dedup=False)
+    assert not result.conversations and codes(result) == ["content_not_mapped"], codes(result)
+    assert result.report.errors[0].field.endswith("sources")
+
+
+def test_deepeval_contexts_and_calls_beside_the_turns_refuse_and_a_reference_is_no_turn(tmp_path):
+    """DeepEval: a conversational turn's ``retrieval_context`` (was dropped, ``ok``), a test case's
+    ``tools_called`` beside ``input`` / ``actual_output`` (was dropped); ``expected_output`` and ``expected_tools``,
+    what a grader compares with, are not what the model read and refuse nothing."""
+    turns = [{"role": "user", "content": "Can I return worn shoes?"},
+             {"role": "assistant", "content": "Only unworn items can be returned.",
+              "retrieval_context": ["Shoes: unworn items may be returned within 30 days of delivery."]}]
+    path = tmp_path / "conversational.json"
+    path.write_text(json.dumps({"conversational_test_cases": [{"scenario": "returns", "turns": turns}]}))
+    result = ingest([path], scrub=False, dedup=False)
+    assert not result.conversations and codes(result) == ["content_not_mapped"], codes(result)
+    case = {"input": "Is my order 1182 shipped?", "actual_output": "Yes, it shipped yesterday via UPS.",
+            "expected_output": "The order shipped on April 1 with UPS, tracking follows.", "retrieval_context": None,
+            "expected_tools": [{"name": "lookup_order", "input_parameters": {"order_id": "1182"}}]}
+    called = [{"name": "lookup_order", "input_parameters": {"order_id": "1182"}, "output": {"status": "shipped"}}]
+    path = tmp_path / "dataset.json"
+    path.write_text(json.dumps([case, {**case, "input": "Is order 7 shipped?", "tools_called": called}]))
+    result = ingest([path], scrub=False, dedup=False)
+    assert totals(result.conversations) == (1, 1, 0) and codes(result) == ["content_not_mapped"], codes(result)
+    assert result.report.errors[0].field == "tools_called"

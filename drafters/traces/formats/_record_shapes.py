@@ -44,10 +44,11 @@ def is_items(value: Any, loose: bool = False) -> bool:
 
 
 PARENT_KEYS = ("parent", "parent_id", "parentId", "parent_message_id", "parentMessageId", "parent_uuid",
-               "parentUuid")
+               "parentUuid", "parent_message_uuid", "parentMessageUuid")  # the last two: Claude.ai's messages
 CHILDREN_KEYS = ("children", "child_ids", "childIds", "children_ids", "childrenIds")
 CURRENT_KEYS = ("current_node", "currentNode", "current_node_id", "currentNodeId", "current_leaf", "currentLeaf",
-                "current_leaf_id", "currentLeafId", "current_message_id", "currentMessageId", "leaf_id", "leafId")
+                "current_leaf_id", "currentLeafId", "current_message_id", "currentMessageId", "leaf_id", "leafId",
+                "current_leaf_message_uuid")
 NODE_MESSAGE_KEYS = ("message", "data", "item", "value")
 
 

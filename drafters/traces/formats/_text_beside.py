@@ -9,7 +9,8 @@ import re
 from typing import Any
 
 from drafters.traces.formats._content import as_text
-from drafters.traces.formats._spellings import get, role_of
+from drafters.traces.formats._call_io import call_shaped
+from drafters.traces.formats._spellings import executed_calls, get, role_of
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS
 from drafters.traces.json_paths import holder_of
 from drafters.traces.model import Message
@@ -25,7 +26,12 @@ _TURN_KEY = re.compile(r"(^|_|[a-z])(prompt|query|question|instruction|input|com
 #: DeepEval's ``retrieval_context``, Continue's ``contextItems``): text the prompt held, in a template the file does
 #: not keep. Not a bare ``context(s)``: evidence gathered to check an answer (FactReasoner), or DeepEval's ideal
 #: ``context``, is no text the model read.
-_CONTEXT_KEY = re.compile(r"retriev|context_?items", re.IGNORECASE)
+_CONTEXT_KEY = re.compile(r"retriev|context_?items|^attachments$|^sources$", re.IGNORECASE)
+#: A turn-named key holding what a reply should have been, for grading (DeepEval's ``expected_output``): no turn.
+_REFERENCE_KEY = re.compile(r"^(expected|reference|ideal|gold|target|ground_?truth|correct)", re.IGNORECASE)
+#: Keys of an attached or retrieved item holding its text (Claude.ai's ``extracted_content``, Open WebUI's
+#: ``document``, Continue's ``content``), not its name or type.
+_ITEM_TEXT_KEY = re.compile(r"content|text|document|extract|snippet", re.IGNORECASE)
 
 
 def turn_text_beside(objects: list[dict], messages: list, content_key: str | None) -> str | None:
@@ -42,7 +48,8 @@ def text_beside(holder: dict, texts: list[str], read: set[str] = frozenset(),  #
     message is no loss, anything else would be lost by reading the messages alone. ``turns=False``: contexts only
     (a message's own keys: ``response`` there is no turn of its own)."""
     for key, value in holder.items():
-        if key in read or key in SYSTEM_KEYS or not (turns and _TURN_KEY.search(key) or _CONTEXT_KEY.search(key)):
+        if key in read or key in SYSTEM_KEYS or _REFERENCE_KEY.match(key) or \
+                not (turns and _TURN_KEY.search(key) or _CONTEXT_KEY.search(key)):
             continue
         pieces = [value] if turns and _TURN_KEY.search(key) else _texts(value)  # a turn is one string, a context any text
         for piece in pieces:
@@ -53,10 +60,22 @@ def text_beside(holder: dict, texts: list[str], read: set[str] = frozenset(),  #
 
 def text_beside_list(record: Any, where: str, texts: list[str], paths: list[str | None]) -> str | None:
     """``text_beside`` on the object holding the message list at the concrete JSONPath ``where`` in ``record``
-    (None for none), the keys named in a mapping's ``paths`` read (not checked)."""
+    (None for none), the keys named in a mapping's ``paths`` read (not checked); else the first other key there
+    holding tool calls (DeepEval's ``tools_called`` beside ``input`` / ``actual_output``; not ``expected_tools``)."""
     holder = holder_of(record, where)
+    if holder is None:
+        return None
     read = {name for p in paths if p for name in re.findall(r"[A-Za-z_][\w-]*", p)}
-    return None if holder is None else text_beside(holder, texts, read)
+    return text_beside(holder, texts, read) or next(
+        (k for k, v in holder.items() if k not in read and not _REFERENCE_KEY.match(k) and v not in (None, [], {})
+         and (call_shaped(v) or executed_calls(v) is not None) and not _definitions(v)), None)
+
+
+def _definitions(value: Any) -> bool:
+    """Tool definitions, not calls: each item's parameters a JSON schema (``{"type": "object", ...}``)."""
+    items = value if isinstance(value, list) else [value]
+    return all(isinstance(i, dict) and any(isinstance(i.get(k), dict) and ("type" in i[k] or "properties" in i[k])
+                                           for k in ("parameters", "input_schema", "inputSchema")) for i in items)
 
 
 def message_texts(messages: list[Message]) -> list[str]:
@@ -70,10 +89,16 @@ def _copies(piece: str, text: str) -> bool:
 
 
 def _texts(value: Any) -> list[str]:
-    """The strings of a context value: itself, a list's strings, or each object's longest string value."""
+    """The strings of a context value: itself, a list's strings, or each object's strings under a key naming
+    text (``_ITEM_TEXT_KEY``; one level further down for a list or an object there: ``sources[].document[]``)."""
     items = value if isinstance(value, list) else [value]
-    return [i if isinstance(i, str) else max((v for v in i.values() if isinstance(v, str)), key=len, default="")
-            for i in items if isinstance(i, (str, dict))]
+    out = [i for i in items if isinstance(i, str)]
+    for item in (i for i in items if isinstance(i, dict)):
+        for key, held in item.items():
+            if _ITEM_TEXT_KEY.search(str(key)):
+                inner = held if isinstance(held, list) else list(held.values()) if isinstance(held, dict) else [held]
+                out += [t for t in inner if isinstance(t, str)]
+    return out
 
 
 #: A key that says it holds a call's output (``output_text``, ``action``, ``original_response``, ``prediction``).

@@ -81,7 +81,13 @@ from drafters.traces.formats._spellings import (
     summary_texts,
 )
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system, system_not_read
-from drafters.traces.formats._text_beside import answer_beside, holders, turn_text_beside
+from drafters.traces.formats._text_beside import (
+    answer_beside,
+    holders,
+    message_texts,
+    text_beside,
+    turn_text_beside,
+)
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
 from drafters.traces.formats._wrapped_messages import serialized_messages, untagged_variants
@@ -329,6 +335,12 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
             problems.error("content_not_mapped", f"message {i} holds tool calls under {', '.join(lost)}, which the "
                            "general path does not read: declare them in a mapping file (--mapping; tool_calls: KEY)",
                            source, f"{found.path}[{i}]")
+            return None
+        context = text_beside({k: raw[k] for k in unread if k in raw}, message_texts([message]), turns=False)
+        if context is not None:  # a retrieved context, an attached file's text: in the prompt, in no message
+            problems.error("content_not_mapped", f"message {i} keeps text under {context} that the model read with "
+                           "it and no message holds: it would be lost; declare it in a mapping file (--mapping)",
+                           source, f"{found.path}[{i}].{context}")
             return None
         if role == "tool" and messages and messages[-1].role == "tool":
             messages[-1].parts.extend(message.parts)
