@@ -165,8 +165,7 @@ def test_retrieved_sources_on_a_reply_refuse_it_with_the_general_paths_reason(tm
                 "a1": {"id": "a1", "parentId": "u1", "childrenIds": [], "role": "assistant", "model": "llama3.1:8b",
                        "content": "Full-time employees accrue 25 days a year [1].", "done": True,
                        "sources": [{"source": {"name": "handbook.pdf", "type": "file"},
-                                    "document": ["Section 4.2 Leave: full-time employees accrue 25 days of paid "
-                                                 "leave per calendar year."],
+                                    "document": ["Section 4.2 Leave: full-time employees accrue 25 paid days."],
                                     "metadata": [{"source": "handbook.pdf", "page": 12}]}]}}
     doc = [{"id": "chat-1", "title": "Leave", "chat": {"title": "Leave", "models": ["llama3.1:8b"],
                                                         "history": {"currentId": "a1", "messages": messages},

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from drafters.traces.formats._content import as_text
 from drafters.traces.formats._call_io import call_shaped
+from drafters.traces.formats._content import as_text
 from drafters.traces.formats._spellings import executed_calls, get, role_of
 from drafters.traces.formats._system_prompts import SYSTEM_KEYS
 from drafters.traces.json_paths import holder_of
