@@ -58,7 +58,12 @@ from drafters.traces.formats._call_io import answer_as_written, call_free, note_
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text
 from drafters.traces.formats._pair_turns import is_pair_history
-from drafters.traces.formats._record_shapes import assistant_path, holds_role_message
+from drafters.traces.formats._record_shapes import (
+    MESSAGE_CHAT_KEYS,
+    assistant_path,
+    chats_in_list,
+    holds_role_message,
+)
 from drafters.traces.formats._rendered_chats import rendered_text
 from drafters.traces.formats._spellings import (
     block_parts,
@@ -69,7 +74,13 @@ from drafters.traces.formats._spellings import (
     role_of,
     summary_texts,
 )
-from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system, system_not_read, system_text
+from drafters.traces.formats._system_prompts import (
+    SYSTEM_KEYS,
+    linked_system,
+    sibling_system,
+    system_not_read,
+    system_text,
+)
 from drafters.traces.formats._text_beside import message_texts, text_beside, text_beside_list
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import (
@@ -249,7 +260,9 @@ class Mapping:
             reading.problems.error("no_messages_found", f"the mapping's messages path {self.messages} finds nothing",
                                    source)
             return
-        for where, msgs in found:
+        lists = [(where, part, chat) for where, msgs in found  # messages naming their sessions: one list each
+                 for chat, part in (chats_in_list(msgs) if isinstance(msgs, list) else None) or [("", msgs)]]
+        for where, msgs, chat in lists:
             turns = rendered_text(msgs, where, bool(self.response), reading.problems, source) if not self.tree else None
             if turns == []:  # template tokens, not read: reported
                 continue
@@ -288,7 +301,7 @@ class Mapping:
                 continue
             if conv is not None:
                 loc = source.line if source.line is not None else source.record
-                suffix = f"#{where}" if len(found) > 1 else ""
+                suffix = (f"#{where}" if len(found) > 1 else "") + (f"#{chat}" if chat else "")
                 cid = as_text(jsonpath(record, self.id)[0][1]) if self.id and jsonpath(record, self.id) else loc
                 conv.id = f"{fmt}:{stem}:{cid}{suffix}"
                 for call in conv.explicit_calls or []:
@@ -437,7 +450,7 @@ class Mapping:
         if messages is None:
             return None
         return Conversation(id="", source=reading.source, tools=self._tools(record, reading),
-                            messages=self._prompt(record, where, messages, reading) + messages)
+                            messages=self._prompt(record, where, messages, reading, msgs) + messages)
 
     def _messages(self, where: str, msgs: list, reading: Reading) -> list[Message] | None:
         """The messages of the raw list ``msgs`` at ``where``; None (reported) as for ``_conversation``."""
@@ -543,7 +556,7 @@ class Mapping:
             if reading.missing > missing:
                 return None
             tree = TreeReading(items, links, messages)
-            tools, prompt = self._tools(record, reading), self._prompt(record, where, None, reading)
+            tools, prompt = self._tools(record, reading), self._prompt(record, where, None, reading, nodes)
             calls = tree.calls(prompt, tools)
             current = None
             if "current" in self.tree:
@@ -565,10 +578,11 @@ class Mapping:
                             messages=self._prompt(record, where, messages, reading) + messages)
 
     def _prompt(self, record: Any, where: str | None = None, messages: list[Message] | None = None,
-                reading: Reading | None = None) -> list[Message]:
+                reading: Reading | None = None, raws: Any = None) -> list[Message]:
         """The messages the ``prompt`` paths give (system, then user), put before the message list. Without a
         declared ``prompt.system``, a system prompt beside the list at ``where`` (``_spellings.SYSTEM_KEYS`` in the
-        object holding the list) is the first message; one that is not read is reported, never dropped silently."""
+        object holding the list), or on the session its raw messages ``raws`` name (``linked_system``), is the
+        first message; one that is not read is reported, never dropped silently."""
         out = []
         for role in ("system", "user"):
             found = jsonpath(record, self.prompt[role]) if role in self.prompt else []
@@ -582,6 +596,8 @@ class Mapping:
             rest = {k: v for k, v in holder.items() if k not in declared}
             head = out[:1] if out and out[0].role == "system" else messages
             prompt, not_read = sibling_system(rest, head)
+            if not prompt and not not_read and isinstance(raws, list):  # on the session the messages name
+                prompt, not_read = linked_system(rest, raws, MESSAGE_CHAT_KEYS, head or [])
             if "system" not in self.prompt:
                 out[:0] = prompt
             elif prompt:  # a declared system path that found nothing here: the other keys are not read

@@ -197,3 +197,30 @@ def test_deepeval_contexts_and_calls_beside_the_turns_refuse_and_a_reference_is_
     result = ingest([path], scrub=False, dedup=False)
     assert totals(result.conversations) == (1, 1, 0) and codes(result) == ["content_not_mapped"], codes(result)
     assert result.report.errors[0].field == "tools_called"
+
+
+def _lobechat(parent_ids: bool) -> dict:
+    """LobeChat's export: agents (sessions) with their prompt in ``config.systemRole``, and every session's
+    messages in one list naming their ``sessionId`` / ``topicId`` (with ``parentId`` links or without)."""
+    msgs = []
+    for s in (1, 2):
+        msgs += [{"id": f"m{s}1", "role": "user", "content": f"Plan day {s} in Paris", "sessionId": f"s{s}",
+                  "topicId": None, "createdAt": 1700000000000 + s, **({"parentId": None} if parent_ids else {})},
+                 {"id": f"m{s}2", "role": "assistant", "content": f"Day {s}: the Louvre, then the Seine.",
+                  "sessionId": f"s{s}", "topicId": None, "parentId": f"m{s}1", "createdAt": 1700000001000 + s}]
+    sessions = [{"id": f"s{s}", "type": "agent", "meta": {"title": f"Agent {s}"},
+                 "config": {"model": "gpt-4o", "systemRole": f"You are travel agent {s}."}} for s in (1, 2)]
+    return {"exportType": "all", "state": {"sessions": sessions, "messages": msgs, "topics": []}, "version": 7}
+
+
+def test_messages_of_several_sessions_in_one_list_are_a_conversation_each_with_its_sessions_prompt(tmp_path):
+    """Read as one conversation before (the second session's call saw the first's messages, ``ok``) and without
+    the agent's prompt, kept on the session the messages name."""
+    for parent_ids in (False, True):  # the message list's path, or a tree by parentId (the inferred mapping)
+        path = tmp_path / f"lobechat-{parent_ids}.json"
+        path.write_text(json.dumps(_lobechat(parent_ids)))
+        result = ingest([path], scrub=False, dedup=False)
+        assert result.report.ok and totals(result.conversations) == (2, 2, 0), (parent_ids, codes(result))
+        contexts = [[m.text for m in next(c.calls()).context] for c in result.conversations]
+        assert contexts == [["You are travel agent 1.", "Plan day 1 in Paris"],
+                            ["You are travel agent 2.", "Plan day 2 in Paris"]], parent_ids

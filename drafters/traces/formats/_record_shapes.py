@@ -260,3 +260,23 @@ def read_as(message: Any) -> Any:
     texts = [p.content if isinstance(p, ToolResultPart) else p.text for p in parts
              if isinstance(p, (TextPart, ReasoningPart, ToolResultPart))]
     return role_of(role_value(message, key)), texts, sum(isinstance(p, ToolCallPart) for p in parts)
+
+
+#: Keys a message names its conversation by: a session, a thread, a chat, a topic (LobeChat's messages name their
+#: ``sessionId`` and ``topicId``). Not a trace's or a run's id: one conversation's calls may each have their own.
+MESSAGE_CHAT_KEYS = ("session_id", "sessionId", "conversation_id", "conversationId", "thread_id", "threadId",
+                     "chat_id", "chatId", "topic_id", "topicId")
+
+
+def chats_in_list(messages: list) -> list[tuple[str, list]] | None:
+    """A message list whose messages name two conversations or more (``MESSAGE_CHAT_KEYS``, the keys every message
+    has, a missing topic as ``None``) split into ``(name, messages)`` per conversation, in order of first message;
+    None for one conversation (a list of one chat's messages, or messages naming none)."""
+    dicts = [m for m in messages if isinstance(m, dict)]
+    keys = [k for k in MESSAGE_CHAT_KEYS if dicts and len(dicts) == len(messages) and all(k in m for m in dicts)]
+    if not keys or len({tuple(str(m[k]) for k in keys) for m in dicts}) < 2:
+        return None
+    chats: dict[tuple, list] = {}
+    for m in dicts:
+        chats.setdefault(tuple(str(m[k]) for k in keys), []).append(m)
+    return [("/".join(name), msgs) for name, msgs in chats.items()]

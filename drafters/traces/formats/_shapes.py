@@ -319,7 +319,7 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
     found = [f for f in (message_lists(v) for v in values if isinstance(v, (dict, list))) if f]
     if not found or 2 * len(found) < len(values):
         return None
-    found = [_siblings(f) for f in found]
+    found = [_siblings([(p, m) for p, m in f if said(m)] or f) for f in found]  # not a list of agents' settings
     found = [[f[k]] if len(f) > 1 and (k := covering([m for _, m in f], copies=_one_holder([p for p, _ in f])))
              is not None else f for f in found]
     paths = Counter(_generic_path(f[0][0]) for f in found if len(f) == 1)
@@ -363,6 +363,13 @@ def _one_holder(paths: list[str]) -> bool:
     differ = {i for s in steps for i, (a, b) in enumerate(zip(s, steps[0])) if a != b}
     return len(differ) == 1 and 0 not in differ and not any(re.fullmatch(r"\[(\d+|\*)\]", s[i])
                                                           for s in steps for i in differ)
+
+
+def said(msgs: list) -> bool:
+    """Whether some message holds content or calls in a known spelling (LobeChat's sessions, ``type: agent``
+    objects of settings beside the messages, hold none)."""
+    return any(get(m, w + k) not in (None, "", [], {}) for m in msgs for w in MESSAGE_WRAPPERS
+               for k in (*CONTENT_KEYS, *CALL_KEYS))
 
 
 def _siblings(found: list[tuple[str, list]]) -> list[tuple[str, list]]:

@@ -74,3 +74,16 @@ def system_not_read(keys: list[str], source: Any, problems: Any) -> None:
         problems.warning("system_prompt_not_read", f"the record holds a system prompt under {', '.join(keys)} that "
                          "differs from the one the conversation starts with and is not read: which one the model saw "
                          "is not known", source)
+
+
+def linked_system(holder: dict, raws: list, keys: tuple[str, ...], messages: list) -> tuple[list, list[str]]:
+    """``sibling_system`` (with the conversation's ``messages``) of the object, in a list beside the raw messages
+    ``raws`` in ``holder``, whose ``id`` they name as their session (one of ``keys`` on the first: LobeChat's
+    ``state.sessions[i].config.systemRole`` for messages naming ``sessionId``); ``([], [])`` when there is none."""
+    first = raws[0] if raws and isinstance(raws[0], dict) else {}
+    named = {str(first[k]) for k in keys if first.get(k) not in (None, "")}
+    for value in holder.values():
+        for item in value if isinstance(value, list) and value is not raws else []:
+            if isinstance(item, dict) and str(item.get("id")) in named and item.get("id") is not None:
+                return sibling_system(item, messages)
+    return [], []

@@ -55,7 +55,7 @@ from drafters.traces.formats._generic_sniff import NAME, sniff, spellings_as_mes
 from drafters.traces.formats._model_messages import expanded_records
 from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
 from drafters.traces.formats._pair_turns import pair_documents
-from drafters.traces.formats._record_shapes import covering
+from drafters.traces.formats._record_shapes import MESSAGE_CHAT_KEYS, chats_in_list, covering
 from drafters.traces.formats._rendered_chats import rendered_messages
 from drafters.traces.formats._spellings import (
     CALL_KEYS,
@@ -80,7 +80,12 @@ from drafters.traces.formats._spellings import (
     role_of,
     summary_texts,
 )
-from drafters.traces.formats._system_prompts import SYSTEM_KEYS, sibling_system, system_not_read
+from drafters.traces.formats._system_prompts import (
+    SYSTEM_KEYS,
+    linked_system,
+    sibling_system,
+    system_not_read,
+)
 from drafters.traces.formats._text_beside import (
     answer_beside,
     holders,
@@ -558,7 +563,8 @@ def _by_spellings(records: Iterator[tuple[Source, Any]], filename: str, problems
 
 def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally: _Tally) -> Iterator[Conversation]:
     value = untagged_variants(value)  # messages written as serde enum variants: the messages they hold
-    found = find_message_lists(value)
+    every = find_message_lists(value)
+    found = [f for f in every if _shapes.said(f.messages)] or every  # not agents' settings (LobeChat's sessions)
     if not found and call_free(value) and value not in ({}, []):
         tally.not_calls += 1  # reported once for the file (records_not_calls), or the file reads nothing
         return
@@ -573,7 +579,7 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
                        "the conversation is not guessed; declare it in a mapping file (--mapping)", source)
         return
     f = full or found[0]
-    elsewhere = _message_outside(value, {g.path for g in found}, known=f.messages)  # copies of f's: no loss
+    elsewhere = _message_outside(value, {g.path for g in every}, known=f.messages)  # copies of f's: no loss
     if elsewhere is not None:  # a call's answer beside its input, another entry's messages: never dropped quietly
         problems.error("content_not_mapped", f"the record holds a message at {elsewhere}, outside the message list "
                        f"{f.path} read as its conversation: it would be lost; declare where it belongs in a mapping "
@@ -610,15 +616,20 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
                 *SYSTEM_KEYS}
         tally.record_skipped.update(k for k, v in value.items() if k not in used and v not in (None, "", [], {}))
     loc = source.line if source.line is not None else source.record
-    conv = conversation_of(f, source, f"{NAME}:{stem}:{loc}", tools, problems, tally)
-    for holder in holders(value, f.path) if conv is not None else ():  # a system prompt beside the list, or
-        prompt, not_read = sibling_system(holder, conv.messages)        # on an object holding it (the nearest)
-        if prompt or not_read:
-            conv.messages[:0] = prompt
-            system_not_read(not_read, source, problems)
-            break
-    if conv is not None:
-        yield conv
+    chats = chats_in_list(f.messages)  # messages naming their sessions (LobeChat's state.messages): one each
+    for name, msgs in chats or [("", f.messages)]:
+        conv = conversation_of(replace(f, messages=msgs), source, f"{NAME}:{stem}:{loc}" + (f"#{name}" if name else ""),
+                               tools, problems, tally)
+        for holder in holders(value, f.path) if conv is not None else ():  # a system prompt beside the list, on
+            prompt, not_read = sibling_system(holder, conv.messages)        # an object holding it (the nearest), or
+            prompt, not_read = (prompt, not_read) if prompt or not_read else linked_system(  # on the session the
+                holder, msgs, MESSAGE_CHAT_KEYS, conv.messages)                              # messages name
+            if prompt or not_read:
+                conv.messages[:0] = prompt
+                system_not_read(not_read, source, problems)
+                break
+        if conv is not None:
+            yield conv
 
 
 def _covering(found: list[_Found]) -> _Found | None:
