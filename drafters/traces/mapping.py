@@ -35,7 +35,7 @@ codes each mistake gives (``unknown_role``, ``no_messages_found``, ``mapping_fie
 read) are documented in docs/traces.md ("Supported formats", the declared mapping); ``tracedraft datasets infer-mapping FILE``
 writes the mapping the general path inferred for a file, as a starting point. Message trees are read by
 drafters/traces/mapping_tree.py, records of one message each by drafters/traces/mapping_message_records.py,
-context handoffs recognized by drafters/traces/handoff.py; what one reading tracks (required keys absent,
+content beside the messages that would be lost checked by drafters/traces/mapping_beside.py, context handoffs recognized by drafters/traces/handoff.py; what one reading tracks (required keys absent,
 optional keys never matched) is drafters/traces/mapping_reading.py.
 
 Use: ``tracedraft datasets validate --mapping support-bot.mapping.yaml traces/*.jsonl`` or
@@ -57,10 +57,8 @@ from drafters.traces.formats import _exchanges
 from drafters.traces.formats._call_io import answer_as_written, call_free, note_call_kinds, other_kind
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text
-from drafters.traces.formats._pair_turns import is_pair_history
 from drafters.traces.formats._record_shapes import (
     MESSAGE_CHAT_KEYS,
-    assistant_path,
     chats_in_list,
     holds_role_message,
 )
@@ -71,7 +69,6 @@ from drafters.traces.formats._spellings import (
     get,
     media_beside,
     response_id,
-    role_of,
     summary_texts,
 )
 from drafters.traces.formats._system_prompts import (
@@ -81,13 +78,15 @@ from drafters.traces.formats._system_prompts import (
     system_not_read,
     system_text,
 )
-from drafters.traces.formats._text_beside import message_texts, text_beside, text_beside_list
+from drafters.traces.formats._text_beside import message_texts, text_beside
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import (
+    display_only,
     join_turns,
     link_lone_results,
     resent_version,
     split_at_results,
+    warn_display_only,
     warn_joined,
     whole_prompts,
 )
@@ -96,6 +95,7 @@ from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off
 from drafters.traces.json_paths import decoded, holder_of, jsonpath, root_key, unflatten
+from drafters.traces.mapping_beside import content_beside
 from drafters.traces.mapping_message_records import message_records
 from drafters.traces.mapping_observation import observation_messages
 from drafters.traces.mapping_reading import ABSENT, PathUse, Reading, tools_at
@@ -280,24 +280,7 @@ class Mapping:
                 continue
             else:
                 conv = self._conversation(record, where, msgs, reading)
-            history = self._history_beside(record)
-            if history is not None:
-                reading.problems.error("content_not_mapped", f"the record keeps messages under {history!r}, which "
-                                       "the mapping does not read: that history would be lost (declare where the "
-                                       "conversation is: messages: PATH)", source, history)
-                continue
-            text = self._text_beside(record, where, conv)
-            if text is not None:
-                reading.problems.error("content_not_mapped", f"the record holds text or tool calls under {text!r} "
-                                       f"beside the messages the mapping reads ({where}), and no message holds them: "
-                                       "a turn, a context the model read or its calls would be lost (declare it: "
-                                       "prompt: {system|user: PATH}, or messages: PATH)", source, text)
-                continue
-            beside = None if self.tree else self._answer_beside(record, where, conv)
-            if beside is not None:
-                reading.problems.error("mapping_field_never_matched", f"the record holds an assistant answer at "
-                                       f"{beside}, beside the messages the mapping reads, which end before it: the "
-                                       "call's output would be lost (declare it: response: PATH)", source, "response")
+            if content_beside(self, record, where, conv, reading):  # reported: it would be lost
                 continue
             if conv is not None:
                 loc = source.line if source.line is not None else source.record
@@ -307,34 +290,6 @@ class Mapping:
                 for call in conv.explicit_calls or []:
                     call.conversation_id = conv.id
                 yield conv
-
-    def _history_beside(self, record: Any) -> str | None:
-        """The top-level key of a record holding a message history (a list of messages, each with a ``role``
-        and a ``content``, or of ``[user, assistant]`` text pairs) that none of the mapping's paths reads, else
-        None."""
-        if not isinstance(record, dict):
-            return None
-        read = {root_key(p) for p in (self.messages, self.response, self.tools, self.id, *self.prompt.values()) if p}
-        return next((k for k, v in record.items() if k not in read and isinstance(v, list) and v and
-                     (is_pair_history(v) or all(isinstance(m, dict) and role_of(m.get("role")) and
-                                                m.get("content") not in (None, "", []) for m in v))), None)
-
-    def _text_beside(self, record: Any, where: str, conv: Conversation | None) -> str | None:
-        """``_text_beside.text_beside_list`` for the conversation read at ``where`` (None when none was)."""
-        if conv is None:
-            return None
-        texts = message_texts(conv.messages) + ([as_text(v) for _, v in jsonpath(record, self.response)]
-                                                if self.response else [])
-        return text_beside_list(record, where, texts, [self.messages, self.response, self.tools, self.id, self.group,
-                                                       self.turns, *self.prompt.values(), *self.tree.values()])
-
-    def _answer_beside(self, record: Any, where: str, conv: Conversation | None) -> str | None:
-        """Without a declared ``response``, the path of an assistant message stored beside a message list that
-        ends before the model's answer (a request/response record read as if it were a transcript), else None."""
-        if self.response or conv is None or not conv.messages or conv.messages[-1].role == "assistant":
-            return None
-        assistant = {v for v, r in self.roles.items() if r == "assistant"}
-        return assistant_path(record, where, self.role, assistant)
 
     def _add_call(self, chains: CallChains, record: Any, conv: Conversation, reading: Reading) -> bool:
         """``conv`` is one call's input; its output is at the ``response`` path (a message, a list of messages
@@ -460,8 +415,11 @@ class Mapping:
         missing_before = reading.missing
         handoff: tuple[int, str, Any] | None = None  # (messages kept, path, step id) of a context handoff
         skipped = resent = 0
+        shown = sum(display_only(raw) for raw in msgs)
         for i, raw in enumerate(msgs):
             at = f"{where}[{i}]"
+            if display_only(raw):
+                continue
             if not isinstance(raw, dict):
                 problems.error("not_an_object", f"message is a {type(raw).__name__}, not an object", source, at)
                 return None
@@ -511,6 +469,7 @@ class Mapping:
                     raws.append(raw if m is message else None)
         if reading.missing > missing_before:
             return None
+        warn_display_only(shown, problems, source, where)
         if skipped:
             problems.warning("messages_not_read", f"{skipped} record(s) of a role the mapping marks skip are not "
                              "read", source, where)

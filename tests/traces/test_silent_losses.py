@@ -335,3 +335,23 @@ def test_a_call_in_both_content_blocks_and_tool_calls_is_one_call(tmp_path):
     path.write_text(json.dumps(doc))
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
+
+
+def test_a_message_shown_only_to_the_user_is_in_no_context(tmp_path):
+    """gptme's conversation.jsonl marks a message kept for display only (``ui_only: true``, never sent to the
+    provider): it was read into the next call's context, ``ok``. A hidden message (``hide: true``) is sent."""
+    lines = [{"role": "system", "content": "You are gptme.", "hide": True, "pinned": True},
+             {"role": "user", "content": "How many Python files are here?"},
+             {"role": "assistant", "content": "```shell\nfind . -name '*.py' | wc -l\n```"},
+             {"role": "system", "content": "Ran command: 17"},
+             {"role": "system", "content": "Auto-compacting: 0 messages dropped", "ui_only": True},
+             {"role": "assistant", "content": "There are 17 Python files."}]
+    for name, doc in {"conversation.jsonl": "\n".join(json.dumps(m) for m in lines) + "\n",
+                      "conversation.json": json.dumps({"messages": lines})}.items():
+        path = tmp_path / name
+        path.write_text(doc)
+        result = ingest([path], scrub=False, dedup=False)
+        assert result.report.ok and totals(result.conversations) == (1, 2, 0), (name, codes(result))
+        last = list(result.conversations[0].calls())[-1]
+        assert [m.text for m in last.context][-1] == "Ran command: 17", name
+        assert "display_only_skipped" in codes(result, "warnings"), name

@@ -47,7 +47,8 @@ from drafters.traces.model import (
 THOUGHT_FLAGS = ("isThought", "is_thought", "thought", "isThinking", "is_thinking", "isReasoning", "is_reasoning")
 THOUGHT_TYPES = ("thinking", "reasoning", "thought")
 CHUNK_FLAGS = ("isChunk", "is_chunk", "partial", "isPartial", "is_partial")
-TURN_KEYS = THOUGHT_FLAGS + CHUNK_FLAGS  # message keys the rule reads (not listed as "keys not read")
+DISPLAY_FLAGS = ("ui_only", "uiOnly")  # a message kept for display, never sent to the model (gptme's ui_only)
+TURN_KEYS = THOUGHT_FLAGS + CHUNK_FLAGS + DISPLAY_FLAGS  # message keys the rules read (not "keys not read")
 CALL_IDS = ("step_id", "stepId", "response_id", "responseId", "request_id", "requestId")
 CALL_AUTHORS = ("author", "agent", "agent_name", "agentName", "agent_id", "agentId", "model", "model_name",
                 "name")  # a participant's name (OpenAI's, Semantic Kernel's agents): two names, two speakers
@@ -266,3 +267,16 @@ def whole_prompts(conv: Conversation) -> list[Conversation]:
     if len(kept) <= 1:
         return [replace(conv, messages=head + kept[0])] if kept else [conv]
     return [replace(conv, id=f"{conv.id}#{k}", messages=head + p) for k, p in enumerate(kept)]
+
+
+def display_only(raw: Any) -> bool:
+    """A message the file marks as shown to the user only, never sent to the model (``DISPLAY_FLAGS``): no turn of
+    any call's context."""
+    return isinstance(raw, dict) and any(raw.get(k) is True for k in DISPLAY_FLAGS)
+
+
+def warn_display_only(count: int, problems: ProblemSink, source: Source, where: str | None = None) -> None:
+    """``display_only_skipped``: the messages ``display_only`` left out."""
+    if count:
+        problems.warning("display_only_skipped", f"{count} message(s) marked as shown to the user only (ui_only), "
+                         "never sent to the model: in no call's context", source, where)

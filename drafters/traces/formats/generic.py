@@ -94,7 +94,7 @@ from drafters.traces.formats._text_beside import (
     turn_text_beside,
 )
 from drafters.traces.formats._text_calls import with_text_tool_calls
-from drafters.traces.formats._turns import TURN_KEYS, join_turns, warn_joined
+from drafters.traces.formats._turns import TURN_KEYS, display_only, join_turns, warn_display_only, warn_joined
 from drafters.traces.formats._wrapped_messages import serialized_messages, untagged_variants
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.json_paths import jsonpath
@@ -287,7 +287,10 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                          "read oldest first", source, found.path)
     last_reply = max((k for k, (_, raw) in enumerate(indexed) if role_of(get(raw, found.role_key)) == "assistant"),
                      default=len(indexed))
+    shown = sum(display_only(raw) for _, raw in indexed)
     for k, (i, raw) in enumerate(indexed):
+        if display_only(raw):
+            continue
         role = role_of(get(raw, found.role_key))
         content_key = _content_key(raw, found.content_key, role)
         richer = _richer_parts(raw, content_key)
@@ -358,6 +361,7 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
                        "the reading in a mapping file (--mapping)", source, found.path)
         return None
     warn_joined(turns, problems, source, found.path)
+    warn_display_only(shown, problems, source, found.path)
     if executed_before_text:
         problems.warning("executed_calls_before_text", f"{executed_before_text} assistant message(s) hold tool calls "
                          "recorded with their results beside a text: read as run before the text (each call answered "

@@ -29,6 +29,7 @@ from drafters.traces.formats._record_shapes import covering
 from drafters.traces.formats._spellings import args_not_read, media_beside, tool_call
 from drafters.traces.formats._system_prompts import sibling_system, system_not_read
 from drafters.traces.formats._text_calls import with_text_tool_calls
+from drafters.traces.formats._turns import display_only, warn_display_only
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.model import (
     Conversation,
@@ -240,6 +241,9 @@ def messages_from_openai(
     and skipped when a sink is given, else raise ValueError."""
     out = []
     for i, msg in enumerate(msgs):
+        if display_only(msg) and problems is not None and source is not None:
+            warn_display_only(1, problems, source, f"messages[{i}]")  # never sent to the model: no context
+            continue
         try:
             if not isinstance(msg, dict):
                 raise ValueError(f"message is a {type(msg).__name__}, not an object")
