@@ -54,7 +54,14 @@ from typing import IO, Any
 
 from drafters.traces.cut_replies import answer_stopped_by_length, stopped_by_length
 from drafters.traces.formats import _exchanges
-from drafters.traces.formats._call_io import answer_as_written, call_free, note_call_kinds, other_kind
+from drafters.traces.formats._batches import decoded_tree
+from drafters.traces.formats._call_io import (
+    answer_as_written,
+    call_free,
+    message_lists,
+    note_call_kinds,
+    other_kind,
+)
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text
 from drafters.traces.formats._record_shapes import (
@@ -211,7 +218,8 @@ class Mapping:
                 exchanges = exchanges and _exchanges.http_status(record) is not None
                 held = [v for _, v in jsonpath(record, self.messages) if v is not None]  # null: nothing there
                 if not held and (call_free(record) or self.records == "lists" and not holds_role_message(record)
-                                 or other_kind(record, kinds)):
+                                 or other_kind(record, kinds)) \
+                        and not message_lists(decoded_tree(record)):  # a call elsewhere (JSON text too): not skipped
                     other_events += 1  # an event of another kind (a score, a task span without messages)
                     continue
                 if not held and self.response and failed_turn(record) and not jsonpath(record, self.response):
@@ -257,7 +265,10 @@ class Mapping:
         """The conversations of one record (one per message list found)."""
         found = jsonpath(record, self.messages)
         if not found:
-            reading.problems.error("no_messages_found", f"the mapping's messages path {self.messages} finds nothing",
+            elsewhere = [p for p, _ in message_lists(decoded_tree(record))][:3]  # records of another layout
+            reading.problems.error("no_messages_found", f"the mapping's messages path {self.messages} finds nothing"
+                                   + (f"; the record holds messages at {', '.join(elsewhere)}: its call would be "
+                                      "lost (records of two layouts: declare a mapping for each)" if elsewhere else ""),
                                    source)
             return
         lists = [(where, part, chat) for where, msgs in found  # messages naming their sessions: one list each

@@ -476,3 +476,32 @@ def test_tool_calls_recorded_flat_with_their_output(tmp_path):
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
     assert "executed_calls_before_text" in codes(result, "warnings")
+
+
+def _mlflow_span(name: str, inputs: object, outputs: object, trace: str) -> dict:
+    """An MLflow 3 trace's span as ``mlflow.entities.Span.to_dict`` writes it (attributes as JSON text)."""
+    return {"name": name, "span_id": f"{trace}-{name}", "parent_span_id": None, "events": [],
+            "status": {"message": "", "code": "STATUS_CODE_OK"},
+            "attributes": {"mlflow.traceRequestId": json.dumps(trace), "mlflow.spanType": json.dumps("CHAT_MODEL"),
+                           "mlflow.spanInputs": json.dumps(inputs), "mlflow.spanOutputs": json.dumps(outputs)}}
+
+
+def test_a_call_in_a_record_of_another_layout_is_not_skipped_as_an_event(tmp_path):
+    """Two MLflow traces in one file, a LangChain chat model's span (``[[{type: human, ...}]]``, generations) and an
+    OpenAI client's (``{messages}``, ``choices``): the mapping inferred from the first records finds nothing in the
+    second's span, which was counted among ``records_not_calls`` and its call dropped, ``ok``. It holds a call:
+    refused, saying where its messages are."""
+    first = _mlflow_span("ChatOpenAI", [[{"type": "system", "content": "Translate to French."},
+                                         {"type": "human", "content": "Good morning."}]],
+                         {"generations": [[{"text": "Bonjour.", "message": {"type": "ai", "content": "Bonjour."}}]]},
+                         "tr-1")
+    second = _mlflow_span("Completions", {"messages": [{"role": "user", "content": "A haiku about ferries."}]},
+                          {"id": "chatcmpl-1", "object": "chat.completion", "choices": [
+                              {"index": 0, "message": {"role": "assistant", "content": "Grey ferry at dawn."}}]},
+                          "tr-2")
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps([{"info": {"trace_id": t}, "data": {"spans": [s]}}
+                                for t, s in (("tr-1", first), ("tr-2", second))]))
+    result = ingest([path], scrub=False, dedup=False)
+    assert codes(result) == ["no_messages_found"] and totals(result.conversations) == (1, 1, 0), codes(result)
+    assert "spanOutputs.choices" in result.report.errors[0].message
