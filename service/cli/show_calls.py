@@ -87,9 +87,10 @@ def _print(call: dict[str, Any], width: int) -> None:
 
 
 def _print_message(m: dict[str, Any], label: str, width: int) -> None:
-    parts = [("reasoning", m.get("reasoning")), ("", m["text"])]
+    results = [("tool error" if r.get("is_error") else "tool result", r["content"]) for r in m.get("tool_results", [])]
+    # in the order the prompt is rendered (drafters/render/messages.py): a turn's tool results before its text
+    parts = [("reasoning", m.get("reasoning")), *results, ("", m["text"])]
     parts += [("tool call", f"{c['name']} {c['arguments']}") for c in m.get("tool_calls", [])]
-    parts += [("tool error" if r.get("is_error") else "tool result", r["content"]) for r in m.get("tool_results", [])]
     for kind, text in parts:
         if text:
             # a tool message's result is "[tool result]" (or "[tool error]"), not "[tool tool result]"

@@ -80,3 +80,21 @@ def test_show_calls_marks_a_failed_tool_result(tmp_path):
     out = json.loads(CliRunner().invoke(app, ["datasets", "show-calls", str(path), "--json"]).stdout)
     assert out["calls"][1]["context"][-1]["tool_results"] == [{"id": "t1", "content": "FileNotFoundError",
                                                                "is_error": True}]
+
+
+def test_a_turns_tool_results_show_before_its_text_as_the_prompt_renders_them(tmp_path):
+    """Cline's history: a user turn holds the tool result, then ``<environment_details>`` text. The prompt is rendered
+    results first (drafters/render/messages.py); show-calls printed the text first (a new-user trial read it as the
+    order being lost)."""
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(json.dumps([
+        {"role": "user", "content": [{"type": "text", "text": "<task>Fix the test</task>"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file",
+                                           "input": {"path": "test.py"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "assert add(2, 2) == 4"},
+                                     {"type": "text", "text": "<environment_details>ACT MODE</environment_details>"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "The test looks right."}]}]))
+    r = CliRunner().invoke(app, ["datasets", "show-calls", str(path), "--call", "1"], env={"COLUMNS": "200"})
+    lines = r.output.splitlines()
+    assert lines[3:5] == ["  [user tool result] assert add(2, 2) == 4",
+                          "  [user] <environment_details>ACT MODE</environment_details>"], r.output
