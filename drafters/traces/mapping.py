@@ -65,7 +65,6 @@ from drafters.traces.formats._call_io import (
 from drafters.traces.formats._chains import CallChains
 from drafters.traces.formats._content import as_list, as_text
 from drafters.traces.formats._record_shapes import (
-    MESSAGE_CHAT_KEYS,
     chats_in_list,
     holds_role_message,
 )
@@ -77,13 +76,6 @@ from drafters.traces.formats._spellings import (
     media_beside,
     response_id,
     summary_texts,
-)
-from drafters.traces.formats._system_prompts import (
-    SYSTEM_KEYS,
-    linked_system,
-    sibling_system,
-    system_not_read,
-    system_text,
 )
 from drafters.traces.formats._text_beside import message_texts, text_beside
 from drafters.traces.formats._text_calls import with_text_tool_calls
@@ -101,10 +93,11 @@ from drafters.traces.formats._wrapped_messages import serialized_messages
 from drafters.traces.formats.base import ProblemSink, TraceFormat
 from drafters.traces.formats.openai_responses import items_to_messages
 from drafters.traces.handoff import cut_at_handoff, handed_off
-from drafters.traces.json_paths import decoded, holder_of, jsonpath, root_key, unflatten
+from drafters.traces.json_paths import decoded, jsonpath, root_key, unflatten
 from drafters.traces.mapping_beside import content_beside
 from drafters.traces.mapping_message_records import message_records
 from drafters.traces.mapping_observation import observation_messages
+from drafters.traces.mapping_prompt import prompt_messages
 from drafters.traces.mapping_reading import ABSENT, PathUse, Reading, tools_at
 from drafters.traces.mapping_records import expanded, file_records
 from drafters.traces.mapping_tree import TreeBroken, TreeReading, tree_links, tree_nodes
@@ -207,6 +200,7 @@ class Mapping:
             chains = CallChains(copies_guessed=self.label != "generic") if self.response else None
             starts: list[tuple[Conversation, Source]] = []  # inputs without output, until a later record answers
             merged = other_events = failed_exchanges = 0
+            early: list[tuple[Source, Any]] = []  # records holding nothing at the messages path before any call
             kinds: dict[str, set[str]] = {}  # the kind keys' values of the records holding calls (call_io.other_kind)
             exchanges = True  # every record a recorded HTTP exchange: each one a request sent, none a restatement
             for at, (source, record) in enumerate(expanded(records, self.records, self.lists, self.nested)):
@@ -226,8 +220,12 @@ class Mapping:
                     problems.warning("failed_turn_skipped", "the record holds no output and records an error: a "
                                      "failed request, no model turn", source)
                     continue
+                if not held and not kinds and isinstance(record, dict):
+                    early.append((source, record))  # before any call: judged once the calls' kinds are known
+                    continue
                 if held:
                     note_call_kinds(record, kinds)
+                    other_events += self._judged(early, kinds, stem, fmt, problems, reading_uses)
                 for use in record_paths:  # a declared record path that finds nothing anywhere is a mapping mistake
                     use.observe(record if isinstance(record, dict) else {}, jsonpath(record, use.key) or ABSENT,
                                 {root_key(self.messages)})
@@ -243,6 +241,7 @@ class Mapping:
                     else:  # the same call's start, written before it (a run posted, then patched): read once
                         merged += sum(1 for c, _ in starts if c.messages == conv.messages)
                         starts = [(c, s) for c, s in starts if c.messages != conv.messages]
+            other_events += self._judged(early, kinds, stem, fmt, problems, reading_uses)
             for _, source in starts:
                 problems.error("mapping_field_missing", f"the mapping's response path {self.response} finds nothing "
                                "in this record: the call's output would be lost", source, self.response)
@@ -260,6 +259,18 @@ class Mapping:
         for use in [*reading_uses, *record_paths]:
             if use is not None:
                 use.report(Source(fmt, filename), problems)
+
+    def _judged(self, early: list[tuple[Source, Any]], kinds: dict[str, set[str]], stem: str, fmt: str,
+                problems: ProblemSink, uses: tuple) -> int:
+        """Judge the records holding nothing at the messages path read before any call (a root task span first in
+        the file), once the calls' ``kinds`` are known (or the file ends): each of another kind is counted (the
+        count is returned), any other reported as ``_record`` reports it; ``early`` is emptied."""
+        other = sum(other_kind(record, kinds) for _, record in early)
+        for source, record in early:
+            if not other_kind(record, kinds):
+                list(self._record(record, source, stem, fmt, Reading(source, problems, *uses)))
+        early.clear()
+        return other
 
     def _record(self, record: Any, source: Source, stem: str, fmt: str, reading: Reading) -> Iterator[Conversation]:
         """The conversations of one record (one per message list found)."""
@@ -549,31 +560,8 @@ class Mapping:
 
     def _prompt(self, record: Any, where: str | None = None, messages: list[Message] | None = None,
                 reading: Reading | None = None, raws: Any = None) -> list[Message]:
-        """The messages the ``prompt`` paths give (system, then user), put before the message list. Without a
-        declared ``prompt.system``, a system prompt beside the list at ``where`` (``_spellings.SYSTEM_KEYS`` in the
-        object holding the list), or on the session its raw messages ``raws`` name (``linked_system``), is the
-        first message; one that is not read is reported, never dropped silently."""
-        out = []
-        for role in ("system", "user"):
-            found = jsonpath(record, self.prompt[role]) if role in self.prompt else []
-            text = system_text(found[0][1]) if found and role == "system" else None
-            parts = [TextPart(text)] if text is not None else block_parts(found[0][1]) if found else []
-            if parts:
-                out.append(Message(role, parts))  # type: ignore[arg-type]
-        holder = holder_of(record, where) if where is not None and reading is not None else None
-        if holder is not None and reading is not None:
-            declared = {p.split(".")[-1] for p in self.prompt.values()}  # read as declared, not twice
-            rest = {k: v for k, v in holder.items() if k not in declared}
-            head = out[:1] if out and out[0].role == "system" else messages
-            prompt, not_read = sibling_system(rest, head)
-            if not prompt and not not_read and isinstance(raws, list):  # on the session the messages name
-                prompt, not_read = linked_system(rest, raws, MESSAGE_CHAT_KEYS, head or [])
-            if "system" not in self.prompt:
-                out[:0] = prompt
-            elif prompt:  # a declared system path that found nothing here: the other keys are not read
-                not_read = [k for k in SYSTEM_KEYS if system_text(rest.get(k)) is not None]
-            system_not_read(not_read, reading.source, reading.problems)
-        return out
+        """``mapping_prompt.prompt_messages`` for this mapping."""
+        return prompt_messages(self.prompt, record, where, messages, reading, raws)
 
     def _message(self, raw: dict, role: str, at: str, reading: Reading) -> Message:
         """One message; a required mapped key that is absent is reported (``mapping_field_missing``), and so are

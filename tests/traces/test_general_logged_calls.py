@@ -505,3 +505,23 @@ def test_a_call_in_a_record_of_another_layout_is_not_skipped_as_an_event(tmp_pat
     result = ingest([path], scrub=False, dedup=False)
     assert codes(result) == ["no_messages_found"] and totals(result.conversations) == (1, 1, 0), codes(result)
     assert "spanOutputs.choices" in result.report.errors[0].message
+
+
+def test_a_root_span_before_any_call_is_judged_by_the_calls_kinds(tmp_path):
+    """Opik's span export: a trace's root span (``type: general``, its input a question, no messages) is the
+    file's first line, before any LLM span: it was refused (``no_messages_found``) because no call's kind was known
+    yet; judged once the calls' kinds are, it is a span of another kind, counted and not read."""
+    def span(i: int, kind: str, inp: dict, out: dict) -> dict:
+        return {"id": f"s{i}", "trace_id": "t1", "parent_span_id": None if i == 0 else "s0", "name": f"span{i}",
+                "type": kind, "input": inp, "output": out, "metadata": {}}
+    def llm(i: int, ticket: str) -> dict:
+        msgs = [{"role": "system", "content": "You summarize tickets."}, {"role": "user", "content": ticket}]
+        return span(i, "llm", {"messages": msgs}, {"choices": [{"index": 0, "message": {
+            "role": "assistant", "content": f"Summary: {ticket.lower()}"}}]})
+    lines = [span(0, "general", {"question": "Summarize tickets 4411 to 4413 for me"}, {"output": "Three tickets."}),
+             llm(1, "Printer jams."), llm(2, "VPN drops."), llm(3, "Badge reader dead.")]
+    path = tmp_path / "spans.jsonl"
+    path.write_text("\n".join(json.dumps(s) for s in lines) + "\n")
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (3, 3, 0), codes(result)
+    assert "records_not_calls" in codes(result, "warnings")
