@@ -224,3 +224,68 @@ def test_messages_of_several_sessions_in_one_list_are_a_conversation_each_with_i
         contexts = [[m.text for m in next(c.calls()).context] for c in result.conversations]
         assert contexts == [["You are travel agent 1.", "Plan day 1 in Paris"],
                             ["You are travel agent 2.", "Plan day 2 in Paris"]], parent_ids
+
+
+CHAT = [{"role": "user", "content": "When does the store open?"},
+        {"role": "assistant", "content": "It opens at nine in the morning."}]
+
+
+def test_the_openai_chat_reader_refuses_text_beside_its_messages_but_not_copies(tmp_path):
+    """A ``{messages, ...}`` record is the OpenAI chat reader's: text beside the messages (a retrieved context, a
+    prompt) was dropped there with no warning at all (a new-user trial). A copy in another form is no loss: the
+    messages dumped as JSON text (escaped quotes and newlines), a search query that is a call's argument, a
+    retrieval setting's words (no retrieved text)."""
+    cases = {"retrieved.json": ({"messages": CHAT, "retrieved_contexts": ["The store opens at nine in the morning."]},
+                                "retrieved_contexts"),
+             "prompt.json": ({"messages": CHAT, "prompt": "Earlier the user said they live near the harbour."},
+                             "prompt"),
+             "dumped.json": ({"messages": CHAT, "prompt": json.dumps(CHAT)}, None),
+             "setting.json": ({"messages": CHAT, "retrieval_strategy": "hybrid BM25 plus dense reranking"}, None)}
+    for name, (doc, refused) in cases.items():
+        (tmp_path / name).write_text(json.dumps(doc))
+        result = ingest([tmp_path / name], scrub=False, dedup=False)
+        if refused:
+            assert codes(result) == ["content_not_mapped"] and result.report.errors[0].field == refused, name
+        else:
+            assert result.report.ok and totals(result.conversations) == (1, 1, 0), (name, codes(result))
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "search", "arguments": json.dumps({"query": "population of Lisbon 2023 census"})}}]}
+    history = [{"role": "user", "content": "How many people live in Lisbon?"}, call,
+               {"role": "tool", "tool_call_id": "c1", "content": "545,923"},
+               {"role": "assistant", "content": "About 546,000."}]
+    path = tmp_path / "search.json"
+    path.write_text(json.dumps({"chat_history": history, "search_query": "population of Lisbon 2023 census"}))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
+
+
+def test_retrieved_documents_kept_deeper_refuse_the_record(tmp_path):
+    """LangChain's retrieval chain output (``source_documents[].page_content``), LlamaIndex's response
+    (``source_nodes[].node.text``), an Open WebUI message's uploaded file (``files[].file.data.content``): text the
+    prompt held, kept one or two objects down (were ``ok``, the text dropped)."""
+    docs = {"source_documents": [{"page_content": "Store hours: nine to six on weekdays.", "metadata": {}}],
+            "source_nodes": [{"node": {"id_": "n1", "text": "Store hours: nine to six on weekdays."}, "score": 0.8}]}
+    for key, value in docs.items():
+        path = tmp_path / f"{key}.json"
+        path.write_text(json.dumps({"chat_history": CHAT, key: value}))
+        result = ingest([path], scrub=False, dedup=False)
+        assert codes(result) == ["content_not_mapped"] and result.report.errors[0].field == key, key
+    user = {"role": "user", "content": "Summarize the file.", "files": [
+        {"type": "file", "file": {"filename": "hours.txt", "data": {"content": "Open nine to six on weekdays."}}}]}
+    path = tmp_path / "files.json"
+    path.write_text(json.dumps({"chat_history": [user, {"role": "assistant", "content": "Weekdays, nine to six."}]}))
+    result = ingest([path], scrub=False, dedup=False)
+    assert codes(result) == ["content_not_mapped"] and result.report.errors[0].field.endswith("files"), codes(result)
+
+
+def test_one_agent_sessions_settings_are_no_message_outside_the_list(tmp_path):
+    """LobeChat's export with one agent: its session object (``type: agent``, no content) was taken for a message
+    outside the list and the file refused; its prompt is the conversation's system message."""
+    doc = _lobechat(parent_ids=False)
+    doc["state"]["sessions"] = doc["state"]["sessions"][:1]
+    doc["state"]["messages"] = [m for m in doc["state"]["messages"] if m["sessionId"] == "s1"]
+    path = tmp_path / "lobechat.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
+    assert result.conversations[0].messages[0].text == "You are travel agent 1."

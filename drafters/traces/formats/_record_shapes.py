@@ -270,10 +270,12 @@ MESSAGE_CHAT_KEYS = ("session_id", "sessionId", "conversation_id", "conversation
 
 def chats_in_list(messages: list) -> list[tuple[str, list]] | None:
     """A message list whose messages name two conversations or more (``MESSAGE_CHAT_KEYS``, the keys every message
-    has, a missing topic as ``None``) split into ``(name, messages)`` per conversation, in order of first message;
+    has, a null topic or session as ``None``, the default one) split into ``(name, messages)`` per conversation, in order of first message;
     None for one conversation (a list of one chat's messages, or messages naming none)."""
     dicts = [m for m in messages if isinstance(m, dict)]
-    keys = [k for k in MESSAGE_CHAT_KEYS if dicts and len(dicts) == len(messages) and all(k in m for m in dicts)]
+    keys = [k for k in MESSAGE_CHAT_KEYS if dicts and len(dicts) == len(messages) and all(k in m for m in dicts)
+            and (all(m[k] is not None for m in dicts) or k not in ("thread_id", "threadId"))]
+    # a null thread is the main line a thread branches from (LobeChat's threadId): no conversation of its own
     if not keys or len({tuple(str(m[k]) for k in keys) for m in dicts}) < 2:
         return None
     chats: dict[tuple, list] = {}

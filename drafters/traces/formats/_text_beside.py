@@ -5,6 +5,7 @@ keeping the reply as a repr string). Either would be lost by reading the list al
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -26,7 +27,8 @@ _TURN_KEY = re.compile(r"(^|_|[a-z])(prompt|query|question|instruction|input|com
 #: DeepEval's ``retrieval_context``, Continue's ``contextItems``): text the prompt held, in a template the file does
 #: not keep. Not a bare ``context(s)``: evidence gathered to check an answer (FactReasoner), or DeepEval's ideal
 #: ``context``, is no text the model read.
-_CONTEXT_KEY = re.compile(r"retriev|context_?items|^attachments$|^sources$", re.IGNORECASE)
+_CONTEXT_KEY = re.compile(r"^retriev(ed|al)_?(contexts?|docs|documents|chunks|passages|nodes)$|^context_?items$"
+                          r"|^attachments$|^sources$|^files$|^source_?(documents|nodes)$", re.IGNORECASE)
 #: A turn-named key holding what a reply should have been, for grading (DeepEval's ``expected_output``): no turn.
 _REFERENCE_KEY = re.compile(r"^(expected|reference|ideal|gold|target|ground_?truth|correct)", re.IGNORECASE)
 #: Keys of an attached or retrieved item holding its text (Claude.ai's ``extracted_content``, Open WebUI's
@@ -37,6 +39,7 @@ _ITEM_TEXT_KEY = re.compile(r"content|text|document|extract|snippet", re.IGNOREC
 def turn_text_beside(objects: list[dict], messages: list, content_key: str | None) -> str | None:
     """``text_beside`` for raw messages: their texts under ``content_key``."""
     texts = [as_text(get(m, content_key)).strip() for m in messages if isinstance(m, dict)] if content_key else []
+    texts += [json.dumps(m, ensure_ascii=False) for m in messages if isinstance(m, dict)]  # a call's arguments too
     return next((k for holder in objects if (k := text_beside(holder, texts)) is not None), None)
 
 
@@ -53,7 +56,7 @@ def text_beside(holder: dict, texts: list[str], read: set[str] = frozenset(),  #
             continue
         pieces = [value] if turns and _TURN_KEY.search(key) else _texts(value)  # a turn is one string, a context any text
         for piece in pieces:
-            if isinstance(piece, str) and len(piece.split()) >= 3 and not any(_copies(piece.strip(), t) for t in texts):
+            if isinstance(piece, str) and len(piece.split()) >= 3 and not _copied(piece.strip(), texts):
                 return key  # a word or two (a format name, a label) is no turn
     return None
 
@@ -79,8 +82,12 @@ def _definitions(value: Any) -> bool:
 
 
 def message_texts(messages: list[Message]) -> list[str]:
-    """Every text of ``messages`` a copy beside them may repeat: text, reasoning, tool results."""
-    return [t for m in messages for t in (m.text, m.reasoning, *(r.content for r in m.tool_results))]
+    """Every text of ``messages`` a copy beside them may repeat: text, reasoning, tool results, and tool calls'
+    arguments (as written, and each string value: a search query kept beside the call)."""
+    out = [t for m in messages for t in (m.text, m.reasoning, *(r.content for r in m.tool_results))]
+    for call in (c for m in messages for c in m.tool_calls):
+        out += [call.raw_arguments, *(v for v in (call.arguments or {}).values() if isinstance(v, str))]
+    return out
 
 
 def _copies(piece: str, text: str) -> bool:
@@ -88,9 +95,30 @@ def _copies(piece: str, text: str) -> bool:
     return piece in text or len(text.strip()) >= 4 and text.strip() in piece
 
 
-def _texts(value: Any) -> list[str]:
+def _copied(piece: str, texts: list[str]) -> bool:
+    """``piece`` copies the messages' ``texts`` (``_copies``), or is JSON whose every string of three words or
+    more does (the messages dumped as JSON text: escaped quotes and newlines)."""
+    if any(_copies(piece, t) for t in texts):
+        return True
+    try:
+        decoded = json.loads(piece) if piece[:1] in "[{" else None
+    except ValueError:
+        return False
+    strings = [s for s in _strings(decoded) if len(s.split()) >= 3]
+    return bool(strings) and all(any(_copies(s.strip(), t) for t in texts) for s in strings)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [s for v in items for s in _strings(v)]
+
+
+def _texts(value: Any, depth: int = 0) -> list[str]:
     """The strings of a context value: itself, a list's strings, or each object's strings under a key naming
-    text (``_ITEM_TEXT_KEY``; one level further down for a list or an object there: ``sources[].document[]``)."""
+    text (``_ITEM_TEXT_KEY``; a list or an object there, or an object under another key, looked into up to three
+    levels: ``sources[].document[]``, ``source_nodes[].node.text``, ``files[].file.data.content``)."""
     items = value if isinstance(value, list) else [value]
     out = [i for i in items if isinstance(i, str)]
     for item in (i for i in items if isinstance(i, dict)):
@@ -98,6 +126,8 @@ def _texts(value: Any) -> list[str]:
             if _ITEM_TEXT_KEY.search(str(key)):
                 inner = held if isinstance(held, list) else list(held.values()) if isinstance(held, dict) else [held]
                 out += [t for t in inner if isinstance(t, str)]
+            elif isinstance(held, dict) and depth < 2:
+                out += _texts(held, depth + 1)
     return out
 
 

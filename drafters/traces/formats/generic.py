@@ -181,7 +181,7 @@ def _message_outside(value: Any, skip: str | set[str], path: str = "$", depth: i
     if path in ({skip} if isinstance(skip, str) else skip) or depth > MAX_DEPTH:
         return None
     if isinstance(value, dict):
-        if path != "$" and _is_message(value) and value not in (known or []):
+        if path != "$" and _is_message(value) and value not in (known or []) and _shapes.said([value]):
             return path
         items = [(f"{path}.{k}", v) for k, v in value.items() if isinstance(v, (dict, list))]
     elif isinstance(value, list):

@@ -28,6 +28,7 @@ from drafters.traces.formats._joined_by_id import join_key
 from drafters.traces.formats._record_shapes import covering
 from drafters.traces.formats._spellings import args_not_read, media_beside, tool_call
 from drafters.traces.formats._system_prompts import sibling_system, system_not_read
+from drafters.traces.formats._text_beside import message_texts, text_beside
 from drafters.traces.formats._text_calls import with_text_tool_calls
 from drafters.traces.formats._turns import display_only, warn_display_only
 from drafters.traces.formats.base import ProblemSink, TraceFormat
@@ -438,6 +439,13 @@ def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Ite
                            "mapping for them: docs/traces.md)", src, nested)
             continue
         messages = _messages(item, msgs, model, src, problems)
+        beside = text_beside(item, message_texts(messages), {"messages", "tools", "functions"}) \
+            if isinstance(item, dict) else None
+        if beside is not None:  # a turn or a retrieved context beside the messages, in none of them
+            problems.error("content_not_mapped", f"the record holds text under {beside!r} beside its messages that "
+                           "none of them holds: a turn or a context the model read would be lost (declare it in a "
+                           "mapping: docs/traces.md, \"Text beside the messages\")", src, beside)
+            continue
         loc = f"{src.line}" if src.line is not None else (src.record or "$")
         yield Conversation(id=f"{NAME}:{stem}:{rid or loc}", source=src, tools=tools_from_openai(tools),
                            messages=messages)
