@@ -289,3 +289,16 @@ def test_one_agent_sessions_settings_are_no_message_outside_the_list(tmp_path):
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
     assert result.conversations[0].messages[0].text == "You are travel agent 1."
+
+
+def test_a_model_object_beside_a_calls_input_is_no_tool_call(tmp_path):
+    """Magnet AI's trace spans keep the model as ``{name, provider, parameters: {temperature, ...}}`` beside
+    ``input`` / ``output``: shaped like a call (a name and parameters), it refused the span (found on set 50)."""
+    spans = [{"id": f"s{i}", "type": "chat", "model": {"name": "OPENAI_GPT-4O", "provider": "openai",
+                                                      "parameters": {"llm": "gpt-4o", "temperature": 1}},
+              "input": [{"role": "user", "content": f"Summarize feedback batch {i}."}],
+              "output": f"Batch {i}: customers like the new dashboard."} for i in range(3)]
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps(spans))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (3, 3, 0), codes(result)

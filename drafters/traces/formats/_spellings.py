@@ -80,7 +80,7 @@ TOOL_MESSAGE_RESULT_KEYS = ("tool_result", "result", "output", "tool_output")
 RESULT_NOT_READ = "tool_result_text_not_found"
 _CALL_NAME = ("name", "toolName", "tool_name", "function_name")
 _CALL_ARGS = ("input", "arguments", "args", "parameters", "tool_args", "tool_input",
-              "input_parameters")  # input_parameters: DeepEval's ToolCall
+              "input_parameters", "tool_kwargs")  # input_parameters: DeepEval's ToolCall; tool_kwargs: LlamaIndex
 #: Keys of a tool call object that hold no argument (its id, name, kind, position, flags).
 _CALL_META = {*_CALL_ID, *_CALL_NAME, "function", "type", "index", "method", "params", "status", "external"}
 _MEDIA = {"image": "image", "image_url": "image", "input_image": "image", "audio": "audio",
@@ -229,6 +229,8 @@ def block_part(block: Any) -> Any:
         return ToolResultPart(as_text(first(block, _CALL_ID + ("tool_use_id",))) or None, as_text(block[kind]))
     if kind and isinstance(block.get(kind), dict) and kind not in ("text",):  # the payload under its kind's key
         return block_part({**block[kind], "type": kind})  # ({"kind": "tool_call", "tool_call": {id, name, ...}})
+    if kind == "redacted_thinking":  # Anthropic's encrypted reasoning: its data is no text (kept as the signature)
+        return ReasoningPart("", signature=as_text(block.get("data")) or None, redacted=True)
     if kind and set(block) == {"kind" if "kind" in block else "type", "data"}:  # serde adjacently tagged variant
         data = block["data"]  # ({"kind": "text", "data": "..."}, {"kind": "toolUse", "data": {toolUseId, ...}})
         return block_part({**data, "type": kind} if isinstance(data, dict) else {"type": kind, "text": data})
@@ -245,19 +247,26 @@ def block_part(block: Any) -> Any:
             value = value["value"]
         text = as_text(value)
         return TextPart(text) if text else None
-    if kind in ("reasoning", "thinking", "redacted_thinking"):
-        return ReasoningPart(as_text(first(block, ("text", "thinking", "reasoning", "value"))),
-                             signature=block.get("signature"), redacted=kind == "redacted_thinking")
+    if kind in ("reasoning", "thinking"):  # Mistral's thinking: a list of text chunks; LlamaIndex's: content
+        value = first(block, ("text", "thinking", "reasoning", "value", "content"))
+        text = "".join(p.text for p in block_parts(value) if isinstance(p, TextPart)) if isinstance(value, list) \
+            else as_text(value)
+        return ReasoningPart(text, signature=block.get("signature"))
     if kind in ("tool_use", "tool_call", "function_call", "tool_request"):  # tool_request: chatlas, ellmer
         return tool_call(block)
     if kind in ("tool_result", "tool_call_response", "function_call_output", "function_result"):
-        text = result_text(first(block, RESULT_TEXT_KEYS))
+        output = first(block, RESULT_TEXT_KEYS)
+        typed = output if isinstance(output, dict) and set(output) == {"type", "value"} else None
+        if typed is not None:  # AI SDK v5: {type: json|text|error-text|error-json, value}: the model is sent the value
+            output = typed["value"] if isinstance(typed["value"], str) else as_text(typed["value"])
+        text = result_text(output)
         if text is None:  # no result text in a known spelling: never read as an empty result
             return UnsupportedPart(RESULT_NOT_READ)
         asked = block.get("request") if isinstance(block.get("request"), dict) else {}  # chatlas: the call it answers
         return ToolResultPart(as_text(first(block, ("tool_use_id", "tool_call_id", "toolCallId", "call_id", "id",
                                                     "toolUseId")) or asked.get("id")) or None, text,
-                              is_error=bool(block.get("is_error")) or block.get("status") == "error")
+                              is_error=bool(block.get("is_error")) or block.get("status") == "error"
+                              or str((typed or {}).get("type", "")).startswith("error"))
     if kind in _MEDIA:
         return UnsupportedPart(_MEDIA[kind])
     if kind == "" and len(block) == 1 and next(iter(block)) in _MEDIA:  # {"image_url": {...}} with no type

@@ -70,8 +70,9 @@ def text_beside_list(record: Any, where: str, texts: list[str], paths: list[str 
         return None
     read = {name for p in paths if p for name in re.findall(r"[A-Za-z_][\w-]*", p)}
     return text_beside(holder, texts, read) or next(
-        (k for k, v in holder.items() if k not in read and not _REFERENCE_KEY.match(k) and v not in (None, [], {})
-         and (call_shaped(v) or executed_calls(v) is not None) and not _definitions(v)), None)
+        (k for k, v in holder.items() if k not in read and not _REFERENCE_KEY.match(k) and isinstance(v, list) and v
+         and (call_shaped(v) or executed_calls(v) is not None) and not _definitions(v)), None)  # a list: not a
+    # model object ({name, parameters: {temperature}}: Magnet AI's span)
 
 
 def _definitions(value: Any) -> bool:

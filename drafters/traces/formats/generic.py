@@ -49,8 +49,9 @@ from drafters.traces.formats import (
 )
 from drafters.traces.formats._batches import history_in_text
 from drafters.traces.formats._call_io import call_free, nested_thread
-from drafters.traces.formats._content import as_text, tool_defs
+from drafters.traces.formats._content import tool_defs
 from drafters.traces.formats._embedded_json import embedded_records
+from drafters.traces.formats._general_message import content_key_of, message_of, richer_parts
 from drafters.traces.formats._generic_sniff import NAME, sniff, spellings_as_messages
 from drafters.traces.formats._model_messages import expanded_records
 from drafters.traces.formats._named_speakers import agent_names, as_named, named_speakers, speaker_key
@@ -65,18 +66,12 @@ from drafters.traces.formats._spellings import (
     RESULT_NOT_READ,
     RESULT_TEXT_KEYS,
     ROLE_KEYS,
-    TOOL_MESSAGE_RESULT_KEYS,
     args_not_read,
-    block_parts,
-    calls_of,
     executed_key,
     failed_turn,
     first,
     get,
-    keyed_by_id,
-    media_beside,
     newest_first,
-    result_parts,
     role_of,
     summary_texts,
 )
@@ -102,10 +97,8 @@ from drafters.traces.mapping_records import value_records
 from drafters.traces.model import (
     Conversation,
     Message,
-    ReasoningPart,
     Source,
     TextPart,
-    ToolCallPart,
     ToolResultPart,
     UnsupportedPart,
     compact_json,
@@ -191,74 +184,6 @@ def _message_outside(value: Any, skip: str | set[str], path: str = "$", depth: i
     return next((hit for p, v in items if (hit := _message_outside(v, skip, p, depth + 1, known)) is not None), None)
 
 
-def message_of(raw: dict, role: str, content_key: str | None, richer: list | None = None,
-               executed: list | None = None) -> Message:
-    """One raw message in the common spellings -> a canonical message. A message holding its text under
-    ``content_key`` and a ``parts`` list with more than text (the AI SDK's UI messages: the calls and their
-    results live only in ``parts``; ``richer``, from ``_richer_parts``) is read from its parts. An assistant
-    message's calls recorded with their results (``executed``: their parts, ``executed_key``) come before its
-    text: the harness ran them, and the text is the reply written after the last result."""
-    value = get(raw, content_key) if content_key else None
-    if role == "tool" and content_key and content_key.rpartition(".")[2] in TOOL_MESSAGE_RESULT_KEYS \
-            and isinstance(value, dict):
-        value = as_text(value)  # a result object (Home Assistant's {success, result}): its JSON is the result
-    parts = richer if richer is not None else block_parts(value) if content_key else []
-    if role == "assistant" and executed:
-        parts = [*executed, *parts]
-    if role == "tool" or (role == "user" and keyed_by_id(raw.get("tool_results")) and not parts):
-        return Message("tool", result_parts(raw, parts))  # a user turn holding only results keyed by call id
-    if role == "assistant":
-        for key in ("reasoning_content", "reasoning", "thinking", "thought", "channels.reasoning"):
-            text = get(raw, key)  # thought: AutoGen's text before calls; channels.reasoning: fast-agent's blocks
-            text = "".join(p.text for p in block_parts(text) if isinstance(p, TextPart)) if isinstance(text, list) \
-                else text
-            if isinstance(text, str) and text:
-                parts.insert(0, ReasoningPart(text))
-                break
-        if not parts and summary_texts(raw) is not None:  # a reasoning record: its summary (Responses API items)
-            parts = [ReasoningPart(t) for t in summary_texts(raw) or []]
-        ids = {p.id for p in parts if isinstance(p, ToolCallPart) and p.id}  # a call in both (LangChain's
-        parts += [c for c in calls_of(first(raw, CALL_KEYS)) if not (c.id and c.id in ids)]  # tool_use + tool_calls)
-        model = raw.get("model") if isinstance(raw.get("model"), str) else None
-        return Message("assistant", parts, model=model)
-    if parts and all(isinstance(p, ToolResultPart) for p in parts):
-        return Message("tool", parts)
-    return Message(role, parts + media_beside(raw))  # type: ignore[arg-type]
-
-
-def _richer_parts(raw: dict, content_key: str | None) -> list | None:
-    """The parts of a message's ``parts`` list when it holds more than text beside the content it would be read
-    from (``message_of``), else None."""
-    if content_key == "parts":
-        return None
-    held = raw.get(content_key) if content_key else None
-    raw = held if isinstance(held, dict) and isinstance(held.get("parts"), list) else raw  # Mastra's v2 content
-    blocks = raw.get("parts")
-    if not isinstance(blocks, list) and isinstance(raw.get("toolInvocations"), list) and raw["toolInvocations"]:
-        # AI SDK v4 before 4.2: the calls only in toolInvocations, run before the content's text
-        text = raw.get(content_key) if content_key else None
-        blocks = [{"type": "tool-invocation", "toolInvocation": inv} for inv in raw["toolInvocations"]]
-        blocks += [{"type": "text", "text": text}] if isinstance(text, str) and text else []
-    if not isinstance(blocks, list):
-        return None
-    parts = block_parts(blocks)
-    return parts if any(not isinstance(p, TextPart) for p in parts) else None
-
-
-def _content_key(raw: dict, key: str | None, role: str | None = None) -> str | None:
-    """The content key of one message: the list's (``key``), or where a message lacks it another spelling beside
-    it (OpenCode rows: a user's ``data.text``, an assistant's ``data.content``; a text beside parts; a tool
-    message's ``tool_result``, ``TOOL_MESSAGE_RESULT_KEYS``)."""
-    if key is None or get(raw, key) is not None:
-        return key
-    parent = key.rpartition(".")[0]
-    beside = [f"{parent}.{k}" if parent else k for k in (*CONTENT_KEYS, *TOOL_MESSAGE_RESULT_KEYS)]
-    found = next((k for k in beside[:len(CONTENT_KEYS)] if isinstance(get(raw, k), (str, list))), None)
-    if found is None and role == "tool":
-        found = next((k for k in beside[len(CONTENT_KEYS):] if get(raw, k) not in (None, "", [], {})), None)
-    return found or key
-
-
 def _used_keys(raw: dict, found: _Found, parts_read: bool, content_key: str | None) -> set[str]:
     """The keys of a message that ``message_of`` reads."""
     used = {found.role_key.split(".")[0], (content_key or "").split(".")[0]} | _READ_KEYS
@@ -292,8 +217,8 @@ def conversation_of(found: _Found, source: Source, conv_id: str, tools: Any, pro
         if display_only(raw):
             continue
         role = role_of(get(raw, found.role_key))
-        content_key = _content_key(raw, found.content_key, role)
-        richer = _richer_parts(raw, content_key)
+        content_key = content_key_of(raw, found.content_key, role)
+        richer = richer_parts(raw, content_key)
         executed = executed_key(raw, _used_keys(raw, found, richer is not None, content_key)) \
             if role == "assistant" else None
         message = message_of(raw, role, content_key, richer, executed[1] if executed else None)  # type: ignore[arg-type]
