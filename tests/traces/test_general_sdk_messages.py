@@ -84,3 +84,28 @@ def test_redacted_and_chunked_thinking_are_no_text_of_the_wrong_kind(tmp_path):
     result = _read(tmp_path, doc)
     assert totals(result.conversations) == (1, 2, 0)
     assert [c.completion.reasoning for c in result.conversations[0].calls()] == ["List, then delete.", "13 * 17."]
+
+
+def test_cohere_v2_documents_and_plan_and_bedrock_cache_markers(tmp_path):
+    """Cohere v2 messages: a tool result's ``document`` blocks hold its data (were placeholders: the results gone
+    from the context) and ``tool_plan`` is the reasoning before the calls (dropped). Bedrock Converse's
+    ``cachePoint`` blocks mark a prompt cache, no content (the file was refused, ``unknown_content``)."""
+    call = {"id": "w1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}}
+    doc = [{"role": "user", "content": "Weather in Oslo?"},
+           {"role": "assistant", "tool_plan": "I will look up the weather.", "tool_calls": [call]},
+           {"role": "tool", "tool_call_id": "w1", "content": [{"type": "document", "document": {
+               "data": "{\"temp\": 7}", "id": "doc-1"}}]},
+           {"role": "assistant", "content": [{"type": "text", "text": "It is 7 C in Oslo."}]}]
+    result = _read(tmp_path, doc)
+    first, second = result.conversations[0].calls()
+    assert first.completion.reasoning == "I will look up the weather."
+    assert [p.content for m in second.context for p in m.parts if isinstance(p, ToolResultPart)] == ["{\"temp\": 7}"]
+    use = {"toolUse": {"toolUseId": "t1", "name": "create_bucket", "input": {"name": "a"}}}
+    bedrock = {"modelId": "anthropic.claude-3-5-sonnet", "messages": [
+        {"role": "user", "content": [{"text": "Create bucket a."}, {"cachePoint": {"type": "default"}}]},
+        {"role": "assistant", "content": [use]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "content": [{"text": "created"}]}}]},
+        {"role": "assistant", "content": [{"text": "Bucket a is created."}]}],
+        "toolConfig": {"tools": [{"toolSpec": {"name": "create_bucket", "inputSchema": {"json": {"type": "object"}}}}]}}
+    result = _read(tmp_path, bedrock)
+    assert totals(result.conversations) == (1, 2, 1)

@@ -21,7 +21,8 @@ from drafters.traces.formats._spellings import (
 )
 from drafters.traces.model import Message, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
-_REASONING_KEYS = ("reasoning_content", "reasoning", "thinking", "thought", "channels.reasoning")
+_REASONING_KEYS = ("reasoning_content", "reasoning", "thinking", "thought", "channels.reasoning",
+                   "tool_plan")  # tool_plan: Cohere v2's plan written before its calls
 # LangChain's AIMessage keeps a provider's reasoning in additional_kwargs: DeepSeek's text, a Responses reasoning item
 _KWARGS_REASONING = ("additional_kwargs.reasoning_content", "additional_kwargs.reasoning")
 

@@ -215,6 +215,10 @@ def block_part(block: Any) -> Any:
         return TextPart(block) if block else None
     if not isinstance(block, dict):
         return TextPart(as_text(block))
+    if set(block) == {"cachePoint"}:  # Bedrock's prompt-cache marker: no content
+        return None
+    if _kind(block) == "document" and isinstance(block.get("document"), dict) and "data" in block["document"]:
+        return TextPart(as_text(block["document"]["data"]))  # Cohere v2's tool result document: its data
     # Gemini: {"functionCall": {...}, "thoughtSignature": "...", "thought": false}: the payload's key, the marks aside
     keyed = [k for k in block if k not in _SIGNATURES and block[k] is not False and block[k] is not None]
     if len(keyed) == 1 and isinstance(block[keyed[0]], dict):

@@ -42,8 +42,8 @@ def message_to_messages(msg: dict[str, Any], model: str | None = None) -> list[M
     out: list[Message] = []
     parts: list = []
     for block in msg.get("content") or []:
-        if not isinstance(block, dict):
-            continue
+        if not isinstance(block, dict) or set(block) == {"cachePoint"}:
+            continue  # a prompt-cache marker holds no content
         if "text" in block:
             parts.append(TextPart(block["text"] or ""))
         elif "toolUse" in block:
