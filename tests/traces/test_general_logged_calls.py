@@ -525,3 +525,27 @@ def test_a_root_span_before_any_call_is_judged_by_the_calls_kinds(tmp_path):
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (3, 3, 0), codes(result)
     assert "records_not_calls" in codes(result, "warnings")
+
+
+def test_weave_calls_of_other_ops_beside_the_llm_calls_are_not_calls(tmp_path):
+    """W&B Weave's calls export: the agent's own op (a question and its answer), a tool op and the OpenAI calls,
+    each named by ``op_name``. The agent's and the tool's records made the file ambiguous (two lists in the LLM
+    calls' records read as candidates); ``op_name`` is the record's kind, so they are other ops, counted."""
+    def op(i: int, name: str, inputs: dict, output) -> dict:
+        return {"id": f"c{i}", "op_name": f"weave:///ent/proj/op/{name}:Xy12", "trace_id": "tr", "inputs": inputs,
+                "output": output, "exception": None}
+    sys_user = [{"role": "system", "content": "Always call get_weather first."},
+                {"role": "user", "content": "What's the weather in Perth?"}]
+    call = {"id": "w1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Perth\"}"}}
+    def llm(i: int, msgs: list, message: dict) -> dict:
+        return op(i, "openai.chat.completions.create", {"model": "gpt-4o", "messages": msgs},
+                  {"id": f"x{i}", "object": "chat.completion", "choices": [{"index": 0, "message": message}]})
+    answer = {"role": "assistant", "content": None, "tool_calls": [call]}
+    rows = [op(0, "WeatherAgent.run", {"question": "What's the weather in Perth right now?"}, "17C and rain."),
+            llm(1, sys_user, answer), op(2, "get_weather", {"city": "Perth"}, "Perth: 17C, light rain"),
+            llm(3, [*sys_user, answer, {"role": "tool", "tool_call_id": "w1", "content": "Perth: 17C, light rain"}],
+                {"role": "assistant", "content": "17C and rain."})]
+    path = tmp_path / "calls.json"
+    path.write_text(json.dumps(rows))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)

@@ -400,7 +400,7 @@ def call_free(record: Any, depth: int = 0) -> bool:
 #: Keys naming what a log record records (a recorder's wrapped function, an event's kind): records of the LLM calls
 #: share their values, an application's own records beside them (Agent Cassette's ``flowfuse.deploy``) do not.
 RECORD_KIND_KEYS = ("call_name", "callName", "event_type", "eventType", "record_type", "operation", "op", "kind",
-                    "type", "span_kind", "run_type", "method")
+                    "type", "span_kind", "run_type", "method", "op_name")  # op_name: W&B Weave's calls
 
 
 def note_call_kinds(record: Any, kinds: dict[str, set[str]]) -> None:
