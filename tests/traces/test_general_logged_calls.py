@@ -549,3 +549,25 @@ def test_weave_calls_of_other_ops_beside_the_llm_calls_are_not_calls(tmp_path):
     path.write_text(json.dumps(rows))
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
+
+
+def test_a_gateway_log_row_of_a_failed_request_is_no_call(tmp_path):
+    """Portkey's logs export: each row a request and its response, a rate-limited row's status under
+    ``response_status_code`` (429, an error body as the response). The failed row made the file ambiguous."""
+    sys_user = [{"role": "system", "content": "Always call get_weather first."},
+                {"role": "user", "content": "What's the weather in Hanoi?"}]
+    call = {"id": "p1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Hanoi\"}"}}
+    answer = {"role": "assistant", "content": None, "tool_calls": [call]}
+    second = [*sys_user, answer, {"role": "tool", "tool_call_id": "p1", "content": "Hanoi: 17C"}]
+    def row(i: int, msgs: list, status: int, response: dict) -> dict:
+        return {"id": f"pk-{i}", "trace_id": "t", "response_status_code": status, "is_success": status == 200,
+                "request_url": "https://api.openai.com/v1/chat/completions",
+                "request": {"model": "gpt-4o", "messages": msgs}, "response": response}
+    rows = [row(1, sys_user, 200, {"object": "chat.completion", "choices": [{"index": 0, "message": answer}]}),
+            row(2, second, 429, {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}),
+            row(3, second, 200, {"object": "chat.completion", "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "17C in Hanoi."}}]})]
+    path = tmp_path / "logs.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)

@@ -27,7 +27,8 @@ from drafters.traces.json_paths import child_path, path_steps
 from drafters.traces.model import Source
 
 URL_KEYS = ("url", "uri", "RequestUri", "requestUri", "request_url", "request_path")  # request_path: Helicone's
-STATUS_KEYS = ("status", "status_code", "statusCode", "StatusCode", "response_status", "responseStatus")
+STATUS_KEYS = ("status", "status_code", "statusCode", "StatusCode", "response_status", "responseStatus",
+               "response_status_code")  # response_status_code: Portkey's logs
 _SIDES = ("request", "response", "init", "req", "res")
 
 
