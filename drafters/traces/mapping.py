@@ -523,20 +523,25 @@ class Mapping:
         try:
             links = tree_links(items, self.tree, nested, where)
             messages: dict[str, Message] = {}
+            more: dict[str, list[Message]] = {}  # a node's messages after its first (a tool used within one answer)
             missing = reading.missing
             for node in items:
                 raw = get(node.raw, self.tree["message"]) if "message" in self.tree else node.raw
                 if raw is None:
                     continue  # a node without a message (the root)
-                read = self._conversation(record, node.at, [raw], reading)
+                if self.items == "messages":
+                    read = self._messages(node.at, [raw], reading)
+                else:  # a Responses item: its own reading, the prompt before it left out
+                    conv = self._conversation(record, node.at, [raw], reading)
+                    read = None if conv is None else conv.messages[-1:]
                 if read is None:
                     return None
-                last = read.messages[-1] if read.messages else None
-                if last is not None and (last.parts or last.role == "assistant"):
-                    messages[node.id] = last  # an empty system or user message (a hidden prompt) is no turn
+                kept = [m for m in read if m.parts or m.role == "assistant"]  # an empty system or user message (a
+                if kept:                                                        # hidden prompt) is no turn
+                    messages[node.id], more[node.id] = kept[0], kept[1:]
             if reading.missing > missing:
                 return None
-            tree = TreeReading(items, links, messages)
+            tree = TreeReading(items, links, messages, more)
             tools, prompt = self._tools(record, reading), self._prompt(record, where, None, reading, nodes)
             calls = tree.calls(prompt, tools)
             current = None

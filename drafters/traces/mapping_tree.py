@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from drafters.traces.formats._content import as_list, as_text
@@ -113,13 +113,15 @@ class TreeReading:
 
     items: list[Node]
     links: Links
-    messages: dict[str, Message]
+    messages: dict[str, Message]  # each node's (first) message
+    more: dict[str, list[Message]] = field(default_factory=dict)  # its further ones: an answer's tool result, the
+    # answer after it (Claude.ai's server-side web search inside one assistant message)
 
     def joined(self, nid: str) -> bool:
-        """An assistant node continuing its parent's answer (its parent's only child)."""
+        """An assistant node continuing its parent's answer (its parent's only child, its last message an answer)."""
         p, msgs = self.links.parent[nid], self.messages
-        return p is not None and nid in msgs and p in msgs and msgs[nid].role == "assistant" == msgs[p].role \
-            and len(self.links.children.get(p, [])) == 1
+        return p is not None and nid in msgs and p in msgs and msgs[nid].role == "assistant" == \
+            (self.more.get(p) or [msgs[p]])[-1].role and len(self.links.children.get(p, [])) == 1
 
     def path(self, nid: str | None) -> list[Message]:
         """The messages from the root to ``nid``, continued answers and consecutive tool results joined.
@@ -141,6 +143,7 @@ class TreeReading:
                 out[-1] = Message(out[-1].role, [*out[-1].parts, *m.parts], model=out[-1].model or m.model)
             else:
                 out.append(m)
+            out += self.more.get(i, [])
         return out
 
     def calls(self, prompt: list[Message], tools: list[ToolDef]) -> list[LLMCall]:
@@ -156,7 +159,13 @@ class TreeReading:
                 end = children[end][0]
             context = prompt + self.path(self.links.parent[nid])
             if context:
-                calls.append(LLMCall("", len(calls), tools, context, self.path(end)[-1]))
+                first = self.path(end)[-1] if not self.more.get(nid) else self.messages[nid]
+                calls.append(LLMCall("", len(calls), tools, context, first))
+            done = [self.messages[nid]]
+            for m in self.more.get(nid, []):  # an answer after its tool result, inside the node: a call of its own
+                if m.role == "assistant" and context:
+                    calls.append(LLMCall("", len(calls), tools, [*context, *done], m))
+                done.append(m)
         return calls
 
     def leaf(self, current: str | None, named_at: str = "") -> str | None:

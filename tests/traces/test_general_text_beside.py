@@ -302,3 +302,43 @@ def test_a_model_object_beside_a_calls_input_is_no_tool_call(tmp_path):
     path.write_text(json.dumps(spans))
     result = ingest([path], scrub=False, dedup=False)
     assert result.report.ok and totals(result.conversations) == (3, 3, 0), codes(result)
+
+
+def test_a_tool_used_within_one_answer_of_a_message_tree_is_two_calls(tmp_path):
+    """Claude.ai's web search inside one assistant message (thinking, the search call, its result, the answer),
+    read as a tree by ``parent_message_uuid``: only the node's last message was kept, the call and its result
+    dropped (``ok``, 1 call, 0 tool calls; a re-run of the new-user trials)."""
+    answer = _claude_ai_message("n2", "assistant", "Rust 1.85.0 is the latest.", "n1")
+    answer["content"] = [{"type": "thinking", "thinking": "Search for the release."},
+                         {"type": "tool_use", "id": "s1", "name": "web_search", "input": {"query": "Rust release"}},
+                         {"type": "tool_result", "tool_use_id": "s1", "content": "Announcing Rust 1.85.0"},
+                         {"type": "text", "text": "Rust 1.85.0 is the latest."}]
+    doc = [{"uuid": "c1", "name": "Rust", "chat_messages": [
+        _claude_ai_message("n1", "human", "What is the latest Rust?", ROOT), answer]}]
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and totals(result.conversations) == (1, 2, 1), codes(result)
+    second = list(result.conversations[0].calls())[1]
+    assert [m.role for m in second.context] == ["user", "assistant", "tool"]
+    assert second.completion.text == "Rust 1.85.0 is the latest."
+
+
+def test_calls_in_run_steps_beside_the_thread_messages_refuse_it(tmp_path):
+    """The Assistants API's thread messages beside the run's steps: a ``tool_calls`` step holds the call and its
+    output, which no message holds; refused (the filter of role-worded settings objects had let it read ``ok``)."""
+    messages = [{"id": "m1", "object": "thread.message", "role": "user", "run_id": None,
+                 "content": [{"type": "text", "text": {"value": "Where is order 991?", "annotations": []}}]},
+                {"id": "m2", "object": "thread.message", "role": "assistant", "run_id": "r1",
+                 "content": [{"type": "text", "text": {"value": "It shipped yesterday.", "annotations": []}}]}]
+    step = {"id": "st1", "object": "thread.run.step", "type": "tool_calls", "step_details": {
+        "type": "tool_calls", "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "get_order_status", "arguments": "{\"order\": 991}", "output": "shipped"}}]}}
+    created = {"id": "st2", "object": "thread.run.step", "type": "message_creation", "step_details": {
+        "type": "message_creation", "message_creation": {"message_id": "m2"}}}
+    path = tmp_path / "thread.json"
+    path.write_text(json.dumps({"thread_id": "thread_abc", "messages": {
+        "object": "list", "data": messages, "first_id": "m1", "last_id": "m2", "has_more": False},
+        "run_steps": {"object": "list", "data": [created, step]}}))
+    result = ingest([path], scrub=False, dedup=False)
+    assert not result.conversations and codes(result) == ["content_not_mapped"], codes(result)

@@ -366,10 +366,20 @@ def _one_holder(paths: list[str]) -> bool:
 
 
 def said(msgs: list) -> bool:
-    """Whether some message holds content or calls in a known spelling (LobeChat's sessions, ``type: agent``
-    objects of settings beside the messages, hold none)."""
+    """Whether some message holds content or calls in a known spelling, is a call, or holds tool calls deeper (an
+    Assistants run step's ``step_details.tool_calls``); LobeChat's sessions, ``type: agent`` objects of settings
+    beside the messages, hold none."""
     return any(get(m, w + k) not in (None, "", [], {}) for m in msgs for w in MESSAGE_WRAPPERS
-               for k in (*CONTENT_KEYS, *CALL_KEYS))
+               for k in (*CONTENT_KEYS, *CALL_KEYS)) or any(call_shaped(m) or _calls_within(m) for m in msgs)
+
+
+def _calls_within(value: Any, depth: int = 0) -> bool:
+    if depth > 3 or not isinstance(value, (dict, list)):
+        return False
+    if isinstance(value, list) and value and call_shaped(value):
+        return True
+    items = value.values() if isinstance(value, dict) else value
+    return any(_calls_within(v, depth + 1) for v in items)
 
 
 def _siblings(found: list[tuple[str, list]]) -> list[tuple[str, list]]:
