@@ -30,10 +30,11 @@ def content_beside(mapping: Any, record: Any, where: str, conv: Conversation | N
         return True
     text = _text_beside(mapping, record, where, conv)
     if text is not None:
+        at = f"{where.rsplit('.', 1)[0]}.{text}" if "." in where else f"$.{text}"
         reading.problems.error("content_not_mapped", f"the record holds text or tool calls under {text!r} beside the "
                                f"messages the mapping reads ({where}), and no message holds them: a turn, a context "
-                               "the model read or its calls would be lost (declare it: prompt: {system|user: PATH}, "
-                               "or messages: PATH)", source, text)
+                               f"the model read or its calls would be lost (declare it: `prompt: {{system: {at}}}` (or "
+                               "user) in the mapping, or messages: PATH)", source, text)
         return True
     answer = None if mapping.tree else _answer_beside(mapping, record, where, conv)
     if answer is not None:

@@ -730,3 +730,26 @@ def test_an_example_from_a_two_turn_session_learns_its_roles_from_every_session(
     learned = learn_mapping(path, "Refunds are possible within 30 days")
     assert learned.mapping["messages"] == "$.sessions[*].turns" and learned.mapping["content"] == "said"
     assert learned.mapping["roles"] == {"customer": "user", "agent": "assistant"}
+
+
+def test_a_reply_beside_a_nested_calls_context_is_learned_from_the_blocks(tmp_path):
+    """A PDL trace: data blocks (the user's texts) and model blocks, each keeping the context it was sent and its
+    ``result``. The general path refuses the model block's list (its answer beside it, ``$.text[3].result``); the
+    mapping learned from a reply reads the blocks (``kind``, ``result``), which answers that refusal: its path lies
+    under the mapping's ``$.text`` (the refusal named only ``result`` once the block holding the list was looked
+    at, and the learned mapping was refused: set 72)."""
+    first = "Below is an extremely basic hello world program in Python."
+    second = "Below is an extremely basic hello world program in Rust."
+    ask, more = "write a hello world example", "how about in Rust?"
+    doc = {"kind": "text", "description": "Model chaining", "defs": {}, "text": [
+        {"kind": "data", "defs": {}, "result": ask},
+        {"kind": "model", "context": [{"role": "user", "content": ask}], "model": "ollama/llama3.1:8b",
+         "result": first},
+        {"kind": "data", "defs": {}, "result": more},
+        {"kind": "model", "context": [{"role": "user", "content": ask}, {"role": "assistant", "content": first},
+                                      {"role": "user", "content": more}], "model": "ollama/llama3.1:8b",
+         "result": second}], "result": ask + first + more + second}
+    path = tmp_path / "demo2.json"
+    path.write_text(json.dumps(doc))
+    learned = learn_mapping(path, "This is an extremely basic hello world program in Python"[8:])
+    assert learned.mapping["messages"] == "$.text" and learned.mapping["content"] == "result"

@@ -518,7 +518,8 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
     if beside is not None:  # a prompt or a reply kept beside the list: a turn the list does not hold
         problems.error("content_not_mapped", f"the record holds text under {beside} beside the message list "
                        f"{f.path}, and no message of the list holds it: it may be a turn of the conversation the "
-                       "list does not hold; declare where it belongs in a mapping file (--mapping)", source, beside)
+                       "list does not hold; declare where it belongs in a mapping file (--mapping)", source,
+                       _beside_path(f.path, beside))
         return
     response = _exchanges.response_beside(value, f.path)
     if response is not None:  # a recorded exchange: the request's list read alone would lose the answers
@@ -530,7 +531,8 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
     if answer is not None:  # the list is a call's input; its output is elsewhere, in a spelling not read
         problems.error("content_not_mapped", f"the message list {f.path} ends before the model's answer and the "
                        f"record holds text under {answer}: the answer to that input would be lost; declare it in a "
-                       "mapping file (--mapping; response: PATH)", source, answer)
+                       "mapping file (--mapping; response: PATH)", source,
+                       _beside_path(f.path, answer))
         return
     tally.paths[f.path] += 1
     tally.role_keys[f.role_key] += 1
@@ -559,6 +561,13 @@ def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally:
                 break
         if conv is not None:
             yield conv
+
+
+def _beside_path(path: str, key: str) -> str:
+    """The path of ``key`` on the object holding the list at ``path`` (``$.text[3].context`` -> ``$.text[3].KEY``;
+    the bare key for a record's own list): a mapping reading the list's holder answers it."""
+    holder = path.rsplit(".", 1)[0]
+    return f"{holder}.{key}" if holder not in ("$", "") else key
 
 
 def _covering(found: list[_Found]) -> _Found | None:

@@ -443,8 +443,9 @@ def _parse_records(stream: IO[str], filename: str, problems: ProblemSink) -> Ite
             if isinstance(item, dict) else None
         if beside is not None:  # a turn or a retrieved context beside the messages, in none of them
             problems.error("content_not_mapped", f"the record holds text under {beside!r} beside its messages that "
-                           "none of them holds: a turn or a context the model read would be lost (declare it in a "
-                           "mapping: docs/traces.md, \"Text beside the messages\")", src, beside)
+                           "none of them holds: a turn or a context the model read would be lost (declare it: add "
+                           f"`prompt: {{system: $.{beside}}}` (or user) to the mapping `tracedraft datasets "
+                           "infer-mapping` writes; docs/traces.md, \"Text beside the messages\")", src, beside)
             continue
         loc = f"{src.line}" if src.line is not None else (src.record or "$")
         yield Conversation(id=f"{NAME}:{stem}:{rid or loc}", source=src, tools=tools_from_openai(tools),
