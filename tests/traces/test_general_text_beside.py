@@ -342,3 +342,56 @@ def test_calls_in_run_steps_beside_the_thread_messages_refuse_it(tmp_path):
         "run_steps": {"object": "list", "data": [created, step]}}))
     result = ingest([path], scrub=False, dedup=False)
     assert not result.conversations and codes(result) == ["content_not_mapped"], codes(result)
+
+
+def test_review_a_word_of_the_messages_does_not_make_text_beside_them_a_copy(tmp_path):
+    """A code review found text beside the messages read as a copy because it held a short text of theirs: a
+    question holding a call's argument (``Paris``), a retrieved passage quoting the user's query. Neither is a copy;
+    both are refused. Tool definitions in the Chat Completions form (``function.parameters``) are no calls, under
+    a declared mapping that does not read them too."""
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}
+    chat = [{"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "18C and sunny"},
+            {"role": "assistant", "content": "It is 18C and sunny there."}]
+    rag = [{"role": "user", "content": "refund policy"}, {"role": "assistant", "content": "Within 30 days."}]
+    for name, doc, key in [("question.json", {"question": "What is the weather in Paris right now?",
+                                              "messages": chat}, "question"),
+                           ("rag.json", {"messages": rag, "retrieved_contexts": [
+                               "Our refund policy: refunds are granted within 30 days of purchase."]},
+                            "retrieved_contexts")]:
+        (tmp_path / name).write_text(json.dumps(doc))
+        result = ingest([tmp_path / name], scrub=False, dedup=False)
+        assert codes(result) == ["content_not_mapped"] and result.report.errors[0].field == key, (name, codes(result))
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
+                                               "parameters": {"type": "object", "properties": {}}}}]
+    path = tmp_path / "tools.jsonl"
+    path.write_text(json.dumps({"messages": CHAT, "tools": tools}) + "\n")
+    mapping = parse_mapping("name: x\nmessages: $.messages\nrole: role\ncontent: content\n"
+                            "roles: {user: user, assistant: assistant}\n", "x.yaml")
+    for how in (None, mapping):
+        result = ingest([path], mapping=how, scrub=False, dedup=False)
+        assert result.report.ok and totals(result.conversations) == (1, 1, 0), codes(result)
+
+
+def test_review_a_second_list_in_an_unknown_spelling_and_sessions_after_topics(tmp_path):
+    """A second message list whose text is under a key no spelling knows (``body``) is a history beside the
+    messages, refused as before (the settings filter had let it read ``ok``); a session's prompt is found when the
+    export lists its topics first (a topic the messages name holds no prompt)."""
+    history = [{"role": "user", "body": "What does the pro plan cost per month?"},
+               {"role": "assistant", "body": "It costs twenty dollars per month."}]
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps({"messages": CHAT, "history": history}))
+    result = ingest([path], scrub=False, dedup=False)
+    assert not result.report.ok and not result.conversations, codes(result)
+    doc = _lobechat(parent_ids=False)
+    for m in doc["state"]["messages"]:
+        m["topicId"] = f"t{m['sessionId'][1]}"
+    state = doc["state"]
+    doc["state"] = {"messages": state["messages"], "topics": [{"id": "t1", "title": "Paris", "sessionId": "s1"},
+                                                               {"id": "t2", "title": "Paris", "sessionId": "s2"}],
+                    "sessions": state["sessions"]}
+    path = tmp_path / "lobechat.json"
+    path.write_text(json.dumps(doc))
+    result = ingest([path], scrub=False, dedup=False)
+    assert result.report.ok and [c.messages[0].text for c in result.conversations] == [
+        "You are travel agent 1.", "You are travel agent 2."], codes(result)

@@ -17,7 +17,16 @@ from typing import Any
 
 from drafters.traces.formats._record_shapes import holds_role_message, is_items
 from drafters.traces.formats._rendered_chats import rendered_chat
-from drafters.traces.formats._spellings import is_message, role_key, role_value, snake
+from drafters.traces.formats._spellings import (
+    CALL_KEYS,
+    CONTENT_KEYS,
+    MESSAGE_WRAPPERS,
+    get,
+    is_message,
+    role_key,
+    role_value,
+    snake,
+)
 from drafters.traces.json_paths import child_path, jsonpath
 
 OUTPUT_KEYS = ("outputs", "output", "response", "completion", "result", "generation", "generations",
@@ -554,3 +563,28 @@ def every_choice(values: list, out: str) -> str:
                            and isinstance(found[0][1], list)):
             return f"{out[:at]}.{key}[*]{out[at + len(key) + 4:]}"
     return out
+
+
+def settings_only(msgs: list) -> bool:
+    """Objects with a role word that hold nothing said (``said``) and no text of three words or more at their top
+    level (LobeChat's ``type: agent`` sessions beside the messages): no message list. A list whose text sits under a
+    key no spelling knows (``body``) is not one: it holds turns."""
+    return not said(msgs) and not any(isinstance(v, str) and len(v.split()) >= 3
+                                      for m in msgs if isinstance(m, dict) for v in m.values())
+
+
+def said(msgs: list) -> bool:
+    """Whether some message holds content or calls in a known spelling, is a call, or holds tool calls deeper (an
+    Assistants run step's ``step_details.tool_calls``); LobeChat's sessions, ``type: agent`` objects of settings
+    beside the messages, hold none."""
+    return any(get(m, w + k) not in (None, "", [], {}) for m in msgs for w in MESSAGE_WRAPPERS
+               for k in (*CONTENT_KEYS, *CALL_KEYS)) or any(call_shaped(m) or _calls_within(m) for m in msgs)
+
+
+def _calls_within(value: Any, depth: int = 0) -> bool:
+    if depth > 3 or not isinstance(value, (dict, list)):
+        return False
+    if isinstance(value, list) and value and call_shaped(value):
+        return True
+    items = value.values() if isinstance(value, dict) else value
+    return any(_calls_within(v, depth + 1) for v in items)

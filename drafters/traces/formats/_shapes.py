@@ -46,6 +46,7 @@ from drafters.traces.formats._call_io import (
     messages_at,
     note_call_kinds,
     other_kind,
+    settings_only,
     settings_tools,
     text_pair,
 )
@@ -319,7 +320,7 @@ def _record_lists(values: list, array_doc: bool, name: str) -> Inferred | Ambigu
     found = [f for f in (message_lists(v) for v in values if isinstance(v, (dict, list))) if f]
     if not found or 2 * len(found) < len(values):
         return None
-    found = [_siblings([(p, m) for p, m in f if said(m)] or f) for f in found]  # not a list of agents' settings
+    found = [_siblings([(p, m) for p, m in f if not settings_only(m)] or f) for f in found]  # not agents' settings
     found = [[f[k]] if len(f) > 1 and (k := covering([m for _, m in f], copies=_one_holder([p for p, _ in f])))
              is not None else f for f in found]
     paths = Counter(_generic_path(f[0][0]) for f in found if len(f) == 1)
@@ -363,23 +364,6 @@ def _one_holder(paths: list[str]) -> bool:
     differ = {i for s in steps for i, (a, b) in enumerate(zip(s, steps[0])) if a != b}
     return len(differ) == 1 and 0 not in differ and not any(re.fullmatch(r"\[(\d+|\*)\]", s[i])
                                                           for s in steps for i in differ)
-
-
-def said(msgs: list) -> bool:
-    """Whether some message holds content or calls in a known spelling, is a call, or holds tool calls deeper (an
-    Assistants run step's ``step_details.tool_calls``); LobeChat's sessions, ``type: agent`` objects of settings
-    beside the messages, hold none."""
-    return any(get(m, w + k) not in (None, "", [], {}) for m in msgs for w in MESSAGE_WRAPPERS
-               for k in (*CONTENT_KEYS, *CALL_KEYS)) or any(call_shaped(m) or _calls_within(m) for m in msgs)
-
-
-def _calls_within(value: Any, depth: int = 0) -> bool:
-    if depth > 3 or not isinstance(value, (dict, list)):
-        return False
-    if isinstance(value, list) and value and call_shaped(value):
-        return True
-    items = value.values() if isinstance(value, dict) else value
-    return any(_calls_within(v, depth + 1) for v in items)
 
 
 def _siblings(found: list[tuple[str, list]]) -> list[tuple[str, list]]:

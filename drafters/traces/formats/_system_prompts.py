@@ -82,8 +82,10 @@ def linked_system(holder: dict, raws: list, keys: tuple[str, ...], messages: lis
     ``state.sessions[i].config.systemRole`` for messages naming ``sessionId``); ``([], [])`` when there is none."""
     first = raws[0] if raws and isinstance(raws[0], dict) else {}
     named = {str(first[k]) for k in keys if first.get(k) not in (None, "")}
-    for value in holder.values():
+    for value in holder.values():  # the first object of a named id that holds a prompt (a topic holds none)
         for item in value if isinstance(value, list) and value is not raws else []:
-            if isinstance(item, dict) and str(item.get("id")) in named and item.get("id") is not None:
-                return sibling_system(item, messages)
+            if isinstance(item, dict) and item.get("id") is not None and str(item.get("id")) in named:
+                found = sibling_system(item, messages)
+                if found != ([], []):
+                    return found
     return [], []

@@ -54,9 +54,9 @@ def text_beside(holder: dict, texts: list[str], read: set[str] = frozenset(),  #
         if key in read or key in SYSTEM_KEYS or _REFERENCE_KEY.match(key) or \
                 not (turns and _TURN_KEY.search(key) or _CONTEXT_KEY.search(key)):
             continue
-        pieces = [value] if turns and _TURN_KEY.search(key) else _texts(value)  # a turn is one string, a context any text
-        for piece in pieces:
-            if isinstance(piece, str) and len(piece.split()) >= 3 and not _copied(piece.strip(), texts):
+        turn = turns and bool(_TURN_KEY.search(key))
+        for piece in [value] if turn else _texts(value):  # a turn is one string, a context any text
+            if isinstance(piece, str) and len(piece.split()) >= 3 and not _copied(piece.strip(), texts, turn):
                 return key  # a word or two (a format name, a label) is no turn
     return None
 
@@ -76,9 +76,13 @@ def text_beside_list(record: Any, where: str, texts: list[str], paths: list[str 
 
 
 def _definitions(value: Any) -> bool:
-    """Tool definitions, not calls: each item's parameters a JSON schema (``{"type": "object", ...}``)."""
+    """Tool definitions, not calls: each item's parameters (or its ``function``'s: Chat Completions tools) a JSON
+    schema (``{"type": "object", ...}``, or empty)."""
     items = value if isinstance(value, list) else [value]
-    return all(isinstance(i, dict) and any(isinstance(i.get(k), dict) and ("type" in i[k] or "properties" in i[k])
+    return all(isinstance(i, dict) and any(isinstance(d.get(k), dict) and (not d[k] or "type" in d[k] or
+                                                                          "properties" in d[k])
+                                           for d in (i, i.get("function") if isinstance(i.get("function"), dict)
+                                                     else {})
                                            for k in ("parameters", "input_schema", "inputSchema")) for i in items)
 
 
@@ -91,22 +95,27 @@ def message_texts(messages: list[Message]) -> list[str]:
     return out
 
 
-def _copies(piece: str, text: str) -> bool:
-    """``piece`` is part of a message's ``text``, or holds it (a rendered prompt, a repr of the reply object)."""
-    return piece in text or len(text.strip()) >= 4 and text.strip() in piece
+#: A repr of an object holding the reply (DSPy's ``ModelResponse(id=..., choices=[...])``).
+_REPR = re.compile(r"^[A-Z]\w*\(")
 
 
-def _copied(piece: str, texts: list[str]) -> bool:
-    """``piece`` copies the messages' ``texts`` (``_copies``), or is JSON whose every string of three words or
-    more does (the messages dumped as JSON text: escaped quotes and newlines)."""
-    if any(_copies(piece, t) for t in texts):
+def _copied(piece: str, texts: list[str], turn: bool = True) -> bool:
+    """``piece`` copies the messages' ``texts``: it is part of one of them; or, for a turn (not a context: a
+    retrieved passage quoting the question is no copy), the texts it holds cover half of it or more (a rendered
+    prompt) or it is a repr of the reply object holding one; or it is JSON whose every string of three words or
+    more is part of a text (the messages dumped as JSON text: escaped quotes and newlines)."""
+    if any(piece in t for t in texts):
+        return True
+    held = [t.strip() for t in texts if len(t.strip()) >= 4 and t.strip() in piece]
+    if turn and held and (sum(map(len, set(held))) * 2 >= len(piece) or _REPR.match(piece)):
         return True
     try:
         decoded = json.loads(piece) if piece[:1] in "[{" else None
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     strings = [s for s in _strings(decoded) if len(s.split()) >= 3]
-    return bool(strings) and all(any(_copies(s.strip(), t) for t in texts) for s in strings)
+    joined = "\n".join(texts)  # one search per string, not one per string and text
+    return bool(strings) and all(s.strip() in joined for s in strings)
 
 
 def _strings(value: Any) -> list[str]:

@@ -48,7 +48,7 @@ from drafters.traces.formats import (
     _update_events,
 )
 from drafters.traces.formats._batches import history_in_text
-from drafters.traces.formats._call_io import call_free, nested_thread
+from drafters.traces.formats._call_io import call_free, nested_thread, settings_only
 from drafters.traces.formats._content import tool_defs
 from drafters.traces.formats._embedded_json import embedded_records
 from drafters.traces.formats._general_message import content_key_of, message_of, richer_parts
@@ -174,7 +174,7 @@ def _message_outside(value: Any, skip: str | set[str], path: str = "$", depth: i
     if path in ({skip} if isinstance(skip, str) else skip) or depth > MAX_DEPTH:
         return None
     if isinstance(value, dict):
-        if path != "$" and _is_message(value) and value not in (known or []) and _shapes.said([value]):
+        if path != "$" and _is_message(value) and value not in (known or []) and not settings_only([value]):
             return path
         items = [(f"{path}.{k}", v) for k, v in value.items() if isinstance(v, (dict, list))]
     elif isinstance(value, list):
@@ -493,7 +493,7 @@ def _by_spellings(records: Iterator[tuple[Source, Any]], filename: str, problems
 def _record(source: Source, value: Any, stem: str, problems: ProblemSink, tally: _Tally) -> Iterator[Conversation]:
     value = untagged_variants(value)  # messages written as serde enum variants: the messages they hold
     every = find_message_lists(value)
-    found = [f for f in every if _shapes.said(f.messages)] or every  # not agents' settings (LobeChat's sessions)
+    found = [f for f in every if not settings_only(f.messages)] or every  # not LobeChat's sessions
     if not found and call_free(value) and value not in ({}, []):
         tally.not_calls += 1  # reported once for the file (records_not_calls), or the file reads nothing
         return
